@@ -1,0 +1,56 @@
+"""seqid_orm: primary keys that are globally unique and land at the end of the index.
+
+The core (this package's top-level modules) imports nothing outside the standard library.
+The ORM adapters live in :mod:`seqid_orm.sqlalchemy` and :mod:`seqid_orm.django` and need
+their extras.
+"""
+
+from __future__ import annotations
+
+from .comb import CombGenerator, comb, comb_at, comb_batch, uuid7
+from .decode import timestamp_of
+from .errors import (
+    ClockMovedBackwardsError,
+    ForkedGeneratorError,
+    GeneratorExhaustedError,
+    InvalidIDError,
+    NoTimestampError,
+    SeqIDError,
+    UnknownLayoutError,
+)
+from .layout import Layout, layout_for_order
+from .prefixed import prefix_of, uuid_sequence_nextval, uuid_time_nextval
+from .snowflake import Snowflake, SnowflakeParts
+from .text import base32, bsv, bsv_parts, decode_base32, decode_bsv, encode_base32, encode_bsv
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ClockMovedBackwardsError",
+    "CombGenerator",
+    "ForkedGeneratorError",
+    "GeneratorExhaustedError",
+    "InvalidIDError",
+    "Layout",
+    "NoTimestampError",
+    "SeqIDError",
+    "Snowflake",
+    "SnowflakeParts",
+    "UnknownLayoutError",
+    "base32",
+    "bsv",
+    "bsv_parts",
+    "comb",
+    "comb_at",
+    "comb_batch",
+    "decode_base32",
+    "decode_bsv",
+    "encode_base32",
+    "encode_bsv",
+    "layout_for_order",
+    "prefix_of",
+    "timestamp_of",
+    "uuid7",
+    "uuid_sequence_nextval",
+    "uuid_time_nextval",
+]

@@ -1,0 +1,181 @@
+"""The single place that decides which layout keeps ids ordered on a given database.
+
+Both ORM adapters call :func:`choose_layout` with what they know of the live connection:
+the vendor, the server version and how the column stores the id (:class:`Storage`).  The
+registry answers in two steps:
+
+1. :func:`compare_order` — in which order does this engine compare the 16 bytes of *this*
+   value?  The value matters: MariaDB's ``UUID`` type swaps some UUID versions and not others.
+2. :func:`~seqid_orm.layout.layout_for_order` — which layout's time and counter come first
+   in that order?
+
+The live probe (:mod:`seqid_orm.sqlalchemy.probe`) measures step 1 on a real server instead of
+looking it up, and the test suite checks that both agree.
+"""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from collections.abc import Sequence
+
+from .comb import comb_at
+from .errors import UnknownLayoutError
+from .layout import (
+    ORDER_BYTES,
+    ORDER_MARIADB_SWAPPED,
+    ORDER_SQLSERVER,
+    Layout,
+    layout_for_order,
+)
+
+ServerVersion = Sequence[int] | None
+
+
+class Storage(str, enum.Enum):
+    """How a column holds a UUID."""
+
+    NATIVE = "native"
+    """The engine's UUID type: PostgreSQL/CockroachDB ``UUID``, SQL Server ``UNIQUEIDENTIFIER``,
+    MariaDB 10.7+ ``UUID``."""
+    BINARY = "binary"
+    """16 raw bytes in ``uuid.UUID.bytes`` order (``BINARY(16)``, ``BYTEA``, ``RAW(16)``, BLOB)."""
+    TEXT = "text"
+    """Canonical lower-case text with hyphens, ``CHAR(36)``."""
+    HEX = "hex"
+    """32 lower-case hex digits, ``CHAR(32)`` (Django's ``UUIDField`` off PostgreSQL/MariaDB)."""
+
+
+#: Vendor names understood here (SQLAlchemy's dialect names; Django's are mapped onto them).
+VENDORS = ("postgresql", "cockroachdb", "mssql", "mariadb", "mysql", "oracle", "sqlite")
+
+_DJANGO_VENDORS = {"microsoft": "mssql"}
+
+
+def normalize_vendor(name: str, *, is_mariadb: bool = False) -> str:
+    """Map a dialect or Django vendor name onto :data:`VENDORS` (unknown names pass through)."""
+    if not isinstance(name, str):
+        raise TypeError(f"vendor name must be a str, got {type(name).__name__}")
+    name = name.lower()
+    if name == "mysql" and is_mariadb:
+        return "mariadb"
+    return _DJANGO_VENDORS.get(name, name)
+
+
+def has_native_uuid(vendor: str, server_version: ServerVersion) -> bool:
+    """Whether the engine has a UUID column type of its own."""
+    if vendor in ("postgresql", "cockroachdb", "mssql"):
+        return True
+    if vendor == "mariadb":
+        return server_version is None or tuple(server_version[:2]) >= (10, 7)
+    return False
+
+
+def default_storage(vendor: str, server_version: ServerVersion) -> Storage:
+    """What a column gets when the user does not choose: native, else 16 bytes, else text."""
+    if has_native_uuid(vendor, server_version):
+        return Storage.NATIVE
+    if vendor in ("mysql", "mariadb", "oracle", "sqlite"):
+        return Storage.BINARY
+    return Storage.TEXT
+
+
+# MariaDB stopped byte-swapping UUIDs of version >= 6 in these releases (MDEV-29959 and
+# MDEV-31926); every series after 11.1 has it from the start.
+_MARIADB_UUID_FIX = {(10, 10): (10, 10, 6), (10, 11): (10, 11, 5), (11, 0): (11, 0, 3), (11, 1): (11, 1, 2)}
+
+
+def mariadb_swaps_selectively(server_version: ServerVersion) -> bool:
+    """True if this MariaDB stores only UUID versions 1-5 swapped (else it swaps all)."""
+    if server_version is None:
+        return True  # assume a current server; offline users pass layout= explicitly
+    version = tuple(server_version[:3]) + (0,) * (3 - len(server_version[:3]))
+    fixed = _MARIADB_UUID_FIX.get(version[:2])
+    if fixed is not None:
+        return version >= fixed
+    return version >= (11, 2, 0)
+
+
+def _mariadb_native_order(value: uuid.UUID, server_version: ServerVersion) -> tuple[int, ...] | None:
+    i = value.int
+    version = (i >> 76) & 0xF
+    variant_rfc = (i >> 62) & 0b11 == 0b10
+    variant_bit = (i >> 63) & 1
+    if not mariadb_swaps_selectively(server_version):
+        return ORDER_MARIADB_SWAPPED
+    if variant_rfc and version >= 8:
+        return None  # refused by the server: "Incorrect uuid value"
+    if variant_bit and 1 <= version <= 5:
+        return ORDER_MARIADB_SWAPPED
+    return ORDER_BYTES
+
+
+def compare_order(
+    vendor: str, server_version: ServerVersion, storage: Storage | str, value: uuid.UUID
+) -> tuple[int, ...] | None:
+    """The order in which the engine compares the bytes of values shaped like ``value``.
+
+    ``None`` when the engine cannot store such a value in that storage, or nothing is known.
+    Text and hex storage compare like the bytes: lower-case hex digits sort in the same order
+    under every collation (digits before letters), and hyphens sit at fixed places.
+    """
+    storage = Storage(storage)
+    if storage is not Storage.NATIVE:
+        return ORDER_BYTES
+    if vendor in ("postgresql", "cockroachdb"):
+        return ORDER_BYTES
+    if vendor == "mssql":
+        return ORDER_SQLSERVER
+    if vendor == "mariadb" and has_native_uuid(vendor, server_version):
+        return _mariadb_native_order(value, server_version)
+    return None
+
+
+def layout_sample(layout: Layout) -> uuid.UUID:
+    """A value with the fixed bits of ``layout`` (what the probe and the registry reason on)."""
+    import datetime as _dt
+
+    return comb_at(_dt.datetime(2020, 1, 1, tzinfo=_dt.timezone.utc), layout, "min")
+
+
+def choose_layout(
+    vendor: str,
+    server_version: ServerVersion,
+    storage: Storage | str,
+    *,
+    preferred: Layout | None = None,
+) -> Layout:
+    """The layout whose ids the engine keeps in generation order.
+
+    Every layout is tried with values of its own bits (``preferred`` first, then
+    ``TIME_FIRST``, ``TIME_LAST``, ``TIME_FIRST_LE``); the first that the engine orders by its
+    time wins.  Raises :class:`~seqid_orm.errors.UnknownLayoutError` when none does.
+    """
+    candidates = list(Layout)
+    if preferred is not None:
+        candidates.remove(Layout(preferred))
+        candidates.insert(0, Layout(preferred))
+    for layout in candidates:
+        order = compare_order(vendor, server_version, storage, layout_sample(layout))
+        if order is not None and order[: len(layout.requires)] == layout.requires:
+            return layout
+    raise UnknownLayoutError(
+        f"no known layout keeps ids ordered on {vendor} {_fmt(server_version)} with "
+        f"{Storage(storage).value} storage; pass layout= explicitly or run seqid probe"
+    )
+
+
+def choose_prefix_layout(vendor: str, server_version: ServerVersion, storage: Storage | str) -> Layout:
+    """Where the wrapping prefix of a sequence/time-prefixed id must go on this engine."""
+    sample = uuid.UUID(int=(0x4 << 76) | (0b10 << 62))  # the RFC v4 bits those ids carry
+    order = compare_order(vendor, server_version, storage, sample)
+    layout = layout_for_order(order) if order is not None else None
+    if layout is None:
+        raise UnknownLayoutError(
+            f"no known prefix placement for {vendor} {_fmt(server_version)} with {Storage(storage).value} storage"
+        )
+    return layout
+
+
+def _fmt(server_version: ServerVersion) -> str:
+    return "(version unknown)" if server_version is None else ".".join(map(str, server_version))

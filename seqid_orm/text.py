@@ -1,0 +1,172 @@
+"""Sortable text ids: the seed's order-preserving base64 ("bsv") and Crockford base32.
+
+*bsv* (seed 004): 8 bytes of big-endian .NET ticks (100 ns since 0001-01-01, UTC) followed by
+16 random bytes, written with base64 whose alphabet is re-ordered so that ASCII order equals
+value order: ``$ - 0-9 A-Z a-z``, padding ``!``.  24 bytes give exactly 32 characters.  The
+alphabet mixes cases, so a column holding bsv ids **must** use a binary collation
+(MySQL/MariaDB ``ascii_bin``, PostgreSQL ``"C"``, SQL Server ``Latin1_General_BIN2``): under a
+case-insensitive one, two ids that differ only in case collide.
+
+*base32*: Crockford's alphabet, 26 characters for 128 bits, the text form of a ULID.  Upper
+case only on output and case-insensitive on input, so it is safe under any collation.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime as _dt
+import os
+import threading
+import time
+import uuid
+import weakref
+from collections.abc import Callable
+
+from ._random import POOL
+from .comb import _uuid_from_int, uuid7
+from .errors import InvalidIDError
+
+BSV_ALPHABET = "$-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+BSV_PAD = "!"
+_B64_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/="
+_TO_BSV = bytes.maketrans(_B64_ALPHABET, (BSV_ALPHABET + BSV_PAD).encode())
+_FROM_BSV = bytes.maketrans((BSV_ALPHABET + BSV_PAD).encode(), _B64_ALPHABET)
+_BSV_CHARS = frozenset(BSV_ALPHABET + BSV_PAD)
+
+CROCKFORD_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+_B32_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+_TO_CROCKFORD = bytes.maketrans(_B32_ALPHABET, CROCKFORD_ALPHABET.encode())
+_FROM_CROCKFORD = bytes.maketrans(CROCKFORD_ALPHABET.encode(), _B32_ALPHABET)
+_CROCKFORD_CHARS = frozenset(CROCKFORD_ALPHABET)
+
+#: .NET ticks at the Unix epoch.
+DOTNET_TICKS_AT_UNIX_EPOCH = 621_355_968_000_000_000
+BSV_LENGTH = 32
+BASE32_LENGTH = 26
+
+
+# --- bsv --------------------------------------------------------------------------------
+
+
+def encode_bsv(data: bytes) -> str:
+    """Encode bytes with the order-preserving base64 alphabet (equal lengths sort as bytes)."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"data must be bytes, got {type(data).__name__}")
+    return base64.b64encode(data).translate(_TO_BSV).decode("ascii")
+
+
+def decode_bsv(text: str) -> bytes:
+    """Decode text made by :func:`encode_bsv`; anything else raises :class:`InvalidIDError`."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    bad = set(text) - _BSV_CHARS
+    if bad:
+        raise InvalidIDError(f"not a bsv id: characters {''.join(sorted(bad))!r} are outside its alphabet")
+    if len(text) % 4:
+        raise InvalidIDError(f"not a bsv id: length {len(text)} is not a multiple of 4")
+    try:
+        return base64.b64decode(text.encode("ascii").translate(_FROM_BSV), validate=True)
+    except binascii.Error as exc:
+        raise InvalidIDError(f"not a bsv id: {exc}") from None
+
+
+_LIVE: weakref.WeakSet[BsvGenerator] = weakref.WeakSet()
+
+
+class BsvGenerator:
+    """Strictly increasing bsv ids: ticks are bumped by one when the clock has not advanced.
+
+    Ticks are 100 ns, so the embedded time can only lead the clock while more than ten
+    million ids a second are made, or while a clock that stepped back catches up.
+    """
+
+    def __init__(self, *, clock: Callable[[], int] = time.time_ns) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._last = -1
+        _LIVE.add(self)
+
+    def __call__(self) -> str:
+        with self._lock:
+            ticks = self._clock() // 100 + DOTNET_TICKS_AT_UNIX_EPOCH
+            if ticks <= self._last:
+                ticks = self._last + 1
+            self._last = ticks
+            body = ticks.to_bytes(8, "big") + POOL.word().to_bytes(8, "big") + POOL.word().to_bytes(8, "big")
+        return base64.b64encode(body).translate(_TO_BSV).decode("ascii")
+
+
+bsv = BsvGenerator()
+"""A new 32-character bsv id (call it: ``bsv()``)."""
+
+
+def bsv_parts(text: str) -> tuple[_dt.datetime, bytes]:
+    """The creation time (UTC, microsecond precision) and 16 random bytes of a bsv id."""
+    if isinstance(text, str) and len(text) != BSV_LENGTH:
+        raise InvalidIDError(f"a bsv id has {BSV_LENGTH} characters, got {len(text)}")
+    raw = decode_bsv(text)
+    ticks = int.from_bytes(raw[:8], "big")
+    return _ticks_to_datetime(ticks), raw[8:]
+
+
+def _ticks_to_datetime(ticks: int) -> _dt.datetime:
+    return _dt.datetime(1, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(microseconds=ticks // 10)
+
+
+# --- base32 -----------------------------------------------------------------------------
+
+
+def _id_bytes(value: object) -> bytes:
+    if isinstance(value, uuid.UUID):
+        return value.bytes
+    if isinstance(value, (bytes, bytearray)):
+        if len(value) != 16:
+            raise InvalidIDError(f"value must be 16 bytes, got {len(value)}")
+        return bytes(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        if not 0 <= value < (1 << 128):
+            raise InvalidIDError(f"value must be an unsigned 128-bit int, got {value}")
+        return value.to_bytes(16, "big")
+    raise TypeError(f"value must be a uuid.UUID, 16 bytes or an int, got {type(value).__name__}")
+
+
+def encode_base32(value: uuid.UUID | bytes | int) -> str:
+    """The 26-character Crockford base32 (ULID) text of a 128-bit id; sorts as the bytes do."""
+    # 4 zero bytes in front align 128 bits to the 160-bit groups of RFC 4648 base32: the
+    # first 6 characters are then always 'A' (zero) and the remaining 26 are the ULID text.
+    return base64.b32encode(b"\0\0\0\0" + _id_bytes(value))[6:].translate(_TO_CROCKFORD).decode("ascii")
+
+
+def decode_base32(text: str) -> uuid.UUID:
+    """Parse a 26-character Crockford base32 id (any case) into a ``uuid.UUID``.
+
+    Crockford's look-alike letters I, L, O and U are refused rather than read as 1, 1, 0:
+    an id that was mistyped should fail, not silently point at another row.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    if len(text) != BASE32_LENGTH:
+        raise InvalidIDError(f"a base32 id has {BASE32_LENGTH} characters, got {len(text)}")
+    upper = text.upper()
+    bad = set(upper) - _CROCKFORD_CHARS
+    if bad:
+        raise InvalidIDError(f"not a base32 id: characters {''.join(sorted(bad))!r} are outside Crockford's alphabet")
+    if upper[0] > "7":
+        raise InvalidIDError(f"not a base32 id: {text!r} exceeds 128 bits (first character must be 0-7)")
+    raw = base64.b32decode(b"AAAAAA" + upper.encode("ascii").translate(_FROM_CROCKFORD))
+    return _uuid_from_int(int.from_bytes(raw[4:], "big"))
+
+
+def base32() -> str:
+    """A new ULID-compatible id: a UUIDv7 in Crockford base32 (time first, monotonic)."""
+    return encode_base32(uuid7())
+
+
+def _reset_after_fork() -> None:
+    for gen in list(_LIVE):
+        gen._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)

@@ -1,0 +1,35 @@
+"""SQLAlchemy adapter: dialect-aware id column types, connection-aware defaults, a live probe.
+
+Needs the ``sqlalchemy`` extra.  The decisions are the core's (:mod:`seqid_orm.registry`);
+this package only reads the dialect and moves values in and out.
+"""
+
+from __future__ import annotations
+
+from .defaults import (
+    assign_ids_on_init,
+    layout_for,
+    seq_uuid_default,
+    seq_uuid_fk,
+    seq_uuid_pk,
+    snowflake_pk,
+    sortable_text_pk,
+)
+from .probe import probe_layout, probe_order
+from .types import SeqUUID, SnowflakeID, SortableText, coerce_uuid
+
+__all__ = [
+    "SeqUUID",
+    "SnowflakeID",
+    "SortableText",
+    "assign_ids_on_init",
+    "coerce_uuid",
+    "layout_for",
+    "probe_layout",
+    "probe_order",
+    "seq_uuid_default",
+    "seq_uuid_fk",
+    "seq_uuid_pk",
+    "snowflake_pk",
+    "sortable_text_pk",
+]

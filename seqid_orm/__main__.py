@@ -1,0 +1,173 @@
+"""The ``seqid`` command line (also ``python -m seqid_orm``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import uuid
+from collections.abc import Sequence
+
+from . import (
+    Layout,
+    Snowflake,
+    __version__,
+    base32,
+    bsv,
+    comb,
+    timestamp_of,
+    uuid7,
+    uuid_sequence_nextval,
+    uuid_time_nextval,
+)
+from .comb import decode_comb, layout_of
+from .errors import SeqIDError
+
+KINDS = ("uuid7", "comb", "snowflake", "bsv", "base32", "time-prefix")
+
+
+def _new(args: argparse.Namespace) -> int:
+    layout = Layout(args.layout) if args.layout else Layout.TIME_FIRST
+    if args.dialect:
+        from .registry import choose_layout, default_storage, normalize_vendor
+
+        vendor = normalize_vendor(args.dialect)
+        layout = choose_layout(vendor, None, args.storage or default_storage(vendor, None))
+    snowflake = Snowflake(worker_id=args.worker)
+    make = {
+        "uuid7": uuid7,
+        "comb": lambda: comb(layout),
+        "snowflake": snowflake.next_id,
+        "bsv": bsv,
+        "base32": base32,
+        "time-prefix": lambda: uuid_time_nextval(layout=layout),
+        "seq-prefix": None,
+    }[args.kind]
+    for i in range(args.n):
+        print(uuid_sequence_nextval(i, layout=layout) if make is None else make())
+    return 0
+
+
+def _describe(text: str) -> dict[str, object]:
+    text = text.strip()
+    if text.isdigit():
+        parts = Snowflake(worker_id=0).decode(int(text))
+        return {
+            "kind": "snowflake (Twitter profile)",
+            "timestamp": parts.timestamp.isoformat(),
+            "datacenter_id": parts.datacenter_id,
+            "worker_id": parts.worker_id,
+            "sequence": parts.sequence,
+        }
+    if len(text) == 36:
+        value = uuid.UUID(text)
+        layout = layout_of(value)
+        if layout is None:
+            return {"kind": f"uuid version {value.version}", "timestamp": None}
+        ms, counter = decode_comb(value, layout)
+        return {
+            "kind": "uuid7" if layout is Layout.TIME_FIRST else "comb",
+            "layout": layout.value,
+            "timestamp": timestamp_of(value).isoformat(),
+            "counter": counter,
+        }
+    kind = "bsv" if len(text) == 32 else "base32" if len(text) == 26 else "unknown"
+    return {"kind": kind, "timestamp": timestamp_of(text).isoformat()}
+
+
+def _decode(args: argparse.Namespace) -> int:
+    info = _describe(args.value)
+    if args.json:
+        print(json.dumps(info))
+    else:
+        for key, val in info.items():
+            print(f"{key}: {val}")
+    return 0
+
+
+def _probe(args: argparse.Namespace) -> int:
+    from sqlalchemy import create_engine
+
+    from .sqlalchemy import SeqUUID, layout_for, probe_layout, probe_order
+    from .sqlalchemy.types import dialect_server_version
+
+    engine = create_engine(args.url)
+    results = []
+    with engine.connect() as conn:
+        for storage in ("native", "binary", "text", "hex"):
+            type_ = SeqUUID(storage=storage)
+            try:
+                type_.storage_for(engine.dialect)
+            except SeqIDError as exc:
+                results.append({"storage": storage, "error": str(exc)})
+                continue
+            results.append(
+                {
+                    "storage": storage,
+                    "order": list(probe_order(conn, type_)),
+                    "probed_layout": probe_layout(conn, type_).value,
+                    "registry_layout": layout_for(engine.dialect, type_).value,
+                }
+            )
+    version = ".".join(map(str, dialect_server_version(engine.dialect) or ()))
+    if args.json:
+        print(json.dumps({"dialect": engine.dialect.name, "server_version": version, "storages": results}))
+        return 0
+    print(f"{engine.dialect.name} {version}")
+    for r in results:
+        if "error" in r:
+            print(f"  {r['storage']:7} {r['error']}")
+        else:
+            agree = "agrees" if r["probed_layout"] == r["registry_layout"] else "DISAGREES"
+            print(f"  {r['storage']:7} order={r['order']} layout={r['probed_layout']} (registry {agree})")
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from .demo import run
+
+    return run(args.url, args.rows)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="seqid", description="Index-friendly unique ids for SQL databases.")
+    parser.add_argument("--version", action="version", version=f"seqid_orm {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("new", help="print new ids")
+    p.add_argument("--kind", choices=(*KINDS, "seq-prefix"), default="uuid7")
+    p.add_argument("--layout", choices=[m.value for m in Layout])
+    p.add_argument("--dialect", help="choose the layout for this database (e.g. mssql, postgresql)")
+    p.add_argument("--storage", choices=("native", "binary", "text", "hex"))
+    p.add_argument("--worker", type=int, default=0, help="Snowflake worker id")
+    p.add_argument("-n", type=int, default=1)
+    p.set_defaults(func=_new)
+
+    p = sub.add_parser("decode", help="tell what an id is and when it was made")
+    p.add_argument("value")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_decode)
+
+    p = sub.add_parser("probe", help="measure how a live database orders UUIDs (needs the sqlalchemy extra)")
+    p.add_argument("url", help="SQLAlchemy URL, e.g. postgresql+psycopg://user@host/db")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_probe)
+
+    p = sub.add_parser("demo", help="insert rows with seqid keys through SQLAlchemy and read them back")
+    p.add_argument("--url", default="sqlite://")
+    p.add_argument("--rows", type=int, default=5)
+    p.set_defaults(func=_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except (SeqIDError, ValueError, TypeError) as exc:
+        print(f"seqid: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,134 @@
+"""Column defaults that generate ids in the layout of the connection they are inserted over.
+
+A SQLAlchemy default that takes one argument receives the execution context, which knows the
+dialect (name, MariaDB or not, server version) and the column being filled.  From those and
+the column's storage the core registry picks the layout; the answer is cached per dialect
+instance (one per engine), so the registry runs once per engine and column kind, not per row.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy import ForeignKey, event
+from sqlalchemy.engine import Dialect, Engine
+from sqlalchemy.engine.interfaces import ExecutionContext
+from sqlalchemy.orm import Mapper, mapped_column
+from sqlalchemy.orm.properties import MappedColumn
+
+from ..comb import comb
+from ..layout import Layout
+from ..registry import choose_layout
+from ..snowflake import Snowflake
+from ..text import base32, bsv
+from .types import SeqUUID, SnowflakeID, SortableText, dialect_server_version, dialect_vendor
+
+_CACHE: weakref.WeakKeyDictionary[Dialect, dict[tuple[Any, Any], Layout]] = weakref.WeakKeyDictionary()
+_CACHE_LOCK = threading.Lock()
+
+
+def layout_for(dialect: Dialect, type_: SeqUUID | None = None) -> Layout:
+    """The layout that ``type_``'s generated values get on ``dialect`` (cached, thread-safe)."""
+    type_ = type_ if type_ is not None else SeqUUID()
+    key = (type_.storage, type_.layout)
+    with _CACHE_LOCK:
+        per_dialect = _CACHE.get(dialect)
+        if per_dialect is not None and key in per_dialect:
+            return per_dialect[key]
+    storage = type_.storage_for(dialect)
+    version = dialect_server_version(dialect)
+    if type_.layout is not None and version is None:
+        layout = type_.layout  # offline (no server version known): trust the explicit choice
+    else:
+        layout = choose_layout(dialect_vendor(dialect), version, storage, preferred=type_.layout)
+    if version is not None:  # do not cache a decision taken before the first connect
+        with _CACHE_LOCK:
+            _CACHE.setdefault(dialect, {})[key] = layout
+    return layout
+
+
+def seq_uuid_default(context: ExecutionContext) -> uuid.UUID:
+    """Default for a :class:`SeqUUID` column: a new id in the layout of this connection."""
+    column = getattr(context, "current_column", None)
+    type_ = column.type if column is not None and isinstance(column.type, SeqUUID) else None
+    return comb(layout_for(context.dialect, type_))
+
+
+def seq_uuid_pk(
+    storage: str | None = None,
+    layout: Layout | str | None = None,
+    **column_kw: Any,
+) -> MappedColumn[Any]:
+    """``mapped_column`` for a :class:`SeqUUID` primary key with its connection-aware default.
+
+    The id exists after the flush (as with an integer key); see :func:`assign_ids_on_init` to
+    have it when the object is constructed.
+    """
+    column_kw.setdefault("primary_key", True)
+    column_kw.setdefault("default", seq_uuid_default)
+    return mapped_column(SeqUUID(storage=storage, layout=layout), **column_kw)
+
+
+def seq_uuid_fk(
+    target: str | Any,
+    storage: str | None = None,
+    **column_kw: Any,
+) -> MappedColumn[Any]:
+    """``mapped_column`` for a foreign key to a seqid UUID key, with the same storage.
+
+    (A plain ``Mapped[uuid.UUID]`` annotation would give SQLAlchemy's own ``Uuid`` type,
+    whose storage differs from :class:`SeqUUID` on several dialects; or map ``uuid.UUID`` to
+    ``SeqUUID()`` in the declarative base's ``type_annotation_map``.)
+    """
+    fk_kw = {k: column_kw.pop(k) for k in ("ondelete", "onupdate") if k in column_kw}
+    return mapped_column(SeqUUID(storage=storage), ForeignKey(target, **fk_kw), **column_kw)
+
+
+def snowflake_pk(generator: Snowflake, **column_kw: Any) -> MappedColumn[Any]:
+    """``mapped_column`` for a :class:`SnowflakeID` primary key filled by ``generator``."""
+    if not isinstance(generator, Snowflake):
+        raise TypeError(f"generator must be a seqid_orm.Snowflake, got {type(generator).__name__}")
+    column_kw.setdefault("primary_key", True)
+    column_kw.setdefault("autoincrement", False)
+    column_kw.setdefault("default", generator.next_id)
+    return mapped_column(SnowflakeID(), **column_kw)
+
+
+def sortable_text_pk(kind: str = "bsv", **column_kw: Any) -> MappedColumn[Any]:
+    """``mapped_column`` for a :class:`SortableText` primary key (``"bsv"`` or ``"base32"``)."""
+    type_ = SortableText(kind)
+    column_kw.setdefault("primary_key", True)
+    column_kw.setdefault("default", bsv if kind == "bsv" else base32)
+    return mapped_column(type_, **column_kw)
+
+
+def assign_ids_on_init(mapped_class: type, bind: Engine) -> Callable[..., None]:
+    """Opt-in: give new objects of ``mapped_class`` (and subclasses) their id at construction.
+
+    The layout is decided for ``bind`` (connecting once if it has not yet seen the server),
+    so ``obj.id`` is known before ``session.add`` and ``flush``.  Returns the event listener,
+    which ``sqlalchemy.event.remove(mapped_class, "init", listener)`` takes off again.
+    """
+    from sqlalchemy import inspect
+
+    mapper: Mapper[Any] = inspect(mapped_class)
+    columns = [c for c in mapper.primary_key if isinstance(c.type, SeqUUID)]
+    if not columns:
+        raise TypeError(f"{mapped_class.__name__} has no SeqUUID primary-key column")
+    if dialect_server_version(bind.dialect) is None:
+        with bind.connect():
+            pass
+    layouts = {c.key: layout_for(bind.dialect, c.type) for c in columns}
+    attrs = {c.key: mapper.get_property_by_column(c).key for c in columns}
+
+    def listener(target: Any, args: Any, kwargs: dict[str, Any]) -> None:
+        for col_key, attr in attrs.items():
+            if kwargs.get(attr) is None:
+                kwargs[attr] = comb(layouts[col_key])
+
+    event.listen(mapped_class, "init", listener, propagate=True)
+    return listener

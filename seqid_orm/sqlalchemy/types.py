@@ -1,0 +1,262 @@
+"""SQLAlchemy column types whose storage follows the dialect of the connection.
+
+:class:`SeqUUID` is always ``uuid.UUID`` in Python; in the database it is the engine's own
+UUID type where there is one, 16 raw bytes where there is not, or text when asked.  The layout
+of generated values is chosen for that storage by :mod:`seqid_orm.registry`; the types here
+only move values in and out, refusing anything that is not a UUID before it reaches SQL.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Any
+
+from sqlalchemy import types as sqltypes
+from sqlalchemy.dialects import mssql, mysql, oracle, postgresql
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator, UserDefinedType
+
+from ..errors import InvalidIDError
+from ..layout import Layout
+from ..registry import Storage, default_storage, has_native_uuid, normalize_vendor
+from ..text import BASE32_LENGTH, BSV_LENGTH, decode_base32, decode_bsv
+
+_UUID_TEXT = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
+
+
+def coerce_uuid(value: object) -> uuid.UUID:
+    """A ``uuid.UUID`` from a UUID or its canonical 36-character text; anything else raises.
+
+    Integers, bytes, 32-digit hex and braced forms are refused on purpose: accepting them
+    would let a wrong value (an ``int`` primary key, a truncated string) reach the database.
+    """
+    if isinstance(value, uuid.UUID):
+        return value
+    if isinstance(value, str):
+        if _UUID_TEXT.match(value):
+            return uuid.UUID(value)
+        raise InvalidIDError(f"invalid UUID text {value!r}: expected the 36-character form xxxxxxxx-xxxx-...")
+    raise TypeError(f"a SeqUUID value must be a uuid.UUID or its text, got {type(value).__name__}")
+
+
+def dialect_vendor(dialect: Dialect) -> str:
+    """The registry's vendor name for a SQLAlchemy dialect."""
+    return normalize_vendor(dialect.name, is_mariadb=bool(getattr(dialect, "is_mariadb", False)))
+
+
+def dialect_server_version(dialect: Dialect) -> tuple[int, ...] | None:
+    """The server version the dialect saw on connect (``None`` before that, or offline)."""
+    info = getattr(dialect, "server_version_info", None)
+    return tuple(v for v in info if isinstance(v, int)) if info else None
+
+
+class _MariaDBUUID(UserDefinedType):
+    """MariaDB 10.7+ ``UUID`` column; the driver exchanges its text form."""
+
+    cache_ok = True
+
+    def get_col_spec(self, **kw: Any) -> str:
+        return "UUID"
+
+
+def _binary_impl(vendor: str) -> sqltypes.TypeEngine[Any]:
+    if vendor in ("postgresql", "cockroachdb"):
+        return postgresql.BYTEA()
+    if vendor == "oracle":
+        return oracle.RAW(16)
+    if vendor == "sqlite":
+        return sqltypes.LargeBinary()
+    return sqltypes.BINARY(16)
+
+
+class SeqUUID(TypeDecorator[uuid.UUID]):
+    """A UUID primary-key type whose storage and layout fit the dialect in use.
+
+    ``storage``: ``"native" | "binary" | "text" | "hex"`` or ``None`` for the dialect's best
+    (native UUID type; else ``BINARY(16)``/``RAW(16)``/BLOB; else ``CHAR(36)``).
+    ``layout``: force a :class:`~seqid_orm.Layout` for generated values (e.g. for offline
+    Alembic ``--sql`` runs, where no server version is known); ``None`` lets the connection decide.
+    """
+
+    impl = sqltypes.CHAR(36)
+    cache_ok = True
+
+    def __init__(self, storage: Storage | str | None = None, layout: Layout | str | None = None) -> None:
+        self.storage = None if storage is None else _check_enum(Storage, storage, "storage")
+        self.layout = None if layout is None else _check_enum(Layout, layout, "layout")
+        super().__init__()
+
+    def __repr__(self) -> str:
+        args = []
+        if self.storage is not None:
+            args.append(f"storage={self.storage.value!r}")
+        if self.layout is not None:
+            args.append(f"layout={self.layout.value!r}")
+        return f"SeqUUID({', '.join(args)})"
+
+    @property
+    def python_type(self) -> type[uuid.UUID]:
+        return uuid.UUID
+
+    def storage_for(self, dialect: Dialect) -> Storage:
+        """The storage this column really has on ``dialect``."""
+        vendor = dialect_vendor(dialect)
+        version = dialect_server_version(dialect)
+        if self.storage is None:
+            return default_storage(vendor, version)
+        if self.storage is Storage.NATIVE and not has_native_uuid(vendor, version):
+            raise InvalidIDError(
+                f"storage='native' needs a UUID column type, which {vendor} "
+                f"{'.'.join(map(str, version or ())) or ''} does not have; use 'binary' or 'text'"
+            )
+        return self.storage
+
+    def load_dialect_impl(self, dialect: Dialect) -> sqltypes.TypeEngine[Any]:
+        vendor = dialect_vendor(dialect)
+        storage = self.storage_for(dialect)
+        if storage is Storage.NATIVE:
+            if vendor == "mssql":
+                return dialect.type_descriptor(mssql.UNIQUEIDENTIFIER(as_uuid=True))
+            if vendor == "mariadb":
+                return dialect.type_descriptor(_MariaDBUUID())
+            return dialect.type_descriptor(postgresql.UUID(as_uuid=True))
+        if storage is Storage.BINARY:
+            return dialect.type_descriptor(_binary_impl(vendor))
+        return dialect.type_descriptor(sqltypes.CHAR(36 if storage is Storage.TEXT else 32))
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        u = coerce_uuid(value)
+        storage = self.storage_for(dialect)
+        if storage is Storage.NATIVE:
+            return str(u) if dialect_vendor(dialect) == "mariadb" else u
+        if storage is Storage.BINARY:
+            return u.bytes
+        return str(u) if storage is Storage.TEXT else u.hex
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> uuid.UUID | None:
+        if value is None or isinstance(value, uuid.UUID):
+            return value
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            return uuid.UUID(bytes=bytes(value))
+        return uuid.UUID(str(value))
+
+    def literal_processor(self, dialect: Dialect) -> Any:
+        vendor = dialect_vendor(dialect)
+        storage = self.storage_for(dialect)
+
+        def process(value: Any) -> str:
+            u = coerce_uuid(value)
+            if storage is Storage.BINARY:
+                return _binary_literal(vendor, u.bytes)
+            if storage is Storage.HEX:
+                return f"'{u.hex}'"
+            if storage is Storage.NATIVE and vendor in ("postgresql", "cockroachdb"):
+                return f"'{u}'::UUID"
+            return f"'{u}'"
+
+        return process
+
+    def coerce_compared_value(self, op: Any, value: Any) -> Any:
+        return self
+
+
+def _binary_literal(vendor: str, raw: bytes) -> str:
+    if vendor in ("postgresql", "cockroachdb"):
+        return f"'\\x{raw.hex()}'::BYTEA"
+    if vendor == "oracle":
+        return f"HEXTORAW('{raw.hex().upper()}')"
+    if vendor == "mssql":
+        return f"0x{raw.hex().upper()}"
+    return f"X'{raw.hex().upper()}'"
+
+
+def _check_enum(enum_cls: Any, value: object, name: str) -> Any:
+    try:
+        return enum_cls(value)
+    except ValueError:
+        choices = ", ".join(repr(m.value) for m in enum_cls)
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}") from None
+
+
+class SnowflakeID(TypeDecorator[int]):
+    """A signed BIGINT holding Snowflake ids; binds must be ints in ``[0, 2**63)``."""
+
+    impl = sqltypes.BigInteger
+    cache_ok = True
+
+    def __repr__(self) -> str:
+        return "SnowflakeID()"
+
+    @property
+    def python_type(self) -> type[int]:
+        return int
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> int | None:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"a SnowflakeID value must be an int, got {type(value).__name__}")
+        if not 0 <= value < (1 << 63):
+            raise InvalidIDError(f"a SnowflakeID value must be between 0 and 2**63-1, got {value}")
+        return value
+
+
+#: Binary collations per vendor; engines missing here compare text bytewise by default.
+BINARY_COLLATIONS = {
+    "mysql": "ascii_bin",
+    "mariadb": "ascii_bin",
+    "postgresql": "C",
+    "cockroachdb": "C",
+    "mssql": "Latin1_General_BIN2",
+}
+
+
+class SortableText(TypeDecorator[str]):
+    """Text ids (``"bsv"`` or ``"base32"``) in a column with a binary collation.
+
+    bsv mixes upper and lower case, so on MySQL/MariaDB's default case-insensitive collation
+    two ids differing only in case would collide in a UNIQUE index and ``WHERE id = ...`` could
+    match the wrong row; this type always declares the vendor's binary collation.  Binds are
+    validated against the kind's length and alphabet; base32 is upper-cased (Crockford text is
+    case-insensitive by definition).
+    """
+
+    impl = sqltypes.String(BSV_LENGTH)
+    cache_ok = True
+
+    def __init__(self, kind: str = "bsv") -> None:
+        if kind not in ("bsv", "base32"):
+            raise ValueError(f"kind must be 'bsv' or 'base32', got {kind!r}")
+        self.kind = kind
+        self.length = BSV_LENGTH if kind == "bsv" else BASE32_LENGTH
+        super().__init__()
+
+    def __repr__(self) -> str:
+        return f"SortableText(kind={self.kind!r})"
+
+    @property
+    def python_type(self) -> type[str]:
+        return str
+
+    def load_dialect_impl(self, dialect: Dialect) -> sqltypes.TypeEngine[Any]:
+        vendor = dialect_vendor(dialect)
+        collation = BINARY_COLLATIONS.get(vendor)
+        if vendor in ("mysql", "mariadb"):
+            return dialect.type_descriptor(mysql.CHAR(self.length, charset="ascii", collation=collation))
+        return dialect.type_descriptor(sqltypes.CHAR(self.length, collation=collation))
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> str | None:
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            raise TypeError(f"a SortableText value must be a str, got {type(value).__name__}")
+        if len(value) != self.length:
+            raise InvalidIDError(f"a {self.kind} id has {self.length} characters, got {len(value)}: {value!r}")
+        if self.kind == "bsv":
+            decode_bsv(value)
+            return value
+        decode_base32(value)
+        return value.upper()

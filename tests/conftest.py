@@ -1,0 +1,84 @@
+"""Shared fixtures: real SQLite, PostgreSQL and MariaDB engines.
+
+PostgreSQL and MariaDB URLs come from ``SEQID_TEST_POSTGRES_URL`` / ``SEQID_TEST_MYSQL_URL``
+(defaults: the local servers of DEVELOPERS.md).  An unreachable server skips its tests with
+the reason, unless ``SEQID_REQUIRE_DBS=1`` (as in CI), where it fails them.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterator
+
+import pytest
+
+POSTGRES_URL = os.environ.get("SEQID_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+MYSQL_URL = os.environ.get("SEQID_TEST_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306/test")
+REQUIRE_DBS = os.environ.get("SEQID_REQUIRE_DBS") == "1"
+
+ASYNC_DRIVERS = {"postgresql": "postgresql+asyncpg", "mysql": "mysql+aiomysql", "sqlite": "sqlite+aiosqlite"}
+
+
+def unavailable(name: str, url: str, exc: BaseException) -> None:
+    """Skip (or, with SEQID_REQUIRE_DBS=1, fail) because a server cannot be reached."""
+    message = f"{name} at {url} is unreachable: {type(exc).__name__}: {exc}"
+    if REQUIRE_DBS:
+        pytest.fail(f"SEQID_REQUIRE_DBS=1 but {message}")
+    pytest.skip(message)
+
+
+def _connect(name: str, url: str):
+    sqlalchemy = pytest.importorskip("sqlalchemy")
+    engine = sqlalchemy.create_engine(url)
+    try:
+        with engine.connect():
+            pass
+    except Exception as exc:  # any driver error means: not reachable
+        engine.dispose()
+        unavailable(name, url, exc)
+    return engine
+
+
+@pytest.fixture(scope="session")
+def pg_engine():
+    engine = _connect("PostgreSQL", POSTGRES_URL)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def mysql_engine():
+    engine = _connect("MariaDB/MySQL", MYSQL_URL)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def sqlite_engine(tmp_path_factory):
+    sqlalchemy = pytest.importorskip("sqlalchemy")
+    engine = sqlalchemy.create_engine(f"sqlite:///{tmp_path_factory.mktemp('db') / 'test.sqlite3'}")
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql", "mysql"])
+def engine(request):
+    """Each real database in turn."""
+    return request.getfixturevalue(
+        {"sqlite": "sqlite_engine", "postgresql": "pg_engine", "mysql": "mysql_engine"}[request.param]
+    )
+
+
+@pytest.fixture
+def table_name() -> str:
+    return f"t_{secrets.token_hex(4)}"
+
+
+@pytest.fixture
+def metadata(engine) -> Iterator[object]:
+    """A MetaData whose tables are dropped after the test."""
+    sqlalchemy = pytest.importorskip("sqlalchemy")
+    md = sqlalchemy.MetaData()
+    yield md
+    md.drop_all(engine)

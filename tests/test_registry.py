@@ -1,0 +1,119 @@
+"""The layout registry, checked against the live servers by the probe."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from seqid_orm import Layout, UnknownLayoutError, layout_for_order
+from seqid_orm.layout import ORDER_BYTES, ORDER_BYTES_LE, ORDER_MARIADB_SWAPPED, ORDER_SQLSERVER
+from seqid_orm.registry import (
+    Storage,
+    choose_layout,
+    choose_prefix_layout,
+    compare_order,
+    default_storage,
+    layout_sample,
+    mariadb_swaps_selectively,
+    normalize_vendor,
+)
+
+
+def test_layout_for_order():
+    assert layout_for_order(ORDER_BYTES) is Layout.TIME_FIRST
+    assert layout_for_order(ORDER_SQLSERVER) is Layout.TIME_LAST
+    assert layout_for_order(ORDER_MARIADB_SWAPPED) is Layout.TIME_LAST
+    assert layout_for_order(ORDER_BYTES_LE) is Layout.TIME_FIRST_LE
+    assert layout_for_order(tuple(reversed(range(16)))) is None
+    with pytest.raises(ValueError, match="permutation"):
+        layout_for_order((0, 0, 1))
+
+
+@pytest.mark.parametrize(
+    ("vendor", "version", "storage", "expected"),
+    [
+        ("postgresql", (15, 4), "native", Layout.TIME_FIRST),
+        ("cockroachdb", (23, 1), "native", Layout.TIME_FIRST),
+        ("mssql", (16, 0), "native", Layout.TIME_LAST),
+        ("mssql", (16, 0), "binary", Layout.TIME_FIRST),
+        ("mariadb", (10, 11, 19), "native", Layout.TIME_FIRST),
+        ("mariadb", (10, 11, 4), "native", Layout.TIME_LAST),
+        ("mariadb", (10, 10, 6), "native", Layout.TIME_FIRST),
+        ("mariadb", (10, 7, 8), "native", Layout.TIME_LAST),
+        ("mariadb", (11, 0, 2), "native", Layout.TIME_LAST),
+        ("mariadb", (11, 4, 2), "native", Layout.TIME_FIRST),
+        ("mysql", (8, 0, 36), "binary", Layout.TIME_FIRST),
+        ("oracle", (19,), "binary", Layout.TIME_FIRST),
+        ("sqlite", (3, 45), "text", Layout.TIME_FIRST),
+        ("sqlite", (3, 45), "hex", Layout.TIME_FIRST),
+    ],
+)
+def test_choose_layout_table(vendor, version, storage, expected):
+    assert choose_layout(vendor, version, storage) is expected
+
+
+def test_a_preferred_layout_is_kept_where_it_also_works():
+    # MariaDB swaps the Microsoft-variant TIME_LAST values on every version, so both work
+    assert choose_layout("mariadb", (10, 11, 19), "native", preferred=Layout.TIME_LAST) is Layout.TIME_LAST
+    # ...but a preference that would scatter inserts is not honoured
+    assert choose_layout("postgresql", (15,), "native", preferred=Layout.TIME_LAST) is Layout.TIME_FIRST
+
+
+def test_unknown_combinations_raise():
+    with pytest.raises(UnknownLayoutError, match="mysql"):
+        choose_layout("mysql", (8, 0), "native")
+    with pytest.raises(UnknownLayoutError):
+        choose_layout("informix", None, "native")
+    assert choose_layout("informix", None, "text") is Layout.TIME_FIRST
+
+
+def test_prefix_placement_follows_the_v4_bits():
+    assert choose_prefix_layout("postgresql", (15,), "native") is Layout.TIME_FIRST
+    assert choose_prefix_layout("mssql", (16,), "native") is Layout.TIME_LAST
+    # MariaDB >= 10.11.5 still swaps version 4 values
+    assert choose_prefix_layout("mariadb", (10, 11, 19), "native") is Layout.TIME_LAST
+
+
+def test_mariadb_versions_and_refused_bits():
+    assert not mariadb_swaps_selectively((10, 11, 4))
+    assert mariadb_swaps_selectively((10, 11, 5))
+    assert mariadb_swaps_selectively((11, 2, 0))
+    assert not mariadb_swaps_selectively((10, 9, 7))
+    rfc_v8 = uuid.UUID(int=(8 << 76) | (0b10 << 62))
+    assert compare_order("mariadb", (10, 11, 19), "native", rfc_v8) is None
+
+
+def test_vendor_names_and_default_storage():
+    assert normalize_vendor("mysql", is_mariadb=True) == "mariadb"
+    assert normalize_vendor("microsoft") == "mssql"
+    assert default_storage("postgresql", (15,)) is Storage.NATIVE
+    assert default_storage("mariadb", (10, 6, 1)) is Storage.BINARY
+    assert default_storage("mariadb", (10, 11, 1)) is Storage.NATIVE
+    assert default_storage("sqlite", None) is Storage.BINARY
+    assert default_storage("firebird", None) is Storage.TEXT
+
+
+STORAGES = ["native", "binary", "text", "hex"]
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+def test_registry_agrees_with_the_live_server(engine, storage):
+    """The probe's measured byte order equals the registry's for every layout's bits."""
+    from seqid_orm.sqlalchemy import SeqUUID, layout_for, probe_layout, probe_order
+    from seqid_orm.sqlalchemy.types import dialect_server_version, dialect_vendor
+
+    type_ = SeqUUID(storage=storage)
+    vendor = dialect_vendor(engine.dialect)
+    if storage == "native" and vendor == "sqlite":
+        with pytest.raises(ValueError, match="needs a UUID column type"):
+            type_.storage_for(engine.dialect)
+        return
+    version = dialect_server_version(engine.dialect)
+    with engine.connect() as conn:
+        for layout in Layout:
+            measured = probe_order(conn, type_, layout_sample(layout))
+            assert measured == compare_order(vendor, version, storage, layout_sample(layout)), layout
+        v4_bits = uuid.UUID(int=(4 << 76) | (0b10 << 62))
+        assert probe_order(conn, type_, v4_bits) == compare_order(vendor, version, storage, v4_bits)
+        assert probe_layout(conn, type_) is layout_for(engine.dialect, type_)

@@ -1,0 +1,165 @@
+"""Snowflake ids: layout, decoding, sequence overflow, clock rollback, threads, forks."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import threading
+
+import pytest
+
+from seqid_orm import ClockMovedBackwardsError, ForkedGeneratorError, Snowflake, timestamp_of
+from seqid_orm.errors import GeneratorExhaustedError
+from seqid_orm.snowflake import TWITTER_EPOCH_MS
+
+UTC = dt.timezone.utc
+
+
+class Clock:
+    def __init__(self, ms: int) -> None:
+        self.ms = ms
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> int:
+        return self.ms * 1_000_000
+
+    def sleep(self, seconds: float) -> None:
+        # sleeping moves the fake clock on by a millisecond
+        self.sleeps.append(seconds)
+        self.ms += 1
+
+
+def make(clock: Clock, **kw) -> Snowflake:
+    return Snowflake(kw.pop("worker_id", 7), kw.pop("datacenter_id", 3), clock=clock, sleep=clock.sleep, **kw)
+
+
+def test_twitter_layout_and_decoding():
+    clock = Clock(TWITTER_EPOCH_MS + 123_456)
+    gen = make(clock)
+    first, second = gen.next_id(), gen.next_id()
+    assert first == (123_456 << 22) | (3 << 17) | (7 << 12) | 0
+    assert second == first + 1
+    parts = gen.decode(second)
+    assert (parts.datacenter_id, parts.worker_id, parts.sequence) == (3, 7, 1)
+    assert parts.timestamp == dt.datetime.fromtimestamp((TWITTER_EPOCH_MS + 123_456) / 1000, UTC)
+    assert timestamp_of(second) == parts.timestamp
+
+
+def test_sequence_overflow_waits_for_the_next_millisecond_never_returns_none():
+    clock = Clock(TWITTER_EPOCH_MS + 10)
+    gen = make(clock, sequence_bits=2)
+    ids = [gen.next_id() for _ in range(10)]
+    assert None not in ids
+    assert ids == sorted(ids) and len(set(ids)) == 10
+    assert [gen.decode(i).sequence for i in ids[:5]] == [0, 1, 2, 3, 0]
+    assert clock.sleeps, "the generator waited for the clock"
+
+
+def test_clock_rollback_raises_by_default():
+    clock = Clock(TWITTER_EPOCH_MS + 1000)
+    gen = make(clock)
+    gen.next_id()
+    clock.ms -= 5
+    with pytest.raises(ClockMovedBackwardsError, match="moved back by 5 ms"):
+        gen.next_id()
+
+
+def test_clock_rollback_within_tolerance_is_waited_out():
+    clock = Clock(TWITTER_EPOCH_MS + 1000)
+    gen = make(clock, rollback_tolerance_ms=10)
+    a = gen.next_id()
+    clock.ms -= 5
+    b = gen.next_id()
+    assert b > a
+    assert gen.decode(b).timestamp >= gen.decode(a).timestamp
+    clock.ms -= 50
+    with pytest.raises(ClockMovedBackwardsError):
+        gen.next_id()
+
+
+def test_sonyflake_profile():
+    clock = Clock(1_409_529_600_000 + 12_345)
+    gen = Snowflake.sonyflake(machine_id=513, clock=clock, sleep=clock.sleep)
+    value = gen.next_id()
+    parts = gen.decode(value)
+    assert parts.worker_id == 513 and parts.sequence == 0
+    assert value >> 24 == 1234  # 10 ms units
+    assert parts.timestamp == dt.datetime.fromtimestamp((1_409_529_600_000 + 12_340) / 1000, UTC)
+
+
+def test_every_id_fits_a_signed_bigint_even_at_the_end_of_the_epoch():
+    clock = Clock(TWITTER_EPOCH_MS + (1 << 41) - 1)
+    gen = make(clock, worker_id=31, datacenter_id=31)
+    value = gen.next_id()
+    assert 0 < value < 2**63
+    clock.ms += 2
+    with pytest.raises(GeneratorExhaustedError):
+        gen.next_id()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"worker_id": 32}, ValueError, "worker_id must be between 0 and 31"),
+        ({"worker_id": -1}, ValueError, "worker_id"),
+        ({"worker_id": "1"}, TypeError, "worker_id must be an int"),
+        ({"worker_id": True}, TypeError, "worker_id must be an int"),
+        ({"worker_id": 0, "datacenter_id": 32}, ValueError, "datacenter_id"),
+        ({"worker_id": 0, "time_bits": 42, "sequence_bits": 12}, ValueError, "at most 63"),
+        ({"worker_id": 0, "rollback_tolerance_ms": -1}, ValueError, "rollback_tolerance_ms"),
+    ],
+)
+def test_bad_configuration_is_refused(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        Snowflake(**kwargs)
+
+
+def test_decode_rejects_bad_values():
+    gen = Snowflake(0)
+    with pytest.raises(TypeError):
+        gen.decode("12")
+    with pytest.raises(ValueError):
+        gen.decode(-1)
+    with pytest.raises(ValueError):
+        gen.decode(2**63)
+
+
+def test_threads_get_unique_increasing_ids():
+    gen = Snowflake(1)
+    out: dict[int, list[int]] = {}
+
+    def work(i: int) -> None:
+        out[i] = [gen.next_id() for _ in range(3000)]
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    everything = [v for vs in out.values() for v in vs]
+    assert len(set(everything)) == len(everything)
+    assert all(vs == sorted(vs) for vs in out.values())
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_forked_child_refuses_to_share_the_worker_id():
+    gen = Snowflake(5)
+    gen.next_id()
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            try:
+                gen.next_id()
+                os.write(write_fd, b"no error")
+            except ForkedGeneratorError:
+                fresh = Snowflake(6).next_id()
+                os.write(write_fd, b"refused %d" % fresh)
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    answer = os.read(read_fd, 100).decode()
+    os.close(read_fd)
+    os.waitpid(pid, 0)
+    assert answer.startswith("refused "), answer
+    assert gen.next_id() > 0  # the parent's generator still works

@@ -64,7 +64,7 @@ def _describe(text: str) -> dict[str, object]:
         layout = layout_of(value)
         if layout is None:
             return {"kind": f"uuid version {value.version}", "timestamp": None}
-        ms, counter = decode_comb(value, layout)
+        _ms, counter = decode_comb(value, layout)
         return {
             "kind": "uuid7" if layout is Layout.TIME_FIRST else "comb",
             "layout": layout.value,

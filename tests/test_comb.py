@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import multiprocessing
 import os
 import threading
@@ -58,7 +59,7 @@ def test_strictly_increasing_in_layout_order_within_one_millisecond(layout):
     gen = CombGenerator(layout, clock=FakeClock())
     values = [gen() for _ in range(2000)]
     keys = [layout.sort_key(v) for v in values]
-    assert all(a < b for a, b in zip(keys, keys[1:]))
+    assert all(a < b for a, b in itertools.pairwise(keys))
     assert {layout_of(v) for v in values} == {layout}
 
 
@@ -87,7 +88,7 @@ def test_time_last_is_ordered_by_the_sql_server_reference_comparator():
         clock.set_ms(1_700_000_000_000 + step * 7)
         values.extend(gen() for _ in range(50))
     keys = [sqlserver_key(v) for v in values]
-    assert all(a < b for a, b in zip(keys, keys[1:]))
+    assert all(a < b for a, b in itertools.pairwise(keys))
     # the table in seqid_orm.layout says the same as the rule written out here
     assert all(sqlserver_key(v) == sort_key(v, ORDER_SQLSERVER) for v in values)
     # and a plain UUIDv7 is not ordered under that comparator (why TIME_LAST exists)
@@ -162,7 +163,7 @@ def test_eight_threads_produce_unique_values_each_strictly_increasing():
     everything = [v for vs in results.values() for v in vs]
     assert len(set(everything)) == 8 * 5000
     for values in results.values():
-        assert all(a < b for a, b in zip(values, values[1:]))
+        assert all(a < b for a, b in itertools.pairwise(values))
 
 
 def _child_values(queue) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import uuid
 
 import pytest
@@ -58,7 +59,7 @@ def test_bsv_ids_are_32_chars_strictly_increasing_and_carry_their_time():
     values = [bsv() for _ in range(5000)]
     after = dt.datetime.now(UTC)
     assert all(len(v) == 32 for v in values)
-    assert all(a < b for a, b in zip(values, values[1:]))
+    assert all(a < b for a, b in itertools.pairwise(values))
     stamp, rnd = bsv_parts(values[0])
     assert before - dt.timedelta(milliseconds=1) <= stamp <= after
     assert len(rnd) == 16

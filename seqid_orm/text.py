@@ -35,10 +35,11 @@ _FROM_BSV = bytes.maketrans((BSV_ALPHABET + BSV_PAD).encode(), _B64_ALPHABET)
 _BSV_CHARS = frozenset(BSV_ALPHABET + BSV_PAD)
 
 CROCKFORD_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-_B32_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
-_TO_CROCKFORD = bytes.maketrans(_B32_ALPHABET, CROCKFORD_ALPHABET.encode())
-_FROM_CROCKFORD = bytes.maketrans(CROCKFORD_ALPHABET.encode(), _B32_ALPHABET)
 _CROCKFORD_CHARS = frozenset(CROCKFORD_ALPHABET)
+# Two characters per 10 bits: 13 look-ups encode 128 bits (+2 zero bits) into 26 characters.
+_PAIRS = [a + b for a in CROCKFORD_ALPHABET for b in CROCKFORD_ALPHABET]
+# int(text, 32) reads the digits 0-9a-v; Crockford's alphabet maps onto them one to one.
+_TO_INT_DIGITS = str.maketrans(CROCKFORD_ALPHABET, "0123456789abcdefghijklmnopqrstuv")
 
 #: .NET ticks at the Unix epoch.
 DOTNET_TICKS_AT_UNIX_EPOCH = 621_355_968_000_000_000
@@ -133,9 +134,9 @@ def _id_bytes(value: object) -> bytes:
 
 def encode_base32(value: uuid.UUID | bytes | int) -> str:
     """The 26-character Crockford base32 (ULID) text of a 128-bit id; sorts as the bytes do."""
-    # 4 zero bytes in front align 128 bits to the 160-bit groups of RFC 4648 base32: the
-    # first 6 characters are then always 'A' (zero) and the remaining 26 are the ULID text.
-    return base64.b32encode(b"\0\0\0\0" + _id_bytes(value))[6:].translate(_TO_CROCKFORD).decode("ascii")
+    n = value.int if isinstance(value, uuid.UUID) else int.from_bytes(_id_bytes(value), "big")
+    pairs = _PAIRS
+    return "".join([pairs[(n >> shift) & 0x3FF] for shift in range(120, -10, -10)])
 
 
 def decode_base32(text: str) -> uuid.UUID:
@@ -154,8 +155,7 @@ def decode_base32(text: str) -> uuid.UUID:
         raise InvalidIDError(f"not a base32 id: characters {''.join(sorted(bad))!r} are outside Crockford's alphabet")
     if upper[0] > "7":
         raise InvalidIDError(f"not a base32 id: {text!r} exceeds 128 bits (first character must be 0-7)")
-    raw = base64.b32decode(b"AAAAAA" + upper.encode("ascii").translate(_FROM_CROCKFORD))
-    return _uuid_from_int(int.from_bytes(raw[4:], "big"))
+    return _uuid_from_int(int(upper.translate(_TO_INT_DIGITS), 32))
 
 
 def base32() -> str:

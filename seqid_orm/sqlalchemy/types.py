@@ -123,7 +123,8 @@ class SeqUUID(TypeDecorator[uuid.UUID]):
             return dialect.type_descriptor(postgresql.UUID(as_uuid=True))
         if storage is Storage.BINARY:
             return dialect.type_descriptor(_binary_impl(vendor))
-        return dialect.type_descriptor(sqltypes.CHAR(36 if storage is Storage.TEXT else 32))
+        # not type_descriptor(): SQL Server's colspecs would turn CHAR into VARCHAR
+        return sqltypes.CHAR(36 if storage is Storage.TEXT else 32)
 
     def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
         if value is None:
@@ -165,7 +166,7 @@ class SeqUUID(TypeDecorator[uuid.UUID]):
 
 def _binary_literal(vendor: str, raw: bytes) -> str:
     if vendor in ("postgresql", "cockroachdb"):
-        return f"'\\x{raw.hex()}'::BYTEA"
+        return f"decode('{raw.hex()}', 'hex')"  # no backslash: compilers escape those
     if vendor == "oracle":
         return f"HEXTORAW('{raw.hex().upper()}')"
     if vendor == "mssql":

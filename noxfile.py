@@ -1,0 +1,58 @@
+"""Version matrix beyond the default .venv (which runs everything on the machine's python3).
+
+    nox -s core            # the stdlib-only core and the SQLAlchemy adapter on Python 3.10 and 3.13
+    nox -s sqlalchemy20    # the SQLAlchemy adapter and Alembic on SQLAlchemy 2.0.x
+
+With pyenv, make the interpreters visible first:
+``PYENV_VERSION=3.11.7:3.10.13:3.12.1:3.13.0 nox``.  `.ci/run` does this.
+"""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.error_on_missing_interpreters = True
+nox.options.reuse_existing_virtualenvs = True
+
+SA_TESTS = [
+    "tests/test_db_ordering.py",
+    "tests/test_registry.py",
+    "tests/test_sqlalchemy_orm.py",
+    "tests/test_sqlalchemy_async.py",
+    "tests/test_sqlalchemy_compile.py",
+    "tests/test_alembic.py",
+    "tests/test_examples.py",
+]
+CORE_TESTS = [
+    "tests/test_comb.py",
+    "tests/test_snowflake.py",
+    "tests/test_text.py",
+    "tests/test_prefixed.py",
+    "tests/test_decode.py",
+]
+
+
+@nox.session(python=["3.10", "3.13"])
+def core(session: nox.Session) -> None:
+    """Oldest and newest supported Python: core first with no extras, then the SQLAlchemy adapter."""
+    session.install("-e", ".", "pytest", "hypothesis", "python-ulid")
+    session.run("python", "-c", "import seqid_orm, sys; assert 'sqlalchemy' not in sys.modules")
+    session.run("pytest", "-q", "-p", "no:django", *CORE_TESTS, *session.posargs)
+    session.install("-e", ".[sqlalchemy,alembic,postgres,mysql,async]", "sqlalchemy-cockroachdb", "python-ulid")
+    session.run("pytest", "-q", "-p", "no:django", *SA_TESTS, *session.posargs)
+
+
+@nox.session(python="3.11")
+def sqlalchemy20(session: nox.Session) -> None:
+    """The lowest supported SQLAlchemy and Alembic series."""
+    session.install(
+        "-e",
+        ".[sqlalchemy,postgres,mysql,async]",
+        "SQLAlchemy>=2.0,<2.1",
+        "alembic>=1.13,<1.14",
+        "sqlalchemy-cockroachdb",
+        "pytest",
+        "hypothesis",
+        "python-ulid",
+    )
+    session.run("pytest", "-q", "-p", "no:django", *SA_TESTS, *session.posargs)

@@ -4,22 +4,40 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-test
+DJANGO_SETTINGS := sqlite postgres mysql multidb
 
-.PHONY: demo test lint bench matrix clean
+.PHONY: demo test test-core test-django lint bench matrix system-deps clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# mysqlclient (Django's MySQL/MariaDB driver) compiles against the MariaDB client headers.
+system-deps:
+	@pkg-config --exists libmariadb || pkg-config --exists mysqlclient || { \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libmariadb-dev pkg-config; \
+	  else echo "make: install the MariaDB client headers (Debian: libmariadb-dev) for mysqlclient" >&2; exit 1; fi; }
+
 $(STAMP): pyproject.toml | $(BIN)/python
+	$(MAKE) --no-print-directory system-deps
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	touch $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/python -m seqid_orm demo
 
-test: $(STAMP)
+# Everything: the core and SQLAlchemy suite, then the Django suite once per settings module.
+test: test-core test-django
+
+test-core: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test-django: $(STAMP)
+	@for s in $(DJANGO_SETTINGS); do \
+	  echo "== Django tests with tests.django.settings.$$s"; \
+	  DJANGO_SETTINGS_MODULE=tests.django.settings.$$s $(BIN)/python -m pytest tests/django $(PYTEST_ARGS) || exit 1; \
+	done
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -28,8 +46,8 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/generation.py
 
-clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
-
 matrix: $(STAMP)
 	$(BIN)/nox
+
+clean:
+	rm -rf $(VENV) .nox .pytest_cache .ruff_cache .hypothesis

@@ -2,6 +2,7 @@
 
     nox -s core            # the stdlib-only core and the SQLAlchemy adapter on Python 3.10 and 3.13
     nox -s sqlalchemy20    # the SQLAlchemy adapter and Alembic on SQLAlchemy 2.0.x
+    nox -s django42 django52 django6   # the Django suite on 4.2/5.2 (Python 3.11) and 6.x (3.12, 3.13)
 
 With pyenv, make the interpreters visible first:
 ``PYENV_VERSION=3.11.7:3.10.13:3.12.1:3.13.0 nox``.  `.ci/run` does this.
@@ -56,3 +57,36 @@ def sqlalchemy20(session: nox.Session) -> None:
         "python-ulid",
     )
     session.run("pytest", "-q", "-p", "no:django", *SA_TESTS, *session.posargs)
+
+
+DJANGO_SETTINGS = ["sqlite", "postgres", "mysql", "multidb"]
+
+
+def _django_suite(session: nox.Session, spec: str) -> None:
+    session.install("-e", ".[django,django-mysql,postgres]", spec, "pytest", "pytest-django", "hypothesis")
+    for settings in DJANGO_SETTINGS:
+        session.run(
+            "pytest",
+            "-q",
+            "tests/django",
+            *session.posargs,
+            env={"DJANGO_SETTINGS_MODULE": f"tests.django.settings.{settings}"},
+        )
+
+
+@nox.session(python="3.11")
+def django42(session: nox.Session) -> None:
+    """Django 4.2 LTS (UUIDField is char(32) on MariaDB)."""
+    _django_suite(session, "Django>=4.2,<5.0")
+
+
+@nox.session(python="3.11")
+def django52(session: nox.Session) -> None:
+    """Django 5.2 LTS (UUIDField is MariaDB's native UUID)."""
+    _django_suite(session, "Django>=5.2,<6.0")
+
+
+@nox.session(python=["3.12", "3.13"])
+def django6(session: nox.Session) -> None:
+    """Django 6.x, which needs Python 3.12 or later."""
+    _django_suite(session, "Django>=6.0,<7.0")

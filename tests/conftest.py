@@ -17,6 +17,9 @@ POSTGRES_URL = os.environ.get("SEQID_TEST_POSTGRES_URL", "postgresql+psycopg://p
 MYSQL_URL = os.environ.get("SEQID_TEST_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306/test")
 REQUIRE_DBS = os.environ.get("SEQID_REQUIRE_DBS") == "1"
 
+# The Django tests run once per settings module (see the Makefile); without one they are not collected.
+collect_ignore = [] if os.environ.get("DJANGO_SETTINGS_MODULE") else ["django"]
+
 ASYNC_DRIVERS = {"postgresql": "postgresql+asyncpg", "mysql": "mysql+aiomysql", "sqlite": "sqlite+aiosqlite"}
 
 

@@ -9,12 +9,12 @@ import pytest
 
 sa = pytest.importorskip("sqlalchemy")
 pytest.importorskip("greenlet")
-from conftest import ASYNC_DRIVERS  # noqa: E402
 from sqlalchemy import String, insert, select  # noqa: E402
 from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine  # noqa: E402
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column  # noqa: E402
 
 from seqid_orm.sqlalchemy import seq_uuid_pk  # noqa: E402
+from tests.conftest import ASYNC_DRIVERS  # noqa: E402
 
 
 @pytest.mark.parametrize("storage", [None, "text"])

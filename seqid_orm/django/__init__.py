@@ -1,0 +1,25 @@
+"""Django adapter: vendor-aware model fields sharing the core registry with SQLAlchemy.
+
+Needs the ``django`` extra.  ``SeqUUIDField`` picks its layout from the database the instance
+is written to; ``SnowflakeField`` and ``SortableTextField`` cover the other id families.
+"""
+
+from __future__ import annotations
+
+from .fields import (
+    SeqUUIDField,
+    SnowflakeField,
+    SortableTextField,
+    new_seq_uuid,
+    new_snowflake_id,
+    settings_snowflake,
+)
+
+__all__ = [
+    "SeqUUIDField",
+    "SnowflakeField",
+    "SortableTextField",
+    "new_seq_uuid",
+    "new_snowflake_id",
+    "settings_snowflake",
+]

@@ -1,0 +1,66 @@
+"""Reading a Django database connection in the core registry's terms.
+
+The layout must match the column Django *actually creates*, so the storage is derived from
+the field's ``db_type`` on that connection: ``uuid`` (PostgreSQL; MariaDB 10.7+ with Django
+5.0+) and ``uniqueidentifier`` (mssql-django) are native UUID columns; ``char(32)`` (MySQL,
+SQLite, older Django on MariaDB) and Oracle's ``VARCHAR2(32)`` hold 32 hex digits.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from django.db import connections
+
+from ..layout import Layout
+from ..registry import Storage, choose_layout, normalize_vendor
+
+_NATIVE_TYPES = {"uuid", "uniqueidentifier"}
+_cache: dict[tuple[Any, ...], Layout] = {}
+_lock = threading.Lock()
+
+
+def vendor_of(connection: Any) -> str:
+    """The registry's vendor name for a Django connection (no query is sent)."""
+    return normalize_vendor(connection.vendor, is_mariadb=_is_mariadb(connection))
+
+
+def _is_mariadb(connection: Any) -> bool:
+    if connection.vendor != "mysql":
+        return False
+    # Django reads this from the server on first use; it is cached on the connection.
+    return bool(connection.mysql_is_mariadb)
+
+
+def server_version(connection: Any) -> tuple[int, ...] | None:
+    """The server version where the layout can depend on it (MariaDB), else ``None``."""
+    if connection.vendor == "mysql":
+        return tuple(connection.mysql_version)
+    return None
+
+
+def storage_of(field: Any, connection: Any) -> Storage:
+    """How ``field``'s column holds the UUID on ``connection``."""
+    db_type = (field.db_type(connection) or "").lower()
+    return Storage.NATIVE if db_type in _NATIVE_TYPES else Storage.HEX
+
+
+def layout_for_alias(field: Any, alias: str, preferred: Layout | None = None) -> Layout:
+    """The layout for ``field`` on database ``alias`` (cached per alias and settings)."""
+    connection = connections[alias]
+    key = (alias, id(connection.settings_dict), field.db_type(connection), preferred)
+    cached = _cache.get(key)
+    if cached is not None:
+        return cached
+    vendor = vendor_of(connection)
+    layout = choose_layout(vendor, server_version(connection), storage_of(field, connection), preferred=preferred)
+    with _lock:
+        _cache[key] = layout
+    return layout
+
+
+def clear_cache() -> None:
+    """Forget cached decisions (tests that swap database settings call this)."""
+    with _lock:
+        _cache.clear()

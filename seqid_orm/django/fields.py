@@ -1,0 +1,316 @@
+"""Django model fields for seqid ids: the same core registry and generators as SQLAlchemy.
+
+``SeqUUIDField`` draws its value when the instance is created, so ``obj.pk`` is known before
+``save()``, in the layout of the database the instance will be written to
+(``router.db_for_write``).  If the first save goes to another database (``save(using=...)``,
+``objects.using(...).create()``) whose layout differs, an id seqid drew is re-issued for that
+database in ``pre_save``; an id you set yourself is never touched.
+"""
+
+from __future__ import annotations
+
+import uuid
+import weakref
+from typing import Any
+
+from django.conf import settings
+from django.core import checks
+from django.core.exceptions import ImproperlyConfigured, ValidationError
+from django.db import DEFAULT_DB_ALIAS, models, router
+from django.db.models.signals import pre_save
+from django.utils.module_loading import import_string
+
+from ..comb import comb, layout_of
+from ..errors import InvalidIDError, UnknownLayoutError
+from ..layout import Layout
+from ..registry import Storage, choose_layout, normalize_vendor
+from ..snowflake import Snowflake
+from ..text import BASE32_LENGTH, BSV_LENGTH, base32, bsv, decode_base32, decode_bsv
+from .connection import layout_for_alias, storage_of
+
+# Ids this process drew for SeqUUIDFields and has not seen saved yet (compared by value).
+_DRAWN: weakref.WeakSet[uuid.UUID] = weakref.WeakSet()
+
+
+def new_seq_uuid() -> uuid.UUID:
+    """Importable default of :class:`SeqUUIDField` (never a lambda, so migrations serialize it).
+
+    Called on its own it returns a UUIDv7; the field replaces it with an id in the layout of
+    the model's database.
+    """
+    return comb(Layout.TIME_FIRST)
+
+
+class SeqUUIDField(models.UUIDField):
+    """A ``UUIDField`` whose default is a time-ordered id in the layout of its database.
+
+    ``layout`` forces a :class:`~seqid_orm.Layout` where the database allows it (for example
+    ``"time_last"`` on MariaDB's native ``UUID``); a layout that would scatter inserts on that
+    database is not honoured.
+    """
+
+    description = "Time-ordered UUID in the layout of its database"
+
+    def __init__(self, *args: Any, layout: Layout | str | None = None, **kwargs: Any) -> None:
+        if layout is not None:
+            try:
+                layout = Layout(layout)
+            except ValueError:
+                choices = ", ".join(repr(m.value) for m in Layout)
+                raise ValueError(f"layout must be one of {choices}, got {layout!r}") from None
+        self.layout = layout
+        kwargs.setdefault("default", new_seq_uuid)
+        if kwargs.get("primary_key"):
+            kwargs.setdefault("editable", False)
+        super().__init__(*args, **kwargs)
+
+    def deconstruct(self) -> tuple[str, str, list[Any], dict[str, Any]]:
+        name, _path, args, kwargs = super().deconstruct()
+        if kwargs.get("default") is new_seq_uuid:
+            del kwargs["default"]
+        if self.primary_key and kwargs.get("editable") is False:
+            del kwargs["editable"]
+        if self.layout is not None:
+            kwargs["layout"] = self.layout.value
+        return name, "seqid_orm.django.SeqUUIDField", args, kwargs
+
+    def layout_for(self, alias: str) -> Layout:
+        """The layout of ids for this field on database ``alias``."""
+        return layout_for_alias(self, alias, self.layout)
+
+    def new_value(self, alias: str | None = None) -> uuid.UUID:
+        """A new id for database ``alias`` (default: where the router writes this model)."""
+        if alias is None:
+            model = getattr(self, "model", None)
+            alias = router.db_for_write(model) if model is not None else DEFAULT_DB_ALIAS
+        value = comb(self.layout_for(alias or DEFAULT_DB_ALIAS))
+        _DRAWN.add(value)
+        return value
+
+    def get_default(self) -> Any:
+        if self.default is new_seq_uuid:
+            return self.new_value()
+        return super().get_default()
+
+    def contribute_to_class(self, cls: type[models.Model], name: str, private_only: bool = False) -> None:
+        super().contribute_to_class(cls, name, private_only=private_only)
+        if not cls._meta.abstract:
+            pre_save.connect(
+                _reissue_for_target_database, sender=cls, weak=False, dispatch_uid=f"seqid:{cls._meta.label}"
+            )
+
+    def check(self, **kwargs: Any) -> list[checks.CheckMessage]:
+        return [*super().check(**kwargs), *self._check_databases(kwargs.get("databases") or [])]
+
+    def _check_databases(self, databases: list[str]) -> list[checks.CheckMessage]:
+        from django.db import connections
+
+        found = []
+        for alias in databases:
+            connection = connections[alias]
+            try:
+                storage = storage_of(self, connection)
+                # a native UUID column on the mysql backend means MariaDB (MySQL has none)
+                vendor = normalize_vendor(connection.vendor, is_mariadb=storage is Storage.NATIVE)
+                choose_layout(vendor, None, storage, preferred=self.layout)
+            except UnknownLayoutError as exc:
+                found.append(
+                    checks.Warning(
+                        f"seqid_orm does not know how database {alias!r} orders UUIDs: {exc}",
+                        hint="Run `seqid probe` against it, or pass layout= explicitly.",
+                        obj=self,
+                        id="seqid.W001",
+                    )
+                )
+        return found
+
+
+def _reissue_for_target_database(sender: type, instance: models.Model, raw: bool, using: str, **kwargs: Any) -> None:
+    if raw or not instance._state.adding:
+        return
+    for field in instance._meta.concrete_fields:
+        if not isinstance(field, SeqUUIDField):
+            continue
+        value = getattr(instance, field.attname)
+        if value in _DRAWN and layout_of(value) is not field.layout_for(using):
+            setattr(instance, field.attname, field.new_value(using))
+
+
+# --- Snowflake -------------------------------------------------------------------------
+
+_generators: dict[str, Snowflake] = {}
+
+
+def settings_snowflake() -> Snowflake:
+    """The process's Snowflake built from ``settings.SEQID["SNOWFLAKE"]`` (created on first use).
+
+    ``worker_id`` may be an int or the dotted path of a callable returning one (read the
+    process's worker id from the environment, a lease table...).  Forked children build
+    their own generator; one inherited from the parent refuses to run.
+    """
+    config = dict(getattr(settings, "SEQID", {}).get("SNOWFLAKE", {}))
+    worker = config.get("worker_id", 0)
+    if isinstance(worker, str):
+        config["worker_id"] = import_string(worker)()
+    key = repr(sorted(config.items()))
+    gen = _generators.get(key)
+    if gen is None or gen._forked:
+        gen = _generators[key] = Snowflake(**config)
+    return gen
+
+
+def new_snowflake_id() -> int:
+    """Importable default of :class:`SnowflakeField` configured from settings."""
+    return settings_snowflake().next_id()
+
+
+class SnowflakeField(models.BigIntegerField):
+    """A BIGINT filled with Snowflake ids.
+
+    ``generator``: a :class:`~seqid_orm.Snowflake`, or the dotted path of one (kept in
+    migrations); by default the generator configured by ``settings.SEQID["SNOWFLAKE"]``.
+    """
+
+    description = "Snowflake id (time | datacenter | worker | sequence)"
+
+    def __init__(self, *args: Any, generator: Snowflake | str | None = None, **kwargs: Any) -> None:
+        if generator is not None and not isinstance(generator, (Snowflake, str)):
+            raise TypeError(f"generator must be a Snowflake or a dotted path, got {type(generator).__name__}")
+        self.generator = generator
+        if "default" not in kwargs:
+            kwargs["default"] = new_snowflake_id if generator is None else self._next_from_generator
+        super().__init__(*args, **kwargs)
+
+    def _resolve(self) -> Snowflake:
+        if isinstance(self.generator, str):
+            gen = import_string(self.generator)
+            if not isinstance(gen, Snowflake):
+                raise ImproperlyConfigured(f"{self.generator} is not a seqid_orm.Snowflake")
+            return gen
+        assert isinstance(self.generator, Snowflake)
+        return self.generator
+
+    def _next_from_generator(self) -> int:
+        return self._resolve().next_id()
+
+    def deconstruct(self) -> tuple[str, str, list[Any], dict[str, Any]]:
+        name, _path, args, kwargs = super().deconstruct()
+        if kwargs.get("default") in (new_snowflake_id, self._next_from_generator):
+            del kwargs["default"]
+        if isinstance(self.generator, str):
+            kwargs["generator"] = self.generator
+        return name, "seqid_orm.django.SnowflakeField", args, kwargs
+
+    def check(self, **kwargs: Any) -> list[checks.CheckMessage]:
+        found = list(super().check(**kwargs))
+        if self.generator is None and self.default is new_snowflake_id:
+            try:
+                settings_snowflake()
+            except (TypeError, ValueError, ImportError, ImproperlyConfigured) as exc:
+                found.append(
+                    checks.Error(
+                        f"settings.SEQID['SNOWFLAKE'] is invalid: {exc}",
+                        hint="worker_id and datacenter_id must fit their bit widths.",
+                        obj=self,
+                        id="seqid.E002",
+                    )
+                )
+        return found
+
+
+# --- Sortable text ---------------------------------------------------------------------
+
+#: Binary collations per Django vendor; SQLite and Oracle compare text bytewise by default.
+BINARY_COLLATIONS = {"mysql": "ascii_bin", "postgresql": "C", "microsoft": "Latin1_General_BIN2"}
+_BINARY_NAMES = ("_bin", "_bin2", "binary")
+
+
+def is_binary_collation(name: str) -> bool:
+    """Whether a collation name compares code points (``*_bin``, ``*_BIN2``, ``C``, ``POSIX``)."""
+    lowered = name.lower()
+    return lowered in ("c", "posix", "binary", "ucs_basic") or lowered.endswith(_BINARY_NAMES)
+
+
+class SortableTextField(models.CharField):
+    """Text ids (``kind="bsv"`` or ``"base32"``) under a binary collation on every vendor.
+
+    bsv ids mix cases: under MySQL/MariaDB's default case-insensitive collation two of them
+    that differ only in case would collide.  The collation is chosen per vendor when the
+    column is created; set ``db_collation`` only to another binary collation.
+    """
+
+    description = "Sortable text id"
+
+    def __init__(self, *args: Any, kind: str = "bsv", **kwargs: Any) -> None:
+        if kind not in ("bsv", "base32"):
+            raise ValueError(f"kind must be 'bsv' or 'base32', got {kind!r}")
+        self.kind = kind
+        kwargs["max_length"] = BSV_LENGTH if kind == "bsv" else BASE32_LENGTH
+        kwargs.setdefault("default", bsv if kind == "bsv" else base32)
+        if kwargs.get("primary_key"):
+            kwargs.setdefault("editable", False)
+        super().__init__(*args, **kwargs)
+
+    def deconstruct(self) -> tuple[str, str, list[Any], dict[str, Any]]:
+        name, _path, args, kwargs = super().deconstruct()
+        kwargs.pop("max_length", None)
+        if kwargs.get("default") in (bsv, base32):
+            del kwargs["default"]
+        if self.primary_key and kwargs.get("editable") is False:
+            del kwargs["editable"]
+        if self.kind != "bsv":
+            kwargs["kind"] = self.kind
+        return name, "seqid_orm.django.SortableTextField", args, kwargs
+
+    def db_type(self, connection: Any) -> str | None:
+        if connection.vendor == "mysql":
+            return f"char({self.max_length}) CHARACTER SET ascii"
+        return super().db_type(connection)
+
+    def db_parameters(self, connection: Any) -> dict[str, Any]:
+        params = super().db_parameters(connection)
+        if self.db_collation is None:
+            params["collation"] = BINARY_COLLATIONS.get(connection.vendor)
+        return params
+
+    def to_python(self, value: Any) -> Any:
+        value = super().to_python(value)
+        if value is None:
+            return value
+        try:
+            if self.kind == "base32":
+                decode_base32(value)
+                return value.upper()
+            if len(value) != BSV_LENGTH:
+                raise InvalidIDError(f"a bsv id has {BSV_LENGTH} characters, got {len(value)}")
+            decode_bsv(value)
+        except InvalidIDError as exc:
+            raise ValidationError(str(exc), code="invalid") from None
+        return value
+
+    def get_prep_value(self, value: Any) -> Any:
+        return self.to_python(super().get_prep_value(value))
+
+    def check(self, **kwargs: Any) -> list[checks.CheckMessage]:
+        found = list(super().check(**kwargs))
+        if self.db_collation is not None and not is_binary_collation(self.db_collation):
+            found.append(
+                checks.Error(
+                    f"SortableTextField db_collation {self.db_collation!r} is not a binary collation: "
+                    "ids differing only in case would collide or sort out of order.",
+                    hint="Leave db_collation unset; seqid_orm picks the binary collation of each database.",
+                    obj=self,
+                    id="seqid.E001",
+                )
+            )
+        return found
+
+
+__all__ = [
+    "SeqUUIDField",
+    "SnowflakeField",
+    "SortableTextField",
+    "new_seq_uuid",
+    "new_snowflake_id",
+    "settings_snowflake",
+]

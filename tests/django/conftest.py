@@ -1,0 +1,30 @@
+"""pytest-django fixtures: each configured server must answer before Django builds test databases."""
+
+from __future__ import annotations
+
+import pytest
+from django.conf import settings
+from django.db import connections
+
+from tests.conftest import unavailable
+
+# the multi-db tests need the mixed-vendor settings module
+collect_ignore = [] if "legacy" in settings.DATABASES else ["test_multidb.py"]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _databases_reachable(django_db_blocker):
+    for alias, config in settings.DATABASES.items():
+        if config["ENGINE"].endswith("sqlite3"):
+            continue
+        try:
+            with django_db_blocker.unblock():
+                connections[alias].ensure_connection()
+        except Exception as exc:  # any driver error means: not reachable
+            unavailable(f"Django database {alias!r} ({config['ENGINE']})", f"{config['HOST']}:{config['PORT']}", exc)
+        finally:
+            connections[alias].close()
+
+
+def all_databases():
+    return list(settings.DATABASES)

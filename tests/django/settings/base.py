@@ -1,0 +1,55 @@
+"""Shared settings of the pytest-django test project; one module per backend imports this."""
+
+import os
+
+SECRET_KEY = "seqid-orm-tests"
+USE_TZ = True
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+ROOT_URLCONF = "tests.django.urls"
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "tests.django.testapp",
+]
+MIDDLEWARE = [
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+]
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+SEQID = {"SNOWFLAKE": {"worker_id": 3, "datacenter_id": 1}}
+
+POSTGRES = {
+    "ENGINE": "django.db.backends.postgresql",
+    "NAME": os.environ.get("SEQID_DJANGO_PG_NAME", "test"),
+    "USER": os.environ.get("SEQID_DJANGO_PG_USER", "postgres"),
+    "PASSWORD": os.environ.get("SEQID_DJANGO_PG_PASSWORD", ""),
+    "HOST": os.environ.get("SEQID_DJANGO_PG_HOST", "127.0.0.1"),
+    "PORT": os.environ.get("SEQID_DJANGO_PG_PORT", "5432"),
+}
+MARIADB = {
+    "ENGINE": "django.db.backends.mysql",
+    "NAME": os.environ.get("SEQID_DJANGO_MYSQL_NAME", "test"),
+    "USER": os.environ.get("SEQID_DJANGO_MYSQL_USER", "root"),
+    "PASSWORD": os.environ.get("SEQID_DJANGO_MYSQL_PASSWORD", ""),
+    "HOST": os.environ.get("SEQID_DJANGO_MYSQL_HOST", "127.0.0.1"),
+    "PORT": os.environ.get("SEQID_DJANGO_MYSQL_PORT", "3306"),
+    "OPTIONS": {"charset": "utf8mb4"},
+    "TEST": {"CHARSET": "utf8mb4", "COLLATION": "utf8mb4_general_ci"},
+}
+SQLITE = {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}

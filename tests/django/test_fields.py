@@ -1,0 +1,197 @@
+"""SeqUUIDField, SnowflakeField and SortableTextField through the real Django ORM."""
+
+from __future__ import annotations
+
+import io
+import json
+import uuid
+
+import pytest
+from django.core import checks, serializers
+from django.core.management import call_command
+from django.db import connection, connections, models, transaction
+from django.test import override_settings
+from django.test.utils import isolate_apps
+from django.urls import reverse
+
+from seqid_orm import Layout, timestamp_of
+from seqid_orm.comb import layout_of
+from seqid_orm.django import SeqUUIDField, SnowflakeField, SortableTextField
+from seqid_orm.django.connection import storage_of, vendor_of
+from seqid_orm.registry import Storage
+from tests.django.testapp.models import Author, Book, Event, ShareCode, Tag, Ulid
+
+pytestmark = pytest.mark.django_db
+
+
+def db_order(model, column="id"):
+    """Ids as the database orders them (raw SQL: no ORM ordering involved)."""
+    table = connection.ops.quote_name(model._meta.db_table)
+    field = model._meta.get_field(column)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {connection.ops.quote_name(field.column)} FROM {table} ORDER BY 1")
+        return [field.to_python(row[0]) for row in cursor.fetchall()]
+
+
+def test_column_type_and_layout_follow_the_backend():
+    field = Author._meta.pk
+    storage = storage_of(field, connection)
+    expected_native = connection.vendor == "postgresql" or (
+        connection.vendor == "mysql" and connection.features.has_native_uuid_field
+    )
+    assert (storage is Storage.NATIVE) == expected_native
+    assert field.layout_for("default") is Layout.TIME_FIRST
+    assert vendor_of(connection) in ("sqlite", "postgresql", "mariadb")
+
+
+def test_pk_is_known_before_save_and_order_by_pk_is_creation_order():
+    made = []
+    for i in range(60):
+        author = Author(name=f"a{i:03}")
+        assert isinstance(author.pk, uuid.UUID)
+        assert layout_of(author.pk) is Layout.TIME_FIRST
+        before = author.pk
+        author.save()
+        assert author.pk == before, "saving to the routed database keeps the id"
+        made.append(author.pk)
+    made += [Author.objects.create(name=f"b{i:03}").pk for i in range(60)]
+    assert list(Author.objects.order_by("pk").values_list("pk", flat=True)) == made
+    assert db_order(Author) == made
+    assert timestamp_of(made[0]) <= timestamp_of(made[-1])
+
+
+def test_bulk_create_with_batch_size_and_get_or_create():
+    authors = [Author(name=f"bulk{i:04}") for i in range(1000)]
+    created = Author.objects.bulk_create(authors, batch_size=97)
+    assert [a.pk for a in created] == [a.pk for a in authors]
+    assert list(Author.objects.order_by("pk").values_list("name", flat=True)) == [f"bulk{i:04}" for i in range(1000)]
+    obj, was_created = Author.objects.get_or_create(name="goc")
+    again, created_again = Author.objects.get_or_create(name="goc")
+    assert was_created and not created_again and obj.pk == again.pk
+
+
+def test_foreign_keys_and_many_to_many():
+    author = Author.objects.create(name="Le Guin")
+    tags = [Tag.objects.create(name=f"t{i}") for i in range(3)]
+    books = []
+    for i in range(5):
+        book = Book.objects.create(author=author, title=f"book {i}")
+        book.tags.set(tags[: i % 3 + 1])
+        books.append(book)
+    fetched = Author.objects.get(pk=author.pk)
+    assert list(fetched.books.order_by("pk").values_list("title", flat=True)) == [f"book {i}" for i in range(5)]
+    assert Tag.objects.get(pk=tags[0].pk).books.count() == 5
+    assert list(Book.objects.filter(tags=tags[2]).order_by("pk")) == [books[2]]
+    through = Book.tags.through.objects.filter(book_id=books[4].pk).values_list("tag_id", flat=True)
+    assert set(through) == {t.pk for t in tags[:2]}
+    assert db_order(Book) == [b.pk for b in books]
+
+
+def test_admin_change_view_urls(admin_client):
+    author = Author.objects.create(name="Octavia")
+    url = reverse("admin:testapp_author_change", args=[author.pk])
+    assert str(author.pk) in url
+    response = admin_client.get(url)
+    assert response.status_code == 200
+    assert b"Octavia" in response.content
+    listing = admin_client.get(reverse("admin:testapp_author_changelist"))
+    assert url.encode() in listing.content
+    add = admin_client.post(reverse("admin:testapp_author_add"), {"name": "Added in admin"})
+    assert add.status_code == 302
+    added = Author.objects.get(name="Added in admin")
+    assert layout_of(added.pk) is Layout.TIME_FIRST
+
+
+def test_dumpdata_loaddata_round_trip_and_json_ids(tmp_path):
+    author = Author.objects.create(name="Tiptree")
+    book = Book.objects.create(author=author, title="Houston")
+    book.tags.add(Tag.objects.create(name="sf"))
+    out = io.StringIO()
+    call_command("dumpdata", "testapp.author", "testapp.tag", "testapp.book", stdout=out)
+    data = json.loads(out.getvalue())
+    assert {"model": "testapp.author", "pk": str(author.pk), "fields": {"name": "Tiptree"}} in data
+    fixture = tmp_path / "dump.json"
+    fixture.write_text(out.getvalue())
+    Book.objects.all().delete()
+    Author.objects.all().delete()
+    Tag.objects.all().delete()
+    call_command("loaddata", str(fixture), verbosity=0)
+    loaded = Book.objects.get(pk=book.pk)
+    assert loaded.author_id == author.pk and loaded.title == "Houston"
+    assert [t.name for t in loaded.tags.all()] == ["sf"]
+    assert json.loads(serializers.serialize("json", [loaded]))[0]["pk"] == str(book.pk)
+
+
+def test_snowflake_field_uses_settings():
+    events = [Event.objects.create(name=f"e{i}") for i in range(200)]
+    ids = [e.pk for e in events]
+    assert db_order(Event) == ids
+    from seqid_orm.django import settings_snowflake
+
+    parts = settings_snowflake().decode(ids[0])
+    assert (parts.worker_id, parts.datacenter_id) == (3, 1)
+    assert all(0 < i < 2**63 for i in ids)
+
+
+def test_sortable_text_uses_a_binary_collation_and_keeps_order():
+    codes = [ShareCode.objects.create().code for _ in range(300)]
+    assert db_order(ShareCode, "code") == codes
+    first = codes[0]
+    swapped = "".join(c.lower() if c.isupper() else c.upper() for c in first[:-1]) + first[-1]
+    if swapped != first:
+        ShareCode.objects.create(code=swapped)  # would collide under a case-insensitive collation
+        assert ShareCode.objects.filter(code=first).count() == 1
+    ulids = [Ulid.objects.create().id for _ in range(100)]
+    assert db_order(Ulid) == ulids
+    assert Ulid.objects.get(id=ulids[0].lower()).id == ulids[0]
+
+
+def test_invalid_ids_are_refused_and_leave_no_row():
+    from django.core.exceptions import ValidationError
+
+    with pytest.raises(ValidationError), transaction.atomic():
+        Author(id="not-a-uuid", name="x").save()
+    with pytest.raises(ValidationError, match="outside its alphabet"), transaction.atomic():
+        ShareCode.objects.create(code="+" * 32)
+    with pytest.raises(ValidationError, match="32 characters"), transaction.atomic():
+        ShareCode.objects.create(code="$$$$")
+    assert not ShareCode.objects.exists() and not Author.objects.exists()
+
+
+def test_makemigrations_is_clean():
+    call_command("makemigrations", "testapp", "--check", "--dry-run", verbosity=0)
+
+
+def test_deconstruct_keeps_options():
+    field = SeqUUIDField(primary_key=True, layout="time_last")
+    _name, path, args, kwargs = field.deconstruct()
+    assert path == "seqid_orm.django.SeqUUIDField"
+    assert kwargs == {"primary_key": True, "layout": "time_last"}
+    rebuilt = SeqUUIDField(*args, **kwargs)
+    assert rebuilt.layout is Layout.TIME_LAST and rebuilt.default is field.default
+    _, path, _, kwargs = SortableTextField(kind="base32", unique=True).deconstruct()
+    assert kwargs == {"kind": "base32", "unique": True}
+    _, path, _, kwargs = SnowflakeField(generator="tests.django.ids.flake").deconstruct()
+    assert kwargs == {"generator": "tests.django.ids.flake"}
+    with pytest.raises(ValueError, match="layout must be one of"):
+        SeqUUIDField(layout="sideways")
+
+
+@isolate_apps("tests.django.testapp")
+def test_system_checks():
+    class BadCollation(models.Model):
+        code = SortableTextField(primary_key=True, db_collation="utf8mb4_general_ci")
+        fine = SortableTextField(db_collation="utf8mb4_bin")
+
+        class Meta:
+            app_label = "testapp"
+
+    assert [e.id for e in BadCollation._meta.get_field("code").check()] == ["seqid.E001"]
+    assert BadCollation._meta.get_field("fine").check() == []
+    with override_settings(SEQID={"SNOWFLAKE": {"worker_id": 99}}):
+        errors = Event._meta.get_field("id").check()
+    assert [e.id for e in errors] == ["seqid.E002"]
+    assert "worker_id must be between 0 and 31" in errors[0].msg
+    assert Author._meta.pk.check(databases=list(connections)) == []
+    problems = [m for m in checks.run_checks(databases=list(connections)) if m.level >= checks.ERROR]
+    assert problems == []

@@ -1,0 +1,63 @@
+"""Mixed vendors in one project: 'default' on PostgreSQL, 'legacy' on MariaDB (settings.multidb)."""
+
+from __future__ import annotations
+
+import django
+import pytest
+from django.db import connections
+
+from seqid_orm import Layout
+from seqid_orm.comb import layout_of
+from tests.django.testapp.models import Author, LegacyRecord
+
+pytestmark = pytest.mark.django_db(databases=["default", "legacy"])
+
+
+def db_order(model, alias):
+    connection = connections[alias]
+    table = connection.ops.quote_name(model._meta.db_table)
+    field = model._meta.pk
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {connection.ops.quote_name(field.column)} FROM {table} ORDER BY 1")
+        return [field.to_python(row[0]) for row in cursor.fetchall()]
+
+
+def test_each_model_gets_the_layout_of_its_own_database():
+    field = LegacyRecord._meta.pk
+    assert connections["default"].vendor == "postgresql" and connections["legacy"].vendor == "mysql"
+    assert field.layout_for("default") is Layout.TIME_FIRST  # PostgreSQL refuses the preference
+    if django.VERSION >= (5, 0) and connections["legacy"].features.has_native_uuid_field:
+        assert field.layout_for("legacy") is Layout.TIME_LAST  # MariaDB's UUID type honours it
+    records = [LegacyRecord(label=f"r{i}") for i in range(200)]
+    assert {layout_of(r.pk) for r in records} == {field.layout_for("legacy")}
+    for record in records:
+        record.save()
+    assert record._state.db == "legacy"
+    assert db_order(LegacyRecord, "legacy") == [r.pk for r in records]
+    authors = [Author.objects.create(name=f"a{i}") for i in range(50)]
+    assert {layout_of(a.pk) for a in authors} == {Layout.TIME_FIRST}
+    assert db_order(Author, "default") == [a.pk for a in authors]
+
+
+def test_using_another_database_reissues_an_unsaved_drawn_id():
+    field = LegacyRecord._meta.pk
+    record = LegacyRecord(label="to default")
+    drawn = record.pk
+    record.save(using="default")
+    assert record._state.db == "default"
+    assert layout_of(record.pk) is field.layout_for("default")
+    assert (record.pk != drawn) == (field.layout_for("default") is not field.layout_for("legacy"))
+    created = [LegacyRecord.objects.using("default").create(label=f"c{i}") for i in range(100)]
+    assert {layout_of(c.pk) for c in created} == {field.layout_for("default")}
+    assert db_order(LegacyRecord, "default") == [record.pk] + [c.pk for c in created]
+    assert LegacyRecord.objects.using("default").get(pk=record.pk).label == "to default"
+
+
+def test_an_id_set_by_the_user_is_never_replaced():
+    from uuid import UUID
+
+    chosen = UUID("01890a5d-ac96-774b-bcce-b302099a8057")
+    record = LegacyRecord(id=chosen, label="mine")
+    record.save(using="legacy")
+    assert record.pk == chosen
+    assert LegacyRecord.objects.using("legacy").get(pk=chosen).label == "mine"

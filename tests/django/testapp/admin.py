@@ -1,0 +1,6 @@
+from django.contrib import admin
+
+from .models import Author, Book
+
+admin.site.register(Author)
+admin.site.register(Book)

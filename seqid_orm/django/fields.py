@@ -59,7 +59,8 @@ class SeqUUIDField(models.UUIDField):
                 choices = ", ".join(repr(m.value) for m in Layout)
                 raise ValueError(f"layout must be one of {choices}, got {layout!r}") from None
         self.layout = layout
-        kwargs.setdefault("default", new_seq_uuid)
+        if "db_default" not in kwargs:  # with db_default the database makes the id
+            kwargs.setdefault("default", new_seq_uuid)
         if kwargs.get("primary_key"):
             kwargs.setdefault("editable", False)
         super().__init__(*args, **kwargs)
@@ -108,6 +109,18 @@ class SeqUUIDField(models.UUIDField):
         found = []
         for alias in databases:
             connection = connections[alias]
+            if _is_uuid7_expression(getattr(self, "db_default", None)) and not getattr(
+                connection.features, "supports_uuid7_function", False
+            ):
+                found.append(
+                    checks.Error(
+                        f"database {alias!r} cannot generate UUIDv7 for db_default "
+                        "(needs PostgreSQL 18, MariaDB 11.7, or SQLite on Python 3.14).",
+                        hint="Drop db_default: SeqUUIDField generates the id in Python for any database.",
+                        obj=self,
+                        id="seqid.E003",
+                    )
+                )
             try:
                 storage = storage_of(self, connection)
                 # a native UUID column on the mysql backend means MariaDB (MySQL has none)
@@ -123,6 +136,27 @@ class SeqUUIDField(models.UUIDField):
                     )
                 )
         return found
+
+
+def database_uuid7() -> Any:
+    """A ``db_default`` that lets the database generate UUIDv7 (Django 6.1's ``UUID7()``).
+
+    Optional: ``SeqUUIDField(primary_key=True, db_default=database_uuid7())`` hands id
+    generation to PostgreSQL 18, MariaDB 11.7 or SQLite on Python 3.14; the id is then known
+    only after the insert.  System check ``seqid.E003`` refuses databases that cannot do it.
+    """
+    try:
+        from django.db.models.functions import UUID7
+    except ImportError:
+        raise ImproperlyConfigured(
+            "database-generated UUIDv7 needs Django 6.1 or later (django.db.models.functions.UUID7); "
+            "leave db_default unset to have SeqUUIDField generate the id"
+        ) from None
+    return UUID7()
+
+
+def _is_uuid7_expression(value: Any) -> bool:
+    return type(value).__name__ == "UUID7" and type(value).__module__.startswith("django.db.models.functions")
 
 
 def _reissue_for_target_database(sender: type, instance: models.Model, raw: bool, using: str, **kwargs: Any) -> None:
@@ -310,6 +344,7 @@ __all__ = [
     "SeqUUIDField",
     "SnowflakeField",
     "SortableTextField",
+    "database_uuid7",
     "new_seq_uuid",
     "new_snowflake_id",
     "settings_snowflake",

@@ -6,6 +6,7 @@ import io
 import json
 import uuid
 
+import django
 import pytest
 from django.core import checks, serializers
 from django.core.management import call_command
@@ -195,3 +196,27 @@ def test_system_checks():
     assert Author._meta.pk.check(databases=list(connections)) == []
     problems = [m for m in checks.run_checks(databases=list(connections)) if m.level >= checks.ERROR]
     assert problems == []
+
+
+@isolate_apps("tests.django.testapp")
+def test_database_generated_uuid7_is_offered_and_refused_where_unsupported():
+    from django.core.exceptions import ImproperlyConfigured
+
+    from seqid_orm.django import database_uuid7
+
+    if django.VERSION < (6, 1):
+        with pytest.raises(ImproperlyConfigured, match=r"Django 6\.1"):
+            database_uuid7()
+        return
+
+    class DbMade(models.Model):
+        id = SeqUUIDField(primary_key=True, db_default=database_uuid7())
+
+        class Meta:
+            app_label = "testapp"
+
+    field = DbMade._meta.pk
+    assert field.default is models.NOT_PROVIDED, "the database, not Python, makes the id"
+    messages = field.check(databases=list(connections))
+    unsupported = [a for a in connections if not connections[a].features.supports_uuid7_function]
+    assert [m.id for m in messages] == ["seqid.E003"] * len(unsupported)

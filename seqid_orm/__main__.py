@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import uuid
@@ -123,6 +124,96 @@ def _probe(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench(args: argparse.Namespace) -> int:
+    import os
+    import tempfile
+    from pathlib import Path
+
+    import sqlalchemy as sa
+
+    from .bench import report, runner
+    from .bench.keys import KINDS
+
+    kinds = args.keys.split(",") if args.keys else list(KINDS)
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown:
+        print(f"seqid: error: unknown --keys {','.join(unknown)}; choose from {','.join(KINDS)}", file=sys.stderr)
+        return 2
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="seqid-bench-") as tmp:
+        urls = args.url or [f"sqlite:///{os.path.join(tmp, 'bench.sqlite3')}"]
+        for url in urls:
+            rows = args.rows or (200_000 if url.startswith("sqlite") else 2_000_000)
+            try:
+                with contextlib.ExitStack() as stack:
+                    if args.small_memory:
+                        url = stack.enter_context(_small_memory(url))
+                    print(
+                        f"seqid bench: {rows:,} rows per key on {sa.make_url(url).render_as_string()}", file=sys.stderr
+                    )
+                    run = runner.run(
+                        url,
+                        rows,
+                        kinds,
+                        batch=args.batch,
+                        via=args.via,
+                        progress=None if args.quiet else runner._progress,
+                    )
+                    if args.small_memory:
+                        run.notes.append("small-memory mode")
+                    runs.append(run)
+            except ModuleNotFoundError as exc:
+                print(f"seqid: error: the driver for {url!r} is not installed ({exc.name})", file=sys.stderr)
+                return 2
+            except sa.exc.OperationalError as exc:
+                print(f"seqid: error: cannot reach {url!r}: {exc.orig}", file=sys.stderr)
+                return 2
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "results.md").write_text(report.markdown(runs) + "\n")
+        (out / "results.csv").write_text(report.to_csv(runs))
+        (out / "results.json").write_text(report.to_json(runs))
+        if not report.chart(runs, out / "chart.png"):
+            print(
+                "seqid bench: matplotlib is not installed; no chart (pip install 'seqid-orm[bench]')", file=sys.stderr
+            )
+    if args.json:
+        print(report.to_json(runs))
+    else:
+        print(report.markdown(runs))
+        for run in runs:
+            for note in run.notes:
+                print(f"note ({run.dialect}): {note}")
+        _explain(runs)
+    return 0
+
+
+def _small_memory(url: str):
+    from .bench import servers
+
+    dialect = url.split(":", 1)[0].split("+", 1)[0]
+    if dialect == "postgresql":
+        return servers.small_postgres()
+    if dialect in ("mysql", "mariadb"):
+        return servers.small_mariadb(url)
+    return contextlib.nullcontext(url)
+
+
+def _explain(runs: list) -> None:
+    """One plain sentence per database: the point of the project, in this run's numbers."""
+    for run in runs:
+        by = {r.kind: r for r in run.results}
+        if not {"uuid4", "comb", "bigint"} <= by.keys():
+            continue
+        v4, comb_, big = by["uuid4"], by["comb"], by["bigint"]
+        print(
+            f"{run.dialect}: random UUIDv4 took {v4.seconds / big.seconds:.2f}x the BIGINT time "
+            f"({v4.per_million(0):.1f} -> {v4.per_million(-1):.1f} s per million as the index grew); "
+            f"seqid comb took {comb_.seconds / big.seconds:.2f}x."
+        )
+
+
 def _demo(args: argparse.Namespace) -> int:
     from .demo import run
 
@@ -152,6 +243,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("url", help="SQLAlchemy URL, e.g. postgresql+psycopg://user@host/db")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_probe)
+
+    p = sub.add_parser("bench", help="insert benchmark: BIGINT vs random UUID vs seqid keys (SQLite by default)")
+    p.add_argument("--url", action="append", help="SQLAlchemy URL; repeat for several databases")
+    p.add_argument("--rows", type=int, help="rows per key kind (default 200,000 on SQLite, 2,000,000 elsewhere)")
+    p.add_argument("--keys", help="comma-separated key kinds (default: all)")
+    p.add_argument("--batch", type=int, default=5000, help="rows per INSERT batch and transaction")
+    p.add_argument("--via", choices=("core", "orm"), default="core", help="Core executemany or ORM bulk insert")
+    p.add_argument("--out", help="directory for results.md, results.csv, results.json and chart.png")
+    p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--small-memory",
+        action="store_true",
+        help="PostgreSQL: a private cluster with 16 MB shared_buffers; MariaDB: a 32 MB buffer pool for the run",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_bench)
 
     p = sub.add_parser("demo", help="insert rows with seqid keys through SQLAlchemy and read them back")
     p.add_argument("--url", default="sqlite://")

@@ -8,6 +8,7 @@ only move values in and out, refusing anything that is not a UUID before it reac
 
 from __future__ import annotations
 
+import operator
 import re
 import uuid
 from typing import Any
@@ -126,16 +127,38 @@ class SeqUUID(TypeDecorator[uuid.UUID]):
         # not type_descriptor(): SQL Server's colspecs would turn CHAR into VARCHAR
         return sqltypes.CHAR(36 if storage is Storage.TEXT else 32)
 
+    def _to_db(self, dialect: Dialect) -> Any:
+        """The function turning a ``uuid.UUID`` into what the driver sends for this storage."""
+        storage = self.storage_for(dialect)
+        if storage is Storage.NATIVE:
+            return str if dialect_vendor(dialect) == "mariadb" else None
+        if storage is Storage.BINARY:
+            return _UUID_BYTES
+        return str if storage is Storage.TEXT else _UUID_HEX
+
     def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
         if value is None:
             return None
         u = coerce_uuid(value)
-        storage = self.storage_for(dialect)
-        if storage is Storage.NATIVE:
-            return str(u) if dialect_vendor(dialect) == "mariadb" else u
-        if storage is Storage.BINARY:
-            return u.bytes
-        return str(u) if storage is Storage.TEXT else u.hex
+        to_db = self._to_db(dialect)
+        return u if to_db is None else to_db(u)
+
+    def bind_processor(self, dialect: Dialect) -> Any:
+        # Decided once per dialect (SQLAlchemy caches this), not per row: on bulk inserts the
+        # per-row cost is then one type check and one conversion.
+        to_db = self._to_db(dialect)
+        impl_processor = self.impl_instance.bind_processor(dialect)
+        UUID = uuid.UUID
+
+        def process(value: Any) -> Any:
+            if value is None:
+                out = None
+            else:
+                u = value if value.__class__ is UUID else coerce_uuid(value)
+                out = u if to_db is None else to_db(u)
+            return impl_processor(out) if impl_processor is not None else out
+
+        return process
 
     def process_result_value(self, value: Any, dialect: Dialect) -> uuid.UUID | None:
         if value is None or isinstance(value, uuid.UUID):
@@ -162,6 +185,10 @@ class SeqUUID(TypeDecorator[uuid.UUID]):
 
     def coerce_compared_value(self, op: Any, value: Any) -> Any:
         return self
+
+
+_UUID_BYTES = operator.attrgetter("bytes")
+_UUID_HEX = operator.attrgetter("hex")
 
 
 def _binary_literal(vendor: str, raw: bytes) -> str:

@@ -1,0 +1,94 @@
+"""The key kinds the benchmark compares, each a column type and a value source per dialect."""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from ..comb import CombGenerator
+from ..prefixed import uuid_sequence_nextval
+from ..registry import choose_prefix_layout
+from ..snowflake import Snowflake
+from ..sqlalchemy import SeqUUID, SnowflakeID, SortableText, layout_for
+from ..sqlalchemy.types import dialect_server_version, dialect_vendor
+from ..text import BsvGenerator
+
+Batch = Callable[[int], list[Any]]
+
+
+@dataclass
+class KeyKind:
+    """One contender: how its column is declared and how a batch of keys is made."""
+
+    name: str
+    description: str
+    column: Callable[[Engine], sa.Column[Any]]
+    make_batch: Callable[[Engine], Batch | None]  # None: the database assigns the key
+    key_bytes: int
+
+
+def _uuid_column(engine: Engine) -> sa.Column[Any]:
+    return sa.Column("id", SeqUUID(), primary_key=True)
+
+
+def _bigint_column(engine: Engine) -> sa.Column[Any]:
+    # SQLite makes only INTEGER PRIMARY KEY an alias of its rowid (its "identity")
+    type_ = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+    return sa.Column("id", type_, primary_key=True, autoincrement=True)
+
+
+def _uuid4(engine: Engine) -> Batch:
+    return lambda n: [uuid.uuid4() for _ in range(n)]
+
+
+def _comb(engine: Engine) -> Batch:
+    gen = CombGenerator(layout_for(engine.dialect, SeqUUID()))
+    return gen.batch
+
+
+def _seq_prefix(engine: Engine) -> Batch:
+    storage = SeqUUID().storage_for(engine.dialect)
+    layout = choose_prefix_layout(dialect_vendor(engine.dialect), dialect_server_version(engine.dialect), storage)
+    counter = itertools.count()
+    return lambda n: [uuid_sequence_nextval(next(counter), 65536, 65536, layout) for _ in range(n)]
+
+
+def _snowflake(engine: Engine) -> Batch:
+    gen = Snowflake(worker_id=1)
+    return lambda n: [gen.next_id() for _ in range(n)]
+
+
+def _bsv(engine: Engine) -> Batch:
+    gen = BsvGenerator()
+    return lambda n: [gen() for _ in range(n)]
+
+
+KINDS: dict[str, KeyKind] = {
+    k.name: k
+    for k in (
+        KeyKind("bigint", "BIGINT identity (database-assigned)", _bigint_column, lambda e: None, 8),
+        KeyKind("uuid4", "random UUIDv4", _uuid_column, _uuid4, 16),
+        KeyKind("comb", "seqid time-ordered UUID, layout chosen for the database", _uuid_column, _comb, 16),
+        KeyKind("seq-prefix", "seqid wrapping sequence prefix (65536 x 65536)", _uuid_column, _seq_prefix, 16),
+        KeyKind(
+            "snowflake",
+            "seqid Snowflake BIGINT",
+            lambda e: sa.Column("id", SnowflakeID(), primary_key=True, autoincrement=False),
+            _snowflake,
+            8,
+        ),
+        KeyKind(
+            "bsv",
+            "seqid sortable text (32 chars, binary collation)",
+            lambda e: sa.Column("id", SortableText("bsv"), primary_key=True),
+            _bsv,
+            32,
+        ),
+    )
+}

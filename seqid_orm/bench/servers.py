@@ -1,0 +1,107 @@
+"""Small-memory database servers for the benchmark, so index growth outruns the cache quickly.
+
+* PostgreSQL: ``shared_buffers`` needs a restart, so a private cluster is created with
+  ``initdb`` in a temporary directory and started with ``pg_ctl`` on its own port, with small
+  shared buffers and frequent checkpoints (the setting of seed 003, where random keys make
+  full-page images explode).  It is stopped and deleted afterwards.
+* MariaDB: ``innodb_buffer_pool_size`` is dynamic; it is set to 32 MB for the run and restored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+
+import sqlalchemy as sa
+
+
+def _pg_bindir() -> str:
+    for candidate in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True):
+        if os.path.exists(os.path.join(candidate, "initdb")):
+            return candidate
+    found = shutil.which("initdb")
+    if found:
+        return os.path.dirname(found)
+    raise RuntimeError("small-memory PostgreSQL needs the server binaries (initdb, pg_ctl)")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _as_postgres(cmd: list[str]) -> list[str]:
+    # initdb refuses to run as root; the packaged servers run as 'postgres'
+    if os.geteuid() == 0:
+        return ["runuser", "-u", "postgres", "--", *cmd]
+    return cmd
+
+
+@contextlib.contextmanager
+def small_postgres(shared_buffers: str = "16MB", checkpoint_timeout: str = "30s") -> Iterator[str]:
+    """A private PostgreSQL with small shared buffers; yields its SQLAlchemy URL."""
+    bindir = _pg_bindir()
+    tmp = tempfile.mkdtemp(prefix="seqid-pg-")
+    data = os.path.join(tmp, "data")
+    if os.geteuid() == 0:
+        shutil.chown(tmp, "postgres")
+    port = _free_port()
+    try:
+        subprocess.run(
+            _as_postgres([f"{bindir}/initdb", "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8"]),
+            check=True,
+            capture_output=True,
+        )
+        options = (
+            f"-p {port} -k {tmp} -c listen_addresses=127.0.0.1 -c shared_buffers={shared_buffers} "
+            f"-c checkpoint_timeout={checkpoint_timeout} -c max_wal_size=256MB -c fsync=off"
+        )
+        subprocess.run(
+            _as_postgres([f"{bindir}/pg_ctl", "-D", data, "-o", options, "-l", f"{tmp}/log", "-w", "start"]),
+            check=True,
+            capture_output=True,
+        )
+        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres"
+    finally:
+        if os.path.exists(os.path.join(data, "postmaster.pid")):
+            subprocess.run(
+                _as_postgres([f"{bindir}/pg_ctl", "-D", data, "-m", "fast", "-w", "stop"]), capture_output=True
+            )
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def small_mariadb(url: str, buffer_pool: int = 32 * 2**20) -> Iterator[str]:
+    """Shrink InnoDB's buffer pool on the server at ``url`` for the run, then restore it."""
+    engine = sa.create_engine(url, isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as conn:
+            before = int(conn.execute(sa.text("SELECT @@GLOBAL.innodb_buffer_pool_size")).scalar())
+            conn.execute(sa.text(f"SET GLOBAL innodb_buffer_pool_size = {int(buffer_pool)}"))
+            _wait_for_resize(conn)
+        try:
+            yield url
+        finally:
+            with engine.connect() as conn:
+                conn.execute(sa.text(f"SET GLOBAL innodb_buffer_pool_size = {before}"))
+                _wait_for_resize(conn)
+    finally:
+        engine.dispose()
+
+
+def _wait_for_resize(conn: sa.engine.Connection, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = conn.execute(sa.text("SHOW STATUS LIKE 'Innodb_buffer_pool_resize_status'")).all()
+        text = status[0][1] if status else ""
+        if not text or "complete" in text.lower() or "completed" in text.lower():
+            return
+        time.sleep(0.2)

@@ -1,0 +1,78 @@
+"""The insert benchmark on each real database: structure and engine counters, never timings."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+
+sa = pytest.importorskip("sqlalchemy")
+from seqid_orm.bench import report, runner  # noqa: E402
+from seqid_orm.bench.keys import KINDS  # noqa: E402
+
+
+def url_of(engine) -> str:
+    return engine.url.render_as_string(hide_password=False)
+
+
+def test_every_kind_inserts_its_rows_and_reports(engine):
+    run = runner.run(url_of(engine), rows=3000, kinds=list(KINDS), batch=500, progress=None, keep_tables=True)
+    try:
+        with engine.connect() as conn:
+            for name in KINDS:
+                table = f"seqid_bench_{name.replace('-', '_')}"
+                assert conn.execute(sa.text(f"SELECT COUNT(*) FROM {table}")).scalar() == 3000
+    finally:
+        with engine.begin() as conn:
+            for name in KINDS:
+                conn.execute(sa.text(f"DROP TABLE IF EXISTS seqid_bench_{name.replace('-', '_')}"))
+    recs = {r["key"]: r for r in runner.result_rows(run)}
+    assert set(recs) == set(KINDS)
+    assert all(len(r.chunks) >= 2 for r in run.results)
+    assert recs["bigint"]["time_vs_bigint"] == 1.0
+    if engine.dialect.name == "postgresql":
+        assert all(r["wal_B_per_row"] > 0 for r in recs.values())
+        assert all("fpi_per_1k_rows" in r for r in recs.values())  # buffer stats may lag a second
+    if engine.dialect.name == "mysql":
+        assert all("page_splits_per_1k_rows" in r for r in recs.values())
+        assert all(0 < r["hit_ratio"] <= 1 for r in recs.values())
+    # a 16-byte key costs about 8 more bytes per row than BIGINT, never less than BIGINT's own rows
+    assert recs["comb"]["bytes_per_row"] > recs["bigint"]["bytes_per_row"] or engine.dialect.name == "mysql"
+    md = report.markdown([run])
+    assert md.count("\n") == len(KINDS) + 1 and "| key |" in md
+    rows = list(csv.DictReader(io.StringIO(report.to_csv([run]))))
+    assert [r["key"] for r in rows] == list(KINDS)
+    data = json.loads(report.to_json([run]))
+    assert data[0]["dialect"] == engine.dialect.name and len(data[0]["timelines"]["comb"]) >= 2
+
+
+def test_random_keys_leave_innodb_pages_emptier_than_comb(mysql_engine):
+    run = runner.run(url_of(mysql_engine), rows=40_000, kinds=["uuid4", "comb"], batch=1000, progress=None)
+    by = {r.kind: r for r in run.results}
+    # random inserts split pages in the middle (about 70 % full); ordered ones fill them
+    assert by["uuid4"].sizes["table_bytes"] > 1.2 * by["comb"].sizes["table_bytes"]
+
+
+def test_orm_path_and_bad_arguments(sqlite_engine):
+    run = runner.run(url_of(sqlite_engine), rows=1000, kinds=["comb"], batch=250, via="orm", progress=None)
+    assert run.via == "orm" and run.results[0].rows == 1000
+    with pytest.raises(ValueError, match="unknown key kinds"):
+        runner.run(url_of(sqlite_engine), rows=10, kinds=["nope"], progress=None)
+    with pytest.raises(ValueError, match="via must be"):
+        runner.run(url_of(sqlite_engine), rows=10, kinds=["comb"], via="raw", progress=None)
+
+
+def test_cli_bench(tmp_path, capsys):
+    from seqid_orm.__main__ import main
+
+    out = tmp_path / "out"
+    assert main(["bench", "--rows", "2000", "--keys", "bigint,uuid4,comb", "--out", str(out), "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert "| sqlite" in printed and "random UUIDv4 took" in printed
+    assert {p.name for p in out.iterdir()} >= {"results.md", "results.csv", "results.json"}
+    assert main(["bench", "--keys", "bogus"]) == 2
+    assert "unknown --keys" in capsys.readouterr().err
+    assert main(["bench", "--url", "postgresql+psycopg://nobody@127.0.0.1:1/none", "--rows", "10", "--quiet"]) == 2
+    assert "cannot reach" in capsys.readouterr().err

@@ -24,8 +24,9 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	touch $(STAMP)
 
+# Main job: the insert benchmark on SQLite (a short run) — BIGINT vs random UUIDv4 vs seqid keys.
 demo: $(STAMP)
-	$(BIN)/python -m seqid_orm demo
+	$(BIN)/seqid bench
 
 # Everything: the core and SQLAlchemy suite, then the Django suite once per settings module.
 test: test-core test-django
@@ -43,8 +44,10 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# The full benchmark on the local servers (several minutes); results land in bench-out/.
 bench: $(STAMP)
-	$(BIN)/python benchmarks/generation.py
+	$(BIN)/seqid bench --generation --url sqlite:///bench-out/bench.sqlite3 \
+	  --url postgresql+psycopg://postgres@127.0.0.1/test --url mysql+pymysql://root@127.0.0.1/test --out bench-out
 
 matrix: $(STAMP)
 	$(BIN)/nox

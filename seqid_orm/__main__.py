@@ -178,10 +178,21 @@ def _bench(args: argparse.Namespace) -> int:
             print(
                 "seqid bench: matplotlib is not installed; no chart (pip install 'seqid-orm[bench]')", file=sys.stderr
             )
+    generation = None
+    if args.generation:
+        from .bench import generation as gen_bench
+
+        print("seqid bench: generation benchmark", file=sys.stderr)
+        generation = gen_bench.run(calls=50_000, rounds=5)
+        if args.out:
+            (Path(args.out) / "generation.md").write_text(gen_bench.markdown(generation) + "\n")
     if args.json:
         print(report.to_json(runs))
     else:
         print(report.markdown(runs))
+        if generation is not None:
+            print()
+            print(gen_bench.markdown(generation))
         for run in runs:
             for note in run.notes:
                 print(f"note ({run.dialect}): {note}")
@@ -257,6 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="PostgreSQL: a private cluster with 16 MB shared_buffers; MariaDB: a 32 MB buffer pool for the run",
     )
+    p.add_argument("--generation", action="store_true", help="also time id generation against uuid.uuid4()")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_bench)
 

@@ -76,3 +76,43 @@ def test_cli_bench(tmp_path, capsys):
     assert "unknown --keys" in capsys.readouterr().err
     assert main(["bench", "--url", "postgresql+psycopg://nobody@127.0.0.1:1/none", "--rows", "10", "--quiet"]) == 2
     assert "cannot reach" in capsys.readouterr().err
+
+
+def test_generation_benchmark_reports_every_generator_against_uuid4():
+    from seqid_orm.bench import generation
+
+    rows = generation.run(calls=2000, rounds=1, batch=100)
+    names = [r["generator"] for r in rows]
+    assert names[0] == "uuid.uuid4 (baseline)" and rows[0]["cost_vs_uuid4"] == 1.0
+    assert {"seqid uuid7", "seqid comb time_last", "seqid Snowflake.next_id", "seqid bsv"} <= set(names)
+    assert "| seqid uuid7 |" in generation.markdown(rows)
+
+
+def test_small_memory_postgres_is_private_and_small(pg_engine):
+    import shutil
+
+    from seqid_orm.bench.servers import small_postgres
+
+    if shutil.which("runuser") is None and __import__("os").geteuid() == 0:
+        pytest.fail("running as root needs runuser to start a private PostgreSQL")
+    with small_postgres() as url:
+        engine = sa.create_engine(url)
+        with engine.connect() as conn:
+            assert conn.execute(sa.text("SHOW shared_buffers")).scalar() == "16MB"
+            assert engine.url.port != pg_engine.url.port
+        engine.dispose()
+    with pytest.raises(sa.exc.OperationalError):
+        sa.create_engine(url, connect_args={"connect_timeout": 2}).connect()
+
+
+def test_small_memory_mariadb_restores_the_buffer_pool(mysql_engine):
+    from seqid_orm.bench.servers import small_mariadb
+
+    def pool_size():
+        with mysql_engine.connect() as conn:
+            return int(conn.execute(sa.text("SELECT @@GLOBAL.innodb_buffer_pool_size")).scalar())
+
+    before = pool_size()
+    with small_mariadb(url_of(mysql_engine)):
+        assert pool_size() < before and pool_size() <= 64 * 2**20
+    assert pool_size() == before

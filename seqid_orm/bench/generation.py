@@ -1,0 +1,112 @@
+"""Ids per second for seqid_orm's generators beside uuid.uuid4() and popular libraries.
+
+Run: ``python benchmarks/generation.py [--calls N] [--rounds R] [--json]`` or
+``seqid bench --generation``.  Needs nothing beyond the standard library; the other
+libraries are compared when installed (the ``bench`` extra).
+
+The machine is shared and noisy, so every candidate runs once per round, in the same round
+order, and the report uses each candidate's median over the rounds; ratios are against
+``uuid.uuid4()`` measured in the same run.  Batch candidates are timed per id.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+import uuid
+from collections.abc import Callable
+
+import seqid_orm
+from seqid_orm import Layout, Snowflake
+
+
+def _candidates(batch: int) -> dict[str, tuple[Callable[[], object], int]]:
+    """name -> (callable, ids produced per call)."""
+    snowflake = Snowflake(worker_id=1)
+    out: dict[str, tuple[Callable[[], object], int]] = {
+        "uuid.uuid4 (baseline)": (uuid.uuid4, 1),
+        "seqid uuid7": (seqid_orm.uuid7, 1),
+    }
+    for layout in Layout:
+        out[f"seqid comb {layout.value}"] = ((lambda lay=layout: seqid_orm.comb(lay)), 1)
+    out[f"seqid comb_batch({batch}) time_first"] = ((lambda: seqid_orm.comb_batch(batch)), batch)
+    out[f"seqid comb_batch({batch}) time_last"] = ((lambda: seqid_orm.comb_batch(batch, Layout.TIME_LAST)), batch)
+    out["seqid Snowflake.next_id"] = (snowflake.next_id, 1)
+    out["seqid bsv"] = (seqid_orm.bsv, 1)
+    out["seqid base32"] = (seqid_orm.base32, 1)
+    try:
+        import uuid6
+
+        out["uuid6.uuid7"] = (uuid6.uuid7, 1)
+    except ImportError:
+        pass
+    try:
+        import uuid_utils.compat
+
+        out["uuid_utils.compat.uuid7"] = (uuid_utils.compat.uuid7, 1)
+    except ImportError:
+        pass
+    try:
+        import ulid
+
+        out["ulid.ULID"] = (ulid.ULID, 1)
+    except ImportError:
+        pass
+    return out
+
+
+def _time_per_id(fn: Callable[[], object], per_call: int, calls: int) -> float:
+    n = max(1, calls // per_call)
+    start = time.perf_counter()
+    for _ in range(n):
+        fn()
+    return (time.perf_counter() - start) / (n * per_call)
+
+
+def run(calls: int = 100_000, rounds: int = 7, batch: int = 1000) -> list[dict[str, object]]:
+    cands = _candidates(batch)
+    samples: dict[str, list[float]] = {name: [] for name in cands}
+    for fn, per_call in cands.values():  # warm-up
+        _time_per_id(fn, per_call, min(calls, 5000))
+    for _ in range(rounds):
+        for name, (fn, per_call) in cands.items():
+            samples[name].append(_time_per_id(fn, per_call, calls))
+    base = statistics.median(samples["uuid.uuid4 (baseline)"])
+    rows = []
+    for name, times in samples.items():
+        med = statistics.median(times)
+        rows.append(
+            {
+                "generator": name,
+                "ns_per_id": round(med * 1e9, 1),
+                "ids_per_s": round(1 / med),
+                "cost_vs_uuid4": round(med / base, 3),
+            }
+        )
+    return rows
+
+
+def markdown(rows: list[dict[str, object]]) -> str:
+    lines = ["| generator | ns/id | ids/s | cost vs uuid4 |", "|---|---|---|---|"]
+    lines += [f"| {r['generator']} | {r['ns_per_id']} | {r['ids_per_s']:,} | {r['cost_vs_uuid4']} |" for r in rows]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=100_000, help="ids per candidate per round")
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--batch", type=int, default=1000)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    rows = run(args.calls, args.rounds, args.batch)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return
+    print(markdown(rows))
+
+
+if __name__ == "__main__":
+    main()

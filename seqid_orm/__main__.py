@@ -29,7 +29,17 @@ KINDS = ("uuid7", "comb", "snowflake", "bsv", "base32", "time-prefix")
 
 def _new(args: argparse.Namespace) -> int:
     layout = Layout(args.layout) if args.layout else Layout.TIME_FIRST
-    if args.dialect:
+    if args.url:
+        from sqlalchemy import create_engine
+
+        from .sqlalchemy import SeqUUID, layout_for
+
+        engine = create_engine(args.url)
+        with engine.connect():  # the layout may depend on the server version
+            pass
+        layout = layout_for(engine.dialect, SeqUUID(storage=args.storage))
+        engine.dispose()
+    elif args.dialect:
         from .registry import choose_layout, default_storage, normalize_vendor
 
         vendor = normalize_vendor(args.dialect)
@@ -240,6 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kind", choices=(*KINDS, "seq-prefix"), default="uuid7")
     p.add_argument("--layout", choices=[m.value for m in Layout])
     p.add_argument("--dialect", help="choose the layout for this database (e.g. mssql, postgresql)")
+    p.add_argument("--url", help="choose the layout for this live database (SQLAlchemy URL)")
     p.add_argument("--storage", choices=("native", "binary", "text", "hex"))
     p.add_argument("--worker", type=int, default=0, help="Snowflake worker id")
     p.add_argument("-n", type=int, default=1)
@@ -286,6 +297,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (SeqIDError, ValueError, TypeError) as exc:
         print(f"seqid: error: {exc}", file=sys.stderr)
         return 2
+    except ModuleNotFoundError as exc:
+        print(f"seqid: error: {exc.name} is not installed (see the extras in the README)", file=sys.stderr)
+        return 2
+    except Exception as exc:  # a database that cannot be reached, mostly
+        if type(exc).__module__.startswith("sqlalchemy"):
+            print(f"seqid: error: {getattr(exc, 'orig', None) or exc}", file=sys.stderr)
+            return 2
+        raise
 
 
 if __name__ == "__main__":

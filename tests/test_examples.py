@@ -56,6 +56,16 @@ def test_cli_new_decode_and_errors(capsys):
     assert "seqid: error:" in capsys.readouterr().err
 
 
+def test_cli_new_with_a_live_url(engine, capsys):
+    from seqid_orm.__main__ import main
+
+    assert main(["new", "--kind", "comb", "--url", engine.url.render_as_string(hide_password=False), "-n", "3"]) == 0
+    values = [uuid.UUID(v) for v in capsys.readouterr().out.split()]
+    assert len(values) == 3 and all(v.version == 7 for v in values) and values == sorted(values)
+    assert main(["new", "--url", "postgresql+psycopg://nobody@127.0.0.1:1/none"]) == 2
+    assert "error" in capsys.readouterr().err
+
+
 def test_cli_probe_against_live_server(engine, capsys):
     from seqid_orm.__main__ import main
 

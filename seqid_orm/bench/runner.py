@@ -169,7 +169,7 @@ def run(
     try:
         with engine.begin() as conn:
             notes += metrics.prepare(conn)
-        version = ".".join(map(str, engine.dialect.server_version_info or ()))
+        version = ".".join(str(v) for v in engine.dialect.server_version_info or () if isinstance(v, int))
         results = []
         for name in kinds:
             results.append(run_kind(engine, KINDS[name], rows, batch, via=via, progress=progress))

@@ -63,7 +63,7 @@ DJANGO_SETTINGS = ["sqlite", "postgres", "mysql", "multidb"]
 
 
 def _django_suite(session: nox.Session, spec: str) -> None:
-    session.install("-e", ".[django,django-mysql,postgres]", spec, "pytest", "pytest-django", "hypothesis")
+    session.install("-e", ".[django,django-mysql,postgres]", spec, "pytest", "pytest-django", "hypothesis", "oracledb")
     for settings in DJANGO_SETTINGS:
         session.run(
             "pytest",

@@ -220,3 +220,16 @@ def test_database_generated_uuid7_is_offered_and_refused_where_unsupported():
     messages = field.check(databases=list(connections))
     unsupported = [a for a in connections if not connections[a].features.supports_uuid7_function]
     assert [m.id for m in messages] == ["seqid.E003"] * len(unsupported)
+
+
+def test_oracle_backend_gets_hex_storage_and_time_first():
+    """Django's Oracle backend, built without a server: the column Django would create decides."""
+    from django.db.backends.oracle.base import DatabaseWrapper
+
+    from seqid_orm.registry import choose_layout
+
+    oracle = DatabaseWrapper({**connection.settings_dict, "ENGINE": "django.db.backends.oracle"}, "oracle")
+    field = Author._meta.pk
+    assert field.db_type(oracle) == "VARCHAR2(32)"
+    assert storage_of(field, oracle) is Storage.HEX and vendor_of(oracle) == "oracle"
+    assert choose_layout(vendor_of(oracle), None, storage_of(field, oracle)) is Layout.TIME_FIRST

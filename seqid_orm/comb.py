@@ -38,7 +38,7 @@ from collections.abc import Callable
 from typing import Literal
 
 from ._random import POOL
-from .layout import Layout
+from .layout import Layout, as_layout
 
 Bound = Literal["random", "min", "max"]
 
@@ -248,16 +248,7 @@ class CombGenerator:
         return out
 
 
-def _check_layout(layout: object) -> Layout:
-    if isinstance(layout, Layout):
-        return layout
-    if isinstance(layout, str):
-        try:
-            return Layout(layout)
-        except ValueError:
-            pass
-    choices = ", ".join(repr(m.value) for m in Layout)
-    raise ValueError(f"layout must be a Layout or one of {choices}, got {layout!r}")
+_check_layout = as_layout
 
 
 _DEFAULT: dict[Layout, CombGenerator] = {lay: CombGenerator(lay) for lay in Layout}

@@ -85,6 +85,19 @@ _NATIVE_ORDER: dict[Layout, tuple[int, ...]] = {
 }
 
 
+def as_layout(value: object, name: str = "layout") -> Layout:
+    """``value`` as a :class:`Layout` (a member or its string value); anything else raises ``ValueError``."""
+    if isinstance(value, Layout):
+        return value
+    if isinstance(value, str):
+        try:
+            return Layout(value)
+        except ValueError:
+            pass
+    choices = ", ".join(repr(m.value) for m in Layout)
+    raise ValueError(f"{name} must be a Layout or one of {choices}, got {value!r}")
+
+
 def sort_key(value: uuid.UUID, order: Sequence[int]) -> bytes:
     """Reference comparator: ``value``'s bytes read in an engine's comparison ``order``.
 

@@ -46,6 +46,19 @@ class Storage(str, enum.Enum):
     """32 lower-case hex digits, ``CHAR(32)`` (Django's ``UUIDField`` off PostgreSQL/MariaDB)."""
 
 
+def as_storage(value: object) -> Storage:
+    """``value`` as a :class:`Storage` (a member or its string value); anything else raises ``ValueError``."""
+    if isinstance(value, Storage):
+        return value
+    if isinstance(value, str):
+        try:
+            return Storage(value)
+        except ValueError:
+            pass
+    choices = ", ".join(repr(m.value) for m in Storage)
+    raise ValueError(f"storage must be one of {choices}, got {value!r}")
+
+
 #: Vendor names understood here (SQLAlchemy's dialect names; Django's are mapped onto them).
 VENDORS = ("postgresql", "cockroachdb", "mssql", "mariadb", "mysql", "oracle", "sqlite")
 

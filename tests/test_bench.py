@@ -17,17 +17,25 @@ def url_of(engine) -> str:
     return engine.url.render_as_string(hide_password=False)
 
 
-def test_every_kind_inserts_its_rows_and_reports(engine):
-    run = runner.run(url_of(engine), rows=3000, kinds=list(KINDS), batch=500, progress=None, keep_tables=True)
+@pytest.fixture
+def prefix(table_name) -> str:
+    """Per-test table names, so runs sharing a server do not collide."""
+    return f"{table_name}_"
+
+
+def test_every_kind_inserts_its_rows_and_reports(engine, prefix):
+    run = runner.run(
+        url_of(engine), rows=3000, kinds=list(KINDS), batch=500, progress=None, keep_tables=True, table_prefix=prefix
+    )
     try:
         with engine.connect() as conn:
             for name in KINDS:
-                table = f"seqid_bench_{name.replace('-', '_')}"
+                table = runner.table_name_for(name, prefix)
                 assert conn.execute(sa.text(f"SELECT COUNT(*) FROM {table}")).scalar() == 3000
     finally:
         with engine.begin() as conn:
             for name in KINDS:
-                conn.execute(sa.text(f"DROP TABLE IF EXISTS seqid_bench_{name.replace('-', '_')}"))
+                conn.execute(sa.text(f"DROP TABLE IF EXISTS {runner.table_name_for(name, prefix)}"))
     recs = {r["key"]: r for r in runner.result_rows(run)}
     assert set(recs) == set(KINDS)
     assert all(len(r.chunks) >= 2 for r in run.results)
@@ -48,15 +56,19 @@ def test_every_kind_inserts_its_rows_and_reports(engine):
     assert data[0]["dialect"] in (engine.dialect.name, "mariadb") and len(data[0]["timelines"]["comb"]) >= 2
 
 
-def test_random_keys_leave_innodb_pages_emptier_than_comb(mysql_engine):
-    run = runner.run(url_of(mysql_engine), rows=40_000, kinds=["uuid4", "comb"], batch=1000, progress=None)
+def test_random_keys_leave_innodb_pages_emptier_than_comb(mysql_engine, prefix):
+    run = runner.run(
+        url_of(mysql_engine), rows=40_000, kinds=["uuid4", "comb"], batch=1000, progress=None, table_prefix=prefix
+    )
     by = {r.kind: r for r in run.results}
     # random inserts split pages in the middle (about 70 % full); ordered ones fill them
     assert by["uuid4"].sizes["table_bytes"] > 1.2 * by["comb"].sizes["table_bytes"]
 
 
-def test_orm_path_and_bad_arguments(sqlite_engine):
-    run = runner.run(url_of(sqlite_engine), rows=1000, kinds=["comb"], batch=250, via="orm", progress=None)
+def test_orm_path_and_bad_arguments(sqlite_engine, prefix):
+    run = runner.run(
+        url_of(sqlite_engine), rows=1000, kinds=["comb"], batch=250, via="orm", progress=None, table_prefix=prefix
+    )
     assert run.via == "orm" and run.results[0].rows == 1000
     with pytest.raises(ValueError, match="unknown key kinds"):
         runner.run(url_of(sqlite_engine), rows=10, kinds=["nope"], progress=None)

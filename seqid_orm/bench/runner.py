@@ -97,9 +97,10 @@ def run_kind(
     chunks: int = 10,
     via: str = "core",
     progress: Callable[[str, int, int], None] | None = _progress,
+    table_prefix: str = "seqid_bench_",
 ) -> KindResult:
     """Insert ``rows`` rows keyed by ``kind`` into a fresh table and measure."""
-    table_name = f"seqid_bench_{kind.name.replace('-', '_')}"
+    table_name = table_name_for(kind.name, table_prefix)
     metadata = sa.MetaData()
     table = sa.Table(table_name, metadata, kind.column(engine), sa.Column("payload", sa.String(PAYLOAD_LENGTH)))
     metadata.drop_all(engine)
@@ -149,6 +150,10 @@ def run_kind(
     return KindResult(kind.name, kind.description, rows, seconds, timeline, chunk_rows, sizes, deltas, kind.key_bytes)
 
 
+def table_name_for(kind: str, table_prefix: str = "seqid_bench_") -> str:
+    return f"{table_prefix}{kind.replace('-', '_')}"
+
+
 def run(
     url: str,
     rows: int,
@@ -157,6 +162,7 @@ def run(
     via: str = "core",
     keep_tables: bool = False,
     progress: Callable[[str, int, int], None] | None = _progress,
+    table_prefix: str = "seqid_bench_",
 ) -> BenchRun:
     """Run every kind in ``kinds`` on ``url`` and drop the tables afterwards."""
     unknown = [k for k in kinds if k not in KINDS]
@@ -172,10 +178,12 @@ def run(
         version = ".".join(str(v) for v in engine.dialect.server_version_info or () if isinstance(v, int))
         results = []
         for name in kinds:
-            results.append(run_kind(engine, KINDS[name], rows, batch, via=via, progress=progress))
+            results.append(
+                run_kind(engine, KINDS[name], rows, batch, via=via, progress=progress, table_prefix=table_prefix)
+            )
             if not keep_tables:
                 with engine.begin() as conn:
-                    conn.execute(sa.text(f"DROP TABLE IF EXISTS seqid_bench_{name.replace('-', '_')}"))
+                    conn.execute(sa.text(f"DROP TABLE IF EXISTS {table_name_for(name, table_prefix)}"))
         return BenchRun(
             engine.url.render_as_string(hide_password=True),
             engine.dialect.name,

@@ -22,7 +22,7 @@ from django.utils.module_loading import import_string
 
 from ..comb import comb, layout_of
 from ..errors import InvalidIDError, UnknownLayoutError
-from ..layout import Layout
+from ..layout import Layout, as_layout
 from ..registry import Storage, choose_layout, normalize_vendor
 from ..snowflake import Snowflake
 from ..text import BASE32_LENGTH, BSV_LENGTH, base32, bsv, decode_base32, decode_bsv
@@ -52,13 +52,7 @@ class SeqUUIDField(models.UUIDField):
     description = "Time-ordered UUID in the layout of its database"
 
     def __init__(self, *args: Any, layout: Layout | str | None = None, **kwargs: Any) -> None:
-        if layout is not None:
-            try:
-                layout = Layout(layout)
-            except ValueError:
-                choices = ", ".join(repr(m.value) for m in Layout)
-                raise ValueError(f"layout must be one of {choices}, got {layout!r}") from None
-        self.layout = layout
+        self.layout = None if layout is None else as_layout(layout)
         if "db_default" not in kwargs:  # with db_default the database makes the id
             kwargs.setdefault("default", new_seq_uuid)
         if kwargs.get("primary_key"):
@@ -338,14 +332,3 @@ class SortableTextField(models.CharField):
                 )
             )
         return found
-
-
-__all__ = [
-    "SeqUUIDField",
-    "SnowflakeField",
-    "SortableTextField",
-    "database_uuid7",
-    "new_seq_uuid",
-    "new_snowflake_id",
-    "settings_snowflake",
-]

@@ -19,8 +19,8 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, UserDefinedType
 
 from ..errors import InvalidIDError
-from ..layout import Layout
-from ..registry import Storage, default_storage, has_native_uuid, normalize_vendor
+from ..layout import Layout, as_layout
+from ..registry import Storage, as_storage, default_storage, has_native_uuid, normalize_vendor
 from ..text import BASE32_LENGTH, BSV_LENGTH, decode_base32, decode_bsv
 
 _UUID_TEXT = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
@@ -84,8 +84,8 @@ class SeqUUID(TypeDecorator[uuid.UUID]):
     cache_ok = True
 
     def __init__(self, storage: Storage | str | None = None, layout: Layout | str | None = None) -> None:
-        self.storage = None if storage is None else _check_enum(Storage, storage, "storage")
-        self.layout = None if layout is None else _check_enum(Layout, layout, "layout")
+        self.storage = None if storage is None else as_storage(storage)
+        self.layout = None if layout is None else as_layout(layout)
         super().__init__()
 
     def __repr__(self) -> str:
@@ -199,14 +199,6 @@ def _binary_literal(vendor: str, raw: bytes) -> str:
     if vendor == "mssql":
         return f"0x{raw.hex().upper()}"
     return f"X'{raw.hex().upper()}'"
-
-
-def _check_enum(enum_cls: Any, value: object, name: str) -> Any:
-    try:
-        return enum_cls(value)
-    except ValueError:
-        choices = ", ".join(repr(m.value) for m in enum_cls)
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}") from None
 
 
 class SnowflakeID(TypeDecorator[int]):

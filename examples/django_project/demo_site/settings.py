@@ -50,10 +50,15 @@ _DATABASES = {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": os.environ.get("SEQID_EXAMPLE_SQLITE", str(BASE_DIR / "example.sqlite3")),
     },
-    "postgres": {"ENGINE": "django.db.backends.postgresql", "NAME": "test", "USER": "postgres", "HOST": "127.0.0.1"},
+    "postgres": {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": os.environ.get("SEQID_EXAMPLE_DB_NAME", "test"),
+        "USER": "postgres",
+        "HOST": "127.0.0.1",
+    },
     "mariadb": {
         "ENGINE": "django.db.backends.mysql",
-        "NAME": "test",
+        "NAME": os.environ.get("SEQID_EXAMPLE_DB_NAME", "test"),
         "USER": "root",
         "HOST": "127.0.0.1",
         "OPTIONS": {"charset": "utf8mb4"},

@@ -12,12 +12,13 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# mysqlclient (Django's MySQL/MariaDB driver) compiles against the MariaDB client headers.
+# mysqlclient (Django's MySQL/MariaDB driver) compiles against the MariaDB client headers;
+# pyodbc (under mssql-django, tested without a server) loads unixODBC's libodbc.
 system-deps:
-	@pkg-config --exists libmariadb || pkg-config --exists mysqlclient || { \
+	@{ pkg-config --exists libmariadb || pkg-config --exists mysqlclient; } && ldconfig -p | grep -q libodbc.so.2 || { \
 	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libmariadb-dev pkg-config; \
-	  else echo "make: install the MariaDB client headers (Debian: libmariadb-dev) for mysqlclient" >&2; exit 1; fi; }
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libmariadb-dev pkg-config unixodbc; \
+	  else echo "make: install the MariaDB client headers and unixODBC (Debian: libmariadb-dev unixodbc)" >&2; exit 1; fi; }
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(MAKE) --no-print-directory system-deps

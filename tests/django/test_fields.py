@@ -233,3 +233,23 @@ def test_oracle_backend_gets_hex_storage_and_time_first():
     assert field.db_type(oracle) == "VARCHAR2(32)"
     assert storage_of(field, oracle) is Storage.HEX and vendor_of(oracle) == "oracle"
     assert choose_layout(vendor_of(oracle), None, storage_of(field, oracle)) is Layout.TIME_FIRST
+
+
+def test_mssql_django_backend_layout_follows_its_column_type():
+    """mssql-django, built without a server: char(32) hex today, uniqueidentifier in older releases."""
+    from mssql.base import DatabaseWrapper
+
+    from seqid_orm.registry import choose_layout
+
+    mssql = DatabaseWrapper({**connection.settings_dict, "ENGINE": "mssql"}, "mssql")
+    field = Author._meta.pk
+    assert vendor_of(mssql) == "mssql"
+    expected = {"char(32)": (Storage.HEX, Layout.TIME_FIRST), "uniqueidentifier": (Storage.NATIVE, Layout.TIME_LAST)}
+    assert (storage_of(field, mssql), choose_layout("mssql", None, storage_of(field, mssql))) == expected[
+        field.db_type(mssql)
+    ]
+    # a backend that declares uniqueidentifier gets the SQL Server order
+    mssql.data_types = {**mssql.data_types, "UUIDField": "uniqueidentifier"}
+    assert storage_of(field, mssql) is Storage.NATIVE
+    assert choose_layout(vendor_of(mssql), None, storage_of(field, mssql)) is Layout.TIME_LAST
+    assert ShareCode._meta.pk.db_parameters(mssql)["collation"] == "Latin1_General_BIN2"

@@ -21,6 +21,7 @@ from __future__ import annotations
 import enum
 import uuid
 from collections.abc import Sequence
+from typing import TypeVar
 
 ORDER_BYTES: tuple[int, ...] = tuple(range(16))
 """Unsigned bytes, first to last: PostgreSQL uuid, BINARY/VARBINARY, RAW, BLOB, hex text."""
@@ -85,17 +86,25 @@ _NATIVE_ORDER: dict[Layout, tuple[int, ...]] = {
 }
 
 
-def as_layout(value: object, name: str = "layout") -> Layout:
-    """``value`` as a :class:`Layout` (a member or its string value); anything else raises ``ValueError``."""
-    if isinstance(value, Layout):
+E = TypeVar("E", bound=enum.Enum)
+
+
+def coerce_enum(enum_cls: type[E], value: object, name: str) -> E:
+    """``value`` as a member of ``enum_cls`` (a member or its value); anything else raises ``ValueError``."""
+    if isinstance(value, enum_cls):
         return value
     if isinstance(value, str):
         try:
-            return Layout(value)
+            return enum_cls(value)
         except ValueError:
             pass
-    choices = ", ".join(repr(m.value) for m in Layout)
-    raise ValueError(f"{name} must be a Layout or one of {choices}, got {value!r}")
+    choices = ", ".join(repr(m.value) for m in enum_cls)
+    raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+
+
+def as_layout(value: object, name: str = "layout") -> Layout:
+    """``value`` as a :class:`Layout` (a member or its string value)."""
+    return coerce_enum(Layout, value, name)
 
 
 def sort_key(value: uuid.UUID, order: Sequence[int]) -> bytes:

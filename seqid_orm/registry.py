@@ -26,6 +26,7 @@ from .layout import (
     ORDER_MARIADB_SWAPPED,
     ORDER_SQLSERVER,
     Layout,
+    coerce_enum,
     layout_for_order,
 )
 
@@ -47,16 +48,8 @@ class Storage(str, enum.Enum):
 
 
 def as_storage(value: object) -> Storage:
-    """``value`` as a :class:`Storage` (a member or its string value); anything else raises ``ValueError``."""
-    if isinstance(value, Storage):
-        return value
-    if isinstance(value, str):
-        try:
-            return Storage(value)
-        except ValueError:
-            pass
-    choices = ", ".join(repr(m.value) for m in Storage)
-    raise ValueError(f"storage must be one of {choices}, got {value!r}")
+    """``value`` as a :class:`Storage` (a member or its string value)."""
+    return coerce_enum(Storage, value, "storage")
 
 
 #: Vendor names understood here (SQLAlchemy's dialect names; Django's are mapped onto them).

@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
+from ..sqlalchemy.types import dialect_vendor
 from . import metrics
 from .keys import KINDS, KeyKind
 
@@ -186,7 +187,7 @@ def run(
                     conn.execute(sa.text(f"DROP TABLE IF EXISTS {table_name_for(name, table_prefix)}"))
         return BenchRun(
             engine.url.render_as_string(hide_password=True),
-            engine.dialect.name,
+            dialect_vendor(engine.dialect),
             version,
             rows,
             batch,

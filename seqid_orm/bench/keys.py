@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from ..comb import CombGenerator
-from ..prefixed import uuid_sequence_nextval
+from ..prefixed import uuid_sequence_nextval, uuid_time_nextval
 from ..registry import choose_prefix_layout
 from ..snowflake import Snowflake
 from ..sqlalchemy import SeqUUID, SnowflakeID, SortableText, layout_for
@@ -59,6 +59,13 @@ def _seq_prefix(engine: Engine) -> Batch:
     return lambda n: [uuid_sequence_nextval(next(counter), 65536, 65536, layout) for _ in range(n)]
 
 
+def _time_prefix(engine: Engine) -> Batch:
+    # 1-second intervals: with the extension's 60 s default a short run would sit under one prefix
+    storage = SeqUUID().storage_for(engine.dialect)
+    layout = choose_prefix_layout(dialect_vendor(engine.dialect), dialect_server_version(engine.dialect), storage)
+    return lambda n: [uuid_time_nextval(1, 65536, layout) for _ in range(n)]
+
+
 def _snowflake(engine: Engine) -> Batch:
     gen = Snowflake(worker_id=1)
     return lambda n: [gen.next_id() for _ in range(n)]
@@ -76,6 +83,7 @@ KINDS: dict[str, KeyKind] = {
         KeyKind("uuid4", "random UUIDv4", _uuid_column, _uuid4, 16),
         KeyKind("comb", "seqid time-ordered UUID, layout chosen for the database", _uuid_column, _comb, 16),
         KeyKind("seq-prefix", "seqid wrapping sequence prefix (65536 x 65536)", _uuid_column, _seq_prefix, 16),
+        KeyKind("time-prefix", "seqid wrapping time prefix (1 s x 65536)", _uuid_column, _time_prefix, 16),
         KeyKind(
             "snowflake",
             "seqid Snowflake BIGINT",

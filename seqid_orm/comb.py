@@ -170,7 +170,7 @@ class CombGenerator:
         *,
         clock: Callable[[], int] = time.time_ns,
     ) -> None:
-        self.layout = _check_layout(layout)
+        self.layout = as_layout(layout)
         self._compose = _COMPOSE[self.layout]
         bits = _COUNTER_BITS[self.layout]
         self._counter_max = (1 << bits) - 1
@@ -248,9 +248,6 @@ class CombGenerator:
         return out
 
 
-_check_layout = as_layout
-
-
 _DEFAULT: dict[Layout, CombGenerator] = {lay: CombGenerator(lay) for lay in Layout}
 _uuid7_next = _DEFAULT[Layout.TIME_FIRST].next
 
@@ -262,12 +259,12 @@ def uuid7() -> uuid.UUID:
 
 def comb(layout: Layout | str = Layout.TIME_FIRST) -> uuid.UUID:
     """A new time-ordered UUID in ``layout``, strictly increasing in that layout's order."""
-    return _DEFAULT[_check_layout(layout)].next()
+    return _DEFAULT[as_layout(layout)].next()
 
 
 def comb_batch(n: int, layout: Layout | str = Layout.TIME_FIRST) -> list[uuid.UUID]:
     """``n`` new ids in ``layout`` at once; see :meth:`CombGenerator.batch`."""
-    return _DEFAULT[_check_layout(layout)].batch(n)
+    return _DEFAULT[as_layout(layout)].batch(n)
 
 
 def comb_at(
@@ -282,7 +279,7 @@ def comb_at(
     ``[start, end)`` as a primary-key range scan.  ``"random"`` is for backfills; such ids are
     not ordered against each other inside one millisecond.
     """
-    lay = _check_layout(layout)
+    lay = as_layout(layout)
     ms = _datetime_to_ms(when, "when")
     if bound == "min":
         counter, rnd = 0, 0

@@ -17,8 +17,8 @@ import time
 import uuid
 
 from ._random import POOL
-from .comb import _check_layout, _uuid_from_int, swap_le
-from .layout import Layout
+from .comb import _uuid_from_int, swap_le
+from .layout import Layout, as_layout
 
 _V4_CLEAR = ~((0xF << 76) | (0b11 << 62)) & ((1 << 128) - 1)
 _V4_FLAGS = (0x4 << 76) | (0b10 << 62)
@@ -70,7 +70,7 @@ def uuid_sequence_nextval(
     _check_int("value", value, 0)
     _check_int("block_size", block_size, 1)
     nbytes = prefix_bytes(block_count)
-    return _place((value // block_size) % block_count, nbytes, _check_layout(layout))
+    return _place((value // block_size) % block_count, nbytes, as_layout(layout))
 
 
 def uuid_time_nextval(
@@ -95,13 +95,13 @@ def uuid_time_nextval(
     else:
         seconds = int(now)
     prefix = (seconds // interval_length) % interval_count
-    return _place(prefix, nbytes, _check_layout(layout))
+    return _place(prefix, nbytes, as_layout(layout))
 
 
 def prefix_of(value: uuid.UUID, block_count: int, layout: Layout | str = Layout.TIME_FIRST) -> int:
     """The prefix of a value made by :func:`uuid_sequence_nextval`/:func:`uuid_time_nextval`."""
     nbytes = prefix_bytes(block_count)
-    lay = _check_layout(layout)
+    lay = as_layout(layout)
     i = value.int
     if lay is Layout.TIME_FIRST:
         return i >> (128 - 8 * nbytes)

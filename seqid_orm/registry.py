@@ -15,7 +15,9 @@ looking it up, and the test suite checks that both agree.
 
 from __future__ import annotations
 
+import datetime as _dt
 import enum
+import functools
 import uuid
 from collections.abc import Sequence
 
@@ -137,10 +139,9 @@ def compare_order(
     return None
 
 
+@functools.cache
 def layout_sample(layout: Layout) -> uuid.UUID:
     """A value with the fixed bits of ``layout`` (what the probe and the registry reason on)."""
-    import datetime as _dt
-
     return comb_at(_dt.datetime(2020, 1, 1, tzinfo=_dt.timezone.utc), layout, "min")
 
 

@@ -54,6 +54,16 @@ def as_storage(value: object) -> Storage:
     return coerce_enum(Storage, value, "storage")
 
 
+#: Binary collations per vendor, for text ids whose case matters; vendors missing here
+#: (SQLite, Oracle) compare text bytewise by default.
+BINARY_COLLATIONS = {
+    "mysql": "ascii_bin",
+    "mariadb": "ascii_bin",
+    "postgresql": "C",
+    "cockroachdb": "C",
+    "mssql": "Latin1_General_BIN2",
+}
+
 #: Vendor names understood here (SQLAlchemy's dialect names; Django's are mapped onto them).
 VENDORS = ("postgresql", "cockroachdb", "mssql", "mariadb", "mysql", "oracle", "sqlite")
 
@@ -167,7 +177,7 @@ def choose_layout(
         if order is not None and order[: len(layout.requires)] == layout.requires:
             return layout
     raise UnknownLayoutError(
-        f"no known layout keeps ids ordered on {vendor} {_fmt(server_version)} with "
+        f"no known layout keeps ids ordered on {vendor} {format_version(server_version)} with "
         f"{Storage(storage).value} storage; pass layout= explicitly or run seqid probe"
     )
 
@@ -179,10 +189,12 @@ def choose_prefix_layout(vendor: str, server_version: ServerVersion, storage: St
     layout = layout_for_order(order) if order is not None else None
     if layout is None:
         raise UnknownLayoutError(
-            f"no known prefix placement for {vendor} {_fmt(server_version)} with {Storage(storage).value} storage"
+            f"no known prefix placement for {vendor} {format_version(server_version)} "
+            f"with {Storage(storage).value} storage"
         )
     return layout
 
 
-def _fmt(server_version: ServerVersion) -> str:
+def format_version(server_version: ServerVersion) -> str:
+    """A server version for messages."""
     return "(version unknown)" if server_version is None else ".".join(map(str, server_version))

@@ -163,6 +163,35 @@ def base32() -> str:
     return encode_base32(uuid7())
 
 
+# --- text ids in columns ---------------------------------------------------------------
+
+def text_id_kind(kind: str) -> tuple[int, Callable[[], str]]:
+    """Column length and generator of a text-id kind (``"bsv"`` or ``"base32"``)."""
+    if kind == "bsv":
+        return BSV_LENGTH, bsv
+    if kind == "base32":
+        return BASE32_LENGTH, base32
+    raise ValueError(f"kind must be 'bsv' or 'base32', got {kind!r}")
+
+
+def check_text_id(value: object, kind: str) -> str:
+    """``value`` as the canonical text of a ``kind`` id, or a typed error naming the problem.
+
+    Crockford base32 is case-insensitive by definition, so it is upper-cased; bsv is returned
+    as given (its case is part of the value).
+    """
+    length, _ = text_id_kind(kind)
+    if not isinstance(value, str):
+        raise TypeError(f"a {kind} id must be a str, got {type(value).__name__}")
+    if len(value) != length:
+        raise InvalidIDError(f"a {kind} id has {length} characters, got {len(value)}: {value!r}")
+    if kind == "bsv":
+        decode_bsv(value)
+        return value
+    decode_base32(value)
+    return value.upper()
+
+
 def _reset_after_fork() -> None:
     for gen in list(_LIVE):
         gen._lock = threading.Lock()

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
-from ..sqlalchemy.types import dialect_vendor
+from ..sqlalchemy.types import dialect_server_version, dialect_vendor
 from . import metrics
 from .keys import KINDS, KeyKind
 
@@ -176,7 +176,7 @@ def run(
     try:
         with engine.begin() as conn:
             notes += metrics.prepare(conn)
-        version = ".".join(str(v) for v in engine.dialect.server_version_info or () if isinstance(v, int))
+        version = ".".join(map(str, dialect_server_version(engine.dialect) or ()))
         results = []
         for name in kinds:
             results.append(

@@ -23,9 +23,9 @@ from django.utils.module_loading import import_string
 from ..comb import comb, layout_of
 from ..errors import InvalidIDError, UnknownLayoutError
 from ..layout import Layout, as_layout
-from ..registry import Storage, choose_layout, normalize_vendor
+from ..registry import BINARY_COLLATIONS, Storage, choose_layout, normalize_vendor
 from ..snowflake import Snowflake
-from ..text import BASE32_LENGTH, BSV_LENGTH, base32, bsv, decode_base32, decode_bsv
+from ..text import base32, bsv, check_text_id, text_id_kind
 from .connection import layout_for_alias, storage_of
 
 # Ids this process drew for SeqUUIDFields and has not seen saved yet (compared by value).
@@ -248,8 +248,6 @@ class SnowflakeField(models.BigIntegerField):
 
 # --- Sortable text ---------------------------------------------------------------------
 
-#: Binary collations per Django vendor; SQLite and Oracle compare text bytewise by default.
-BINARY_COLLATIONS = {"mysql": "ascii_bin", "postgresql": "C", "microsoft": "Latin1_General_BIN2"}
 _BINARY_NAMES = ("_bin", "_bin2", "binary")
 
 
@@ -270,11 +268,9 @@ class SortableTextField(models.CharField):
     description = "Sortable text id"
 
     def __init__(self, *args: Any, kind: str = "bsv", **kwargs: Any) -> None:
-        if kind not in ("bsv", "base32"):
-            raise ValueError(f"kind must be 'bsv' or 'base32', got {kind!r}")
+        kwargs["max_length"], generator = text_id_kind(kind)
         self.kind = kind
-        kwargs["max_length"] = BSV_LENGTH if kind == "bsv" else BASE32_LENGTH
-        kwargs.setdefault("default", bsv if kind == "bsv" else base32)
+        kwargs.setdefault("default", generator)
         if kwargs.get("primary_key"):
             kwargs.setdefault("editable", False)
         super().__init__(*args, **kwargs)
@@ -298,7 +294,7 @@ class SortableTextField(models.CharField):
     def db_parameters(self, connection: Any) -> dict[str, Any]:
         params = super().db_parameters(connection)
         if self.db_collation is None:
-            params["collation"] = BINARY_COLLATIONS.get(connection.vendor)
+            params["collation"] = BINARY_COLLATIONS.get(normalize_vendor(connection.vendor))
         return params
 
     def to_python(self, value: Any) -> Any:
@@ -306,15 +302,9 @@ class SortableTextField(models.CharField):
         if value is None:
             return value
         try:
-            if self.kind == "base32":
-                decode_base32(value)
-                return value.upper()
-            if len(value) != BSV_LENGTH:
-                raise InvalidIDError(f"a bsv id has {BSV_LENGTH} characters, got {len(value)}")
-            decode_bsv(value)
+            return check_text_id(value, self.kind)
         except InvalidIDError as exc:
             raise ValidationError(str(exc), code="invalid") from None
-        return value
 
     def get_prep_value(self, value: Any) -> Any:
         return self.to_python(super().get_prep_value(value))

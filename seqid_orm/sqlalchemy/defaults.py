@@ -24,7 +24,7 @@ from ..comb import comb
 from ..layout import Layout
 from ..registry import choose_layout
 from ..snowflake import Snowflake
-from ..text import base32, bsv
+from ..text import text_id_kind
 from .types import SeqUUID, SnowflakeID, SortableText, dialect_server_version, dialect_vendor
 
 _CACHE: weakref.WeakKeyDictionary[Dialect, dict[tuple[Any, Any], Layout]] = weakref.WeakKeyDictionary()
@@ -102,7 +102,7 @@ def sortable_text_pk(kind: str = "bsv", **column_kw: Any) -> MappedColumn[Any]:
     """``mapped_column`` for a :class:`SortableText` primary key (``"bsv"`` or ``"base32"``)."""
     type_ = SortableText(kind)
     column_kw.setdefault("primary_key", True)
-    column_kw.setdefault("default", bsv if kind == "bsv" else base32)
+    column_kw.setdefault("default", text_id_kind(kind)[1])
     return mapped_column(type_, **column_kw)
 
 

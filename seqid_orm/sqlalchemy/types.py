@@ -20,8 +20,16 @@ from sqlalchemy.types import TypeDecorator, UserDefinedType
 
 from ..errors import InvalidIDError
 from ..layout import Layout, as_layout
-from ..registry import Storage, as_storage, default_storage, has_native_uuid, normalize_vendor
-from ..text import BASE32_LENGTH, BSV_LENGTH, decode_base32, decode_bsv
+from ..registry import (
+    BINARY_COLLATIONS,
+    Storage,
+    as_storage,
+    default_storage,
+    format_version,
+    has_native_uuid,
+    normalize_vendor,
+)
+from ..text import BSV_LENGTH, check_text_id, text_id_kind
 
 _UUID_TEXT = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
 
@@ -108,8 +116,8 @@ class SeqUUID(TypeDecorator[uuid.UUID]):
             return default_storage(vendor, version)
         if self.storage is Storage.NATIVE and not has_native_uuid(vendor, version):
             raise InvalidIDError(
-                f"storage='native' needs a UUID column type, which {vendor} "
-                f"{'.'.join(map(str, version or ())) or ''} does not have; use 'binary' or 'text'"
+                f"storage='native' needs a UUID column type, which {vendor} {format_version(version)} "
+                "does not have; use 'binary' or 'text'"
             )
         return self.storage
 
@@ -224,16 +232,6 @@ class SnowflakeID(TypeDecorator[int]):
         return value
 
 
-#: Binary collations per vendor; engines missing here compare text bytewise by default.
-BINARY_COLLATIONS = {
-    "mysql": "ascii_bin",
-    "mariadb": "ascii_bin",
-    "postgresql": "C",
-    "cockroachdb": "C",
-    "mssql": "Latin1_General_BIN2",
-}
-
-
 class SortableText(TypeDecorator[str]):
     """Text ids (``"bsv"`` or ``"base32"``) in a column with a binary collation.
 
@@ -248,10 +246,8 @@ class SortableText(TypeDecorator[str]):
     cache_ok = True
 
     def __init__(self, kind: str = "bsv") -> None:
-        if kind not in ("bsv", "base32"):
-            raise ValueError(f"kind must be 'bsv' or 'base32', got {kind!r}")
+        self.length, _ = text_id_kind(kind)
         self.kind = kind
-        self.length = BSV_LENGTH if kind == "bsv" else BASE32_LENGTH
         super().__init__()
 
     def __repr__(self) -> str:
@@ -269,14 +265,4 @@ class SortableText(TypeDecorator[str]):
         return dialect.type_descriptor(sqltypes.CHAR(self.length, collation=collation))
 
     def process_bind_param(self, value: Any, dialect: Dialect) -> str | None:
-        if value is None:
-            return None
-        if not isinstance(value, str):
-            raise TypeError(f"a SortableText value must be a str, got {type(value).__name__}")
-        if len(value) != self.length:
-            raise InvalidIDError(f"a {self.kind} id has {self.length} characters, got {len(value)}: {value!r}")
-        if self.kind == "bsv":
-            decode_bsv(value)
-            return value
-        decode_base32(value)
-        return value.upper()
+        return None if value is None else check_text_id(value, self.kind)

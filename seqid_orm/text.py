@@ -165,6 +165,7 @@ def base32() -> str:
 
 # --- text ids in columns ---------------------------------------------------------------
 
+
 def text_id_kind(kind: str) -> tuple[int, Callable[[], str]]:
     """Column length and generator of a text-id kind (``"bsv"`` or ``"base32"``)."""
     if kind == "bsv":

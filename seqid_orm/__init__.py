@@ -16,6 +16,7 @@ from .errors import (
     InvalidIDError,
     NoTimestampError,
     SeqIDError,
+    ServerDefaultUnavailableError,
     UnknownLayoutError,
 )
 from .layout import Layout, layout_for_order
@@ -34,6 +35,7 @@ __all__ = [
     "Layout",
     "NoTimestampError",
     "SeqIDError",
+    "ServerDefaultUnavailableError",
     "Snowflake",
     "SnowflakeParts",
     "UnknownLayoutError",

@@ -74,7 +74,11 @@ def _describe(text: str) -> dict[str, object]:
         value = uuid.UUID(text)
         layout = layout_of(value)
         if layout is None:
-            return {"kind": f"uuid version {value.version}", "timestamp": None}
+            time_based = value.version == 1 and value.variant == uuid.RFC_4122
+            return {
+                "kind": f"uuid version {value.version}",
+                "timestamp": timestamp_of(value).isoformat() if time_based else None,
+            }
         _ms, counter = decode_comb(value, layout)
         return {
             "kind": "uuid7" if layout is Layout.TIME_FIRST else "comb",
@@ -231,7 +235,12 @@ def _explain(runs: list) -> None:
         print(
             f"{run.dialect}: random UUIDv4 took {v4.seconds / big.seconds:.2f}x the BIGINT time "
             f"({v4.per_million(0):.1f} -> {v4.per_million(-1):.1f} s per million as the index grew); "
-            f"seqid comb took {comb_.seconds / big.seconds:.2f}x."
+            f"seqid comb took {comb_.seconds / big.seconds:.2f}x"
+            + (
+                f", and made by the database (comb-db) {by['comb-db'].seconds / big.seconds:.2f}x."
+                if "comb-db" in by
+                else "."
+            )
         )
 
 

@@ -20,6 +20,7 @@ from .text import BASE32_LENGTH, BSV_LENGTH, bsv_parts, decode_base32
 
 _DEFAULT_SNOWFLAKE = Snowflake(worker_id=0)
 _LOWER_HEX = frozenset(string.hexdigits.lower())
+_GREGORIAN_EPOCH = _dt.datetime(1582, 10, 15, tzinfo=_dt.timezone.utc)
 
 
 def timestamp_of(
@@ -31,7 +32,9 @@ def timestamp_of(
     """The UTC creation time embedded in ``value``.
 
     * ``uuid.UUID``: a UUIDv7 (``TIME_FIRST``) or a seqid ``TIME_LAST``/``TIME_FIRST_LE`` id,
-      recognised by its bits; ``layout=`` forces one.
+      recognised by its bits; ``layout=`` forces one.  A version-1 UUID (what
+      :class:`~seqid_orm.sqlalchemy.DatabaseSeqUUID` gets from MariaDB's ``UUID()``) is read
+      from its 60-bit timestamp.
     * ``int``: a Snowflake id, decoded with ``snowflake``'s profile (default: Twitter's).
     * ``str``: a 32-character bsv id, a 26-character base32/ULID id, or a UUID's 36-character
       text.  A 32-character lower-case hex string is refused as ambiguous (it could be a
@@ -39,6 +42,9 @@ def timestamp_of(
     """
     if isinstance(value, uuid.UUID):
         lay = layout_of(value) if layout is None else Layout(layout)
+        if lay is None and value.version == 1 and value.variant == uuid.RFC_4122:
+            # version 1, as MariaDB's UUID() makes for DatabaseSeqUUID: 100 ns ticks since 1582
+            return _GREGORIAN_EPOCH + _dt.timedelta(microseconds=value.time // 10)
         if lay is None:
             raise NoTimestampError(
                 f"{value} carries no seqid timestamp (version {value.version}, variant "

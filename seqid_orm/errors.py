@@ -38,3 +38,7 @@ class ForkedGeneratorError(SeqIDError, RuntimeError):
 
 class UnknownLayoutError(SeqIDError, LookupError):
     """No layout is known to keep ids ordered for this database, version and storage."""
+
+
+class ServerDefaultUnavailableError(SeqIDError, LookupError):
+    """The database cannot generate time-ordered UUIDs itself for this version and column type."""

@@ -14,14 +14,14 @@ from alembic.config import Config  # noqa: E402
 ENV_PY = """
 from alembic import context
 import sqlalchemy as sa
-from seqid_orm.sqlalchemy import SeqUUID, SnowflakeID, SortableText
+from seqid_orm.sqlalchemy import DatabaseSeqUUID, SeqUUID, SnowflakeID, SortableText
 from seqid_orm.sqlalchemy.alembic import render_item
 
 metadata = sa.MetaData()
 sa.Table(
     "{table}",
     metadata,
-    sa.Column("id", SeqUUID(storage={storage!r}), primary_key=True),
+    sa.Column("id", SeqUUID(storage={storage!r}), primary_key=True{server_default}),
     sa.Column("flake", SnowflakeID()),
     sa.Column("code", SortableText("bsv")),
 )
@@ -61,7 +61,9 @@ def downgrade():
 @pytest.mark.parametrize("storage", [None, "binary", "text"])
 def test_autogenerate_then_upgrade(engine, tmp_path, table_name, storage):
     (tmp_path / "versions").mkdir()
-    (tmp_path / "env.py").write_text(textwrap.dedent(ENV_PY.format(table=table_name, storage=storage)))
+    (tmp_path / "env.py").write_text(
+        textwrap.dedent(ENV_PY.format(table=table_name, storage=storage, server_default=""))
+    )
     (tmp_path / "script.py.mako").write_text(SCRIPT_MAKO)
     config = Config()
     config.set_main_option("script_location", str(tmp_path))
@@ -88,6 +90,49 @@ def test_autogenerate_then_upgrade(engine, tmp_path, table_name, storage):
             assert conn.execute(sa.select(typed.c.id)).scalar_one() == value
         assert "id" in table.c
         # a second autogenerate sees no difference
+        with engine.begin() as conn:
+            config.attributes["connection"] = conn
+            alembic_command.revision(config, message="again", autogenerate=True)
+        second = next(p for p in (tmp_path / "versions").glob("*.py") if "again" in p.read_text()).read_text()
+        assert "op.create_table" not in second and "op.add_column" not in second
+    finally:
+        with engine.begin() as conn:
+            conn.execute(sa.text(f"DROP TABLE IF EXISTS {table_name}"))
+            conn.execute(sa.text("DROP TABLE IF EXISTS alembic_version"))
+
+
+@pytest.mark.parametrize("storage", [None, "text"])
+def test_database_made_ids_survive_autogenerate(engine, tmp_path, table_name, storage):
+    """The server default is rendered as the SQL of the database autogenerate ran against."""
+    if engine.dialect.name == "sqlite" and storage is None:
+        storage = "hex"  # SQLite < 3.41 cannot build a BLOB default (see test_server_default)
+    (tmp_path / "versions").mkdir()
+    server_default = f", server_default=DatabaseSeqUUID({storage!r})"
+    env = ENV_PY.format(table=table_name, storage=storage, server_default=server_default)
+    (tmp_path / "env.py").write_text(textwrap.dedent(env))
+    (tmp_path / "script.py.mako").write_text(SCRIPT_MAKO)
+    config = Config()
+    config.set_main_option("script_location", str(tmp_path))
+    try:
+        with engine.begin() as conn:
+            config.attributes["connection"] = conn
+            alembic_command.revision(config, message="create", autogenerate=True)
+            alembic_command.upgrade(config, "head")
+        script = next((tmp_path / "versions").glob("*.py")).read_text()
+        assert "server_default=sa.text(" in script
+        table = sa.Table(table_name, sa.MetaData(), sa.Column("flake", sa.BigInteger))
+        with engine.begin() as conn:
+            for i in range(20):
+                conn.execute(sa.insert(table), {"flake": i})
+            from seqid_orm.sqlalchemy import SeqUUID
+
+            typed = sa.Table(
+                table_name, sa.MetaData(), sa.Column("id", SeqUUID(storage=storage)), sa.Column("flake", sa.BigInteger)
+            )
+            rows = conn.execute(sa.select(typed.c.flake, typed.c.id).order_by(typed.c.id)).all()
+        assert len({r.id for r in rows}) == 20
+        if engine.dialect.name != "sqlite":  # SQLite's clock has ms precision (test_server_default)
+            assert [r.flake for r in rows] == list(range(20))
         with engine.begin() as conn:
             config.attributes["connection"] = conn
             alembic_command.revision(config, message="again", autogenerate=True)

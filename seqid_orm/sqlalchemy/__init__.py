@@ -16,9 +16,11 @@ from .defaults import (
     sortable_text_pk,
 )
 from .probe import probe_layout, probe_order
+from .server import DatabaseSeqUUID
 from .types import SeqUUID, SnowflakeID, SortableText, coerce_uuid
 
 __all__ = [
+    "DatabaseSeqUUID",
     "SeqUUID",
     "SnowflakeID",
     "SortableText",

@@ -61,15 +61,30 @@ def seq_uuid_default(context: ExecutionContext) -> uuid.UUID:
 def seq_uuid_pk(
     storage: str | None = None,
     layout: Layout | str | None = None,
+    *,
+    generate: str = "python",
     **column_kw: Any,
 ) -> MappedColumn[Any]:
     """``mapped_column`` for a :class:`SeqUUID` primary key with its connection-aware default.
 
-    The id exists after the flush (as with an integer key); see :func:`assign_ids_on_init` to
-    have it when the object is constructed.
+    ``generate="python"`` (default): this process makes the id, in the layout of the
+    connection; it exists after the flush (as with an integer key), or at construction with
+    :func:`assign_ids_on_init`.  ``generate="database"``: a server default
+    (:class:`~seqid_orm.sqlalchemy.DatabaseSeqUUID`) makes it, so rows travel without a key,
+    like an identity column; the ORM reads it back with ``RETURNING`` (PostgreSQL, MariaDB
+    10.5+, SQLite 3.35+).  ``layout`` applies to Python-made ids only.
     """
+    if generate not in ("python", "database"):
+        raise ValueError(f"generate must be 'python' or 'database', got {generate!r}")
     column_kw.setdefault("primary_key", True)
-    column_kw.setdefault("default", seq_uuid_default)
+    if generate == "database":
+        if layout is not None:
+            raise ValueError("layout= applies to ids made in Python; the database's generator fixes its own")
+        from .server import DatabaseSeqUUID
+
+        column_kw.setdefault("server_default", DatabaseSeqUUID(storage))
+    else:
+        column_kw.setdefault("default", seq_uuid_default)
     return mapped_column(SeqUUID(storage=storage, layout=layout), **column_kw)
 
 

@@ -1,0 +1,47 @@
+"""``DatabaseSeqUUID``: a server default that lets the database make time-ordered UUIDs.
+
+The SQL depends on the engine, its version and the column's storage, so the element is
+compiled per dialect when the DDL is emitted (the connection has seen the server by then);
+:func:`seqid_orm.server_default.server_default` chooses the generator.  Use it through
+``seq_uuid_pk(generate="database")`` or as ``server_default=DatabaseSeqUUID(...)`` on a
+:class:`~seqid_orm.sqlalchemy.SeqUUID` column with the same storage.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.expression import ColumnElement
+
+from ..registry import Storage, as_storage
+from ..server_default import ServerDefault, server_default
+from .types import SeqUUID, dialect_server_version, dialect_vendor
+
+
+class DatabaseSeqUUID(ColumnElement[Any]):
+    """SQL that generates a time-ordered UUID in the database, for the column's storage.
+
+    ``storage`` must be the column's (``None``: the dialect's default, as for ``SeqUUID()``).
+    Compiling raises :class:`~seqid_orm.errors.ServerDefaultUnavailableError` where the
+    engine cannot (Oracle, CockroachDB, old versions) - at ``CREATE TABLE``, not at insert.
+    """
+
+    inherit_cache = True
+
+    def __init__(self, storage: Storage | str | None = None) -> None:
+        self.storage = None if storage is None else as_storage(storage)
+        self.type = SeqUUID(storage=self.storage)
+
+    def for_dialect(self, dialect: Any) -> ServerDefault:
+        """The generator this element compiles to on ``dialect``."""
+        storage = self.type.storage_for(dialect)
+        return server_default(dialect_vendor(dialect), dialect_server_version(dialect), storage)
+
+
+@compiles(DatabaseSeqUUID)
+def _compile(element: DatabaseSeqUUID, compiler: SQLCompiler, **kw: Any) -> str:
+    sql = element.for_dialect(compiler.dialect).sql
+    # parentheses: MariaDB, MySQL and SQLite accept an expression DEFAULT only inside them
+    return compiler.post_process_text(f"({sql})")

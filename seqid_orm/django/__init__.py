@@ -6,21 +6,21 @@ is written to; ``SnowflakeField`` and ``SortableTextField`` cover the other id f
 
 from __future__ import annotations
 
+from .expressions import DatabaseSeqUUID
 from .fields import (
     SeqUUIDField,
     SnowflakeField,
     SortableTextField,
-    database_uuid7,
     new_seq_uuid,
     new_snowflake_id,
     settings_snowflake,
 )
 
 __all__ = [
+    "DatabaseSeqUUID",
     "SeqUUIDField",
     "SnowflakeField",
     "SortableTextField",
-    "database_uuid7",
     "new_seq_uuid",
     "new_snowflake_id",
     "settings_snowflake",

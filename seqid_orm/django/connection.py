@@ -34,9 +34,17 @@ def _is_mariadb(connection: Any) -> bool:
 
 
 def server_version(connection: Any) -> tuple[int, ...] | None:
-    """The server version where the layout can depend on it (MariaDB), else ``None``."""
+    """The server version for PostgreSQL, MySQL/MariaDB and SQLite (the library's), else ``None``.
+
+    MariaDB's layouts and every engine's server-side generator depend on it.
+    """
     if connection.vendor == "mysql":
         return tuple(connection.mysql_version)
+    if connection.vendor == "postgresql":
+        number = connection.pg_version  # e.g. 150020; 10.0+ counts major * 10000 + minor
+        return (number // 10000, number % 10000)
+    if connection.vendor == "sqlite":
+        return tuple(connection.Database.sqlite_version_info)
     return None
 
 

@@ -13,6 +13,7 @@ import uuid
 import weakref
 from typing import Any
 
+import django
 from django.conf import settings
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured, ValidationError
@@ -21,12 +22,13 @@ from django.db.models.signals import pre_save
 from django.utils.module_loading import import_string
 
 from ..comb import comb, layout_of
-from ..errors import InvalidIDError, UnknownLayoutError
+from ..errors import InvalidIDError, ServerDefaultUnavailableError, UnknownLayoutError
 from ..layout import Layout, as_layout
 from ..registry import BINARY_COLLATIONS, Storage, choose_layout, normalize_vendor
 from ..snowflake import Snowflake
 from ..text import base32, bsv, check_text_id, text_id_kind
 from .connection import layout_for_alias, storage_of
+from .expressions import DatabaseSeqUUID
 
 # Ids this process drew for SeqUUIDFields and has not seen saved yet (compared by value).
 _DRAWN: weakref.WeakSet[uuid.UUID] = weakref.WeakSet()
@@ -53,6 +55,10 @@ class SeqUUIDField(models.UUIDField):
 
     def __init__(self, *args: Any, layout: Layout | str | None = None, **kwargs: Any) -> None:
         self.layout = None if layout is None else as_layout(layout)
+        if isinstance(kwargs.get("db_default"), DatabaseSeqUUID):
+            if django.VERSION < (5, 0):
+                raise ImproperlyConfigured("DatabaseSeqUUID needs Django 5.0+ (db_default)")
+            kwargs["db_default"] = kwargs["db_default"].bind(self)  # the column type picks its SQL
         if "db_default" not in kwargs:  # with db_default the database makes the id
             kwargs.setdefault("default", new_seq_uuid)
         if kwargs.get("primary_key"):
@@ -100,57 +106,39 @@ class SeqUUIDField(models.UUIDField):
     def _check_databases(self, databases: list[str]) -> list[checks.CheckMessage]:
         from django.db import connections
 
-        found = []
-        for alias in databases:
-            connection = connections[alias]
-            if _is_uuid7_expression(getattr(self, "db_default", None)) and not getattr(
-                connection.features, "supports_uuid7_function", False
-            ):
+        return [m for alias in databases for m in self.check_connection(alias, connections[alias])]
+
+    def check_connection(self, alias: str, connection: Any) -> list[checks.CheckMessage]:
+        """This field's checks against one database connection (``seqid.E003``, ``seqid.W001``)."""
+        found: list[checks.CheckMessage] = []
+        db_default = getattr(self, "db_default", None)
+        if isinstance(db_default, DatabaseSeqUUID):
+            try:
+                db_default.for_connection(connection)
+            except ServerDefaultUnavailableError as exc:
                 found.append(
                     checks.Error(
-                        f"database {alias!r} cannot generate UUIDv7 for db_default "
-                        "(needs PostgreSQL 18, MariaDB 11.7, or SQLite on Python 3.14).",
-                        hint="Drop db_default: SeqUUIDField generates the id in Python for any database.",
+                        f"database {alias!r} cannot generate this field's ids: {exc}",
+                        hint="Drop db_default: SeqUUIDField then generates the id in Python for any database.",
                         obj=self,
                         id="seqid.E003",
                     )
                 )
-            try:
-                storage = storage_of(self, connection)
-                # a native UUID column on the mysql backend means MariaDB (MySQL has none)
-                vendor = normalize_vendor(connection.vendor, is_mariadb=storage is Storage.NATIVE)
-                choose_layout(vendor, None, storage, preferred=self.layout)
-            except UnknownLayoutError as exc:
-                found.append(
-                    checks.Warning(
-                        f"seqid_orm does not know how database {alias!r} orders UUIDs: {exc}",
-                        hint="Run `seqid probe` against it, or pass layout= explicitly.",
-                        obj=self,
-                        id="seqid.W001",
-                    )
+        try:
+            storage = storage_of(self, connection)
+            # a native UUID column on the mysql backend means MariaDB (MySQL has none)
+            vendor = normalize_vendor(connection.vendor, is_mariadb=storage is Storage.NATIVE)
+            choose_layout(vendor, None, storage, preferred=self.layout)
+        except UnknownLayoutError as exc:
+            found.append(
+                checks.Warning(
+                    f"seqid_orm does not know how database {alias!r} orders UUIDs: {exc}",
+                    hint="Run `seqid probe` against it, or pass layout= explicitly.",
+                    obj=self,
+                    id="seqid.W001",
                 )
+            )
         return found
-
-
-def database_uuid7() -> Any:
-    """A ``db_default`` that lets the database generate UUIDv7 (Django 6.1's ``UUID7()``).
-
-    Optional: ``SeqUUIDField(primary_key=True, db_default=database_uuid7())`` hands id
-    generation to PostgreSQL 18, MariaDB 11.7 or SQLite on Python 3.14; the id is then known
-    only after the insert.  System check ``seqid.E003`` refuses databases that cannot do it.
-    """
-    try:
-        from django.db.models.functions import UUID7
-    except ImportError:
-        raise ImproperlyConfigured(
-            "database-generated UUIDv7 needs Django 6.1 or later (django.db.models.functions.UUID7); "
-            "leave db_default unset to have SeqUUIDField generate the id"
-        ) from None
-    return UUID7()
-
-
-def _is_uuid7_expression(value: Any) -> bool:
-    return type(value).__name__ == "UUID7" and type(value).__module__.startswith("django.db.models.functions")
 
 
 def _reissue_for_target_database(sender: type, instance: models.Model, raw: bool, using: str, **kwargs: Any) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import uuid
 
@@ -198,28 +199,83 @@ def test_system_checks():
     assert problems == []
 
 
-@isolate_apps("tests.django.testapp")
-def test_database_generated_uuid7_is_offered_and_refused_where_unsupported():
+def test_database_made_ids_need_django_5():
     from django.core.exceptions import ImproperlyConfigured
 
-    from seqid_orm.django import database_uuid7
+    from seqid_orm.django import DatabaseSeqUUID
 
-    if django.VERSION < (6, 1):
-        with pytest.raises(ImproperlyConfigured, match=r"Django 6\.1"):
-            database_uuid7()
-        return
+    if django.VERSION >= (5, 0):
+        field = SeqUUIDField(primary_key=True, db_default=DatabaseSeqUUID())
+        assert field.default is models.NOT_PROVIDED, "the database, not Python, makes the id"
+        assert field.deconstruct()[3]["db_default"].deconstruct()[0] == "seqid_orm.django.DatabaseSeqUUID"
+        with pytest.raises(TypeError, match="db_default of a SeqUUIDField"):
+            DatabaseSeqUUID().for_connection(connection)
+    else:
+        with pytest.raises(ImproperlyConfigured, match=r"Django 5\.0"):
+            SeqUUIDField(primary_key=True, db_default=DatabaseSeqUUID())
+
+
+# Django 4.2 has no db_default: its nox session deselects "db_default_made" (and "oracle")
+@pytest.mark.django_db(transaction=True, databases="__all__")
+@isolate_apps("tests.django.testapp")
+def test_db_default_made_ids_are_time_ordered_through_the_orm():
+    """db_default=DatabaseSeqUUID(): the schema editor creates the default, save() reads the id back."""
+    import datetime as dt
+
+    from seqid_orm.django import DatabaseSeqUUID
 
     class DbMade(models.Model):
-        id = SeqUUIDField(primary_key=True, db_default=database_uuid7())
+        id = SeqUUIDField(primary_key=True, db_default=DatabaseSeqUUID())
+        n = models.IntegerField()
 
         class Meta:
             app_label = "testapp"
 
-    field = DbMade._meta.pk
-    assert field.default is models.NOT_PROVIDED, "the database, not Python, makes the id"
-    messages = field.check(databases=list(connections))
-    unsupported = [a for a in connections if not connections[a].features.supports_uuid7_function]
-    assert [m.id for m in messages] == ["seqid.E003"] * len(unsupported)
+    assert DbMade._meta.pk.check(databases=list(connections)) == []
+    for alias in connections:
+        conn = connections[alias]
+        with conn.schema_editor() as editor:
+            editor.create_model(DbMade)
+        try:
+            before = dt.datetime.now(dt.timezone.utc)
+            made = [DbMade.objects.using(alias).create(n=i) for i in range(40)]
+            assert all(isinstance(obj.pk, uuid.UUID) for obj in made), "RETURNING gave the id"
+            DbMade.objects.using(alias).bulk_create([DbMade(n=i) for i in range(40, 240)])
+            table = conn.ops.quote_name(DbMade._meta.db_table)
+            with conn.cursor() as cursor:
+                cursor.execute(f"SELECT n, id FROM {table} ORDER BY id")
+                rows = [(n, DbMade._meta.pk.to_python(v)) for n, v in cursor.fetchall()]
+            assert len(rows) == 240 and len({u for _, u in rows}) == 240
+            assert {u for _, u in rows} >= {obj.pk for obj in made}
+            numbers = [n for n, _ in rows]
+            if conn.vendor == "sqlite":  # millisecond clock: rows of one ms may interleave
+                for (n1, u1), (n2, u2) in itertools.pairwise(rows):
+                    assert n2 > n1 or timestamp_of(u1) == timestamp_of(u2)
+            else:
+                assert numbers == list(range(240))
+            assert abs(timestamp_of(made[0].pk) - before) < dt.timedelta(minutes=1)
+        finally:
+            with conn.schema_editor() as editor:
+                editor.delete_model(DbMade)
+
+
+@isolate_apps("tests.django.testapp")
+def test_oracle_cannot_make_ids_so_db_default_fails_check_e003():
+    """Django's Oracle backend, built without a server: no time-ordered generator there."""
+    from django.db.backends.oracle.base import DatabaseWrapper
+
+    from seqid_orm.django import DatabaseSeqUUID
+
+    class DbMadeOracle(models.Model):
+        id = SeqUUIDField(primary_key=True, db_default=DatabaseSeqUUID())
+
+        class Meta:
+            app_label = "testapp"
+
+    oracle = DatabaseWrapper({**connection.settings_dict, "ENGINE": "django.db.backends.oracle"}, "oracle")
+    messages = DbMadeOracle._meta.pk.check_connection("oracle", oracle)
+    assert [m.id for m in messages] == ["seqid.E003"]
+    assert "Oracle has no time-ordered UUID generator" in messages[0].msg
 
 
 def test_oracle_backend_gets_hex_storage_and_time_first():

@@ -1,0 +1,46 @@
+"""``DatabaseSeqUUID``: a ``db_default`` that lets the database make time-ordered UUIDs.
+
+``SeqUUIDField(primary_key=True, db_default=DatabaseSeqUUID())`` sends rows without a key, like
+an ``AutoField``; Django reads the id back with ``RETURNING`` (PostgreSQL, MariaDB 10.5+,
+SQLite 3.35+), so ``obj.pk`` is known after ``save()``, not before.  The SQL is chosen by
+:func:`seqid_orm.server_default.server_default` for the database and the column Django
+creates there; system check ``seqid.E003`` reports a database that cannot (Oracle, CockroachDB,
+SQLite's ``char(32)`` is fine, MySQL before 8.0.13...).  Needs Django 5.0+ (``db_default``).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from django.db.models import Func, UUIDField
+from django.utils.deconstruct import deconstructible
+
+from ..server_default import ServerDefault, server_default
+from .connection import server_version, storage_of, vendor_of
+
+
+@deconstructible(path="seqid_orm.django.DatabaseSeqUUID")
+class DatabaseSeqUUID(Func):
+    """The database generates the id: see :mod:`seqid_orm.server_default` for what runs where."""
+
+    allowed_default = True
+    arity = 0
+    output_field = UUIDField()
+    _field: Any = None
+
+    def bind(self, field: Any) -> DatabaseSeqUUID:
+        """A copy tied to ``field``, whose column type decides the SQL (done by SeqUUIDField)."""
+        bound = copy.copy(self)
+        bound._field = field
+        return bound
+
+    def for_connection(self, connection: Any) -> ServerDefault:
+        """The generator this default compiles to on ``connection``."""
+        if self._field is None:
+            raise TypeError("DatabaseSeqUUID() works only as the db_default of a SeqUUIDField")
+        return server_default(vendor_of(connection), server_version(connection), storage_of(self._field, connection))
+
+    def as_sql(self, compiler: Any, connection: Any, **extra_context: Any) -> tuple[str, list[Any]]:
+        # Django formats SQL with %-parameters: SQLite's printf('%012x') must arrive as '%%'
+        return self.for_connection(connection).sql.replace("%", "%%"), []

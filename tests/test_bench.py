@@ -23,13 +23,22 @@ def prefix(table_name) -> str:
     return f"{table_name}_"
 
 
+def _sqlite_without_unhex(engine) -> bool:
+    import sqlite3
+
+    return engine.dialect.name == "sqlite" and sqlite3.sqlite_version_info < (3, 41)
+
+
 def test_every_kind_inserts_its_rows_and_reports(engine, prefix):
     run = runner.run(
         url_of(engine), rows=3000, kinds=list(KINDS), batch=500, progress=None, keep_tables=True, table_prefix=prefix
     )
+    # SQLite before 3.41 cannot build a BLOB default (no unhex()): comb-db is skipped with a note
+    kinds = [k for k in KINDS if k != "comb-db" or not _sqlite_without_unhex(engine)]
+    assert (kinds != list(KINDS)) == any(n.startswith("comb-db skipped") and "unhex" in n for n in run.notes)
     try:
         with engine.connect() as conn:
-            for name in KINDS:
+            for name in kinds:
                 table = runner.table_name_for(name, prefix)
                 assert conn.execute(sa.text(f"SELECT COUNT(*) FROM {table}")).scalar() == 3000
     finally:
@@ -37,7 +46,7 @@ def test_every_kind_inserts_its_rows_and_reports(engine, prefix):
             for name in KINDS:
                 conn.execute(sa.text(f"DROP TABLE IF EXISTS {runner.table_name_for(name, prefix)}"))
     recs = {r["key"]: r for r in runner.result_rows(run)}
-    assert set(recs) == set(KINDS)
+    assert set(recs) == set(kinds)
     assert all(len(r.chunks) >= 2 for r in run.results)
     assert recs["bigint"]["time_vs_bigint"] == 1.0
     if engine.dialect.name == "postgresql":
@@ -49,9 +58,9 @@ def test_every_kind_inserts_its_rows_and_reports(engine, prefix):
     # a 16-byte key costs about 8 more bytes per row than BIGINT, never less than BIGINT's own rows
     assert recs["comb"]["bytes_per_row"] > recs["bigint"]["bytes_per_row"] or engine.dialect.name == "mysql"
     md = report.markdown([run])
-    assert md.count("\n") == len(KINDS) + 1 and "| key |" in md
+    assert md.count("\n") == len(kinds) + 1 and "| key |" in md
     rows = list(csv.DictReader(io.StringIO(report.to_csv([run]))))
-    assert [r["key"] for r in rows] == list(KINDS)
+    assert [r["key"] for r in rows] == kinds
     data = json.loads(report.to_json([run]))
     expected = "mariadb" if getattr(engine.dialect, "is_mariadb", False) else engine.dialect.name
     assert data[0]["dialect"] == expected and len(data[0]["timelines"]["comb"]) >= 2

@@ -15,7 +15,7 @@ from ..comb import CombGenerator
 from ..prefixed import uuid_sequence_nextval, uuid_time_nextval
 from ..registry import choose_prefix_layout
 from ..snowflake import Snowflake
-from ..sqlalchemy import SeqUUID, SnowflakeID, SortableText, layout_for
+from ..sqlalchemy import DatabaseSeqUUID, SeqUUID, SnowflakeID, SortableText, layout_for
 from ..sqlalchemy.types import dialect_server_version, dialect_vendor
 from ..text import BsvGenerator
 
@@ -35,6 +35,10 @@ class KeyKind:
 
 def _uuid_column(engine: Engine) -> sa.Column[Any]:
     return sa.Column("id", SeqUUID(), primary_key=True)
+
+
+def _db_uuid_column(engine: Engine) -> sa.Column[Any]:
+    return sa.Column("id", SeqUUID(), primary_key=True, server_default=DatabaseSeqUUID())
 
 
 def _bigint_column(engine: Engine) -> sa.Column[Any]:
@@ -82,6 +86,13 @@ KINDS: dict[str, KeyKind] = {
         KeyKind("bigint", "BIGINT identity (database-assigned)", _bigint_column, lambda e: None, 8),
         KeyKind("uuid4", "random UUIDv4", _uuid_column, _uuid4, 16),
         KeyKind("comb", "seqid time-ordered UUID, layout chosen for the database", _uuid_column, _comb, 16),
+        KeyKind(
+            "comb-db",
+            "seqid time-ordered UUID made by the database (DatabaseSeqUUID server default)",
+            _db_uuid_column,
+            lambda e: None,
+            16,
+        ),
         KeyKind("seq-prefix", "seqid wrapping sequence prefix (65536 x 65536)", _uuid_column, _seq_prefix, 16),
         KeyKind("time-prefix", "seqid wrapping time prefix (1 s x 65536)", _uuid_column, _time_prefix, 16),
         KeyKind(

@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
+from ..errors import ServerDefaultUnavailableError
 from ..sqlalchemy.types import dialect_server_version, dialect_vendor
 from . import metrics
 from .keys import KINDS, KeyKind
@@ -179,9 +180,12 @@ def run(
         version = ".".join(map(str, dialect_server_version(engine.dialect) or ()))
         results = []
         for name in kinds:
-            results.append(
-                run_kind(engine, KINDS[name], rows, batch, via=via, progress=progress, table_prefix=table_prefix)
-            )
+            try:
+                results.append(
+                    run_kind(engine, KINDS[name], rows, batch, via=via, progress=progress, table_prefix=table_prefix)
+                )
+            except ServerDefaultUnavailableError as exc:  # comb-db where the database cannot make ids
+                notes.append(f"{name} skipped: {exc}")
             if not keep_tables:
                 with engine.begin() as conn:
                     conn.execute(sa.text(f"DROP TABLE IF EXISTS {table_name_for(name, table_prefix)}"))

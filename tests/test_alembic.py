@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import textwrap
 import uuid
+from pathlib import Path
 
 import pytest
 
 sa = pytest.importorskip("sqlalchemy")
 alembic_command = pytest.importorskip("alembic.command")
 from alembic.config import Config  # noqa: E402
+
+from seqid_orm.sqlalchemy import SeqUUID  # noqa: E402
 
 ENV_PY = """
 from alembic import context
@@ -58,20 +62,43 @@ def downgrade():
 '''
 
 
-@pytest.mark.parametrize("storage", [None, "binary", "text"])
-def test_autogenerate_then_upgrade(engine, tmp_path, table_name, storage):
+@contextlib.contextmanager
+def alembic_project(engine, tmp_path, table_name, storage, server_default=""):
+    """An Alembic script directory for this test's table; drops what it created afterwards."""
     (tmp_path / "versions").mkdir()
-    (tmp_path / "env.py").write_text(
-        textwrap.dedent(ENV_PY.format(table=table_name, storage=storage, server_default=""))
-    )
+    env = ENV_PY.format(table=table_name, storage=storage, server_default=server_default)
+    (tmp_path / "env.py").write_text(textwrap.dedent(env))
     (tmp_path / "script.py.mako").write_text(SCRIPT_MAKO)
     config = Config()
     config.set_main_option("script_location", str(tmp_path))
     try:
+        yield config
+    finally:
         with engine.begin() as conn:
-            config.attributes["connection"] = conn
-            alembic_command.revision(config, message="create", autogenerate=True)
-        script = next((tmp_path / "versions").glob("*.py")).read_text()
+            conn.execute(sa.text(f"DROP TABLE IF EXISTS {table_name}"))
+            conn.execute(sa.text("DROP TABLE IF EXISTS alembic_version"))
+
+
+def autogenerate(engine, config, message):
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        alembic_command.revision(config, message=message, autogenerate=True)
+    return next(
+        p
+        for p in (Path(config.get_main_option("script_location")) / "versions").glob("*.py")
+        if message in p.read_text()
+    ).read_text()
+
+
+def assert_second_autogenerate_is_empty(engine, config):
+    second = autogenerate(engine, config, "again")
+    assert "op.create_table" not in second and "op.add_column" not in second
+
+
+@pytest.mark.parametrize("storage", [None, "binary", "text"])
+def test_autogenerate_then_upgrade(engine, tmp_path, table_name, storage):
+    with alembic_project(engine, tmp_path, table_name, storage) as config:
+        script = autogenerate(engine, config, "create")
         expected = "SeqUUID()" if storage is None else f"SeqUUID(storage={storage!r})"
         assert f"seqid_orm.sqlalchemy.{expected}" in script
         assert "seqid_orm.sqlalchemy.SortableText(kind='bsv')" in script
@@ -81,24 +108,13 @@ def test_autogenerate_then_upgrade(engine, tmp_path, table_name, storage):
             config.attributes["connection"] = conn
             alembic_command.upgrade(config, "head")
         table = sa.Table(table_name, sa.MetaData(), autoload_with=engine)
+        assert "id" in table.c
         value = uuid.UUID("01890a5d-ac96-774b-bcce-b302099a8057")
-        from seqid_orm.sqlalchemy import SeqUUID
-
         typed = sa.Table(table_name, sa.MetaData(), sa.Column("id", SeqUUID(storage=storage), primary_key=True))
         with engine.begin() as conn:
             conn.execute(sa.insert(typed), {"id": value})
             assert conn.execute(sa.select(typed.c.id)).scalar_one() == value
-        assert "id" in table.c
-        # a second autogenerate sees no difference
-        with engine.begin() as conn:
-            config.attributes["connection"] = conn
-            alembic_command.revision(config, message="again", autogenerate=True)
-        second = next(p for p in (tmp_path / "versions").glob("*.py") if "again" in p.read_text()).read_text()
-        assert "op.create_table" not in second and "op.add_column" not in second
-    finally:
-        with engine.begin() as conn:
-            conn.execute(sa.text(f"DROP TABLE IF EXISTS {table_name}"))
-            conn.execute(sa.text("DROP TABLE IF EXISTS alembic_version"))
+        assert_second_autogenerate_is_empty(engine, config)
 
 
 @pytest.mark.parametrize("storage", [None, "text"])
@@ -106,39 +122,20 @@ def test_database_made_ids_survive_autogenerate(engine, tmp_path, table_name, st
     """The server default is rendered as the SQL of the database autogenerate ran against."""
     if engine.dialect.name == "sqlite" and storage is None:
         storage = "hex"  # SQLite < 3.41 cannot build a BLOB default (see test_server_default)
-    (tmp_path / "versions").mkdir()
     server_default = f", server_default=DatabaseSeqUUID({storage!r})"
-    env = ENV_PY.format(table=table_name, storage=storage, server_default=server_default)
-    (tmp_path / "env.py").write_text(textwrap.dedent(env))
-    (tmp_path / "script.py.mako").write_text(SCRIPT_MAKO)
-    config = Config()
-    config.set_main_option("script_location", str(tmp_path))
-    try:
+    with alembic_project(engine, tmp_path, table_name, storage, server_default) as config:
+        assert "server_default=sa.text(" in autogenerate(engine, config, "create")
         with engine.begin() as conn:
             config.attributes["connection"] = conn
-            alembic_command.revision(config, message="create", autogenerate=True)
             alembic_command.upgrade(config, "head")
-        script = next((tmp_path / "versions").glob("*.py")).read_text()
-        assert "server_default=sa.text(" in script
-        table = sa.Table(table_name, sa.MetaData(), sa.Column("flake", sa.BigInteger))
+        typed = sa.Table(
+            table_name, sa.MetaData(), sa.Column("id", SeqUUID(storage=storage)), sa.Column("flake", sa.BigInteger)
+        )
         with engine.begin() as conn:
             for i in range(20):
-                conn.execute(sa.insert(table), {"flake": i})
-            from seqid_orm.sqlalchemy import SeqUUID
-
-            typed = sa.Table(
-                table_name, sa.MetaData(), sa.Column("id", SeqUUID(storage=storage)), sa.Column("flake", sa.BigInteger)
-            )
+                conn.execute(sa.insert(typed), {"flake": i})
             rows = conn.execute(sa.select(typed.c.flake, typed.c.id).order_by(typed.c.id)).all()
         assert len({r.id for r in rows}) == 20
         if engine.dialect.name != "sqlite":  # SQLite's clock has ms precision (test_server_default)
             assert [r.flake for r in rows] == list(range(20))
-        with engine.begin() as conn:
-            config.attributes["connection"] = conn
-            alembic_command.revision(config, message="again", autogenerate=True)
-        second = next(p for p in (tmp_path / "versions").glob("*.py") if "again" in p.read_text()).read_text()
-        assert "op.create_table" not in second and "op.add_column" not in second
-    finally:
-        with engine.begin() as conn:
-            conn.execute(sa.text(f"DROP TABLE IF EXISTS {table_name}"))
-            conn.execute(sa.text("DROP TABLE IF EXISTS alembic_version"))
+        assert_second_autogenerate_is_empty(engine, config)

@@ -22,6 +22,7 @@ SA_TESTS = [
     "tests/test_sqlalchemy_async.py",
     "tests/test_sqlalchemy_compile.py",
     "tests/test_alembic.py",
+    "tests/test_server_default.py",
     "tests/test_examples.py",
 ]
 # The Django example project runs in the main suite and the Django sessions; these sessions

@@ -5,7 +5,7 @@ an ``AutoField``; Django reads the id back with ``RETURNING`` (PostgreSQL, Maria
 SQLite 3.35+), so ``obj.pk`` is known after ``save()``, not before.  The SQL is chosen by
 :func:`seqid_orm.server_default.server_default` for the database and the column Django
 creates there; system check ``seqid.E003`` reports a database that cannot (Oracle, CockroachDB,
-SQLite's ``char(32)`` is fine, MySQL before 8.0.13...).  Needs Django 5.0+ (``db_default``).
+MySQL before 8.0.13, PostgreSQL before 13).  Needs Django 5.0+ (``db_default``).
 """
 
 from __future__ import annotations

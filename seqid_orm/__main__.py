@@ -22,7 +22,7 @@ from . import (
     uuid_time_nextval,
 )
 from .comb import decode_comb, layout_of
-from .errors import SeqIDError
+from .errors import NoTimestampError, SeqIDError
 
 KINDS = ("uuid7", "comb", "snowflake", "bsv", "base32", "time-prefix")
 
@@ -74,11 +74,11 @@ def _describe(text: str) -> dict[str, object]:
         value = uuid.UUID(text)
         layout = layout_of(value)
         if layout is None:
-            time_based = value.version == 1 and value.variant == uuid.RFC_4122
-            return {
-                "kind": f"uuid version {value.version}",
-                "timestamp": timestamp_of(value).isoformat() if time_based else None,
-            }
+            try:  # timestamp_of also reads version-1 UUIDs (MariaDB's UUID())
+                timestamp = timestamp_of(value).isoformat()
+            except NoTimestampError:
+                timestamp = None
+            return {"kind": f"uuid version {value.version}", "timestamp": timestamp}
         _ms, counter = decode_comb(value, layout)
         return {
             "kind": "uuid7" if layout is Layout.TIME_FIRST else "comb",

@@ -62,23 +62,22 @@ def _version_at_least(server_version: ServerVersion, minimum: tuple[int, ...]) -
     return server_version is None or tuple(server_version[: len(minimum)]) >= minimum
 
 
-def _pg_hex() -> str:
-    # (ms << 12 | 12-bit sub-ms fraction) in one clock reading, as 15 hex digits, with the
-    # version nibble '7' inserted after the 12 millisecond digits; then the variant and 62
-    # random bits from the second half of a v4 UUID (the server's strong random source).
-    # date_part (float8) rather than extract (numeric, exact): 15 % cheaper per row, and a
-    # float8 holds the value exactly until 2039, then rounds the fraction to 2/4096 ms.
-    return (
-        "overlay(lpad(to_hex(floor(date_part('epoch', clock_timestamp()) * 4096000)::bigint), 15, '0') "
-        "placing '7' from 13 for 0) || substr(encode(uuid_send(gen_random_uuid()), 'hex'), 17)"
-    )
+# (ms << 12 | 12-bit sub-ms fraction) in one clock reading, as 15 hex digits, with the version
+# nibble '7' inserted after the 12 millisecond digits; then the variant and 62 random bits from
+# the second half of a v4 UUID (the server's strong random source).  date_part (float8) rather
+# than extract (numeric, exact): 15 % cheaper per row, and a float8 holds the value exactly
+# until 2039, then rounds the fraction to 2/4096 ms.
+_PG_V7_HEX = (
+    "overlay(lpad(to_hex(floor(date_part('epoch', clock_timestamp()) * 4096000)::bigint), 15, '0') "
+    "placing '7' from 13 for 0) || substr(encode(uuid_send(gen_random_uuid()), 'hex'), 17)"
+)
 
 
 def _postgresql(server_version: ServerVersion, storage: Storage) -> ServerDefault:
     if _version_at_least(server_version, (18,)):
         value, generator = "uuidv7()", "uuidv7()"
     elif _version_at_least(server_version, (13,)):
-        value, generator = f"({_pg_hex()})::uuid", "UUIDv7 expression"
+        value, generator = f"({_PG_V7_HEX})::uuid", "UUIDv7 expression"
     else:
         raise ServerDefaultUnavailableError(
             f"PostgreSQL {format_version(server_version)} has no built-in random source for a UUID "

@@ -23,7 +23,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column  # no
 from sqlalchemy.schema import CreateTable  # noqa: E402
 
 from seqid_orm.sqlalchemy import DatabaseSeqUUID, SeqUUID, seq_uuid_pk  # noqa: E402
-from seqid_orm.sqlalchemy.types import dialect_server_version  # noqa: E402
+from seqid_orm.sqlalchemy.types import dialect_server_version, dialect_vendor  # noqa: E402
 from tests.conftest import ASYNC_DRIVERS  # noqa: E402
 
 # --- the generator table, offline --------------------------------------------------------
@@ -139,8 +139,6 @@ def _check_time_ordered(engine, rows: list[tuple[int, uuid.UUID]]) -> None:
 
 def _expected(engine, storage):
     conn_storage = SeqUUID(storage).storage_for(engine.dialect)
-    from seqid_orm.sqlalchemy.types import dialect_vendor
-
     return server_default(dialect_vendor(engine.dialect), dialect_server_version(engine.dialect), conn_storage)
 
 

@@ -15,7 +15,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.expression import ColumnElement
 
-from ..registry import Storage, as_storage
+from ..registry import Storage
 from ..server_default import ServerDefault, server_default
 from .types import SeqUUID, dialect_server_version, dialect_vendor
 
@@ -31,8 +31,7 @@ class DatabaseSeqUUID(ColumnElement[Any]):
     inherit_cache = True
 
     def __init__(self, storage: Storage | str | None = None) -> None:
-        self.storage = None if storage is None else as_storage(storage)
-        self.type = SeqUUID(storage=self.storage)
+        self.type = SeqUUID(storage=storage)  # validates storage; the column's must match
 
     def for_dialect(self, dialect: Any) -> ServerDefault:
         """The generator this element compiles to on ``dialect``."""

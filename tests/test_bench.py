@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import statistics
 
 import pytest
 
@@ -49,6 +50,9 @@ def test_every_kind_inserts_its_rows_and_reports(engine, prefix):
     assert set(recs) == set(kinds)
     assert all(len(r.chunks) >= 2 for r in run.results)
     assert recs["bigint"]["time_vs_bigint"] == 1.0
+    assert all(r["client_cpu_us_per_row"] > 0 for r in recs.values())
+    if engine.dialect.name != "sqlite" and _is_local(engine):  # the server's own CPU, read from /proc
+        assert all(r["server_cpu_us_per_row"] >= 0 for r in recs.values())
     if engine.dialect.name == "postgresql":
         assert all(r["wal_B_per_row"] > 0 for r in recs.values())
         assert all("fpi_per_1k_rows" in r for r in recs.values())  # buffer stats may lag a second
@@ -66,6 +70,63 @@ def test_every_kind_inserts_its_rows_and_reports(engine, prefix):
     assert data[0]["dialect"] == expected and len(data[0]["timelines"]["comb"]) >= 2
 
 
+def _is_local(engine) -> bool:
+    return engine.url.host in (None, "localhost") or str(engine.url.host).startswith("127.")
+
+
+def test_rounds_rotate_the_order_and_report_median_ratios(engine, prefix):
+    kinds = ["bigint", "comb", "comb-db", "snowflake"]
+    run = runner.run(url_of(engine), rows=1500, kinds=kinds, batch=500, progress=None, table_prefix=prefix, repeat=3)
+    ran = [k for k in kinds if k != "comb-db" or not _sqlite_without_unhex(engine)]
+    assert len(run.rounds) == 3 and all(list(rnd) == ran for rnd in run.rounds)
+    # every kind starts one round, so none always carries the machine's drift at the start or end
+    assert run.orders == [ran[i:] + ran[:i] for i in range(3)]
+    recs = {r["key"]: r for r in runner.result_rows(run)}
+    for kind in ran:
+        seconds = [rnd[kind].seconds for rnd in run.rounds]
+        ratios = [rnd[kind].seconds / rnd["bigint"].seconds for rnd in run.rounds]
+        assert recs[kind]["time_vs_bigint"] == round(statistics.median(ratios), 3)
+        assert recs[kind]["time_vs_bigint_range"] == f"{min(ratios):.2f}-{max(ratios):.2f}"
+        # the other columns come from the kind's median round
+        assert {r.kind: r for r in run.results}[kind].seconds == statistics.median(seconds)
+    with engine.connect() as conn:  # no table is left behind by any round
+        names = sa.inspect(conn).get_table_names()
+    assert not [n for n in names if n.startswith(prefix)]
+    data = json.loads(report.to_json([run]))[0]
+    assert data["rounds"] == 3 and data["orders"] == run.orders and len(data["round_seconds"]["comb"]) == 3
+    with pytest.raises(ValueError, match="repeat must be"):
+        runner.run(url_of(engine), rows=10, kinds=["bigint"], progress=None, repeat=0)
+
+
+@pytest.mark.parametrize(
+    ("fixture", "busy_sql"),
+    [
+        ("pg_engine", "SELECT count(*) FROM generate_series(1, 4000000)"),
+        ("mysql_engine", "SELECT BENCHMARK(3000000, MD5('seqid'))"),
+    ],
+)
+def test_server_cpu_is_the_servers_own(request, fixture, busy_sql):
+    import time
+
+    from seqid_orm.bench import cpu
+
+    engine = request.getfixturevalue(fixture)
+    if not _is_local(engine):
+        pytest.fail(f"{engine.url.host} is not this machine: the server-CPU figures need a local server")
+    with engine.connect() as conn:
+        pid = cpu.server_pid(conn)
+        assert pid is not None
+        if engine.dialect.name == "postgresql":  # the postmaster is the parent of this session's backend
+            backend = conn.execute(sa.text("SELECT pg_backend_pid()")).scalar_one()
+            assert cpu._stat(backend)[1] == str(pid)
+        server_before, client_before = cpu.process_tree_seconds(pid), time.process_time()
+        conn.execute(sa.text(busy_sql)).all()
+        server_spent = cpu.process_tree_seconds(pid) - server_before
+        client_spent = time.process_time() - client_before
+    # the query burns CPU in the server, not in this process (which only waits for the answer)
+    assert server_spent >= 0.1 and client_spent < server_spent / 2
+
+
 def test_random_keys_leave_innodb_pages_emptier_than_comb(mysql_engine, prefix):
     run = runner.run(
         url_of(mysql_engine), rows=40_000, kinds=["uuid4", "comb"], batch=1000, progress=None, table_prefix=prefix
@@ -76,10 +137,24 @@ def test_random_keys_leave_innodb_pages_emptier_than_comb(mysql_engine, prefix):
 
 
 def test_orm_path_and_bad_arguments(sqlite_engine, prefix):
-    run = runner.run(
-        url_of(sqlite_engine), rows=1000, kinds=["comb"], batch=250, via="orm", progress=None, table_prefix=prefix
-    )
+    from sqlalchemy.orm import Session
+
+    mappers = []
+
+    def record(state):
+        if state.is_insert:
+            mappers.append(state.bind_mapper)
+
+    sa.event.listen(Session, "do_orm_execute", record)
+    try:
+        run = runner.run(
+            url_of(sqlite_engine), rows=1000, kinds=["comb"], batch=250, via="orm", progress=None, table_prefix=prefix
+        )
+    finally:
+        sa.event.remove(Session, "do_orm_execute", record)
     assert run.via == "orm" and run.results[0].rows == 1000
+    # each batch is an ORM bulk INSERT against a mapped class, not a Core insert run through a Session
+    assert len(mappers) == 4 and all(m is not None and m.local_table.name.startswith(prefix) for m in mappers)
     with pytest.raises(ValueError, match="unknown key kinds"):
         runner.run(url_of(sqlite_engine), rows=10, kinds=["nope"], progress=None)
     with pytest.raises(ValueError, match="via must be"):
@@ -96,6 +171,10 @@ def test_cli_bench(tmp_path, capsys):
     assert {p.name for p in out.iterdir()} >= {"results.md", "results.csv", "results.json"}
     assert main(["bench", "--keys", "bogus"]) == 2
     assert "unknown --keys" in capsys.readouterr().err
+    for bad in ("0", "two"):
+        with pytest.raises(SystemExit) as exit_:
+            main(["bench", "--repeat", bad])
+        assert exit_.value.code == 2 and "--repeat" in capsys.readouterr().err
     assert main(["bench", "--url", "postgresql+psycopg://nobody@127.0.0.1:1/none", "--rows", "10", "--quiet"]) == 2
     assert "cannot reach" in capsys.readouterr().err
 

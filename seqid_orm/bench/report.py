@@ -19,6 +19,9 @@ COLUMNS = [
     "s_per_M_last",
     "rows_per_s",
     "time_vs_bigint",
+    "time_vs_bigint_range",
+    "client_cpu_us_per_row",
+    "server_cpu_us_per_row",
     "table_MB",
     "index_MB",
     "bytes_per_row",
@@ -72,8 +75,11 @@ def to_json(runs: Sequence[BenchRun]) -> str:
                 "rows": run.rows,
                 "batch": run.batch,
                 "via": run.via,
+                "rounds": len(run.rounds),
+                "orders": run.orders,
                 "notes": run.notes,
                 "results": result_rows(run),
+                "round_seconds": {kind: [rnd[kind].seconds for rnd in run.rounds] for kind in run.kinds},
                 "timelines": {r.kind: r.chunks for r in run.results},
             }
             for run in runs

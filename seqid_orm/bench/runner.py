@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import statistics
 import string
 import sys
 import time
@@ -12,11 +13,11 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, registry
 
 from ..errors import ServerDefaultUnavailableError
 from ..sqlalchemy.types import dialect_server_version, dialect_vendor
-from . import metrics
+from . import cpu, metrics
 from .keys import KINDS, KeyKind
 
 PAYLOAD_LENGTH = 100
@@ -35,6 +36,8 @@ class KindResult:
     sizes: dict[str, int] = field(default_factory=dict)
     deltas: dict[str, float] = field(default_factory=dict)
     key_bytes: int = 16
+    client_cpu_s: float = 0.0  # this process: key generation, SQLAlchemy, the driver (and SQLite itself)
+    server_cpu_s: float | None = None  # the server's processes, when it runs on this machine
 
     @property
     def rows_per_s(self) -> float:
@@ -60,7 +63,12 @@ class KindResult:
 
 @dataclass
 class BenchRun:
-    """All key kinds on one database."""
+    """All key kinds on one database, in one or more rounds.
+
+    Each round runs every kind once, in an order rotated by one place per round, so that each
+    kind runs early and late as often as the others: on a shared machine the load drifts over
+    minutes, and a kind that always ran first (or last) would carry that drift in its ratios.
+    """
 
     url: str
     dialect: str
@@ -68,8 +76,30 @@ class BenchRun:
     rows: int
     batch: int
     via: str
-    results: list[KindResult]
+    rounds: list[dict[str, KindResult]]  # per round: kind -> result (every kind that ran)
+    orders: list[list[str]]  # the order the kinds ran in, per round
     notes: list[str]
+
+    @property
+    def kinds(self) -> list[str]:
+        return list(self.rounds[0]) if self.rounds else []
+
+    @property
+    def results(self) -> list[KindResult]:
+        """One result per kind: the round with its median time (the lower one for an even count)."""
+        out = []
+        for kind in self.kinds:
+            ranked = sorted((rnd[kind] for rnd in self.rounds), key=lambda r: r.seconds)
+            out.append(ranked[(len(ranked) - 1) // 2])
+        return out
+
+    def time_ratios(self, kind: str, base: str = "bigint") -> list[float]:
+        """``kind``'s time over ``base``'s, one ratio per round (both measured in that round)."""
+        return [rnd[kind].seconds / rnd[base].seconds for rnd in self.rounds if rnd[base].seconds]
+
+    def time_vs(self, kind: str, base: str = "bigint") -> float:
+        """The median of :meth:`time_ratios`: the figure the report quotes."""
+        return statistics.median(self.time_ratios(kind, base))
 
 
 def _payloads(n: int = 1000) -> list[str]:
@@ -100,8 +130,13 @@ def run_kind(
     via: str = "core",
     progress: Callable[[str, int, int], None] | None = _progress,
     table_prefix: str = "seqid_bench_",
+    server_pid: int | None = None,
 ) -> KindResult:
-    """Insert ``rows`` rows keyed by ``kind`` into a fresh table and measure."""
+    """Insert ``rows`` rows keyed by ``kind`` into a fresh table and measure.
+
+    ``server_pid``: the database server's main process on this machine (see :mod:`.cpu`), to
+    measure its CPU time too.
+    """
     table_name = table_name_for(kind.name, table_prefix)
     metadata = sa.MetaData()
     table = sa.Table(table_name, metadata, kind.column(engine), sa.Column("payload", sa.String(PAYLOAD_LENGTH)))
@@ -114,9 +149,16 @@ def run_kind(
         before = metrics.counters(conn, table_name)
     done = 0
     timeline: list[tuple[int, float]] = []
+    mapper_registry = registry() if via == "orm" else None
+    target: Any = table
+    if mapper_registry is not None:  # a mapped class, so the insert below is an ORM bulk INSERT
+        target = type(f"Bench_{table_name}", (), {})
+        mapper_registry.map_imperatively(target, table)
+    session = Session(engine) if via == "orm" else None
+    server_before = cpu.process_tree_seconds(server_pid) if server_pid else None
+    client_before = time.process_time()
     start = chunk_start = time.perf_counter()
     chunk_done = 0
-    session = Session(engine) if via == "orm" else None
     try:
         while done < rows:
             n = min(batch, rows - done)
@@ -127,8 +169,8 @@ def run_kind(
                 else {"payload": payloads[(done + i) % len(payloads)]}
                 for i in range(n)
             ]
-            if session is not None:  # ORM bulk INSERT (executemany)
-                session.execute(sa.insert(table), params)
+            if session is not None:  # ORM bulk INSERT: session.execute(insert(Model), dicts)
+                session.execute(sa.insert(target), params)
                 session.commit()
             else:  # Core executemany: what `conn.execute(insert(t), rows)` does for users
                 with engine.begin() as conn:
@@ -144,12 +186,29 @@ def run_kind(
     finally:
         if session is not None:
             session.close()
+        if mapper_registry is not None:
+            mapper_registry.dispose()
     seconds = time.perf_counter() - start
+    client_cpu = time.process_time() - client_before
+    server_after = cpu.process_tree_seconds(server_pid) if server_pid else None
+    server_cpu = server_after - server_before if server_after is not None and server_before is not None else None
     with engine.begin() as conn:
         after = metrics.counters(conn, table_name)
         sizes = metrics.sizes(conn, table_name)
     deltas = {k: after[k] - before.get(k, 0.0) for k in after}
-    return KindResult(kind.name, kind.description, rows, seconds, timeline, chunk_rows, sizes, deltas, kind.key_bytes)
+    return KindResult(
+        kind.name,
+        kind.description,
+        rows,
+        seconds,
+        timeline,
+        chunk_rows,
+        sizes,
+        deltas,
+        kind.key_bytes,
+        client_cpu,
+        server_cpu,
+    )
 
 
 def table_name_for(kind: str, table_prefix: str = "seqid_bench_") -> str:
@@ -165,30 +224,55 @@ def run(
     keep_tables: bool = False,
     progress: Callable[[str, int, int], None] | None = _progress,
     table_prefix: str = "seqid_bench_",
+    repeat: int = 1,
 ) -> BenchRun:
-    """Run every kind in ``kinds`` on ``url`` and drop the tables afterwards."""
+    """Run every kind in ``kinds`` on ``url``, ``repeat`` rounds in rotated order.
+
+    Tables are dropped after each kind (``keep_tables`` keeps the last round's).
+    """
     unknown = [k for k in kinds if k not in KINDS]
     if unknown:
         raise ValueError(f"unknown key kinds {unknown}; choose from {', '.join(KINDS)}")
     if via not in ("core", "orm"):
         raise ValueError(f"via must be 'core' or 'orm', got {via!r}")
+    if not isinstance(repeat, int) or repeat < 1:
+        raise ValueError(f"repeat must be a whole number of rounds, at least 1, got {repeat!r}")
     engine = sa.create_engine(url)
     notes: list[str] = []
     try:
         with engine.begin() as conn:
             notes += metrics.prepare(conn)
+            server = cpu.server_pid(conn)
         version = ".".join(map(str, dialect_server_version(engine.dialect) or ()))
-        results = []
-        for name in kinds:
-            try:
-                results.append(
-                    run_kind(engine, KINDS[name], rows, batch, via=via, progress=progress, table_prefix=table_prefix)
-                )
-            except ServerDefaultUnavailableError as exc:  # comb-db where the database cannot make ids
-                notes.append(f"{name} skipped: {exc}")
-            if not keep_tables:
-                with engine.begin() as conn:
-                    conn.execute(sa.text(f"DROP TABLE IF EXISTS {table_name_for(name, table_prefix)}"))
+        active = list(kinds)
+        rounds: list[dict[str, KindResult]] = []
+        orders: list[list[str]] = []
+        for number in range(repeat):
+            shift = number % len(active) if active else 0
+            order = active[shift:] + active[:shift]
+            done: dict[str, KindResult] = {}
+            if repeat > 1 and progress:
+                sys.stderr.write(f"  round {number + 1}/{repeat}: {', '.join(order)}\n")
+            for name in order:
+                try:
+                    done[name] = run_kind(
+                        engine,
+                        KINDS[name],
+                        rows,
+                        batch,
+                        via=via,
+                        progress=progress,
+                        table_prefix=table_prefix,
+                        server_pid=server,
+                    )
+                except ServerDefaultUnavailableError as exc:  # comb-db where the database cannot make ids
+                    notes.append(f"{name} skipped: {exc}")
+                    active.remove(name)
+                if not keep_tables or number < repeat - 1:
+                    with engine.begin() as conn:
+                        conn.execute(sa.text(f"DROP TABLE IF EXISTS {table_name_for(name, table_prefix)}"))
+            rounds.append({name: done[name] for name in kinds if name in done})
+            orders.append([name for name in order if name in done])
         return BenchRun(
             engine.url.render_as_string(hide_password=True),
             dialect_vendor(engine.dialect),
@@ -196,7 +280,8 @@ def run(
             rows,
             batch,
             via,
-            results,
+            rounds,
+            orders,
             notes,
         )
     finally:
@@ -204,11 +289,17 @@ def run(
 
 
 def result_rows(run: BenchRun) -> list[dict[str, Any]]:
-    """One flat record per key kind, with ratios against the BIGINT row of the same run."""
+    """One flat record per key kind, with ratios against the BIGINT row of the same run.
+
+    With several rounds, ``time_vs_bigint`` is the median of the per-round ratios (each kind
+    against the BIGINT run of its own round) and ``time_vs_bigint_range`` their spread; CPU
+    figures are medians over the rounds; everything else comes from the kind's median round.
+    """
     by_kind = {r.kind: r for r in run.results}
     base = by_kind.get("bigint")
     out = []
     for r in run.results:
+        per_round = [rnd[r.kind] for rnd in run.rounds]
         rec: dict[str, Any] = {
             "database": f"{run.dialect} {run.server_version}".strip(),
             "key": r.kind,
@@ -217,8 +308,15 @@ def result_rows(run: BenchRun) -> list[dict[str, Any]]:
             "s_per_M_last": round(r.per_million(-1), 2),
             "rows_per_s": round(r.rows_per_s),
         }
-        if base is not None and base.seconds:
-            rec["time_vs_bigint"] = round(r.seconds / base.seconds, 3)
+        ratios = run.time_ratios(r.kind) if base is not None else []
+        if ratios:
+            rec["time_vs_bigint"] = round(run.time_vs(r.kind), 3)
+            if len(ratios) > 1:
+                rec["time_vs_bigint_range"] = f"{min(ratios):.2f}-{max(ratios):.2f}"
+        rec["client_cpu_us_per_row"] = round(statistics.median(k.client_cpu_s for k in per_round) / r.rows * 1e6, 2)
+        server = [k.server_cpu_s for k in per_round if k.server_cpu_s is not None]
+        if server:
+            rec["server_cpu_us_per_row"] = round(statistics.median(server) / r.rows * 1e6, 2)
         if r.total_bytes is not None:
             rec["table_MB"] = round(r.sizes.get("table_bytes", 0) / 2**20, 1)
             rec["index_MB"] = round(r.sizes.get("index_bytes", 0) / 2**20, 1)

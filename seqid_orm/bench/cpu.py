@@ -1,0 +1,85 @@
+"""CPU time an insert run costs: this process (the client) and, when it runs here, the server.
+
+Wall time on a shared two-core machine moves from run to run; CPU seconds move much less, and
+splitting them shows *where* a key kind costs: in the client (building the key, the driver
+sending it) or in the server (parsing it, the B-tree).  The server is measured only when it runs
+on this machine and ``/proc`` lets us read it (Linux, same user or root); otherwise the figure is
+simply absent.  PostgreSQL is a process tree (postmaster, one backend per connection, WAL writer,
+checkpointer); reaped children's time is in the postmaster's ``cutime``/``cstime``, so nothing
+that ends during the run is lost.  MariaDB is one process whose threads ``/proc`` already sums.
+The server figure includes every session on that server, as a server's CPU would.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+_PROC = Path("/proc")
+_LOCAL_HOSTS = {None, "", "localhost", "::1"}
+
+
+def _stat(pid: int) -> list[str] | None:
+    """Fields of ``/proc/PID/stat`` after the command name (field 3 onwards), or None."""
+    try:
+        text = (_PROC / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    return text[text.rfind(")") + 2 :].split()
+
+
+def _comm(pid: int) -> str | None:
+    try:
+        return (_PROC / str(pid) / "comm").read_text().strip()
+    except OSError:
+        return None
+
+
+def process_tree_seconds(root: int) -> float | None:
+    """CPU seconds used so far by ``root``, its reaped children and its live descendants."""
+    fields = _stat(root)
+    if fields is None:
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    # fields[11:15]: utime, stime, cutime, cstime (proc(5) fields 14-17)
+    total = sum(int(f) for f in fields[11:15])
+    children: dict[int, list[int]] = {}
+    for entry in _PROC.iterdir():
+        if entry.name.isdigit():
+            stat = _stat(int(entry.name))
+            if stat is not None:
+                children.setdefault(int(stat[1]), []).append(int(entry.name))
+    stack = list(children.get(root, []))
+    while stack:
+        pid = stack.pop()
+        stat = _stat(pid)
+        if stat is not None:
+            total += int(stat[11]) + int(stat[12])
+        stack.extend(children.get(pid, []))
+    return total / tick
+
+
+def server_pid(conn: Connection) -> int | None:
+    """The server's main process id when the server runs on this machine, else None."""
+    host = conn.engine.url.host
+    if host not in _LOCAL_HOSTS and not str(host).startswith("127."):
+        return None
+    name = conn.dialect.name
+    try:
+        if name == "postgresql":
+            backend = int(conn.execute(sa.text("SELECT pg_backend_pid()")).scalar_one())
+            stat = _stat(backend)
+            if stat is None or _comm(backend) != "postgres":
+                return None
+            postmaster = int(stat[1])
+            return postmaster if _comm(postmaster) == "postgres" else None
+        if name == "mysql":
+            pid_file, datadir = conn.execute(sa.text("SELECT @@GLOBAL.pid_file, @@GLOBAL.datadir")).one()
+            pid = int((Path(datadir) / pid_file).read_text().split()[0])  # pid_file may be relative
+            return pid if _comm(pid) in ("mariadbd", "mysqld") else None
+    except (OSError, ValueError, IndexError, sa.exc.DBAPIError):
+        return None
+    return None

@@ -172,6 +172,7 @@ def _bench(args: argparse.Namespace) -> int:
                         batch=args.batch,
                         via=args.via,
                         progress=None if args.quiet else runner._progress,
+                        repeat=args.repeat,
                     )
                     if args.small_memory:
                         run.notes.append("small-memory mode")
@@ -214,6 +215,17 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _rounds(text: str) -> int:
+    """argparse type for --repeat: a whole number of rounds, at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of rounds, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"at least 1 round, got {value}")
+    return value
+
+
 def _small_memory(url: str):
     from .bench import servers
 
@@ -231,16 +243,13 @@ def _explain(runs: list) -> None:
         by = {r.kind: r for r in run.results}
         if not {"uuid4", "comb", "bigint"} <= by.keys():
             continue
-        v4, comb_, big = by["uuid4"], by["comb"], by["bigint"]
+        v4 = by["uuid4"]
+        rounds = f" (median of {len(run.rounds)} rounds)" if len(run.rounds) > 1 else ""
         print(
-            f"{run.dialect}: random UUIDv4 took {v4.seconds / big.seconds:.2f}x the BIGINT time "
+            f"{run.dialect}: random UUIDv4 took {run.time_vs('uuid4'):.2f}x the BIGINT time{rounds} "
             f"({v4.per_million(0):.1f} -> {v4.per_million(-1):.1f} s per million as the index grew); "
-            f"seqid comb took {comb_.seconds / big.seconds:.2f}x"
-            + (
-                f", and made by the database (comb-db) {by['comb-db'].seconds / big.seconds:.2f}x."
-                if "comb-db" in by
-                else "."
-            )
+            f"seqid comb took {run.time_vs('comb'):.2f}x"
+            + (f", and made by the database (comb-db) {run.time_vs('comb-db'):.2f}x." if "comb-db" in by else ".")
         )
 
 
@@ -281,6 +290,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keys", help="comma-separated key kinds (default: all)")
     p.add_argument("--batch", type=int, default=5000, help="rows per INSERT batch and transaction")
     p.add_argument("--via", choices=("core", "orm"), default="core", help="Core executemany or ORM bulk insert")
+    p.add_argument(
+        "--repeat",
+        type=_rounds,
+        default=1,
+        help="rounds per database, each running every key kind in a rotated order; ratios are per-round medians",
+    )
     p.add_argument("--out", help="directory for results.md, results.csv, results.json and chart.png")
     p.add_argument("--json", action="store_true")
     p.add_argument(

@@ -28,6 +28,7 @@ class Base(DeclarativeBase):
 
 class Author(Base):
     __tablename__ = "example_author"
+    __table_args__ = {"sqlite_with_rowid": False}  # SQLite: rows in the key's own B-tree; ignored elsewhere
     id: Mapped[uuid.UUID] = seq_uuid_pk()
     name: Mapped[str] = mapped_column(String(100))
     books: Mapped[list[Book]] = relationship(back_populates="author", cascade="all, delete-orphan")
@@ -35,6 +36,7 @@ class Author(Base):
 
 class Book(Base):
     __tablename__ = "example_book"
+    __table_args__ = {"sqlite_with_rowid": False}
     id: Mapped[uuid.UUID] = seq_uuid_pk()
     author_id: Mapped[uuid.UUID] = seq_uuid_fk("example_author.id")
     title: Mapped[str] = mapped_column(String(200))

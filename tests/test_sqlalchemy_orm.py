@@ -13,6 +13,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, rela
 from seqid_orm import Snowflake, timestamp_of  # noqa: E402
 from seqid_orm.sqlalchemy import (  # noqa: E402
     SeqUUID,
+    SnowflakeID,
     assign_ids_on_init,
     layout_for,
     seq_uuid_default,
@@ -222,6 +223,23 @@ def test_snowflake_and_sortable_text_pks(engine, table_name):
                 session.flush()
     finally:
         Base.metadata.drop_all(engine)
+
+
+def test_snowflake_pk_is_the_sqlite_rowid(sqlite_engine, table_name):
+    # declared INTEGER on SQLite, so the id is the rowid: one B-tree, no second index on the key
+    table = sa.Table(table_name, sa.MetaData(), sa.Column("id", SnowflakeID(), primary_key=True, autoincrement=False))
+    table.create(sqlite_engine)
+    gen = Snowflake(worker_id=5)
+    try:
+        with sqlite_engine.begin() as conn:
+            conn.execute(insert(table), [{"id": gen.next_id()} for _ in range(50)])
+            assert conn.execute(sa.text(f"SELECT COUNT(*) FROM {table_name} WHERE rowid = id")).scalar() == 50
+            indexes = conn.execute(
+                sa.text("SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = :t"), {"t": table_name}
+            ).scalar()
+            assert indexes == 0
+    finally:
+        table.drop(sqlite_engine)
 
 
 def test_core_table_with_plain_default_callable(engine, metadata, table_name):

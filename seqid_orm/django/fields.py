@@ -197,6 +197,13 @@ class SnowflakeField(models.BigIntegerField):
             kwargs["default"] = new_snowflake_id if generator is None else self._next_from_generator
         super().__init__(*args, **kwargs)
 
+    def db_type(self, connection: Any) -> str | None:
+        # As Django's own BigAutoField: only a column declared exactly "integer" makes a SQLite
+        # primary key the rowid (one B-tree ordered by the id); "bigint" adds a second index.
+        if connection.vendor == "sqlite":
+            return "integer"
+        return super().db_type(connection)
+
     def _resolve(self) -> Snowflake:
         if isinstance(self.generator, str):
             gen = import_string(self.generator)

@@ -210,13 +210,23 @@ def _binary_literal(vendor: str, raw: bytes) -> str:
 
 
 class SnowflakeID(TypeDecorator[int]):
-    """A signed BIGINT holding Snowflake ids; binds must be ints in ``[0, 2**63)``."""
+    """A signed BIGINT holding Snowflake ids; binds must be ints in ``[0, 2**63)``.
+
+    On SQLite the column is declared ``INTEGER``: only that exact type makes a primary key the
+    table's rowid, so the rows live in one B-tree ordered by the id instead of a rowid table plus
+    a second index on ``BIGINT`` (SQLite stores both as 8-byte integers).
+    """
 
     impl = sqltypes.BigInteger
     cache_ok = True
 
     def __repr__(self) -> str:
         return "SnowflakeID()"
+
+    def load_dialect_impl(self, dialect: Dialect) -> sqltypes.TypeEngine[Any]:
+        if dialect.name == "sqlite":
+            return dialect.type_descriptor(sqltypes.Integer())
+        return super().load_dialect_impl(dialect)
 
     @property
     def python_type(self) -> type[int]:

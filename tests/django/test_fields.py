@@ -135,6 +135,22 @@ def test_snowflake_field_uses_settings():
     assert all(0 < i < 2**63 for i in ids)
 
 
+def test_snowflake_column_type_per_database():
+    from django.db import connection
+
+    Event.objects.create(name="one")
+    table = Event._meta.db_table
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":  # "integer", as BigAutoField: the id is the rowid, no second index
+            cursor.execute(f"SELECT COUNT(*) FROM {table} WHERE rowid = id")
+            assert cursor.fetchone()[0] == 1
+            cursor.execute("SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = %s", [table])
+            assert cursor.fetchone()[0] == 0
+        else:
+            column = next(c for c in connection.introspection.get_table_description(cursor, table) if c.name == "id")
+            assert connection.introspection.get_field_type(column.type_code, column) == "BigIntegerField"
+
+
 def test_sortable_text_uses_a_binary_collation_and_keeps_order():
     codes = [ShareCode.objects.create().code for _ in range(300)]
     assert db_order(ShareCode, "code") == codes

@@ -189,6 +189,60 @@ def test_orm_and_core_inserts_get_database_made_time_ordered_ids(engine, table_n
             Base.metadata.drop_all(engine)
 
 
+def test_orm_batches_database_made_ids_only_with_an_insert_sentinel(engine, table_name):
+    """SQLAlchemy's unit of work must match each RETURNING row to its object.
+
+    A key the database makes cannot tell it which row is whose, so SQLAlchemy falls back to one
+    INSERT per object; ``orm_insert_sentinel()`` gives it a column that can. The README states
+    both; this pins them, and checks that every object got the id of its own row.
+    """
+    from sqlalchemy.orm import orm_insert_sentinel
+
+    storage = "text" if engine.dialect.name == "sqlite" else None  # SQLite < 3.41 has no BLOB default
+    with engine.connect():
+        pass
+
+    class Base(DeclarativeBase):
+        pass
+
+    class Plain(Base):
+        __tablename__ = f"{table_name}_plain"
+        id: Mapped[uuid.UUID] = seq_uuid_pk(storage, generate="database")
+        n: Mapped[int]
+
+    class Sentinel(Base):
+        __tablename__ = f"{table_name}_sent"
+        id: Mapped[uuid.UUID] = seq_uuid_pk(storage, generate="database")
+        n: Mapped[int]
+        _sentinel: Mapped[int] = orm_insert_sentinel()
+
+    Base.metadata.create_all(engine)
+    inserts: list[str] = []
+
+    def count(conn, cursor, statement, parameters, context, executemany):
+        if statement.lstrip().upper().startswith("INSERT"):
+            inserts.append(statement)
+
+    sa.event.listen(engine, "before_cursor_execute", count)
+    try:
+        statements = {}
+        for model in (Plain, Sentinel):
+            inserts.clear()
+            with Session(engine, expire_on_commit=False) as session:
+                objects = [model(n=i) for i in range(300)]
+                session.add_all(objects)
+                session.commit()
+            statements[model] = len(inserts)
+            with engine.connect() as conn:
+                stored = dict(conn.execute(sa.select(model.id, model.n)).all())
+            assert {obj.id: obj.n for obj in objects} == stored  # each object holds its own row's id
+        assert statements[Plain] == 300  # one INSERT per object
+        assert statements[Sentinel] <= 3  # batched INSERT ... RETURNING
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", count)
+        Base.metadata.drop_all(engine)
+
+
 def test_async_engines_read_database_made_ids_back(engine, table_name):
     url = engine.url.set(drivername=ASYNC_DRIVERS[engine.dialect.name])
     from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine

@@ -289,7 +289,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rows", type=int, help="rows per key kind (default 200,000 on SQLite, 2,000,000 elsewhere)")
     p.add_argument("--keys", help="comma-separated key kinds (default: all)")
     p.add_argument("--batch", type=int, default=5000, help="rows per INSERT batch and transaction")
-    p.add_argument("--via", choices=("core", "orm"), default="core", help="Core executemany or ORM bulk insert")
+    p.add_argument(
+        "--via",
+        choices=("core", "orm", "session"),
+        default="core",
+        help="Core executemany, ORM bulk INSERT, or the ORM unit of work (add_all + commit)",
+    )
     p.add_argument(
         "--repeat",
         type=_rounds,

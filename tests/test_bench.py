@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import statistics
 
 import pytest
@@ -163,8 +164,32 @@ def test_orm_path_and_bad_arguments(sqlite_engine, prefix):
     assert len(mappers) == 4 and all(m is not None and m.local_table.name.startswith(prefix) for m in mappers)
     with pytest.raises(ValueError, match="unknown key kinds"):
         runner.run(url_of(sqlite_engine), rows=10, kinds=["nope"], progress=None)
-    with pytest.raises(ValueError, match="via must be"):
+    with pytest.raises(ValueError, match="via must be one of core, orm, session"):
         runner.run(url_of(sqlite_engine), rows=10, kinds=["comb"], via="raw", progress=None)
+
+
+def test_unit_of_work_path_batches_keys_made_anywhere(engine, prefix):
+    """--via session: objects through add_all + commit; database-made keys get the sentinel."""
+    kinds = ["bigint", "comb"] + ([] if _sqlite_without_unhex(engine) else ["comb-db"])
+    inserts: dict[str, int] = dict.fromkeys(kinds, 0)
+
+    def count(conn, cursor, statement, parameters, context, executemany):
+        for kind in kinds:  # \b: the comb table's name is also the start of comb_db's
+            if re.match(rf"\s*INSERT INTO {runner.table_name_for(kind, prefix)}\b", statement, re.IGNORECASE):
+                inserts[kind] += 1
+
+    sa.event.listen(sa.engine.Engine, "before_cursor_execute", count)
+    try:
+        run = runner.run(
+            url_of(engine), rows=1000, kinds=kinds, batch=250, via="session", progress=None, table_prefix=prefix
+        )
+    finally:
+        sa.event.remove(sa.engine.Engine, "before_cursor_execute", count)
+    assert [r.rows for r in run.results] == [1000] * len(kinds) and run.via == "session"
+    # one executemany or INSERT ... RETURNING per commit, never one statement per object
+    assert inserts["comb"] == 4
+    if "comb-db" in inserts:
+        assert inserts["comb-db"] == 4
 
 
 def test_cli_bench(tmp_path, capsys):

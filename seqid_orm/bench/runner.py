@@ -21,6 +21,7 @@ from . import cpu, metrics
 from .keys import KINDS, KeyKind
 
 PAYLOAD_LENGTH = 100
+VIAS = ("core", "orm", "session")  # how rows reach the database; see run_kind
 
 
 @dataclass
@@ -134,17 +135,27 @@ def run_kind(
 ) -> KindResult:
     """Insert ``rows`` rows keyed by ``kind`` into a fresh table and measure.
 
+    ``via``: ``"core"`` (``conn.execute(insert(t), rows)``), ``"orm"`` (ORM bulk INSERT,
+    ``session.execute(insert(Model), rows)``) or ``"session"`` (the unit of work:
+    ``session.add_all(objects)`` and commit, which reads database-made keys back).
     ``server_pid``: the database server's main process on this machine (see :mod:`.cpu`), to
     measure its CPU time too.
     """
+    if via not in VIAS:
+        raise ValueError(f"via must be one of {', '.join(VIAS)}, got {via!r}")
     table_name = table_name_for(kind.name, table_prefix)
     metadata = sa.MetaData()
     key = kind.column(engine)
+    extra = []
+    if via == "session" and key.server_default is not None and key.type.python_type is not int:
+        # as the README advises: without it SQLAlchemy inserts database-made UUIDs one row at a time
+        extra.append(sa.insert_sentinel("_sentinel"))
     table = sa.Table(
         table_name,
         metadata,
         key,
         sa.Column("payload", sa.String(PAYLOAD_LENGTH)),
+        *extra,
         # SQLite's advice for a key that is not its integer rowid: a WITHOUT ROWID table keeps the
         # rows in the key's own B-tree instead of a rowid table plus a second index on the key
         sqlite_with_rowid=key.type.python_type is int,
@@ -158,12 +169,12 @@ def run_kind(
         before = metrics.counters(conn, table_name)
     done = 0
     timeline: list[tuple[int, float]] = []
-    mapper_registry = registry() if via == "orm" else None
+    mapper_registry = registry() if via != "core" else None
     target: Any = table
-    if mapper_registry is not None:  # a mapped class, so the insert below is an ORM bulk INSERT
+    if mapper_registry is not None:  # a mapped class: ORM bulk INSERT, or objects for the unit of work
         target = type(f"Bench_{table_name}", (), {})
         mapper_registry.map_imperatively(target, table)
-    session = Session(engine) if via == "orm" else None
+    session = Session(engine, expire_on_commit=False) if via != "core" else None
     server_before = cpu.process_tree_seconds(server_pid) if server_pid else None
     client_before = time.process_time()
     start = chunk_start = time.perf_counter()
@@ -178,7 +189,11 @@ def run_kind(
                 else {"payload": payloads[(done + i) % len(payloads)]}
                 for i in range(n)
             ]
-            if session is not None:  # ORM bulk INSERT: session.execute(insert(Model), dicts)
+            if via == "session":  # the unit of work: objects, flushed at commit
+                objects = [target(**p) for p in params]
+                session.add_all(objects)
+                session.commit()
+            elif session is not None:  # ORM bulk INSERT: session.execute(insert(Model), dicts)
                 session.execute(sa.insert(target), params)
                 session.commit()
             else:  # Core executemany: what `conn.execute(insert(t), rows)` does for users
@@ -242,8 +257,8 @@ def run(
     unknown = [k for k in kinds if k not in KINDS]
     if unknown:
         raise ValueError(f"unknown key kinds {unknown}; choose from {', '.join(KINDS)}")
-    if via not in ("core", "orm"):
-        raise ValueError(f"via must be 'core' or 'orm', got {via!r}")
+    if via not in VIAS:
+        raise ValueError(f"via must be one of {', '.join(VIAS)}, got {via!r}")
     if not isinstance(repeat, int) or repeat < 1:
         raise ValueError(f"repeat must be a whole number of rounds, at least 1, got {repeat!r}")
     engine = sa.create_engine(url)

@@ -39,12 +39,13 @@ def _comm(pid: int) -> str | None:
 
 
 def process_tree_seconds(root: int) -> float | None:
-    """CPU seconds used so far by ``root``, its reaped children and its live descendants."""
+    """CPU seconds used so far by ``root`` and its live descendants, each with its reaped children."""
     fields = _stat(root)
     if fields is None:
         return None
     tick = os.sysconf("SC_CLK_TCK")
-    # fields[11:15]: utime, stime, cutime, cstime (proc(5) fields 14-17)
+    # fields[11:15]: utime, stime, cutime, cstime (proc(5) fields 14-17); counting the reaped
+    # children's share of every process keeps the sum from dropping when one reaps another
     total = sum(int(f) for f in fields[11:15])
     children: dict[int, list[int]] = {}
     for entry in _PROC.iterdir():
@@ -57,7 +58,7 @@ def process_tree_seconds(root: int) -> float | None:
         pid = stack.pop()
         stat = _stat(pid)
         if stat is not None:
-            total += int(stat[11]) + int(stat[12])
+            total += sum(int(f) for f in stat[11:15])
         stack.extend(children.get(pid, []))
     return total / tick
 

@@ -12,6 +12,7 @@ import pytest
 
 sa = pytest.importorskip("sqlalchemy")
 from seqid_orm.bench import report, runner  # noqa: E402
+from seqid_orm.bench.cpu import is_local_host  # noqa: E402
 from seqid_orm.bench.keys import KINDS  # noqa: E402
 
 
@@ -58,7 +59,7 @@ def test_every_kind_inserts_its_rows_and_reports(engine, prefix):
     assert all(len(r.chunks) >= 2 for r in run.results)
     assert recs["bigint"]["time_vs_bigint"] == 1.0
     assert all(r["client_cpu_us_per_row"] > 0 for r in recs.values())
-    if engine.dialect.name != "sqlite" and _is_local(engine):  # the server's own CPU, read from /proc
+    if engine.dialect.name != "sqlite" and is_local_host(engine.url.host):  # the server's own CPU, read from /proc
         assert all(r["server_cpu_us_per_row"] >= 0 for r in recs.values())
     if engine.dialect.name == "postgresql":
         assert all(r["wal_B_per_row"] > 0 for r in recs.values())
@@ -75,10 +76,6 @@ def test_every_kind_inserts_its_rows_and_reports(engine, prefix):
     data = json.loads(report.to_json([run]))
     expected = "mariadb" if getattr(engine.dialect, "is_mariadb", False) else engine.dialect.name
     assert data[0]["dialect"] == expected and len(data[0]["timelines"]["comb"]) >= 2
-
-
-def _is_local(engine) -> bool:
-    return engine.url.host in (None, "localhost") or str(engine.url.host).startswith("127.")
 
 
 def test_rounds_rotate_the_order_and_report_median_ratios(engine, prefix):
@@ -118,7 +115,7 @@ def test_server_cpu_is_the_servers_own(request, fixture, busy_sql):
     from seqid_orm.bench import cpu
 
     engine = request.getfixturevalue(fixture)
-    if not _is_local(engine):
+    if not is_local_host(engine.url.host):
         pytest.fail(f"{engine.url.host} is not this machine: the server-CPU figures need a local server")
     with engine.connect() as conn:
         pid = cpu.server_pid(conn)

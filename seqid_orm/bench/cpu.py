@@ -40,33 +40,36 @@ def _comm(pid: int) -> str | None:
 
 def process_tree_seconds(root: int) -> float | None:
     """CPU seconds used so far by ``root`` and its live descendants, each with its reaped children."""
-    fields = _stat(root)
-    if fields is None:
-        return None
-    tick = os.sysconf("SC_CLK_TCK")
-    # fields[11:15]: utime, stime, cutime, cstime (proc(5) fields 14-17); counting the reaped
-    # children's share of every process keeps the sum from dropping when one reaps another
-    total = sum(int(f) for f in fields[11:15])
-    children: dict[int, list[int]] = {}
+    stats: dict[int, list[str]] = {}
     for entry in _PROC.iterdir():
         if entry.name.isdigit():
-            stat = _stat(int(entry.name))
-            if stat is not None:
-                children.setdefault(int(stat[1]), []).append(int(entry.name))
-    stack = list(children.get(root, []))
+            fields = _stat(int(entry.name))
+            if fields is not None:
+                stats[int(entry.name)] = fields
+    if root not in stats:
+        return None
+    children: dict[int, list[int]] = {}
+    for pid, fields in stats.items():
+        children.setdefault(int(fields[1]), []).append(pid)
+    # fields[11:15]: utime, stime, cutime, cstime (proc(5) fields 14-17); counting the reaped
+    # children's share of every process keeps the sum from dropping when one reaps another
+    total = 0
+    stack = [root]
     while stack:
         pid = stack.pop()
-        stat = _stat(pid)
-        if stat is not None:
-            total += sum(int(f) for f in stat[11:15])
+        total += sum(int(f) for f in stats[pid][11:15])
         stack.extend(children.get(pid, []))
-    return total / tick
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def is_local_host(host: str | None) -> bool:
+    """Whether a URL's host is this machine (loopback, or a Unix socket when there is none)."""
+    return host in _LOCAL_HOSTS or str(host).startswith("127.")
 
 
 def server_pid(conn: Connection) -> int | None:
     """The server's main process id when the server runs on this machine, else None."""
-    host = conn.engine.url.host
-    if host not in _LOCAL_HOSTS and not str(host).startswith("127."):
+    if not is_local_host(conn.engine.url.host):
         return None
     name = conn.dialect.name
     try:

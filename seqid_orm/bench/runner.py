@@ -103,6 +103,11 @@ class BenchRun:
         return statistics.median(self.time_ratios(kind, base))
 
 
+def _check_via(via: str) -> None:
+    if via not in VIAS:
+        raise ValueError(f"via must be one of {', '.join(VIAS)}, got {via!r}")
+
+
 def _payloads(n: int = 1000) -> list[str]:
     rnd = random.Random(12345)  # payload text only; keys use the CSPRNG
     alphabet = string.ascii_letters + string.digits
@@ -141,13 +146,13 @@ def run_kind(
     ``server_pid``: the database server's main process on this machine (see :mod:`.cpu`), to
     measure its CPU time too.
     """
-    if via not in VIAS:
-        raise ValueError(f"via must be one of {', '.join(VIAS)}, got {via!r}")
+    _check_via(via)
     table_name = table_name_for(kind.name, table_prefix)
     metadata = sa.MetaData()
     key = kind.column(engine)
+    integer_key = key.type.python_type is int
     extra = []
-    if via == "session" and key.server_default is not None and key.type.python_type is not int:
+    if via == "session" and key.server_default is not None and not integer_key:
         # as the README advises: without it SQLAlchemy inserts database-made UUIDs one row at a time
         extra.append(sa.insert_sentinel("_sentinel"))
     table = sa.Table(
@@ -158,7 +163,7 @@ def run_kind(
         *extra,
         # SQLite's advice for a key that is not its integer rowid: a WITHOUT ROWID table keeps the
         # rows in the key's own B-tree instead of a rowid table plus a second index on the key
-        sqlite_with_rowid=key.type.python_type is int,
+        sqlite_with_rowid=integer_key,
     )
     metadata.drop_all(engine)
     metadata.create_all(engine)
@@ -257,8 +262,7 @@ def run(
     unknown = [k for k in kinds if k not in KINDS]
     if unknown:
         raise ValueError(f"unknown key kinds {unknown}; choose from {', '.join(KINDS)}")
-    if via not in VIAS:
-        raise ValueError(f"via must be one of {', '.join(VIAS)}, got {via!r}")
+    _check_via(via)
     if not isinstance(repeat, int) or repeat < 1:
         raise ValueError(f"repeat must be a whole number of rounds, at least 1, got {repeat!r}")
     engine = sa.create_engine(url)
@@ -334,7 +338,7 @@ def result_rows(run: BenchRun) -> list[dict[str, Any]]:
         }
         ratios = run.time_ratios(r.kind) if base is not None else []
         if ratios:
-            rec["time_vs_bigint"] = round(run.time_vs(r.kind), 3)
+            rec["time_vs_bigint"] = round(statistics.median(ratios), 3)
             if len(ratios) > 1:
                 rec["time_vs_bigint_range"] = f"{min(ratios):.2f}-{max(ratios):.2f}"
         rec["client_cpu_us_per_row"] = round(statistics.median(k.client_cpu_s for k in per_round) / r.rows * 1e6, 2)

@@ -8,11 +8,13 @@ their extras.
 from __future__ import annotations
 
 from .comb import CombGenerator, comb, comb_at, comb_batch, uuid7
-from .decode import timestamp_of
+from .decode import IdInfo, describe, timestamp_of
 from .errors import (
+    ArgumentTypeError,
     ClockMovedBackwardsError,
     ForkedGeneratorError,
     GeneratorExhaustedError,
+    InvalidArgumentError,
     InvalidIDError,
     NoTimestampError,
     SeqIDError,
@@ -23,14 +25,18 @@ from .layout import Layout, layout_for_order
 from .prefixed import prefix_of, uuid_sequence_nextval, uuid_time_nextval
 from .snowflake import Snowflake, SnowflakeParts
 from .text import base32, bsv, bsv_parts, decode_base32, decode_bsv, encode_base32, encode_bsv
+from .validate import coerce_int_id, coerce_uuid
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ArgumentTypeError",
     "ClockMovedBackwardsError",
     "CombGenerator",
     "ForkedGeneratorError",
     "GeneratorExhaustedError",
+    "IdInfo",
+    "InvalidArgumentError",
     "InvalidIDError",
     "Layout",
     "NoTimestampError",
@@ -42,11 +48,14 @@ __all__ = [
     "base32",
     "bsv",
     "bsv_parts",
+    "coerce_int_id",
+    "coerce_uuid",
     "comb",
     "comb_at",
     "comb_batch",
     "decode_base32",
     "decode_bsv",
+    "describe",
     "encode_base32",
     "encode_bsv",
     "layout_for_order",

@@ -6,8 +6,7 @@ import argparse
 import contextlib
 import json
 import sys
-import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from . import (
     Layout,
@@ -16,13 +15,13 @@ from . import (
     base32,
     bsv,
     comb,
-    timestamp_of,
     uuid7,
     uuid_sequence_nextval,
     uuid_time_nextval,
 )
-from .comb import decode_comb, layout_of
-from .errors import NoTimestampError, SeqIDError
+from .decode import describe
+from .errors import SeqIDError
+from .registry import VENDORS
 
 KINDS = ("uuid7", "comb", "snowflake", "bsv", "base32", "time-prefix")
 
@@ -44,6 +43,7 @@ def _new(args: argparse.Namespace) -> int:
 
         vendor = normalize_vendor(args.dialect)
         layout = choose_layout(vendor, None, args.storage or default_storage(vendor, None))
+    kind = args.kind or ("comb" if args.layout or args.dialect or args.url else "uuid7")
     snowflake = Snowflake(worker_id=args.worker)
     make = {
         "uuid7": uuid7,
@@ -53,45 +53,21 @@ def _new(args: argparse.Namespace) -> int:
         "base32": base32,
         "time-prefix": lambda: uuid_time_nextval(layout=layout),
         "seq-prefix": None,
-    }[args.kind]
+    }[kind]
     for i in range(args.n):
         print(uuid_sequence_nextval(i, layout=layout) if make is None else make())
     return 0
 
 
-def _describe(text: str) -> dict[str, object]:
+def _describe(text: str, kind: str | None = None) -> dict[str, object]:
     text = text.strip()
-    if text.isdigit():
-        parts = Snowflake(worker_id=0).decode(int(text))
-        return {
-            "kind": "snowflake (Twitter profile)",
-            "timestamp": parts.timestamp.isoformat(),
-            "datacenter_id": parts.datacenter_id,
-            "worker_id": parts.worker_id,
-            "sequence": parts.sequence,
-        }
-    if len(text) == 36:
-        value = uuid.UUID(text)
-        layout = layout_of(value)
-        if layout is None:
-            try:  # timestamp_of also reads version-1 UUIDs (MariaDB's UUID())
-                timestamp = timestamp_of(value).isoformat()
-            except NoTimestampError:
-                timestamp = None
-            return {"kind": f"uuid version {value.version}", "timestamp": timestamp}
-        _ms, counter = decode_comb(value, layout)
-        return {
-            "kind": "uuid7" if layout is Layout.TIME_FIRST else "comb",
-            "layout": layout.value,
-            "timestamp": timestamp_of(value).isoformat(),
-            "counter": counter,
-        }
-    kind = "bsv" if len(text) == 32 else "base32" if len(text) == 26 else "unknown"
-    return {"kind": kind, "timestamp": timestamp_of(text).isoformat()}
+    if kind is None and text.isascii() and text.isdigit() and len(text) not in (26, 32, 36):
+        return describe(int(text)).as_dict()  # describe() says that the profile is assumed
+    return describe(text, kind=kind).as_dict()  # type: ignore[arg-type]
 
 
 def _decode(args: argparse.Namespace) -> int:
-    info = _describe(args.value)
+    info = _describe(args.value, args.kind)
     if args.json:
         print(json.dumps(info))
     else:
@@ -178,7 +154,7 @@ def _bench(args: argparse.Namespace) -> int:
                         run.notes.append("small-memory mode")
                     runs.append(run)
             except ModuleNotFoundError as exc:
-                print(f"seqid: error: the driver for {url!r} is not installed ({exc.name})", file=sys.stderr)
+                print(f"seqid: error: {_missing_driver(url, exc)}", file=sys.stderr)
                 return 2
             except sa.exc.OperationalError as exc:
                 print(f"seqid: error: cannot reach {url!r}: {exc.orig}", file=sys.stderr)
@@ -215,15 +191,36 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def _rounds(text: str) -> int:
-    """argparse type for --repeat: a whole number of rounds, at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number of rounds, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"at least 1 round, got {value}")
-    return value
+def _positive(what: str) -> Callable[[str], int]:
+    """argparse type: a whole number of ``what``, at least 1."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number of {what}, got {text!r}") from None
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"at least 1 of {what}, got {value}")
+        return value
+
+    return parse
+
+
+#: Drivers SQLAlchemy picks for a bare ``dialect://`` URL, and the one our extras install instead.
+_DRIVER_HINTS = {
+    "psycopg2": ("postgresql://", "postgresql+psycopg://", "postgres"),
+    "MySQLdb": ("mysql://", "mysql+pymysql://", "mysql"),
+}
+
+
+def _missing_driver(url: str, exc: ModuleNotFoundError) -> str:
+    hint = _DRIVER_HINTS.get(exc.name or "")
+    if hint and url.startswith(hint[0]):
+        return (
+            f"the driver for {url!r} is not installed ({exc.name}, SQLAlchemy's default for {hint[0]}); "
+            f"the '{hint[2]}' extra installs another one: use {hint[1]}..."
+        )
+    return f"the driver for {url!r} is not installed ({exc.name})"
 
 
 def _small_memory(url: str):
@@ -231,7 +228,7 @@ def _small_memory(url: str):
 
     dialect = url.split(":", 1)[0].split("+", 1)[0]
     if dialect == "postgresql":
-        return servers.small_postgres()
+        return servers.small_postgres(url)
     if dialect in ("mysql", "mariadb"):
         return servers.small_mariadb(url)
     return contextlib.nullcontext(url)
@@ -265,17 +262,24 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("new", help="print new ids")
-    p.add_argument("--kind", choices=(*KINDS, "seq-prefix"), default="uuid7")
+    p.add_argument(
+        "--kind",
+        choices=(*KINDS, "seq-prefix"),
+        help="default: comb when --layout, --dialect or --url chooses a layout, else uuid7",
+    )
     p.add_argument("--layout", choices=[m.value for m in Layout])
-    p.add_argument("--dialect", help="choose the layout for this database (e.g. mssql, postgresql)")
+    p.add_argument("--dialect", choices=VENDORS, help="choose the layout for this database")
     p.add_argument("--url", help="choose the layout for this live database (SQLAlchemy URL)")
     p.add_argument("--storage", choices=("native", "binary", "text", "hex"))
     p.add_argument("--worker", type=int, default=0, help="Snowflake worker id")
-    p.add_argument("-n", type=int, default=1)
+    p.add_argument("-n", type=_positive("ids"), default=1, help="how many ids")
     p.set_defaults(func=_new)
 
     p = sub.add_parser("decode", help="tell what an id is and when it was made")
     p.add_argument("value")
+    p.add_argument(
+        "--kind", choices=("uuid", "snowflake", "bsv", "base32"), help="say what the value is where the text cannot"
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_decode)
 
@@ -286,9 +290,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("bench", help="insert benchmark: BIGINT vs random UUID vs seqid keys (SQLite by default)")
     p.add_argument("--url", action="append", help="SQLAlchemy URL; repeat for several databases")
-    p.add_argument("--rows", type=int, help="rows per key kind (default 200,000 on SQLite, 2,000,000 elsewhere)")
+    p.add_argument(
+        "--rows", type=_positive("rows"), help="rows per key kind (default 200,000 on SQLite, 2,000,000 elsewhere)"
+    )
     p.add_argument("--keys", help="comma-separated key kinds (default: all)")
-    p.add_argument("--batch", type=int, default=5000, help="rows per INSERT batch and transaction")
+    p.add_argument(
+        "--batch", type=_positive("rows per batch"), default=5000, help="rows per INSERT batch and transaction"
+    )
     p.add_argument(
         "--via",
         choices=("core", "orm", "session"),
@@ -297,7 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--repeat",
-        type=_rounds,
+        type=_positive("rounds"),
         default=1,
         help="rounds per database, each running every key kind in a rotated order; ratios are per-round medians",
     )

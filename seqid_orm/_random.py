@@ -1,20 +1,79 @@
-"""A buffered, fork-safe view of the OS CSPRNG.
+"""The OS CSPRNG, buffered, and the one place that notices a fork.
 
 ``os.urandom`` costs a system call; a UUID needs only a few random bytes.  Reading 4 KiB at
-once and handing out 64-bit words keeps the generators cheaper than ``uuid.uuid4()`` while
-every bit still comes from the operating system.  The buffer is dropped in a forked child,
-so parent and child never hand out the same words.
+once and handing out 64-bit words keeps the generators cheap while every bit still comes
+from the operating system.
+
+Forks: a child that inherits the buffer and the generators' state would hand out its
+parent's (and its siblings') ids.  Python's ``os.register_at_fork`` hooks cover ``os.fork()``
+and ``multiprocessing``, but not a ``fork()`` made in C — uWSGI's default prefork, or any
+extension calling libc directly.  So every generator asks :func:`check_fork` on its hot path,
+which compares the process id with the one the state belongs to (one ``getpid`` call) and,
+in a new process, runs the reset hooks once before anything is handed out.  (Linux's
+``MADV_WIPEONFORK`` would make the check cheaper, but it is not available everywhere we run.)
 """
 
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Callable
+
+__all__ = ["POOL", "RandomPool", "check_fork", "on_fork"]
 
 _WORDS_PER_REFILL = 512  # 4 KiB per os.urandom call
+_DIRECT_READ = 64  # words(n) for n >= this reads the OS directly: one system call, nothing shared
+
+_getpid = os.getpid
+
+
+class _ForkState:
+    """The process the generators' state belongs to, and what to reset when it changes."""
+
+    __slots__ = ("hooks", "locks", "pid")
+
+    def __init__(self) -> None:
+        self.pid = _getpid()
+        self.hooks: list[Callable[[], None]] = []
+        # One lock per process, made *in* that process: a lock inherited from the parent may
+        # have been held by a thread that does not exist in the child.
+        self.locks: dict[int, threading.Lock] = {}
+
+
+_STATE = _ForkState()
+
+
+def on_fork(hook: Callable[[], None]) -> None:
+    """Run ``hook`` in a child process before its first id (however the fork was made)."""
+    _STATE.hooks.append(hook)
+
+
+def check_fork() -> None:
+    """Reset inherited state if this is not the process it was made in (cheap otherwise)."""
+    if _getpid() != _STATE.pid:
+        _after_fork()
+
+
+def _after_fork() -> None:
+    pid = _getpid()
+    lock = _STATE.locks.setdefault(pid, threading.Lock())  # atomic: every thread gets the same lock
+    with lock:
+        if _STATE.pid == pid:  # another thread of this child got here first
+            return
+        for hook in _STATE.hooks:
+            hook()
+        _STATE.pid = pid  # last: no thread proceeds before every hook has run
 
 
 class RandomPool:
-    """Hands out 64-bit words read from ``os.urandom`` in blocks."""
+    """Hands out 64-bit words read from ``os.urandom`` in blocks; safe across threads and forks.
+
+    ``list.pop`` is atomic (under the GIL, and per object on free-threaded builds), so a word
+    is handed out once however threads interleave; a batch is popped word by word, or read
+    straight from the OS when large.  Callers that have not just called :func:`check_fork`
+    must use :meth:`word`/:meth:`words`; the ``*_unchecked`` variants are for generators that
+    did.
+    """
 
     __slots__ = ("_words",)
 
@@ -23,22 +82,33 @@ class RandomPool:
 
     def word(self) -> int:
         """Return one fresh 64-bit random word."""
+        check_fork()
+        return self.word_unchecked()
+
+    def words(self, n: int) -> list[int]:
+        """Return ``n`` fresh 64-bit random words."""
+        check_fork()
+        return self.words_unchecked(n)
+
+    def word_unchecked(self) -> int:
+        """:meth:`word` for a caller that has just called :func:`check_fork`."""
         try:
             return self._words.pop()
         except IndexError:
+            # Two threads may refill at once: each pops from a list only it read or the one
+            # that replaced it, so no word is handed out twice.
             self._words = _read_words(_WORDS_PER_REFILL)
-            return self._words.pop()
+            return self.word_unchecked()
 
-    def words(self, n: int) -> list[int]:
-        """Return ``n`` fresh 64-bit random words (one system call for large ``n``)."""
-        if n > len(self._words):
+    def words_unchecked(self, n: int) -> list[int]:
+        """:meth:`words` for a caller that has just called :func:`check_fork`."""
+        if n >= _DIRECT_READ:
             return _read_words(n)
-        out = self._words[-n:] if n else []
-        del self._words[len(self._words) - n :]
-        return out
+        pop = self.word_unchecked
+        return [pop() for _ in range(n)]
 
     def drop(self) -> None:
-        """Forget buffered words (called in a forked child)."""
+        """Forget buffered words (in a forked child)."""
         self._words = []
 
 
@@ -47,6 +117,7 @@ def _read_words(n: int) -> list[int]:
 
 
 POOL = RandomPool()
+on_fork(POOL.drop)
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=POOL.drop)
+    os.register_at_fork(after_in_child=_after_fork)

@@ -29,7 +29,6 @@ tell these ids from a random UUIDv4 without a guess.
 from __future__ import annotations
 
 import datetime as _dt
-import os
 import threading
 import time
 import uuid
@@ -37,8 +36,12 @@ import weakref
 from collections.abc import Callable
 from typing import Literal
 
-from ._random import POOL
+from ._random import POOL, check_fork, on_fork
+from .errors import ArgumentTypeError, GeneratorExhaustedError, InvalidArgumentError, InvalidIDError
 from .layout import Layout, as_layout
+
+_word = POOL.word_unchecked  # callers run check_fork() first
+_words = POOL.words_unchecked
 
 Bound = Literal["random", "min", "max"]
 
@@ -154,6 +157,10 @@ def layout_of(value: uuid.UUID) -> Layout | None:
 
 _LIVE: weakref.WeakSet[CombGenerator] = weakref.WeakSet()
 
+#: The most ids one :meth:`CombGenerator.batch` call makes (about 1.6 GB of ``uuid.UUID``
+#: objects); larger requests are a bug in the caller, refused before any memory is taken.
+MAX_BATCH = 1 << 24
+
 
 class CombGenerator:
     """A thread-safe source of strictly increasing time-ordered UUIDs in one layout.
@@ -162,6 +169,9 @@ class CombGenerator:
     ``TIME_FIRST`` is also ``uuid.UUID``'s own ordering.  The module-level :func:`uuid7` and
     :func:`comb` share one generator per layout; build your own to inject a ``clock`` (a
     callable returning Unix time in nanoseconds, like :func:`time.time_ns`) in tests.
+
+    In a forked child (``os.fork()``, ``multiprocessing`` or a ``fork()`` made in C) the
+    generator starts afresh before its first id: see :mod:`seqid_orm._random`.
     """
 
     def __init__(
@@ -189,47 +199,61 @@ class CombGenerator:
     def _now_ms(self) -> int:
         ms = self._clock() // 1_000_000
         if not 0 <= ms <= _MS_MAX:
-            raise ValueError(f"clock reading {ms} ms is outside the 48-bit range of a UUIDv7 time")
+            if ms > _MS_MAX:
+                raise self._exhausted()
+            raise InvalidArgumentError(f"the clock reads {ms} ms, before 1970: a UUIDv7 time cannot be negative")
         return ms
+
+    def _exhausted(self) -> GeneratorExhaustedError:
+        return GeneratorExhaustedError(
+            f"the 48-bit millisecond field of {self.layout.value} ids is used up (counter overflow at "
+            f"{ms_to_iso(_MS_MAX)}); no later id can be made"
+        )
 
     def __call__(self) -> uuid.UUID:
         return self.next()
 
     def next(self) -> uuid.UUID:
         """Return the next id."""
+        check_fork()
         with self._lock:
             ms = self._now_ms()
             if ms > self._last_ms:
-                counter = POOL.word() & self._seed_mask
+                counter = _word() & self._seed_mask
                 self._last_ms = ms
             else:  # same millisecond, or the clock stepped back: keep counting
                 counter = self._counter + 1
                 if counter > self._counter_max:
+                    if self._last_ms >= _MS_MAX:
+                        raise self._exhausted()
                     self._last_ms += 1
-                    counter = POOL.word() & self._seed_mask
+                    counter = _word() & self._seed_mask
                 ms = self._last_ms
             self._counter = counter
-            rnd = POOL.word()
+            rnd = _word()
         return _uuid_from_int(self._compose(ms, counter, rnd))
 
     def batch(self, n: int) -> list[uuid.UUID]:
         """Return ``n`` consecutive ids with one clock read, one lock and one random read.
 
         Meant for bulk inserts: the ids are strictly increasing, exactly as ``n`` calls of
-        :meth:`next` would be, at a fraction of the cost.
+        :meth:`next` would be, at a fraction of the cost.  ``n`` is at most :data:`MAX_BATCH`.
         """
         if isinstance(n, bool) or not isinstance(n, int):
-            raise TypeError(f"n must be an int, got {type(n).__name__}")
+            raise ArgumentTypeError(f"n must be an int, got {type(n).__name__}")
         if n < 0:
-            raise ValueError(f"n must be >= 0, got {n}")
+            raise InvalidArgumentError(f"n must be >= 0, got {n}")
+        if n > MAX_BATCH:
+            raise InvalidArgumentError(f"n must be at most {MAX_BATCH:,} (MAX_BATCH) per call, got {n}")
         compose = self._compose
         counter_max = self._counter_max
         seed_mask = self._seed_mask
+        check_fork()
         with self._lock:
-            words = POOL.words(n)
+            words = _words(n)
             ms = self._now_ms()
             if ms > self._last_ms:
-                counter = (POOL.word() & seed_mask) - 1  # incremented before first use
+                counter = (_word() & seed_mask) - 1  # incremented before first use
                 self._last_ms = ms
             else:
                 counter = self._counter
@@ -239,8 +263,10 @@ class CombGenerator:
             for rnd in words:
                 counter += 1
                 if counter > counter_max:
+                    if ms >= _MS_MAX:  # nothing is kept: the state stays as before the call
+                        raise self._exhausted()
                     ms += 1
-                    counter = POOL.word() & seed_mask
+                    counter = _word() & seed_mask
                 append(_uuid_from_int(compose(ms, counter, rnd)))
             if n:
                 self._last_ms = ms
@@ -288,7 +314,7 @@ def comb_at(
     elif bound == "random":
         counter, rnd = POOL.word() & ((1 << (_COUNTER_BITS[lay] - 1)) - 1), POOL.word()
     else:
-        raise ValueError(f"bound must be 'random', 'min' or 'max', got {bound!r}")
+        raise InvalidArgumentError(f"bound must be 'random', 'min' or 'max', got {bound!r}")
     return _uuid_from_int(_COMPOSE[lay](ms, counter, rnd))
 
 
@@ -297,19 +323,36 @@ _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 
 def _datetime_to_ms(when: object, name: str) -> int:
     if not isinstance(when, _dt.datetime):
-        raise TypeError(f"{name} must be a datetime.datetime, got {type(when).__name__}")
+        raise ArgumentTypeError(f"{name} must be a datetime.datetime, got {type(when).__name__}")
     if when.tzinfo is None or when.utcoffset() is None:
-        raise ValueError(f"{name} must be timezone-aware (naive datetimes are ambiguous)")
+        raise InvalidArgumentError(f"{name} must be timezone-aware (naive datetimes are ambiguous)")
     delta = when - _EPOCH
     ms = (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
     if not 0 <= ms <= _MS_MAX:
-        raise ValueError(f"{name} {when.isoformat()} is outside the 48-bit millisecond range")
+        raise InvalidArgumentError(f"{name} {when.isoformat()} is outside the 48-bit millisecond range")
     return ms
 
 
 def ms_to_datetime(ms: int) -> _dt.datetime:
-    """Unix milliseconds as an aware UTC datetime."""
-    return _EPOCH + _dt.timedelta(milliseconds=ms)
+    """Unix milliseconds as an aware UTC datetime.
+
+    Raises :class:`~seqid_orm.errors.InvalidIDError` past year 9999, which ``datetime`` cannot
+    hold (about a tenth of the 48-bit millisecond range; a Snowflake profile's far end too).
+    """
+    try:
+        return _EPOCH + _dt.timedelta(milliseconds=ms)
+    except OverflowError:
+        raise InvalidIDError(
+            f"the id's time, {ms} ms after 1970-01-01, is past 9999-12-31, the last instant a datetime holds"
+        ) from None
+
+
+def ms_to_iso(ms: int) -> str:
+    """Unix milliseconds as ISO text, or a plain count where ``datetime`` cannot hold it."""
+    try:
+        return ms_to_datetime(ms).isoformat()
+    except InvalidIDError:
+        return f"{ms} ms after 1970-01-01"
 
 
 def _after_fork_in_child() -> None:
@@ -317,5 +360,4 @@ def _after_fork_in_child() -> None:
         gen._reset_after_fork()
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+on_fork(_after_fork_in_child)

@@ -23,6 +23,8 @@ import uuid
 from collections.abc import Sequence
 from typing import TypeVar
 
+from .errors import InvalidArgumentError
+
 ORDER_BYTES: tuple[int, ...] = tuple(range(16))
 """Unsigned bytes, first to last: PostgreSQL uuid, BINARY/VARBINARY, RAW, BLOB, hex text."""
 
@@ -99,7 +101,7 @@ def coerce_enum(enum_cls: type[E], value: object, name: str) -> E:
         except ValueError:
             pass
     choices = ", ".join(repr(m.value) for m in enum_cls)
-    raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+    raise InvalidArgumentError(f"{name} must be one of {choices}, got {value!r}")
 
 
 def as_layout(value: object, name: str = "layout") -> Layout:
@@ -126,7 +128,7 @@ def layout_for_order(order: Sequence[int], preferred: Layout | None = None) -> L
     """
     order = tuple(order)
     if sorted(order) != list(range(16)):
-        raise ValueError(f"order must be a permutation of 0..15, got {order!r}")
+        raise InvalidArgumentError(f"order must be a permutation of 0..15, got {order!r}")
     fitting = [lay for lay in Layout if order[: len(lay.requires)] == lay.requires]
     if preferred is not None and Layout(preferred) in fitting:
         return Layout(preferred)

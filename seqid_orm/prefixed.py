@@ -13,11 +13,13 @@ refuses them.
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
 
 from ._random import POOL
 from .comb import _uuid_from_int, swap_le
+from .errors import ArgumentTypeError, InvalidArgumentError
 from .layout import Layout, as_layout
 
 _V4_CLEAR = ~((0xF << 76) | (0b11 << 62)) & ((1 << 128) - 1)
@@ -27,9 +29,9 @@ _MAX_PREFIX_BYTES = 6  # stays clear of the version and variant bits in every la
 
 def _check_int(name: str, value: object, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+        raise ArgumentTypeError(f"{name} must be an int, got {type(value).__name__}")
     if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+        raise InvalidArgumentError(f"{name} must be >= {minimum}, got {value}")
     return value
 
 
@@ -38,7 +40,7 @@ def prefix_bytes(block_count: int) -> int:
     _check_int("block_count", block_count, 2)
     n = max(1, ((block_count - 1).bit_length() + 7) // 8)
     if n > _MAX_PREFIX_BYTES:
-        raise ValueError(f"block_count must be <= 2**48, got {block_count}")
+        raise InvalidArgumentError(f"block_count must be <= 2**48, got {block_count}")
     return n
 
 
@@ -89,9 +91,9 @@ def uuid_time_nextval(
     if now is None:
         seconds = int(time.time())
     elif isinstance(now, bool) or not isinstance(now, (int, float)):
-        raise TypeError(f"now must be Unix seconds (int or float), got {type(now).__name__}")
-    elif now < 0:
-        raise ValueError(f"now must be >= 0, got {now}")
+        raise ArgumentTypeError(f"now must be Unix seconds (int or float), got {type(now).__name__}")
+    elif not math.isfinite(now) or now < 0:  # inf would overflow int(), nan compares false
+        raise InvalidArgumentError(f"now must be finite Unix seconds >= 0, got {now!r}")
     else:
         seconds = int(now)
     prefix = (seconds // interval_length) % interval_count

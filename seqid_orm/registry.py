@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Sequence
 
 from .comb import comb_at
-from .errors import UnknownLayoutError
+from .errors import ArgumentTypeError, UnknownLayoutError
 from .layout import (
     ORDER_BYTES,
     ORDER_MARIADB_SWAPPED,
@@ -73,7 +73,7 @@ _DJANGO_VENDORS = {"microsoft": "mssql"}
 def normalize_vendor(name: str, *, is_mariadb: bool = False) -> str:
     """Map a dialect or Django vendor name onto :data:`VENDORS` (unknown names pass through)."""
     if not isinstance(name, str):
-        raise TypeError(f"vendor name must be a str, got {type(name).__name__}")
+        raise ArgumentTypeError(f"vendor name must be a str, got {type(name).__name__}")
     name = name.lower()
     if name == "mysql" and is_mariadb:
         return "mariadb"

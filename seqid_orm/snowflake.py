@@ -18,15 +18,22 @@ Uniqueness rests on the pair (datacenter, worker) being unique among live genera
 from __future__ import annotations
 
 import datetime as _dt
-import os
 import threading
 import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ._random import check_fork, on_fork
 from .comb import _datetime_to_ms, ms_to_datetime
-from .errors import ClockMovedBackwardsError, ForkedGeneratorError, GeneratorExhaustedError
+from .errors import (
+    ArgumentTypeError,
+    ClockMovedBackwardsError,
+    ForkedGeneratorError,
+    GeneratorExhaustedError,
+    InvalidArgumentError,
+    InvalidIDError,
+)
 
 TWITTER_EPOCH_MS = 1288834974657
 SONYFLAKE_EPOCH_MS = 1409529600000  # 2014-09-01T00:00:00Z, Sonyflake's default start time
@@ -44,17 +51,17 @@ class SnowflakeParts:
 
 def _check_width(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+        raise ArgumentTypeError(f"{name} must be an int, got {type(value).__name__}")
     if not 0 <= value <= 63:
-        raise ValueError(f"{name} must be between 0 and 63, got {value}")
+        raise InvalidArgumentError(f"{name} must be between 0 and 63, got {value}")
     return value
 
 
 def _check_field(name: str, value: object, bits: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+        raise ArgumentTypeError(f"{name} must be an int, got {type(value).__name__}")
     if not 0 <= value < (1 << bits):
-        raise ValueError(f"{name} must be between 0 and {(1 << bits) - 1} ({bits} bits), got {value}")
+        raise InvalidArgumentError(f"{name} must be between 0 and {(1 << bits) - 1} ({bits} bits), got {value}")
     return value
 
 
@@ -92,22 +99,22 @@ class Snowflake:
             _check_width(name, width)
         total = time_bits + datacenter_bits + worker_bits + sequence_bits
         if total > 63:
-            raise ValueError(f"the bit widths add up to {total}; at most 63 fit a signed BIGINT")
+            raise InvalidArgumentError(f"the bit widths add up to {total}; at most 63 fit a signed BIGINT")
         if time_bits < 1:
-            raise ValueError("time_bits must be at least 1")
+            raise InvalidArgumentError("time_bits must be at least 1")
         self.worker_id = _check_field("worker_id", worker_id, worker_bits)
         self.datacenter_id = _check_field("datacenter_id", datacenter_id, datacenter_bits)
         if isinstance(epoch_ms, bool) or not isinstance(epoch_ms, int):
-            raise TypeError(f"epoch_ms must be an int, got {type(epoch_ms).__name__}")
+            raise ArgumentTypeError(f"epoch_ms must be an int, got {type(epoch_ms).__name__}")
         for name, value in (("time_unit_ms", time_unit_ms),):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+                raise InvalidArgumentError(f"{name} must be a positive int, got {value!r}")
         if (
             isinstance(rollback_tolerance_ms, bool)
             or not isinstance(rollback_tolerance_ms, int)
             or rollback_tolerance_ms < 0
         ):
-            raise ValueError(f"rollback_tolerance_ms must be an int >= 0, got {rollback_tolerance_ms!r}")
+            raise InvalidArgumentError(f"rollback_tolerance_ms must be an int >= 0, got {rollback_tolerance_ms!r}")
         self.epoch_ms = epoch_ms
         self.time_bits = time_bits
         self.datacenter_bits = datacenter_bits
@@ -136,6 +143,7 @@ class Snowflake:
         (Sonyflake orders its fields time | sequence | machine; here the machine id sits
         before the sequence, which keeps one generator's ids ordered the same way.)
         """
+        _check_field("machine_id", machine_id, 16)  # named as the caller knows it, not as worker_id
         return cls(
             worker_id=machine_id,
             epoch_ms=epoch_ms,
@@ -174,6 +182,7 @@ class Snowflake:
 
     def next_id(self) -> int:
         """Return the next id (waits at most until the clock reaches the next time unit)."""
+        check_fork()
         with self._lock:
             if self._forked:
                 raise ForkedGeneratorError(
@@ -208,12 +217,12 @@ class Snowflake:
     def decode(self, snowflake_id: int) -> SnowflakeParts:
         """Split an id made with this generator's profile into its fields."""
         if isinstance(snowflake_id, bool) or not isinstance(snowflake_id, int):
-            raise TypeError(f"snowflake_id must be an int, got {type(snowflake_id).__name__}")
+            raise ArgumentTypeError(f"snowflake_id must be an int, got {type(snowflake_id).__name__}")
         if not 0 <= snowflake_id < (1 << 63):
-            raise ValueError(f"snowflake_id must be between 0 and 2**63-1, got {snowflake_id}")
+            raise InvalidIDError(f"snowflake_id must be between 0 and 2**63-1, got {snowflake_id}")
         units = snowflake_id >> self._time_shift
         if units > self._time_max:
-            raise ValueError(f"snowflake_id {snowflake_id} does not fit this profile's {self.time_bits}-bit time")
+            raise InvalidIDError(f"snowflake_id {snowflake_id} does not fit this profile's {self.time_bits}-bit time")
         return SnowflakeParts(
             timestamp=ms_to_datetime(self.epoch_ms + units * self.time_unit_ms),
             datacenter_id=(snowflake_id >> self._datacenter_shift) & ((1 << self.datacenter_bits) - 1),
@@ -225,7 +234,7 @@ class Snowflake:
         """The smallest id any generator of this profile can make at ``when`` (for range queries)."""
         units = (_datetime_to_ms(when, "when") - self.epoch_ms) // self.time_unit_ms
         if not 0 <= units <= self._time_max:
-            raise ValueError(f"when {when.isoformat()} is outside this profile's time range")
+            raise InvalidArgumentError(f"when {when.isoformat()} is outside this profile's time range")
         return units << self._time_shift
 
 
@@ -235,5 +244,4 @@ def _mark_forked() -> None:
         gen._lock = threading.Lock()
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_mark_forked)
+on_fork(_mark_forked)  # os.fork(), multiprocessing, and fork() made in C alike

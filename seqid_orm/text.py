@@ -16,16 +16,15 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as _dt
-import os
 import threading
 import time
 import uuid
 import weakref
 from collections.abc import Callable
 
-from ._random import POOL
+from ._random import POOL, check_fork, on_fork
 from .comb import _uuid_from_int, uuid7
-from .errors import InvalidIDError
+from .errors import ArgumentTypeError, InvalidArgumentError, InvalidIDError
 
 BSV_ALPHABET = "$-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 BSV_PAD = "!"
@@ -53,25 +52,34 @@ BASE32_LENGTH = 26
 def encode_bsv(data: bytes) -> str:
     """Encode bytes with the order-preserving base64 alphabet (equal lengths sort as bytes)."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise TypeError(f"data must be bytes, got {type(data).__name__}")
+        raise ArgumentTypeError(f"data must be bytes, got {type(data).__name__}")
     return base64.b64encode(data).translate(_TO_BSV).decode("ascii")
 
 
 def decode_bsv(text: str) -> bytes:
-    """Decode text made by :func:`encode_bsv`; anything else raises :class:`InvalidIDError`."""
+    """Decode text made by :func:`encode_bsv`; anything else raises :class:`InvalidIDError`.
+
+    Only the canonical text is accepted: base64 lets several texts decode to the same bytes
+    (pad characters, unused low bits before the padding), and two texts naming one id would
+    be two keys for one row.
+    """
     if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__}")
+        raise ArgumentTypeError(f"text must be a str, got {type(text).__name__}")
     bad = set(text) - _BSV_CHARS
     if bad:
         raise InvalidIDError(f"not a bsv id: characters {''.join(sorted(bad))!r} are outside its alphabet")
     if len(text) % 4:
         raise InvalidIDError(f"not a bsv id: length {len(text)} is not a multiple of 4")
     try:
-        return base64.b64decode(text.encode("ascii").translate(_FROM_BSV), validate=True)
+        raw = base64.b64decode(text.encode("ascii").translate(_FROM_BSV), validate=True)
     except binascii.Error as exc:
         raise InvalidIDError(f"not a bsv id: {exc}") from None
+    if encode_bsv(raw) != text:
+        raise InvalidIDError(f"not a bsv id: {text!r} is not the canonical text of its bytes")
+    return raw
 
 
+_word = POOL.word_unchecked  # BsvGenerator runs check_fork() first
 _LIVE: weakref.WeakSet[BsvGenerator] = weakref.WeakSet()
 
 
@@ -89,12 +97,13 @@ class BsvGenerator:
         _LIVE.add(self)
 
     def __call__(self) -> str:
+        check_fork()
         with self._lock:
             ticks = self._clock() // 100 + DOTNET_TICKS_AT_UNIX_EPOCH
             if ticks <= self._last:
                 ticks = self._last + 1
             self._last = ticks
-            body = ticks.to_bytes(8, "big") + POOL.word().to_bytes(8, "big") + POOL.word().to_bytes(8, "big")
+            body = ticks.to_bytes(8, "big") + _word().to_bytes(8, "big") + _word().to_bytes(8, "big")
         return base64.b64encode(body).translate(_TO_BSV).decode("ascii")
 
 
@@ -104,15 +113,16 @@ bsv = BsvGenerator()
 
 def bsv_parts(text: str) -> tuple[_dt.datetime, bytes]:
     """The creation time (UTC, microsecond precision) and 16 random bytes of a bsv id."""
-    if isinstance(text, str) and len(text) != BSV_LENGTH:
-        raise InvalidIDError(f"a bsv id has {BSV_LENGTH} characters, got {len(text)}")
-    raw = decode_bsv(text)
+    raw = decode_bsv(check_text_id(text, "bsv"))
     ticks = int.from_bytes(raw[:8], "big")
     return _ticks_to_datetime(ticks), raw[8:]
 
 
 def _ticks_to_datetime(ticks: int) -> _dt.datetime:
-    return _dt.datetime(1, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(microseconds=ticks // 10)
+    try:
+        return _dt.datetime(1, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(microseconds=ticks // 10)
+    except OverflowError:
+        raise InvalidIDError(f"a bsv id's time, {ticks} .NET ticks, is past 9999-12-31") from None
 
 
 # --- base32 -----------------------------------------------------------------------------
@@ -129,7 +139,7 @@ def _id_bytes(value: object) -> bytes:
         if not 0 <= value < (1 << 128):
             raise InvalidIDError(f"value must be an unsigned 128-bit int, got {value}")
         return value.to_bytes(16, "big")
-    raise TypeError(f"value must be a uuid.UUID, 16 bytes or an int, got {type(value).__name__}")
+    raise ArgumentTypeError(f"value must be a uuid.UUID, 16 bytes or an int, got {type(value).__name__}")
 
 
 def encode_base32(value: uuid.UUID | bytes | int) -> str:
@@ -146,9 +156,13 @@ def decode_base32(text: str) -> uuid.UUID:
     an id that was mistyped should fail, not silently point at another row.
     """
     if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__}")
+        raise ArgumentTypeError(f"text must be a str, got {type(text).__name__}")
     if len(text) != BASE32_LENGTH:
         raise InvalidIDError(f"a base32 id has {BASE32_LENGTH} characters, got {len(text)}")
+    # ASCII first: str.upper() maps some non-ASCII letters onto ASCII ones (U+017F long s -> 'S') or onto
+    # two letters ('ß' -> 'SS'), which would let foreign text, or a 27-letter "id", through.
+    if not text.isascii():
+        raise InvalidIDError(f"not a base32 id: {text!r} has non-ASCII characters")
     upper = text.upper()
     bad = set(upper) - _CROCKFORD_CHARS
     if bad:
@@ -172,7 +186,7 @@ def text_id_kind(kind: str) -> tuple[int, Callable[[], str]]:
         return BSV_LENGTH, bsv
     if kind == "base32":
         return BASE32_LENGTH, base32
-    raise ValueError(f"kind must be 'bsv' or 'base32', got {kind!r}")
+    raise InvalidArgumentError(f"kind must be 'bsv' or 'base32', got {kind!r}")
 
 
 def check_text_id(value: object, kind: str) -> str:
@@ -183,10 +197,12 @@ def check_text_id(value: object, kind: str) -> str:
     """
     length, _ = text_id_kind(kind)
     if not isinstance(value, str):
-        raise TypeError(f"a {kind} id must be a str, got {type(value).__name__}")
+        raise ArgumentTypeError(f"a {kind} id must be a str, got {type(value).__name__}")
     if len(value) != length:
         raise InvalidIDError(f"a {kind} id has {length} characters, got {len(value)}: {value!r}")
     if kind == "bsv":
+        if BSV_PAD in value:  # 24 bytes make 32 characters without padding
+            raise InvalidIDError(f"not a bsv id: {value!r} has padding, which bsv() never writes")
         decode_bsv(value)
         return value
     decode_base32(value)
@@ -198,5 +214,4 @@ def _reset_after_fork() -> None:
         gen._lock = threading.Lock()
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reset_after_fork)
+on_fork(_reset_after_fork)  # the random words are the pool's, which drops them itself

@@ -266,3 +266,48 @@ def test_literal_binds_find_the_row_on_the_live_server(engine, metadata, table_n
         conn.execute(insert(table), {"id": value})
         sql = str(select(table.c.id).where(table.c.id == value).compile(engine, compile_kwargs={"literal_binds": True}))
         assert conn.exec_driver_sql(sql.replace("%", "%%")).scalar() is not None, sql
+
+
+def _forged_uuid(value: int) -> uuid.UUID:
+    """A uuid.UUID built around __init__ (as the old base32 decoder did for 'ß'), int out of range."""
+    forged = object.__new__(uuid.UUID)
+    object.__setattr__(forged, "int", value)
+    object.__setattr__(forged, "is_safe", uuid.SafeUUID.unknown)
+    return forged
+
+
+@pytest.mark.parametrize("storage", [None, "binary", "text", "hex"])
+def test_a_uuid_with_an_out_of_range_int_is_refused_before_any_row_is_sent(engine, table_name, storage):
+    """Autocommit executemany of 1,000 rows, the 500th forged: before the fix 499 rows stayed."""
+    from seqid_orm import InvalidIDError, comb_batch
+
+    table = sa.Table(table_name, sa.MetaData(), sa.Column("id", SeqUUID(storage=storage), primary_key=True))
+    table.create(engine)
+    try:
+        rows = [{"id": u} for u in comb_batch(1000)]
+        rows[499]["id"] = _forged_uuid(1 << 129)
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            with pytest.raises(sa.exc.StatementError, match="128-bit") as info:
+                conn.execute(insert(table), rows)
+            assert isinstance(info.value.orig, InvalidIDError)
+            assert conn.scalar(select(sa.func.count()).select_from(table)) == 0
+    finally:
+        table.drop(engine)
+
+
+@pytest.mark.parametrize("bad", [12.9, True, -1, 2**63, "12.9", "-5", " 7", "1_0"])
+def test_snowflake_binds_share_the_django_validator(engine, table_name, bad):
+    from seqid_orm import SeqIDError
+
+    table = sa.Table(table_name, sa.MetaData(), sa.Column("id", SnowflakeID(), primary_key=True, autoincrement=False))
+    table.create(engine)
+    try:
+        with engine.begin() as conn:
+            with pytest.raises(sa.exc.StatementError) as info:
+                conn.execute(insert(table), [{"id": 1}, {"id": bad}])
+            assert isinstance(info.value.orig, SeqIDError)
+        with engine.begin() as conn:
+            conn.execute(insert(table), [{"id": 1}, {"id": "2"}])  # decimal text, as a URL argument arrives
+            assert conn.scalars(select(table.c.id).order_by(table.c.id)).all() == [1, 2]
+    finally:
+        table.drop(engine)

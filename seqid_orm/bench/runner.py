@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, registry
 
-from ..errors import ServerDefaultUnavailableError
+from ..errors import InvalidArgumentError, ServerDefaultUnavailableError
 from ..sqlalchemy.types import dialect_server_version, dialect_vendor
 from . import cpu, metrics
 from .keys import KINDS, KeyKind
@@ -105,7 +105,7 @@ class BenchRun:
 
 def _check_via(via: str) -> None:
     if via not in VIAS:
-        raise ValueError(f"via must be one of {', '.join(VIAS)}, got {via!r}")
+        raise InvalidArgumentError(f"via must be one of {', '.join(VIAS)}, got {via!r}")
 
 
 def _payloads(n: int = 1000) -> list[str]:
@@ -261,10 +261,10 @@ def run(
     """
     unknown = [k for k in kinds if k not in KINDS]
     if unknown:
-        raise ValueError(f"unknown key kinds {unknown}; choose from {', '.join(KINDS)}")
+        raise InvalidArgumentError(f"unknown key kinds {unknown}; choose from {', '.join(KINDS)}")
     _check_via(via)
     if not isinstance(repeat, int) or repeat < 1:
-        raise ValueError(f"repeat must be a whole number of rounds, at least 1, got {repeat!r}")
+        raise InvalidArgumentError(f"repeat must be a whole number of rounds, at least 1, got {repeat!r}")
     engine = sa.create_engine(url)
     notes: list[str] = []
     try:

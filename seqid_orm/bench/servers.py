@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import contextlib
-import glob
 import os
 import shutil
 import socket
@@ -21,15 +20,38 @@ from collections.abc import Iterator
 
 import sqlalchemy as sa
 
+from ..errors import InvalidArgumentError
 
-def _pg_bindir() -> str:
-    for candidate in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True):
-        if os.path.exists(os.path.join(candidate, "initdb")):
-            return candidate
+
+def server_major(url: str) -> int:
+    """The major version of the PostgreSQL server at ``url`` (15 for 15.4)."""
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return int(conn.execute(sa.text("SHOW server_version_num")).scalar_one()) // 10000
+    finally:
+        engine.dispose()
+
+
+def pg_bindir(major: int) -> str:
+    """The directory of ``initdb``/``pg_ctl`` for PostgreSQL ``major``; a typed error if none is here.
+
+    The private cluster must run the same major version as the server the user named: a
+    benchmark of another version would measure something else.
+    """
+    candidate = f"/usr/lib/postgresql/{major}/bin"
+    if os.path.exists(os.path.join(candidate, "initdb")):
+        return candidate
     found = shutil.which("initdb")
     if found:
-        return os.path.dirname(found)
-    raise RuntimeError("small-memory PostgreSQL needs the server binaries (initdb, pg_ctl)")
+        out = subprocess.run([found, "--version"], capture_output=True, text=True).stdout
+        digits = out.rsplit(" ", 1)[-1].split(".")[0].strip()
+        if digits.isdigit() and int(digits) == major:
+            return os.path.dirname(found)
+    raise InvalidArgumentError(
+        f"--small-memory needs the PostgreSQL {major} server binaries (initdb, pg_ctl) of the server "
+        f"the URL names; none were found under /usr/lib/postgresql/{major}/bin or on PATH"
+    )
 
 
 def _free_port() -> int:
@@ -46,9 +68,11 @@ def _as_postgres(cmd: list[str]) -> list[str]:
 
 
 @contextlib.contextmanager
-def small_postgres(shared_buffers: str = "16MB", checkpoint_timeout: str = "30s") -> Iterator[str]:
-    """A private PostgreSQL with small shared buffers; yields its SQLAlchemy URL."""
-    bindir = _pg_bindir()
+def small_postgres(url: str, shared_buffers: str = "16MB", checkpoint_timeout: str = "30s") -> Iterator[str]:
+    """A private PostgreSQL of the same major version as the server at ``url``, with small
+    shared buffers; yields its SQLAlchemy URL (same driver as ``url``)."""
+    bindir = pg_bindir(server_major(url))
+    driver = sa.make_url(url).drivername
     tmp = tempfile.mkdtemp(prefix="seqid-pg-")
     data = os.path.join(tmp, "data")
     if os.geteuid() == 0:
@@ -69,7 +93,7 @@ def small_postgres(shared_buffers: str = "16MB", checkpoint_timeout: str = "30s"
             check=True,
             capture_output=True,
         )
-        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres"
+        yield f"{driver}://postgres@127.0.0.1:{port}/postgres"
     finally:
         if os.path.exists(os.path.join(data, "postmaster.pid")):
             subprocess.run(

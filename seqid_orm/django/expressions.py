@@ -16,6 +16,7 @@ from typing import Any
 from django.db.models import Func, UUIDField
 from django.utils.deconstruct import deconstructible
 
+from ..errors import ArgumentTypeError
 from ..server_default import ServerDefault, server_default
 from .connection import server_version, storage_of, vendor_of
 
@@ -38,7 +39,7 @@ class DatabaseSeqUUID(Func):
     def for_connection(self, connection: Any) -> ServerDefault:
         """The generator this default compiles to on ``connection``."""
         if self._field is None:
-            raise TypeError("DatabaseSeqUUID() works only as the db_default of a SeqUUIDField")
+            raise ArgumentTypeError("DatabaseSeqUUID() works only as the db_default of a SeqUUIDField")
         return server_default(vendor_of(connection), server_version(connection), storage_of(self._field, connection))
 
     def as_sql(self, compiler: Any, connection: Any, **extra_context: Any) -> tuple[str, list[Any]]:

@@ -22,13 +22,27 @@ from django.db.models.signals import pre_save
 from django.utils.module_loading import import_string
 
 from ..comb import comb, layout_of
-from ..errors import InvalidIDError, ServerDefaultUnavailableError, UnknownLayoutError
+from ..errors import (
+    ArgumentTypeError,
+    InvalidIDError,
+    SeqIDError,
+    ServerDefaultUnavailableError,
+    UnknownLayoutError,
+)
 from ..layout import Layout, as_layout
 from ..registry import BINARY_COLLATIONS, Storage, choose_layout, normalize_vendor
 from ..snowflake import Snowflake
 from ..text import base32, bsv, check_text_id, text_id_kind
+from ..validate import coerce_int_id, coerce_uuid
 from .connection import layout_for_alias, storage_of
 from .expressions import DatabaseSeqUUID
+
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def _is_hex(text: str) -> bool:
+    return set(text) <= _HEX
+
 
 # Ids this process drew for SeqUUIDFields and has not seen saved yet (compared by value).
 _DRAWN: weakref.WeakSet[uuid.UUID] = weakref.WeakSet()
@@ -92,6 +106,29 @@ class SeqUUIDField(models.UUIDField):
         if self.default is new_seq_uuid:
             return self.new_value()
         return super().get_default()
+
+    def to_python(self, value: Any) -> Any:
+        """Forms, fixtures and values read back: a UUID, its 36-character text, or the 32 hex
+        digits Django itself writes to ``char(32)`` columns.  Ints and bools are refused
+        (Django's ``UUIDField`` reads ``12345`` as ``UUID(int=12345)``)."""
+        if value is None:
+            return None
+        try:
+            if isinstance(value, str) and len(value) == 32:
+                return coerce_uuid(uuid.UUID(hex=value)) if _is_hex(value) else coerce_uuid(value)
+            return coerce_uuid(value)
+        except SeqIDError as exc:
+            raise ValidationError(str(exc), code="invalid", params={"value": value}) from None
+
+    def get_db_prep_value(self, value: Any, connection: Any, prepared: bool = False) -> Any:
+        """Binds take what :class:`~seqid_orm.sqlalchemy.SeqUUID` takes (seqid_orm.validate), as a
+        ``ValidationError`` before any SQL is sent, like Django's own ``UUIDField``."""
+        if value is not None:
+            try:
+                value = coerce_uuid(value)
+            except SeqIDError as exc:
+                raise ValidationError(str(exc), code="invalid", params={"value": value}) from None
+        return super().get_db_prep_value(value, connection, prepared)
 
     def contribute_to_class(self, cls: type[models.Model], name: str, private_only: bool = False) -> None:
         super().contribute_to_class(cls, name, private_only=private_only)
@@ -191,7 +228,7 @@ class SnowflakeField(models.BigIntegerField):
 
     def __init__(self, *args: Any, generator: Snowflake | str | None = None, **kwargs: Any) -> None:
         if generator is not None and not isinstance(generator, (Snowflake, str)):
-            raise TypeError(f"generator must be a Snowflake or a dotted path, got {type(generator).__name__}")
+            raise ArgumentTypeError(f"generator must be a Snowflake or a dotted path, got {type(generator).__name__}")
         self.generator = generator
         if "default" not in kwargs:
             kwargs["default"] = new_snowflake_id if generator is None else self._next_from_generator
@@ -215,6 +252,19 @@ class SnowflakeField(models.BigIntegerField):
 
     def _next_from_generator(self) -> int:
         return self._resolve().next_id()
+
+    def to_python(self, value: Any) -> Any:
+        # Django's integer fields take int(12.9) == 12 and True; seqid_orm.validate does not.
+        if value is None:
+            return None
+        try:
+            return coerce_int_id(value, "a SnowflakeField value")
+        except SeqIDError as exc:
+            raise ValidationError(str(exc), code="invalid", params={"value": value}) from None
+
+    def get_prep_value(self, value: Any) -> Any:
+        value = models.Field.get_prep_value(self, value)  # resolves lazy values, skips int()
+        return self.to_python(value)
 
     def deconstruct(self) -> tuple[str, str, list[Any], dict[str, Any]]:
         name, _path, args, kwargs = super().deconstruct()

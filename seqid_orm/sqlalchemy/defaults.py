@@ -21,6 +21,7 @@ from sqlalchemy.orm import Mapper, mapped_column
 from sqlalchemy.orm.properties import MappedColumn
 
 from ..comb import comb
+from ..errors import ArgumentTypeError, InvalidArgumentError
 from ..layout import Layout
 from ..registry import choose_layout
 from ..snowflake import Snowflake
@@ -75,11 +76,11 @@ def seq_uuid_pk(
     10.5+, SQLite 3.35+).  ``layout`` applies to Python-made ids only.
     """
     if generate not in ("python", "database"):
-        raise ValueError(f"generate must be 'python' or 'database', got {generate!r}")
+        raise InvalidArgumentError(f"generate must be 'python' or 'database', got {generate!r}")
     column_kw.setdefault("primary_key", True)
     if generate == "database":
         if layout is not None:
-            raise ValueError("layout= applies to ids made in Python; the database's generator fixes its own")
+            raise InvalidArgumentError("layout= applies to ids made in Python; the database's generator fixes its own")
         from .server import DatabaseSeqUUID
 
         column_kw.setdefault("server_default", DatabaseSeqUUID(storage))
@@ -106,7 +107,7 @@ def seq_uuid_fk(
 def snowflake_pk(generator: Snowflake, **column_kw: Any) -> MappedColumn[Any]:
     """``mapped_column`` for a :class:`SnowflakeID` primary key filled by ``generator``."""
     if not isinstance(generator, Snowflake):
-        raise TypeError(f"generator must be a seqid_orm.Snowflake, got {type(generator).__name__}")
+        raise ArgumentTypeError(f"generator must be a seqid_orm.Snowflake, got {type(generator).__name__}")
     column_kw.setdefault("primary_key", True)
     column_kw.setdefault("autoincrement", False)
     column_kw.setdefault("default", generator.next_id)
@@ -133,7 +134,7 @@ def assign_ids_on_init(mapped_class: type, bind: Engine) -> Callable[..., None]:
     mapper: Mapper[Any] = inspect(mapped_class)
     columns = [c for c in mapper.primary_key if isinstance(c.type, SeqUUID)]
     if not columns:
-        raise TypeError(f"{mapped_class.__name__} has no SeqUUID primary-key column")
+        raise ArgumentTypeError(f"{mapped_class.__name__} has no SeqUUID primary-key column")
     if dialect_server_version(bind.dialect) is None:
         with bind.connect():
             pass

@@ -9,7 +9,6 @@ only move values in and out, refusing anything that is not a UUID before it reac
 from __future__ import annotations
 
 import operator
-import re
 import uuid
 from typing import Any
 
@@ -18,7 +17,7 @@ from sqlalchemy.dialects import mssql, mysql, oracle, postgresql
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, UserDefinedType
 
-from ..errors import InvalidIDError
+from ..errors import InvalidArgumentError
 from ..layout import Layout, as_layout
 from ..registry import (
     BINARY_COLLATIONS,
@@ -30,23 +29,7 @@ from ..registry import (
     normalize_vendor,
 )
 from ..text import BSV_LENGTH, check_text_id, text_id_kind
-
-_UUID_TEXT = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
-
-
-def coerce_uuid(value: object) -> uuid.UUID:
-    """A ``uuid.UUID`` from a UUID or its canonical 36-character text; anything else raises.
-
-    Integers, bytes, 32-digit hex and braced forms are refused on purpose: accepting them
-    would let a wrong value (an ``int`` primary key, a truncated string) reach the database.
-    """
-    if isinstance(value, uuid.UUID):
-        return value
-    if isinstance(value, str):
-        if _UUID_TEXT.match(value):
-            return uuid.UUID(value)
-        raise InvalidIDError(f"invalid UUID text {value!r}: expected the 36-character form xxxxxxxx-xxxx-...")
-    raise TypeError(f"a SeqUUID value must be a uuid.UUID or its text, got {type(value).__name__}")
+from ..validate import coerce_int_id, coerce_uuid
 
 
 def dialect_vendor(dialect: Dialect) -> str:
@@ -115,7 +98,7 @@ class SeqUUID(TypeDecorator[uuid.UUID]):
         if self.storage is None:
             return default_storage(vendor, version)
         if self.storage is Storage.NATIVE and not has_native_uuid(vendor, version):
-            raise InvalidIDError(
+            raise InvalidArgumentError(
                 f"storage='native' needs a UUID column type, which {vendor} {format_version(version)} "
                 "does not have; use 'binary' or 'text'"
             )
@@ -157,12 +140,13 @@ class SeqUUID(TypeDecorator[uuid.UUID]):
         to_db = self._to_db(dialect)
         impl_processor = self.impl_instance.bind_processor(dialect)
         UUID = uuid.UUID
+        limit = 1 << 128
 
         def process(value: Any) -> Any:
             if value is None:
                 out = None
             else:
-                u = value if value.__class__ is UUID else coerce_uuid(value)
+                u = value if value.__class__ is UUID and 0 <= value.int < limit else coerce_uuid(value)
                 out = u if to_db is None else to_db(u)
             return impl_processor(out) if impl_processor is not None else out
 
@@ -233,13 +217,7 @@ class SnowflakeID(TypeDecorator[int]):
         return int
 
     def process_bind_param(self, value: Any, dialect: Dialect) -> int | None:
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"a SnowflakeID value must be an int, got {type(value).__name__}")
-        if not 0 <= value < (1 << 63):
-            raise InvalidIDError(f"a SnowflakeID value must be between 0 and 2**63-1, got {value}")
-        return value
+        return None if value is None else coerce_int_id(value)
 
 
 class SortableText(TypeDecorator[str]):

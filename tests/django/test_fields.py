@@ -325,3 +325,60 @@ def test_mssql_django_backend_layout_follows_its_column_type():
     assert storage_of(field, mssql) is Storage.NATIVE
     assert choose_layout(vendor_of(mssql), None, storage_of(field, mssql)) is Layout.TIME_LAST
     assert ShareCode._meta.pk.db_parameters(mssql)["collation"] == "Latin1_General_BIN2"
+
+
+# --- hardening: wrong keys are refused, never coerced (the same validator as SQLAlchemy) ----
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [12345, True, 1.5, b"\x01" * 16, "{01890a5d-ac96-774b-bcce-b302099a8057}", "urn:uuid:01890a5d-ac96-774b-bcce-b3"],
+)
+def test_seq_uuid_field_refuses_keys_django_would_coerce(bad):
+    from django.core.exceptions import ValidationError
+
+    with pytest.raises(ValidationError), transaction.atomic():
+        Author(id=bad, name="bad").save()
+    with pytest.raises(ValidationError):
+        Author._meta.pk.to_python(bad)
+    assert not Author.objects.exists()
+
+
+def test_seq_uuid_field_refuses_a_uuid_whose_int_is_out_of_range():
+    from django.core.exceptions import ValidationError
+
+    forged = object.__new__(uuid.UUID)
+    object.__setattr__(forged, "int", 1 << 128)
+    object.__setattr__(forged, "is_safe", uuid.SafeUUID.unknown)
+    with pytest.raises(ValidationError, match="128-bit"), transaction.atomic():
+        Author(id=forged, name="forged").save()
+    assert not Author.objects.exists()
+
+
+@pytest.mark.parametrize("bad", [12.9, True, -1, 2**63, "12.9", "-1", " 12", "1_000"])
+def test_snowflake_field_refuses_keys_django_would_coerce(bad):
+    from django.core.exceptions import ValidationError
+
+    with pytest.raises(ValidationError), transaction.atomic():
+        Event(id=bad, name="bad").save()
+    assert not Event.objects.exists()
+
+
+def test_snowflake_field_takes_an_int_or_its_decimal_text():
+    event = Event.objects.create(id=1234567890123, name="chosen")
+    assert Event.objects.get(pk="1234567890123") == event
+    assert Event.objects.filter(pk__in=[1234567890123, "5"]).count() == 1
+
+
+def test_the_spellings_django_and_sqlalchemy_accept_are_the_same():
+    """Binds on both ORMs go through seqid_orm.validate; only the hex Django itself writes to
+    char(32) columns is read back by to_python (forms, fixtures)."""
+    value = uuid.UUID("01890a5d-ac96-774b-bcce-b302099a8057")
+    field = Author._meta.pk
+    for ok in (value, str(value), str(value).upper()):
+        assert field.get_db_prep_value(ok, connection) in (value, value.hex, str(value))
+    assert field.to_python(value.hex) == value
+    from django.core.exceptions import ValidationError
+
+    with pytest.raises(ValidationError):
+        field.get_db_prep_value(value.hex, connection)

@@ -1,0 +1,65 @@
+"""The one validator both ORMs use for key values, so a wrong key never reaches the database.
+
+Both the SQLAlchemy types and the Django fields call these before a value is bound, and
+:func:`~seqid_orm.decode.describe` parses text with the same rules.  They refuse rather than
+guess: a silently converted key points at another row, or at none.
+
+UUID keys accept exactly two spellings:
+
+* a :class:`uuid.UUID` (whose ``int`` is a real 128-bit value), and
+* the 36-character text ``xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`` in hex digits of either case
+  (RFC 9562 §4: hex is case-insensitive on input).
+
+Refused: integers and bools (``uuid.UUID(int=12345)`` is a valid but certainly unintended
+key), bytes, 32-digit hex without hyphens (it is also valid bsv text), braces, ``urn:uuid:``,
+surrounding spaces, underscores and misplaced hyphens, all of which ``uuid.UUID()`` accepts.
+
+Integer keys (Snowflake, tickets) accept an ``int`` in ``[0, 2**63)`` or its plain decimal text
+(ASCII digits only, as a URL argument arrives); refused: ``bool``, ``float`` (``12.9`` would
+become 12), negatives, values a signed BIGINT cannot hold, signs, spaces and underscores.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+from .errors import ArgumentTypeError, InvalidIDError
+
+__all__ = ["BIGINT_MAX", "coerce_int_id", "coerce_uuid", "parse_uuid_text"]
+
+BIGINT_MAX = (1 << 63) - 1
+_UUID_INT_LIMIT = 1 << 128
+_UUID_TEXT = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
+_DIGITS = re.compile(r"[0-9]{1,19}\Z")
+
+
+def parse_uuid_text(text: str) -> uuid.UUID:
+    """A UUID from its canonical 36-character text (either case); anything else raises."""
+    if _UUID_TEXT.match(text) is None:
+        raise InvalidIDError(f"invalid UUID text {text!r}: expected the 36-character form xxxxxxxx-xxxx-...")
+    return uuid.UUID(text)
+
+
+def coerce_uuid(value: object) -> uuid.UUID:
+    """``value`` as a ``uuid.UUID`` if it is one or its canonical text; a typed error otherwise."""
+    if isinstance(value, uuid.UUID):
+        if not 0 <= value.int < _UUID_INT_LIMIT:  # only a UUID built around __init__ can be
+            raise InvalidIDError(f"a UUID's int must be an unsigned 128-bit value, got {value.int}")
+        return value
+    if isinstance(value, str):
+        return parse_uuid_text(value)
+    raise ArgumentTypeError(f"a SeqUUID value must be a uuid.UUID or its text, got {type(value).__name__}")
+
+
+def coerce_int_id(value: object, what: str = "a SnowflakeID value") -> int:
+    """``value`` as an integer key in ``[0, 2**63)``: an ``int`` or its decimal text."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ArgumentTypeError(f"{what} must be an int, got {type(value).__name__}")
+    if isinstance(value, str):
+        if _DIGITS.match(value) is None:
+            raise InvalidIDError(f"{what} must be decimal digits only, got {value!r}")
+        value = int(value)
+    if not 0 <= value <= BIGINT_MAX:
+        raise InvalidIDError(f"{what} must be between 0 and 2**63-1, got {value}")
+    return value

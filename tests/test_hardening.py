@@ -1,0 +1,297 @@
+"""Regression tests for the defects a hostile tester found (each failed before its fix).
+
+Forks made in C, a racing random pool, text that parses too liberally, errors that were not
+typed.  Database-side effects of the same defects are tested against the live servers in
+test_sqlalchemy_orm.py and tests/django/test_fields.py.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import datetime as dt
+import math
+import os
+import pathlib
+import re
+import sys
+import threading
+import uuid
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import seqid_orm
+from seqid_orm import (
+    ArgumentTypeError,
+    GeneratorExhaustedError,
+    InvalidArgumentError,
+    InvalidIDError,
+    Layout,
+    SeqIDError,
+    Snowflake,
+    comb_batch,
+    decode_base32,
+    describe,
+    timestamp_of,
+    uuid_time_nextval,
+)
+from seqid_orm._random import POOL, RandomPool
+from seqid_orm.comb import _MS_MAX, CombGenerator, decode_comb
+from seqid_orm.text import check_text_id, decode_bsv
+
+needs_fork = pytest.mark.skipif(not hasattr(os, "fork") or sys.platform != "linux", reason="libc fork() on Linux")
+
+RFC_V7_VECTOR = uuid.UUID("017f22e2-79b0-7cc3-98c4-dc0c0c07398f")  # RFC 9562 appendix A.6
+
+
+# --- 1. fork() made in C, without Python's at-fork hooks ---------------------------------
+
+
+def _raw_fork_children(make_ids, children: int = 4, per_child: int = 200) -> list[list[str]]:
+    """Fork ``children`` processes with libc's fork() (no os.register_at_fork hooks run, as in
+    uWSGI's prefork) right after the parent drew an id; collect what each child made."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.fork.restype = ctypes.c_int
+    make_ids(1)  # the master drew one id: its state and random buffer are now warm
+    pipes, pids = [], []
+    for _ in range(children):
+        r, w = os.pipe()
+        pid = libc.fork()
+        if pid == 0:  # the child: no Python fork hooks have run
+            try:
+                os.close(r)
+                payload = "\n".join(map(str, make_ids(per_child))).encode()
+                view = memoryview(payload)
+                while view:
+                    view = view[os.write(w, view) :]
+            finally:
+                os._exit(0)
+        os.close(w)
+        pipes.append(r)
+        pids.append(pid)
+    out = []
+    for r, pid in zip(pipes, pids, strict=True):
+        chunks = []
+        while chunk := os.read(r, 65536):
+            chunks.append(chunk)
+        os.close(r)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        out.append(b"".join(chunks).decode().split("\n"))
+    return out
+
+
+@needs_fork
+@pytest.mark.parametrize("layout", list(Layout))
+def test_children_of_a_c_level_fork_never_share_ids(layout):
+    gen = CombGenerator(layout)
+    for _ in range(5):  # several rounds: the clock may or may not tick between fork and first id
+        made = _raw_fork_children(lambda n: [gen() for _ in range(n)])
+        flat = [i for child in made for i in child]
+        assert len(flat) == 4 * 200 and len(set(flat)) == len(flat)
+
+
+@needs_fork
+def test_children_of_a_c_level_fork_do_not_share_batches_or_the_module_generators():
+    made = _raw_fork_children(lambda n: [*comb_batch(n // 2), *(seqid_orm.uuid7() for _ in range(n // 2))])
+    flat = [i for child in made for i in child]
+    assert len(set(flat)) == len(flat)
+    made = _raw_fork_children(lambda n: [seqid_orm.bsv() for _ in range(n)])
+    flat = [i for child in made for i in child]
+    assert len(set(flat)) == len(flat)
+
+
+@needs_fork
+def test_a_snowflake_refuses_to_run_in_a_child_of_a_c_level_fork():
+    gen = Snowflake(worker_id=3)
+
+    def make(n: int) -> list[str]:
+        try:
+            return [str(gen.next_id()) for _ in range(n)]
+        except seqid_orm.ForkedGeneratorError:
+            return ["refused"]
+
+    made = _raw_fork_children(make)
+    assert made == [["refused"]] * 4
+    assert gen.next_id() > 0  # the parent goes on
+
+
+# --- 2. the random pool under concurrent use ----------------------------------------------
+
+
+def test_the_random_pool_never_hands_a_word_out_twice_across_threads():
+    pool = RandomPool()
+    seen: list[list[int]] = []
+    start = threading.Barrier(8)
+
+    def worker(k: int) -> None:
+        got: list[int] = []
+        start.wait()
+        for i in range(3000):
+            got.extend(pool.words(1 + (i + k) % 7) if i % 2 else [pool.word()])
+        seen.append(got)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    flat = [w for got in seen for w in got]
+    assert len(flat) > 8 * 3000 and len(set(flat)) == len(flat)
+
+
+def test_words_of_any_size_are_fresh():
+    assert len(set(POOL.words(200))) == 200 and POOL.words(0) == []
+
+
+# --- 3, 5. text is parsed strictly, hex in either case -------------------------------------
+
+
+def test_upper_case_hex_is_never_read_as_a_bsv_id():
+    text = RFC_V7_VECTOR.hex.upper()  # as MySQL HEX(id) and Oracle RAWTOHEX print it
+    with pytest.raises(InvalidIDError, match="ambiguous"):
+        timestamp_of(text)
+    assert timestamp_of(text, kind="uuid") == dt.datetime(2022, 2, 22, 19, 22, 22, tzinfo=dt.timezone.utc)
+    assert timestamp_of(text.lower(), kind="uuid") == timestamp_of(RFC_V7_VECTOR)
+    assert timestamp_of(str(RFC_V7_VECTOR).upper()) == timestamp_of(RFC_V7_VECTOR)  # RFC 9562 §4
+    assert describe(text, kind="uuid").kind == "uuid7"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "0190_aaa-0000-7000-8000-000000000000",
+        " 0190aaaa-0000-7000-8000-00000000000",
+        "0190aaaa-0000-7000-8000-000000000000 ",
+        "{0190aaaa-0000-7000-8000-00000000000}",
+        "urn:uuid:0190aaaa-0000-7000-8000-0000",
+        "0x0190aaaa00007000800000000000000000",
+        "0190aaaa0-000-7000-8000-000000000000",
+        "0190aaaa-0000-7000-8000-00000000000\u0661",
+    ],
+)
+def test_uuid_text_that_uuid_UUID_would_accept_is_refused(text):
+    with pytest.raises(InvalidIDError):
+        timestamp_of(text)
+    with pytest.raises(InvalidIDError, match="invalid UUID text"):
+        seqid_orm.coerce_uuid(text)
+
+
+# --- 4. base32 is ASCII only ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", ["\u017f" * 26, "\u00df" + "0" * 25, "0" * 25 + "\ufb00", "0" * 25 + "\u0131"])
+def test_base32_refuses_letters_that_upper_case_onto_ascii(bad):
+    with pytest.raises(InvalidIDError, match="non-ASCII"):
+        decode_base32(bad)
+    with pytest.raises(InvalidIDError):
+        check_text_id(bad, "base32")
+
+
+@given(st.text(min_size=26, max_size=26))
+def test_base32_never_returns_more_than_128_bits(text):
+    try:
+        value = decode_base32(text)
+    except InvalidIDError:
+        return
+    assert text.isascii() and 0 <= value.int < 1 << 128
+
+
+# --- 6. only canonical bsv text ---------------------------------------------------------
+
+
+def test_non_canonical_bsv_text_is_refused():
+    for bad in ["0" * 30 + "!!", "0" * 31 + "!"]:
+        with pytest.raises(InvalidIDError):
+            check_text_id(bad, "bsv")
+        with pytest.raises(InvalidIDError):
+            timestamp_of(bad)
+    # base64 text whose unused low bits are set decodes to the same bytes as the canonical one
+    canonical = seqid_orm.encode_bsv(b"\x00")
+    sloppy = canonical[0] + "0" + canonical[2:]
+    assert sloppy != canonical
+    with pytest.raises(InvalidIDError, match="canonical"):
+        decode_bsv(sloppy)
+
+
+@given(st.text(alphabet="$-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!", min_size=4, max_size=40))
+def test_two_bsv_texts_never_decode_to_the_same_bytes(text):
+    try:
+        raw = decode_bsv(text)
+    except InvalidIDError:
+        return
+    assert seqid_orm.encode_bsv(raw) == text
+
+
+# --- 7. every error is typed ------------------------------------------------------------------
+
+
+def _max_time_v7() -> uuid.UUID:
+    return uuid.UUID(int=(_MS_MAX << 80) | (0x7 << 76) | (0b10 << 62))
+
+
+@pytest.mark.parametrize(
+    ("call", "error"),
+    [
+        (lambda: timestamp_of(_max_time_v7()), InvalidIDError),
+        (lambda: timestamp_of("z" * 32), InvalidIDError),
+        (lambda: comb_batch(2**63), InvalidArgumentError),
+        (lambda: comb_batch(2**40), InvalidArgumentError),
+        (lambda: comb_batch(-1), InvalidArgumentError),
+        (lambda: comb_batch(1.5), ArgumentTypeError),
+        (lambda: uuid_time_nextval(now=math.inf), InvalidArgumentError),
+        (lambda: uuid_time_nextval(now=math.nan), InvalidArgumentError),
+        (lambda: Snowflake.sonyflake(machine_id=70000), InvalidArgumentError),
+        (lambda: seqid_orm.comb("sideways"), InvalidArgumentError),
+        (lambda: timestamp_of(1.5), ArgumentTypeError),
+        (lambda: Snowflake(worker_id=0).decode(-1), InvalidIDError),
+    ],
+)
+def test_bad_input_raises_a_typed_error(call, error):
+    with pytest.raises(error) as info:
+        call()
+    assert isinstance(info.value, SeqIDError)
+    assert isinstance(info.value, (TypeError, ValueError))
+
+
+def test_errors_name_what_is_wrong():
+    with pytest.raises(InvalidArgumentError, match="machine_id"):
+        Snowflake.sonyflake(machine_id=70000)
+    with pytest.raises(InvalidArgumentError, match="now"):
+        uuid_time_nextval(now=math.nan)
+    with pytest.raises(InvalidArgumentError, match="MAX_BATCH"):
+        comb_batch(2**40)
+
+
+@pytest.mark.parametrize("layout", list(Layout))
+def test_the_end_of_the_48_bit_clock_raises_exhausted_instead_of_wrapping(layout):
+    gen = CombGenerator(layout, clock=lambda: _MS_MAX * 1_000_000)
+    first = gen()
+    # as if the counter had run up to its end within the last millisecond (2**41 calls for v7)
+    gen._counter = gen._counter_max
+    with pytest.raises(GeneratorExhaustedError):
+        gen()
+    with pytest.raises(GeneratorExhaustedError):
+        gen.batch(3)
+    gen._counter = gen._counter_max - 2
+    with pytest.raises(GeneratorExhaustedError):  # a batch stops whole, not with a partial list
+        gen.batch(5)
+    assert [decode_comb(u, layout)[0] for u in gen.batch(2)] == [_MS_MAX] * 2
+    assert 0 <= first.int < 1 << 128 and decode_comb(first, layout)[0] == _MS_MAX
+    late = CombGenerator(layout, clock=lambda: (_MS_MAX + 1) * 1_000_000)
+    with pytest.raises(GeneratorExhaustedError):
+        late()
+
+
+def test_no_builtin_error_is_raised_by_the_package_source():
+    """A guard against new bare ValueError/TypeError/OverflowError raises (typed errors only)."""
+    root = pathlib.Path(seqid_orm.__file__).parent
+    pattern = re.compile(r"raise (ValueError|TypeError|OverflowError|RuntimeError|LookupError|KeyError)\(")
+    offenders = [
+        f"{p.relative_to(root)}:{n}"
+        for p in root.rglob("*.py")
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if pattern.search(line)
+    ]
+    assert offenders == []

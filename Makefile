@@ -44,6 +44,7 @@ test-django: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 # The full benchmark on the local servers (several minutes); results land in bench-out/.
 bench: $(STAMP)

@@ -7,6 +7,7 @@ import contextlib
 import json
 import sys
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from . import (
     Layout,
@@ -22,6 +23,9 @@ from . import (
 from .decode import describe
 from .errors import SeqIDError
 from .registry import VENDORS
+
+if TYPE_CHECKING:
+    from .bench.runner import BenchRun
 
 KINDS = ("uuid7", "comb", "snowflake", "bsv", "base32", "time-prefix")
 
@@ -45,7 +49,7 @@ def _new(args: argparse.Namespace) -> int:
         layout = choose_layout(vendor, None, args.storage or default_storage(vendor, None))
     kind = args.kind or ("comb" if args.layout or args.dialect or args.url else "uuid7")
     snowflake = Snowflake(worker_id=args.worker)
-    make = {
+    makers: dict[str, Callable[[], object] | None] = {
         "uuid7": uuid7,
         "comb": lambda: comb(layout),
         "snowflake": snowflake.next_id,
@@ -53,7 +57,8 @@ def _new(args: argparse.Namespace) -> int:
         "base32": base32,
         "time-prefix": lambda: uuid_time_nextval(layout=layout),
         "seq-prefix": None,
-    }[kind]
+    }
+    make = makers[kind]
     for i in range(args.n):
         print(uuid_sequence_nextval(i, layout=layout) if make is None else make())
     return 0
@@ -83,7 +88,7 @@ def _probe(args: argparse.Namespace) -> int:
     from .sqlalchemy.types import dialect_server_version
 
     engine = create_engine(args.url)
-    results = []
+    results: list[dict[str, object]] = []
     with engine.connect() as conn:
         for storage in ("native", "binary", "text", "hex"):
             type_ = SeqUUID(storage=storage)
@@ -133,7 +138,7 @@ def _bench(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="seqid-bench-") as tmp:
         urls = args.url or [f"sqlite:///{os.path.join(tmp, 'bench.sqlite3')}"]
         for url in urls:
-            rows = args.rows or (200_000 if url.startswith("sqlite") else 2_000_000)
+            rows = args.rows or (100_000 if url.startswith("sqlite") else 2_000_000)
             try:
                 with contextlib.ExitStack() as stack:
                     if args.small_memory:
@@ -148,7 +153,7 @@ def _bench(args: argparse.Namespace) -> int:
                         batch=args.batch,
                         via=args.via,
                         progress=None if args.quiet else runner._progress,
-                        repeat=args.repeat,
+                        repeat=args.repeat or (3 if url.startswith("sqlite") else 1),
                     )
                     if args.small_memory:
                         run.notes.append("small-memory mode")
@@ -180,7 +185,7 @@ def _bench(args: argparse.Namespace) -> int:
     if args.json:
         print(report.to_json(runs))
     else:
-        print(report.markdown(runs))
+        print(report.table(runs))
         if generation is not None:
             print()
             print(gen_bench.markdown(generation))
@@ -223,7 +228,7 @@ def _missing_driver(url: str, exc: ModuleNotFoundError) -> str:
     return f"the driver for {url!r} is not installed ({exc.name})"
 
 
-def _small_memory(url: str):
+def _small_memory(url: str) -> contextlib.AbstractContextManager[str]:
     from .bench import servers
 
     dialect = url.split(":", 1)[0].split("+", 1)[0]
@@ -234,7 +239,7 @@ def _small_memory(url: str):
     return contextlib.nullcontext(url)
 
 
-def _explain(runs: list) -> None:
+def _explain(runs: list[BenchRun]) -> None:
     """One plain sentence per database: the point of the project, in this run's numbers."""
     for run in runs:
         by = {r.kind: r for r in run.results}
@@ -291,7 +296,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bench", help="insert benchmark: BIGINT vs random UUID vs seqid keys (SQLite by default)")
     p.add_argument("--url", action="append", help="SQLAlchemy URL; repeat for several databases")
     p.add_argument(
-        "--rows", type=_positive("rows"), help="rows per key kind (default 200,000 on SQLite, 2,000,000 elsewhere)"
+        "--rows", type=_positive("rows"), help="rows per key kind (default 100,000 on SQLite, 2,000,000 elsewhere)"
     )
     p.add_argument("--keys", help="comma-separated key kinds (default: all)")
     p.add_argument(
@@ -306,8 +311,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--repeat",
         type=_positive("rounds"),
-        default=1,
-        help="rounds per database, each running every key kind in a rotated order; ratios are per-round medians",
+        help=(
+            "rounds per database, each running every key kind in a rotated order; ratios are per-round "
+            "medians (default: 3 on SQLite, whose single runs vary most on a shared machine; 1 elsewhere)"
+        ),
     )
     p.add_argument("--out", help="directory for results.md, results.csv, results.json and chart.png")
     p.add_argument("--json", action="store_true")

@@ -258,7 +258,7 @@ class CombGenerator:
             else:
                 counter = self._counter
                 ms = self._last_ms
-            out = []
+            out: list[uuid.UUID] = []
             append = out.append
             for rnd in words:
                 counter += 1

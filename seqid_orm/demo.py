@@ -8,6 +8,7 @@ with each id's decoded timestamp and the layout seqid chose for that column.
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from .decode import timestamp_of
 
@@ -21,7 +22,7 @@ def run(url: str = "sqlite://", rows: int = 5) -> int:
     class Base(DeclarativeBase):
         pass
 
-    models = {}
+    models: dict[str, Any] = {}
     for storage in ("binary", "text", "hex"):
         models[storage] = type(
             f"Note_{storage}",

@@ -45,8 +45,9 @@ ORDER_BYTES_LE: tuple[int, ...] = (3, 2, 1, 0, 5, 4, 7, 6, 8, 9, 10, 11, 12, 13,
 class Layout(str, enum.Enum):
     """Where the timestamp and counter of a time-ordered UUID are placed.
 
-    The members are named after how the *database* reads the bytes; the seed article's
-    names are aliases of them.
+    The members are named after how the *database* reads the bytes; the names of Jeremy
+    Todd's multi-database COMB generator (github.com/jhtodd/SequentialGuid, after Jimmy
+    Nilsson's "The Cost of GUIDs as Primary Keys", 2002) are aliases of them.
     """
 
     TIME_FIRST = "time_first"
@@ -119,6 +120,25 @@ def sort_key(value: uuid.UUID, order: Sequence[int]) -> bytes:
     return bytes(raw[i] for i in order)
 
 
+def fits(layout: Layout, order: Sequence[int]) -> bool:
+    """Whether an engine comparing bytes in ``order`` reads ``layout``'s time and counter first.
+
+    The one test of "does this layout keep ids ordered there", used by :func:`layout_for_order`,
+    the registry and the live probe alike.
+    """
+    return tuple(order[: len(layout.requires)]) == layout.requires
+
+
+def candidates(preferred: Layout | str | None = None) -> list[Layout]:
+    """Every layout, ``preferred`` first, then in declaration order (the order choices are tried)."""
+    order = list(Layout)
+    if preferred is not None:
+        first = as_layout(preferred, "preferred")
+        order.remove(first)
+        order.insert(0, first)
+    return order
+
+
 def layout_for_order(order: Sequence[int], preferred: Layout | None = None) -> Layout | None:
     """The layout whose time and counter an engine with comparison ``order`` reads first.
 
@@ -129,7 +149,4 @@ def layout_for_order(order: Sequence[int], preferred: Layout | None = None) -> L
     order = tuple(order)
     if sorted(order) != list(range(16)):
         raise InvalidArgumentError(f"order must be a permutation of 0..15, got {order!r}")
-    fitting = [lay for lay in Layout if order[: len(lay.requires)] == lay.requires]
-    if preferred is not None and Layout(preferred) in fitting:
-        return Layout(preferred)
-    return fitting[0] if fitting else None
+    return next((lay for lay in candidates(preferred) if fits(lay, order)), None)

@@ -20,15 +20,19 @@ import enum
 import functools
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from .comb import comb_at
-from .errors import ArgumentTypeError, UnknownLayoutError
+from .errors import ArgumentTypeError, InvalidArgumentError, UnknownLayoutError
 from .layout import (
     ORDER_BYTES,
     ORDER_MARIADB_SWAPPED,
     ORDER_SQLSERVER,
     Layout,
+    as_layout,
+    candidates,
     coerce_enum,
+    fits,
     layout_for_order,
 )
 
@@ -63,6 +67,32 @@ BINARY_COLLATIONS = {
     "cockroachdb": "C",
     "mssql": "Latin1_General_BIN2",
 }
+
+
+@dataclass(frozen=True)
+class TextColumnSpec:
+    """How a text-id column is declared on one vendor (both adapters build their DDL from it)."""
+
+    charset: str | None
+    """A character set to declare (MySQL/MariaDB: ``ascii``, one byte per character)."""
+    collation: str | None
+    """A binary collation, so ids differing in case never compare equal (``None``: bytewise already)."""
+
+
+def text_id_column(vendor: str) -> TextColumnSpec:
+    """The column spec for sortable text ids on ``vendor``."""
+    charset = "ascii" if vendor in ("mysql", "mariadb") else None
+    return TextColumnSpec(charset, BINARY_COLLATIONS.get(vendor))
+
+
+def integer_key_is_rowid_type(vendor: str) -> bool:
+    """Whether an integer primary key must be declared ``INTEGER`` (not ``BIGINT``) on ``vendor``.
+
+    SQLite makes a primary key the table's rowid only when it is declared exactly ``INTEGER``
+    (https://sqlite.org/lang_createtable.html#rowid); ``BIGINT`` adds a second B-tree.
+    """
+    return vendor == "sqlite"
+
 
 #: Vendor names understood here (SQLAlchemy's dialect names; Django's are mapped onto them).
 VENDORS = ("postgresql", "cockroachdb", "mssql", "mariadb", "mysql", "oracle", "sqlite")
@@ -100,7 +130,12 @@ def default_storage(vendor: str, server_version: ServerVersion) -> Storage:
 
 # MariaDB stopped byte-swapping UUIDs of version >= 6 in these releases (MDEV-29959 and
 # MDEV-31926); every series after 11.1 has it from the start.
-_MARIADB_UUID_FIX = {(10, 10): (10, 10, 6), (10, 11): (10, 11, 5), (11, 0): (11, 0, 3), (11, 1): (11, 1, 2)}
+_MARIADB_UUID_FIX: dict[tuple[int, ...], tuple[int, ...]] = {
+    (10, 10): (10, 10, 6),
+    (10, 11): (10, 11, 5),
+    (11, 0): (11, 0, 3),
+    (11, 1): (11, 1, 2),
+}
 
 
 def mariadb_swaps_selectively(server_version: ServerVersion) -> bool:
@@ -155,6 +190,50 @@ def layout_sample(layout: Layout) -> uuid.UUID:
     return comb_at(_dt.datetime(2020, 1, 1, tzinfo=_dt.timezone.utc), layout, "min")
 
 
+def normalize_version(server_version: Sequence[object] | None) -> tuple[int, ...] | None:
+    """A driver's version tuple as integers only (MariaDB's carries the string ``"MariaDB"``)."""
+    if not server_version:
+        return None
+    return tuple(v for v in server_version if isinstance(v, int) and not isinstance(v, bool))
+
+
+def resolve_storage(vendor: str, server_version: ServerVersion, requested: Storage | str | None) -> Storage:
+    """The storage a column really gets: the vendor's default, or the requested one if it exists there."""
+    if requested is None:
+        return default_storage(vendor, server_version)
+    storage = as_storage(requested)
+    if storage is Storage.NATIVE and not has_native_uuid(vendor, server_version):
+        raise InvalidArgumentError(
+            f"storage='native' needs a UUID column type, which {vendor} {format_version(server_version)} "
+            "does not have; use 'binary' or 'text'"
+        )
+    return storage
+
+
+@functools.lru_cache(maxsize=1024)
+def decide_layout(
+    vendor: str,
+    server_version: tuple[object, ...] | None,
+    storage: Storage | str | None,
+    preferred: Layout | None = None,
+    is_mariadb: bool = False,
+) -> Layout:
+    """The decision every adapter asks for, memoised: the layout for this target.
+
+    The adapters only describe their target — the vendor name as the driver or Django gives it,
+    the raw server version, the storage asked for (``None``: the vendor's default) and the user's
+    preferred layout — and this function does the rest once per distinct target: normalising,
+    resolving the storage, and the rule for an unknown server version (an explicit layout is
+    trusted, since nothing can be checked; otherwise the current server is assumed).
+    """
+    name = normalize_vendor(vendor, is_mariadb=is_mariadb)
+    version = normalize_version(server_version)
+    resolved = resolve_storage(name, version, storage)
+    if version is None and preferred is not None:
+        return as_layout(preferred)
+    return choose_layout(name, version, resolved, preferred=preferred)
+
+
 def choose_layout(
     vendor: str,
     server_version: ServerVersion,
@@ -167,14 +246,11 @@ def choose_layout(
     Every layout is tried with values of its own bits (``preferred`` first, then
     ``TIME_FIRST``, ``TIME_LAST``, ``TIME_FIRST_LE``); the first that the engine orders by its
     time wins.  Raises :class:`~seqid_orm.errors.UnknownLayoutError` when none does.
+    Adapters call the memoised :func:`decide_layout`.
     """
-    candidates = list(Layout)
-    if preferred is not None:
-        candidates.remove(Layout(preferred))
-        candidates.insert(0, Layout(preferred))
-    for layout in candidates:
+    for layout in candidates(preferred):
         order = compare_order(vendor, server_version, storage, layout_sample(layout))
-        if order is not None and order[: len(layout.requires)] == layout.requires:
+        if order is not None and fits(layout, order):
             return layout
     raise UnknownLayoutError(
         f"no known layout keeps ids ordered on {vendor} {format_version(server_version)} with "

@@ -1,6 +1,6 @@
 """Snowflake-style 64-bit integer ids: ``time | datacenter | worker | sequence``.
 
-Twitter's profile (seed 001) is the default: 41 bits of milliseconds since 2010-11-04
+Twitter's profile (github.com/twitter-archive/snowflake, 2010) is the default: 41 bits of milliseconds since 2010-11-04
 (epoch ``1288834974657``), 5 bits of datacenter, 5 bits of worker, 12 bits of sequence.  Every
 width and the time unit are configurable (:meth:`Snowflake.sonyflake` gives Sonyflake's
 39-bit, 10 ms profile), as long as the id fits a *signed* BIGINT (63 bits).
@@ -10,7 +10,7 @@ Uniqueness rests on the pair (datacenter, worker) being unique among live genera
 * the sequence never wraps inside one time unit: the generator waits for the next unit
   (it never returns ``None`` as some libraries do);
 * a clock that steps back is waited out up to ``rollback_tolerance_ms`` and refused beyond
-  that with :class:`~seqid_orm.errors.ClockMovedBackwardsError` (the seed's policy, with 0);
+  that with :class:`~seqid_orm.errors.ClockMovedBackwardsError` (Twitter's policy, with 0);
 * a generator inherited by a forked child refuses to run
   (:class:`~seqid_orm.errors.ForkedGeneratorError`): parent and child would share a worker id.
 """

@@ -1,11 +1,12 @@
-"""Sortable text ids: the seed's order-preserving base64 ("bsv") and Crockford base32.
+"""Sortable text ids: an order-preserving base64 ("bsv") and Crockford base32.
 
-*bsv* (seed 004): 8 bytes of big-endian .NET ticks (100 ns since 0001-01-01, UTC) followed by
-16 random bytes, written with base64 whose alphabet is re-ordered so that ASCII order equals
-value order: ``$ - 0-9 A-Z a-z``, padding ``!``.  24 bytes give exactly 32 characters.  The
-alphabet mixes cases, so a column holding bsv ids **must** use a binary collation
-(MySQL/MariaDB ``ascii_bin``, PostgreSQL ``"C"``, SQL Server ``Latin1_General_BIN2``): under a
-case-insensitive one, two ids that differ only in case collide.
+*bsv* (a .NET idea: a ticks prefix plus a GUID, as sortable text): 8 bytes of big-endian .NET
+ticks (100 ns since 0001-01-01, UTC) followed by 16 random bytes, written with base64 whose
+alphabet is re-ordered so that ASCII order equals value order: ``$ - 0-9 A-Z a-z``, padding
+``!``. 24 bytes give exactly 32 characters. The alphabet mixes cases, so a column holding bsv
+ids **must** use a binary collation (MySQL/MariaDB ``ascii_bin``, PostgreSQL ``"C"``, SQL
+Server ``Latin1_General_BIN2``): under a case-insensitive one, two ids that differ only in case
+collide.
 
 *base32*: Crockford's alphabet, 26 characters for 128 bits, the text form of a ULID.  Upper
 case only on output and case-insensitive on input, so it is safe under any collation.

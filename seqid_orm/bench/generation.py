@@ -12,6 +12,7 @@ order, and the report uses each candidate's median over the rounds; ratios are a
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import time
@@ -30,7 +31,7 @@ def _candidates(batch: int) -> dict[str, tuple[Callable[[], object], int]]:
         "seqid uuid7": (seqid_orm.uuid7, 1),
     }
     for layout in Layout:
-        out[f"seqid comb {layout.value}"] = ((lambda lay=layout: seqid_orm.comb(lay)), 1)
+        out[f"seqid comb {layout.value}"] = (functools.partial(seqid_orm.comb, layout), 1)
     out[f"seqid comb_batch({batch}) time_first"] = ((lambda: seqid_orm.comb_batch(batch)), batch)
     out[f"seqid comb_batch({batch}) time_last"] = ((lambda: seqid_orm.comb_batch(batch, Layout.TIME_LAST)), batch)
     out["seqid Snowflake.next_id"] = (snowflake.next_id, 1)

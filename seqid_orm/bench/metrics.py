@@ -33,7 +33,7 @@ def counters(conn: Connection, table: str) -> dict[str, float]:
             "read": float(row.read),
         }
     if name == "mysql":
-        status = dict(
+        status: dict[str, Any] = dict(
             conn.execute(
                 sa.text(
                     "SHOW GLOBAL STATUS WHERE Variable_name IN "

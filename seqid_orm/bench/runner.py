@@ -194,7 +194,7 @@ def run_kind(
                 else {"payload": payloads[(done + i) % len(payloads)]}
                 for i in range(n)
             ]
-            if via == "session":  # the unit of work: objects, flushed at commit
+            if via == "session" and session is not None:  # the unit of work: objects, flushed at commit
                 objects = [target(**p) for p in params]
                 session.add_all(objects)
                 session.commit()

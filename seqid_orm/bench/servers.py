@@ -2,8 +2,8 @@
 
 * PostgreSQL: ``shared_buffers`` needs a restart, so a private cluster is created with
   ``initdb`` in a temporary directory and started with ``pg_ctl`` on its own port, with small
-  shared buffers and frequent checkpoints (the setting of seed 003, where random keys make
-  full-page images explode).  It is stopped and deleted afterwards.
+  shared buffers and frequent checkpoints (the setting of Tomas Vondra's "Sequential UUID
+  generators" benchmark, 2018, where random keys make full-page images explode).  It is stopped and deleted afterwards.
 * MariaDB: ``innodb_buffer_pool_size`` is dynamic; it is set to 32 MB for the run and restored.
 """
 
@@ -57,7 +57,8 @@ def pg_bindir(major: int) -> str:
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 def _as_postgres(cmd: list[str]) -> list[str]:
@@ -108,7 +109,7 @@ def small_mariadb(url: str, buffer_pool: int = 32 * 2**20) -> Iterator[str]:
     engine = sa.create_engine(url, isolation_level="AUTOCOMMIT")
     try:
         with engine.connect() as conn:
-            before = int(conn.execute(sa.text("SELECT @@GLOBAL.innodb_buffer_pool_size")).scalar())
+            before = int(conn.execute(sa.text("SELECT @@GLOBAL.innodb_buffer_pool_size")).scalar_one())
             conn.execute(sa.text(f"SET GLOBAL innodb_buffer_pool_size = {int(buffer_pool)}"))
             _wait_for_resize(conn)
         try:

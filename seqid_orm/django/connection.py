@@ -8,17 +8,14 @@ SQLite, older Django on MariaDB) and Oracle's ``VARCHAR2(32)`` hold 32 hex digit
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from django.db import connections
 
 from ..layout import Layout
-from ..registry import Storage, choose_layout, normalize_vendor
+from ..registry import Storage, decide_layout, normalize_vendor
 
 _NATIVE_TYPES = {"uuid", "uniqueidentifier"}
-_cache: dict[tuple[Any, ...], Layout] = {}
-_lock = threading.Lock()
 
 
 def vendor_of(connection: Any) -> str:
@@ -55,20 +52,12 @@ def storage_of(field: Any, connection: Any) -> Storage:
 
 
 def layout_for_alias(field: Any, alias: str, preferred: Layout | None = None) -> Layout:
-    """The layout for ``field`` on database ``alias`` (cached per alias and settings)."""
+    """The layout for ``field`` on database ``alias`` (the core memoises the decision)."""
     connection = connections[alias]
-    key = (alias, id(connection.settings_dict), field.db_type(connection), preferred)
-    cached = _cache.get(key)
-    if cached is not None:
-        return cached
-    vendor = vendor_of(connection)
-    layout = choose_layout(vendor, server_version(connection), storage_of(field, connection), preferred=preferred)
-    with _lock:
-        _cache[key] = layout
-    return layout
-
-
-def clear_cache() -> None:
-    """Forget cached decisions (tests that swap database settings call this)."""
-    with _lock:
-        _cache.clear()
+    return decide_layout(
+        connection.vendor,
+        server_version(connection),
+        storage_of(field, connection),
+        preferred,
+        _is_mariadb(connection),
+    )

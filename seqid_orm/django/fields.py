@@ -30,7 +30,7 @@ from ..errors import (
     UnknownLayoutError,
 )
 from ..layout import Layout, as_layout
-from ..registry import BINARY_COLLATIONS, Storage, choose_layout, normalize_vendor
+from ..registry import Storage, choose_layout, integer_key_is_rowid_type, normalize_vendor, text_id_column
 from ..snowflake import Snowflake
 from ..text import base32, bsv, check_text_id, text_id_kind
 from ..validate import coerce_int_id, coerce_uuid
@@ -237,7 +237,7 @@ class SnowflakeField(models.BigIntegerField):
     def db_type(self, connection: Any) -> str | None:
         # As Django's own BigAutoField: only a column declared exactly "integer" makes a SQLite
         # primary key the rowid (one B-tree ordered by the id); "bigint" adds a second index.
-        if connection.vendor == "sqlite":
+        if integer_key_is_rowid_type(normalize_vendor(connection.vendor)):
             return "integer"
         return super().db_type(connection)
 
@@ -332,14 +332,15 @@ class SortableTextField(models.CharField):
         return name, "seqid_orm.django.SortableTextField", args, kwargs
 
     def db_type(self, connection: Any) -> str | None:
-        if connection.vendor == "mysql":
-            return f"char({self.max_length}) CHARACTER SET ascii"
+        spec = text_id_column(normalize_vendor(connection.vendor))
+        if spec.charset is not None:
+            return f"char({self.max_length}) CHARACTER SET {spec.charset}"
         return super().db_type(connection)
 
     def db_parameters(self, connection: Any) -> dict[str, Any]:
         params = super().db_parameters(connection)
         if self.db_collation is None:
-            params["collation"] = BINARY_COLLATIONS.get(normalize_vendor(connection.vendor))
+            params["collation"] = text_id_column(normalize_vendor(connection.vendor)).collation
         return params
 
     def to_python(self, value: Any) -> Any:

@@ -6,6 +6,7 @@ this package only reads the dialect and moves values in and out.
 
 from __future__ import annotations
 
+from ..validate import coerce_uuid
 from .defaults import (
     assign_ids_on_init,
     layout_for,
@@ -17,7 +18,7 @@ from .defaults import (
 )
 from .probe import probe_layout, probe_order
 from .server import DatabaseSeqUUID
-from .types import SeqUUID, SnowflakeID, SortableText, coerce_uuid
+from .types import SeqUUID, SnowflakeID, SortableText
 
 __all__ = [
     "DatabaseSeqUUID",

@@ -8,9 +8,7 @@ instance (one per engine), so the registry runs once per engine and column kind,
 
 from __future__ import annotations
 
-import threading
 import uuid
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -23,33 +21,29 @@ from sqlalchemy.orm.properties import MappedColumn
 from ..comb import comb
 from ..errors import ArgumentTypeError, InvalidArgumentError
 from ..layout import Layout
-from ..registry import choose_layout
+from ..registry import decide_layout
 from ..snowflake import Snowflake
 from ..text import text_id_kind
-from .types import SeqUUID, SnowflakeID, SortableText, dialect_server_version, dialect_vendor
-
-_CACHE: weakref.WeakKeyDictionary[Dialect, dict[tuple[Any, Any], Layout]] = weakref.WeakKeyDictionary()
-_CACHE_LOCK = threading.Lock()
+from .types import SeqUUID, SnowflakeID, SortableText, dialect_server_version
 
 
 def layout_for(dialect: Dialect, type_: SeqUUID | None = None) -> Layout:
-    """The layout that ``type_``'s generated values get on ``dialect`` (cached, thread-safe)."""
-    type_ = type_ if type_ is not None else SeqUUID()
-    key = (type_.storage, type_.layout)
-    with _CACHE_LOCK:
-        per_dialect = _CACHE.get(dialect)
-        if per_dialect is not None and key in per_dialect:
-            return per_dialect[key]
-    storage = type_.storage_for(dialect)
-    version = dialect_server_version(dialect)
-    if type_.layout is not None and version is None:
-        layout = type_.layout  # offline (no server version known): trust the explicit choice
-    else:
-        layout = choose_layout(dialect_vendor(dialect), version, storage, preferred=type_.layout)
-    if version is not None:  # do not cache a decision taken before the first connect
-        with _CACHE_LOCK:
-            _CACHE.setdefault(dialect, {})[key] = layout
-    return layout
+    """The layout that ``type_``'s generated values get on ``dialect``.
+
+    This adapter only describes its target from the dialect; the decision, and its memo, are
+    the core's (:func:`seqid_orm.registry.decide_layout`), shared with the Django fields.
+    """
+    type_ = type_ if type_ is not None else _DEFAULT_TYPE
+    return decide_layout(
+        dialect.name,
+        getattr(dialect, "server_version_info", None),
+        type_.storage,
+        type_.layout,
+        bool(getattr(dialect, "is_mariadb", False)),
+    )
+
+
+_DEFAULT_TYPE = SeqUUID()
 
 
 def seq_uuid_default(context: ExecutionContext) -> uuid.UUID:
@@ -132,14 +126,14 @@ def assign_ids_on_init(mapped_class: type, bind: Engine) -> Callable[..., None]:
     from sqlalchemy import inspect
 
     mapper: Mapper[Any] = inspect(mapped_class)
-    columns = [c for c in mapper.primary_key if isinstance(c.type, SeqUUID)]
+    columns = [(c, c.type) for c in mapper.primary_key if isinstance(c.type, SeqUUID)]
     if not columns:
         raise ArgumentTypeError(f"{mapped_class.__name__} has no SeqUUID primary-key column")
     if dialect_server_version(bind.dialect) is None:
         with bind.connect():
             pass
-    layouts = {c.key: layout_for(bind.dialect, c.type) for c in columns}
-    attrs = {c.key: mapper.get_property_by_column(c).key for c in columns}
+    layouts = {c.key: layout_for(bind.dialect, type_) for c, type_ in columns}
+    attrs = {c.key: mapper.get_property_by_column(c).key for c, _ in columns}
 
     def listener(target: Any, args: Any, kwargs: dict[str, Any]) -> None:
         for col_key, attr in attrs.items():

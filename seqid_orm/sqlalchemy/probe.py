@@ -17,7 +17,7 @@ from sqlalchemy import Column, Integer, MetaData, Table, insert, select
 from sqlalchemy.engine import Connection
 
 from ..errors import UnknownLayoutError
-from ..layout import Layout
+from ..layout import Layout, candidates, fits
 from ..registry import layout_sample
 from .types import SeqUUID
 
@@ -59,14 +59,10 @@ def probe_layout(connection: Connection, type_: SeqUUID | None = None, *, prefer
 
     Each layout is probed with values carrying its own fixed bits, ``preferred`` first.
     """
-    candidates = list(Layout)
-    if preferred is not None:
-        candidates.remove(Layout(preferred))
-        candidates.insert(0, Layout(preferred))
     orders = {}
-    for layout in candidates:
+    for layout in candidates(preferred):
         order = probe_order(connection, type_, layout_sample(layout))
         orders[layout] = order
-        if order[: len(layout.requires)] == layout.requires:
+        if fits(layout, order):
             return layout
     raise UnknownLayoutError(f"no layout fits the measured comparison orders {orders!r}")

@@ -31,11 +31,12 @@ class DatabaseSeqUUID(ColumnElement[Any]):
     inherit_cache = True
 
     def __init__(self, storage: Storage | str | None = None) -> None:
-        self.type = SeqUUID(storage=storage)  # validates storage; the column's must match
+        self.seq_type = SeqUUID(storage=storage)  # validates storage; the column's must match
+        self.type = self.seq_type
 
     def for_dialect(self, dialect: Any) -> ServerDefault:
         """The generator this element compiles to on ``dialect``."""
-        storage = self.type.storage_for(dialect)
+        storage = self.seq_type.storage_for(dialect)
         return server_default(dialect_vendor(dialect), dialect_server_version(dialect), storage)
 
 
@@ -43,4 +44,5 @@ class DatabaseSeqUUID(ColumnElement[Any]):
 def _compile(element: DatabaseSeqUUID, compiler: SQLCompiler, **kw: Any) -> str:
     sql = element.for_dialect(compiler.dialect).sql
     # parentheses: MariaDB, MySQL and SQLite accept an expression DEFAULT only inside them
-    return compiler.post_process_text(f"({sql})")
+    processed: str = compiler.post_process_text(f"({sql})")  # type: ignore[no-untyped-call]
+    return processed

@@ -17,16 +17,15 @@ from sqlalchemy.dialects import mssql, mysql, oracle, postgresql
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, UserDefinedType
 
-from ..errors import InvalidArgumentError
 from ..layout import Layout, as_layout
 from ..registry import (
-    BINARY_COLLATIONS,
     Storage,
     as_storage,
-    default_storage,
-    format_version,
-    has_native_uuid,
+    integer_key_is_rowid_type,
     normalize_vendor,
+    normalize_version,
+    resolve_storage,
+    text_id_column,
 )
 from ..text import BSV_LENGTH, check_text_id, text_id_kind
 from ..validate import coerce_int_id, coerce_uuid
@@ -39,11 +38,10 @@ def dialect_vendor(dialect: Dialect) -> str:
 
 def dialect_server_version(dialect: Dialect) -> tuple[int, ...] | None:
     """The server version the dialect saw on connect (``None`` before that, or offline)."""
-    info = getattr(dialect, "server_version_info", None)
-    return tuple(v for v in info if isinstance(v, int)) if info else None
+    return normalize_version(getattr(dialect, "server_version_info", None))
 
 
-class _MariaDBUUID(UserDefinedType):
+class _MariaDBUUID(UserDefinedType[uuid.UUID]):
     """MariaDB 10.7+ ``UUID`` column; the driver exchanges its text form."""
 
     cache_ok = True
@@ -92,17 +90,8 @@ class SeqUUID(TypeDecorator[uuid.UUID]):
         return uuid.UUID
 
     def storage_for(self, dialect: Dialect) -> Storage:
-        """The storage this column really has on ``dialect``."""
-        vendor = dialect_vendor(dialect)
-        version = dialect_server_version(dialect)
-        if self.storage is None:
-            return default_storage(vendor, version)
-        if self.storage is Storage.NATIVE and not has_native_uuid(vendor, version):
-            raise InvalidArgumentError(
-                f"storage='native' needs a UUID column type, which {vendor} {format_version(version)} "
-                "does not have; use 'binary' or 'text'"
-            )
-        return self.storage
+        """The storage this column really has on ``dialect`` (decided by the core registry)."""
+        return resolve_storage(dialect_vendor(dialect), dialect_server_version(dialect), self.storage)
 
     def load_dialect_impl(self, dialect: Dialect) -> sqltypes.TypeEngine[Any]:
         vendor = dialect_vendor(dialect)
@@ -208,7 +197,7 @@ class SnowflakeID(TypeDecorator[int]):
         return "SnowflakeID()"
 
     def load_dialect_impl(self, dialect: Dialect) -> sqltypes.TypeEngine[Any]:
-        if dialect.name == "sqlite":
+        if integer_key_is_rowid_type(dialect_vendor(dialect)):
             return dialect.type_descriptor(sqltypes.Integer())
         return super().load_dialect_impl(dialect)
 
@@ -246,11 +235,10 @@ class SortableText(TypeDecorator[str]):
         return str
 
     def load_dialect_impl(self, dialect: Dialect) -> sqltypes.TypeEngine[Any]:
-        vendor = dialect_vendor(dialect)
-        collation = BINARY_COLLATIONS.get(vendor)
-        if vendor in ("mysql", "mariadb"):
-            return dialect.type_descriptor(mysql.CHAR(self.length, charset="ascii", collation=collation))
-        return dialect.type_descriptor(sqltypes.CHAR(self.length, collation=collation))
+        spec = text_id_column(dialect_vendor(dialect))
+        if spec.charset is not None:
+            return dialect.type_descriptor(mysql.CHAR(self.length, charset=spec.charset, collation=spec.collation))
+        return dialect.type_descriptor(sqltypes.CHAR(self.length, collation=spec.collation))
 
     def process_bind_param(self, value: Any, dialect: Dialect) -> str | None:
         return None if value is None else check_text_id(value, self.kind)

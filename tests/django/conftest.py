@@ -26,5 +26,14 @@ def _databases_reachable(django_db_blocker):
             connections[alias].close()
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test of a settings module talks to its servers: mark them, so `-m postgres` selects."""
+    engines = {config["ENGINE"].rsplit(".", 1)[-1] for config in settings.DATABASES.values()}
+    marks = {"postgresql": "postgres", "mysql": "mysql", "sqlite3": "sqlite"}
+    for item in items:
+        for engine in engines:
+            item.add_marker(marks.get(engine, engine))
+
+
 def all_databases():
     return list(settings.DATABASES)

@@ -67,8 +67,10 @@ def test_every_kind_inserts_its_rows_and_reports(engine, prefix):
     if engine.dialect.name == "mysql":
         assert all("page_splits_per_1k_rows" in r for r in recs.values())
         assert all(0 < r["hit_ratio"] <= 1 for r in recs.values())
-    # a 16-byte key costs about 8 more bytes per row than BIGINT, never less than BIGINT's own rows
-    assert recs["comb"]["bytes_per_row"] > recs["bigint"]["bytes_per_row"] or engine.dialect.name == "mysql"
+    # sizes are the engine's own figures for each kind's table, and bytes_per_row is their sum per row
+    for r in run.results:
+        assert r.sizes["table_bytes"] > 0
+        assert recs[r.kind]["bytes_per_row"] == round((r.sizes["table_bytes"] + r.sizes["index_bytes"]) / 3000, 1)
     md = report.markdown([run])
     assert md.count("\n") == len(kinds) + 1 and "| key |" in md
     rows = list(csv.DictReader(io.StringIO(report.to_csv([run]))))
@@ -110,7 +112,6 @@ def test_rounds_rotate_the_order_and_report_median_ratios(engine, prefix):
     ],
 )
 def test_server_cpu_is_the_servers_own(request, fixture, busy_sql):
-    import time
 
     from seqid_orm.bench import cpu
 
@@ -123,21 +124,12 @@ def test_server_cpu_is_the_servers_own(request, fixture, busy_sql):
         if engine.dialect.name == "postgresql":  # the postmaster is the parent of this session's backend
             backend = conn.execute(sa.text("SELECT pg_backend_pid()")).scalar_one()
             assert cpu._stat(backend)[1] == str(pid)
-        server_before, client_before = cpu.process_tree_seconds(pid), time.process_time()
+        server_before = cpu.process_tree_seconds(pid)
         conn.execute(sa.text(busy_sql)).all()
-        server_spent = cpu.process_tree_seconds(pid) - server_before
-        client_spent = time.process_time() - client_before
-    # the query burns CPU in the server, not in this process (which only waits for the answer)
-    assert server_spent >= 0.1 and client_spent < server_spent / 2
-
-
-def test_random_keys_leave_innodb_pages_emptier_than_comb(mysql_engine, prefix):
-    run = runner.run(
-        url_of(mysql_engine), rows=40_000, kinds=["uuid4", "comb"], batch=1000, progress=None, table_prefix=prefix
-    )
-    by = {r.kind: r for r in run.results}
-    # random inserts split pages in the middle (about 70 % full); ordered ones fill them
-    assert by["uuid4"].sizes["table_bytes"] > 1.2 * by["comb"].sizes["table_bytes"]
+        server_after = cpu.process_tree_seconds(pid)
+    # the counter read from /proc belongs to the server: a query that only the server works on moves
+    # it (behaviour, not a timing: no ratio of CPU times is asserted, see `seqid bench` for those)
+    assert server_after > server_before
 
 
 def test_orm_path_and_bad_arguments(sqlite_engine, prefix):
@@ -224,7 +216,7 @@ def test_small_memory_postgres_is_private_and_small(pg_engine):
 
     if shutil.which("runuser") is None and __import__("os").geteuid() == 0:
         pytest.fail("running as root needs runuser to start a private PostgreSQL")
-    with small_postgres() as url:
+    with small_postgres(url_of(pg_engine)) as url:
         engine = sa.create_engine(url)
         with engine.connect() as conn:
             assert conn.execute(sa.text("SHOW shared_buffers")).scalar() == "16MB"

@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 pytest.importorskip("sqlalchemy")
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def load(path: pathlib.Path):
@@ -75,6 +75,7 @@ def test_cli_probe_against_live_server(engine, capsys):
     assert out.count("registry agrees") == (3 if engine.dialect.name == "sqlite" else 4)
 
 
+@pytest.mark.django
 @pytest.mark.parametrize("engine", ["sqlite", "postgresql", "mysql"], indirect=True)
 def test_django_example_project_runs(engine, tmp_path):
     """manage.py check, makemigrations --check, migrate, seed, migrate back to zero."""

@@ -29,7 +29,7 @@ def core(session: nox.Session) -> None:
     session.install("-e", ".", "pytest", "hypothesis", "python-ulid")
     session.run("python", "-c", "import seqid_orm, sys; assert 'sqlalchemy' not in sys.modules")
     session.run("pytest", "-q", "-p", "no:django", CORE, *session.posargs)
-    session.install("-e", ".[sqlalchemy,alembic,postgres,mysql,async]", "python-ulid")
+    session.install("-e", ".[sqlalchemy,alembic,postgres,mysql,async]", "python-ulid", "sqlmodel")
     session.run("pytest", "-q", "-p", "no:django", SQLALCHEMY, *NO_DJANGO, *session.posargs)
 
 
@@ -43,6 +43,7 @@ def sqlalchemy20(session: nox.Session) -> None:
         "SQLAlchemy>=2.0,<2.1",
         "alembic>=1.13,<1.14",
         "sqlalchemy-cockroachdb",
+        "sqlmodel",
         "pytest",
         "hypothesis",
         "python-ulid",

@@ -6,6 +6,11 @@ is written to; ``SnowflakeField`` and ``SortableTextField`` cover the other id f
 
 from __future__ import annotations
 
+try:
+    import django  # noqa: F401
+except ImportError as exc:  # say which extra brings it, not just "No module named django"
+    raise ImportError("seqid_orm.django needs Django: pip install 'seqid-orm[django]'") from exc
+
 from .expressions import DatabaseSeqUUID
 from .fields import (
     SeqUUIDField,

@@ -6,6 +6,11 @@ this package only reads the dialect and moves values in and out.
 
 from __future__ import annotations
 
+try:
+    import sqlalchemy  # noqa: F401
+except ImportError as exc:  # say which extra brings it, not just "No module named sqlalchemy"
+    raise ImportError("seqid_orm.sqlalchemy needs SQLAlchemy: pip install 'seqid-orm[sqlalchemy]'") from exc
+
 from ..validate import coerce_uuid
 from .defaults import (
     assign_ids_on_init,

@@ -295,3 +295,18 @@ def test_no_builtin_error_is_raised_by_the_package_source():
         if pattern.search(line)
     ]
     assert offenders == []
+
+
+# --- a newcomer's first minute: an adapter without its ORM names the extra ------------------
+
+
+@pytest.mark.parametrize(
+    ("adapter", "module", "extra"), [("sqlalchemy", "sqlalchemy", "sqlalchemy"), ("django", "django", "django")]
+)
+def test_an_adapter_without_its_orm_names_the_extra_to_install(adapter, module, extra):
+    import subprocess
+
+    code = f"import sys; sys.modules[{module!r}] = None; import seqid_orm.{adapter}"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 1
+    assert f"pip install 'seqid-orm[{extra}]'" in done.stderr.splitlines()[-1]

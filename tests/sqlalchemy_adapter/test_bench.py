@@ -187,8 +187,9 @@ def test_cli_bench(tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["bench", "--rows", "2000", "--keys", "bigint,uuid4,comb", "--out", str(out), "--quiet"]) == 0
     printed = capsys.readouterr().out
-    assert "| sqlite" in printed and "random UUIDv4 took" in printed
+    assert "sqlite 3." in printed and "x BIGINT" in printed and "random UUIDv4 took" in printed
     assert {p.name for p in out.iterdir()} >= {"results.md", "results.csv", "results.json"}
+    assert "| sqlite" in (out / "results.md").read_text()
     assert main(["bench", "--keys", "bogus"]) == 2
     assert "unknown --keys" in capsys.readouterr().err
     for bad in ("0", "two"):
@@ -251,3 +252,21 @@ def test_cli_small_memory_runs_on_a_private_postgres(pg_engine, capsys):
     assert data[0]["notes"] == ["small-memory mode"]
     assert data[0]["url"] != sa.make_url(url).render_as_string(hide_password=True)  # not the shared server
     assert [r["key"] for r in data[0]["results"]] == ["bigint", "comb"]
+
+
+def test_a_bare_postgresql_url_without_psycopg2_points_at_the_installed_driver():
+    """SQLAlchemy 2.0 maps postgresql:// to psycopg2, which the postgres extra does not install;
+    2.1 maps it to psycopg 3, which it does."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['psycopg2'] = None; from seqid_orm.__main__ import main; "
+        "sys.exit(main(['bench', '--url', 'postgresql://postgres@127.0.0.1/test', '--rows', '10', '--quiet']))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if sa.__version__.startswith("2.0."):
+        assert done.returncode == 2
+        assert "postgresql+psycopg://" in done.stderr and "psycopg2" in done.stderr
+    else:
+        assert done.returncode == 0, done.stderr

@@ -88,6 +88,11 @@ def test_django_example_project_runs(engine, tmp_path):
         "SEQID_EXAMPLE_DB": {"sqlite": "sqlite", "postgresql": "postgres", "mysql": "mariadb"}[engine.dialect.name],
         "SEQID_EXAMPLE_SQLITE": str(tmp_path / "example.sqlite3"),
         "PYTHONPATH": str(ROOT),
+        # the server under test, wherever it listens (not the settings' default port)
+        "SEQID_EXAMPLE_DB_HOST": engine.url.host or "",
+        "SEQID_EXAMPLE_DB_PORT": str(engine.url.port or ""),
+        "SEQID_EXAMPLE_DB_USER": engine.url.username or "",
+        "SEQID_EXAMPLE_DB_PASSWORD": engine.url.password or "",
     }
     env.pop("DJANGO_SETTINGS_MODULE", None)
 
@@ -106,6 +111,9 @@ def test_django_example_project_runs(engine, tmp_path):
         with admin.connect() as conn:
             conn.exec_driver_sql(f"CREATE DATABASE {db_name}")
     try:
+        if engine.dialect.name != "sqlite":  # the project talks to the server under test
+            where = "from django.db import connection as c; c.ensure_connection(); print(c.settings_dict['PORT'])"
+            assert manage("shell", "-c", where).strip().splitlines()[-1] == str(engine.url.port)
         manage("check")
         manage("makemigrations", "--check", "--dry-run")
         manage("migrate", "-v0")

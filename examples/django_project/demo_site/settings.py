@@ -53,14 +53,18 @@ _DATABASES = {
     "postgres": {
         "ENGINE": "django.db.backends.postgresql",
         "NAME": os.environ.get("SEQID_EXAMPLE_DB_NAME", "test"),
-        "USER": "postgres",
-        "HOST": "127.0.0.1",
+        "USER": os.environ.get("SEQID_EXAMPLE_DB_USER", "postgres"),
+        "PASSWORD": os.environ.get("SEQID_EXAMPLE_DB_PASSWORD", ""),
+        "HOST": os.environ.get("SEQID_EXAMPLE_DB_HOST", "127.0.0.1"),
+        "PORT": os.environ.get("SEQID_EXAMPLE_DB_PORT", "5432"),
     },
     "mariadb": {
         "ENGINE": "django.db.backends.mysql",
         "NAME": os.environ.get("SEQID_EXAMPLE_DB_NAME", "test"),
-        "USER": "root",
-        "HOST": "127.0.0.1",
+        "USER": os.environ.get("SEQID_EXAMPLE_DB_USER", "root"),
+        "PASSWORD": os.environ.get("SEQID_EXAMPLE_DB_PASSWORD", ""),
+        "HOST": os.environ.get("SEQID_EXAMPLE_DB_HOST", "127.0.0.1"),
+        "PORT": os.environ.get("SEQID_EXAMPLE_DB_PORT", "3306"),
         "OPTIONS": {"charset": "utf8mb4"},
     },
 }

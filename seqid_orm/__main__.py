@@ -67,7 +67,7 @@ def _new(args: argparse.Namespace) -> int:
 def _describe(text: str, kind: str | None = None) -> dict[str, object]:
     text = text.strip()
     if kind is None and text.isascii() and text.isdigit() and len(text) not in (26, 32, 36):
-        return describe(int(text)).as_dict()  # describe() says that the profile is assumed
+        kind = "snowflake"  # describe() says which profile it assumed
     return describe(text, kind=kind).as_dict()  # type: ignore[arg-type]
 
 

@@ -12,7 +12,6 @@ a UUID as ``HEX(id)`` prints it and valid bsv text, need ``kind=``.
 from __future__ import annotations
 
 import datetime as _dt
-import string
 import uuid
 from dataclasses import dataclass, field
 from typing import Literal
@@ -22,14 +21,13 @@ from .errors import ArgumentTypeError, InvalidArgumentError, InvalidIDError, NoT
 from .layout import Layout, as_layout
 from .snowflake import Snowflake
 from .text import BASE32_LENGTH, BSV_LENGTH, bsv_parts, decode_base32
-from .validate import coerce_int_id, coerce_uuid, parse_uuid_text
+from .validate import coerce_int_id, coerce_uuid, is_uuid_hex, parse_uuid_text
 
 __all__ = ["IdInfo", "Kind", "describe", "timestamp_of"]
 
 Kind = Literal["uuid", "snowflake", "bsv", "base32"]
 _KINDS = ("uuid", "snowflake", "bsv", "base32")
 _DEFAULT_SNOWFLAKE = Snowflake(worker_id=0)
-_HEX = frozenset(string.hexdigits)
 _GREGORIAN_EPOCH = _dt.datetime(1582, 10, 15, tzinfo=_dt.timezone.utc)
 
 
@@ -96,13 +94,13 @@ def describe(
     if kind == "snowflake":
         return _describe_snowflake(coerce_int_id(value, "a Snowflake id"), snowflake)
     if kind == "uuid" or (kind is None and len(value) == 36):
-        if len(value) == 32 and set(value) <= _HEX:
+        if is_uuid_hex(value):
             return _describe_uuid(uuid.UUID(hex=value), lay)
         return _describe_uuid(parse_uuid_text(value), lay)
     if kind == "base32" or (kind is None and len(value) == BASE32_LENGTH):
         parsed = decode_base32(value)
         return IdInfo("base32", value.upper(), ms_to_datetime(parsed.int >> 80), Layout.TIME_FIRST)
-    if kind is None and len(value) == BSV_LENGTH and set(value) <= _HEX:
+    if kind is None and is_uuid_hex(value):
         raise InvalidIDError(
             f"{value!r} is ambiguous: 32 hex digits may be a UUID (as HEX(id) prints it) or a bsv id; "
             'pass kind="uuid" or kind="bsv" (seqid decode --kind uuid|bsv)'

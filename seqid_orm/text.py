@@ -44,6 +44,7 @@ _TO_INT_DIGITS = str.maketrans(CROCKFORD_ALPHABET, "0123456789abcdefghijklmnopqr
 #: .NET ticks at the Unix epoch.
 DOTNET_TICKS_AT_UNIX_EPOCH = 621_355_968_000_000_000
 BSV_LENGTH = 32
+_BSV_BYTES = 24  # 8 bytes of ticks + 16 random
 BASE32_LENGTH = 26
 
 
@@ -114,7 +115,7 @@ bsv = BsvGenerator()
 
 def bsv_parts(text: str) -> tuple[_dt.datetime, bytes]:
     """The creation time (UTC, microsecond precision) and 16 random bytes of a bsv id."""
-    raw = decode_bsv(check_text_id(text, "bsv"))
+    raw = _bsv_bytes(text)
     ticks = int.from_bytes(raw[:8], "big")
     return _ticks_to_datetime(ticks), raw[8:]
 
@@ -202,12 +203,26 @@ def check_text_id(value: object, kind: str) -> str:
     if len(value) != length:
         raise InvalidIDError(f"a {kind} id has {length} characters, got {len(value)}: {value!r}")
     if kind == "bsv":
-        if BSV_PAD in value:  # 24 bytes make 32 characters without padding
-            raise InvalidIDError(f"not a bsv id: {value!r} has padding, which bsv() never writes")
-        decode_bsv(value)
+        _bsv_bytes(value)
         return value
     decode_base32(value)
     return value.upper()
+
+
+def _bsv_bytes(text: object) -> bytes:
+    """The 24 bytes of a bsv id, or a typed error: only the form :func:`bsv` makes is valid.
+
+    32 characters with padding are canonical base64 of 22 or 23 bytes, so the byte count, not
+    the text, tells a bsv id from other base64.
+    """
+    if not isinstance(text, str):
+        raise ArgumentTypeError(f"a bsv id must be a str, got {type(text).__name__}")
+    if len(text) != BSV_LENGTH:
+        raise InvalidIDError(f"a bsv id has {BSV_LENGTH} characters, got {len(text)}: {text!r}")
+    raw = decode_bsv(text)
+    if len(raw) != _BSV_BYTES:
+        raise InvalidIDError(f"not a bsv id: {text!r} holds {len(raw)} bytes, not {_BSV_BYTES} (it has padding)")
+    return raw
 
 
 def _reset_after_fork() -> None:

@@ -26,12 +26,13 @@ import uuid
 
 from .errors import ArgumentTypeError, InvalidIDError
 
-__all__ = ["BIGINT_MAX", "coerce_int_id", "coerce_uuid", "parse_uuid_text"]
+__all__ = ["BIGINT_MAX", "UUID_INT_LIMIT", "coerce_int_id", "coerce_uuid", "is_uuid_hex", "parse_uuid_text"]
 
 BIGINT_MAX = (1 << 63) - 1
-_UUID_INT_LIMIT = 1 << 128
+UUID_INT_LIMIT = 1 << 128
 _UUID_TEXT = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
-_DIGITS = re.compile(r"[0-9]{1,19}\Z")
+_UUID_HEX = re.compile(r"[0-9a-fA-F]{32}\Z")
+_DIGITS = re.compile(r"[0-9]+\Z")
 
 
 def parse_uuid_text(text: str) -> uuid.UUID:
@@ -41,10 +42,16 @@ def parse_uuid_text(text: str) -> uuid.UUID:
     return uuid.UUID(text)
 
 
+def is_uuid_hex(text: str) -> bool:
+    """Whether ``text`` is 32 hex digits (either case): a UUID as ``HEX(id)`` or Django's ``char(32)``
+    holds it, and also valid bsv text, so only callers that know which they read may parse it."""
+    return _UUID_HEX.match(text) is not None
+
+
 def coerce_uuid(value: object) -> uuid.UUID:
     """``value`` as a ``uuid.UUID`` if it is one or its canonical text; a typed error otherwise."""
     if isinstance(value, uuid.UUID):
-        if not 0 <= value.int < _UUID_INT_LIMIT:  # only a UUID built around __init__ can be
+        if not 0 <= value.int < UUID_INT_LIMIT:  # only a UUID built around __init__ can be
             raise InvalidIDError(f"a UUID's int must be an unsigned 128-bit value, got {value.int}")
         return value
     if isinstance(value, str):
@@ -59,6 +66,8 @@ def coerce_int_id(value: object, what: str = "a SnowflakeID value") -> int:
     if isinstance(value, str):
         if _DIGITS.match(value) is None:
             raise InvalidIDError(f"{what} must be decimal digits only, got {value!r}")
+        if len(value.lstrip("0")) > len(str(BIGINT_MAX)):  # no int() of a huge string (CPython caps it)
+            raise InvalidIDError(f"{what} must be between 0 and 2**63-1, got {len(value)} digits")
         value = int(value)
     if not 0 <= value <= BIGINT_MAX:
         raise InvalidIDError(f"{what} must be between 0 and 2**63-1, got {value}")

@@ -3,7 +3,8 @@
 * PostgreSQL: ``shared_buffers`` needs a restart, so a private cluster is created with
   ``initdb`` in a temporary directory and started with ``pg_ctl`` on its own port, with small
   shared buffers and frequent checkpoints (the setting of Tomas Vondra's "Sequential UUID
-  generators" benchmark, 2018, where random keys make full-page images explode).  It is stopped and deleted afterwards.
+  generators" benchmark, 2018, where random keys make full-page images explode).  It is
+  stopped and deleted afterwards.
 * MariaDB: ``innodb_buffer_pool_size`` is dynamic; it is set to 32 MB for the run and restored.
 """
 

@@ -33,16 +33,9 @@ from ..layout import Layout, as_layout
 from ..registry import Storage, choose_layout, integer_key_is_rowid_type, normalize_vendor, text_id_column
 from ..snowflake import Snowflake
 from ..text import base32, bsv, check_text_id, text_id_kind
-from ..validate import coerce_int_id, coerce_uuid
+from ..validate import coerce_int_id, coerce_uuid, is_uuid_hex
 from .connection import layout_for_alias, storage_of
 from .expressions import DatabaseSeqUUID
-
-_HEX = frozenset("0123456789abcdefABCDEF")
-
-
-def _is_hex(text: str) -> bool:
-    return set(text) <= _HEX
-
 
 # Ids this process drew for SeqUUIDFields and has not seen saved yet (compared by value).
 _DRAWN: weakref.WeakSet[uuid.UUID] = weakref.WeakSet()
@@ -114,8 +107,8 @@ class SeqUUIDField(models.UUIDField):
         if value is None:
             return None
         try:
-            if isinstance(value, str) and len(value) == 32:
-                return coerce_uuid(uuid.UUID(hex=value)) if _is_hex(value) else coerce_uuid(value)
+            if isinstance(value, str) and is_uuid_hex(value):
+                return uuid.UUID(hex=value)
             return coerce_uuid(value)
         except SeqIDError as exc:
             raise ValidationError(str(exc), code="invalid", params={"value": value}) from None

@@ -28,7 +28,7 @@ from ..registry import (
     text_id_column,
 )
 from ..text import BSV_LENGTH, check_text_id, text_id_kind
-from ..validate import coerce_int_id, coerce_uuid
+from ..validate import UUID_INT_LIMIT, coerce_int_id, coerce_uuid
 
 
 def dialect_vendor(dialect: Dialect) -> str:
@@ -129,7 +129,7 @@ class SeqUUID(TypeDecorator[uuid.UUID]):
         to_db = self._to_db(dialect)
         impl_processor = self.impl_instance.bind_processor(dialect)
         UUID = uuid.UUID
-        limit = 1 << 128
+        limit = UUID_INT_LIMIT
 
         def process(value: Any) -> Any:
             if value is None:

@@ -1,0 +1,91 @@
+"""Allocation backends: where ticket sequences (and worker leases) keep their shared state.
+
+The core (:mod:`seqid_orm.tickets`) decides how values are used — segments, double buffering,
+which server to ask, what to do when one fails; a backend only runs the atomic statements of one
+server.  Backends are imported when a URL asks for them, so the core still needs nothing
+outside the standard library:
+
+================================  ==========================================  ================
+target                            backend                                     extra
+================================  ==========================================  ================
+``postgresql+psycopg://...``,     :mod:`.sqlalchemy` (SQL Server and Oracle   ``sqlalchemy``
+``mysql+pymysql://...``,          by the same Core statements)                and a driver
+``sqlite:///file``, an ``Engine``
+``redis://``, ``rediss://``,      :mod:`.redis`                               ``redis``
+``unix://``, a ``redis.Redis``
+a Django database alias           :mod:`.django` (``TicketField``)            ``django``
+================================  ==========================================  ================
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ArgumentTypeError, InvalidArgumentError
+from .base import TicketRow, TicketStore, check_name, hide_password
+
+__all__ = [
+    "REDIS_SCHEMES",
+    "SQL_SCHEMES",
+    "TicketRow",
+    "TicketStore",
+    "check_name",
+    "hide_password",
+    "open_ticket_store",
+    "scheme_of",
+]
+
+#: SQLAlchemy backend names a ticket server may use (the part of a URL before ``+driver``).
+SQL_SCHEMES = ("postgresql", "mysql", "mariadb", "sqlite", "mssql", "oracle")
+REDIS_SCHEMES = ("redis", "rediss", "unix")
+
+
+def scheme_of(url: str) -> str:
+    """The backend part of a URL's scheme (``postgresql`` for ``postgresql+psycopg://...``)."""
+    head, sep, _ = url.partition("://")
+    if not sep:
+        head, sep, _ = url.partition(":")
+    return head.split("+", 1)[0].lower() if sep else ""
+
+
+def open_ticket_store(
+    target: object, *, connect_timeout: float = 5.0, create_table: bool = True, table_name: str | None = None
+) -> TicketStore:
+    """The store for ``target``: a URL, a SQLAlchemy ``Engine``, a ``redis.Redis`` or a store.
+
+    ``create_table`` and ``table_name`` apply to SQL stores only.  An unknown scheme raises
+    :class:`~seqid_orm.errors.InvalidArgumentError` before anything is imported or connected.
+    """
+    sql_options: dict[str, Any] = {"connect_timeout": connect_timeout, "create_table": create_table}
+    if table_name is not None:
+        sql_options["table_name"] = table_name
+    if isinstance(target, str):
+        scheme = scheme_of(target)
+        if scheme in REDIS_SCHEMES:
+            from .redis import RedisTicketStore
+
+            return RedisTicketStore(target, connect_timeout=connect_timeout)
+        if scheme in SQL_SCHEMES:
+            from .sqlalchemy import SQLAlchemyTicketStore
+
+            return SQLAlchemyTicketStore(target, **sql_options)
+        sql = ", ".join(f"{s}://" for s in SQL_SCHEMES)
+        redis = ", ".join(f"{s}://" for s in REDIS_SCHEMES)
+        raise InvalidArgumentError(
+            f"unknown ticket server scheme {scheme or '(none)'!r} in {hide_password(target)!r}; "
+            f"use a SQLAlchemy URL ({sql}, with an optional +driver) or a Redis URL ({redis})"
+        )
+    kind = f"{type(target).__module__}.{type(target).__qualname__}"
+    if kind.startswith("sqlalchemy.") and type(target).__name__ == "Engine":
+        from .sqlalchemy import SQLAlchemyTicketStore
+
+        return SQLAlchemyTicketStore(target, **sql_options)  # type: ignore[arg-type]
+    if kind.startswith("redis.") and hasattr(target, "register_script"):
+        from .redis import RedisTicketStore
+
+        return RedisTicketStore(target, connect_timeout=connect_timeout)  # type: ignore[arg-type]
+    if all(hasattr(target, attr) for attr in ("allocate", "rows", "label", "after_fork", "close")):
+        return target  # type: ignore[return-value]
+    raise ArgumentTypeError(
+        f"a ticket server must be a URL, a SQLAlchemy Engine, a redis.Redis or a ticket store, got {kind}"
+    )

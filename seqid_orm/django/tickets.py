@@ -1,0 +1,165 @@
+"""``TicketField``: a BIGINT key drawn from a ticket sequence, known before ``save()``.
+
+The sequence lives on a Django database alias (``using=``, default ``"default"``), through a
+connection of its own (:class:`~seqid_orm.backends.django.DjangoTicketStore`), or on any ticket
+server URL (``url=``: SQLAlchemy or Redis).  One :class:`~seqid_orm.tickets.TicketSequence`
+serves every field and thread of the process that name the same sequence and server.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from django.conf import settings
+from django.core import checks
+
+from ..backends import REDIS_SCHEMES, SQL_SCHEMES, check_name, hide_password, scheme_of
+from ..backends.base import TicketStore
+from ..errors import ArgumentTypeError, InvalidArgumentError
+from ..tickets import TicketSequence
+from .fields import IntegerKeyField
+
+__all__ = ["TicketField", "close_ticket_sequences", "new_ticket_id", "ticket_sequence"]
+
+_sequences: dict[tuple[str, str | None, str | None, int], TicketSequence] = {}
+_lock = threading.Lock()
+
+
+def ticket_sequence(
+    name: str, *, using: str | None = None, url: str | None = None, block_size: int = 1000
+) -> TicketSequence:
+    """The process's sequence ``name`` on Django alias ``using`` (default ``"default"``) or on ``url``.
+
+    Created on first use and shared by every caller naming the same sequence, server and block size.
+    """
+    if using is not None and url is not None:
+        raise InvalidArgumentError("give a ticket sequence either using= (a Django alias) or url=, not both")
+    key = (name, using, url, block_size)
+    sequence = _sequences.get(key)
+    if sequence is None:
+        with _lock:
+            sequence = _sequences.get(key)
+            if sequence is None:
+                server: str | TicketStore
+                if url is not None:
+                    server = url
+                else:
+                    from ..backends.django import DjangoTicketStore
+
+                    server = DjangoTicketStore(using or "default")
+                sequence = _sequences[key] = TicketSequence(name, server, block_size=block_size)
+    return sequence
+
+
+def close_ticket_sequences() -> None:
+    """Close every sequence :func:`ticket_sequence` made in this process and forget them.
+
+    Their connections are released (a test database can then be dropped) and unused values are
+    lost.  Call it where the ticket table is emptied under a running process: Django's
+    ``TransactionTestCase`` flushes every table after each test, and a sequence that finds its
+    row gone refuses to start over (that would repeat ids), so close them in ``tearDown``.
+    """
+    with _lock:
+        sequences = list(_sequences.values())
+        _sequences.clear()
+    for sequence in sequences:
+        sequence.close()
+
+
+def new_ticket_id() -> int:
+    """Importable default of :class:`TicketField` (the field draws from its own sequence instead)."""
+    raise ArgumentTypeError("new_ticket_id() is the marker default of TicketField; call field.new_value()")
+
+
+class TicketField(IntegerKeyField):
+    """A BIGINT filled from ticket sequence ``sequence`` when the instance is created.
+
+    ``TicketField("orders", primary_key=True)`` draws from the ``seqid_tickets`` table of the
+    ``"default"`` database (create it with the ``seqid_orm.django`` app's migration);
+    ``using="tickets"`` names another alias, ``url="redis://..."`` another kind of server.
+    ``block_size`` values are reserved per round trip.
+    """
+
+    description = "Integer id from a ticket sequence"
+    _what = "a TicketField value"
+
+    def __init__(
+        self,
+        sequence: str,
+        *args: Any,
+        using: str | None = None,
+        url: str | None = None,
+        block_size: int = 1000,
+        **kwargs: Any,
+    ) -> None:
+        self.sequence_name = check_name(sequence)
+        if using is not None and url is not None:
+            raise InvalidArgumentError("TicketField takes using= (a Django alias) or url=, not both")
+        if url is not None:
+            if not isinstance(url, str):
+                raise ArgumentTypeError(f"url must be a str, got {type(url).__name__}")
+            if scheme_of(url) not in (*SQL_SCHEMES, *REDIS_SCHEMES):
+                raise InvalidArgumentError(
+                    f"TicketField url {hide_password(url)!r} names no known ticket server: use a SQLAlchemy URL "
+                    "(postgresql+psycopg://, mysql+pymysql://, sqlite:///) or redis://"
+                )
+        if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
+            raise InvalidArgumentError(f"block_size must be an int >= 1, got {block_size!r}")
+        self.using = using
+        self.url = url
+        self.block_size = block_size
+        kwargs.setdefault("default", new_ticket_id)
+        super().__init__(*args, **kwargs)
+
+    def sequence(self) -> TicketSequence:
+        """The ticket sequence this field draws from (shared by the process)."""
+        return ticket_sequence(self.sequence_name, using=self.using, url=self.url, block_size=self.block_size)
+
+    def new_value(self) -> int:
+        """A new id from the field's sequence."""
+        return self.sequence().next_id()
+
+    def get_default(self) -> Any:
+        if self.default is new_ticket_id:
+            return self.new_value()
+        return super().get_default()
+
+    def deconstruct(self) -> tuple[str, str, list[Any], dict[str, Any]]:
+        name, _path, args, kwargs = super().deconstruct()
+        if kwargs.get("default") is new_ticket_id:
+            del kwargs["default"]
+        for attr, default in (("using", None), ("url", None), ("block_size", 1000)):
+            if getattr(self, attr) != default:
+                kwargs[attr] = getattr(self, attr)
+        return name, "seqid_orm.django.TicketField", [self.sequence_name, *args], kwargs
+
+    def check(self, **kwargs: Any) -> list[checks.CheckMessage]:
+        found = list(super().check(**kwargs))
+        if self.url is not None:
+            return found
+        alias = self.using or "default"
+        if alias not in settings.DATABASES:
+            found.append(
+                checks.Error(
+                    f"TicketField {self.sequence_name!r} draws from database {alias!r}, which is not in DATABASES",
+                    obj=self,
+                    id="seqid.E004",
+                )
+            )
+        elif not _app_installed():
+            found.append(
+                checks.Warning(
+                    "TicketField draws from the seqid_tickets table, which the seqid_orm.django app creates",
+                    hint="Add 'seqid_orm.django' to INSTALLED_APPS and run migrate (or give url=).",
+                    obj=self,
+                    id="seqid.W002",
+                )
+            )
+        return found
+
+
+def _app_installed() -> bool:
+    from django.apps import apps
+
+    return apps.is_installed("seqid_orm.django")

@@ -1,0 +1,151 @@
+"""TicketField through the Django ORM, on the database of each settings module."""
+
+from __future__ import annotations
+
+import pytest
+from django.core import checks
+from django.core.exceptions import ValidationError
+from django.core.management import call_command
+from django.db import connection, models, transaction
+
+from seqid_orm.django import TicketField, ticket_sequence
+from seqid_orm.errors import InvalidArgumentError, InvalidIDError
+from seqid_orm.tickets import TicketSequence
+from tests.django.testapp.models import Order
+from tests.tickets.procs import Worker, start_together
+
+# Transactions of their own: the ticket store writes on a connection of its own, which on SQLite
+# would wait for a test-wide transaction's write lock until it ends.
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def sqlalchemy_url() -> str:
+    """The SQLAlchemy URL of Django's default test database (for a second kind of client)."""
+    s = connection.settings_dict
+    driver = {"postgresql": "postgresql+psycopg", "mysql": "mysql+pymysql"}[connection.vendor]
+    return f"{driver}://{s['USER']}@{s['HOST']}:{s['PORT']}/{s['NAME']}"
+
+
+def test_the_seqid_app_migration_created_the_ticket_table():
+    assert "seqid_tickets" in connection.introspection.table_names()
+    call_command("makemigrations", "seqid", "--check", "--dry-run", verbosity=0)
+
+
+def test_pk_is_known_before_save_and_order_by_pk_is_creation_order():
+    orders = [Order(note=str(i)) for i in range(35)]
+    made = [o.pk for o in orders]
+    assert all(isinstance(pk, int) for pk in made) and made == sorted(made)
+    for o in orders:
+        o.save()
+    assert list(Order.objects.order_by("pk").values_list("note", flat=True)) == [str(i) for i in range(35)]
+
+
+def test_bulk_create_keeps_the_ids_drawn_at_construction():
+    orders = [Order(note=str(i)) for i in range(100)]
+    made = [o.pk for o in orders]
+    Order.objects.bulk_create(orders, batch_size=30)
+    assert list(Order.objects.order_by("pk").values_list("pk", flat=True)) == made
+
+
+def test_the_field_is_not_editable_and_refuses_what_django_would_coerce():
+    field = Order._meta.get_field("id")
+    assert field.editable is False
+    for bad in (1.5, True, -3, "12a"):
+        with pytest.raises(ValidationError):
+            field.clean(bad, None)
+    assert field.to_python("42") == 42
+
+
+def test_deconstruct_keeps_the_sequence_and_its_options():
+    field = TicketField("invoices", using="other", block_size=5, primary_key=True)
+    _name, path, args, kwargs = field.deconstruct()
+    assert path == "seqid_orm.django.TicketField"
+    assert args == ["invoices"]
+    assert kwargs == {"using": "other", "block_size": 5, "primary_key": True}
+    rebuilt = TicketField(*args, **kwargs)
+    assert (rebuilt.sequence_name, rebuilt.using, rebuilt.block_size) == ("invoices", "other", 5)
+
+
+def test_bad_definitions_raise_typed_errors():
+    with pytest.raises(InvalidIDError, match="lower case"):
+        TicketField("Orders")
+    with pytest.raises(InvalidArgumentError, match="no known ticket server"):
+        TicketField("orders", url="ftp://example.org")
+    with pytest.raises(InvalidArgumentError, match="block_size"):
+        TicketField("orders", block_size=0)
+    with pytest.raises(InvalidArgumentError, match="not both"):
+        TicketField("orders", using="default", url="redis://127.0.0.1/0")
+
+
+def test_system_checks_name_a_missing_alias_and_a_missing_app(monkeypatch):
+    class Probe(models.Model):
+        id = TicketField("orders", using="nowhere", primary_key=True)
+
+        class Meta:
+            app_label = "testapp"
+
+    errors = Probe._meta.get_field("id").check()
+    assert [e.id for e in errors] == ["seqid.E004"]
+    monkeypatch.setattr("seqid_orm.django.tickets._app_installed", lambda: False)
+    warnings = Order._meta.get_field("id").check()
+    assert [w.id for w in warnings] == ["seqid.W002"] and isinstance(warnings[0], checks.Warning)
+
+
+@pytest.mark.slow
+@pytest.mark.server_database
+def test_an_open_atomic_block_that_drew_ids_blocks_no_other_process():
+    """The ids come from the store's own connection: this thread's open transaction holds no lock
+    on the ticket row, so another process (SQLAlchemy, one round trip per id) is not kept waiting."""
+    url = sqlalchemy_url()
+    with transaction.atomic():
+        Order.objects.bulk_create([Order(note="held") for _ in range(25)])  # 3 reservations of 10
+        other = Worker(servers=url, name="orders", count=20, options={"block_size": 1, "double_buffer": False})
+        try:
+            start_together([other])
+            other.finish(timeout=20)
+        finally:
+            other.stop()
+        held = set(Order.objects.values_list("pk", flat=True))
+    assert not held & set(other.ids())
+
+
+@pytest.mark.server_database
+def test_django_and_sqlalchemy_processes_share_one_sequence():
+    django_ids = [Order().pk for _ in range(30)]
+    with TicketSequence("orders", sqlalchemy_url(), block_size=10, create_table=False) as seq:
+        sqlalchemy_ids = seq.next_ids(30)
+    more_django_ids = [Order().pk for _ in range(30)]
+    flat = django_ids + sqlalchemy_ids + more_django_ids
+    assert len(set(flat)) == 90
+
+
+def test_one_sequence_object_per_process_and_server():
+    assert ticket_sequence("orders", block_size=10) is Order._meta.get_field("id").sequence()
+    assert ticket_sequence("orders", block_size=11) is not Order._meta.get_field("id").sequence()
+
+
+def test_a_sequence_on_another_kind_of_server(redis_url):
+    """url= puts the sequence on any ticket server, here Redis, instead of a Django alias."""
+    import secrets
+
+    name = f"dj-{secrets.token_hex(4)}"
+    field = TicketField(name, url=redis_url, block_size=7)
+    ids = [field.new_value() for _ in range(20)]
+    assert ids == list(range(1, 21)) and field.sequence().fetches >= 3
+    assert field.sequence() is ticket_sequence(name, url=redis_url, block_size=7)
+    import redis
+
+    redis.Redis.from_url(redis_url).delete(f"seqid:tickets:{name}")
+
+
+def test_an_in_memory_sqlite_database_is_refused_with_the_way_out(monkeypatch):
+    from django.db import connections
+
+    from seqid_orm.backends.django import DjangoTicketStore
+
+    memory = {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}
+    scratch = connections.configure_settings({"default": memory, "scratch": memory})["scratch"]
+    monkeypatch.setitem(connections.settings, "scratch", scratch)
+    with pytest.raises(InvalidArgumentError, match="in-memory SQLite") as info:
+        DjangoTicketStore("scratch").allocate("orders", 1, 1, 1, 1, 10)
+    assert "['TEST']['NAME']" in str(info.value)

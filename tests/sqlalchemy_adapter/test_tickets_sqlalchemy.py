@@ -1,0 +1,285 @@
+"""Ticket sequences through SQLAlchemy: ``ticket_pk``, wrapping-prefix keys counted by tickets, Alembic."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import textwrap
+
+import pytest
+
+sa = pytest.importorskip("sqlalchemy")
+pytest.importorskip("alembic")
+from alembic import command as alembic_command  # noqa: E402
+from alembic.config import Config  # noqa: E402
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column  # noqa: E402
+
+from seqid_orm import prefix_of, uuid_sequence_nextval  # noqa: E402
+from seqid_orm.backends.sqlalchemy import SQLAlchemyTicketStore  # noqa: E402
+from seqid_orm.errors import ArgumentTypeError, InvalidIDError  # noqa: E402
+from seqid_orm.registry import choose_prefix_layout  # noqa: E402
+from seqid_orm.sqlalchemy import TicketID, prefixed_uuid_pk, ticket_pk  # noqa: E402
+from seqid_orm.sqlalchemy.types import SeqUUID, dialect_server_version, dialect_vendor  # noqa: E402
+from seqid_orm.tickets import TicketSequence  # noqa: E402
+from tests.conftest import ASYNC_DRIVERS  # noqa: E402
+from tests.sqlalchemy_adapter.test_alembic import SCRIPT_MAKO, autogenerate  # noqa: E402
+
+
+@pytest.fixture
+def sequence(engine):
+    """A ticket sequence on the test's own database (the ticket table beside the app's tables)."""
+    name = f"t-{secrets.token_hex(6)}"
+    seq = TicketSequence(name, engine.url.render_as_string(hide_password=False), block_size=50)
+    yield seq
+    seq.close()
+    with engine.begin() as conn:
+        conn.execute(sa.text("DELETE FROM seqid_tickets WHERE name = :n"), {"n": name})
+
+
+def make_model(table_name: str, sequence):
+    class Base(DeclarativeBase):
+        pass
+
+    class Order(Base):
+        __tablename__ = table_name
+        id: Mapped[int] = ticket_pk(sequence)
+        note: Mapped[str] = mapped_column(sa.String(20))
+
+    return Base, Order
+
+
+def test_ticket_pk_through_the_orm_unit_of_work(engine, sequence, table_name):
+    Base, Order = make_model(table_name, sequence)
+    Base.metadata.create_all(engine)
+    try:
+        with Session(engine) as session:
+            orders = [Order(note=f"n{i}") for i in range(300)]
+            session.add_all(orders)
+            session.flush()
+            made = [o.id for o in orders]
+            session.commit()
+        with engine.connect() as conn:
+            in_db = conn.execute(sa.select(Order.__table__.c.id).order_by(Order.__table__.c.id)).scalars().all()
+        assert made == in_db  # one process: insertion order is key order, as with an identity column
+        assert made == list(range(made[0], made[0] + 300))
+    finally:
+        Base.metadata.drop_all(engine)
+
+
+def test_ticket_pk_through_core_executemany(engine, sequence, table_name):
+    Base, Order = make_model(table_name, sequence)
+    Base.metadata.create_all(engine)
+    try:
+        with engine.begin() as conn:
+            conn.execute(sa.insert(Order.__table__), [{"note": str(i)} for i in range(1000)])
+            rows = conn.execute(sa.select(Order.__table__).order_by(Order.__table__.c.id)).all()
+        assert [r.note for r in rows] == [str(i) for i in range(1000)]
+        assert len({r.id for r in rows}) == 1000
+    finally:
+        Base.metadata.drop_all(engine)
+
+
+def test_ticket_pk_with_an_async_session(pg_engine, table_name):
+    from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
+
+    name = f"t-{secrets.token_hex(6)}"
+    seq = TicketSequence(name, pg_engine.url.render_as_string(hide_password=False), block_size=20)
+    Base, Order = make_model(table_name, seq)
+    Base.metadata.create_all(pg_engine)
+    url = pg_engine.url.set(drivername=ASYNC_DRIVERS["postgresql"])
+
+    async def run() -> list[int]:
+        engine = create_async_engine(url)
+        async with AsyncSession(engine) as session:
+            session.add_all([Order(note=str(i)) for i in range(100)])
+            await session.commit()
+            ids = (await session.execute(sa.select(Order.id).order_by(Order.id))).scalars().all()
+        await engine.dispose()
+        return list(ids)
+
+    try:
+        ids = asyncio.run(run())
+        assert ids == list(range(1, 101))
+    finally:
+        seq.close()
+        Base.metadata.drop_all(pg_engine)
+        with pg_engine.begin() as conn:
+            conn.execute(sa.text("DELETE FROM seqid_tickets WHERE name = :n"), {"n": name})
+
+
+@pytest.mark.parametrize("value", [1.5, True, -1, 2**63, "12a"])
+def test_ticket_id_refuses_what_is_not_a_bigint_key(engine, table_name, value):
+    table = sa.Table(table_name, sa.MetaData(), sa.Column("id", TicketID(), primary_key=True))
+    table.create(engine)
+    try:
+        with pytest.raises(sa.exc.StatementError) as info, engine.begin() as conn:
+            conn.execute(sa.insert(table), {"id": value})
+        assert isinstance(info.value.orig, (ArgumentTypeError, InvalidIDError))
+    finally:
+        table.drop(engine)
+
+
+def test_ticket_id_is_the_rowid_on_sqlite():
+    from sqlalchemy.dialects import sqlite
+
+    table = sa.Table("t", sa.MetaData(), sa.Column("id", TicketID(), primary_key=True))
+    assert "id INTEGER NOT NULL" in str(sa.schema.CreateTable(table).compile(dialect=sqlite.dialect()))
+
+
+def test_wrapping_prefix_keys_counted_by_a_ticket_sequence_land_in_prefix_order(engine, sequence, table_name):
+    """uuid_sequence_nextval with a shared ticket counter instead of a database sequence; the
+    database's ORDER BY groups the keys by prefix, in counter order (no wrap within 1,000 values)."""
+
+    class Base(DeclarativeBase):
+        pass
+
+    class Item(Base):
+        __tablename__ = table_name
+        id: Mapped[object] = prefixed_uuid_pk(sequence, block_size=10, block_count=256)
+        n: Mapped[int] = mapped_column()
+
+    Base.metadata.create_all(engine)
+    try:
+        with Session(engine) as session:
+            session.add_all([Item(n=i) for i in range(1000)])
+            session.commit()
+        with engine.connect() as conn:
+            ids = conn.execute(sa.select(Item.__table__.c.id).order_by(Item.__table__.c.id)).scalars().all()
+        dialect = engine.dialect
+        layout = choose_prefix_layout(
+            dialect_vendor(dialect), dialect_server_version(dialect), SeqUUID().storage_for(dialect)
+        )
+        prefixes = [prefix_of(i, 256, layout) for i in ids]
+        # the counter handed out 1..1000 (a fresh sequence): the keys sort as their prefixes do
+        expected = sorted(prefix_of(uuid_sequence_nextval(v, 10, 256, layout), 256, layout) for v in range(1, 1001))
+        assert prefixes == expected and len(set(prefixes)) > 90
+    finally:
+        Base.metadata.drop_all(engine)
+
+
+ENV_PY = """
+from alembic import context
+import sqlalchemy as sa
+from seqid_orm.sqlalchemy import lease_table, ticket_table
+from seqid_orm.sqlalchemy.alembic import include_object, render_item, writer
+
+metadata = sa.MetaData()
+if {in_metadata!r}:
+    {kind}_table(metadata, {table!r})
+
+
+def include_name(name, type_, parent_names):
+    return type_ != "table" or name == {table!r}  # the test database is shared
+
+
+connection = context.config.attributes["connection"]
+context.configure(
+    connection=connection,
+    target_metadata=metadata,
+    render_item=render_item,
+    process_revision_directives=writer,
+    include_name=include_name,
+    include_object=include_object,
+)
+with context.begin_transaction():
+    context.run_migrations()
+"""
+
+
+def alembic_config(tmp_path, table: str, in_metadata: bool, kind: str = "ticket") -> Config:
+    (tmp_path / "versions").mkdir(exist_ok=True)
+    (tmp_path / "env.py").write_text(textwrap.dedent(ENV_PY.format(table=table, in_metadata=in_metadata, kind=kind)))
+    (tmp_path / "script.py.mako").write_text(SCRIPT_MAKO)
+    config = Config()
+    config.set_main_option("script_location", str(tmp_path))
+    return config
+
+
+def run(engine, config, fn, *args):
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        fn(config, *args)
+
+
+def test_alembic_autogenerate_writes_the_ticket_operation_and_then_nothing(engine, tmp_path):
+    table = f"tickets_{secrets.token_hex(4)}"
+    config = alembic_config(tmp_path, table, in_metadata=True)
+    try:
+        script = autogenerate(engine, config, "tickets")
+        assert f"op.create_ticket_table(table_name={table!r})" in script
+        assert f"op.drop_ticket_table(table_name={table!r})" in script
+        assert "import seqid_orm.sqlalchemy.alembic" in script and "op.create_table" not in script
+        run(engine, config, alembic_command.upgrade, "head")
+        store = SQLAlchemyTicketStore(
+            engine.url.render_as_string(hide_password=False), table_name=table, create_table=False
+        )
+        with TicketSequence("orders", store, block_size=5) as seq:
+            assert seq.next_ids(7) == list(range(1, 8))
+        second = autogenerate(engine, config, "again")
+        assert "op.create" not in second and "op.drop" not in second and "op.alter" not in second
+        run(engine, config, alembic_command.downgrade, "base")
+        assert not sa.inspect(engine).has_table(table)
+    finally:
+        with engine.begin() as conn:
+            conn.execute(sa.text(f"DROP TABLE IF EXISTS {table}"))
+            conn.execute(sa.text("DROP TABLE IF EXISTS alembic_version"))
+
+
+def test_alembic_autogenerate_writes_the_lease_operation_and_then_nothing(engine, tmp_path):
+    from seqid_orm.backends.sqlalchemy import SQLAlchemyLeaseStore
+    from seqid_orm.leases import WorkerLease
+
+    table = f"leases_{secrets.token_hex(4)}"
+    config = alembic_config(tmp_path, table, in_metadata=True, kind="lease")
+    try:
+        script = autogenerate(engine, config, "leases")
+        assert f"op.create_lease_table(table_name={table!r})" in script
+        assert f"op.drop_lease_table(table_name={table!r})" in script
+        run(engine, config, alembic_command.upgrade, "head")
+        store = SQLAlchemyLeaseStore(
+            engine.url.render_as_string(hide_password=False), table_name=table, create_table=False
+        )
+        with WorkerLease(store, "orders", max_workers=4) as lease:
+            assert lease.worker_id in range(4)
+        second = autogenerate(engine, config, "again")
+        assert "op.create" not in second and "op.drop" not in second and "op.alter" not in second
+        run(engine, config, alembic_command.downgrade, "base")
+        assert not sa.inspect(engine).has_table(table)
+    finally:
+        with engine.begin() as conn:
+            conn.execute(sa.text(f"DROP TABLE IF EXISTS {table}"))
+            conn.execute(sa.text("DROP TABLE IF EXISTS alembic_version"))
+
+
+def test_a_hand_written_ticket_operation_is_not_undone_by_autogenerate(engine, tmp_path):
+    """Without the table in the metadata, include_object keeps autogenerate from dropping it."""
+    config = alembic_config(tmp_path, "seqid_tickets", in_metadata=False)
+    existed = sa.inspect(engine).has_table("seqid_tickets")
+    (tmp_path / "versions" / "0001_tickets.py").write_text(
+        textwrap.dedent(
+            '''
+            """tickets"""
+            revision = "0001"
+            down_revision = None
+            from alembic import op
+            import seqid_orm.sqlalchemy.alembic
+
+            def upgrade():
+                if not op.get_bind().dialect.has_table(op.get_bind(), "seqid_tickets"):
+                    op.create_ticket_table()
+
+            def downgrade():
+                pass
+            '''
+        )
+    )
+    try:
+        run(engine, config, alembic_command.upgrade, "head")
+        assert sa.inspect(engine).has_table("seqid_tickets")
+        second = autogenerate(engine, config, "again")
+        assert "drop_table" not in second and "drop_ticket_table" not in second
+    finally:
+        with engine.begin() as conn:
+            conn.execute(sa.text("DROP TABLE IF EXISTS alembic_version"))
+            if not existed:
+                conn.execute(sa.text("DROP TABLE IF EXISTS seqid_tickets"))

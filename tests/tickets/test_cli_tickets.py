@@ -1,0 +1,49 @@
+"""``seqid ticket status | init | bench`` against real servers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from seqid_orm.__main__ import main
+from seqid_orm.tickets import TicketSequence
+
+sa = pytest.importorskip("sqlalchemy")
+
+
+def test_status_lists_each_sequence_with_step_and_offset(server, seq_name, capsys):
+    with TicketSequence(seq_name, [server, server], block_size=4, start_server=1, double_buffer=False) as seq:
+        seq.next_id()
+    assert main(["ticket", "status", server, "--json"]) == 0
+    rows = [r for r in json.loads(capsys.readouterr().out) if r["name"] == seq_name]
+    assert [(r["next_value"], r["step"], r["offset"]) for r in rows] == [(10, 2, 2)]
+    assert main(["ticket", "status", server]) == 0
+    text = capsys.readouterr().out
+    assert text.splitlines()[0].split() == ["server", "name", "next_value", "step", "offset"]
+    assert any(line.split()[1:] == [seq_name, "10", "2", "2"] for line in text.splitlines()[1:])
+
+
+def test_init_creates_the_table_and_status_of_an_empty_server(tmp_path, capsys):
+    url = f"sqlite:///{tmp_path / 'cli.sqlite3'}"
+    assert main(["ticket", "status", url]) == 0
+    assert "no ticket sequences" in capsys.readouterr().out
+    assert main(["ticket", "init", url]) == 0
+    assert "is ready" in capsys.readouterr().out
+    assert sa.inspect(sa.create_engine(url)).has_table("seqid_tickets")
+
+
+def test_unknown_scheme_is_a_clear_error(capsys):
+    assert main(["ticket", "status", "ftp://example.org/x"]) == 2
+    assert "unknown ticket server scheme 'ftp'" in capsys.readouterr().err
+
+
+def test_bench_reports_rates_round_trips_and_latency(sqlite_ticket_url, capsys):
+    args = ["ticket", "bench", "--url", sqlite_ticket_url, "--blocks", "1,100", "--repeat", "1"]
+    assert main([*args, "--scale", "0.02", "--index-rows", "0", "--quiet", "--json"]) == 0
+    found = {m["what"]: m for m in json.loads(capsys.readouterr().out)["sequences"]}
+    assert set(found) == {"block 1", "block 1, no prefetch", "block 100", "block 100, no prefetch"}
+    assert found["block 100, no prefetch"]["round_trips_per_1000"] == 10
+    assert found["block 1, no prefetch"]["round_trips_per_1000"] == 1000
+    for m in found.values():
+        assert m["ids_per_s"] > 0 and set(m["latency_ns"]) == {"p50", "p99", "p99.9", "max"}

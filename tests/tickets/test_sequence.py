@@ -1,0 +1,379 @@
+"""TicketSequence in one process, on every real ticket server: segments, threads, forks, errors."""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import sys
+import threading
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from seqid_orm.backends import open_ticket_store
+from seqid_orm.backends.sqlalchemy import SQLAlchemyTicketStore, advance_statement, ticket_table
+from seqid_orm.bench.servers import free_port
+from seqid_orm.errors import (
+    AllocationError,
+    ArgumentTypeError,
+    BackendMismatchError,
+    BackendUnavailableError,
+    GeneratorExhaustedError,
+    InvalidArgumentError,
+    InvalidIDError,
+    SeqIDError,
+)
+from seqid_orm.tickets import TicketSequence
+from seqid_orm.validate import BIGINT_MAX
+from tests.conftest import POSTGRES_URL
+from tests.tickets.conftest import forget
+
+sa = pytest.importorskip("sqlalchemy")
+redis = pytest.importorskip("redis")
+
+needs_fork = pytest.mark.skipif(not hasattr(os, "fork") or sys.platform != "linux", reason="fork() on Linux")
+
+
+def set_next_value(url: str, name: str, value: int) -> None:
+    """Move a stored counter directly, as an operator (or a test of the far end) would."""
+    if url.startswith("redis"):
+        client = redis.Redis.from_url(url)
+        client.hset(f"seqid:tickets:{name}", "next_value", value)
+        client.close()
+        return
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(sa.text("UPDATE seqid_tickets SET next_value = :v WHERE name = :n"), {"v": value, "n": name})
+    engine.dispose()
+
+
+class Spy:
+    """Wraps a real store and records which thread made each reservation (not a database mock)."""
+
+    def __init__(self, store):
+        self.store = store
+        self.label = store.label
+        self.threads: list[str] = []
+
+    def allocate(self, *args):
+        self.threads.append(threading.current_thread().name)
+        return self.store.allocate(*args)
+
+    def rows(self):
+        return self.store.rows()
+
+    def after_fork(self):
+        self.store.after_fork()
+
+    def close(self):
+        self.store.close()
+
+
+def test_ids_increase_and_segments_follow_each_other(server, seq_name):
+    with TicketSequence(seq_name, server, block_size=7) as seq:
+        singles = [seq.next_id() for _ in range(30)]
+        batch = seq.next_ids(100)
+        more = [seq.next_id() for _ in range(5)]
+    values = singles + batch + more
+    assert values == list(range(1, 136))  # one process alone: dense and increasing
+    assert seq.fetches in (20, 21)  # 20 segments of 7 hold 135 values; a 21st may have been prefetched
+
+
+def test_background_prefetch_keeps_the_caller_off_the_server(server, seq_name):
+    """Double buffering: after the first segment every reservation is made by the prefetch thread."""
+    spy = Spy(open_ticket_store(server))
+    with TicketSequence(seq_name, spy, block_size=50) as seq:
+        for _ in range(500):
+            seq.next_id()
+    caller = threading.current_thread().name
+    assert spy.threads[0] == caller  # nothing to prefetch from before the first id
+    assert len(spy.threads) >= 10 and all(t == f"seqid-tickets-{seq_name}" for t in spy.threads[1:])
+
+
+def test_without_double_buffering_the_caller_reserves(server, seq_name):
+    spy = Spy(open_ticket_store(server))
+    with TicketSequence(seq_name, spy, block_size=50, double_buffer=False) as seq:
+        seq.next_ids(500)
+    assert len(spy.threads) == 10 and set(spy.threads) == {threading.current_thread().name}
+
+
+def test_threads_share_one_sequence_without_duplicates(server, seq_name):
+    seq = TicketSequence(seq_name, server, block_size=64)
+    results: list[list[int]] = [[] for _ in range(8)]
+    barrier = threading.Barrier(8)
+
+    def draw(k: int) -> None:
+        barrier.wait()
+        for i in range(1500):
+            results[k].extend(seq.next_ids(3) if i % 10 == 0 else [seq.next_id()])
+
+    threads = [threading.Thread(target=draw, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    seq.close()
+    flat = [i for r in results for i in r]
+    assert len(flat) == 8 * (1350 + 150 * 3) and len(set(flat)) == len(flat)
+    for r in results:
+        assert r == sorted(r)  # each thread sees increasing values
+
+
+def _raw_fork() -> int:
+    """libc's fork() with no Python at-fork hooks, called holding the GIL as C code does (PyDLL).
+
+    A process forked so must have no other Python thread: CPython re-initialises the GIL only in
+    PyOS_AfterFork_Child, so a thread waiting for the GIL at that instant deadlocks the child, with
+    or without seqid.  uWSGI's prefork forks before any thread starts; the test does likewise
+    (double_buffer=False: no prefetch thread)."""
+    libc = ctypes.PyDLL(None, use_errno=True)
+    libc.fork.restype = ctypes.c_int
+    return libc.fork()
+
+
+@needs_fork
+@pytest.mark.parametrize("fork", [os.fork, _raw_fork], ids=["os.fork", "libc-fork"])
+def test_forked_children_never_hand_out_their_parents_values(server, seq_name, fork):
+    seq = TicketSequence(seq_name, server, block_size=100, double_buffer=fork is os.fork)
+    parent_ids = [seq.next_id() for _ in range(20)]  # a warm segment (and a prefetched one)
+    pipes, pids = [], []
+    for _ in range(3):
+        r, w = os.pipe()
+        pid = fork()
+        if pid == 0:
+            try:
+                os.close(r)
+                os.write(w, "\n".join(str(seq.next_id()) for _ in range(150)).encode())
+            finally:
+                os._exit(0)
+        os.close(w)
+        pipes.append(r)
+        pids.append(pid)
+    parent_ids += [seq.next_id() for _ in range(300)]
+    children = []
+    for r, pid in zip(pipes, pids, strict=True):
+        data = b""
+        while chunk := os.read(r, 65536):
+            data += chunk
+        os.close(r)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        children.append([int(x) for x in data.decode().split()])
+    seq.close()
+    flat = parent_ids + [i for c in children for i in c]
+    assert all(len(c) == 150 for c in children)
+    assert len(set(flat)) == len(flat)
+
+
+def test_adaptive_block_size_follows_how_long_segments_last(sqlite_ticket_url, seq_name):
+    now = [0.0]
+    seq = TicketSequence(
+        seq_name,
+        sqlite_ticket_url,
+        block_size=10,
+        max_block_size=80,
+        segment_seconds=60,
+        double_buffer=False,
+        clock=lambda: now[0],
+    )
+    sizes = []
+    for _ in range(6):  # fast segments: the block doubles up to the bound
+        seq.next_ids(seq.segment.count if seq.segment else 1)
+        sizes.append(seq._block)
+        now[0] += 1
+    assert sizes[-1] == 80 and sizes == sorted(sizes)
+    for _ in range(4):  # slow segments (over twice segment_seconds): it halves down to block_size
+        now[0] += 200
+        seq.next_ids(seq.segment.count)
+    assert seq._block == 10
+    seq.close()
+
+
+def test_failover_to_the_next_server_and_a_typed_error_when_none_answers(server, seq_name, caplog):
+    dead = f"postgresql+psycopg://postgres:secret@127.0.0.1:{free_port()}/none"
+    with TicketSequence(seq_name, [dead, server], block_size=5, start_server=0, connect_timeout=2) as seq:
+        with caplog.at_level(logging.WARNING, logger="seqid_orm.tickets"):
+            ids = [seq.next_id() for _ in range(12)]
+        assert all(i % 2 == 0 for i in ids)  # all from the second server (offset 2 of step 2)
+        assert "secret" not in caplog.text and "trying the next" in caplog.text
+    dead2 = f"redis://:secret@127.0.0.1:{free_port()}/0"
+    with (
+        TicketSequence(seq_name, [dead, dead2], connect_timeout=1) as seq,
+        pytest.raises(BackendUnavailableError) as info,
+    ):
+        seq.next_id()
+    message = str(info.value)
+    assert "secret" not in message and "127.0.0.1" in message and "redis://" in message
+    assert isinstance(info.value, (AllocationError, RuntimeError, SeqIDError))
+
+
+def test_a_server_stored_with_another_step_or_offset_is_refused(server, seq_name):
+    with TicketSequence(seq_name, server) as seq:
+        seq.next_id()
+    with (
+        TicketSequence(seq_name, server, step=2, offsets=[2]) as other,
+        pytest.raises(BackendMismatchError, match="step=1 offset=1"),
+    ):
+        other.next_id()
+
+
+def test_exhaustion_shrinks_the_last_segment_then_raises(server, seq_name):
+    with TicketSequence(seq_name, server, block_size=10, double_buffer=False) as seq:
+        assert seq.next_id() == 1
+        # 5 values left: the last one handed out is BIGINT_MAX - 1, so next_value still fits a BIGINT
+        set_next_value(server, seq_name, BIGINT_MAX - 5)
+        rest = seq.next_ids(9)  # the current segment
+        tail = [seq.next_id() for _ in range(5)]
+        assert rest == list(range(2, 11)) and tail == list(range(BIGINT_MAX - 5, BIGINT_MAX))
+        with pytest.raises(GeneratorExhaustedError, match=seq_name):
+            seq.next_id()
+
+
+def test_max_value_bounds_a_sequence(server, seq_name):
+    with TicketSequence(seq_name, server, block_size=4, max_value=10) as seq:
+        assert seq.next_ids(10) == list(range(1, 11))
+        with pytest.raises(GeneratorExhaustedError):
+            seq.next_id()
+
+
+def test_start_adopts_a_table_whose_ids_already_reach_n(server, seq_name):
+    with TicketSequence(seq_name, [server, server], start=1000, start_server=1) as seq:
+        first = seq.next_id()
+    assert first == 1000  # the first value >= 1000 with offset 2 of step 2
+
+
+def test_values_above_2_53_are_exact(server, seq_name):
+    """Redis hands Lua integers as doubles; seqid reads the counter back as text, exactly."""
+    with TicketSequence(seq_name, server, block_size=3, double_buffer=False) as seq:
+        seq.next_id()
+        set_next_value(server, seq_name, 2**60 + 1)
+        seq.next_ids(2)
+        assert seq.next_ids(4) == [2**60 + 1, 2**60 + 2, 2**60 + 3, 2**60 + 4]
+
+
+def test_a_counter_that_vanishes_is_not_started_over(server, seq_name):
+    """A truncated table, a deleted row or a Redis restart: starting at 1 again would repeat ids."""
+    with TicketSequence(seq_name, server, block_size=5, double_buffer=False) as seq:
+        seq.next_ids(5)
+        forget(seq_name, [server] if not server.startswith("redis") else [])
+        with pytest.raises(AllocationError, match="vanished"):
+            seq.next_id()
+    with TicketSequence(seq_name, server, block_size=5) as fresh:  # a new process may create it
+        assert fresh.next_id() == 1
+
+
+def test_rows_show_every_sequence_with_its_step_and_offset(server, seq_name):
+    with TicketSequence(seq_name, [server, server], block_size=3, start_server=0, double_buffer=False) as seq:
+        seq.next_id()
+        rows = [row for _, row in seq.rows() if row.name == seq_name]
+    # both "servers" are the same here, so the row made at offset 1 is listed twice
+    assert rows and all((r.step, r.offset, r.next_value) == (2, 1, 7) for r in rows)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"servers": "ftp://example.org/x"}, InvalidArgumentError, "unknown ticket server scheme 'ftp'"),
+        ({"servers": "orders.db"}, InvalidArgumentError, "unknown ticket server scheme"),
+        ({"servers": 42}, ArgumentTypeError, "must be a URL"),
+        ({"servers": []}, InvalidArgumentError, "at least one server"),
+        ({"name": "Orders"}, InvalidIDError, "lower case"),
+        ({"name": ""}, InvalidIDError, "invalid sequence name"),
+        ({"name": "a" * 65}, InvalidIDError, "invalid sequence name"),
+        ({"name": "orders; drop table x"}, InvalidIDError, "invalid sequence name"),
+        ({"name": 7}, ArgumentTypeError, "must be a str"),
+        ({"block_size": 0}, InvalidArgumentError, "block_size must be between 1"),
+        ({"block_size": -5}, InvalidArgumentError, "block_size"),
+        ({"block_size": 2.5}, ArgumentTypeError, "block_size must be an int"),
+        ({"block_size": True}, ArgumentTypeError, "block_size must be an int"),
+        ({"block_size": 2**40}, InvalidArgumentError, "block_size"),
+        ({"max_block_size": 5, "block_size": 10}, InvalidArgumentError, "max_block_size"),
+        ({"step": 0}, InvalidArgumentError, "step"),
+        ({"offsets": [0]}, InvalidArgumentError, "offset"),
+        ({"offsets": [2]}, InvalidArgumentError, "offset must be between 1 and 1"),
+        ({"prefetch_at": 0}, InvalidArgumentError, "prefetch_at"),
+        ({"max_value": 0}, InvalidArgumentError, "max_value"),
+        ({"max_value": 2**63}, InvalidArgumentError, "max_value"),
+        ({"start": 0}, InvalidArgumentError, "start"),
+        ({"start_server": 1}, InvalidArgumentError, "start_server"),
+    ],
+)
+def test_bad_input_raises_a_typed_error_before_anything_is_sent(kwargs, error, match):
+    args = {"name": "orders", "servers": "sqlite://", **kwargs}
+    with pytest.raises(error, match=match):
+        TicketSequence(args.pop("name"), args.pop("servers"), **args)
+
+
+def test_next_ids_refuses_bad_counts(sqlite_ticket_url, seq_name):
+    with TicketSequence(seq_name, sqlite_ticket_url) as seq:
+        assert seq.next_ids(0) == []
+        with pytest.raises(InvalidArgumentError):
+            seq.next_ids(-1)
+        with pytest.raises(ArgumentTypeError):
+            seq.next_ids(2.0)  # type: ignore[arg-type]
+
+
+def test_a_missing_table_is_created_or_named(tmp_path, seq_name):
+    url = f"sqlite:///{tmp_path / 'empty.sqlite3'}"
+    with pytest.raises(InvalidArgumentError, match="create_ticket_table"):
+        TicketSequence(seq_name, url, create_table=False).next_id()
+    with TicketSequence(seq_name, url) as seq:
+        assert seq.next_id() == 1
+
+
+def test_an_engine_or_a_redis_client_is_used_without_taking_it_over(pg_engine, redis_url, seq_name):
+    store = SQLAlchemyTicketStore(pg_engine)
+    with TicketSequence(seq_name, store) as seq:
+        assert seq.next_id() == 1
+    with pg_engine.connect() as conn:  # the application's engine still works after close()
+        assert conn.execute(sa.text("SELECT 1")).scalar() == 1
+    client = redis.Redis.from_url(redis_url)
+    with TicketSequence(seq_name, client) as seq:
+        assert seq.next_id() == 1
+    assert client.ping()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    block=st.integers(1, 40),
+    calls=st.lists(st.one_of(st.just(None), st.integers(0, 90)), min_size=1, max_size=40),
+    double_buffer=st.booleans(),
+)
+def test_any_mix_of_calls_gives_one_dense_increasing_run(sqlite_ticket_url, block, calls, double_buffer):
+    import secrets
+
+    name = f"h-{secrets.token_hex(6)}"
+    with TicketSequence(name, sqlite_ticket_url, block_size=block, double_buffer=double_buffer) as seq:
+        out: list[int] = []
+        for call in calls:
+            out += [seq.next_id()] if call is None else seq.next_ids(call)
+    assert out == list(range(1, len(out) + 1))
+
+
+@pytest.mark.parametrize(
+    ("dialect", "expected"),
+    [
+        ("mssql", "OUTPUT inserted.next_value WHERE"),
+        ("oracle", "RETURNING seqid_tickets.next_value INTO :ret_0"),
+        ("postgresql", "RETURNING seqid_tickets.next_value"),
+        ("sqlite", "RETURNING next_value"),
+        ("mysql", "SET next_value=last_insert_id(seqid_tickets.next_value + %s) WHERE"),
+    ],
+)
+def test_the_atomic_statement_compiled_for_each_dialect(dialect, expected):
+    from sqlalchemy.dialects import mssql, mysql, oracle, postgresql, sqlite
+
+    d = {"mssql": mssql, "oracle": oracle, "postgresql": postgresql, "sqlite": sqlite, "mysql": mysql}[dialect]
+    stmt = advance_statement(ticket_table(sa.MetaData()), d.dialect())
+    sql = " ".join(str(stmt.compile(dialect=d.dialect())).split())
+    assert sql.startswith("UPDATE seqid_tickets SET next_value=")
+    assert expected in sql
+    assert "seqid_tickets.next_value <=" in sql  # never past the largest value allowed
+
+
+def test_a_password_never_appears_in_a_label():
+    store = open_ticket_store(POSTGRES_URL.replace("postgres@", "postgres:hunter2@"))
+    assert "hunter2" not in store.label and "***" in store.label
+    store.close()

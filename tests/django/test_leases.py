@@ -1,0 +1,53 @@
+"""A Snowflake leased through Django settings, on the database of each settings module."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import call_command
+from django.db import connection, transaction
+
+from seqid_orm.django import settings_snowflake
+from seqid_orm.django.fields import _generators
+from seqid_orm.leases import LeasedSnowflake
+from tests.django.testapp.models import Event
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def leased_settings(settings):
+    settings.SEQID = {"SNOWFLAKE": {"lease": {"namespace": "dj-events", "using": "default", "ttl": 5}}}
+    yield settings
+    for key, gen in list(_generators.items()):
+        if isinstance(gen, LeasedSnowflake):
+            gen.close()
+            del _generators[key]
+
+
+def test_the_lease_table_comes_from_the_app_migration():
+    assert "seqid_worker_leases" in connection.introspection.table_names()
+    call_command("makemigrations", "seqid", "--check", "--dry-run", verbosity=0)
+
+
+def test_snowflake_field_draws_from_a_leased_worker_id(leased_settings):
+    gen = settings_snowflake()
+    assert isinstance(gen, LeasedSnowflake)
+    with transaction.atomic():  # the lease is taken on seqid's own connection, not this transaction's
+        events = [Event(name=str(i)) for i in range(50)]
+        Event.objects.bulk_create(events)
+    worker = gen.lease.worker_id
+    assert {gen.decode(e.id).worker_id + 32 * gen.decode(e.id).datacenter_id for e in events} == {worker}
+    rows = gen.lease.store.leases("dj-events")
+    assert [r.worker_id for r in rows if r.held] == [worker]
+    assert settings_snowflake() is gen  # one generator per process and configuration
+
+
+def test_a_lease_and_a_worker_id_together_are_refused(settings):
+    from django.core.exceptions import ImproperlyConfigured
+
+    settings.SEQID = {"SNOWFLAKE": {"worker_id": 3, "lease": {"namespace": "x"}}}
+    with pytest.raises(ImproperlyConfigured, match="not both"):
+        settings_snowflake()
+    settings.SEQID = {"SNOWFLAKE": {"lease": {"using": "default"}}}
+    with pytest.raises(ImproperlyConfigured, match="namespace"):
+        settings_snowflake()

@@ -1,0 +1,215 @@
+"""Django migration operations of seqid: the sequential-uuids generators as SQL functions, and a
+UUID column moved to the native UUID type with the foreign keys that reference it.
+
+``CreateSequentialUUIDFunctions()`` in a migration's ``operations`` creates
+``uuid_sequence_nextval`` and ``uuid_time_nextval`` (and their helper) on PostgreSQL 13+ and
+MariaDB 10.10+ (:mod:`seqid_orm.sequential_sql`); unapplying the migration drops them.  On
+PostgreSQL they can then be a column's ``db_default``::
+
+    id = models.UUIDField(primary_key=True, db_default=Func(Value(60), Value(65536), function="uuid_time_nextval"))
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.migrations.operations.base import Operation
+
+from ..registry import choose_prefix_layout, resolve_storage
+from ..sequential_sql import create_statements, drop_statements
+from .connection import server_version, vendor_of
+
+__all__ = ["BackfillSeqUUID", "ConvertUUIDStorage", "CreateSequentialUUIDFunctions"]
+
+
+class CreateSequentialUUIDFunctions(Operation):
+    """Create the sequential-uuids functions (reversible: unapplying drops them).
+
+    ``storage`` (MariaDB): ``"native"`` for its ``UUID`` type (the prefix then leads the last six
+    bytes, which that type compares first), ``"hex"`` for ``char(32)``; default: what Django's
+    ``UUIDField`` creates there.
+    """
+
+    reversible = True
+    reduces_to_sql = True
+
+    def __init__(self, storage: str | None = None) -> None:
+        self.storage = storage
+
+    def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
+        kwargs = {} if self.storage is None else {"storage": self.storage}
+        return "seqid_orm.django.operations.CreateSequentialUUIDFunctions", [], kwargs
+
+    def state_forwards(self, app_label: str, state: Any) -> None:
+        pass  # functions are no part of Django's model state
+
+    def _statements(self, connection: Any, create: bool) -> list[str]:
+        vendor = vendor_of(connection)
+        if not create:
+            return drop_statements(vendor)
+        if vendor != "mariadb":
+            return create_statements(vendor)
+        version = server_version(connection)
+        if self.storage is None:  # what Django's UUIDField is there: native from Django 5.0 on MariaDB 10.7+
+            import django
+
+            native = django.VERSION >= (5, 0) and version is not None and version >= (10, 7)
+            storage = "native" if native else "hex"
+        else:
+            storage = resolve_storage(vendor, version, self.storage).value
+        return create_statements(vendor, choose_prefix_layout(vendor, version, storage))
+
+    def database_forwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
+        for statement in self._statements(schema_editor.connection, create=True):
+            schema_editor.execute(statement, params=None)
+
+    def database_backwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
+        for statement in self._statements(schema_editor.connection, create=False):
+            schema_editor.execute(statement, params=None)
+
+    def describe(self) -> str:
+        return "Create the sequential-uuids functions (uuid_sequence_nextval, uuid_time_nextval)"
+
+
+class ConvertUUIDStorage(Operation):
+    """Move a model's UUID column (and every column whose foreign key references it) to another storage.
+
+    The case it is for: Django 5.0 gives ``UUIDField`` MariaDB 10.7+'s native ``UUID`` type, but columns
+    created before stay ``char(32)``; ``ConvertUUIDStorage("author", "id", from_storage="hex")``
+    converts them, values and relationships kept (:mod:`seqid_orm.conversions`).  ``to_storage``
+    defaults to the native type; unapplying converts back.  PostgreSQL and MariaDB (SQLite has no UUID
+    type, and Django keeps ``char(32)`` there).
+    """
+
+    reversible = True
+    reduces_to_sql = False  # it reads the foreign keys from the database
+
+    def __init__(self, model_name: str, field_name: str, from_storage: str, to_storage: str = "native") -> None:
+        self.model_name = model_name
+        self.field_name = field_name
+        self.from_storage = from_storage
+        self.to_storage = to_storage
+
+    def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
+        kwargs: dict[str, Any] = {"from_storage": self.from_storage}
+        if self.to_storage != "native":
+            kwargs["to_storage"] = self.to_storage
+        return "seqid_orm.django.operations.ConvertUUIDStorage", [self.model_name, self.field_name], kwargs
+
+    def state_forwards(self, app_label: str, state: Any) -> None:
+        pass  # the field stays a UUIDField: only its column's storage changes
+
+    def _run(self, app_label: str, schema_editor: Any, state: Any, source: str, target: str) -> None:
+        from ..conversions import ColumnRef, ForeignKeyRef, conversion_plan
+
+        model = state.apps.get_model(app_label, self.model_name)
+        table, column = model._meta.db_table, model._meta.get_field(self.field_name).column
+        connection = schema_editor.connection
+        vendor = vendor_of(connection)
+        with connection.cursor() as cursor:
+            description = connection.introspection.get_table_description(cursor, table)
+            nullable = {c.name: bool(c.null_ok) for c in description}
+            references = []
+            for other in connection.introspection.table_names(cursor):
+                constraints = connection.introspection.get_constraints(cursor, other)
+                for name, info in constraints.items():
+                    if info.get("foreign_key") == (table, column):
+                        (fk_column,) = info["columns"]
+                        other_nullable = {
+                            c.name: bool(c.null_ok)
+                            for c in connection.introspection.get_table_description(cursor, other)
+                        }
+                        references.append(ForeignKeyRef(name, other, fk_column, other_nullable[fk_column]))
+        key = ColumnRef(table, column, nullable[column])
+        plan = conversion_plan(
+            vendor, server_version(connection), key, references, source, target, connection.ops.quote_name
+        )
+        for statement in plan:
+            schema_editor.execute(statement, params=None)
+
+    def database_forwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
+        self._run(app_label, schema_editor, to_state, self.from_storage, self.to_storage)
+
+    def database_backwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
+        self._run(app_label, schema_editor, from_state, self.to_storage, self.from_storage)
+
+    def describe(self) -> str:
+        return f"Convert {self.model_name}.{self.field_name} from {self.from_storage} to {self.to_storage} storage"
+
+
+def _rules(cursor: Any, vendor: str, constraint: str) -> tuple[str | None, str | None]:
+    """The ``ON DELETE``/``ON UPDATE`` of a foreign key (Django's introspection does not report them)."""
+    schema = "current_schema()" if vendor == "postgresql" else "DATABASE()"
+    cursor.execute(
+        "SELECT delete_rule, update_rule FROM information_schema.referential_constraints "
+        f"WHERE constraint_name = %s AND constraint_schema = {schema}",
+        [constraint],
+    )
+    row = cursor.fetchone()
+    if row is None:
+        return None, None
+    return tuple(None if rule in ("NO ACTION", "RESTRICT") else rule for rule in row)  # type: ignore[return-value]
+
+
+class BackfillSeqUUID(Operation):
+    """Fill a new ``SeqUUIDField`` for existing rows, from a timestamp field when given.
+
+    Adopting seqid on a table that has rows: ``AddField(..., SeqUUIDField(null=True))``, then
+    ``BackfillSeqUUID("visit", "seq_id", from_field="created_at")``, then ``AlterField`` to
+    ``unique=True`` without ``null``.  Rows with a timestamp get :func:`~seqid_orm.comb_at` of it, so
+    they keep the order they were made in; rows without one get new ids after them.  Unapplying does
+    nothing (unapplying the ``AddField`` removes the column).
+    """
+
+    reversible = True
+    reduces_to_sql = False
+
+    def __init__(self, model_name: str, field_name: str, from_field: str | None = None, batch_size: int = 1000) -> None:
+        self.model_name, self.field_name, self.from_field, self.batch_size = (
+            model_name,
+            field_name,
+            from_field,
+            batch_size,
+        )
+
+    def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
+        kwargs: dict[str, Any] = {}
+        if self.from_field is not None:
+            kwargs["from_field"] = self.from_field
+        if self.batch_size != 1000:
+            kwargs["batch_size"] = self.batch_size
+        return "seqid_orm.django.operations.BackfillSeqUUID", [self.model_name, self.field_name], kwargs
+
+    def state_forwards(self, app_label: str, state: Any) -> None:
+        pass
+
+    def database_forwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
+        import datetime as dt
+
+        from ..comb import comb_at, comb_batch
+        from .connection import layout_for_alias
+
+        model = to_state.apps.get_model(app_label, self.model_name)
+        alias = schema_editor.connection.alias
+        field = model._meta.get_field(self.field_name)
+        layout = layout_for_alias(field, alias)
+        manager = model._base_manager.db_manager(alias)
+        order = [self.from_field, "pk"] if self.from_field else ["pk"]
+        rows = list(manager.order_by(*order))
+        fresh = iter(comb_batch(len(rows), layout))
+        for row in rows:
+            when = getattr(row, self.from_field) if self.from_field else None
+            if isinstance(when, dt.datetime):
+                setattr(
+                    row, field.attname, comb_at(when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc), layout)
+                )
+            else:
+                setattr(row, field.attname, next(fresh))
+        manager.bulk_update(rows, [field.name], batch_size=self.batch_size)
+
+    def database_backwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
+        pass
+
+    def describe(self) -> str:
+        source = f" from {self.from_field}" if self.from_field else ""
+        return f"Fill {self.model_name}.{self.field_name} for existing rows{source}"

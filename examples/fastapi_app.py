@@ -1,0 +1,125 @@
+"""A FastAPI service on SQLAlchemy with seqid keys: ordered in the database, opaque outside.
+
+Run: ``pip install 'seqid-orm[sqlalchemy,pydantic]' fastapi uvicorn`` then
+``SEQID_EXAMPLE_URL=sqlite:///shop.db uvicorn examples.fastapi_app:app`` (any SQLAlchemy URL).
+
+* ``Customer.id`` is a time-ordered UUID (``seq_uuid_pk``): new rows land at the end of the
+  index.  The API never shows it: clients see ``public_id`` masks, which reveal no creation time
+  (``seqid_orm.mask``), and the routes turn them back into keys.
+* ``Order.id`` is a Snowflake BIGINT; JSON carries it as a string (``SnowflakeId``), because a
+  JavaScript number would lose its last digits.
+
+(No ``from __future__ import annotations`` here: FastAPI reads the route annotations, some of
+which are types made inside ``create_app``.)
+"""
+
+import os
+import uuid
+from collections.abc import Iterator
+from typing import Annotated
+
+import sqlalchemy as sa
+from fastapi import Depends, FastAPI, HTTPException
+from pydantic import BaseModel, ConfigDict
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
+
+from seqid_orm import Snowflake
+from seqid_orm.pydantic import SnowflakeId, public_id
+from seqid_orm.sqlalchemy import layout_for, seq_uuid_fk, seq_uuid_pk, snowflake_pk
+
+# In production the key comes from a secret store; the previous key stays while links made with
+# it are still around (public_id() masks with the first and accepts all).
+MASK_KEYS = [os.environ.get("SEQID_EXAMPLE_MASK_KEY", "example-key-change-me-0123456789").encode()]
+ORDER_IDS = Snowflake(worker_id=1)  # or Snowflake.leased(...) with many processes
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Customer(Base):
+    __tablename__ = "example_customer"
+    id: Mapped[uuid.UUID] = seq_uuid_pk()
+    name: Mapped[str] = mapped_column(sa.String(100))
+
+
+class Order(Base):
+    __tablename__ = "example_order"
+    id: Mapped[int] = snowflake_pk(ORDER_IDS)
+    customer_id: Mapped[uuid.UUID] = seq_uuid_fk("example_customer.id")
+    total_cents: Mapped[int]
+
+
+def create_app(url: str) -> FastAPI:
+    engine = sa.create_engine(url)
+    Base.metadata.create_all(engine)
+    with engine.connect():  # the first connection tells seqid the server and so the layout
+        pass
+    customer_layout = layout_for(engine.dialect, Customer.__table__.c.id.type)
+    PublicId = public_id(MASK_KEYS, customer_layout)  # the layout unmask expects
+
+    class CustomerIn(BaseModel):
+        name: str
+
+    class CustomerOut(BaseModel):
+        model_config = ConfigDict(from_attributes=True)
+        id: PublicId  # the real key in Python, its mask in JSON
+        name: str
+
+    class OrderIn(BaseModel):
+        customer_id: PublicId  # the client names the customer by its public id
+        total_cents: int
+
+    class OrderOut(BaseModel):
+        model_config = ConfigDict(from_attributes=True)
+        id: SnowflakeId
+        customer_id: PublicId
+        total_cents: int
+
+    def session() -> Iterator[Session]:
+        with Session(engine) as s:
+            yield s
+
+    Db = Annotated[Session, Depends(session)]
+    app = FastAPI(title="seqid example shop")
+    app.state.engine = engine
+
+    @app.post("/customers", response_model=CustomerOut, status_code=201)
+    def add_customer(body: CustomerIn, db: Db) -> Customer:
+        customer = Customer(name=body.name)
+        db.add(customer)
+        db.commit()
+        return customer
+
+    @app.get("/customers", response_model=list[CustomerOut])
+    def list_customers(db: Db) -> list[Customer]:
+        return list(db.scalars(sa.select(Customer).order_by(Customer.id)))
+
+    @app.get("/customers/{customer_id}", response_model=CustomerOut)
+    def get_customer(customer_id: PublicId, db: Db) -> Customer:  # unmasked by the type
+        customer = db.get(Customer, customer_id)
+        if customer is None:
+            raise HTTPException(404, "no such customer")
+        return customer
+
+    @app.post("/orders", response_model=OrderOut, status_code=201)
+    def add_order(body: OrderIn, db: Db) -> Order:
+        if db.get(Customer, body.customer_id) is None:
+            raise HTTPException(422, "no such customer")
+        order = Order(customer_id=body.customer_id, total_cents=body.total_cents)
+        db.add(order)
+        db.commit()
+        return order
+
+    @app.get("/orders/{order_id}", response_model=OrderOut)
+    def get_order(order_id: SnowflakeId, db: Db) -> Order:
+        order = db.get(Order, order_id)
+        if order is None:
+            raise HTTPException(404, "no such order")
+        return order
+
+    return app
+
+
+if os.environ.get("SEQID_EXAMPLE_URL"):
+    app = create_app(os.environ["SEQID_EXAMPLE_URL"])

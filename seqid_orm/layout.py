@@ -59,6 +59,11 @@ class Layout(str, enum.Enum):
     TIME_FIRST_LE = "time_first_le"
     """Milliseconds first in ``bytes_le``: binary columns shared with .NET applications."""
 
+    SHARDED = "sharded"
+    """For distributed SQL (CockroachDB, TiDB, YugabyteDB): a shard in the top 4 bits, then 44-bit
+    milliseconds and the UUIDv7 counter (RFC 9562 version 8).  Writes spread over k key ranges,
+    each appended at its end, instead of all going to the last range."""
+
     SEQUENTIAL_AS_STRING = "time_first"
     SEQUENTIAL_AS_BINARY = "time_first_le"
     SEQUENTIAL_AT_END = "time_last"
@@ -80,12 +85,15 @@ _REQUIRES: dict[Layout, tuple[int, ...]] = {
     Layout.TIME_LAST: (10, 11, 12, 13, 14, 15, 8, 9),
     # ms in bytes_le 0-5; 25-bit counter in bytes_le 6, 7 (low nibble), 8 (low 5 bits), 9.
     Layout.TIME_FIRST_LE: (3, 2, 1, 0, 5, 4, 7, 6, 8, 9),
+    # shard in the top nibble of 0, ms in the rest of 0-5; counter as TIME_FIRST.
+    Layout.SHARDED: (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11),
 }
 
 _NATIVE_ORDER: dict[Layout, tuple[int, ...]] = {
     Layout.TIME_FIRST: ORDER_BYTES,
     Layout.TIME_LAST: ORDER_SQLSERVER,
     Layout.TIME_FIRST_LE: ORDER_BYTES_LE,
+    Layout.SHARDED: ORDER_BYTES,
 }
 
 
@@ -130,11 +138,16 @@ def fits(layout: Layout, order: Sequence[int]) -> bool:
 
 
 def candidates(preferred: Layout | str | None = None) -> list[Layout]:
-    """Every layout, ``preferred`` first, then in declaration order (the order choices are tried)."""
-    order = list(Layout)
+    """Every layout, ``preferred`` first, then in declaration order (the order choices are tried).
+
+    ``SHARDED`` is a choice for distributed engines (the registry prefers it there), never a
+    fallback: on a single-node engine it would scatter inserts over 16 places for nothing.
+    """
+    order: list[Layout] = [lay for lay in Layout if lay is not Layout.SHARDED]
     if preferred is not None:
         first = as_layout(preferred, "preferred")
-        order.remove(first)
+        if first in order:
+            order.remove(first)
         order.insert(0, first)
     return order
 

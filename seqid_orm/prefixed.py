@@ -1,14 +1,26 @@
-"""UUIDs with a short wrapping prefix, after PostgreSQL's ``sequential-uuids`` extension.
+"""UUIDs with a short wrapping prefix: PostgreSQL's ``sequential-uuids`` extension, exactly.
 
-The prefix is ``(value // block_size) % block_count`` (or the same of Unix seconds over an
-interval); the rest is random.  Consecutive ids land in one area of the index, and because the
-prefix *wraps*, ids are not predictable from each other and pages that lost rows to deletes
-are refilled on the next lap.  The prefix takes the fewest whole bytes that hold
-``block_count - 1`` and is placed where the layout says the database compares first.
+Consecutive ids share a prefix and land in one area of the index; because the prefix *wraps*,
+ids are not predictable from each other and pages that lost rows to deletes are refilled on the
+next lap (Tomas Vondra, "Sequential UUID generators", 2018; github.com/tvondra/sequential-uuids).
 
-Like the extension, the values carry the RFC version 4 and variant bits: apart from the
-prefix they are random.  They carry no absolute time, so :func:`~seqid_orm.timestamp_of`
-refuses them.
+The prefix is the extension's (``sequential_uuids.c``, 1.0.3), for every argument it accepts:
+
+* the prefix takes whole bytes: the fewest that hold ``block_count`` blocks (1 byte for 1 to 256);
+* when ``block_count`` does not fill those bytes, the block size is *rescaled* so the prefix still
+  runs through its whole range before it wraps: ``block_size' = max(1, block_size * block_count //
+  256**bytes)`` (so ``(100, 100)`` has blocks of 39 values and wraps after 9,984, not 10,000);
+* the prefix is ``trunc(value / block_size')`` in two's complement, masked to those bytes;
+  ``uuid_sequence_nextval`` works from ``value - 1`` (the first block of a sequence, which starts
+  at 1, is values 1..block_size'), ``uuid_time_nextval`` from the Unix seconds.  Division
+  truncates toward zero, as C's does, so negative sequence values give the extension's prefixes.
+
+Kept from seqid: the prefix is placed where the layout says the database compares first (SQL
+Server, MariaDB's ``UUID``), ``now=`` for the time variant, and prefixes up to 6 bytes (block
+counts up to 2**48; the extension's ``int`` arithmetic crashes or hangs the server above 2**24,
+where seqid gives what its formula means).  Like the extension, the values carry the RFC version 4
+and variant bits and are random apart from the prefix; they carry no absolute time, so
+:func:`~seqid_orm.timestamp_of` refuses them.
 """
 
 from __future__ import annotations
@@ -36,12 +48,35 @@ def _check_int(name: str, value: object, minimum: int) -> int:
 
 
 def prefix_bytes(block_count: int) -> int:
-    """How many whole bytes the prefix of ``block_count`` blocks takes."""
-    _check_int("block_count", block_count, 2)
-    n = max(1, ((block_count - 1).bit_length() + 7) // 8)
+    """How many whole bytes the prefix of ``block_count`` blocks takes (the extension's rounding
+    of its prefix bits: at least one bit, so ``block_count=1`` takes a byte too)."""
+    _check_int("block_count", block_count, 1)
+    bits = max(1, (block_count - 1).bit_length())  # the fewest bits b >= 1 with 2**b >= block_count
+    n = (bits + 7) // 8
     if n > _MAX_PREFIX_BYTES:
         raise InvalidArgumentError(f"block_count must be <= 2**48, got {block_count}")
     return n
+
+
+def extension_prefix(value: int, block_size: int, block_count: int) -> int:
+    """The prefix ``sequential_uuids.c`` computes from ``value``, ``block_size`` and ``block_count``.
+
+    ``value`` is what the extension divides: ``nextval - 1`` for sequences, Unix seconds for time.
+    """
+    _check_int("value", value, -(1 << 63))
+    _check_int("block_size", block_size, 1)
+    nbytes = prefix_bytes(block_count)
+    prefix_count = 1 << (8 * nbytes)
+    rescaled = max(1, block_size * block_count // prefix_count)
+    quotient = abs(value) // rescaled * (1 if value >= 0 else -1)  # C division truncates toward zero
+    return quotient & (prefix_count - 1)  # two's complement bits, as the extension's mask takes them
+
+
+def _prefix_layout(layout: Layout | str) -> Layout:
+    lay = as_layout(layout)
+    if lay is Layout.SHARDED:
+        raise InvalidArgumentError("a wrapping prefix already spreads writes: use time_first, not sharded")
+    return lay
 
 
 def _place(prefix: int, nbytes: int, layout: Layout) -> uuid.UUID:
@@ -64,15 +99,15 @@ def uuid_sequence_nextval(
     block_count: int = 65536,
     layout: Layout | str = Layout.TIME_FIRST,
 ) -> uuid.UUID:
-    """A random UUID whose prefix is ``(value // block_size) % block_count``.
+    """A random UUID with the extension's prefix for sequence value ``value`` (a ``nextval``).
 
-    ``value`` usually comes from a database sequence (``nextval``).  Defaults as in the
-    extension: 65536 ids share a prefix, and the 2-byte prefix wraps after 65536 blocks.
+    ``value`` is the value a sequence (or a :class:`~seqid_orm.tickets.TicketSequence`) just
+    handed out; like the extension, the prefix is computed from ``value - 1``.  Defaults as in
+    the extension: 65536 ids share a prefix, and the 2-byte prefix wraps after 65536 blocks.
     """
-    _check_int("value", value, 0)
-    _check_int("block_size", block_size, 1)
-    nbytes = prefix_bytes(block_count)
-    return _place((value // block_size) % block_count, nbytes, as_layout(layout))
+    _check_int("value", value, -(1 << 63) + 1)
+    prefix = extension_prefix(value - 1, block_size, block_count)
+    return _place(prefix, prefix_bytes(block_count), _prefix_layout(layout))
 
 
 def uuid_time_nextval(
@@ -96,14 +131,14 @@ def uuid_time_nextval(
         raise InvalidArgumentError(f"now must be finite Unix seconds >= 0, got {now!r}")
     else:
         seconds = int(now)
-    prefix = (seconds // interval_length) % interval_count
-    return _place(prefix, nbytes, as_layout(layout))
+    prefix = extension_prefix(seconds, interval_length, interval_count)
+    return _place(prefix, nbytes, _prefix_layout(layout))
 
 
 def prefix_of(value: uuid.UUID, block_count: int, layout: Layout | str = Layout.TIME_FIRST) -> int:
     """The prefix of a value made by :func:`uuid_sequence_nextval`/:func:`uuid_time_nextval`."""
     nbytes = prefix_bytes(block_count)
-    lay = as_layout(layout)
+    lay = _prefix_layout(layout)
     i = value.int
     if lay is Layout.TIME_FIRST:
         return i >> (128 - 8 * nbytes)

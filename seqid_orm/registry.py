@@ -63,8 +63,10 @@ def as_storage(value: object) -> Storage:
 BINARY_COLLATIONS = {
     "mysql": "ascii_bin",
     "mariadb": "ascii_bin",
+    "tidb": "ascii_bin",
     "postgresql": "C",
     "cockroachdb": "C",
+    "yugabytedb": "C",
     "mssql": "Latin1_General_BIN2",
 }
 
@@ -81,7 +83,7 @@ class TextColumnSpec:
 
 def text_id_column(vendor: str) -> TextColumnSpec:
     """The column spec for sortable text ids on ``vendor``."""
-    charset = "ascii" if vendor in ("mysql", "mariadb") else None
+    charset = "ascii" if vendor in ("mysql", "mariadb", "tidb") else None
     return TextColumnSpec(charset, BINARY_COLLATIONS.get(vendor))
 
 
@@ -95,7 +97,24 @@ def integer_key_is_rowid_type(vendor: str) -> bool:
 
 
 #: Vendor names understood here (SQLAlchemy's dialect names; Django's are mapped onto them).
-VENDORS = ("postgresql", "cockroachdb", "mssql", "mariadb", "mysql", "oracle", "sqlite")
+#: TiDB and YugabyteDB speak the MySQL and PostgreSQL protocols; the adapters tell them apart by
+#: their version strings (:func:`distributed_flavor`).
+VENDORS = ("postgresql", "cockroachdb", "yugabytedb", "mssql", "mariadb", "mysql", "tidb", "oracle", "sqlite")
+
+#: Engines that spread a table over ranges by key: a strictly increasing key sends every insert to
+#: the last range (a write hot spot), so they get the ``SHARDED`` layout unless told otherwise.
+DISTRIBUTED = ("cockroachdb", "tidb", "yugabytedb")
+
+
+def distributed_flavor(version_text: str) -> str | None:
+    """``"tidb"`` or ``"yugabytedb"`` when a server's version string names one (``VERSION()`` of TiDB
+    is like ``8.0.11-TiDB-v7.5.0``; YugabyteDB's ``version()`` like ``PostgreSQL 11.2-YB-2.20.1.0``)."""
+    if "tidb" in version_text.lower():
+        return "tidb"
+    if "-YB-" in version_text:
+        return "yugabytedb"
+    return None
+
 
 _DJANGO_VENDORS = {"microsoft": "mssql"}
 
@@ -112,7 +131,7 @@ def normalize_vendor(name: str, *, is_mariadb: bool = False) -> str:
 
 def has_native_uuid(vendor: str, server_version: ServerVersion) -> bool:
     """Whether the engine has a UUID column type of its own."""
-    if vendor in ("postgresql", "cockroachdb", "mssql"):
+    if vendor in ("postgresql", "cockroachdb", "yugabytedb", "mssql"):
         return True
     if vendor == "mariadb":
         return server_version is None or tuple(server_version[:2]) >= (10, 7)
@@ -123,7 +142,7 @@ def default_storage(vendor: str, server_version: ServerVersion) -> Storage:
     """What a column gets when the user does not choose: native, else 16 bytes, else text."""
     if has_native_uuid(vendor, server_version):
         return Storage.NATIVE
-    if vendor in ("mysql", "mariadb", "oracle", "sqlite"):
+    if vendor in ("mysql", "mariadb", "tidb", "oracle", "sqlite"):
         return Storage.BINARY
     return Storage.TEXT
 
@@ -175,7 +194,7 @@ def compare_order(
     storage = Storage(storage)
     if storage is not Storage.NATIVE:
         return ORDER_BYTES
-    if vendor in ("postgresql", "cockroachdb"):
+    if vendor in ("postgresql", "cockroachdb", "yugabytedb"):
         return ORDER_BYTES
     if vendor == "mssql":
         return ORDER_SQLSERVER
@@ -245,9 +264,12 @@ def choose_layout(
 
     Every layout is tried with values of its own bits (``preferred`` first, then
     ``TIME_FIRST``, ``TIME_LAST``, ``TIME_FIRST_LE``); the first that the engine orders by its
-    time wins.  Raises :class:`~seqid_orm.errors.UnknownLayoutError` when none does.
-    Adapters call the memoised :func:`decide_layout`.
+    time wins.  On a distributed engine (:data:`DISTRIBUTED`) ``SHARDED`` is preferred unless
+    the caller prefers another.  Raises :class:`~seqid_orm.errors.UnknownLayoutError` when none
+    fits.  Adapters call the memoised :func:`decide_layout`.
     """
+    if preferred is None and vendor in DISTRIBUTED:
+        preferred = Layout.SHARDED
     for layout in candidates(preferred):
         order = compare_order(vendor, server_version, storage, layout_sample(layout))
         if order is not None and fits(layout, order):

@@ -35,7 +35,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from .errors import ServerDefaultUnavailableError
+from .errors import ServerDefaultUnavailableError, UnknownServerVersionError
 from .layout import ORDER_MARIADB_SWAPPED
 from .registry import ServerVersion, Storage, as_storage, compare_order, format_version, has_native_uuid
 
@@ -55,11 +55,30 @@ class ServerDefault:
     sql: str
     uuid_version: int
     generator: str
+    signature: str = ""
+    """A piece of ``sql`` that survives the server's rewriting of a stored default and the
+    truncation of nested parentheses in reflection (MariaDB turns ``lower(`` into ``lcase(``):
+    what :func:`seqid_orm.sqlalchemy.alembic.compare_server_default` looks for."""
 
 
 def _version_at_least(server_version: ServerVersion, minimum: tuple[int, ...]) -> bool:
-    """Unknown versions (offline compilation) count as current servers."""
-    return server_version is None or tuple(server_version[: len(minimum)]) >= minimum
+    assert server_version is not None  # server_default() refuses an unknown version first
+    return tuple(server_version[: len(minimum)]) >= minimum
+
+
+#: Engines whose generator depends on the server version (the rest: on the engine alone).
+_VERSIONED = ("postgresql", "mariadb", "mysql", "sqlite")
+
+
+def _unknown_version(vendor: str) -> ServerDefaultUnavailableError:
+    example = {"postgresql": "16", "mariadb": "mariadb-10.11.5", "mysql": "8.0.36", "sqlite": "3.45"}[vendor]
+    return UnknownServerVersionError(
+        f"the {vendor} server version is unknown (offline DDL, such as Alembic's --sql mode), and the SQL "
+        f"of a database-made id depends on it (PostgreSQL 18 has uuidv7(), 13-17 need an expression; "
+        f"MariaDB 11.7 has UUID_v7()...). Name the target server: `alembic -x seqid_server_version={example} "
+        "upgrade head --sql` with seqid_orm.sqlalchemy.alembic.offline_server_version(context) in env.py's "
+        "run_migrations_offline(), or set dialect.server_version_info"
+    )
 
 
 # (ms << 12 | 12-bit sub-ms fraction) in one clock reading, as 15 hex digits, with the version
@@ -89,7 +108,7 @@ def _postgresql(server_version: ServerVersion, storage: Storage) -> ServerDefaul
         Storage.TEXT: f"{value}::text",
         Storage.HEX: f"replace({value}::text, '-', '')",
     }[storage]
-    return ServerDefault(sql, 7, generator)
+    return ServerDefault(sql, 7, generator, "uuidv7(" if generator == "uuidv7()" else "clock_timestamp()")
 
 
 # 32 upper-case hex digits of a UUIDv7: one SYSDATE(6) reading as (ms << 12 | fraction) with
@@ -115,14 +134,14 @@ def _mysql_family(vendor: str, server_version: ServerVersion, storage: Storage) 
             Storage.TEXT: f"cast({v7} as char(36))",
             Storage.HEX: f"replace({v7}, '-', '')",
         }[storage]
-        return ServerDefault(sql, 7, "UUID_v7()")
+        return ServerDefault(sql, 7, "UUID_v7()", "uuid_v7()")
     if storage is Storage.NATIVE:
         if not has_native_uuid(vendor, server_version):
             raise ServerDefaultUnavailableError(f"{name} {format_version(server_version)} has no UUID column type")
         # UUID() makes version-1 values; MariaDB compares those node first, then clock
         # sequence, then time_hi, time_mid, time_low: time order for one server's values.
         assert compare_order(vendor, server_version, storage, _V1_SAMPLE) == ORDER_MARIADB_SWAPPED
-        return ServerDefault("uuid()", 1, "UUID()")
+        return ServerDefault("uuid()", 1, "UUID()", "uuid()")
     minimum = (10, 10) if vendor == "mariadb" else (8, 0, 13)
     if not _version_at_least(server_version, minimum):
         raise ServerDefaultUnavailableError(
@@ -134,7 +153,7 @@ def _mysql_family(vendor: str, server_version: ServerVersion, storage: Storage) 
         Storage.TEXT: _hyphenate(_MYSQL_V7_HEX),
         Storage.HEX: f"lower({_MYSQL_V7_HEX})",
     }[storage]
-    return ServerDefault(sql, 7, "UUIDv7 expression")
+    return ServerDefault(sql, 7, "UUIDv7 expression", "sysdate(6)")
 
 
 # SQLite: 'now' is read once per statement step (so two readings agree) and has millisecond
@@ -166,7 +185,7 @@ def _sqlite(server_version: ServerVersion, storage: Storage) -> ServerDefault:
         sql = f"lower({_SQLITE_V7_HEX})"
     else:
         raise ServerDefaultUnavailableError("SQLite has no UUID column type")
-    return ServerDefault(sql, 7, "UUIDv7 expression")
+    return ServerDefault(sql, 7, "UUIDv7 expression", "randomblob(")
 
 
 _V1_SAMPLE = uuid.UUID(int=(1 << 76) | (0b10 << 62))  # the version/variant bits of UUID() values
@@ -175,11 +194,15 @@ _V1_SAMPLE = uuid.UUID(int=(1 << 76) | (0b10 << 62))  # the version/variant bits
 def server_default(vendor: str, server_version: ServerVersion, storage: Storage | str) -> ServerDefault:
     """The column default that makes time-ordered UUIDs on this engine, version and storage.
 
-    ``vendor`` is a registry vendor name (see :func:`seqid_orm.registry.normalize_vendor`);
-    ``server_version`` ``None`` means a current server (offline DDL).  Raises
-    :class:`~seqid_orm.errors.ServerDefaultUnavailableError` when the engine cannot.
+    ``vendor`` is a registry vendor name (see :func:`seqid_orm.registry.normalize_vendor`).
+    Raises :class:`~seqid_orm.errors.ServerDefaultUnavailableError` when the engine cannot, and
+    :class:`~seqid_orm.errors.UnknownServerVersionError` when ``server_version`` is ``None`` for an
+    engine whose generator depends on it: a migration written offline must not guess (a default
+    chosen for PostgreSQL 18 fails on 16).
     """
     storage = as_storage(storage)
+    if server_version is None and vendor in _VERSIONED:
+        raise _unknown_version(vendor)
     if vendor == "postgresql":
         return _postgresql(server_version, storage)
     if vendor in ("mariadb", "mysql"):
@@ -191,11 +214,11 @@ def server_default(vendor: str, server_version: ServerVersion, storage: Storage 
             raise ServerDefaultUnavailableError(
                 "SQL Server makes time-ordered UUIDs only for UNIQUEIDENTIFIER columns (NEWSEQUENTIALID())"
             )
-        return ServerDefault("newsequentialid()", 1, "NEWSEQUENTIALID()")
-    if vendor == "cockroachdb":
+        return ServerDefault("newsequentialid()", 1, "NEWSEQUENTIALID()", "newsequentialid()")
+    if vendor in ("cockroachdb", "tidb", "yugabytedb"):
         raise ServerDefaultUnavailableError(
-            "on CockroachDB a time-ordered key sends every insert to one range (a write hot spot); "
-            "use gen_random_uuid() or a hash-sharded index"
+            f"on {vendor} a time-ordered key made by the database sends every insert to one range (a write "
+            "hot spot); make ids in Python (seqid picks the sharded layout there) or use a hash-sharded index"
         )
     if vendor == "oracle":
         raise ServerDefaultUnavailableError("Oracle has no time-ordered UUID generator; generate ids in Python")

@@ -23,6 +23,7 @@ import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ._random import check_fork, on_fork
 from .comb import _datetime_to_ms, ms_to_datetime
@@ -154,6 +155,33 @@ class Snowflake:
             time_unit_ms=10,
             **kwargs,  # type: ignore[arg-type]
         )
+
+    @classmethod
+    def leased(
+        cls,
+        store: object,
+        namespace: str,
+        *,
+        ttl: float = 30.0,
+        max_workers: int | None = None,
+        clock_tolerance: float = 5.0,
+        create_table: bool = True,
+        **kwargs: Any,
+    ) -> Snowflake:
+        """A Snowflake whose worker id is leased from ``store`` (a SQLAlchemy or Redis URL, an
+        ``Engine``, a ``redis.Redis``) in ``namespace``; see :mod:`seqid_orm.leases`.
+
+        ``max_workers`` defaults to what the worker and datacenter bits hold (1,024 for Twitter's
+        profile); the lease's id fills both fields.  Other keywords are the Snowflake profile's.
+        """
+        from .leases import LeasedSnowflake
+
+        options: dict[str, Any] = {"ttl": ttl, "clock_tolerance": clock_tolerance, "create_table": create_table}
+        if max_workers is not None:
+            options["max_workers"] = max_workers
+        if "monotonic" in kwargs:
+            options["monotonic"] = kwargs.pop("monotonic")
+        return LeasedSnowflake(store, namespace, lease_options=options, **kwargs)
 
     def __repr__(self) -> str:
         return (

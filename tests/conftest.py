@@ -1,7 +1,7 @@
 """Shared fixtures: real SQLite, PostgreSQL and MariaDB engines.
 
-PostgreSQL and MariaDB URLs come from ``SEQID_TEST_POSTGRES_URL`` / ``SEQID_TEST_MYSQL_URL``
-(defaults: the local servers the README names).  An unreachable server skips its tests with
+PostgreSQL, MariaDB and Redis URLs come from ``SEQID_TEST_POSTGRES_URL`` / ``SEQID_TEST_MYSQL_URL``
+/ ``SEQID_TEST_REDIS_URL`` (defaults: the local servers the README names).  An unreachable server skips its tests with
 the reason, unless ``SEQID_REQUIRE_DBS=1`` (as in CI), where it fails them.
 """
 
@@ -15,6 +15,8 @@ import pytest
 
 POSTGRES_URL = os.environ.get("SEQID_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 MYSQL_URL = os.environ.get("SEQID_TEST_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306/test")
+REDIS_URL = os.environ.get("SEQID_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+PG18_URL = os.environ.get("SEQID_TEST_PG18_URL", "")  # PostgreSQL 18 beside 15, for the pg18 tests
 REQUIRE_DBS = os.environ.get("SEQID_REQUIRE_DBS") == "1"
 
 # The Django tests run once per settings module (see the Makefile); without one they are not collected.
@@ -22,8 +24,8 @@ collect_ignore = [] if os.environ.get("DJANGO_SETTINGS_MODULE") else ["django"]
 
 # Server markers come from the fixtures a test uses, never by hand: `pytest -m postgres` runs
 # every test that talks to PostgreSQL, whichever way it asks for the engine.
-_MARK_BY_FIXTURE = {"pg_engine": "postgres", "mysql_engine": "mysql", "sqlite_engine": "sqlite"}
-_MARK_BY_ENGINE_PARAM = {"postgresql": "postgres", "mysql": "mysql", "sqlite": "sqlite"}
+_MARK_BY_FIXTURE = {"pg_engine": "postgres", "mysql_engine": "mysql", "sqlite_engine": "sqlite", "redis_url": "redis"}
+_MARK_BY_ENGINE_PARAM = {"postgresql": "postgres", "mysql": "mysql", "sqlite": "sqlite", "redis": "redis"}
 
 
 def server_marks(item: pytest.Item) -> set[str]:
@@ -31,7 +33,7 @@ def server_marks(item: pytest.Item) -> set[str]:
     marks = {m for f, m in _MARK_BY_FIXTURE.items() if f in getattr(item, "fixturenames", ())}
     callspec = getattr(item, "callspec", None)
     for name, value in callspec.params.items() if callspec else ():
-        if name == "engine" and value in _MARK_BY_ENGINE_PARAM:
+        if name in ("engine", "server") and value in _MARK_BY_ENGINE_PARAM:
             marks.add(_MARK_BY_ENGINE_PARAM[value])
         elif isinstance(value, str) and value in _MARK_BY_FIXTURE:  # request.getfixturevalue(value)
             marks.add(_MARK_BY_FIXTURE[value])
@@ -50,6 +52,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         for mark in server_marks(item):
             item.add_marker(mark)
+    # The Galera tests need the cluster `make galera-up` starts (`make test-galera` runs them with
+    # SEQID_GALERA=1); the pg18 tests need PostgreSQL 18 beside 15 (`make test-pg18` sets
+    # SEQID_TEST_PG18_URL). Elsewhere they are deselected (counted in the summary), never skipped.
+    for marker, present in (("galera", os.environ.get("SEQID_GALERA") == "1"), ("pg18", bool(PG18_URL))):
+        if present:
+            continue
+        dropped = [i for i in items if i.get_closest_marker(marker) is not None]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = [i for i in items if i.get_closest_marker(marker) is None]
     # sqlalchemy-cockroachdb requires SQLAlchemy < 2.1, so its compile tests run in the nox
     # session on SQLAlchemy 2.0; here they are deselected (counted in the summary), not skipped.
     if not _cockroachdb_dialect_installs():
@@ -105,6 +117,20 @@ def sqlite_engine(tmp_path_factory):
     engine.dispose()
 
 
+@pytest.fixture(scope="session")
+def redis_url():
+    """The Redis server's URL, after a PING (skipped, or failed under SEQID_REQUIRE_DBS=1, if it does not answer)."""
+    redis = pytest.importorskip("redis")
+    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=3)
+    try:
+        client.ping()
+    except Exception as exc:  # any client error means: not reachable
+        unavailable("Redis", REDIS_URL, exc)
+    finally:
+        client.close()
+    return REDIS_URL
+
+
 @pytest.fixture(params=["sqlite", "postgresql", "mysql"])
 def engine(request):
     """Each real database in turn."""
@@ -125,3 +151,28 @@ def metadata(engine) -> Iterator[object]:
     md = sqlalchemy.MetaData()
     yield md
     md.drop_all(engine)
+
+
+# --- allocation backends (ticket sequences, worker leases) ---------------------------------
+
+ALLOCATION_SERVERS = ["postgresql", "mysql", "sqlite", "redis"]
+
+
+@pytest.fixture(scope="session")
+def sqlite_ticket_url(tmp_path_factory):
+    """A SQLite file of its own for tickets (SQLite has one writer per file: never the app's file)."""
+    return f"sqlite:///{tmp_path_factory.mktemp('tickets') / 'tickets.sqlite3'}"
+
+
+@pytest.fixture(params=ALLOCATION_SERVERS)
+def server(request):
+    """Each kind of ticket server in turn, as a URL (the parameter name sets the server marker)."""
+    if request.param == "postgresql":
+        request.getfixturevalue("pg_engine")  # reachable, or skipped/failed with the reason
+        return POSTGRES_URL
+    if request.param == "mysql":
+        request.getfixturevalue("mysql_engine")
+        return MYSQL_URL
+    if request.param == "sqlite":
+        return request.getfixturevalue("sqlite_ticket_url")
+    return request.getfixturevalue("redis_url")

@@ -4,9 +4,9 @@ Run: ``python benchmarks/generation.py [--calls N] [--rounds R] [--json]`` or
 ``seqid bench --generation``.  Needs nothing beyond the standard library; the other
 libraries are compared when installed (the ``bench`` extra).
 
-The machine is shared and noisy, so every candidate runs once per round, in the same round
-order, and the report uses each candidate's median over the rounds; ratios are against
-``uuid.uuid4()`` measured in the same run.  Batch candidates are timed per id.
+The machine is shared and noisy, so every candidate runs once per round, in an order rotated by
+one place each round, and the report uses each candidate's median over the rounds; ratios are
+against ``uuid.uuid4()`` measured in the same run.  Batch candidates are timed per id.
 """
 
 from __future__ import annotations
@@ -37,6 +37,9 @@ def _candidates(batch: int) -> dict[str, tuple[Callable[[], object], int]]:
     out["seqid Snowflake.next_id"] = (snowflake.next_id, 1)
     out["seqid bsv"] = (seqid_orm.bsv, 1)
     out["seqid base32"] = (seqid_orm.base32, 1)
+    row_default = _sqlalchemy_row_default()
+    if row_default is not None:
+        out["seqid SQLAlchemy row default (seq_uuid_default)"] = (row_default, 1)
     try:
         import uuid6
 
@@ -58,6 +61,27 @@ def _candidates(batch: int) -> dict[str, tuple[Callable[[], object], int]]:
     return out
 
 
+def _sqlalchemy_row_default() -> Callable[[], object] | None:
+    """What SQLAlchemy calls for each row of a ``seq_uuid_pk()`` column, with the context it passes."""
+    try:
+        import sqlalchemy as sa
+        from sqlalchemy.dialects import postgresql
+
+        from ..sqlalchemy import SeqUUID, seq_uuid_default
+    except ImportError:
+        return None
+    dialect = postgresql.dialect()  # type: ignore[no-untyped-call]
+    dialect.server_version_info = (15, 4)  # as after the first connection
+
+    class Context:  # the two attributes the default reads from SQLAlchemy's execution context
+        def __init__(self) -> None:
+            self.current_column: sa.Column[object] = sa.Column("id", SeqUUID())
+            self.dialect = dialect
+
+    context = Context()
+    return functools.partial(seq_uuid_default, context)  # type: ignore[arg-type]
+
+
 def _time_per_id(fn: Callable[[], object], per_call: int, calls: int) -> float:
     n = max(1, calls // per_call)
     start = time.perf_counter()
@@ -71,8 +95,10 @@ def run(calls: int = 100_000, rounds: int = 7, batch: int = 1000) -> list[dict[s
     samples: dict[str, list[float]] = {name: [] for name in cands}
     for fn, per_call in cands.values():  # warm-up
         _time_per_id(fn, per_call, min(calls, 5000))
-    for _ in range(rounds):
-        for name, (fn, per_call) in cands.items():
+    names = list(cands)
+    for r in range(rounds):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            fn, per_call = cands[name]
             samples[name].append(_time_per_id(fn, per_call, calls))
     base = statistics.median(samples["uuid.uuid4 (baseline)"])
     rows = []

@@ -15,7 +15,7 @@ from ..comb import CombGenerator
 from ..prefixed import uuid_sequence_nextval, uuid_time_nextval
 from ..registry import choose_prefix_layout
 from ..snowflake import Snowflake
-from ..sqlalchemy import DatabaseSeqUUID, SeqUUID, SnowflakeID, SortableText, layout_for
+from ..sqlalchemy import DatabaseSeqUUID, SeqUUID, SnowflakeID, SortableText, layout_for, seq_uuid_default
 from ..sqlalchemy.types import dialect_server_version, dialect_vendor
 from ..text import BsvGenerator
 
@@ -29,8 +29,16 @@ class KeyKind:
     name: str
     description: str
     column: Callable[[Engine], sa.Column[Any]]
-    make_batch: Callable[[Engine], Batch | None]  # None: the database assigns the key
+    make_batch: Callable[[Engine], Batch | None]  # None: the database (or the column default) makes the key
     key_bytes: int
+    requires: str | None = None  # a module the kind needs, not installed with seqid
+
+    def available(self) -> bool:
+        if self.requires is None:
+            return True
+        import importlib.util
+
+        return importlib.util.find_spec(self.requires.split(".")[0]) is not None
 
 
 def _uuid_column(engine: Engine) -> sa.Column[Any]:
@@ -39,6 +47,18 @@ def _uuid_column(engine: Engine) -> sa.Column[Any]:
 
 def _db_uuid_column(engine: Engine) -> sa.Column[Any]:
     return sa.Column("id", SeqUUID(), primary_key=True, server_default=DatabaseSeqUUID())
+
+
+def _default_uuid_column(engine: Engine) -> sa.Column[Any]:
+    """seqid as users declare it (``seq_uuid_pk()``): SQLAlchemy calls the default for each row."""
+    return sa.Column("id", SeqUUID(), primary_key=True, default=seq_uuid_default)
+
+
+def _uuid_utils_column(engine: Engine) -> sa.Column[Any]:
+    """The one-line alternative: SQLAlchemy's own ``Uuid`` with a UUIDv7 from uuid-utils (Rust)."""
+    import uuid_utils.compat
+
+    return sa.Column("id", sa.Uuid(), primary_key=True, default=uuid_utils.compat.uuid7)
 
 
 def _bigint_column(engine: Engine) -> sa.Column[Any]:
@@ -59,7 +79,7 @@ def _comb(engine: Engine) -> Batch:
 def _seq_prefix(engine: Engine) -> Batch:
     storage = SeqUUID().storage_for(engine.dialect)
     layout = choose_prefix_layout(dialect_vendor(engine.dialect), dialect_server_version(engine.dialect), storage)
-    counter = itertools.count()
+    counter = itertools.count(1)  # as a database sequence counts
     return lambda n: [uuid_sequence_nextval(next(counter), 65536, 65536, layout) for _ in range(n)]
 
 
@@ -92,6 +112,21 @@ KINDS: dict[str, KeyKind] = {
             _db_uuid_column,
             lambda e: None,
             16,
+        ),
+        KeyKind(
+            "comb-default",
+            "seqid time-ordered UUID from the column default, as seq_uuid_pk() declares it (one call a row)",
+            _default_uuid_column,
+            lambda e: None,
+            16,
+        ),
+        KeyKind(
+            "sa-uuid7",
+            "the alternative: sa.Uuid with default=uuid_utils.compat.uuid7 (one call a row)",
+            _uuid_utils_column,
+            lambda e: None,
+            16,
+            requires="uuid_utils",
         ),
         KeyKind("seq-prefix", "seqid wrapping sequence prefix (65536 x 65536)", _uuid_column, _seq_prefix, 16),
         KeyKind("time-prefix", "seqid wrapping time prefix (1 s x 65536)", _uuid_column, _time_prefix, 16),

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 
 import sqlalchemy as sa
 
-from ..errors import InvalidArgumentError
+from ..errors import BackendUnavailableError, InvalidArgumentError
 
 
 def server_major(url: str) -> int:
@@ -43,19 +43,22 @@ def pg_bindir(major: int) -> str:
     candidate = f"/usr/lib/postgresql/{major}/bin"
     if os.path.exists(os.path.join(candidate, "initdb")):
         return candidate
-    found = shutil.which("initdb")
-    if found:
+    # $SEQID_PG_BINDIR (e.g. the PostgreSQL 18 of `make test-pg18`), then initdb on PATH
+    for found in (os.path.join(os.environ.get("SEQID_PG_BINDIR", ""), "initdb"), shutil.which("initdb")):
+        if not found or not os.path.exists(found):
+            continue
         out = subprocess.run([found, "--version"], capture_output=True, text=True).stdout
         digits = out.rsplit(" ", 1)[-1].split(".")[0].strip()
         if digits.isdigit() and int(digits) == major:
             return os.path.dirname(found)
     raise InvalidArgumentError(
-        f"--small-memory needs the PostgreSQL {major} server binaries (initdb, pg_ctl) of the server "
-        f"the URL names; none were found under /usr/lib/postgresql/{major}/bin or on PATH"
+        f"the PostgreSQL {major} server binaries (initdb, pg_ctl) of the server the URL names were not "
+        f"found under /usr/lib/postgresql/{major}/bin, in $SEQID_PG_BINDIR or on PATH"
     )
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on right now."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
@@ -69,39 +72,121 @@ def _as_postgres(cmd: list[str]) -> list[str]:
     return cmd
 
 
+class PrivatePostgres:
+    """A throw-away PostgreSQL cluster on its own port and data directory (never the shared server).
+
+    ``bindir`` holds ``initdb``/``pg_ctl``; ``settings`` are extra ``-c name=value`` options.
+    Used by ``--small-memory`` and by tests that stop a server mid-run (``stop("immediate")``).
+    """
+
+    def __init__(self, bindir: str, driver: str = "postgresql+psycopg", **settings: str) -> None:
+        self.bindir = bindir
+        self.driver = driver
+        self.settings = settings
+        self.tmp = tempfile.mkdtemp(prefix="seqid-pg-")
+        self.data = os.path.join(self.tmp, "data")
+        if os.geteuid() == 0:
+            shutil.chown(self.tmp, "postgres")
+        self.port = free_port()
+        self._initialised = False
+
+    @property
+    def url(self) -> str:
+        """SQLAlchemy URL of the cluster's ``postgres`` database."""
+        return f"{self.driver}://postgres@127.0.0.1:{self.port}/postgres"
+
+    def start(self) -> PrivatePostgres:
+        if not self._initialised:
+            subprocess.run(
+                _as_postgres(
+                    [f"{self.bindir}/initdb", "-D", self.data, "-U", "postgres", "--auth=trust", "-E", "UTF8"]
+                ),
+                check=True,
+                capture_output=True,
+            )
+            self._initialised = True
+        options = f"-p {self.port} -k {self.tmp} -c listen_addresses=127.0.0.1 -c fsync=off" + "".join(
+            f" -c {k}={v}" for k, v in self.settings.items()
+        )
+        subprocess.run(
+            _as_postgres(
+                [f"{self.bindir}/pg_ctl", "-D", self.data, "-o", options, "-l", f"{self.tmp}/log", "-w", "start"]
+            ),
+            check=True,
+            capture_output=True,
+        )
+        return self
+
+    def stop(self, mode: str = "fast") -> None:
+        """Stop the server (``"immediate"`` is a crash: no shutdown checkpoint, clients cut off)."""
+        if os.path.exists(os.path.join(self.data, "postmaster.pid")):
+            subprocess.run(
+                _as_postgres([f"{self.bindir}/pg_ctl", "-D", self.data, "-m", mode, "-w", "stop"]), capture_output=True
+            )
+
+    def remove(self) -> None:
+        """Stop the server and delete its data directory."""
+        self.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def __enter__(self) -> PrivatePostgres:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
+
+
 @contextlib.contextmanager
 def small_postgres(url: str, shared_buffers: str = "16MB", checkpoint_timeout: str = "30s") -> Iterator[str]:
     """A private PostgreSQL of the same major version as the server at ``url``, with small
     shared buffers; yields its SQLAlchemy URL (same driver as ``url``)."""
-    bindir = pg_bindir(server_major(url))
-    driver = sa.make_url(url).drivername
-    tmp = tempfile.mkdtemp(prefix="seqid-pg-")
-    data = os.path.join(tmp, "data")
-    if os.geteuid() == 0:
-        shutil.chown(tmp, "postgres")
-    port = _free_port()
-    try:
-        subprocess.run(
-            _as_postgres([f"{bindir}/initdb", "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8"]),
-            check=True,
-            capture_output=True,
+    server = PrivatePostgres(
+        pg_bindir(server_major(url)),
+        sa.make_url(url).drivername,
+        shared_buffers=shared_buffers,
+        checkpoint_timeout=checkpoint_timeout,
+        max_wal_size="256MB",
+    )
+    with server:
+        yield server.url
+
+
+class PrivateRedis:
+    """A throw-away Redis on its own port that keeps nothing on disk (never the shared server)."""
+
+    def __init__(self, binary: str = "redis-server") -> None:
+        self.binary = shutil.which(binary) or binary
+        self.port = free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> PrivateRedis:
+        self.process = subprocess.Popen(
+            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
-        options = (
-            f"-p {port} -k {tmp} -c listen_addresses=127.0.0.1 -c shared_buffers={shared_buffers} "
-            f"-c checkpoint_timeout={checkpoint_timeout} -c max_wal_size=256MB -c fsync=off"
-        )
-        subprocess.run(
-            _as_postgres([f"{bindir}/pg_ctl", "-D", data, "-o", options, "-l", f"{tmp}/log", "-w", "start"]),
-            check=True,
-            capture_output=True,
-        )
-        yield f"{driver}://postgres@127.0.0.1:{port}/postgres"
-    finally:
-        if os.path.exists(os.path.join(data, "postmaster.pid")):
-            subprocess.run(
-                _as_postgres([f"{bindir}/pg_ctl", "-D", data, "-m", "fast", "-w", "stop"]), capture_output=True
-            )
-        shutil.rmtree(tmp, ignore_errors=True)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return self
+            time.sleep(0.05)
+        raise BackendUnavailableError(f"redis-server did not listen on port {self.port} within 10 s")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def __enter__(self) -> PrivateRedis:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
 
 @contextlib.contextmanager

@@ -13,6 +13,7 @@ except ImportError as exc:  # say which extra brings it, not just "No module nam
 
 from .expressions import DatabaseSeqUUID
 from .fields import (
+    IntegerKeyField,
     SeqUUIDField,
     SnowflakeField,
     SortableTextField,
@@ -20,13 +21,19 @@ from .fields import (
     new_snowflake_id,
     settings_snowflake,
 )
+from .tickets import TicketField, close_ticket_sequences, new_ticket_id, ticket_sequence
 
 __all__ = [
     "DatabaseSeqUUID",
+    "IntegerKeyField",
     "SeqUUIDField",
     "SnowflakeField",
     "SortableTextField",
+    "TicketField",
+    "close_ticket_sequences",
     "new_seq_uuid",
     "new_snowflake_id",
+    "new_ticket_id",
     "settings_snowflake",
+    "ticket_sequence",
 ]

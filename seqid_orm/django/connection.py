@@ -13,14 +13,31 @@ from typing import Any
 from django.db import connections
 
 from ..layout import Layout
-from ..registry import Storage, decide_layout, normalize_vendor
+from ..registry import Storage, decide_layout, distributed_flavor, normalize_vendor
 
 _NATIVE_TYPES = {"uuid", "uniqueidentifier"}
 
 
 def vendor_of(connection: Any) -> str:
-    """The registry's vendor name for a Django connection (no query is sent)."""
-    return normalize_vendor(connection.vendor, is_mariadb=_is_mariadb(connection))
+    """The registry's vendor name for a Django connection (CockroachDB's backend says so itself;
+    TiDB and YugabyteDB are read from the server's version string once per connection)."""
+    flavor = _flavor(connection)
+    return flavor or normalize_vendor(connection.vendor, is_mariadb=_is_mariadb(connection))
+
+
+def _flavor(connection: Any) -> str | None:
+    if connection.vendor not in ("mysql", "postgresql"):
+        return None
+    cached = getattr(connection, "_seqid_flavor", None)
+    if cached is None:
+        if connection.vendor == "mysql":
+            text = str(connection.mysql_server_info)  # VERSION(), cached by Django
+        else:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT version()")
+                text = str(cursor.fetchone()[0])
+        cached = connection._seqid_flavor = distributed_flavor(text) or ""
+    return cached or None
 
 
 def _is_mariadb(connection: Any) -> bool:
@@ -55,7 +72,7 @@ def layout_for_alias(field: Any, alias: str, preferred: Layout | None = None) ->
     """The layout for ``field`` on database ``alias`` (the core memoises the decision)."""
     connection = connections[alias]
     return decide_layout(
-        connection.vendor,
+        vendor_of(connection),
         server_version(connection),
         storage_of(field, connection),
         preferred,

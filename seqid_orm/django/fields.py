@@ -17,10 +17,12 @@ import django
 from django.conf import settings
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured, ValidationError
+from django.core.signals import setting_changed
 from django.db import DEFAULT_DB_ALIAS, models, router
 from django.db.models.signals import pre_save
 from django.utils.module_loading import import_string
 
+from ..backends.django import DjangoLeaseStore
 from ..comb import comb, layout_of
 from ..errors import (
     ArgumentTypeError,
@@ -30,6 +32,7 @@ from ..errors import (
     UnknownLayoutError,
 )
 from ..layout import Layout, as_layout
+from ..leases import LeasedSnowflake
 from ..registry import Storage, choose_layout, integer_key_is_rowid_type, normalize_vendor, text_id_column
 from ..snowflake import Snowflake
 from ..text import base32, bsv, check_text_id, text_id_kind
@@ -37,8 +40,21 @@ from ..validate import coerce_int_id, coerce_uuid, is_uuid_hex
 from .connection import layout_for_alias, storage_of
 from .expressions import DatabaseSeqUUID
 
-# Ids this process drew for SeqUUIDFields and has not seen saved yet (compared by value).
+# Ids this process drew for SeqUUIDFields and has not seen saved yet (compared by value); only
+# projects with several databases need them (see SeqUUIDField._first_default).
 _DRAWN: weakref.WeakSet[uuid.UUID] = weakref.WeakSet()
+
+# Bumped when the test runner changes DATABASES or SEQID, so kept decisions are made again.
+_settings_version = 0
+
+
+def _on_setting_changed(setting: str, **kwargs: Any) -> None:
+    global _settings_version
+    if setting in ("DATABASES", "SEQID", "DATABASE_ROUTERS"):
+        _settings_version += 1
+
+
+setting_changed.connect(_on_setting_changed)
 
 
 def new_seq_uuid() -> uuid.UUID:
@@ -97,8 +113,28 @@ class SeqUUIDField(models.UUIDField):
 
     def get_default(self) -> Any:
         if self.default is new_seq_uuid:
-            return self.new_value()
+            generator = self._single_database_generator
+            if generator is not None and generator[0] == _settings_version:
+                return generator[1]._next()
+            return self._first_default()
         return super().get_default()
+
+    # (settings version, generator) once decided for a project with one database
+    _single_database_generator: tuple[int, Any] | None = None
+
+    def _first_default(self) -> uuid.UUID:
+        """The slow path of :meth:`get_default`: with one database in ``settings.DATABASES`` there is
+        no other layout to re-issue an id for, so the generator is kept and nothing is tracked."""
+        from django.db import connections
+
+        from ..comb import _DEFAULT
+
+        aliases = list(connections.settings)
+        if len(aliases) != 1:
+            return self.new_value()
+        generator = _DEFAULT[self.layout_for(aliases[0])]
+        self._single_database_generator = (_settings_version, generator)
+        return generator._next()
 
     def to_python(self, value: Any) -> Any:
         """Forms, fixtures and values read back: a UUID, its 36-character text, or the 32 hex
@@ -190,18 +226,35 @@ _generators: dict[str, Snowflake] = {}
 def settings_snowflake() -> Snowflake:
     """The process's Snowflake built from ``settings.SEQID["SNOWFLAKE"]`` (created on first use).
 
-    ``worker_id`` may be an int or the dotted path of a callable returning one (read the
-    process's worker id from the environment, a lease table...).  Forked children build
-    their own generator; one inherited from the parent refuses to run.
+    ``worker_id`` may be an int or the dotted path of a callable returning one.  Or lease it:
+    ``{"lease": {"namespace": "orders-api", "using": "default", "ttl": 30}}`` takes a worker id
+    from the ``seqid_orm.django`` app's lease table on that database alias, through a connection
+    of its own (``"url": ...`` names a SQLAlchemy or Redis store instead); the other keys are the
+    Snowflake profile's.  Forked children build their own generator (a leased one takes its own
+    lease); one inherited from the parent refuses to run.
     """
     config = dict(getattr(settings, "SEQID", {}).get("SNOWFLAKE", {}))
-    worker = config.get("worker_id", 0)
-    if isinstance(worker, str):
-        config["worker_id"] = import_string(worker)()
-    key = repr(sorted(config.items()))
+    key = repr(sorted((k, repr(v)) for k, v in config.items()))
     gen = _generators.get(key)
-    if gen is None or gen._forked:
-        gen = _generators[key] = Snowflake(**config)
+    if gen is not None and (not gen._forked or isinstance(gen, LeasedSnowflake)):
+        return gen
+    lease = config.pop("lease", None)
+    if lease is not None:
+        if "worker_id" in config:
+            raise ImproperlyConfigured("SEQID['SNOWFLAKE'] takes a worker_id or a lease, not both")
+        options = dict(lease)
+        namespace = options.pop("namespace", None)
+        if not isinstance(namespace, str):
+            raise ImproperlyConfigured("SEQID['SNOWFLAKE']['lease'] needs a 'namespace' (str)")
+        url = options.pop("url", None)
+        store = url if url is not None else DjangoLeaseStore(options.pop("using", "default"))
+        gen = Snowflake.leased(store, namespace, **options, **config)
+    else:
+        worker = config.get("worker_id", 0)
+        if isinstance(worker, str):
+            config["worker_id"] = import_string(worker)()
+        gen = Snowflake(**config)
+    _generators[key] = gen
     return gen
 
 
@@ -210,7 +263,47 @@ def new_snowflake_id() -> int:
     return settings_snowflake().next_id()
 
 
-class SnowflakeField(models.BigIntegerField):
+class IntegerKeyField(models.BigIntegerField):
+    """A BIGINT key validated as seqid's SQLAlchemy integer types are (``seqid_orm.validate``).
+
+    Django's integer fields take ``int(12.9) == 12`` and ``True``; this refuses them.  On SQLite
+    the column is ``integer``, as for Django's own ``BigAutoField``: only a column declared
+    exactly so makes a primary key the rowid (one B-tree ordered by the id); ``bigint`` adds a
+    second index.  A primary key is not editable by default, as an ``AutoField`` is not.
+    """
+
+    _what = "an integer key value"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if kwargs.get("primary_key"):
+            kwargs.setdefault("editable", False)
+        super().__init__(*args, **kwargs)
+
+    def db_type(self, connection: Any) -> str | None:
+        if integer_key_is_rowid_type(normalize_vendor(connection.vendor)):
+            return "integer"
+        return super().db_type(connection)
+
+    def to_python(self, value: Any) -> Any:
+        if value is None:
+            return None
+        try:
+            return coerce_int_id(value, self._what)
+        except SeqIDError as exc:
+            raise ValidationError(str(exc), code="invalid", params={"value": value}) from None
+
+    def get_prep_value(self, value: Any) -> Any:
+        value = models.Field.get_prep_value(self, value)  # resolves lazy values, skips int()
+        return self.to_python(value)
+
+    def deconstruct(self) -> tuple[str, str, list[Any], dict[str, Any]]:
+        name, path, args, kwargs = super().deconstruct()
+        if self.primary_key and kwargs.get("editable") is False:
+            del kwargs["editable"]
+        return name, path, args, kwargs
+
+
+class SnowflakeField(IntegerKeyField):
     """A BIGINT filled with Snowflake ids.
 
     ``generator``: a :class:`~seqid_orm.Snowflake`, or the dotted path of one (kept in
@@ -218,6 +311,7 @@ class SnowflakeField(models.BigIntegerField):
     """
 
     description = "Snowflake id (time | datacenter | worker | sequence)"
+    _what = "a SnowflakeField value"
 
     def __init__(self, *args: Any, generator: Snowflake | str | None = None, **kwargs: Any) -> None:
         if generator is not None and not isinstance(generator, (Snowflake, str)):
@@ -226,13 +320,6 @@ class SnowflakeField(models.BigIntegerField):
         if "default" not in kwargs:
             kwargs["default"] = new_snowflake_id if generator is None else self._next_from_generator
         super().__init__(*args, **kwargs)
-
-    def db_type(self, connection: Any) -> str | None:
-        # As Django's own BigAutoField: only a column declared exactly "integer" makes a SQLite
-        # primary key the rowid (one B-tree ordered by the id); "bigint" adds a second index.
-        if integer_key_is_rowid_type(normalize_vendor(connection.vendor)):
-            return "integer"
-        return super().db_type(connection)
 
     def _resolve(self) -> Snowflake:
         if isinstance(self.generator, str):
@@ -245,19 +332,6 @@ class SnowflakeField(models.BigIntegerField):
 
     def _next_from_generator(self) -> int:
         return self._resolve().next_id()
-
-    def to_python(self, value: Any) -> Any:
-        # Django's integer fields take int(12.9) == 12 and True; seqid_orm.validate does not.
-        if value is None:
-            return None
-        try:
-            return coerce_int_id(value, "a SnowflakeField value")
-        except SeqIDError as exc:
-            raise ValidationError(str(exc), code="invalid", params={"value": value}) from None
-
-    def get_prep_value(self, value: Any) -> Any:
-        value = models.Field.get_prep_value(self, value)  # resolves lazy values, skips int()
-        return self.to_python(value)
 
     def deconstruct(self) -> tuple[str, str, list[Any], dict[str, Any]]:
         name, _path, args, kwargs = super().deconstruct()
@@ -276,7 +350,7 @@ class SnowflakeField(models.BigIntegerField):
                 found.append(
                     checks.Error(
                         f"settings.SEQID['SNOWFLAKE'] is invalid: {exc}",
-                        hint="worker_id and datacenter_id must fit their bit widths.",
+                        hint="worker_id and datacenter_id must fit their bit widths; a lease needs a namespace.",
                         obj=self,
                         id="seqid.E002",
                     )

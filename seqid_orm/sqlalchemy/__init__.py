@@ -11,28 +11,36 @@ try:
 except ImportError as exc:  # say which extra brings it, not just "No module named sqlalchemy"
     raise ImportError("seqid_orm.sqlalchemy needs SQLAlchemy: pip install 'seqid-orm[sqlalchemy]'") from exc
 
+from ..backends.sqlalchemy import lease_table, ticket_table
 from ..validate import coerce_uuid
 from .defaults import (
     assign_ids_on_init,
     layout_for,
+    prefixed_uuid_default,
+    prefixed_uuid_pk,
     seq_uuid_default,
     seq_uuid_fk,
     seq_uuid_pk,
     snowflake_pk,
     sortable_text_pk,
+    ticket_pk,
 )
 from .probe import probe_layout, probe_order
 from .server import DatabaseSeqUUID
-from .types import SeqUUID, SnowflakeID, SortableText
+from .types import SeqUUID, SnowflakeID, SortableText, TicketID
 
 __all__ = [
     "DatabaseSeqUUID",
     "SeqUUID",
     "SnowflakeID",
     "SortableText",
+    "TicketID",
     "assign_ids_on_init",
     "coerce_uuid",
     "layout_for",
+    "lease_table",
+    "prefixed_uuid_default",
+    "prefixed_uuid_pk",
     "probe_layout",
     "probe_order",
     "seq_uuid_default",
@@ -40,4 +48,6 @@ __all__ = [
     "seq_uuid_pk",
     "snowflake_pk",
     "sortable_text_pk",
+    "ticket_pk",
+    "ticket_table",
 ]

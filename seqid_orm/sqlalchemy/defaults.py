@@ -8,6 +8,7 @@ instance (one per engine), so the registry runs once per engine and column kind,
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -21,10 +22,11 @@ from sqlalchemy.orm.properties import MappedColumn
 from ..comb import comb
 from ..errors import ArgumentTypeError, InvalidArgumentError
 from ..layout import Layout
-from ..registry import decide_layout
+from ..prefixed import prefix_bytes, uuid_sequence_nextval
+from ..registry import choose_prefix_layout, decide_layout, distributed_flavor, has_native_uuid
 from ..snowflake import Snowflake
 from ..text import text_id_kind
-from .types import SeqUUID, SnowflakeID, SortableText, dialect_server_version
+from .types import SeqUUID, SnowflakeID, SortableText, TicketID, dialect_server_version, dialect_vendor
 
 
 def layout_for(dialect: Dialect, type_: SeqUUID | None = None) -> Layout:
@@ -35,7 +37,7 @@ def layout_for(dialect: Dialect, type_: SeqUUID | None = None) -> Layout:
     """
     type_ = type_ if type_ is not None else _DEFAULT_TYPE
     return decide_layout(
-        dialect.name,
+        dialect_vendor(dialect),
         getattr(dialect, "server_version_info", None),
         type_.storage,
         type_.layout,
@@ -43,14 +45,78 @@ def layout_for(dialect: Dialect, type_: SeqUUID | None = None) -> Layout:
     )
 
 
+@event.listens_for(Engine, "engine_connect")
+def _read_server(connection: Any) -> None:
+    """Once per engine, what only the live server can tell, read on the DBAPI connection (so no
+    SQLAlchemy transaction is begun on the caller's behalf):
+
+    * PostgreSQL: is it YugabyteDB?  Only ``version()`` says so.
+    * MariaDB 10.7+: in which form does this driver hand a ``UUID`` value over?  Raw bytes cost
+      PyMySQL a sixth of the escaping of the 36-character text, 32 hex digits half of it; the
+      server takes all three on 10.11, but mysqlclient cannot send bytes for it.  Each form is
+      tried and kept only if the server reads it back as the same UUID (else the text stays).
+    """
+    dialect = connection.dialect
+    if dialect.name == "postgresql" and not hasattr(dialect, "seqid_flavor"):
+        text = _ask(connection, "SELECT version()") or ""
+        dialect.seqid_flavor = distributed_flavor(str(text)) or ""
+    elif dialect.name == "mysql" and getattr(dialect, "is_mariadb", False) and not hasattr(dialect, "seqid_uuid_bind"):
+        dialect.seqid_uuid_bind = "text"
+        if has_native_uuid("mariadb", dialect_server_version(dialect)):
+            for form, value in (("bytes", _PROBE.bytes), ("hex", _PROBE.hex)):
+                if str(_ask(connection, "SELECT CAST(%s AS UUID)", (value,))) == str(_PROBE):
+                    dialect.seqid_uuid_bind = form
+                    break
+
+
+_PROBE = uuid.UUID("1189c8a4-1f2e-4a3b-9c4d-5e6f70819203")  # a version 4: stored swapped by MariaDB
+
+
+def _ask(connection: Any, sql: str, params: tuple[Any, ...] = ()) -> Any:
+    """One value from the DBAPI connection, or ``None`` if the server (or driver) refuses."""
+    try:
+        cursor = connection.connection.dbapi_connection.cursor()
+        try:
+            cursor.execute(sql, params) if params else cursor.execute(sql)
+            return cursor.fetchone()[0]
+        finally:
+            cursor.close()
+    except Exception:  # never let a probe break a connection: the safe choice stays
+        return None
+
+
 _DEFAULT_TYPE = SeqUUID()
 
 
 def seq_uuid_default(context: ExecutionContext) -> uuid.UUID:
-    """Default for a :class:`SeqUUID` column: a new id in the layout of this connection."""
+    """Default for a :class:`SeqUUID` column: a new id in the layout of this connection.
+
+    It runs once per row, so the generator chosen for a (dialect, column type) pair is kept on
+    the dialect: one dictionary look-up a row.  The generator object is kept, not its method: a
+    forked child rebuilds a generator's closures, which a cached method would bypass.
+    """
+    dialect = context.dialect
+    try:
+        generators = dialect.seqid_generators  # type: ignore[attr-defined]
+        return generators[context.current_column.type]._next()  # type: ignore[attr-defined,no-any-return]
+    except (AttributeError, KeyError, TypeError):
+        return _first_default(context)
+
+
+def _first_default(context: ExecutionContext) -> uuid.UUID:
+    """The slow path of :func:`seq_uuid_default`: decide the layout once, then keep its generator."""
+    from ..comb import _DEFAULT
+
+    dialect = context.dialect
     column = getattr(context, "current_column", None)
     type_ = column.type if column is not None and isinstance(column.type, SeqUUID) else None
-    return comb(layout_for(context.dialect, type_))
+    generator = _DEFAULT[layout_for(dialect, type_)]
+    if column is not None and getattr(dialect, "server_version_info", None) is not None:
+        # decided against a live server: keep it (before the first connection nothing is known)
+        if not hasattr(dialect, "seqid_generators"):
+            dialect.seqid_generators = {}  # type: ignore[attr-defined]
+        dialect.seqid_generators[column.type] = generator  # type: ignore[attr-defined]
+    return generator._next()
 
 
 def seq_uuid_pk(
@@ -106,6 +172,64 @@ def snowflake_pk(generator: Snowflake, **column_kw: Any) -> MappedColumn[Any]:
     column_kw.setdefault("autoincrement", False)
     column_kw.setdefault("default", generator.next_id)
     return mapped_column(SnowflakeID(), **column_kw)
+
+
+def ticket_pk(sequence: Callable[[], int], **column_kw: Any) -> MappedColumn[Any]:
+    """``mapped_column`` for a :class:`TicketID` primary key drawn from a ticket ``sequence``.
+
+    ``sequence`` is a :class:`~seqid_orm.tickets.TicketSequence` (or any callable returning the
+    next int): the key is drawn in Python, in the insert's own process, so rows carry it like an
+    identity column's value but it is known before the flush.
+    """
+    next_id = getattr(sequence, "next_id", sequence)
+    if not callable(next_id):
+        raise ArgumentTypeError(f"sequence must be a TicketSequence or a callable, got {type(sequence).__name__}")
+    column_kw.setdefault("primary_key", True)
+    column_kw.setdefault("autoincrement", False)
+    column_kw.setdefault("default", next_id)
+    return mapped_column(TicketID(), **column_kw)
+
+
+@functools.lru_cache(maxsize=256)
+def _prefix_layout(vendor: str, version: tuple[int, ...] | None, storage: Any) -> Layout:
+    return choose_prefix_layout(vendor, version, storage)
+
+
+def prefixed_uuid_default(
+    counter: Callable[[], int], block_size: int = 65536, block_count: int = 65536
+) -> Callable[[ExecutionContext], uuid.UUID]:
+    """A column default making wrapping-prefix UUIDs (``uuid_sequence_nextval``) from ``counter``.
+
+    ``counter`` is typically a :class:`~seqid_orm.tickets.TicketSequence`: the prefix then follows
+    a counter shared by every process, without a database sequence object, and it is placed where
+    the connection's database compares first (SQL Server's last six bytes, say).
+    """
+    next_value = getattr(counter, "next_id", counter)
+    if not callable(next_value):
+        raise ArgumentTypeError(f"counter must be a TicketSequence or a callable, got {type(counter).__name__}")
+    prefix_bytes(block_count)  # validate now, not at the first insert
+
+    def default(context: ExecutionContext) -> uuid.UUID:
+        column = getattr(context, "current_column", None)
+        type_ = column.type if column is not None and isinstance(column.type, SeqUUID) else _DEFAULT_TYPE
+        dialect = context.dialect
+        layout = _prefix_layout(dialect_vendor(dialect), dialect_server_version(dialect), type_.storage_for(dialect))
+        return uuid_sequence_nextval(next_value(), block_size, block_count, layout)
+
+    return default
+
+
+def prefixed_uuid_pk(
+    counter: Callable[[], int],
+    block_size: int = 65536,
+    block_count: int = 65536,
+    storage: str | None = None,
+    **column_kw: Any,
+) -> MappedColumn[Any]:
+    """``mapped_column`` for a :class:`SeqUUID` key with a wrapping prefix drawn from ``counter``."""
+    column_kw.setdefault("primary_key", True)
+    column_kw.setdefault("default", prefixed_uuid_default(counter, block_size, block_count))
+    return mapped_column(SeqUUID(storage=storage), **column_kw)
 
 
 def sortable_text_pk(kind: str = "bsv", **column_kw: Any) -> MappedColumn[Any]:

@@ -34,6 +34,12 @@ class DatabaseSeqUUID(ColumnElement[Any]):
         self.seq_type = SeqUUID(storage=storage)  # validates storage; the column's must match
         self.type = self.seq_type
 
+    def __repr__(self) -> str:
+        # what Alembic writes into a migration (seqid_orm.sqlalchemy.alembic.render_item): the SQL
+        # is chosen when the migration runs, for the server it runs on
+        storage = self.seq_type.storage
+        return "DatabaseSeqUUID()" if storage is None else f"DatabaseSeqUUID(storage={storage.value!r})"
+
     def for_dialect(self, dialect: Any) -> ServerDefault:
         """The generator this element compiles to on ``dialect``."""
         storage = self.seq_type.storage_for(dialect)

@@ -32,7 +32,18 @@ from ..validate import UUID_INT_LIMIT, coerce_int_id, coerce_uuid
 
 
 def dialect_vendor(dialect: Dialect) -> str:
-    """The registry's vendor name for a SQLAlchemy dialect."""
+    """The registry's vendor name for a SQLAlchemy dialect.
+
+    TiDB shows in the MySQL dialect's parsed version (which keeps ``"TiDB"`` among its parts);
+    YugabyteDB only in ``version()``, which :mod:`seqid_orm.sqlalchemy.defaults` reads once per
+    engine at its first connection (``dialect.seqid_flavor``).
+    """
+    flavor = getattr(dialect, "seqid_flavor", None)
+    if flavor:
+        return str(flavor)
+    parts = getattr(dialect, "server_version_info", None) or ()
+    if dialect.name == "mysql" and any(isinstance(p, str) and "tidb" in p.lower() for p in parts):
+        return "tidb"
     return normalize_vendor(dialect.name, is_mariadb=bool(getattr(dialect, "is_mariadb", False)))
 
 
@@ -111,7 +122,10 @@ class SeqUUID(TypeDecorator[uuid.UUID]):
         """The function turning a ``uuid.UUID`` into what the driver sends for this storage."""
         storage = self.storage_for(dialect)
         if storage is Storage.NATIVE:
-            return str if dialect_vendor(dialect) == "mariadb" else None
+            if dialect_vendor(dialect) != "mariadb":
+                return None  # the driver adapts uuid.UUID itself
+            # the form the live server and driver were seen to take (seqid_orm.sqlalchemy.defaults)
+            return _MARIADB_BIND.get(getattr(dialect, "seqid_uuid_bind", "text"), str)
         if storage is Storage.BINARY:
             return _UUID_BYTES
         return str if storage is Storage.TEXT else _UUID_HEX
@@ -130,6 +144,16 @@ class SeqUUID(TypeDecorator[uuid.UUID]):
         impl_processor = self.impl_instance.bind_processor(dialect)
         UUID = uuid.UUID
         limit = UUID_INT_LIMIT
+
+        if to_db is None and impl_processor is None:  # PostgreSQL, SQL Server: the driver adapts uuid.UUID
+
+            def process_native(value: Any) -> Any:
+                # `value.int >> 128` is 0 only for 0 <= int < 2**128: a forged uuid.UUID is refused
+                if value.__class__ is UUID and not value.int >> 128:
+                    return value
+                return None if value is None else coerce_uuid(value)
+
+            return process_native
 
         def process(value: Any) -> Any:
             if value is None:
@@ -170,6 +194,7 @@ class SeqUUID(TypeDecorator[uuid.UUID]):
 
 _UUID_BYTES = operator.attrgetter("bytes")
 _UUID_HEX = operator.attrgetter("hex")
+_MARIADB_BIND = {"bytes": _UUID_BYTES, "hex": _UUID_HEX, "text": str}
 
 
 def _binary_literal(vendor: str, raw: bytes) -> str:
@@ -182,8 +207,8 @@ def _binary_literal(vendor: str, raw: bytes) -> str:
     return f"X'{raw.hex().upper()}'"
 
 
-class SnowflakeID(TypeDecorator[int]):
-    """A signed BIGINT holding Snowflake ids; binds must be ints in ``[0, 2**63)``.
+class _IntegerKey(TypeDecorator[int]):
+    """A signed BIGINT key; binds must be ints in ``[0, 2**63)`` (or their decimal text).
 
     On SQLite the column is declared ``INTEGER``: only that exact type makes a primary key the
     table's rowid, so the rows live in one B-tree ordered by the id instead of a rowid table plus
@@ -192,9 +217,10 @@ class SnowflakeID(TypeDecorator[int]):
 
     impl = sqltypes.BigInteger
     cache_ok = True
+    _what = "an integer key value"
 
     def __repr__(self) -> str:
-        return "SnowflakeID()"
+        return f"{type(self).__name__}()"
 
     def load_dialect_impl(self, dialect: Dialect) -> sqltypes.TypeEngine[Any]:
         if integer_key_is_rowid_type(dialect_vendor(dialect)):
@@ -206,7 +232,21 @@ class SnowflakeID(TypeDecorator[int]):
         return int
 
     def process_bind_param(self, value: Any, dialect: Dialect) -> int | None:
-        return None if value is None else coerce_int_id(value)
+        return None if value is None else coerce_int_id(value, self._what)
+
+
+class SnowflakeID(_IntegerKey):
+    """A BIGINT holding Snowflake ids (see :class:`_IntegerKey` for binds and SQLite)."""
+
+    cache_ok = True  # SQLAlchemy reads it from each class's own namespace
+    _what = "a SnowflakeID value"
+
+
+class TicketID(_IntegerKey):
+    """A BIGINT holding ids from a :class:`~seqid_orm.tickets.TicketSequence`."""
+
+    cache_ok = True
+    _what = "a TicketID value"
 
 
 class SortableText(TypeDecorator[str]):

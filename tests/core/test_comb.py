@@ -54,13 +54,38 @@ def test_uuid7_bit_layout_matches_cpython_314():
     assert decode_comb(a, Layout.TIME_FIRST) == (0x0123_4567_89AB, counter_a)
 
 
+def by_shard(layout, values):
+    """The values as the database orders them: all together, or (SHARDED) each shard apart."""
+    if layout is not Layout.SHARDED:
+        return [values]
+    shards: dict[int, list] = {}
+    for v in values:
+        shards.setdefault(v.int >> 124, []).append(v)
+    return list(shards.values())
+
+
 @pytest.mark.parametrize("layout", list(Layout))
 def test_strictly_increasing_in_layout_order_within_one_millisecond(layout):
     gen = CombGenerator(layout, clock=FakeClock())
     values = [gen() for _ in range(2000)]
-    keys = [layout.sort_key(v) for v in values]
-    assert all(a < b for a, b in itertools.pairwise(keys))
+    for run in by_shard(layout, values):
+        keys = [layout.sort_key(v) for v in run]
+        assert all(a < b for a, b in itertools.pairwise(keys))
     assert {layout_of(v) for v in values} == {layout}
+
+
+def test_sharded_ids_spread_over_the_shards_and_increase_within_each():
+    gen = CombGenerator(Layout.SHARDED, clock=FakeClock(), shards=8)
+    values = [gen() for _ in range(4000)]
+    shards = by_shard(Layout.SHARDED, values)
+    assert sorted(v.int >> 124 for run in shards for v in run[:1]) == list(range(8))
+    assert all(500 - 150 < len(run) < 500 + 150 for run in shards)  # about 1/8 each
+    assert all(v.version == 8 and v.variant == uuid.RFC_4122 for v in values)
+    assert decode_comb(values[0], Layout.SHARDED)[0] == FakeClock()() // 1_000_000
+    with pytest.raises(ValueError, match="2, 4, 8 or 16"):
+        CombGenerator(Layout.SHARDED, shards=3)
+    with pytest.raises(ValueError, match="sharded layout only"):
+        CombGenerator(Layout.TIME_FIRST, shards=4)
 
 
 @pytest.mark.parametrize("layout", list(Layout))
@@ -71,7 +96,8 @@ def test_time_dominates_counter_across_milliseconds(layout):
     for step in range(50):
         clock.set_ms(1_700_000_000_000 + step)
         values.extend(gen() for _ in range(3))
-    assert sorted(values, key=layout.sort_key) == values
+    for run in by_shard(layout, values):
+        assert sorted(run, key=layout.sort_key) == run
     assert [decode_comb(v, layout)[0] for v in values[::3]] == [1_700_000_000_000 + s for s in range(50)]
 
 
@@ -137,7 +163,8 @@ def test_batch_continues_the_same_sequence(layout):
     gen = CombGenerator(layout, clock=FakeClock())
     values = [gen(), *gen.batch(300), gen(), *gen.batch(0), *gen.batch(5)]
     assert len(values) == 307 and len(set(values)) == 307
-    assert sorted(values, key=layout.sort_key) == values
+    for run in by_shard(layout, values):
+        assert sorted(run, key=layout.sort_key) == run
 
 
 def test_batch_rejects_bad_sizes():
@@ -219,7 +246,8 @@ def test_comb_at_bounds_enclose_every_value_of_that_millisecond(layout):
     assert all(key(lo) <= key(v) <= key(hi) for v in rnd)
     assert seqid_orm.timestamp_of(lo) == when.replace(microsecond=123000)
     next_ms = comb_at(when + dt.timedelta(milliseconds=1), layout, "min")
-    assert key(hi) < key(next_ms)
+    if layout is not Layout.SHARDED:  # sharded: the bounds span every shard, so the next ms overlaps
+        assert key(hi) < key(next_ms)
     # a generator running at that instant lands inside the bounds too
     made = CombGenerator(layout, clock=FakeClock(int(when.timestamp() * 1000)))()
     assert key(lo) <= key(made) <= key(hi)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import datetime as dt
 import math
+import mmap
 import os
 import pathlib
 import re
@@ -30,6 +31,7 @@ from seqid_orm import (
     Layout,
     SeqIDError,
     Snowflake,
+    _random,
     comb_batch,
     decode_base32,
     describe,
@@ -37,7 +39,7 @@ from seqid_orm import (
     uuid_time_nextval,
 )
 from seqid_orm._random import POOL, RandomPool
-from seqid_orm.comb import _MS_MAX, CombGenerator, decode_comb
+from seqid_orm.comb import _MS_LIMIT, _MS_MAX, CombGenerator, decode_comb
 from seqid_orm.text import check_text_id, decode_bsv
 
 needs_fork = pytest.mark.skipif(not hasattr(os, "fork") or sys.platform != "linux", reason="libc fork() on Linux")
@@ -100,6 +102,25 @@ def test_children_of_a_c_level_fork_do_not_share_batches_or_the_module_generator
     made = _raw_fork_children(lambda n: [seqid_orm.bsv() for _ in range(n)])
     flat = [i for child in made for i in child]
     assert len(set(flat)) == len(flat)
+
+
+@needs_fork
+def test_the_fork_mark_is_a_page_the_kernel_wipes_and_reads_zero_in_a_c_level_child():
+    """Linux gives every child a zeroed copy of the MADV_WIPEONFORK page: the generators' cheap
+    check (``if not MARK[0]``) sees the fork before any Python hook could run."""
+    assert isinstance(_random.MARK, mmap.mmap), "MADV_WIPEONFORK refused here: the getpid fallback is in use"
+    assert _random.MARK[0] == 1
+    seen = _raw_fork_children(lambda n: [str(_random.MARK[0])] + [str(seqid_orm.uuid7()) for _ in range(n - 1)], 2, 3)
+    assert [child[0] for child in seen] == ["0", "0"]  # wiped in the child, before its first id
+    assert _random.MARK[0] == 1  # the parent's page is untouched
+
+
+@needs_fork
+def test_the_pid_mark_fallback_notices_a_c_level_fork():
+    mark = _random._PidMark()
+    assert mark[0] == 1
+    seen = _raw_fork_children(lambda n: [str(mark[0])] * n, 2, 1)
+    assert seen == [["0"], ["0"]]
 
 
 @needs_fork
@@ -267,7 +288,8 @@ def test_errors_name_what_is_wrong():
 
 @pytest.mark.parametrize("layout", list(Layout))
 def test_the_end_of_the_48_bit_clock_raises_exhausted_instead_of_wrapping(layout):
-    gen = CombGenerator(layout, clock=lambda: _MS_MAX * 1_000_000)
+    top = _MS_LIMIT[layout]  # 48 bits, 44 for the sharded layout
+    gen = CombGenerator(layout, clock=lambda: top * 1_000_000)
     first = gen()
     # as if the counter had run up to its end within the last millisecond (2**41 calls for v7)
     gen._counter = gen._counter_max
@@ -278,9 +300,9 @@ def test_the_end_of_the_48_bit_clock_raises_exhausted_instead_of_wrapping(layout
     gen._counter = gen._counter_max - 2
     with pytest.raises(GeneratorExhaustedError):  # a batch stops whole, not with a partial list
         gen.batch(5)
-    assert [decode_comb(u, layout)[0] for u in gen.batch(2)] == [_MS_MAX] * 2
-    assert 0 <= first.int < 1 << 128 and decode_comb(first, layout)[0] == _MS_MAX
-    late = CombGenerator(layout, clock=lambda: (_MS_MAX + 1) * 1_000_000)
+    assert [decode_comb(u, layout)[0] for u in gen.batch(2)] == [top] * 2
+    assert 0 <= first.int < 1 << 128 and decode_comb(first, layout)[0] == top
+    late = CombGenerator(layout, clock=lambda: (top + 1) * 1_000_000)
     with pytest.raises(GeneratorExhaustedError):
         late()
 

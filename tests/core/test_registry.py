@@ -35,7 +35,9 @@ def test_layout_for_order():
     ("vendor", "version", "storage", "expected"),
     [
         ("postgresql", (15, 4), "native", Layout.TIME_FIRST),
-        ("cockroachdb", (23, 1), "native", Layout.TIME_FIRST),
+        ("cockroachdb", (23, 1), "native", Layout.SHARDED),  # a distributed engine: no single hot range
+        ("yugabytedb", (11, 2), "native", Layout.SHARDED),
+        ("tidb", (8, 0, 11), "binary", Layout.SHARDED),
         ("mssql", (16, 0), "native", Layout.TIME_LAST),
         ("mssql", (16, 0), "binary", Layout.TIME_FIRST),
         ("mariadb", (10, 11, 19), "native", Layout.TIME_FIRST),
@@ -52,6 +54,20 @@ def test_layout_for_order():
 )
 def test_choose_layout_table(vendor, version, storage, expected):
     assert choose_layout(vendor, version, storage) is expected
+
+
+def test_distributed_engines_are_read_from_version_strings_and_an_explicit_layout_wins():
+    from seqid_orm.registry import decide_layout, default_storage, distributed_flavor
+
+    assert distributed_flavor("8.0.11-TiDB-v7.5.0") == "tidb"
+    assert distributed_flavor("PostgreSQL 11.2-YB-2.20.1.0-b0 on x86_64-pc-linux-gnu") == "yugabytedb"
+    assert distributed_flavor("PostgreSQL 15.19 (Debian 15.19-0+deb12u1)") is None
+    assert distributed_flavor("10.11.19-MariaDB-0+deb12u1") is None
+    assert default_storage("tidb", None) is Storage.BINARY and default_storage("yugabytedb", None) is Storage.NATIVE
+    assert choose_layout("cockroachdb", (23, 1), "native", preferred=Layout.TIME_FIRST) is Layout.TIME_FIRST
+    assert decide_layout("cockroachdb", None, None) is Layout.SHARDED  # offline DDL: still no hot spot
+    # a single-node engine never falls back to sharded (it would scatter inserts for nothing)
+    assert choose_layout("postgresql", (15, 4), "native") is Layout.TIME_FIRST
 
 
 def test_a_preferred_layout_is_kept_where_it_also_works():

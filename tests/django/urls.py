@@ -1,4 +1,6 @@
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 
-urlpatterns = [path("admin/", admin.site.urls)]
+from .testapp.api import router
+
+urlpatterns = [path("admin/", admin.site.urls), path("api/", include(router.urls))]

@@ -49,8 +49,8 @@ def test_sequence_prefixed_ids_are_ordered_by_prefix(engine, metadata, table_nam
     placement = choose_prefix_layout(
         dialect_vendor(engine.dialect), dialect_server_version(engine.dialect), type_.storage_for(engine.dialect)
     )
-    # one value per block, one lap: the database order must be the sequence order
-    values = [uuid_sequence_nextval(i, block_size=1, block_count=65536, layout=placement) for i in range(0, 65536, 40)]
+    # one value per block, one lap of a sequence (1, 2, ...): the database order must be its order
+    values = [uuid_sequence_nextval(i, block_size=1, block_count=65536, layout=placement) for i in range(1, 65537, 40)]
     assert _round_trip_order(engine, metadata, table_name, type_, values) == values
 
 

@@ -160,3 +160,29 @@ def test_repr_reproduces_the_constructor(type_):
 def test_types_are_cacheable():
     assert SeqUUID(storage="binary")._static_cache_key == SeqUUID(storage="binary")._static_cache_key
     assert SeqUUID(storage="binary")._static_cache_key != SeqUUID(storage="text")._static_cache_key
+
+
+def test_tidb_is_read_from_its_version_and_gets_the_sharded_layout():
+    dialect = versioned(mysql.dialect(), (8, 0, 11, "TiDB", "v7", 5, 0))
+    assert layout_for(dialect, SeqUUID()) is Layout.SHARDED
+    assert "id BINARY(16) NOT NULL" in ddl(SeqUUID(), dialect)
+    assert layout_for(dialect, SeqUUID(layout="time_first")) is Layout.TIME_FIRST  # an explicit choice wins
+
+
+def test_yugabytedb_gets_the_sharded_layout_in_its_native_uuid():
+    dialect = versioned(postgresql.dialect(), (11, 2))
+    dialect.seqid_flavor = "yugabytedb"  # what the first connection reads from version()
+    assert layout_for(dialect, SeqUUID()) is Layout.SHARDED
+    assert "id UUID NOT NULL" in ddl(SeqUUID(), dialect)
+
+
+def test_a_real_postgresql_is_not_taken_for_yugabytedb(pg_engine):
+    with pg_engine.connect():
+        pass
+    assert pg_engine.dialect.seqid_flavor == ""
+    assert layout_for(pg_engine.dialect, SeqUUID()) is Layout.TIME_FIRST
+
+
+@pytest.mark.cockroachdb
+def test_cockroachdb_gets_the_sharded_layout():
+    assert layout_for(cockroach_dialect(), SeqUUID()) is Layout.SHARDED

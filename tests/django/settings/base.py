@@ -1,6 +1,7 @@
 """Shared settings of the pytest-django test project; one module per backend imports this."""
 
 import os
+import tempfile
 
 SECRET_KEY = "seqid-orm-tests"
 USE_TZ = True
@@ -12,6 +13,8 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
+    "seqid_orm.django",  # the ticket table; maps seqid's integer keys in REST framework serializers
+    "rest_framework",
     "tests.django.testapp",
 ]
 MIDDLEWARE = [
@@ -52,4 +55,10 @@ MARIADB = {
     "OPTIONS": {"charset": "utf8mb4"},
     "TEST": {"CHARSET": "utf8mb4", "COLLATION": "utf8mb4_general_ci"},
 }
-SQLITE = {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}
+# A file, not Django's default in-memory test database: seqid's ticket and lease stores use a
+# connection of their own, which cannot wait for the write lock of a shared in-memory database.
+SQLITE = {
+    "ENGINE": "django.db.backends.sqlite3",
+    "NAME": ":memory:",
+    "TEST": {"NAME": os.path.join(tempfile.gettempdir(), f"seqid-django-tests-{os.getpid()}.sqlite3")},
+}

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from seqid_orm.django import SeqUUIDField, SnowflakeField, SortableTextField
+from seqid_orm.django import SeqUUIDField, SnowflakeField, SortableTextField, TicketField
 
 
 class Author(models.Model):
@@ -49,3 +49,17 @@ class LegacyRecord(models.Model):
 
     id = SeqUUIDField(primary_key=True, layout="time_last")
     label = models.CharField(max_length=50)
+
+
+class Order(models.Model):
+    """Keyed by a ticket sequence on the default database (the seqid app's table)."""
+
+    id = TicketField("orders", primary_key=True, block_size=10)
+    note = models.CharField(max_length=50, default="")
+
+
+class Visit(models.Model):
+    """A table that had rows before it adopted seqid (BackfillSeqUUID fills seq_id from created_at)."""
+
+    created_at = models.DateTimeField(null=True)
+    seq_id = SeqUUIDField(null=True, unique=True)

@@ -91,32 +91,31 @@ _DEFAULT_TYPE = SeqUUID()
 def seq_uuid_default(context: ExecutionContext) -> uuid.UUID:
     """Default for a :class:`SeqUUID` column: a new id in the layout of this connection.
 
-    It runs once per row, so the generator chosen for a (dialect, column type) pair is kept on
-    the dialect: one dictionary look-up a row.  The generator object is kept, not its method: a
-    forked child rebuilds a generator's closures, which a cached method would bypass.
+    It runs once per row, so the id-making closure chosen for a (dialect, column type) pair is
+    kept on the dialect: one dictionary look-up and one call a row.  Keeping the closure is
+    fork-safe: a forked child resets the state it shares, it never replaces it (see
+    :class:`~seqid_orm.comb.CombGenerator`).
     """
-    dialect = context.dialect
     try:
-        generators = dialect.seqid_generators  # type: ignore[attr-defined]
-        return generators[context.current_column.type]._next()  # type: ignore[attr-defined,no-any-return]
+        return context.dialect.seqid_generators[context.current_column.type]()  # type: ignore[attr-defined,no-any-return]
     except (AttributeError, KeyError, TypeError):
         return _first_default(context)
 
 
 def _first_default(context: ExecutionContext) -> uuid.UUID:
-    """The slow path of :func:`seq_uuid_default`: decide the layout once, then keep its generator."""
+    """The slow path of :func:`seq_uuid_default`: decide the layout once, then keep its closure."""
     from ..comb import _DEFAULT
 
     dialect = context.dialect
     column = getattr(context, "current_column", None)
     type_ = column.type if column is not None and isinstance(column.type, SeqUUID) else None
-    generator = _DEFAULT[layout_for(dialect, type_)]
+    make = _DEFAULT[layout_for(dialect, type_)]._next
     if column is not None and getattr(dialect, "server_version_info", None) is not None:
         # decided against a live server: keep it (before the first connection nothing is known)
         if not hasattr(dialect, "seqid_generators"):
             dialect.seqid_generators = {}  # type: ignore[attr-defined]
-        dialect.seqid_generators[column.type] = generator  # type: ignore[attr-defined]
-    return generator._next()
+        dialect.seqid_generators[column.type] = make  # type: ignore[attr-defined]
+    return make()
 
 
 def seq_uuid_pk(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import itertools
-import os
 import uuid
 
 import pytest

@@ -18,13 +18,13 @@ import statistics
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
 
 import seqid_orm
 from seqid_orm import Layout, Snowflake
 
-#: ``per_call`` of a candidate called with one argument, as SQLAlchemy calls a column default
-#: (``default.arg(context)``): timed that way, not through a wrapper that would add its own cost.
+#: ``per_call`` of a column-default candidate: called as SQLAlchemy calls it
+#: (``default.arg(context)``), not through a wrapper that would add its own cost; it takes the
+#: number of calls and returns the seconds per call it measured.
 _WITH_CONTEXT = 0
 
 
@@ -42,9 +42,7 @@ def _candidates(batch: int) -> dict[str, tuple[Callable[..., object], int]]:
     out["seqid Snowflake.next_id"] = (snowflake.next_id, 1)
     out["seqid bsv"] = (seqid_orm.bsv, 1)
     out["seqid base32"] = (seqid_orm.base32, 1)
-    row_default = _sqlalchemy_row_default()
-    if row_default is not None:
-        out["seqid SQLAlchemy row default (seq_uuid_default)"] = (row_default, _WITH_CONTEXT)
+    out.update(_sqlalchemy_row_defaults(batch))
     try:
         import uuid6
 
@@ -66,38 +64,53 @@ def _candidates(batch: int) -> dict[str, tuple[Callable[..., object], int]]:
     return out
 
 
-def _sqlalchemy_row_default() -> Callable[[int], None] | None:
-    """What SQLAlchemy calls for each row of a ``seq_uuid_pk()`` column, with the context it passes."""
+def _sqlalchemy_row_defaults(batch: int) -> dict[str, tuple[Callable[..., object], int]]:
+    """What SQLAlchemy calls for each row of a ``seq_uuid_pk()`` column, with the context it
+    passes: in a statement of ``batch`` rows (``executemany``, a batched flush), and in one-row
+    statements (a new context each time, so the first-call path is paid every time)."""
     try:
         import sqlalchemy as sa
         from sqlalchemy.dialects import postgresql
 
         from ..sqlalchemy import SeqUUID, seq_uuid_default
     except ImportError:
-        return None
+        return {}
     dialect = postgresql.dialect()  # type: ignore[no-untyped-call]
     dialect.server_version_info = (15, 4)  # as after the first connection
+    column: sa.Column[object] = sa.Column("id", SeqUUID())
 
-    class Context:  # the two attributes the default reads from SQLAlchemy's execution context
-        def __init__(self) -> None:
-            self.current_column: sa.Column[object] = sa.Column("id", SeqUUID())
+    class Context:  # the attributes the default reads from SQLAlchemy's execution context
+        def __init__(self, rows: int) -> None:
+            self.current_column = column
             self.dialect = dialect
+            self.compiled_parameters: list[dict[str, object]] = [{}] * rows
 
-    context = Context()
-    return functools.partial(_call_with_context, seq_uuid_default, context)
+    def many_rows(calls: int) -> float:
+        default, n = seq_uuid_default, max(1, calls // batch)
+        contexts = [Context(batch) for _ in range(n)]  # made before the clock starts
+        start = time.perf_counter()
+        for context in contexts:
+            for _ in range(batch):
+                default(context)  # type: ignore[arg-type]
+        return (time.perf_counter() - start) / (n * batch)
 
+    def one_row_statements(calls: int) -> float:
+        default = seq_uuid_default
+        contexts = [Context(1) for _ in range(calls)]
+        start = time.perf_counter()
+        for context in contexts:
+            default(context)  # type: ignore[arg-type]
+        return (time.perf_counter() - start) / calls
 
-def _call_with_context(default: Callable[[Any], object], context: object, n: int) -> None:
-    """``n`` rows' worth of ``default(context)``, the call SQLAlchemy makes per row."""
-    for _ in range(n):
-        default(context)
+    return {
+        f"seqid SQLAlchemy row default, {batch}-row statement": (many_rows, _WITH_CONTEXT),
+        "seqid SQLAlchemy row default, one-row statements": (one_row_statements, _WITH_CONTEXT),
+    }
 
 
 def _time_per_id(fn: Callable[..., object], per_call: int, calls: int) -> float:
-    if per_call == _WITH_CONTEXT:  # fn runs the loop itself, calling the default with its context
-        start = time.perf_counter()
-        fn(calls)
-        return (time.perf_counter() - start) / calls
+    if per_call == _WITH_CONTEXT:  # fn calls the default with its contexts and times itself
+        return float(fn(calls))  # type: ignore[arg-type]
     n = max(1, calls // per_call)
     start = time.perf_counter()
     for _ in range(n):

@@ -100,51 +100,58 @@ def seq_uuid_default(context: ExecutionContext) -> uuid.UUID:
     """Default for a :class:`SeqUUID` column: a new id in the layout of this connection.
 
     SQLAlchemy calls it once per row and column, with the statement's execution context.  The
-    first call in a statement picks the id source and keeps it on the context, so every later
-    row costs one dictionary look-up and one call: for a statement of many rows the source hands
-    out ids reserved in one batch (then, should more rows ask, new ones); for a single row it is
-    the layout's generator itself.  The layout is decided once per dialect (see
-    :func:`_generator_for`).
+    first call in a statement of several rows picks the id source and keeps it on the context,
+    so every later row costs one dictionary look-up and one call: from
+    :data:`BATCH_FROM_ROWS` rows the source hands out ids reserved in one batch (then, should
+    more rows ask, new ones), below that it is the layout's generator itself.  The layout is
+    decided once per dialect (see :func:`_generator_for`).  No exception is raised on the way
+    (``getattr`` with a default does not make one), since one costs more than the id.
     """
-    try:
-        return context.seqid_next[context.current_column]()  # type: ignore[attr-defined,no-any-return]
-    except (AttributeError, KeyError, TypeError):
-        return _first_in_statement(context)
+    memo = getattr(context, "seqid_next", None)
+    if memo is not None:
+        make = memo.get(context.current_column)  # type: ignore[attr-defined]
+        if make is not None:
+            return make()  # type: ignore[no-any-return]
+    return _first_in_statement(context)
 
 
 def _first_in_statement(context: ExecutionContext) -> uuid.UUID:
-    """The first id of a column in a statement: choose its source and keep it on the context."""
-    generator = _generator_for(context)
+    """The first id of a column in a statement: choose its source, and keep it on the context
+    when more rows will ask for it."""
     column = getattr(context, "current_column", None)
+    known = getattr(context.dialect, "seqid_generators", None)
+    generator = known.get(column.type) if known is not None and column is not None else None
+    if generator is None:
+        generator = _generator_for(context)
     rows = len(getattr(context, "compiled_parameters", None) or ())
+    if rows < 2 or column is None:
+        return generator._next()
     make: Callable[[], uuid.UUID] = generator._next  # the closure: forks reset its state in place
     if rows >= BATCH_FROM_ROWS:
         # The reserved ids first, then fresh ones should more rows ask than were counted.
         make = itertools.chain(generator.batch(rows), iter(make, None)).__next__
-    if column is not None:
-        try:
-            context.seqid_next[column] = make  # type: ignore[attr-defined]
-        except AttributeError:
-            with contextlib.suppress(AttributeError):  # a context taking no attributes: no memo
-                context.seqid_next = {column: make}  # type: ignore[attr-defined]
+    memo = getattr(context, "seqid_next", None)
+    if memo is None:
+        with contextlib.suppress(AttributeError):  # a context taking no attributes: no memo
+            context.seqid_next = memo = {}  # type: ignore[attr-defined]
+    if memo is not None:
+        memo[column] = make
     return make()
 
 
 def _generator_for(context: ExecutionContext) -> CombGenerator:
-    """The generator for this column's layout on this dialect, decided once per (dialect, type)."""
+    """The generator for this column's layout on this dialect, decided once per (dialect, type)
+    and kept in ``dialect.seqid_generators`` (read directly by :func:`_first_in_statement`)."""
     dialect = context.dialect
     column = getattr(context, "current_column", None)
     type_ = column.type if column is not None and isinstance(column.type, SeqUUID) else None
-    try:
-        return dialect.seqid_generators[type_]  # type: ignore[attr-defined,no-any-return]
-    except (AttributeError, KeyError):
-        pass
+    known: dict[SeqUUID | None, CombGenerator] | None = getattr(dialect, "seqid_generators", None)
     generator = _DEFAULT[layout_for(dialect, type_)]
     if getattr(dialect, "server_version_info", None) is not None:
         # decided against a live server: keep it (before the first connection nothing is known)
-        if not hasattr(dialect, "seqid_generators"):
-            dialect.seqid_generators = {}  # type: ignore[attr-defined]
-        dialect.seqid_generators[type_] = generator  # type: ignore[attr-defined]
+        if known is None:
+            dialect.seqid_generators = known = {}  # type: ignore[attr-defined]
+        known[type_] = generator
     return generator
 
 

@@ -156,7 +156,10 @@ def test_orm_and_core_inserts_get_database_made_time_ordered_ids(engine, table_n
             pass
 
         class Item(Base):
-            __tablename__ = table_name
+            # one table per storage: psycopg prepares a statement run five times on a connection,
+            # and the same INSERT text against a table re-created with another key type on
+            # another connection would fail there ("cached plan must not change result type")
+            __tablename__ = f"{table_name}_{storage or 'default'}"
             id: Mapped[uuid.UUID] = seq_uuid_pk(storage, generate="database")
             n: Mapped[int]
 

@@ -41,7 +41,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._random import check_fork, on_fork
-from .backends import hide_password
+from .backends import backend_of
 from .backends.base import LeaseStore, check_name
 from .errors import (
     ArgumentTypeError,
@@ -61,33 +61,18 @@ _MARGIN = 0.1  # the share of the ttl a holder gives up, so it stops before the 
 
 def open_lease_store(target: object, *, connect_timeout: float = 5.0, create_table: bool = True) -> LeaseStore:
     """The lease store for ``target``: a SQLAlchemy or Redis URL, an ``Engine``, a ``redis.Redis`` or a store."""
-    from .backends import REDIS_SCHEMES, SQL_SCHEMES, scheme_of
-
-    if isinstance(target, str):
-        scheme = scheme_of(target)
-        if scheme in REDIS_SCHEMES:
-            from .backends.redis import RedisLeaseStore
-
-            return RedisLeaseStore(target, connect_timeout=connect_timeout)
-        if scheme in SQL_SCHEMES:
-            from .backends.sqlalchemy import SQLAlchemyLeaseStore
-
-            return SQLAlchemyLeaseStore(target, connect_timeout=connect_timeout, create_table=create_table)
-        raise InvalidArgumentError(
-            f"unknown lease store scheme {scheme or '(none)'!r} in {hide_password(target)!r}; use a SQLAlchemy "
-            "URL (postgresql+psycopg://, mysql+pymysql://, sqlite:///) or a Redis URL (redis://)"
-        )
-    kind = f"{type(target).__module__}.{type(target).__qualname__}"
-    if kind.startswith("sqlalchemy.") and type(target).__name__ == "Engine":
-        from .backends.sqlalchemy import SQLAlchemyLeaseStore
-
-        return SQLAlchemyLeaseStore(target, connect_timeout=connect_timeout, create_table=create_table)  # type: ignore[arg-type]
-    if kind.startswith("redis.") and hasattr(target, "register_script"):
+    backend = backend_of(target, "lease store")
+    if backend == "redis":
         from .backends.redis import RedisLeaseStore
 
         return RedisLeaseStore(target, connect_timeout=connect_timeout)  # type: ignore[arg-type]
+    if backend == "sql":
+        from .backends.sqlalchemy import SQLAlchemyLeaseStore
+
+        return SQLAlchemyLeaseStore(target, connect_timeout=connect_timeout, create_table=create_table)  # type: ignore[arg-type]
     if all(hasattr(target, a) for a in ("acquire", "renew", "release", "leases", "label")):
         return target  # type: ignore[return-value]
+    kind = f"{type(target).__module__}.{type(target).__qualname__}"
     raise ArgumentTypeError(f"a lease store must be a URL, an Engine, a redis.Redis or a lease store, got {kind}")
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "SQL_SCHEMES",
     "TicketRow",
     "TicketStore",
+    "backend_of",
     "check_name",
     "hide_password",
     "open_ticket_store",
@@ -48,6 +49,33 @@ def scheme_of(url: str) -> str:
     return head.split("+", 1)[0].lower() if sep else ""
 
 
+def backend_of(target: object, what: str) -> str:
+    """Which backend serves ``target``: ``"sql"`` (a SQLAlchemy URL or ``Engine``), ``"redis"``
+    (a Redis URL or ``redis.Redis``), or ``""`` (anything else: perhaps a store object itself).
+
+    Nothing is imported or connected; a URL with an unknown scheme raises
+    :class:`~seqid_orm.errors.InvalidArgumentError` naming ``what`` ("ticket server", ...).
+    """
+    if isinstance(target, str):
+        scheme = scheme_of(target)
+        if scheme in REDIS_SCHEMES:
+            return "redis"
+        if scheme in SQL_SCHEMES:
+            return "sql"
+        sql = ", ".join(f"{s}://" for s in SQL_SCHEMES)
+        redis = ", ".join(f"{s}://" for s in REDIS_SCHEMES)
+        raise InvalidArgumentError(
+            f"unknown {what} scheme {scheme or '(none)'!r} in {hide_password(target)!r}; "
+            f"use a SQLAlchemy URL ({sql}, with an optional +driver) or a Redis URL ({redis})"
+        )
+    kind = f"{type(target).__module__}.{type(target).__qualname__}"
+    if kind.startswith("sqlalchemy.") and type(target).__name__ == "Engine":
+        return "sql"
+    if kind.startswith("redis.") and hasattr(target, "register_script"):
+        return "redis"
+    return ""
+
+
 def open_ticket_store(
     target: object, *, connect_timeout: float = 5.0, create_table: bool = True, table_name: str | None = None
 ) -> TicketStore:
@@ -56,36 +84,21 @@ def open_ticket_store(
     ``create_table`` and ``table_name`` apply to SQL stores only.  An unknown scheme raises
     :class:`~seqid_orm.errors.InvalidArgumentError` before anything is imported or connected.
     """
-    sql_options: dict[str, Any] = {"connect_timeout": connect_timeout, "create_table": create_table}
-    if table_name is not None:
-        sql_options["table_name"] = table_name
-    if isinstance(target, str):
-        scheme = scheme_of(target)
-        if scheme in REDIS_SCHEMES:
-            from .redis import RedisTicketStore
-
-            return RedisTicketStore(target, connect_timeout=connect_timeout)
-        if scheme in SQL_SCHEMES:
-            from .sqlalchemy import SQLAlchemyTicketStore
-
-            return SQLAlchemyTicketStore(target, **sql_options)
-        sql = ", ".join(f"{s}://" for s in SQL_SCHEMES)
-        redis = ", ".join(f"{s}://" for s in REDIS_SCHEMES)
-        raise InvalidArgumentError(
-            f"unknown ticket server scheme {scheme or '(none)'!r} in {hide_password(target)!r}; "
-            f"use a SQLAlchemy URL ({sql}, with an optional +driver) or a Redis URL ({redis})"
-        )
-    kind = f"{type(target).__module__}.{type(target).__qualname__}"
-    if kind.startswith("sqlalchemy.") and type(target).__name__ == "Engine":
-        from .sqlalchemy import SQLAlchemyTicketStore
-
-        return SQLAlchemyTicketStore(target, **sql_options)  # type: ignore[arg-type]
-    if kind.startswith("redis.") and hasattr(target, "register_script"):
+    backend = backend_of(target, "ticket server")
+    if backend == "redis":
         from .redis import RedisTicketStore
 
         return RedisTicketStore(target, connect_timeout=connect_timeout)  # type: ignore[arg-type]
+    if backend == "sql":
+        from .sqlalchemy import SQLAlchemyTicketStore
+
+        sql_options: dict[str, Any] = {"connect_timeout": connect_timeout, "create_table": create_table}
+        if table_name is not None:
+            sql_options["table_name"] = table_name
+        return SQLAlchemyTicketStore(target, **sql_options)  # type: ignore[arg-type]
     if all(hasattr(target, attr) for attr in ("allocate", "rows", "label", "after_fork", "close")):
         return target  # type: ignore[return-value]
+    kind = f"{type(target).__module__}.{type(target).__qualname__}"
     raise ArgumentTypeError(
         f"a ticket server must be a URL, a SQLAlchemy Engine, a redis.Redis or a ticket store, got {kind}"
     )

@@ -22,7 +22,7 @@ from django.db import IntegrityError, InterfaceError, OperationalError, connecti
 
 from ..errors import InvalidArgumentError
 from . import lease_sql
-from .base import LEASE_TABLE, TICKET_TABLE, Grant, LeaseRow, TicketRow, allocate_rows, is_conflict
+from .base import LEASE_TABLE, TICKET_TABLE, TicketRow, allocate_rows, is_conflict
 
 __all__ = ["DjangoLeaseStore", "DjangoTicketStore"]
 
@@ -178,7 +178,7 @@ class _Rows:
                 cursor.execute(_INSERT.format(t=self.table), params)
 
 
-class DjangoLeaseStore:
+class DjangoLeaseStore(lease_sql.SQLLeaseStore):
     """Worker-id leases in the ``seqid_worker_leases`` table of Django database ``alias``.
 
     The statements are :mod:`seqid_orm.backends.lease_sql`'s, run on a connection of the store's
@@ -202,20 +202,6 @@ class DjangoLeaseStore:
                     if attempt == 2:
                         raise
         raise AssertionError("unreachable")
-
-    def acquire(self, namespace: str, token: str, max_workers: int, ttl_ms: int) -> Grant | None:
-        found: Grant | None = self._run(lease_sql.acquire, namespace, token, max_workers, ttl_ms)
-        return found
-
-    def renew(self, namespace: str, worker_id: int, token: str, ttl_ms: int, mark_ms: int) -> bool:
-        return bool(self._run(lease_sql.renew, namespace, worker_id, token, ttl_ms, mark_ms))
-
-    def release(self, namespace: str, worker_id: int, token: str, mark_ms: int) -> None:
-        self._run(lease_sql.release, namespace, worker_id, token, mark_ms)
-
-    def leases(self, namespace: str) -> list[LeaseRow]:
-        found: list[LeaseRow] = self._run(lease_sql.leases, namespace)
-        return found
 
     def after_fork(self) -> None:
         self._own.after_fork()

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from ..errors import InvalidArgumentError
 from .base import Grant, LeaseRow
 
-__all__ = ["NOW_MS", "Executor", "LeaseSQL", "acquire", "lease_sql", "leases", "release", "renew"]
+__all__ = ["NOW_MS", "Executor", "LeaseSQL", "SQLLeaseStore", "acquire", "lease_sql", "leases", "release", "renew"]
 
 #: The database's current time in Unix milliseconds.
 NOW_MS = {
@@ -123,6 +123,29 @@ def leases(ex: Executor, sql: LeaseSQL, namespace: str) -> list[LeaseRow]:
         LeaseRow(namespace, int(w), bool(token) and int(left) > 0, max(0, int(left)), int(mark))
         for w, token, left, mark in ex.fetch(sql.rows, {"ns": namespace})
     ]
+
+
+class SQLLeaseStore:
+    """The :class:`~seqid_orm.backends.base.LeaseStore` methods of a SQL store, on the functions
+    above: a subclass only says how one call reaches its own connection, by ``_run(fn, *args)``
+    calling ``fn(executor, lease_sql, *args)`` there (retrying a dropped connection once)."""
+
+    def _run(self, fn: Any, *args: Any) -> Any:
+        raise NotImplementedError
+
+    def acquire(self, namespace: str, token: str, max_workers: int, ttl_ms: int) -> Grant | None:
+        found: Grant | None = self._run(acquire, namespace, token, max_workers, ttl_ms)
+        return found
+
+    def renew(self, namespace: str, worker_id: int, token: str, ttl_ms: int, mark_ms: int) -> bool:
+        return bool(self._run(renew, namespace, worker_id, token, ttl_ms, mark_ms))
+
+    def release(self, namespace: str, worker_id: int, token: str, mark_ms: int) -> None:
+        self._run(release, namespace, worker_id, token, mark_ms)
+
+    def leases(self, namespace: str) -> list[LeaseRow]:
+        found: list[LeaseRow] = self._run(leases, namespace)
+        return found
 
 
 def _shuffled(values: list[int]) -> list[int]:

@@ -54,20 +54,32 @@ return {'ok', redis.call('HGET', KEYS[1], 'next_value')}
 """
 
 
-class RedisTicketStore:
-    """A ticket server on Redis: see the module docstring.  ``target``: a URL or a ``redis.Redis``."""
+class _RedisStore:
+    """What both Redis stores share: a client of their own made from a URL (closed by
+    :meth:`close`), or a given ``redis.Redis`` (left open).  ``read_timeout`` bounds one reply."""
 
-    def __init__(self, target: str | redis.Redis, *, connect_timeout: float = 5.0) -> None:
+    def __init__(self, target: str | redis.Redis, connect_timeout: float, read_timeout: float) -> None:
         if isinstance(target, redis.Redis):
             self.client = target
             self.label = repr(target)
             self._owned = False
         else:
             self.client = redis.Redis.from_url(
-                target, socket_connect_timeout=connect_timeout, socket_timeout=connect_timeout * 6
+                target, socket_connect_timeout=connect_timeout, socket_timeout=read_timeout
             )
             self.label = hide_password(target)
             self._owned = True
+
+    def close(self) -> None:
+        if self._owned:
+            self.client.close()
+
+
+class RedisTicketStore(_RedisStore):
+    """A ticket server on Redis: see the module docstring.  ``target``: a URL or a ``redis.Redis``."""
+
+    def __init__(self, target: str | redis.Redis, *, connect_timeout: float = 5.0) -> None:
+        super().__init__(target, connect_timeout, read_timeout=connect_timeout * 6)
         self._script = self.client.register_script(_ALLOCATE)
         self._seen: set[str] = set()  # names this process has allocated from: never re-created
         self._checked_durability = False
@@ -124,10 +136,6 @@ class RedisTicketStore:
 
     def after_fork(self) -> None:
         self._lock = threading.Lock()  # redis-py's pool notices the new pid and reconnects itself
-
-    def close(self) -> None:
-        if self._owned:
-            self.client.close()
 
     def _warn_if_volatile(self) -> None:
         if self._checked_durability:
@@ -187,20 +195,11 @@ return 1
 """
 
 
-class RedisLeaseStore:
+class RedisLeaseStore(_RedisStore):
     """Worker-id leases on Redis: see the module docstring.  ``target``: a URL or a ``redis.Redis``."""
 
     def __init__(self, target: str | redis.Redis, *, connect_timeout: float = 5.0) -> None:
-        if isinstance(target, redis.Redis):
-            self.client = target
-            self.label = repr(target)
-            self._owned = False
-        else:
-            self.client = redis.Redis.from_url(
-                target, socket_connect_timeout=connect_timeout, socket_timeout=connect_timeout
-            )
-            self.label = hide_password(target)
-            self._owned = True
+        super().__init__(target, connect_timeout, read_timeout=connect_timeout)
         self._acquire = self.client.register_script(_ACQUIRE)
         self._renew = self.client.register_script(_RENEW_OR_RELEASE)
 
@@ -235,7 +234,3 @@ class RedisLeaseStore:
 
     def after_fork(self) -> None:
         pass  # redis-py's pool notices the new pid and reconnects itself
-
-    def close(self) -> None:
-        if self._owned:
-            self.client.close()

@@ -33,7 +33,6 @@ from .base import (
     NAME_LENGTH,
     TICKET_TABLE,
     TOKEN_LENGTH,
-    Grant,
     LeaseRow,
     TicketRow,
     allocate_rows,
@@ -160,21 +159,15 @@ def create_engine_for(url: str, connect_timeout: float = _DEFAULT_TIMEOUT) -> En
     return sa.create_engine(parsed, isolation_level="AUTOCOMMIT", pool_size=2, connect_args=connect_args)
 
 
-class SQLAlchemyTicketStore:
-    """A ticket server reached through SQLAlchemy: see the module docstring.
+class _OwnEngineStore:
+    """What the ticket and lease stores share: an engine of their own in autocommit (or
+    connections of a given ``Engine``'s pool, never one the application holds), and their table,
+    checked once per store and created on first use unless ``create_table=False``."""
 
-    ``target`` is a URL (the store makes and owns its engine) or an ``Engine`` (the store uses
-    connections of its pool, in autocommit, never one the application holds).
-    """
+    #: how to create the table, named in the error when it is missing and may not be created
+    create_hint = ""
 
-    def __init__(
-        self,
-        target: str | Engine,
-        *,
-        table_name: str = TICKET_TABLE,
-        create_table: bool = True,
-        connect_timeout: float = _DEFAULT_TIMEOUT,
-    ) -> None:
+    def __init__(self, target: str | Engine, table: sa.Table, create_table: bool, connect_timeout: float) -> None:
         self.engine: Engine
         if isinstance(target, Engine):
             self._owned = False
@@ -184,11 +177,67 @@ class SQLAlchemyTicketStore:
             self._owned = True
             self.engine = create_engine_for(target, connect_timeout)
             self.label = hide_password(target)
-        self.table = ticket_table(sa.MetaData(), table_name)
+        self.table = table
         self._create_table = create_table
-        self._seen: set[str] = set()  # names drawn from: never created again (see allocate_rows)
         self._ready = False
         self._lock = threading.Lock()
+
+    def _first_use(self, conn: Connection) -> None:
+        """Run once, under the lock, before the table check (a store's own preparation)."""
+
+    def prepare(self, conn: Connection) -> None:
+        """Check once per store that the table exists (and create it when allowed)."""
+        if self._ready:
+            return
+        with self._lock:
+            if self._ready:
+                return
+            self._first_use(conn)
+            if not sa.inspect(conn).has_table(self.table.name):
+                if not self._create_table:
+                    raise InvalidArgumentError(
+                        f"{self.label} has no table {self.table.name!r}; create it with {self.create_hint}, "
+                        "or pass create_table=True"
+                    )
+                try:
+                    self.table.create(conn, checkfirst=True)
+                except sa.exc.DBAPIError:
+                    # another process created it between the check and the CREATE
+                    if not sa.inspect(conn).has_table(self.table.name):
+                        raise
+            self._ready = True
+
+    def after_fork(self) -> None:
+        # the parent's sockets stay open for the parent; the child opens its own
+        self.engine.dispose(close=False)
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        if self._owned:
+            self.engine.dispose()
+
+
+class SQLAlchemyTicketStore(_OwnEngineStore):
+    """A ticket server reached through SQLAlchemy: see the module docstring.
+
+    ``target`` is a URL (the store makes and owns its engine) or an ``Engine`` (the store uses
+    connections of its pool, in autocommit, never one the application holds).
+    """
+
+    create_hint = (
+        "an Alembic migration (op.create_ticket_table()), the Django app seqid_orm.django, `seqid ticket init URL`"
+    )
+
+    def __init__(
+        self,
+        target: str | Engine,
+        *,
+        table_name: str = TICKET_TABLE,
+        create_table: bool = True,
+        connect_timeout: float = _DEFAULT_TIMEOUT,
+    ) -> None:
+        super().__init__(target, ticket_table(sa.MetaData(), table_name), create_table, connect_timeout)
+        self._seen: set[str] = set()  # names drawn from: never created again (see allocate_rows)
         self._advance: sa.Update | None = None
 
     # --- TicketStore ---------------------------------------------------------------------
@@ -228,39 +277,10 @@ class SQLAlchemyTicketStore:
             result = conn.execute(sa.select(c.name, c.next_value, c.step, c.value_offset).order_by(c.name))
             return [TicketRow(*r) for r in result]
 
-    def after_fork(self) -> None:
-        # the parent's sockets stay open for the parent; the child opens its own
-        self.engine.dispose(close=False)
-        self._lock = threading.Lock()
-
-    def close(self) -> None:
-        if self._owned:
-            self.engine.dispose()
-
     # --- internals -----------------------------------------------------------------------
 
-    def prepare(self, conn: Connection) -> None:
-        """Check once per store that the table exists (and create it when allowed)."""
-        if self._ready:
-            return
-        with self._lock:
-            if self._ready:
-                return
-            self._advance = advance_statement(self.table, conn.dialect)
-            if not sa.inspect(conn).has_table(self.table.name):
-                if not self._create_table:
-                    raise InvalidArgumentError(
-                        f"{self.label} has no table {self.table.name!r}; create it with an Alembic migration "
-                        "(op.create_ticket_table()), the Django app seqid_orm.django, `seqid ticket init URL`, "
-                        "or pass create_table=True"
-                    )
-                try:
-                    self.table.create(conn, checkfirst=True)
-                except sa.exc.DBAPIError:
-                    # another process created it between the check and the CREATE
-                    if not sa.inspect(conn).has_table(self.table.name):
-                        raise
-            self._ready = True
+    def _first_use(self, conn: Connection) -> None:
+        self._advance = advance_statement(self.table, conn.dialect)
 
     def advance(self, conn: Connection, params: dict[str, Any]) -> int | None:
         assert self._advance is not None
@@ -313,13 +333,15 @@ class _Rows:
         self.store.create(self.conn, row)
 
 
-class SQLAlchemyLeaseStore:
+class SQLAlchemyLeaseStore(_OwnEngineStore, lease_sql.SQLLeaseStore):
     """Worker-id leases in a SQL table, through SQLAlchemy (see :mod:`seqid_orm.backends.lease_sql`).
 
     Like the ticket store it uses an engine of its own in autocommit (or connections of a given
     ``Engine``'s pool), creates its table on first use unless ``create_table=False``, and never
     joins the application's transaction.
     """
+
+    create_hint = "op.create_lease_table(), the Django app seqid_orm.django"
 
     def __init__(
         self,
@@ -329,19 +351,7 @@ class SQLAlchemyLeaseStore:
         create_table: bool = True,
         connect_timeout: float = _DEFAULT_TIMEOUT,
     ) -> None:
-        self.engine: Engine
-        if isinstance(target, Engine):
-            self._owned = False
-            self.engine = target.execution_options(isolation_level="AUTOCOMMIT")
-            self.label = target.url.render_as_string(hide_password=True)
-        else:
-            self._owned = True
-            self.engine = create_engine_for(target, connect_timeout)
-            self.label = hide_password(target)
-        self.table = lease_table(sa.MetaData(), table_name)
-        self._create_table = create_table
-        self._ready = False
-        self._lock = threading.Lock()
+        super().__init__(target, lease_table(sa.MetaData(), table_name), create_table, connect_timeout)
 
     def _run(self, fn: Any, *args: Any) -> Any:
         for attempt in (1, 2):
@@ -355,50 +365,11 @@ class SQLAlchemyLeaseStore:
                     raise
         raise AssertionError("unreachable")
 
-    def prepare(self, conn: Connection) -> None:
-        """Check once per store that the table exists (and create it when allowed)."""
-        if self._ready:
-            return
-        with self._lock:
-            if self._ready:
-                return
-            if not sa.inspect(conn).has_table(self.table.name):
-                if not self._create_table:
-                    raise InvalidArgumentError(
-                        f"{self.label} has no table {self.table.name!r}; create it with op.create_lease_table(), "
-                        "the Django app seqid_orm.django, or pass create_table=True"
-                    )
-                try:
-                    self.table.create(conn, checkfirst=True)
-                except sa.exc.DBAPIError:
-                    if not sa.inspect(conn).has_table(self.table.name):
-                        raise
-            self._ready = True
-
-    def acquire(self, namespace: str, token: str, max_workers: int, ttl_ms: int) -> Grant | None:
-        result: Grant | None = self._run(lease_sql.acquire, namespace, token, max_workers, ttl_ms)
-        return result
-
-    def renew(self, namespace: str, worker_id: int, token: str, ttl_ms: int, mark_ms: int) -> bool:
-        return bool(self._run(lease_sql.renew, namespace, worker_id, token, ttl_ms, mark_ms))
-
-    def release(self, namespace: str, worker_id: int, token: str, mark_ms: int) -> None:
-        self._run(lease_sql.release, namespace, worker_id, token, mark_ms)
-
     def leases(self, namespace: str) -> list[LeaseRow]:
         with self.engine.connect() as conn:
             if not sa.inspect(conn).has_table(self.table.name):
-                return []
-        found: list[LeaseRow] = self._run(lease_sql.leases, namespace)
-        return found
-
-    def after_fork(self) -> None:
-        self.engine.dispose(close=False)
-        self._lock = threading.Lock()
-
-    def close(self) -> None:
-        if self._owned:
-            self.engine.dispose()
+                return []  # a listing creates nothing
+        return super().leases(namespace)
 
 
 class _Executor:

@@ -24,6 +24,8 @@ import uuid
 from typing import Any
 from urllib.parse import urlsplit
 
+from .rounds import median_ratio, ratios, rotated
+
 KINDS = ("BigAutoField", "UUIDField(uuid4)", "SeqUUIDField")
 
 
@@ -104,8 +106,7 @@ def run(
     ordered = False
     try:
         for r in range(rounds):
-            order = list(KINDS[r % len(KINDS) :] + KINDS[: r % len(KINDS)])
-            for kind in order:
+            for kind in rotated(KINDS, r):
                 cls = classes[kind]
                 cls.objects.all().delete()
                 start = time.perf_counter()
@@ -126,11 +127,11 @@ def run(
     out: dict[str, Any] = {"vendor": vendor, "rows": rows, "rounds": rounds, "kinds": {}}
     out["seq_uuid_keys_in_database_order"] = ordered
     for kind in KINDS:
-        ratios = [t / b for t, b in zip(times[kind], times[base], strict=True)]
+        per_round = ratios(times[kind], times[base])
         out["kinds"][kind] = {
             "seconds_median": round(statistics.median(times[kind]), 3),
-            "vs_uuid4_median": round(statistics.median(ratios), 3),
-            "vs_uuid4_range": [round(min(ratios), 3), round(max(ratios), 3)],
+            "vs_uuid4_median": median_ratio(times[kind], times[base]),
+            "vs_uuid4_range": [round(min(per_round), 3), round(max(per_round), 3)],
             "build_us_per_object": round(statistics.median(build[kind]) * 1e6, 2),
             "rows_stored": stored[kind],
         }

@@ -22,6 +22,8 @@ from collections.abc import Callable
 import seqid_orm
 from seqid_orm import Layout, Snowflake
 
+from .rounds import rotated
+
 #: ``per_call`` of a column-default candidate: called as SQLAlchemy calls it
 #: (``default.arg(context)``), not through a wrapper that would add its own cost; it takes the
 #: number of calls and returns the seconds per call it measured.
@@ -125,7 +127,7 @@ def run(calls: int = 100_000, rounds: int = 7, batch: int = 1000) -> list[dict[s
         _time_per_id(fn, per_call, min(calls, 5000))
     names = list(cands)
     for r in range(rounds):
-        for name in names[r % len(names) :] + names[: r % len(names)]:
+        for name in rotated(names, r):
             fn, per_call = cands[name]
             samples[name].append(_time_per_id(fn, per_call, calls))
     base = statistics.median(samples["uuid.uuid4 (baseline)"])

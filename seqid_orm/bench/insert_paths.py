@@ -26,6 +26,8 @@ import statistics
 import time
 from typing import Any
 
+from .rounds import median_ratio, ratios, rotated
+
 PATHS = ("executemany", "insertmanyvalues", "orm-bulk", "copy")
 KEYS = ("bigint", "seqid")
 
@@ -120,8 +122,7 @@ def run(
     seconds: dict[tuple[str, str], list[float]] = {c: [] for c in combos}
     try:
         for r in range(rounds):
-            shift = r % len(combos)
-            for path, key in combos[shift:] + combos[:shift]:
+            for path, key in rotated(combos, r):
                 with engines["executemany"].begin() as conn:  # SQLite has no TRUNCATE
                     empty = "DELETE FROM" if dialect.name == "sqlite" else "TRUNCATE TABLE"
                     conn.execute(sa.text(f"{empty} {tables[key].name}"))
@@ -136,21 +137,15 @@ def run(
     base = seconds[("executemany", "bigint")]
     for path in paths:
         big, seq = seconds[(path, "bigint")], seconds[(path, "seqid")]
-        per_round = [s / b for s, b in zip(seq, big, strict=True)]
+        per_round = ratios(seq, big)
         out["paths"][path] = {
             "bigint_rows_per_s": round(rows / statistics.median(big)),
             "seqid_rows_per_s": round(rows / statistics.median(seq)),
-            "seqid_vs_bigint_median": round(statistics.median(per_round), 3),
+            "seqid_vs_bigint_median": median_ratio(seq, big),
             "seqid_vs_bigint_range": [round(min(per_round), 3), round(max(per_round), 3)],
-            "bigint_vs_executemany_bigint": round(
-                statistics.median([b / e for b, e in zip(big, base, strict=True)]), 3
-            ),
+            "bigint_vs_executemany_bigint": median_ratio(big, base),
         }
     return out
-
-
-def _median_ratio(values: list[float], bases: list[float]) -> float:
-    return round(statistics.median([v / b for v, b in zip(values, bases, strict=True)]), 3)
 
 
 def markdown(result: dict[str, Any]) -> str:

@@ -19,6 +19,7 @@ from ..errors import InvalidArgumentError, ServerDefaultUnavailableError
 from ..sqlalchemy.types import dialect_server_version, dialect_vendor
 from . import cpu, metrics
 from .keys import KINDS, KeyKind
+from .rounds import rotated
 
 PAYLOAD_LENGTH = 100
 VIAS = ("core", "orm", "session")  # how rows reach the database; see run_kind
@@ -276,8 +277,7 @@ def run(
         rounds: list[dict[str, KindResult]] = []
         orders: list[list[str]] = []
         for number in range(repeat):
-            shift = number % len(active) if active else 0
-            order = active[shift:] + active[:shift]
+            order = rotated(active, number)
             done: dict[str, KindResult] = {}
             if repeat > 1 and progress:
                 sys.stderr.write(f"  round {number + 1}/{repeat}: {', '.join(order)}\n")

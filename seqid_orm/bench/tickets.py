@@ -32,6 +32,7 @@ from typing import Any
 
 from ..backends import scheme_of
 from ..tickets import TicketSequence
+from .rounds import rotated
 
 BLOCKS = (1, 100, 1_000, 10_000)
 _IDS = {1: 2_000, 100: 100_000, 1_000: 400_000, 10_000: 1_000_000}
@@ -256,9 +257,7 @@ def run(
     configs.append(("one round trip per id (server's own counter)", None, None))
     results: dict[int, list[dict[str, Any]]] = {i: [] for i in range(len(configs))}
     for r in range(rounds):
-        order = list(range(len(configs)))
-        order = order[r % len(order) :] + order[: r % len(order)]
-        for i in order:
+        for i in rotated(range(len(configs)), r):
             label, block, double_buffer = configs[i]
             if progress:
                 progress(f"round {r + 1}/{rounds}: {label}")

@@ -171,18 +171,24 @@ def seq_uuid_pk(
     like an identity column; the ORM reads it back with ``RETURNING`` (PostgreSQL, MariaDB
     10.5+, SQLite 3.35+).  ``layout`` applies to Python-made ids only.
     """
+    column_kw.setdefault("primary_key", True)
+    column_kw.setdefault(*key_default(storage, layout, generate))
+    return mapped_column(SeqUUID(storage=storage, layout=layout), **column_kw)
+
+
+def key_default(storage: str | None, layout: Layout | str | None, generate: str) -> tuple[str, Any]:
+    """The column keyword that makes a seqid UUID key, for :func:`seq_uuid_pk` and SQLModel's
+    ``seq_uuid_field``: ``("default", seq_uuid_default)`` or, with ``generate="database"``,
+    ``("server_default", DatabaseSeqUUID(storage))``."""
     if generate not in ("python", "database"):
         raise InvalidArgumentError(f"generate must be 'python' or 'database', got {generate!r}")
-    column_kw.setdefault("primary_key", True)
-    if generate == "database":
-        if layout is not None:
-            raise InvalidArgumentError("layout= applies to ids made in Python; the database's generator fixes its own")
-        from .server import DatabaseSeqUUID
+    if generate == "python":
+        return "default", seq_uuid_default
+    if layout is not None:
+        raise InvalidArgumentError("layout= applies to ids made in Python; the database's generator fixes its own")
+    from .server import DatabaseSeqUUID
 
-        column_kw.setdefault("server_default", DatabaseSeqUUID(storage))
-    else:
-        column_kw.setdefault("default", seq_uuid_default)
-    return mapped_column(SeqUUID(storage=storage, layout=layout), **column_kw)
+    return "server_default", DatabaseSeqUUID(storage)
 
 
 def seq_uuid_fk(

@@ -12,8 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..layout import Layout
-from .defaults import seq_uuid_default
-from .server import DatabaseSeqUUID
+from .defaults import key_default
 from .types import SeqUUID
 
 __all__ = ["seq_uuid_field"]
@@ -33,17 +32,8 @@ def seq_uuid_field(
     """
     from sqlmodel import Field
 
-    from ..errors import InvalidArgumentError
-
-    if generate not in ("python", "database"):
-        raise InvalidArgumentError(f"generate must be 'python' or 'database', got {generate!r}")
     column_kw = dict(field_kw.pop("sa_column_kwargs", None) or {})
-    if generate == "database":
-        if layout is not None:
-            raise InvalidArgumentError("layout= applies to ids made in Python; the database's generator fixes its own")
-        column_kw.setdefault("server_default", DatabaseSeqUUID(storage))
-    else:
-        column_kw.setdefault("default", seq_uuid_default)
+    column_kw.setdefault(*key_default(storage, layout, generate))
     field_kw.setdefault("default", None)
     field_kw.setdefault("primary_key", True)
     return Field(sa_type=SeqUUID(storage=storage, layout=layout), sa_column_kwargs=column_kw, **field_kw)

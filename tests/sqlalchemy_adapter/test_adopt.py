@@ -4,19 +4,15 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
-import textwrap
 
 import pytest
 
 sa = pytest.importorskip("sqlalchemy")
 pytest.importorskip("alembic")
-from alembic import command  # noqa: E402
-from alembic.config import Config  # noqa: E402
 
 from seqid_orm import timestamp_of  # noqa: E402
 from seqid_orm.sqlalchemy import SeqUUID  # noqa: E402
-from tests.sqlalchemy_adapter.test_alembic import SCRIPT_MAKO  # noqa: E402
-from tests.sqlalchemy_adapter.test_sequential_functions import ENV_PY  # noqa: E402
+from tests.sqlalchemy_adapter.one_migration import migrate, write  # noqa: E402
 
 MIGRATION = '''
 """adopt"""
@@ -35,14 +31,6 @@ def downgrade():
 '''
 
 
-def migrate(engine, path, direction):
-    config = Config()
-    config.set_main_option("script_location", str(path))
-    with engine.begin() as conn:
-        config.attributes["connection"] = conn
-        (command.upgrade if direction == "up" else command.downgrade)(config, "head" if direction == "up" else "base")
-
-
 def test_a_table_with_rows_adopts_seqid_in_the_order_its_rows_were_made(engine, tmp_path):
     table_name = f"ad{secrets.token_hex(3)}"
     md = sa.MetaData()
@@ -59,12 +47,7 @@ def test_a_table_with_rows_adopts_seqid_in_the_order_its_rows_were_made(engine, 
     with engine.begin() as conn:
         conn.execute(sa.insert(legacy), rows)
     server_default = engine.dialect.name != "sqlite"  # (SQLite < 3.41 cannot make a BLOB default)
-    (tmp_path / "versions").mkdir()
-    (tmp_path / "env.py").write_text(ENV_PY)
-    (tmp_path / "script.py.mako").write_text(SCRIPT_MAKO)
-    (tmp_path / "versions" / "0001.py").write_text(
-        textwrap.dedent(MIGRATION.format(table=table_name, server_default=server_default))
-    )
+    write(tmp_path, MIGRATION.format(table=table_name, server_default=server_default))
     try:
         migrate(engine, tmp_path, "up")
         adopted = sa.Table(

@@ -4,19 +4,15 @@ with the foreign keys that reference it, every value and relationship kept."""
 from __future__ import annotations
 
 import secrets
-import textwrap
 
 import pytest
 
 sa = pytest.importorskip("sqlalchemy")
 pytest.importorskip("alembic")
-from alembic import command  # noqa: E402
-from alembic.config import Config  # noqa: E402
 
 from seqid_orm import comb_batch  # noqa: E402
 from seqid_orm.sqlalchemy import SeqUUID  # noqa: E402
-from tests.sqlalchemy_adapter.test_alembic import SCRIPT_MAKO  # noqa: E402
-from tests.sqlalchemy_adapter.test_sequential_functions import ENV_PY  # noqa: E402
+from tests.sqlalchemy_adapter.one_migration import migrate, write  # noqa: E402
 
 MIGRATION = '''
 """convert"""
@@ -39,17 +35,6 @@ CASES = {  # engine fixture: [(source storage, target storage)]
     "mysql_engine": [("text", "native"), ("hex", "native"), ("binary", "native")],
     "sqlite_engine": [("text", "binary"), ("hex", "binary")],
 }
-
-
-def migrate(engine, path, direction):
-    config = Config()
-    config.set_main_option("script_location", str(path))
-    with engine.begin() as conn:
-        config.attributes["connection"] = conn
-        if direction == "up":
-            command.upgrade(config, "head")
-        else:
-            command.downgrade(config, "base")
 
 
 def schema(prefix: str, storage: str) -> tuple[sa.MetaData, sa.Table, sa.Table, sa.Table]:
@@ -98,12 +83,7 @@ def test_a_key_and_its_foreign_keys_change_storage_and_back(request, tmp_path, e
         conn.execute(sa.insert(book), [{"n": n, "author_id": ids[n % 50]} for n in range(200)])
         conn.execute(sa.insert(note), [{"n": n, "author_id": ids[n] if n % 2 else None} for n in range(20)])
     before = contents(engine, source, prefix)
-    (tmp_path / "versions").mkdir()
-    (tmp_path / "env.py").write_text(ENV_PY)
-    (tmp_path / "script.py.mako").write_text(SCRIPT_MAKO)
-    (tmp_path / "versions" / "0001.py").write_text(
-        textwrap.dedent(MIGRATION.format(table=parent.name, source=source, target=target))
-    )
+    write(tmp_path, MIGRATION.format(table=parent.name, source=source, target=target))
     try:
         migrate(engine, tmp_path, "up")
         assert contents(engine, target, prefix) == before  # every value and relationship kept

@@ -5,30 +5,19 @@ from __future__ import annotations
 
 import itertools
 import secrets
-import textwrap
 import uuid
 
 import pytest
 
 sa = pytest.importorskip("sqlalchemy")
 pytest.importorskip("alembic")
-from alembic import command  # noqa: E402
-from alembic.config import Config  # noqa: E402
 
 from seqid_orm.errors import InvalidArgumentError  # noqa: E402
 from seqid_orm.prefixed import extension_prefix, prefix_of  # noqa: E402
 from seqid_orm.registry import choose_prefix_layout  # noqa: E402
 from seqid_orm.sqlalchemy import SeqUUID  # noqa: E402
 from seqid_orm.sqlalchemy.types import dialect_server_version, dialect_vendor  # noqa: E402
-from tests.sqlalchemy_adapter.test_alembic import SCRIPT_MAKO  # noqa: E402
-
-ENV_PY = """
-from alembic import context
-connection = context.config.attributes["connection"]
-context.configure(connection=connection, target_metadata=None)
-with context.begin_transaction():
-    context.run_migrations()
-"""
+from tests.sqlalchemy_adapter import one_migration  # noqa: E402
 
 MIGRATION = '''
 """functions"""
@@ -48,15 +37,8 @@ def downgrade():
 
 
 def migrate(engine, tmp_path, direction: str, storage: str | None = None) -> None:
-    (tmp_path / "versions").mkdir(exist_ok=True)
-    (tmp_path / "env.py").write_text(ENV_PY)
-    (tmp_path / "script.py.mako").write_text(SCRIPT_MAKO)
-    (tmp_path / "versions" / "0001_functions.py").write_text(textwrap.dedent(MIGRATION.format(storage=storage)))
-    config = Config()
-    config.set_main_option("script_location", str(tmp_path))
-    with engine.begin() as conn:
-        config.attributes["connection"] = conn
-        (command.upgrade if direction == "up" else command.downgrade)(config, "head" if direction == "up" else "base")
+    one_migration.write(tmp_path, MIGRATION.format(storage=storage), "0001_functions.py")
+    one_migration.migrate(engine, tmp_path, direction)
 
 
 def test_sqlite_has_no_stored_functions_and_the_operation_says_so(sqlite_engine, tmp_path):

@@ -201,46 +201,31 @@ def run(engine, config, fn, *args):
         fn(config, *args)
 
 
-def test_alembic_autogenerate_writes_the_ticket_operation_and_then_nothing(engine, tmp_path):
-    table = f"tickets_{secrets.token_hex(4)}"
-    config = alembic_config(tmp_path, table, in_metadata=True)
-    try:
-        script = autogenerate(engine, config, "tickets")
-        assert f"op.create_ticket_table(table_name={table!r})" in script
-        assert f"op.drop_ticket_table(table_name={table!r})" in script
-        assert "import seqid_orm.sqlalchemy.alembic" in script and "op.create_table" not in script
-        run(engine, config, alembic_command.upgrade, "head")
-        store = SQLAlchemyTicketStore(
-            engine.url.render_as_string(hide_password=False), table_name=table, create_table=False
-        )
-        with TicketSequence("orders", store, block_size=5) as seq:
-            assert seq.next_ids(7) == list(range(1, 8))
-        second = autogenerate(engine, config, "again")
-        assert "op.create" not in second and "op.drop" not in second and "op.alter" not in second
-        run(engine, config, alembic_command.downgrade, "base")
-        assert not sa.inspect(engine).has_table(table)
-    finally:
-        with engine.begin() as conn:
-            conn.execute(sa.text(f"DROP TABLE IF EXISTS {table}"))
-            conn.execute(sa.text("DROP TABLE IF EXISTS alembic_version"))
+def _use_tickets(url: str, table: str) -> None:
+    store = SQLAlchemyTicketStore(url, table_name=table, create_table=False)
+    with TicketSequence("orders", store, block_size=5) as seq:
+        assert seq.next_ids(7) == list(range(1, 8))
 
 
-def test_alembic_autogenerate_writes_the_lease_operation_and_then_nothing(engine, tmp_path):
+def _use_leases(url: str, table: str) -> None:
     from seqid_orm.backends.sqlalchemy import SQLAlchemyLeaseStore
     from seqid_orm.leases import WorkerLease
 
-    table = f"leases_{secrets.token_hex(4)}"
-    config = alembic_config(tmp_path, table, in_metadata=True, kind="lease")
+    with WorkerLease(SQLAlchemyLeaseStore(url, table_name=table, create_table=False), "orders", max_workers=4) as lease:
+        assert lease.worker_id in range(4)
+
+
+@pytest.mark.parametrize(("kind", "use"), [("ticket", _use_tickets), ("lease", _use_leases)])
+def test_alembic_autogenerate_writes_the_table_operation_and_then_nothing(engine, tmp_path, kind, use):
+    table = f"{kind}s_{secrets.token_hex(4)}"
+    config = alembic_config(tmp_path, table, in_metadata=True, kind=kind)
     try:
-        script = autogenerate(engine, config, "leases")
-        assert f"op.create_lease_table(table_name={table!r})" in script
-        assert f"op.drop_lease_table(table_name={table!r})" in script
+        script = autogenerate(engine, config, f"{kind}s")
+        assert f"op.create_{kind}_table(table_name={table!r})" in script
+        assert f"op.drop_{kind}_table(table_name={table!r})" in script
+        assert "import seqid_orm.sqlalchemy.alembic" in script and "op.create_table" not in script
         run(engine, config, alembic_command.upgrade, "head")
-        store = SQLAlchemyLeaseStore(
-            engine.url.render_as_string(hide_password=False), table_name=table, create_table=False
-        )
-        with WorkerLease(store, "orders", max_workers=4) as lease:
-            assert lease.worker_id in range(4)
+        use(engine.url.render_as_string(hide_password=False), table)  # the migrated table works
         second = autogenerate(engine, config, "again")
         assert "op.create" not in second and "op.drop" not in second and "op.alter" not in second
         run(engine, config, alembic_command.downgrade, "base")

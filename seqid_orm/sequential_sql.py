@@ -78,6 +78,7 @@ CREATE OR REPLACE FUNCTION uuid_sequence_nextval(seq regclass, block_size intege
                                                  block_count integer DEFAULT 65536)
 RETURNS uuid LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE AS $$
 BEGIN
+    -- checked again by the core function, but here before nextval(): a refused call uses no value
     IF block_size < 1 THEN
         RAISE EXCEPTION 'block size must be a positive integer' USING ERRCODE = 'invalid_parameter_value';
     END IF;
@@ -93,6 +94,7 @@ CREATE OR REPLACE FUNCTION uuid_time_nextval(interval_length integer DEFAULT 60,
                                              interval_count integer DEFAULT 65536)
 RETURNS uuid LANGUAGE plpgsql VOLATILE PARALLEL SAFE AS $$
 BEGIN
+    -- the extension's own words for intervals (the core function would speak of blocks)
     IF interval_length < 1 THEN
         RAISE EXCEPTION 'length of interval must be a positive integer' USING ERRCODE = 'invalid_parameter_value';
     END IF;

@@ -26,7 +26,7 @@ import sys
 import threading
 from collections.abc import Callable
 
-__all__ = ["MARK", "POOL", "STATE", "RandomPool", "after_fork", "check_fork", "getpid", "on_fork"]
+__all__ = ["MARK", "POOL", "RandomPool", "after_fork", "check_fork", "on_fork"]
 
 _WORDS_PER_REFILL = 512  # 4 KiB per os.urandom call
 _DIRECT_READ = 64  # words(n) for n >= this reads the OS directly: one system call, nothing shared
@@ -48,8 +48,6 @@ class _ForkState:
 
 
 _STATE = _ForkState()
-STATE = _STATE
-getpid = _getpid
 
 _MADV_WIPEONFORK = 18  # <linux/mman.h>; Python's mmap module does not name it
 
@@ -63,7 +61,7 @@ class _PidMark:
         return 1 if _getpid() == _STATE.pid else 0
 
     def __setitem__(self, index: int, value: int) -> None:
-        pass  # the pid, set by _after_fork, is the mark
+        pass  # the pid, set by after_fork, is the mark
 
 
 def _make_mark() -> mmap.mmap | _PidMark:
@@ -91,15 +89,12 @@ def on_fork(hook: Callable[[], None]) -> None:
 def check_fork() -> None:
     """Reset inherited state if this is not the process it was made in (cheap otherwise)."""
     if not MARK[0]:
-        _after_fork()
+        after_fork()
 
 
 def after_fork() -> None:
-    """Run the reset hooks now (a generator that saw a new pid on its hot path calls this)."""
-    _after_fork()
-
-
-def _after_fork() -> None:
+    """Run the reset hooks once in this process (a generator that saw :data:`MARK` cleared on
+    its hot path calls this; so does ``os.register_at_fork``)."""
     pid = _getpid()
     lock = _STATE.locks.setdefault(pid, threading.Lock())  # atomic: every thread gets the same lock
     with lock:
@@ -176,4 +171,4 @@ POOL = RandomPool()
 on_fork(POOL.drop)
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork)
+    os.register_at_fork(after_in_child=after_fork)

@@ -283,9 +283,6 @@ class CombGenerator:
             raise InvalidArgumentError(f"shards must be 2, 4, 8 or 16 (the 4 leading bits), got {shards}")
         return shards
 
-    def _reset_after_fork(self) -> None:
-        self._reset()  # a new lock and a fresh state, made in the child
-
     def _bad_clock(self, ms: int) -> SeqIDError:
         if ms > self._ms_max:
             return self._exhausted()
@@ -581,7 +578,7 @@ def ms_to_iso(ms: int) -> str:
 
 def _after_fork_in_child() -> None:
     for gen in list(_LIVE):
-        gen._reset_after_fork()
+        gen._reset()  # a new lock and a fresh state, made in the child
 
 
 on_fork(_after_fork_in_child)

@@ -32,13 +32,18 @@ tell these ids from a random UUIDv4 without a guess.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
+import struct
+import sys
 import threading
 import time
 import uuid
 import weakref
+from array import array
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import repeat
+from operator import itemgetter
 from typing import Any, Literal
 
 from . import _random
@@ -93,6 +98,57 @@ def _uuid_from_int(value: int) -> uuid.UUID:
     _SET_INT(u, value)
     _SET_SAFE(u, _SAFE_UNKNOWN)
     return u
+
+
+#: From this many ids a ``TIME_LAST`` batch is composed as bytes (:func:`_time_last_ints`);
+#: below it the per-id arithmetic is cheaper than setting up the byte buffers.
+_BYTES_FROM = 64
+
+# 0x40 | low nibble: byte 9 (little-endian) of a TIME_LAST id is the version 4 and 4 random bits
+_VERSION4_LOW_NIBBLE = bytes(0x40 | (b & 0xF) for b in range(256))
+
+
+@functools.lru_cache(maxsize=16)
+def _struct16(n: int) -> Callable[[bytes | bytearray], tuple[bytes, ...]]:
+    return struct.Struct("16s" * n).unpack
+
+
+def _split16(buf: bytearray, n: int) -> Iterable[bytes]:
+    """``buf`` cut into ``n`` 16-byte strings, in C.  Bulk inserts reuse a few batch sizes, so
+    the compiled format of up to 4,096 pieces is kept (at most 16 of them, about 2 MB); larger
+    batches take ``iter_unpack``, a little slower per id and holding nothing."""
+    if n <= 4096:
+        return _struct16(n)(buf)
+    return map(itemgetter(0), struct.iter_unpack("16s", buf))
+
+
+def _time_last_ints(words: list[int], head: int, first: int) -> list[int]:
+    """The ``UUID.int`` of ``len(words)`` consecutive ``TIME_LAST`` ids, composed in C.
+
+    The same values as ``_compose_last(ms, first + i, words[i])`` (``head`` is the
+    millisecond's part, and the counters stay within 13 bits), but the arithmetic on 128-bit
+    ints, seven operations per id in Python, becomes strided copies between two byte buffers
+    and one ``int.from_bytes`` per id: about half the cost at a thousand ids.  In the id's
+    little-endian bytes, 0-5 are the millisecond, 6-7 the flags and counter, 8 and the low
+    nibble of 9 the word's bytes 6 and 7 (its bits 48-59), 10-15 the word's bytes 0-5.
+    """
+    n = len(words)
+    rnd = array("Q", words)
+    counters = array("H", range(((head >> 48) & 0xFFFF) + first, ((head >> 48) & 0xFFFF) + first + n))
+    if sys.byteorder == "big":  # the copies below move little-endian bytes
+        rnd.byteswap()
+        counters.byteswap()
+    r16 = memoryview(rnd).cast("B").cast("H")
+    out = bytearray(head.to_bytes(16, "little") * n)
+    o16 = memoryview(out).cast("H")  # eight 16-bit units per id
+    o16[3::8] = memoryview(counters)
+    o16[4::8] = r16[3::4]
+    o16[5::8] = r16[0::4]
+    o16[6::8] = r16[1::4]
+    o16[7::8] = r16[2::4]
+    out[9::16] = out[9::16].translate(_VERSION4_LOW_NIBBLE)
+    little: Literal["little"] = "little"
+    return list(map(int.from_bytes, _split16(out, n), repeat(little, n)))
 
 
 def swap_le(value: int) -> int:
@@ -403,6 +459,8 @@ class CombGenerator:
                         base = h | ((first >> 30) << 64) | ((first & m30) << 32)
                         steps = range(base, base + (n << 32), 1 << 32)
                         ints = [b | (r & m32) for b, r in zip(steps, words, strict=True)]
+                    elif kind == 1 and n >= _BYTES_FROM:
+                        ints = _time_last_ints(words, h, first)
                     elif kind == 1:  # TIME_LAST: the counter steps bits 48-60, the random bits go on top
                         steps = range(h | (first << 48), h | ((first + n) << 48), 1 << 48)
                         ints = [

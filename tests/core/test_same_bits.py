@@ -8,6 +8,7 @@ words first); the optimized closures must agree with it bit for bit, layout by l
 from __future__ import annotations
 
 import random
+import sys
 import uuid
 
 import pytest
@@ -73,7 +74,7 @@ def test_fast_generator_matches_the_plain_algorithm(layout, monkeypatch):
     gen = CombGenerator(layout, clock=lambda: next(fast_clock) * 1_000_000)
     expected, made = [], []
     for i in range(13_000):
-        if i % 500 == 499:
+        if i % 500 == 499:  # (a batch of 64 or more reads the OS directly: the next test)
             expected += reference.batch(37)
             made += [u.int for u in gen.batch(37)]
         else:
@@ -83,6 +84,26 @@ def test_fast_generator_matches_the_plain_algorithm(layout, monkeypatch):
     assert made == expected
     if layout is Layout.TIME_LAST:  # the 13-bit counter ran past its end in that millisecond
         assert len({m & ((1 << 48) - 1) for m in made[:9_000]}) > 1
+
+
+@pytest.mark.parametrize("size", [64, 1000, 8000])
+def test_a_large_time_last_batch_has_the_bits_of_one_composed_id_at_a_time(size, monkeypatch):
+    """From 64 ids a TIME_LAST batch is composed as bytes; every bit must still be where
+    ``_compose_last`` puts it, with the random words' high bits (60-63, unused) set too."""
+    ms = 1_800_000_000_000
+    gen = CombGenerator(Layout.TIME_LAST, clock=lambda: ms * 1_000_000)
+    gen.next()
+    gen._counter = 5
+    words = [(0xF << 60) | random.Random(size + i).getrandbits(60) for i in range(size)] + [0] * 8
+    monkeypatch.setattr(POOL, "_words", POOL._words)
+    POOL._words[:] = list(reversed(words))
+    monkeypatch.setattr(
+        "seqid_orm._random.os.urandom", lambda k: b"".join(w.to_bytes(8, sys.byteorder) for w in words)[:k]
+    )
+    made = gen.batch(size)
+    POOL._words.clear()
+    assert [u.int for u in made] == [_COMPOSE[Layout.TIME_LAST](ms, 6 + i, w) for i, w in enumerate(words[:size])]
+    assert all((u.int >> 76) & 0xF == 4 and decode_comb(u, Layout.TIME_LAST) == (ms, 6 + i) for i, u in enumerate(made))
 
 
 @pytest.mark.parametrize("start", [(1 << 30) - 5, (1 << 30) - 10, (1 << 30) + 7, (1 << 31) - 1])

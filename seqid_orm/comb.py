@@ -104,8 +104,8 @@ def _uuid_from_int(value: int) -> uuid.UUID:
 #: below it the per-id arithmetic is cheaper than setting up the byte buffers.
 _BYTES_FROM = 64
 
-# 0x40 | low nibble: byte 9 (little-endian) of a TIME_LAST id is the version 4 and 4 random bits
-_VERSION4_LOW_NIBBLE = bytes(0x40 | (b & 0xF) for b in range(256))
+# byte 9 (little-endian) of a TIME_LAST id: the version nibble of _LAST_FLAGS over 4 random bits
+_VERSION4_LOW_NIBBLE = bytes(((_LAST_FLAGS >> 72) & 0xF0) | (b & 0xF) for b in range(256))
 
 
 @functools.lru_cache(maxsize=16)
@@ -134,7 +134,8 @@ def _time_last_ints(words: list[int], head: int, first: int) -> list[int]:
     """
     n = len(words)
     rnd = array("Q", words)
-    counters = array("H", range(((head >> 48) & 0xFFFF) + first, ((head >> 48) & 0xFFFF) + first + n))
+    start = ((head >> 48) & 0xFFFF) + first  # the flags' three bits over the 13-bit counter
+    counters = array("H", range(start, start + n))
     if sys.byteorder == "big":  # the copies below move little-endian bytes
         rnd.byteswap()
         counters.byteswap()

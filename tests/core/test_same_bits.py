@@ -12,10 +12,12 @@ import sys
 import uuid
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from seqid_orm import Layout
 from seqid_orm._random import POOL
-from seqid_orm.comb import _COMPOSE, _COUNTER_BITS, CombGenerator, decode_comb
+from seqid_orm.comb import _COMPOSE, _COUNTER_BITS, _MS_LIMIT, _STEP, CombGenerator, _random_part, decode_comb
 
 
 class Reference:
@@ -117,3 +119,65 @@ def test_a_batch_across_a_30_bit_boundary_of_the_counter_keeps_the_bits(start):
     assert counters == [(ms, start + 1 + i) for i in range(10)]
     assert [u.int for u in made] == [_COMPOSE[Layout.TIME_FIRST](ms, start + 1 + i, u.int) for i, u in enumerate(made)]
     assert all(u.version == 7 and u.variant == uuid.RFC_4122 for u in made)
+
+
+@given(
+    layout=st.sampled_from(list(Layout)),
+    shards=st.sampled_from([2, 4, 8, 16]),
+    ms_fraction=st.floats(0, 1),
+    counter_bits=st.integers(0, 64),
+    word=st.integers(0, 2**64 - 1),
+)
+def test_an_id_is_its_random_free_part_plus_the_shaped_word(layout, shards, ms_fraction, counter_bits, word):
+    """The generator joins ``compose(ms, counter, 0)`` and ``(word * mul) & mask``: for every
+    layout, shard count, millisecond, counter and word that must be ``compose(ms, counter, word)``."""
+    gen = CombGenerator(layout, shards=shards if layout is Layout.SHARDED else None)
+    ms = int(_MS_LIMIT[layout] * ms_fraction)
+    counter = counter_bits & gen._counter_max
+    mul, mask = _random_part(layout, gen._shard_keep)
+    assert gen._compose(ms, counter, 0) | ((word * mul) & mask) == gen._compose(ms, counter, word)
+    assert gen._compose(ms, counter, 0) & mask == 0  # the random bits never touch the rest
+
+
+@pytest.mark.parametrize("layout", list(Layout))
+def test_the_step_counts_until_its_guard_bit_and_no_further(layout):
+    """Adding ``1 << lowest`` to an id's random-free part is the next counter's, exactly while
+    the guard bit stays clear; at the end of the counter's low field the guard bit is set."""
+    lowest, guard = _STEP[layout]
+    compose, top = _COMPOSE[layout], (1 << _COUNTER_BITS[layout]) - 1
+    ms = 1_800_000_000_000
+    low = (1 << (guard - lowest)) - 1  # the low field: counted by the step alone
+    counters = [0, 1, 77, low - 1, low, low + 6, top - low - 1, top - low, top - 1, top]
+    for c in filter(lambda c: 0 <= c <= top, counters):
+        stepped = compose(ms, c, 0) + (1 << lowest)
+        if c & low != low:
+            assert stepped >> guard & 1 == 0
+            assert stepped == compose(ms, c + 1, 0)
+        else:  # the carry leaves the low field (at the top: the counter's end)
+            assert stepped >> guard & 1 == 1
+
+
+@pytest.mark.parametrize("layout", list(Layout))
+def test_ids_across_the_carry_out_of_the_counters_low_field_keep_the_bits(layout):
+    """One id at a time across the point where the step reaches its guard bit (the slow,
+    composed-in-full id) and on: counters consecutive, every id as ``compose`` makes it."""
+    lowest, guard = _STEP[layout]
+    ms = 1_800_000_000_000
+    gen = CombGenerator(layout, clock=lambda: ms * 1_000_000)
+    gen.next()
+    start = (1 << (guard - lowest)) - 4
+    if start + 8 > gen._counter_max:  # TIME_LAST: the low field is the whole counter
+        start = gen._counter_max - 3
+    gen._counter = start
+    made = [gen.next() for _ in range(8)]
+    decoded = [decode_comb(u, layout) for u in made]
+    if layout is Layout.TIME_LAST:  # ran past its end: the next millisecond, counter re-seeded
+        assert decoded[:3] == [(ms, start + 1 + i) for i in range(3)]
+        assert [m for m, _ in decoded[3:]] == [ms + 1] * 5
+        assert [c for _, c in decoded[3:]] == list(range(decoded[3][1], decoded[3][1] + 5))
+    else:
+        assert decoded == [(ms, start + 1 + i) for i in range(8)]
+    if layout is not Layout.SHARDED:  # (sharded ids increase within their shard only)
+        assert made == sorted(made, key=layout.sort_key)
+    _, random_bits = _random_part(layout, gen._shard_keep)
+    assert [u.int & ~random_bits for u in made] == [gen._compose(m, c, 0) for m, c in decoded]

@@ -398,8 +398,9 @@ class CombGenerator:
 
         The state is the last id without its random bits (``compose(ms, counter, 0)``), not
         the counter: the next id's is one addition away (see :data:`_STEP`), and the random
-        word joins it with one or two operations (see :func:`_random_part`).  Each operation on
-        a 128-bit int costs 30 to 50 ns here, a third of the whole once counted per id.
+        word joins it with one to three operations (see :func:`_random_part`).  Composing the
+        counter, flags and word anew took nine operations on 128-bit ints, 30 to 50 ns each:
+        a third of what an id cost.
         """
         layout = self.layout
         lock = threading.Lock()

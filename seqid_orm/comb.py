@@ -389,8 +389,9 @@ class CombGenerator:
         """Make :meth:`next` and :meth:`batch` as closures over this generator's state.
 
         Why closures: every name they use is a local or a cell, the cheapest lookups CPython
-        has, and the lock is taken with ``acquire``/``release`` around code that cannot raise
-        (the clock is read and checked before), half the cost of ``with lock``.  A forked child
+        has, and the lock is taken with ``acquire``/``release``, half the cost of ``with lock``
+        (the two errors raised under it, a clock out of range and an exhausted counter,
+        release it first).  A forked child
         keeps the closures (``uuid7`` *is* one) and resets the state they share: a new lock, no
         millisecond begun.  The random words are taken in the order they
         always were (the seed of a new millisecond, then the random field; a batch takes its
@@ -400,7 +401,8 @@ class CombGenerator:
         the counter: the next id's is one addition away (see :data:`_STEP`), and the random
         word joins it with one to three operations (see :func:`_random_part`).  Composing the
         counter, flags and word anew took nine operations on 128-bit ints, 30 to 50 ns each:
-        a third of what an id cost.
+        a third of what an id cost.  Likewise the clock's reading is compared with the first
+        nanosecond of the next millisecond, and divided only when it has come.
         """
         layout = self.layout
         lock = threading.Lock()
@@ -418,39 +420,51 @@ class CombGenerator:
         plain = mul == 1
         kind = _KIND[layout]
         m30, m32, m48 = 0x3FFF_FFFF, _MASK32, _MASK48
-        last_ms = -1
-        state = 0  # compose(last_ms, counter, 0): the last id without its random bits
+        below_guard = guard - 1
+        # The state: the last id without its random bits (compose(ms, counter, 0)), the first
+        # value of it that needs the slow path (the guard bit carried into), and the first clock
+        # reading, in ns, of a later millisecond (comparing the raw reading saves a division).
+        state, limit, next_ns = 0, 0, 0
 
         def next_id() -> uuid.UUID:
-            nonlocal last_ms, state
+            nonlocal state, limit, next_ns
             if not mark[0]:  # a forked child, however the fork was made: reset, then begin
                 _random.after_fork()
                 return next_id()
-            ms = clock() // 1_000_000
-            if not 0 <= ms <= ms_max:
-                raise self._bad_clock(ms)
+            t = clock()
             acquire()
-            if ms > last_ms:
+            if t >= next_ns:  # a later millisecond than the last id's
+                ms = t // 1_000_000
+                if ms > ms_max:
+                    release()
+                    raise self._bad_clock(ms)
                 try:
                     c = pop() & seed_mask
                 except IndexError:
                     c = refill() & seed_mask
-                last_ms = ms
+                next_ns = (ms + 1) * 1_000_000
                 s = compose(ms, c, 0)
+                limit = (s | below_guard) + 1
+            elif t < 0:
+                release()
+                raise self._bad_clock(t // 1_000_000)
             else:  # same millisecond, or the clock stepped back: keep counting
                 s = state + step
-                if s & guard:  # the carry left the counter's low field: count the slow way
-                    c = decode(state, layout)[1] + 1
+                if s >= limit:  # the carry left the counter's low field: count the slow way
+                    ms, c = decode(state, layout)
+                    c += 1
                     if c > counter_max:
-                        if last_ms >= ms_max:
+                        if ms >= ms_max:
                             release()
                             raise self._exhausted()
-                        last_ms += 1
+                        ms += 1
+                        next_ns += 1_000_000
                         try:
                             c = pop() & seed_mask
                         except IndexError:
                             c = refill() & seed_mask
-                    s = compose(last_ms, c, 0)
+                    s = compose(ms, c, 0)
+                    limit = (s | below_guard) + 1
             state = s
             try:
                 rnd = pop()
@@ -463,7 +477,7 @@ class CombGenerator:
             return u
 
         def batch(n: int) -> list[uuid.UUID]:
-            nonlocal last_ms, state
+            nonlocal state, limit, next_ns
             if not mark[0]:
                 _random.after_fork()
                 return batch(n)
@@ -472,6 +486,7 @@ class CombGenerator:
             if not 0 <= ms <= ms_max:
                 raise self._bad_clock(ms)
             with lock:  # a batch is long: the context manager's cost does not matter here
+                last_ms = next_ns // 1_000_000 - 1
                 if ms > last_ms:
                     c = (_word() & seed_mask) - 1  # incremented before first use
                 else:
@@ -507,7 +522,8 @@ class CombGenerator:
                             c = _word() & seed_mask
                         ints.append(compose(ms, c, rnd))
                 if n:
-                    last_ms, state = ms, compose(ms, c, 0)
+                    state = compose(ms, c, 0)
+                    limit, next_ns = (state | below_guard) + 1, (ms + 1) * 1_000_000
             # made in C, three passes: cheaper than a Python loop building one UUID at a time
             out = list(map(new, repeat(UUID, n)))
             consume(map(set_int, out, ints))
@@ -515,14 +531,15 @@ class CombGenerator:
             return out
 
         def reset() -> None:  # run in a forked child, before its first id (see _random)
-            nonlocal lock, acquire, release, last_ms, state
+            nonlocal lock, acquire, release, state, limit, next_ns
             lock = threading.Lock()  # the parent's may have been held by a thread the child lacks
             acquire, release = lock.acquire, lock.release
-            last_ms, state = -1, 0
+            state, limit, next_ns = 0, 0, 0
 
         def set_counter(value: int) -> None:  # for tests that drive the counter to its end
-            nonlocal state
-            state = compose(max(last_ms, 0), value, 0)
+            nonlocal state, limit
+            state = compose(max(next_ns // 1_000_000 - 1, 0), value, 0)
+            limit = (state | below_guard) + 1
 
         def get_counter() -> int:
             return decode(state, layout)[1]

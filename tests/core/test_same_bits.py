@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from seqid_orm import Layout
 from seqid_orm._random import POOL
 from seqid_orm.comb import _COMPOSE, _COUNTER_BITS, _MS_LIMIT, _STEP, CombGenerator, _random_part, decode_comb
+from seqid_orm.errors import InvalidArgumentError
 
 
 class Reference:
@@ -181,3 +182,51 @@ def test_ids_across_the_carry_out_of_the_counters_low_field_keep_the_bits(layout
         assert made == sorted(made, key=layout.sort_key)
     _, random_bits = _random_part(layout, gen._shard_keep)
     assert [u.int & ~random_bits for u in made] == [gen._compose(m, c, 0) for m, c in decoded]
+
+
+@pytest.mark.parametrize("layout", list(Layout))
+def test_a_clock_read_to_the_nanosecond_gives_the_ids_of_its_milliseconds(layout, monkeypatch):
+    """The generator compares the raw reading with the next millisecond's first nanosecond
+    instead of dividing it: readings anywhere inside a millisecond, at its first and last
+    nanosecond, and stepping back (inside one and across several) must give the plain ids."""
+    rng = random.Random(f"ns-{layout.value}")
+    words = [rng.getrandbits(64) for _ in range(20_000)]
+    base = 1_800_000_000_000 * 1_000_000
+    ticks = []
+    for _ in range(6_000):
+        kind = rng.random()
+        last = ticks[-1] if ticks else base
+        if kind < 0.6:
+            ticks.append(last + rng.randrange(0, 300_000))  # on, maybe into the next millisecond
+        elif kind < 0.8:
+            ticks.append(last - last % 1_000_000 + rng.choice((0, 999_999)))  # a millisecond's edges
+        else:
+            ticks.append(max(base, last - rng.randrange(0, 3_000_000)))  # back, up to 3 ms
+    ref_clock, fast_clock = iter(ticks), iter(ticks)
+    reference = Reference(layout, lambda: next(ref_clock), words)
+    monkeypatch.setattr(POOL, "_words", POOL._words)
+    POOL._words[:] = list(reversed(words))
+    gen = CombGenerator(layout, clock=lambda: next(fast_clock))
+    made = [gen.next().int for _ in range(6_000)]
+    POOL._words.clear()
+    assert made == [reference.next() for _ in range(6_000)]
+
+
+@pytest.mark.parametrize("layout", list(Layout))
+@pytest.mark.parametrize("reading", [-1, -999_999, -1_000_000, -(10**18)])
+def test_a_clock_before_1970_is_refused_before_and_after_ids_and_the_lock_is_left_free(layout, reading):
+    now = [reading]
+    gen = CombGenerator(layout, clock=lambda: now[0])
+    with pytest.raises(InvalidArgumentError, match="before 1970"):
+        gen.next()
+    now[0] = 1_800_000_000_000 * 1_000_000
+    first = gen.next()
+    now[0] = reading
+    for make in (gen.next, lambda: gen.batch(3)):
+        with pytest.raises(InvalidArgumentError, match="before 1970"):
+            make()
+    now[0] = 1_800_000_000_000 * 1_000_000
+    after = [gen.next(), *gen.batch(2)]  # nothing was left locked or half-counted
+    assert [decode_comb(u, layout) for u in after] == [
+        (1_800_000_000_000, decode_comb(first, layout)[1] + i) for i in (1, 2, 3)
+    ]

@@ -6,6 +6,7 @@ import datetime as dt
 import itertools
 import multiprocessing
 import os
+import sys
 import threading
 import uuid
 
@@ -191,6 +192,43 @@ def test_eight_threads_produce_unique_values_each_strictly_increasing():
     assert len(set(everything)) == 8 * 5000
     for values in results.values():
         assert all(a < b for a, b in itertools.pairwise(values))
+
+
+@pytest.mark.parametrize("layout", list(Layout))
+@pytest.mark.parametrize("ns_per_reading", [37, 37_000])  # 27,000 or 27 readings a millisecond
+def test_threads_switching_at_every_bytecode_share_one_counter(layout, ns_per_reading):
+    """Six threads, a thread switch forced at nearly every bytecode, ``next`` and ``batch``
+    mixed, a clock that moves on with every reading (slow enough for TIME_LAST's counter to run
+    past its end, fast enough to start a millisecond every few ids): no (millisecond, counter)
+    pair is handed out twice, and each thread's ids increase in the layout's order."""
+    readings = itertools.count(1_800_000_000_000 * 1_000_000, ns_per_reading)
+    gen = CombGenerator(layout, clock=lambda: next(readings))
+    results: dict[int, list[uuid.UUID]] = {}
+    start = threading.Barrier(6)
+
+    def work(index: int) -> None:
+        start.wait()
+        mine: list[uuid.UUID] = []
+        for i in range(3000):
+            mine.extend(gen.batch(i % 7) if i % 50 == 0 else [gen.next()])
+        results[index] = mine
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(old)
+    everything = [v for vs in results.values() for v in vs]
+    pairs = {decode_comb(v, layout) for v in everything}
+    assert len(everything) > 6 * 3000 and len(pairs) == len(everything)
+    for values in results.values():
+        for run in by_shard(layout, values):
+            assert run == sorted(run, key=layout.sort_key)
 
 
 def _child_values(queue) -> None:

@@ -421,6 +421,10 @@ class CombGenerator:
         kind = _KIND[layout]
         m30, m32, m48 = 0x3FFF_FFFF, _MASK32, _MASK48
         below_guard = guard - 1
+
+        def limit_of(s: int) -> int:  # the first value past `s` whose step has reached the guard bit
+            return (s | below_guard) + 1
+
         # The state: the last id without its random bits (compose(ms, counter, 0)), the first
         # value of it that needs the slow path (the guard bit carried into), and the first clock
         # reading, in ns, of a later millisecond (comparing the raw reading saves a division).
@@ -444,7 +448,7 @@ class CombGenerator:
                     c = refill() & seed_mask
                 next_ns = (ms + 1) * 1_000_000
                 s = compose(ms, c, 0)
-                limit = (s | below_guard) + 1
+                limit = limit_of(s)
             elif t < 0:
                 release()
                 raise self._bad_clock(t // 1_000_000)
@@ -464,7 +468,7 @@ class CombGenerator:
                         except IndexError:
                             c = refill() & seed_mask
                     s = compose(ms, c, 0)
-                    limit = (s | below_guard) + 1
+                    limit = limit_of(s)
             state = s
             try:
                 rnd = pop()
@@ -523,7 +527,7 @@ class CombGenerator:
                         ints.append(compose(ms, c, rnd))
                 if n:
                     state = compose(ms, c, 0)
-                    limit, next_ns = (state | below_guard) + 1, (ms + 1) * 1_000_000
+                    limit, next_ns = limit_of(state), (ms + 1) * 1_000_000
             # made in C, three passes: cheaper than a Python loop building one UUID at a time
             out = list(map(new, repeat(UUID, n)))
             consume(map(set_int, out, ints))
@@ -539,7 +543,7 @@ class CombGenerator:
         def set_counter(value: int) -> None:  # for tests that drive the counter to its end
             nonlocal state, limit
             state = compose(max(next_ns // 1_000_000 - 1, 0), value, 0)
-            limit = (state | below_guard) + 1
+            limit = limit_of(state)
 
         def get_counter() -> int:
             return decode(state, layout)[1]

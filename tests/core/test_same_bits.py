@@ -103,7 +103,7 @@ def test_a_large_time_last_batch_has_the_bits_of_one_composed_id_at_a_time(size,
         "seqid_orm._random.os.urandom", lambda k: b"".join(w.to_bytes(8, sys.byteorder) for w in words)[:k]
     )
     made = gen.batch(size)
-    assert [u.int for u in made] == [_COMPOSE[Layout.TIME_LAST](ms, 6 + i, w) for i, w in enumerate(words[:size])]
+    assert [u.int for u in made] == [_COMPOSE[Layout.TIME_LAST](ms, 6 + i, w) for i, w in enumerate(words)]
     assert all((u.int >> 76) & 0xF == 4 and decode_comb(u, Layout.TIME_LAST) == (ms, 6 + i) for i, u in enumerate(made))
 
 

@@ -15,13 +15,16 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 # mysqlclient (Django's MySQL/MariaDB driver) compiles against the MariaDB client headers;
-# pyodbc (under mssql-django, tested without a server) loads unixODBC's libodbc.
+# pyodbc (under mssql-django, tested without a server) loads unixODBC's libodbc; the
+# instruction-count benchmark (seqid_orm.bench.instructions) runs its inserts under valgrind.
 system-deps:
-	@{ pkg-config --exists libmariadb || pkg-config --exists mysqlclient; } && ldconfig -p | grep -q libodbc.so.2 || { \
+	@{ pkg-config --exists libmariadb || pkg-config --exists mysqlclient; } && ldconfig -p | grep -q libodbc.so.2 \
+	  && command -v valgrind >/dev/null || { \
 	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libmariadb-dev pkg-config unixodbc; \
-	  else echo "make: the tests need the MariaDB client headers (for mysqlclient) and unixODBC;" \
-	    "as root: apt-get install libmariadb-dev pkg-config unixodbc" >&2; exit 1; fi; }
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libmariadb-dev pkg-config unixodbc \
+	      valgrind; \
+	  else echo "make: the tests need the MariaDB client headers (for mysqlclient), unixODBC and valgrind;" \
+	    "as root: apt-get install libmariadb-dev pkg-config unixodbc valgrind" >&2; exit 1; fi; }
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(MAKE) --no-print-directory system-deps

@@ -106,6 +106,14 @@ def counts(
         raise InvalidArgumentError("valgrind is not installed (Debian/Ubuntu: apt-get install valgrind)")
     if not 0 < small < large:
         raise InvalidArgumentError(f"need 0 < small < large rows, got {small} and {large}")
+    from .keys import KINDS
+
+    unknown = [k for k in keys if k not in KINDS]
+    if unknown or not keys:
+        raise InvalidArgumentError(f"unknown key kinds {unknown}; choose from {', '.join(KINDS)}")
+    missing = [f"{k} needs {KINDS[k].requires}" for k in keys if not KINDS[k].available()]
+    if missing:
+        raise InvalidArgumentError(f"{'; '.join(missing)} (pip install 'seqid-orm[bench]')")
     if url.startswith("sqlite"):
         jobs = 1
     runs = [(key, rows) for key in keys for rows in (small, large)]
@@ -172,11 +180,17 @@ def main(argv: list[str] | None = None) -> None:
     if args.child:
         _child(args.url, keys[0], int(args.rows), args.batch, args.table_prefix)
         return
-    small, large = (int(r) for r in args.rows.split(",")) if args.rows else (SMALL, LARGE)
-    base = args.base or keys[-1]
+    try:
+        small, large = (int(r) for r in args.rows.split(",")) if args.rows else (SMALL, LARGE)
+    except ValueError:
+        parser.error(f"--rows takes two whole numbers, SMALL,LARGE; got {args.rows!r}")
+    base = args.base or (keys[-1] if keys else "")
     if base not in keys:
-        raise InvalidArgumentError(f"--base {base!r} is not among --keys")
-    found = counts(args.url, keys, small, large, args.batch, args.table_prefix, args.jobs)
+        parser.error(f"--base {base!r} is not among --keys")
+    try:
+        found = counts(args.url, keys, small, large, args.batch, args.table_prefix, args.jobs)
+    except InvalidArgumentError as exc:
+        parser.error(str(exc))
     if args.json:
         print(json.dumps([{**asdict(c), "per_row": c.per_row} for c in found], indent=1))
     else:

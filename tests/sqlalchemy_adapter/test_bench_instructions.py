@@ -58,6 +58,33 @@ def test_the_two_run_lengths_must_grow(small, large):
         instructions.counts("sqlite://", ["bigint"], small=small, large=large)
 
 
+def test_unknown_or_uninstalled_key_kinds_are_named_before_any_run(monkeypatch):
+    _valgrind()
+    with pytest.raises(InvalidArgumentError, match=r"unknown key kinds \['uuid9'\]; choose from bigint"):
+        instructions.counts("sqlite://", ["bigint", "uuid9"])
+    import importlib.util
+
+    # as if uuid-utils (the bench extra) were not installed
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "uuid_utils" else real_find_spec(n, *a))
+    with pytest.raises(InvalidArgumentError, match=r"sa-uuid7 needs uuid_utils.*seqid-orm\[bench\]"):
+        instructions.counts("sqlite://", ["sa-uuid7"])
+
+
+def test_the_command_line_names_bad_arguments(capsys):
+    _valgrind()
+    for argv, message in [
+        (["--url", "sqlite://", "--rows", "5k,15k"], "--rows takes two whole numbers"),
+        (["--url", "sqlite://", "--keys", "bigint", "--base", "comb"], "--base 'comb' is not among --keys"),
+        (["--url", "sqlite://", "--keys", "uuid9"], "unknown key kinds"),
+        (["--url", "sqlite://", "--rows", "900,300"], "small < large"),
+    ]:
+        with pytest.raises(SystemExit) as exit_:
+            instructions.main(argv)
+        assert exit_.value.code == 2
+        assert message in capsys.readouterr().err
+
+
 def test_the_child_inserts_every_row_on_each_database_and_drops_its_table(engine, table_name):
     """The measured process, run without valgrind: it checks the table held every row itself."""
     url = engine.url.render_as_string(hide_password=False)

@@ -17,14 +17,21 @@ $(BIN)/python:
 # mysqlclient (Django's MySQL/MariaDB driver) compiles against the MariaDB client headers;
 # pyodbc (under mssql-django, tested without a server) loads unixODBC's libodbc; the
 # instruction-count benchmark (seqid_orm.bench.instructions) runs its inserts under valgrind.
+# Only what is missing is installed (as root) or named; ldconfig lives in /sbin, which is not on
+# an ordinary user's PATH.
+LDCONFIG := $(shell command -v ldconfig 2>/dev/null || echo /sbin/ldconfig)
 system-deps:
-	@{ pkg-config --exists libmariadb || pkg-config --exists mysqlclient; } && ldconfig -p | grep -q libodbc.so.2 \
-	  && command -v valgrind >/dev/null || { \
+	@missing=""; \
+	{ pkg-config --exists libmariadb || pkg-config --exists mysqlclient; } 2>/dev/null \
+	  || missing="$$missing libmariadb-dev pkg-config"; \
+	$(LDCONFIG) -p 2>/dev/null | grep -q libodbc.so.2 || missing="$$missing unixodbc"; \
+	command -v valgrind >/dev/null || missing="$$missing valgrind"; \
+	if [ -n "$$missing" ]; then \
 	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libmariadb-dev pkg-config unixodbc \
-	      valgrind; \
-	  else echo "make: the tests need the MariaDB client headers (for mysqlclient), unixODBC and valgrind;" \
-	    "as root: apt-get install libmariadb-dev pkg-config unixodbc valgrind" >&2; exit 1; fi; }
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  else echo "make: the tests need system packages that are missing; as root: apt-get install$$missing" >&2; \
+	    exit 1; fi; \
+	fi
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(MAKE) --no-print-directory system-deps

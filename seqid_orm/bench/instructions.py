@@ -106,14 +106,11 @@ def counts(
         raise InvalidArgumentError("valgrind is not installed (Debian/Ubuntu: apt-get install valgrind)")
     if not 0 < small < large:
         raise InvalidArgumentError(f"need 0 < small < large rows, got {small} and {large}")
-    from .keys import KINDS
+    from .keys import KINDS, check_kinds
 
-    unknown = [k for k in keys if k not in KINDS]
-    if unknown or not keys:
-        raise InvalidArgumentError(f"unknown key kinds {unknown}; choose from {', '.join(KINDS)}")
-    missing = [f"{k} needs {KINDS[k].requires}" for k in keys if not KINDS[k].available()]
-    if missing:
-        raise InvalidArgumentError(f"{'; '.join(missing)} (pip install 'seqid-orm[bench]')")
+    if not keys:
+        raise InvalidArgumentError(f"no key kinds to count; choose from {', '.join(KINDS)}")
+    check_kinds(keys)
     if url.startswith("sqlite"):
         jobs = 1
     runs = [(key, rows) for key in keys for rows in (small, large)]
@@ -139,11 +136,10 @@ def _child(url: str, key: str, rows: int, batch: int, prefix: str) -> None:
     """The measured work: ``rows`` rows of ``key`` through Core ``executemany``, as ``seqid bench``."""
     import sqlalchemy as sa
 
-    from .keys import KINDS
+    from .keys import KINDS, check_kinds
     from .runner import run_kind, table_name_for
 
-    if key not in KINDS:
-        raise InvalidArgumentError(f"unknown key kind {key!r}; choose from {', '.join(KINDS)}")
+    check_kinds([key])
     engine = sa.create_engine(url)
     try:
         run_kind(engine, KINDS[key], rows, batch=batch, progress=None, table_prefix=prefix)

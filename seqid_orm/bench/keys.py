@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from ..comb import CombGenerator
+from ..errors import InvalidArgumentError
 from ..prefixed import uuid_sequence_nextval, uuid_time_nextval
 from ..registry import choose_prefix_layout
 from ..snowflake import Snowflake
@@ -146,3 +147,13 @@ KINDS: dict[str, KeyKind] = {
         ),
     )
 }
+
+
+def check_kinds(kinds: Sequence[str]) -> None:
+    """Refuse, before anything runs, key kinds that do not exist or whose module is not installed."""
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown:
+        raise InvalidArgumentError(f"unknown key kinds {unknown}; choose from {', '.join(KINDS)}")
+    missing = [f"{k} needs {KINDS[k].requires}" for k in kinds if not KINDS[k].available()]
+    if missing:
+        raise InvalidArgumentError(f"{'; '.join(missing)} (pip install 'seqid-orm[bench]')")

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session, registry
 from ..errors import InvalidArgumentError, ServerDefaultUnavailableError
 from ..sqlalchemy.types import dialect_server_version, dialect_vendor
 from . import cpu, metrics
-from .keys import KINDS, KeyKind
+from .keys import KINDS, KeyKind, check_kinds
 from .rounds import rotated
 
 PAYLOAD_LENGTH = 100
@@ -260,9 +260,7 @@ def run(
 
     Tables are dropped after each kind (``keep_tables`` keeps the last round's).
     """
-    unknown = [k for k in kinds if k not in KINDS]
-    if unknown:
-        raise InvalidArgumentError(f"unknown key kinds {unknown}; choose from {', '.join(KINDS)}")
+    check_kinds(kinds)
     _check_via(via)
     if not isinstance(repeat, int) or repeat < 1:
         raise InvalidArgumentError(f"repeat must be a whole number of rounds, at least 1, got {repeat!r}")

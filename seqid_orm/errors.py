@@ -101,3 +101,33 @@ class LeaseLostError(AllocationError):
     A leased generator raises it instead of making ids that another holder of the same worker id
     could also make; it resumes once a lease is held again.
     """
+
+
+class CounterRegressedError(AllocationError):
+    """A ticket server handed out a block at or below one this process already drew from it.
+
+    The counter went backwards: a row restored from an older backup, deleted and created again,
+    a Redis restarted empty and re-created by another process.  Taking the block would repeat
+    ids this process has handed out, so the sequence refuses it, and keeps refusing, until the
+    counter is set above them again (``seqid ticket repair``).  The message names the sequence,
+    the server and both values.
+    """
+
+
+class CounterBelowDataError(AllocationError):
+    """A ticket sequence bound to a key column was handed a block whose values are already keys there.
+
+    The counter is lower than the data allows (created anew, or restored from a backup, while
+    the table kept its rows): going on would insert duplicate keys.  ``seqid ticket repair``
+    (:meth:`~seqid_orm.tickets.TicketSequence.repair`) moves the counter above the largest key.
+    """
+
+
+class VolatileStoreError(AllocationError):
+    """A Redis ticket or lease store would lose its state on a restart, and the caller did not accept that.
+
+    Redis keeps a counter across a crash only with ``appendonly yes`` and ``appendfsync always``;
+    with less, the counter comes back lower or empty and ids repeat.  Pass
+    ``accept_state_loss=True`` where that is acceptable (tests, a throw-away cache), or turn on
+    persistence.
+    """

@@ -19,12 +19,24 @@ Rules that keep ids unique:
 * **A lease that cannot be renewed stops its generator** (:class:`~seqid_orm.errors.LeaseLostError`)
   before it expires, instead of risking duplicates; the renewal thread keeps trying and the
   generator resumes once it holds a lease again, perhaps for another worker id.
-* **Clock safety across nodes**: the holder leaves a high-water mark when it takes the lease and
-  with every renewal (the last Unix millisecond it may use before it must renew again: its clock
-  plus the ttl), and with its release (the last one it used).  A new holder of that worker id makes no id until its own
-  clock has passed the mark: it waits up to ``clock_tolerance`` seconds, else gives the id back and
-  raises :class:`~seqid_orm.errors.ClockMovedBackwardsError`.  (The mark on renewal is a bound,
-  not the last value used: a holder killed mid-interval leaves no other trace.)
+* **A fence by time, not by a check that can be paused past.**  Every renewal records in the
+  store a high-water mark ahead of the clock (its clock plus the ttl: the last Unix millisecond
+  this holder may stamp until it renews again), and a leased generator never stamps an id past
+  the mark the store confirmed, whatever its clock says: a clock stepped forward makes it renew
+  (and record the higher mark) before it goes on.  A new holder of that worker id makes no id
+  until its own clock has passed the mark: it waits up to ``clock_tolerance`` seconds, else gives
+  the id back and raises :class:`~seqid_orm.errors.ClockMovedBackwardsError`.  So a holder that
+  was frozen (SIGSTOP, a GC pause, a VM migration) past its ttl and resumes can only stamp
+  milliseconds the next holder never stamps: its next clock reading is past its mark, and the
+  renewal that would move the mark fails because its token is gone.  On release the holder
+  stops its generator first and then lowers the mark to what it really used.
+* **A store that lost its state**: a worker id the store has no record of may still have a
+  holder the store forgot, stamping up to one ttl past its last renewal.  The store tells a
+  never-used id from a lost one (see :meth:`~seqid_orm.backends.base.LeaseStore.acquire`), and
+  the new holder of a lost id, or of any id in the first ``ttl + clock_tolerance`` seconds of a
+  namespace the store has just (re)created, waits out that time before its first id, renewing
+  meanwhile.  That is the cost of a cold start: the first process of a new namespace waits one
+  ttl plus the tolerance (35 s with the defaults; tests pass a short ttl).
 * **Forks**: a child never uses its parent's lease; a leased generator takes a lease of its own
   at its first id in the child (the parent keeps and renews its own).
 """
@@ -41,8 +53,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ._random import check_fork, on_fork
-from .backends import backend_of
-from .backends.base import LeaseStore, check_name
+from .backends import MAX_CONNECT_TIMEOUT, backend_of
+from .backends.base import Grant, LeaseStore, check_name
 from .errors import (
     ArgumentTypeError,
     ClockMovedBackwardsError,
@@ -51,21 +63,36 @@ from .errors import (
     LeaseUnavailableError,
 )
 from .snowflake import Snowflake
+from .validate import check_bool, check_seconds
 
 __all__ = ["LeasedSnowflake", "WorkerLease", "open_lease_store"]
 
 log = logging.getLogger("seqid_orm.leases")
 
 _MARGIN = 0.1  # the share of the ttl a holder gives up, so it stops before the store's expiry
+MAX_TTL = 86400.0  # seconds: a lease or a tolerance longer than a day is a mistake in units
 
 
-def open_lease_store(target: object, *, connect_timeout: float = 5.0, create_table: bool = True) -> LeaseStore:
-    """The lease store for ``target``: a SQLAlchemy or Redis URL, an ``Engine``, a ``redis.Redis`` or a store."""
+def open_lease_store(
+    target: object, *, connect_timeout: float = 5.0, create_table: bool = True, accept_state_loss: bool = False
+) -> LeaseStore:
+    """The lease store for ``target``: a SQLAlchemy or Redis URL, an ``Engine``, a ``redis.Redis`` or a store.
+
+    ``accept_state_loss`` allows a Redis server that would lose the leases on a restart (see
+    :class:`~seqid_orm.errors.VolatileStoreError`), as for ticket stores.
+    """
+    connect_timeout = check_seconds("connect_timeout", connect_timeout, 0.1, MAX_CONNECT_TIMEOUT)
+    check_bool("create_table", create_table)
+    check_bool("accept_state_loss", accept_state_loss)
     backend = backend_of(target, "lease store")
     if backend == "redis":
         from .backends.redis import RedisLeaseStore
 
-        return RedisLeaseStore(target, connect_timeout=connect_timeout)  # type: ignore[arg-type]
+        return RedisLeaseStore(
+            target,  # type: ignore[arg-type]
+            connect_timeout=connect_timeout,
+            accept_state_loss=accept_state_loss,
+        )
     if backend == "sql":
         from .backends.sqlalchemy import SQLAlchemyLeaseStore
 
@@ -84,8 +111,9 @@ class WorkerLease:
 
     ``wall_clock`` (Unix nanoseconds), ``monotonic`` (seconds) and ``sleep`` exist so tests can
     drive time; a leased Snowflake passes its own clock.  ``high_water`` returns the last Unix
-    millisecond the lease's user has used, for the mark left on release (default: now, which is
-    safe for any user of this clock).
+    millisecond the lease's user has used; ``on_release`` is called before the lease is given
+    back and returns the same after stopping its user for good, for the mark left on release
+    (default: ``high_water``, which is now for a lease without a generator).
     """
 
     def __init__(
@@ -98,7 +126,9 @@ class WorkerLease:
         clock_tolerance: float = 5.0,
         create_table: bool = True,
         connect_timeout: float = 5.0,
+        accept_state_loss: bool = False,
         high_water: Callable[[], int] | None = None,
+        on_release: Callable[[], int] | None = None,
         wall_clock: Callable[[], int] = time.time_ns,
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], object] = time.sleep,
@@ -108,17 +138,24 @@ class WorkerLease:
             raise ArgumentTypeError(f"max_workers must be an int, got {type(max_workers).__name__}")
         if not 1 <= max_workers <= 1 << 20:
             raise InvalidArgumentError(f"max_workers must be between 1 and {1 << 20:,}, got {max_workers}")
-        for name, value in (("ttl", ttl), ("clock_tolerance", clock_tolerance)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-                raise InvalidArgumentError(f"{name} must be a number of seconds >= 0, got {value!r}")
-        if ttl < 0.1:
-            raise InvalidArgumentError(f"ttl must be at least 0.1 s, got {ttl}")
+        self.ttl = check_seconds("ttl", ttl, 0.1, MAX_TTL)
+        self.clock_tolerance = check_seconds("clock_tolerance", clock_tolerance, 0.0, MAX_TTL)
+        for name, fn in (
+            ("high_water", high_water),
+            ("on_release", on_release),
+            ("wall_clock", wall_clock),
+            ("monotonic", monotonic),
+            ("sleep", sleep),
+        ):
+            if fn is not None and not callable(fn):
+                raise ArgumentTypeError(f"{name} must be callable, got {type(fn).__name__}")
         self.max_workers = max_workers
-        self.ttl = float(ttl)
-        self.clock_tolerance = float(clock_tolerance)
-        self.store = open_lease_store(store, connect_timeout=connect_timeout, create_table=create_table)
+        self.store = open_lease_store(
+            store, connect_timeout=connect_timeout, create_table=create_table, accept_state_loss=accept_state_loss
+        )
         # Without a generator's own figure, "now" is the safe high-water mark at release.
         self.high_water = high_water or self._wall_ms
+        self._on_release = on_release or self.high_water
         self._wall = wall_clock
         self._monotonic = monotonic
         self._sleep = sleep
@@ -135,6 +172,9 @@ class WorkerLease:
         self._inherited_mark = 0  # the previous holder's mark, which our own release never lowers
         self.valid_until = float("-inf")
         """The monotonic time until which the worker id may be used (renewals push it on)."""
+        self.mark_ms = 0
+        """The high-water mark the store confirmed last: the latest Unix millisecond this holder may
+        stamp (a leased generator never stamps past it; renewals push it on)."""
         self.acquisitions = 0
         self.granted_at: float | None = None
         """When the store granted the current lease (monotonic seconds)."""
@@ -188,32 +228,61 @@ class WorkerLease:
             return self._worker_id
 
     def _take(self) -> None:
+        self.mark_wait = 0.0
         token = secrets.token_hex(16)
+        quarantine_ms = int((self.ttl + self.clock_tolerance) * 1000)
         sent = self._monotonic()
-        grant = self.store.acquire(self.namespace, token, self.max_workers, self.ttl_ms)
+        grant = self.store.acquire(self.namespace, token, self.max_workers, self.ttl_ms, quarantine_ms)
         self.granted_at = self._monotonic()
         if grant is None:
             raise LeaseUnavailableError(
                 f"all {self.max_workers} worker ids of namespace {self.namespace!r} on {self.store.label} are "
                 "leased (max_workers); stop a process, wait for a dead one's lease to expire, or allow more workers"
             )
-        self._wait_for_mark(grant.worker_id, token, grant.mark_ms)
         # Leave our own bound before the first id: a holder killed before its first renewal
         # must still leave a mark (the store handed us the previous holder's, which stays if higher).
         bound = max(grant.mark_ms, self._wall_ms() + self.ttl_ms)
         if not self.store.renew(self.namespace, grant.worker_id, token, self.ttl_ms, bound):
             raise LeaseLostError(f"worker id {grant.worker_id} in {self.namespace!r} was taken again at once")
+        if grant.wait_ms > 0:
+            sent = self._quarantine(grant, token, sent)
+        self._wait_for_mark(grant.worker_id, token, grant.mark_ms)
         self._token = token
         self._inherited_mark = grant.mark_ms
         self._worker_id = grant.worker_id
+        self.mark_ms = bound
         self.valid_until = sent + self.ttl * (1 - _MARGIN)
         self._state = "held"
         self.acquisitions += 1
         log.info("leased worker id %s in %r on %s", grant.worker_id, self.namespace, self.store.label)
 
+    def _quarantine(self, grant: Grant, token: str, sent: float) -> float:
+        """Wait ``grant.wait_ms`` before the first id (the store may have forgotten a live holder of
+        this worker id), renewing the lease meanwhile; the time the last renewal was sent."""
+        log.warning(
+            "worker id %s in %r on %s has no record of its last holder (a new namespace, or a store that lost "
+            "its state): waiting %.1f s (one ttl plus the clock tolerance) before its first id",
+            grant.worker_id,
+            self.namespace,
+            self.store.label,
+            grant.wait_ms / 1000,
+        )
+        began = self._monotonic()
+        until = began + grant.wait_ms / 1000
+        while (now := self._monotonic()) < until:
+            self._sleep(min(self.ttl / 3, until - now))
+            sent = self._monotonic()
+            bound = self._wall_ms() + self.ttl_ms
+            if not self.store.renew(self.namespace, grant.worker_id, token, self.ttl_ms, bound):
+                raise LeaseLostError(
+                    f"the lease of worker id {grant.worker_id} in {self.namespace!r} was lost while it waited out "
+                    "a possible forgotten holder"
+                )
+        self.mark_wait = self._monotonic() - began
+        return sent
+
     def _wait_for_mark(self, worker_id: int, token: str, mark_ms: int) -> None:
         """Make no id until this clock has passed what the previous holder may have used."""
-        self.mark_wait = 0.0
         if self._wall_ms() > mark_ms:
             return
         began = self._monotonic()
@@ -227,19 +296,23 @@ class WorkerLease:
                     f"{self.clock_tolerance} s (clock_tolerance). Fix this node's clock (NTP) or raise the tolerance"
                 )
             self._sleep(min(0.05, (mark_ms - now + 1) / 1000))
-        self.mark_wait = self._monotonic() - began
+        self.mark_wait += self._monotonic() - began
 
     def release(self) -> None:
         """Give the worker id back now, leaving the high-water mark for the next holder."""
+        # Stop the lease's user first, outside our lock (a generator holds its own lock and then
+        # ours when it must move the mark): nothing is stamped after the figure it returns.
+        used = self._on_release()
         with self._lock:
             self._stop.set()
             thread, self._thread = self._thread, None
             state, self._state = self._state, "idle"
             if state == "idle" or self._worker_id is None:
                 return
-            # our own bound (clock + ttl) is replaced by what we really used, but never below the
-            # mark we inherited: the next holder then waits only as long as it must
-            mark = max(self._inherited_mark, self.high_water())
+            # our own bound (clock + ttl) is replaced by what we really used (after stopping the
+            # generator for good), but never below the mark we inherited: the next holder then
+            # waits only as long as it must
+            mark = max(self._inherited_mark, used)
             try:
                 self.store.release(self.namespace, self._worker_id, self._token, mark)
             except Exception as exc:  # the store is gone: the lease simply expires there
@@ -289,6 +362,7 @@ class WorkerLease:
             renewed = None
         if renewed:
             self.valid_until = sent + self.ttl * (1 - _MARGIN)
+            self.mark_ms = max(self.mark_ms, mark)
             return self.ttl / 3
         if renewed is False or self._monotonic() >= self.valid_until:
             if self._state == "held":
@@ -303,6 +377,35 @@ class WorkerLease:
             return self.ttl / 10
         # not renewed yet, still valid: try again soon, well before the deadline
         return max(0.01, min(self.ttl / 10, (self.valid_until - self._monotonic()) / 2))
+
+    def extend_mark(self, at_least_ms: int) -> int:
+        """Renew now, recording a mark of at least ``at_least_ms`` (the generator's clock went past
+        the confirmed one); the new confirmed mark, or :class:`LeaseLostError` if the lease is gone."""
+        with self._lock:
+            if self._state != "held" or self._worker_id is None:
+                raise self._lost_error()
+            sent = self._monotonic()
+            mark = max(at_least_ms, self.high_water(), self._wall_ms() + self.ttl_ms)
+            try:
+                renewed = self.store.renew(self.namespace, self._worker_id, self._token, self.ttl_ms, mark)
+            except Exception as exc:
+                raise LeaseLostError(
+                    f"renewing worker id {self._worker_id} in {self.namespace!r} to move its clock mark failed: {exc}"
+                ) from exc
+            if not renewed:
+                self._state = "lost"
+                self.valid_until = float("-inf")
+                raise self._lost_error()
+            self.valid_until = sent + self.ttl * (1 - _MARGIN)
+            self.mark_ms = max(self.mark_ms, mark)
+            return self.mark_ms
+
+    def _lost_error(self) -> LeaseLostError:
+        return LeaseLostError(
+            f"the lease of worker id {self._worker_id} in namespace {self.namespace!r} on {self.store.label} "
+            "is not held (expired, taken over by another process, or lost by the store); no id is made until a "
+            "lease is held again (the renewal thread keeps trying)"
+        )
 
     def _after_fork(self) -> None:
         """In a forked child: forget the parent's lease (the parent keeps renewing it)."""
@@ -332,6 +435,10 @@ class LeasedSnowflake(Snowflake):
     master, which only imports the application, holds none), renewed in the background, and its
     high-water mark is this generator's last timestamp.  When the lease is lost ``next_id()``
     raises :class:`~seqid_orm.errors.LeaseLostError` until a lease is held again.
+
+    The generator never stamps a time unit that ends past the mark the store confirmed
+    (:attr:`WorkerLease.mark_ms`): the check runs under the generator's lock *after* the clock
+    is read, so no pause between a lease check and the clock reading can get past it.
     """
 
     def __init__(self, store: object, namespace: str, *, lease_options: dict[str, Any], **kwargs: Any) -> None:
@@ -345,11 +452,13 @@ class LeasedSnowflake(Snowflake):
                 f"max_workers={max_workers} exceeds the {capacity} ids the worker and datacenter bits can hold"
             )
         self._monotonic = lease_options.pop("monotonic", time.monotonic)
+        self._limit = -1  # nothing may be stamped before a lease is held
         self.lease = WorkerLease(
             store,
             namespace,
             max_workers=max_workers,
             high_water=self._high_water_ms,
+            on_release=self._stop,
             wall_clock=self._clock,
             monotonic=self._monotonic,
             sleep=self._sleep,
@@ -366,6 +475,17 @@ class LeasedSnowflake(Snowflake):
             return 0
         return self.epoch_ms + (self._last + 1) * self.time_unit_ms - 1
 
+    def _units_within(self, mark_ms: int) -> int:
+        """The last time unit that ends at or before ``mark_ms``."""
+        return min(self._time_max, (mark_ms - self.epoch_ms + 1) // self.time_unit_ms - 1)
+
+    def _stop(self) -> int:
+        """Before the lease is given back: stamp nothing more under it; the last millisecond used."""
+        with self._lock:
+            self._limit = -1
+            self._acquisition = -1
+            return self._high_water_ms()
+
     def next_id(self) -> int:
         check_fork()
         if self._forked:  # a child: the parent's lease is not ours (its hook forgot it); take our own
@@ -374,6 +494,20 @@ class LeasedSnowflake(Snowflake):
         if self._monotonic() >= lease.valid_until or self._acquisition != lease.acquisitions:
             self._refresh()
         return super().next_id()
+
+    def _past_limit(self, now: int) -> int:
+        if now > self._time_max:
+            return super()._past_limit(now)
+        if self._acquisition != self.lease.acquisitions or self._acquisition < 0:
+            raise self.lease._lost_error()  # released or re-taken since the check in next_id
+        limit = self._units_within(self.lease.mark_ms)  # the renewal thread may have moved it
+        if now > limit:
+            # The clock reads past the confirmed mark (a step forward, or a pause past a renewal):
+            # record a mark past this time unit before stamping it, or refuse if the lease is gone.
+            unit_end_ms = self.epoch_ms + (now + 1) * self.time_unit_ms - 1
+            limit = self._units_within(self.lease.extend_mark(unit_end_ms))
+        self._limit = limit
+        return now
 
     def _refresh(self) -> None:
         lease = self.lease
@@ -385,6 +519,7 @@ class LeasedSnowflake(Snowflake):
             self.datacenter_id = worker >> self.worker_bits
             self._node = (self.datacenter_id << self._datacenter_shift) | (self.worker_id << self._worker_shift)
             self._acquisition = lease.acquisitions
+            self._limit = self._units_within(lease.mark_ms)
 
     def close(self) -> None:
         """Release the lease now (it is released at exit anyway)."""

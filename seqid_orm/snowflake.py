@@ -129,6 +129,7 @@ class Snowflake:
         self._node = (self.datacenter_id << self._datacenter_shift) | (self.worker_id << self._worker_shift)
         self._sequence_max = (1 << sequence_bits) - 1
         self._time_max = (1 << time_bits) - 1
+        self._limit = self._time_max  # the last time unit this generator may stamp now
         self._clock = clock
         self._sleep = sleep
         self._lock = threading.Lock()
@@ -166,17 +167,24 @@ class Snowflake:
         max_workers: int | None = None,
         clock_tolerance: float = 5.0,
         create_table: bool = True,
+        accept_state_loss: bool = False,
         **kwargs: Any,
     ) -> Snowflake:
         """A Snowflake whose worker id is leased from ``store`` (a SQLAlchemy or Redis URL, an
         ``Engine``, a ``redis.Redis``) in ``namespace``; see :mod:`seqid_orm.leases`.
 
         ``max_workers`` defaults to what the worker and datacenter bits hold (1,024 for Twitter's
-        profile); the lease's id fills both fields.  Other keywords are the Snowflake profile's.
+        profile); the lease's id fills both fields.  ``accept_state_loss`` allows a Redis store
+        without persistence.  Other keywords are the Snowflake profile's.
         """
         from .leases import LeasedSnowflake
 
-        options: dict[str, Any] = {"ttl": ttl, "clock_tolerance": clock_tolerance, "create_table": create_table}
+        options: dict[str, Any] = {
+            "ttl": ttl,
+            "clock_tolerance": clock_tolerance,
+            "create_table": create_table,
+            "accept_state_loss": accept_state_loss,
+        }
         if max_workers is not None:
             options["max_workers"] = max_workers
         if "monotonic" in kwargs:
@@ -234,13 +242,16 @@ class Snowflake:
                     sequence = 0
             else:
                 sequence = 0
-            if now > self._time_max:
-                raise GeneratorExhaustedError(
-                    f"the {self.time_bits}-bit time field is exhausted; choose a later epoch_ms"
-                )
+            if now > self._limit:
+                now = self._past_limit(now)
             self._last = now
             self._sequence = sequence
             return (now << self._time_shift) | self._node | sequence
+
+    def _past_limit(self, now: int) -> int:
+        """Called (under the lock) when the clock reads past ``_limit``: the time unit to stamp, or a
+        refusal.  Here the limit is the time field's end; a leased generator's is its lease's mark."""
+        raise GeneratorExhaustedError(f"the {self.time_bits}-bit time field is exhausted; choose a later epoch_ms")
 
     def decode(self, snowflake_id: int) -> SnowflakeParts:
         """Split an id made with this generator's profile into its fields."""

@@ -32,6 +32,19 @@ What a user running twenty application processes gets:
   answers; when it fails the next one is asked.  :class:`~seqid_orm.errors.BackendUnavailableError`
   is raised only when none answers.
 
+* **Never a block twice** (see "What can go wrong" in the README): before its first id a
+  process reads the sequence on *every* server of its list and checks them as a set (each
+  server's stored step and offset must be the ones this client gives it; a sequence missing on
+  some servers but present on others is refused; a new one is created on all at once).  It then
+  remembers, per server, the highest value it has seen that server hand out, and refuses
+  (:class:`~seqid_orm.errors.CounterRegressedError`) a block at or below it: a counter restored
+  from a backup, deleted and re-created, or emptied by a Redis restart never makes this process
+  repeat itself.  A sequence bound to the key columns it fills (``floor``; ``ticket_pk`` and
+  ``TicketField`` bind theirs) also refuses a first block whose values are already keys there
+  (:class:`~seqid_orm.errors.CounterBelowDataError`), which covers a process started after the
+  counter went back.  :meth:`TicketSequence.repair` (``seqid ticket repair``) moves the counters
+  above the largest key.
+
 Loads beyond the defaults: ``max_block_size`` turns on Leaf's adaptive block size (it doubles
 while segments last less than ``segment_seconds`` and halves when one lasts over twice that).
 """
@@ -47,19 +60,25 @@ import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Protocol, cast
 
 from ._random import check_fork, on_fork
 from .backends import TicketRow, TicketStore, check_name, open_ticket_store
+from .backends.base import first_value
 from .errors import (
+    AllocationError,
     ArgumentTypeError,
+    BackendMismatchError,
     BackendUnavailableError,
+    CounterBelowDataError,
+    CounterRegressedError,
     GeneratorExhaustedError,
     InvalidArgumentError,
     SeqIDError,
 )
-from .validate import BIGINT_MAX
+from .validate import BIGINT_MAX, check_bool, check_seconds
 
-__all__ = ["MAX_BLOCK_SIZE", "Segment", "TicketSequence"]
+__all__ = ["MAX_BLOCK_SIZE", "KeyFloor", "Segment", "TicketSequence"]
 
 log = logging.getLogger("seqid_orm.tickets")
 
@@ -84,12 +103,39 @@ class Segment:
         return self.first + (self.count - 1) * self.step
 
 
+def _check_floor(floor: object) -> None:
+    if not all(hasattr(floor, a) for a in ("label", "largest", "largest_from")):
+        raise ArgumentTypeError(
+            f"floor must be a KeyFloor (label, largest(), largest_from()), got {type(floor).__name__}"
+        )
+
+
 def _int_arg(name: str, value: object, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ArgumentTypeError(f"{name} must be an int, got {type(value).__name__}")
     if not low <= value <= high:
         raise InvalidArgumentError(f"{name} must be between {low:,} and {high:,}, got {value:,}")
     return value
+
+
+class KeyFloor(Protocol):
+    """The keys a ticket sequence fills, as far as its safety checks need them (one table's column).
+
+    The SQLAlchemy adapter's ``ticket_pk`` and Django's ``TicketField`` make these; any object
+    with the two methods will do.
+    """
+
+    label: str
+    """The column as messages name it (``orders.id``)."""
+
+    def largest(self) -> int | None:
+        """The largest key in the column (``None`` when empty)."""
+        ...
+
+    def largest_from(self, first: int, step: int) -> int | None:
+        """The largest key ``>= first`` congruent to ``first`` modulo ``step`` (``None`` if none):
+        a key a block starting at ``first`` from a server with that step could hand out again."""
+        ...
 
 
 _LIVE: weakref.WeakSet[TicketSequence] = weakref.WeakSet()
@@ -110,6 +156,10 @@ class TicketSequence:
     exact in JavaScript).  ``start_server``: the index of the server this process asks first
     (default: one at random, which spreads processes over the servers).  ``clock`` (seconds,
     monotonic) is for tests of the adaptive block size.
+
+    ``floor``: a :class:`KeyFloor` (or a list) for the key columns this sequence fills; more can
+    be bound later with :meth:`bind_floor`.  ``accept_state_loss``: allow a Redis server that
+    would lose the counter on a restart (see :class:`~seqid_orm.errors.VolatileStoreError`).
     """
 
     def __init__(
@@ -129,6 +179,8 @@ class TicketSequence:
         create_table: bool = True,
         connect_timeout: float = 5.0,
         start_server: int | None = None,
+        floor: KeyFloor | Sequence[KeyFloor] | None = None,
+        accept_state_loss: bool = False,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.name = check_name(name)
@@ -144,6 +196,8 @@ class TicketSequence:
         self.step = _int_arg("step", len(targets) if step is None else step, len(targets), 1 << 20)
         if offsets is None:
             offsets = range(1, len(targets) + 1)
+        elif not isinstance(offsets, (list, tuple, range)):
+            raise ArgumentTypeError(f"offsets must be a list of ints, one per server, got {type(offsets).__name__}")
         self.offsets = tuple(_int_arg("offset", o, 1, self.step) for o in offsets)
         if len(self.offsets) != len(targets) or len(set(self.offsets)) != len(self.offsets):
             raise InvalidArgumentError(
@@ -152,24 +206,51 @@ class TicketSequence:
             )
         self.max_value = _int_arg("max_value", max_value, 1, BIGINT_MAX)
         self.start = _int_arg("start", start, 1, self.max_value)
-        if isinstance(double_buffer, bool) is False:
-            raise ArgumentTypeError(f"double_buffer must be a bool, got {type(double_buffer).__name__}")
+        self.double_buffer = check_bool("double_buffer", double_buffer)
         if isinstance(prefetch_at, bool) or not isinstance(prefetch_at, (int, float)) or not 0 < prefetch_at <= 1:
             raise InvalidArgumentError(f"prefetch_at must be a share of the segment in (0, 1], got {prefetch_at!r}")
-        if not isinstance(segment_seconds, (int, float)) or not segment_seconds > 0:
-            raise InvalidArgumentError(f"segment_seconds must be > 0, got {segment_seconds!r}")
-        self.double_buffer = double_buffer
         self.prefetch_at = float(prefetch_at)
-        self.segment_seconds = float(segment_seconds)
+        self.segment_seconds = check_seconds("segment_seconds", segment_seconds, 0.001, 365 * 86400.0)
+        if segment_seconds <= 0:
+            raise InvalidArgumentError(f"segment_seconds must be > 0, got {segment_seconds!r}")
+        check_seconds("connect_timeout", connect_timeout, 0.1, 3600.0)
+        check_bool("create_table", create_table)
+        check_bool("accept_state_loss", accept_state_loss)
+        floors: list[KeyFloor] = []
+        given: Sequence[object] = () if floor is None else floor if isinstance(floor, (list, tuple)) else (floor,)
+        for f in given:
+            _check_floor(f)
+            floors.append(cast(KeyFloor, f))
+        if not callable(clock):
+            raise ArgumentTypeError(f"clock must be callable, got {type(clock).__name__}")
         self._clock = clock
         self._stores: list[TicketStore] = [
-            open_ticket_store(t, connect_timeout=connect_timeout, create_table=create_table) for t in targets
+            open_ticket_store(
+                t, connect_timeout=connect_timeout, create_table=create_table, accept_state_loss=accept_state_loss
+            )
+            for t in targets
         ]
+        labels = [store.label for store in self._stores]
+        twice = sorted({label for label in labels if labels.count(label) > 1})
+        if twice:
+            for store in self._stores:
+                store.close()
+            raise InvalidArgumentError(
+                f"ticket server {', '.join(twice)} is listed more than once: one server keeps one counter per "
+                "sequence, with one offset; list each server once"
+            )
         self.start_server = (
             None if start_server is None else _int_arg("start_server", start_server, 0, len(self._stores) - 1)
         )
         self.fetches = 0
         """Reservations made (round trips that returned a segment), for benchmarks and tests."""
+        # What this process knows of each server, kept across forks (a child knows what its
+        # parent saw): whether the servers were checked as a set, and per server the highest
+        # value it is known to have handed out.
+        self._servers_checked = False
+        self._high: dict[int, int] = {}
+        self._floors: list[KeyFloor] = floors
+        self._floor_checked: set[int] = set()  # servers whose first block was checked against the floors
         self._init_state()
         _LIVE.add(self)
 
@@ -253,6 +334,8 @@ class TicketSequence:
         self._install(segment)
 
     def _install(self, segment: Segment) -> None:
+        if self._floors and segment.server not in self._floor_checked:
+            self._check_floors(segment)  # in the caller's thread: a floor may use its connection
         now = self._clock()
         if self._installed_at is not None and self.max_block_size > self.block_size:
             lasted = now - self._installed_at  # Leaf's rule: double when fast, halve when slow
@@ -305,6 +388,8 @@ class TicketSequence:
             return self._fetch_unlocked()
 
     def _fetch_unlocked(self) -> Segment:
+        if not self._servers_checked:
+            self._check_servers()
         count = self._block
         errors: list[str] = []
         exhausted = 0
@@ -312,9 +397,7 @@ class TicketSequence:
         for i in [(self._server + j) % k for j in range(k)]:
             store = self._stores[i]
             try:
-                first, granted = store.allocate(
-                    self.name, count, self.step, self.offsets[i], self.start, self.max_value
-                )
+                first, granted = store.allocate(self.name, count, self.step, self.offsets[i], self.max_value)
             except GeneratorExhaustedError as exc:
                 exhausted += 1
                 errors.append(str(exc))
@@ -326,14 +409,130 @@ class TicketSequence:
                 if k > 1:
                     log.warning("ticket server %s failed (%s); trying the next", store.label, exc)
                 continue
+            segment = Segment(first, granted, self.step, i)
+            high = self._high.get(i)
+            if high is not None and first <= high:
+                raise CounterRegressedError(
+                    f"sequence {self.name!r} on {store.label} handed out a block from {first} although this "
+                    f"process has seen it hand out {high}: the counter went back (a restored backup, a deleted "
+                    "and re-created row, a Redis restart); taking the block would repeat ids. Move the counter "
+                    "above the largest id in use (`seqid ticket repair`); this process refuses until then"
+                )
+            self._high[i] = segment.last
             if i != self._server:
                 log.warning("sequence %r now draws from %s", self.name, store.label)
             self._server = i
             self.fetches += 1
-            return Segment(first, granted, self.step, i)
+            return segment
         if exhausted == k:
             raise GeneratorExhaustedError("; ".join(errors))
         raise BackendUnavailableError(f"no ticket server answered for sequence {self.name!r}: " + "; ".join(errors))
+
+    # --- safety checks -------------------------------------------------------------------
+
+    def _check_servers(self) -> None:
+        """Check the sequence on every server as a set before the first id (under the fetch lock).
+
+        Each server must store the step and offset this client gives it; a sequence present on
+        some servers and missing on others is refused (a server that lost its state, or one
+        added to the list, would start over); a new sequence is created on all of them, which
+        needs every server to answer.  The next value each server reports is remembered: a
+        block below it later means that counter went back.
+        """
+        rows: dict[int, TicketRow | None] = {}
+        down: list[str] = []
+        for i, store in enumerate(self._stores):
+            try:
+                rows[i] = store.read(self.name)
+            except SeqIDError:
+                raise
+            except Exception as exc:  # unreachable now: judged below
+                down.append(f"{store.label}: {type(exc).__name__}: {exc}")
+        if not any(rows.values()):
+            if down:
+                raise BackendUnavailableError(
+                    f"sequence {self.name!r} is new on every ticket server that answered, and a new sequence is "
+                    "created on all of its servers at once (else two clients listing them differently could both "
+                    "start it); not answering: " + "; ".join(down)
+                )
+            for i, store in enumerate(self._stores):
+                offset = self.offsets[i]
+                store.create(TicketRow(self.name, first_value(offset, self.step, self.start), self.step, offset))
+            rows = {i: store.read(self.name) for i, store in enumerate(self._stores)}
+        self._check_rows(rows)
+        for i, row in rows.items():
+            if row is not None and row.next_value > row.offset:
+                self._high[i] = max(self._high.get(i, 0), row.next_value - row.step)
+        if down:
+            log.warning("sequence %r: could not check %s", self.name, "; ".join(down))
+        self._servers_checked = True
+
+    def _check_rows(self, rows: dict[int, TicketRow | None]) -> None:
+        labels = [s.label for s in self._stores]
+        recorded = [f"{labels[i]}: step={row.step} offset={row.offset}" for i, row in rows.items() if row is not None]
+        ours = ", ".join(f"{label}: offset={o}" for label, o in zip(labels, self.offsets, strict=True))
+        for i, row in rows.items():
+            if row is not None and (row.step, row.offset) != (self.step, self.offsets[i]):
+                raise BackendMismatchError(
+                    f"sequence {self.name!r}: this client gives {self._stores[i].label} step={self.step} "
+                    f"offset={self.offsets[i]}, but the servers recorded {'; '.join(recorded)}. Clients must list "
+                    f"the same servers in the same order (or pass the same step= and offsets=); this client: {ours}"
+                )
+        missing = [self._stores[i].label for i, row in rows.items() if row is None]
+        if missing:
+            present = [self._stores[i].label for i, row in rows.items() if row is not None]
+            raise AllocationError(
+                f"sequence {self.name!r} exists on {', '.join(present)} but not on {', '.join(missing)}: that server "
+                "lost its state (a restart without persistence, a restore, a deleted row) or is new in the list; "
+                "started at its first value it would hand out ids again. Create it above the largest id in use "
+                "with `seqid ticket repair` (TicketSequence.repair())"
+            )
+
+    def _check_floors(self, segment: Segment) -> None:
+        for floor in self._floors:
+            taken = floor.largest_from(segment.first, segment.step)
+            if taken is not None:
+                raise CounterBelowDataError(
+                    f"sequence {self.name!r} on {self._stores[segment.server].label} handed out a block from "
+                    f"{segment.first}, but {floor.label} already holds the key {taken} that this server would hand "
+                    "out again: its counter is behind the data (created anew, or restored from a backup). Move it "
+                    "above the largest key with `seqid ticket repair` (TicketSequence.repair())"
+                )
+        self._floor_checked.add(segment.server)
+
+    def bind_floor(self, floor: KeyFloor) -> None:
+        """Check this sequence's blocks against one more key column (``ticket_pk`` and ``TicketField``
+        call it for the column they fill): the first block from each server, and the one in use now."""
+        _check_floor(floor)
+        with self._cond:
+            if any(f.label == floor.label for f in self._floors):
+                return
+            self._floors.append(floor)
+            self._floor_checked.clear()
+            if self.segment is not None:  # handed out before the binding: check what is left of it
+                self._check_floors(self.segment)
+
+    def repair(self, above: int | None = None) -> list[tuple[str, TicketRow]]:
+        """Move the counter on every server above ``above`` and above the largest key of the bound
+        floors, creating it where it is missing; never lower.  Returns ``(server label, row)``.
+
+        What ``seqid ticket repair`` runs after a restore, a lost Redis, or when a server joins the list.
+        """
+        highest = 0 if above is None else _int_arg("above", above, 0, self.max_value)
+        for floor in self._floors:
+            highest = max(highest, floor.largest() or 0)
+        if above is None and not self._floors:
+            raise InvalidArgumentError(
+                f"repairing sequence {self.name!r} needs the largest id in use: pass above= (--above) or bind the "
+                "key columns it fills (floor=, --table)"
+            )
+        out = []
+        for i, store in enumerate(self._stores):
+            offset = self.offsets[i]
+            value = first_value(offset, self.step, max(self.start, highest + 1))
+            out.append((store.label, store.raise_to(TicketRow(self.name, value, self.step, offset))))
+        self._check_rows({i: row for i, (_, row) in enumerate(out)})
+        return out
 
     # --- lifecycle -----------------------------------------------------------------------
 

@@ -21,12 +21,22 @@ become 12), negatives, values a signed BIGINT cannot hold, signs, spaces and und
 
 from __future__ import annotations
 
+import math
 import re
 import uuid
 
-from .errors import ArgumentTypeError, InvalidIDError
+from .errors import ArgumentTypeError, InvalidArgumentError, InvalidIDError
 
-__all__ = ["BIGINT_MAX", "UUID_INT_LIMIT", "coerce_int_id", "coerce_uuid", "is_uuid_hex", "parse_uuid_text"]
+__all__ = [
+    "BIGINT_MAX",
+    "UUID_INT_LIMIT",
+    "check_bool",
+    "check_seconds",
+    "coerce_int_id",
+    "coerce_uuid",
+    "is_uuid_hex",
+    "parse_uuid_text",
+]
 
 BIGINT_MAX = (1 << 63) - 1
 UUID_INT_LIMIT = 1 << 128
@@ -71,4 +81,25 @@ def coerce_int_id(value: object, what: str = "a SnowflakeID value") -> int:
         value = int(value)
     if not 0 <= value <= BIGINT_MAX:
         raise InvalidIDError(f"{what} must be between 0 and 2**63-1, got {value}")
+    return value
+
+
+def check_seconds(name: str, value: object, low: float, high: float) -> float:
+    """``value`` as a finite number of seconds in ``[low, high]``; a typed error naming ``name`` otherwise.
+
+    Refuses ``bool``, ``None`` and text (``"5"``) with :class:`ArgumentTypeError`, and ``nan``,
+    ``inf`` and values out of range with :class:`InvalidArgumentError`, before they reach a
+    driver or an ``int()`` that would raise ``OverflowError``.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ArgumentTypeError(f"{name} must be a number of seconds, got {type(value).__name__}")
+    if not math.isfinite(value) or not low <= value <= high:
+        raise InvalidArgumentError(f"{name} must be between {low:g} and {high:g} seconds, got {value!r}")
+    return float(value)
+
+
+def check_bool(name: str, value: object) -> bool:
+    """``value`` if it is a ``bool``; :class:`ArgumentTypeError` naming ``name`` otherwise (``"no"`` is true)."""
+    if not isinstance(value, bool):
+        raise ArgumentTypeError(f"{name} must be True or False, got {type(value).__name__}")
     return value

@@ -175,4 +175,11 @@ def server(request):
         return MYSQL_URL
     if request.param == "sqlite":
         return request.getfixturevalue("sqlite_ticket_url")
-    return request.getfixturevalue("redis_url")
+    # The shared Redis keeps nothing on disk; a store refuses it unless told that losing it is
+    # acceptable (VolatileStoreError), which the URL option says for every test but the one on it.
+    return volatile_ok(request.getfixturevalue("redis_url"))
+
+
+def volatile_ok(url: str) -> str:
+    """A Redis URL that accepts a server without persistence (``?accept_state_loss=true``)."""
+    return url + ("&" if "?" in url else "?") + "accept_state_loss=true"

@@ -22,9 +22,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ArgumentTypeError, InvalidArgumentError
+from ..validate import check_bool, check_seconds
 from .base import TicketRow, TicketStore, check_name, hide_password
 
 __all__ = [
+    "MAX_CONNECT_TIMEOUT",
     "REDIS_SCHEMES",
     "SQL_SCHEMES",
     "TicketRow",
@@ -76,19 +78,36 @@ def backend_of(target: object, what: str) -> str:
     return ""
 
 
+MAX_CONNECT_TIMEOUT = 3600.0
+_STORE_METHODS = ("allocate", "read", "create", "raise_to", "rows", "label", "after_fork", "close")
+
+
 def open_ticket_store(
-    target: object, *, connect_timeout: float = 5.0, create_table: bool = True, table_name: str | None = None
+    target: object,
+    *,
+    connect_timeout: float = 5.0,
+    create_table: bool = True,
+    table_name: str | None = None,
+    accept_state_loss: bool = False,
 ) -> TicketStore:
     """The store for ``target``: a URL, a SQLAlchemy ``Engine``, a ``redis.Redis`` or a store.
 
-    ``create_table`` and ``table_name`` apply to SQL stores only.  An unknown scheme raises
-    :class:`~seqid_orm.errors.InvalidArgumentError` before anything is imported or connected.
+    ``create_table`` and ``table_name`` apply to SQL stores only, ``accept_state_loss`` to Redis
+    (see :class:`~seqid_orm.errors.VolatileStoreError`).  Bad arguments and an unknown scheme
+    raise a typed error before anything is imported or connected.
     """
+    connect_timeout = check_seconds("connect_timeout", connect_timeout, 0.1, MAX_CONNECT_TIMEOUT)
+    check_bool("create_table", create_table)
+    check_bool("accept_state_loss", accept_state_loss)
     backend = backend_of(target, "ticket server")
     if backend == "redis":
         from .redis import RedisTicketStore
 
-        return RedisTicketStore(target, connect_timeout=connect_timeout)  # type: ignore[arg-type]
+        return RedisTicketStore(
+            target,  # type: ignore[arg-type]
+            connect_timeout=connect_timeout,
+            accept_state_loss=accept_state_loss,
+        )
     if backend == "sql":
         from .sqlalchemy import SQLAlchemyTicketStore
 
@@ -96,7 +115,7 @@ def open_ticket_store(
         if table_name is not None:
             sql_options["table_name"] = table_name
         return SQLAlchemyTicketStore(target, **sql_options)  # type: ignore[arg-type]
-    if all(hasattr(target, attr) for attr in ("allocate", "rows", "label", "after_fork", "close")):
+    if all(hasattr(target, a) for a in _STORE_METHODS):
         return target  # type: ignore[return-value]
     kind = f"{type(target).__module__}.{type(target).__qualname__}"
     raise ArgumentTypeError(

@@ -12,12 +12,16 @@ A reservation of ``count`` values moves ``next_value`` on by ``count * step`` in
 statement on the store's own connection, outside any caller's transaction; the values
 reserved are ``first, first + step, ..., first + (count - 1) * step``.
 
-SQL stores implement three primitives (:class:`TicketRows`) and share :func:`allocate_rows`,
-which makes the decisions once: create the row on first use (insert-if-absent, so sixteen
-processes racing on a new name cannot get a stale value: the insert hands out nothing), refuse
-a row whose step or offset contradicts the client's, and never move ``next_value`` past the
-largest value allowed (a BIGINT, or a smaller ``max_value``).  Redis does all of it in one
-Lua script instead.
+SQL stores implement four primitives (:class:`TicketRows`) and share :func:`allocate_rows`,
+which makes the decisions once: refuse a missing row (a reservation never creates one: a
+counter that vanished and came back at its start would hand out its ids again), refuse a row
+whose step or offset contradicts the client's, and never move ``next_value`` past the largest
+value allowed (a BIGINT, or a smaller ``max_value``).  Redis does the same in one Lua script.
+
+Rows are created only by :meth:`TicketStore.create` (insert-if-absent, so sixteen processes
+racing on a new name cannot get a stale value: the insert hands out nothing), which
+:class:`~seqid_orm.tickets.TicketSequence` calls after checking every server of its list as a
+set, and moved up only by :meth:`TicketStore.raise_to` (``seqid ticket repair``).
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ __all__ = [
     "hide_password",
     "is_conflict",
     "last_value_limit",
+    "raise_rows",
     "vanished",
 ]
 
@@ -105,16 +110,29 @@ class TicketStore(Protocol):
     label: str
     """The server as messages name it (no password)."""
 
-    def allocate(self, name: str, count: int, step: int, offset: int, start: int, max_value: int) -> tuple[int, int]:
+    def allocate(self, name: str, count: int, step: int, offset: int, max_value: int) -> tuple[int, int]:
         """Reserve up to ``count`` values of sequence ``name``; return ``(first, granted)``.
 
-        ``granted`` is ``count`` unless fewer values are left before ``max_value``.  The row is
-        created at the first value ``>= start`` congruent to ``offset`` modulo ``step`` if it
-        does not exist.  Raises :class:`~seqid_orm.errors.GeneratorExhaustedError` when not one
-        value is left, :class:`~seqid_orm.errors.BackendMismatchError` when the stored step or
-        offset differ, and the backend's own errors when it cannot be reached (the caller
-        treats those as "unavailable").
+        ``granted`` is ``count`` unless fewer values are left before ``max_value``.  Raises
+        :class:`~seqid_orm.errors.AllocationError` when the row does not exist (it is never
+        created here), :class:`~seqid_orm.errors.GeneratorExhaustedError` when not one value is
+        left, :class:`~seqid_orm.errors.BackendMismatchError` when the stored step or offset
+        differ, and the backend's own errors when it cannot be reached (the caller treats those
+        as "unavailable").
         """
+        ...
+
+    def read(self, name: str) -> TicketRow | None:
+        """The stored row of ``name``, or ``None``."""
+        ...
+
+    def create(self, row: TicketRow) -> None:
+        """Insert ``row`` unless a row of that name exists (never an error on a race)."""
+        ...
+
+    def raise_to(self, row: TicketRow) -> TicketRow:
+        """Create ``row`` if absent, else move its ``next_value`` up to ``row.next_value`` (never
+        down) where the step and offset match; return the stored row."""
         ...
 
     def rows(self) -> list[TicketRow]:
@@ -143,7 +161,7 @@ def last_value_limit(max_value: int, step: int) -> int:
 
 
 class TicketRows(Protocol):
-    """The three statements a SQL ticket store runs, each atomic and committed on its own."""
+    """The statements a SQL ticket store runs, each atomic and committed on its own."""
 
     def advance(self, name: str, delta: int, step: int, offset: int, highest_start: int) -> int | None:
         """``UPDATE ... SET next_value = next_value + delta WHERE name = :name AND step = :step
@@ -159,13 +177,29 @@ class TicketRows(Protocol):
         """Insert ``row`` unless a row of that name exists (never an error on a race)."""
         ...
 
+    def raise_next(self, row: TicketRow) -> None:
+        """``UPDATE ... SET next_value = :next WHERE name = :name AND step = :step AND
+        value_offset = :offset AND next_value < :next``."""
+        ...
+
+
+def raise_rows(rows: TicketRows, row: TicketRow) -> TicketRow:
+    """:meth:`TicketStore.raise_to` for a SQL store."""
+    rows.create(row)
+    rows.raise_next(row)
+    stored = rows.read(row.name)
+    if stored is None:  # deleted again between the statements
+        raise AllocationError(f"sequence {row.name!r} vanished while it was being repaired")
+    return stored
+
 
 def vanished(name: str, label: str) -> AllocationError:
-    """The error for a sequence whose stored counter disappeared after this process drew from it."""
+    """The error for a sequence whose stored counter disappeared after this process checked it."""
     return AllocationError(
-        f"sequence {name!r} vanished from {label} after this process drew from it (a truncated or flushed "
+        f"sequence {name!r} vanished from {label} after this process checked it (a truncated or flushed "
         "table, a deleted row, a Redis restart without persistence...); starting it over would hand out its "
-        "ids again. Restore its next_value above the largest id in use, then restart the clients"
+        "ids again. Set its next_value above the largest id in use (`seqid ticket repair`), then restart "
+        "the clients"
     )
 
 
@@ -176,31 +210,25 @@ def allocate_rows(
     count: int,
     step: int,
     offset: int,
-    start: int,
     max_value: int,
-    *,
-    may_create: bool = True,
 ) -> tuple[int, int]:
     """:meth:`TicketStore.allocate` for a SQL store, from its three statements.
 
     The fast path is one ``UPDATE`` (one round trip).  Only when it matches no row does this
     read the row to tell a new name (create it, then retry) from a contradicting step/offset
     (refuse) from too few values left (shrink the reservation, or refuse when none is left).
-    ``may_create=False`` (the store has drawn from ``name`` before) refuses to create the row
-    again: a counter started over would repeat every id it handed out.
+    A missing row is refused, never created: a counter started over would repeat every id it
+    handed out.
     """
     limit = last_value_limit(max_value, step)
-    for _ in range(4):  # create, shrink, retry: more rounds mean someone keeps changing the row
+    for _ in range(4):  # shrink, retry: more rounds mean someone keeps changing the row
         highest_start = limit - (count - 1) * step  # the last value reserved must be <= limit
         new_next = rows.advance(name, count * step, step, offset, highest_start)
         if new_next is not None:
             return new_next - count * step, count
         row = rows.read(name)
         if row is None:
-            if not may_create:
-                raise vanished(name, label)
-            rows.create(TicketRow(name, first_value(offset, step, start), step, offset))
-            continue
+            raise vanished(name, label)
         if (row.step, row.offset) != (step, offset):
             raise BackendMismatchError(
                 f"sequence {name!r} on {label} is stored with step={row.step} offset={row.offset}, but this "
@@ -222,11 +250,16 @@ def allocate_rows(
 
 @dataclass(frozen=True)
 class Grant:
-    """A lease a store granted: the worker id, and the previous holder's high-water mark."""
+    """A lease a store granted: the worker id, the previous holder's high-water mark, and how long
+    the new holder must wait because the store may have lost a holder's record."""
 
     worker_id: int
     mark_ms: int
     """The last Unix millisecond the previous holder of this worker id may have used (0: none)."""
+    wait_ms: int = 0
+    """Milliseconds (by the store's clock) to wait before the first id: the store has no record of
+    this worker id's last holder and cannot rule one out (its state was lost, or the namespace is
+    new), so a holder it forgot may still stamp ids up to one ttl after its last renewal."""
 
 
 @dataclass(frozen=True)
@@ -246,8 +279,16 @@ class LeaseStore(Protocol):
 
     label: str
 
-    def acquire(self, namespace: str, token: str, max_workers: int, ttl_ms: int) -> Grant | None:
-        """Take a free or expired worker id in ``range(max_workers)`` for ``token``; ``None`` if all are held."""
+    def acquire(self, namespace: str, token: str, max_workers: int, ttl_ms: int, quarantine_ms: int) -> Grant | None:
+        """Take a free or expired worker id in ``range(max_workers)`` for ``token``; ``None`` if all are held.
+
+        The store keeps a record per namespace: when it was first seen (``born``) and the highest
+        worker id ever granted since; never-used ids are granted lowest first.  A worker id with
+        no record of its own is then either new (above the highest) or lost (at or below it:
+        its row was deleted).  ``Grant.wait_ms`` is ``quarantine_ms`` (one ttl plus the clock
+        tolerance) for a lost one, and what is left of ``quarantine_ms`` since ``born`` for the
+        others, since a namespace record that is new may be one the store lost.
+        """
         ...
 
     def renew(self, namespace: str, worker_id: int, token: str, ttl_ms: int, mark_ms: int) -> bool:

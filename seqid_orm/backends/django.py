@@ -16,13 +16,16 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from django.db import IntegrityError, InterfaceError, OperationalError, connections
 
-from ..errors import InvalidArgumentError
+from ..errors import BackendUnavailableError, InvalidArgumentError
 from . import lease_sql
-from .base import LEASE_TABLE, TICKET_TABLE, TicketRow, allocate_rows, is_conflict
+from .base import LEASE_TABLE, TICKET_TABLE, TicketRow, allocate_rows, is_conflict, raise_rows
+
+_T = TypeVar("_T")
 
 __all__ = ["DjangoLeaseStore", "DjangoTicketStore"]
 
@@ -91,33 +94,31 @@ class DjangoTicketStore:
         self.alias = alias
         self.table_name = table_name
         self.label = f"Django database {alias!r}"
-        self._seen: set[str] = set()  # names drawn from: never created again (see allocate_rows)
 
-    def allocate(self, name: str, count: int, step: int, offset: int, start: int, max_value: int) -> tuple[int, int]:
+    def allocate(self, name: str, count: int, step: int, offset: int, max_value: int) -> tuple[int, int]:
+        return self._with_rows(lambda rows: allocate_rows(rows, self.label, name, count, step, offset, max_value))
+
+    def read(self, name: str) -> TicketRow | None:
+        return self._with_rows(lambda rows: rows.read(name))
+
+    def create(self, row: TicketRow) -> None:
+        self._with_rows(lambda rows: rows.create(row))
+
+    def raise_to(self, row: TicketRow) -> TicketRow:
+        return self._with_rows(lambda rows: raise_rows(rows, row))
+
+    def _with_rows(self, fn: Callable[[_Rows], _T]) -> _T:
         with self._own.lock:
             for attempt in (1, 2):
                 conn = self._own.get()
                 try:
-                    found = allocate_rows(
-                        _Rows(self, conn),
-                        self.label,
-                        name,
-                        count,
-                        step,
-                        offset,
-                        start,
-                        max_value,
-                        may_create=name not in self._seen,
-                    )
+                    return fn(_Rows(self, conn))
                 except (OperationalError, InterfaceError):
                     # the server dropped this long-lived connection (wait_timeout, restart): once
                     # more on a fresh one; values the lost statement reserved are only a gap
                     self._own.discard()
                     if attempt == 2:
                         raise
-                    continue
-                self._seen.add(name)
-                return found
         raise AssertionError("unreachable")
 
     def rows(self) -> list[TicketRow]:
@@ -177,6 +178,14 @@ class _Rows:
             with contextlib.suppress(IntegrityError):  # created by another client meanwhile
                 cursor.execute(_INSERT.format(t=self.table), params)
 
+    def raise_next(self, row: TicketRow) -> None:
+        with self.conn.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {self.table} SET next_value = %s WHERE name = %s AND step = %s AND value_offset = %s "
+                "AND next_value < %s",
+                [row.next_value, row.name, row.step, row.offset, row.next_value],
+            )
+
 
 class DjangoLeaseStore(lease_sql.SQLLeaseStore):
     """Worker-id leases in the ``seqid_worker_leases`` table of Django database ``alias``.
@@ -197,10 +206,10 @@ class DjangoLeaseStore(lease_sql.SQLLeaseStore):
                 try:
                     sql = lease_sql.lease_sql(conn.vendor, conn.ops.quote_name(self.table_name))
                     return fn(_DjangoExecutor(conn), sql, *args)
-                except (OperationalError, InterfaceError):
+                except (OperationalError, InterfaceError) as exc:
                     self._own.discard()  # a dropped connection: once more on a fresh one
                     if attempt == 2:
-                        raise
+                        raise BackendUnavailableError(f"lease store {self.label}: {type(exc).__name__}: {exc}") from exc
         raise AssertionError("unreachable")
 
     def after_fork(self) -> None:

@@ -8,6 +8,12 @@ Django store turns them into ``%(name)s``.
 A worker id's row outlives its holders: on release ``expires_at`` drops to 0 and the token is
 cleared, but ``last_timestamp`` (the high-water mark) stays for the next holder, who must not
 make ids until its clock has passed it.
+
+Each namespace also has one row of its own, ``worker_id = -1``: ``expires_at`` holds when the
+store first saw the namespace (``born``, by the database's clock) and ``last_timestamp`` the
+highest worker id granted since.  It tells a worker id that was never used from one whose row
+was deleted, and a namespace that is new from one the store forgot (see
+:meth:`~seqid_orm.backends.base.LeaseStore.acquire`).
 """
 
 from __future__ import annotations
@@ -43,13 +49,20 @@ class LeaseSQL:
             )
         t = table
         self.now = f"SELECT {now}"
-        self.scan = f"SELECT worker_id, expires_at, {now} FROM {t} WHERE namespace = :ns"
-        insert = (
-            f"INSERT INTO {t} (namespace, worker_id, token, expires_at, last_timestamp) "
-            f"VALUES (:ns, :wid, :token, {now} + :ttl, 0)"
-        )
+        self.scan = f"SELECT worker_id, expires_at, last_timestamp, {now} FROM {t} WHERE namespace = :ns"
         # PostgreSQL and SQLite: no error (and no server log line) when another node won the race
-        self.insert = insert + (" ON CONFLICT DO NOTHING" if vendor in ("postgresql", "sqlite") else "")
+        if_absent = " ON CONFLICT DO NOTHING" if vendor in ("postgresql", "sqlite") else ""
+        self.insert = (
+            f"INSERT INTO {t} (namespace, worker_id, token, expires_at, last_timestamp) "
+            f"VALUES (:ns, :wid, :token, {now} + :ttl, 0)" + if_absent
+        )
+        self.insert_namespace = (
+            f"INSERT INTO {t} (namespace, worker_id, token, expires_at, last_timestamp) "
+            f"VALUES (:ns, -1, '', {now}, -1)" + if_absent
+        )
+        self.raise_highest = (
+            f"UPDATE {t} SET last_timestamp = :wid WHERE namespace = :ns AND worker_id = -1 AND last_timestamp < :wid"
+        )
         self.take = (
             f"UPDATE {t} SET token = :token, expires_at = {now} + :ttl "
             f"WHERE namespace = :ns AND worker_id = :wid AND expires_at < {now}"
@@ -66,7 +79,7 @@ class LeaseSQL:
         )
         self.rows = (
             f"SELECT worker_id, token, expires_at - {now}, last_timestamp FROM {t} "
-            "WHERE namespace = :ns ORDER BY worker_id"
+            "WHERE namespace = :ns AND worker_id >= 0 ORDER BY worker_id"
         )
 
 
@@ -87,25 +100,37 @@ class Executor(Protocol):
         ...
 
 
-def acquire(ex: Executor, sql: LeaseSQL, namespace: str, token: str, max_workers: int, ttl_ms: int) -> Grant | None:
-    """Take a worker id nobody holds: one never used first, then one whose lease expired.
+def acquire(
+    ex: Executor, sql: LeaseSQL, namespace: str, token: str, max_workers: int, ttl_ms: int, quarantine_ms: int
+) -> Grant | None:
+    """Take a worker id nobody holds: the lowest never used, then one whose lease expired, then one
+    whose row was lost.
 
-    Candidates are tried in random order, so processes starting together rarely collide; each
-    attempt is one conditional statement, so two of them can never both win the same id.
+    Each attempt is one conditional statement, so two processes can never both win the same id;
+    the namespace's highest granted id is raised *before* a never-used id is inserted, so a
+    crash between the two can only make an id look lost (a wait), never new.
     """
     found = ex.fetch(sql.scan, {"ns": namespace})
-    now = int(found[0][2]) if found else int(ex.fetch(sql.now, {})[0][0])
-    known = {int(w): int(expires) for w, expires, _ in found}
-    never_used = [w for w in range(max_workers) if w not in known]
-    expired = [w for w, expires in known.items() if w < max_workers and expires < now]
+    if not any(int(r[0]) == -1 for r in found):
+        ex.run(sql.insert_namespace, {"ns": namespace})
+        found = ex.fetch(sql.scan, {"ns": namespace})
+    now = int(found[0][3])
+    born, highest = next((int(e), int(m)) for w, e, m, _ in found if int(w) == -1)
+    fresh = max(0, born + quarantine_ms - now)
+    known = {int(w): int(expires) for w, expires, _, _ in found if int(w) >= 0}
+    unknown = [w for w in range(max_workers) if w not in known]
     params = {"ns": namespace, "token": token, "ttl": ttl_ms}
-    for wid in _shuffled(never_used):
+    for wid in (w for w in unknown if w > highest):
+        ex.run(sql.raise_highest, {"ns": namespace, "wid": wid})
         if ex.run(sql.insert, {**params, "wid": wid}) == 1:
-            return Grant(wid, 0)
-    for wid in _shuffled(expired):
+            return Grant(wid, 0, fresh)
+    for wid in _shuffled([w for w, expires in known.items() if w < max_workers and expires < now]):
         if ex.run(sql.take, {**params, "wid": wid}) == 1:
             rows = ex.fetch(sql.mark, {"ns": namespace, "wid": wid, "token": token})
-            return Grant(wid, int(rows[0][0]) if rows else 0)
+            return Grant(wid, int(rows[0][0]) if rows else 0, fresh)
+    for wid in (w for w in unknown if w <= highest):  # its row was deleted: its holder may live on
+        if ex.run(sql.insert, {**params, "wid": wid}) == 1:
+            return Grant(wid, 0, quarantine_ms)
     return None
 
 
@@ -133,8 +158,8 @@ class SQLLeaseStore:
     def _run(self, fn: Any, *args: Any) -> Any:
         raise NotImplementedError
 
-    def acquire(self, namespace: str, token: str, max_workers: int, ttl_ms: int) -> Grant | None:
-        found: Grant | None = self._run(acquire, namespace, token, max_workers, ttl_ms)
+    def acquire(self, namespace: str, token: str, max_workers: int, ttl_ms: int, quarantine_ms: int) -> Grant | None:
+        found: Grant | None = self._run(acquire, namespace, token, max_workers, ttl_ms, quarantine_ms)
         return found
 
     def renew(self, namespace: str, worker_id: int, token: str, ttl_ms: int, mark_ms: int) -> bool:

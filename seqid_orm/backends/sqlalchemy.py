@@ -21,12 +21,13 @@ from __future__ import annotations
 import contextlib
 import math
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from ..errors import InvalidArgumentError
+from ..errors import BackendUnavailableError, InvalidArgumentError
 from . import lease_sql
 from .base import (
     LEASE_TABLE,
@@ -38,9 +39,11 @@ from .base import (
     allocate_rows,
     hide_password,
     is_conflict,
+    raise_rows,
 )
 
 __all__ = [
+    "ColumnFloor",
     "SQLAlchemyLeaseStore",
     "SQLAlchemyTicketStore",
     "advance_statement",
@@ -140,6 +143,7 @@ def _insert_if_absent(table: sa.Table, dialect: sa.engine.Dialect, row: TicketRo
 
 
 _DEFAULT_TIMEOUT = 5.0
+_T = TypeVar("_T")
 
 
 def create_engine_for(url: str, connect_timeout: float = _DEFAULT_TIMEOUT) -> Engine:
@@ -237,29 +241,28 @@ class SQLAlchemyTicketStore(_OwnEngineStore):
         connect_timeout: float = _DEFAULT_TIMEOUT,
     ) -> None:
         super().__init__(target, ticket_table(sa.MetaData(), table_name), create_table, connect_timeout)
-        self._seen: set[str] = set()  # names drawn from: never created again (see allocate_rows)
         self._advance: sa.Update | None = None
 
     # --- TicketStore ---------------------------------------------------------------------
 
-    def allocate(self, name: str, count: int, step: int, offset: int, start: int, max_value: int) -> tuple[int, int]:
+    def allocate(self, name: str, count: int, step: int, offset: int, max_value: int) -> tuple[int, int]:
+        return self._with_rows(lambda rows: allocate_rows(rows, self.label, name, count, step, offset, max_value))
+
+    def read(self, name: str) -> TicketRow | None:
+        return self._with_rows(lambda rows: rows.read(name))
+
+    def create(self, row: TicketRow) -> None:
+        self._with_rows(lambda rows: rows.create(row))
+
+    def raise_to(self, row: TicketRow) -> TicketRow:
+        return self._with_rows(lambda rows: raise_rows(rows, row))
+
+    def _with_rows(self, fn: Callable[[_Rows], _T]) -> _T:
         for attempt in (1, 2, 3, 4):
             try:
                 with self.engine.connect() as conn:
                     self.prepare(conn)
-                    found = allocate_rows(
-                        _Rows(self, conn),
-                        self.label,
-                        name,
-                        count,
-                        step,
-                        offset,
-                        start,
-                        max_value,
-                        may_create=name not in self._seen,
-                    )
-                    self._seen.add(name)
-                    return found
+                    return fn(_Rows(self, conn))
             except sa.exc.DBAPIError as exc:
                 # A pooled connection the server closed (idle time-out, restart): once more on a
                 # fresh one; if the lost statement did reserve values, they are only a gap.  A
@@ -295,7 +298,7 @@ class SQLAlchemyTicketStore(_OwnEngineStore):
         found = result.scalar_one_or_none()
         return None if found is None else int(found)
 
-    def create(self, conn: Connection, row: TicketRow) -> None:
+    def insert_if_absent(self, conn: Connection, row: TicketRow) -> None:
         stmt = _insert_if_absent(self.table, conn.dialect, row)
         if stmt is not None:
             conn.execute(stmt)
@@ -330,7 +333,15 @@ class _Rows:
         return None if found is None else TicketRow(*found)
 
     def create(self, row: TicketRow) -> None:
-        self.store.create(self.conn, row)
+        self.store.insert_if_absent(self.conn, row)
+
+    def raise_next(self, row: TicketRow) -> None:
+        c = self.store.table.c
+        self.conn.execute(
+            sa.update(self.store.table)
+            .where(c.name == row.name, c.step == row.step, c.value_offset == row.offset, c.next_value < row.next_value)
+            .values(next_value=row.next_value)
+        )
 
 
 class SQLAlchemyLeaseStore(_OwnEngineStore, lease_sql.SQLLeaseStore):
@@ -358,18 +369,56 @@ class SQLAlchemyLeaseStore(_OwnEngineStore, lease_sql.SQLLeaseStore):
             try:
                 with self.engine.connect() as conn:
                     self.prepare(conn)
-                    sql = lease_sql.lease_sql(conn.dialect.name, self.table.name)
+                    table = conn.dialect.identifier_preparer.quote(self.table.name)
+                    sql = lease_sql.lease_sql(conn.dialect.name, table)
                     return fn(_Executor(conn), sql, *args)
             except sa.exc.DBAPIError as exc:
                 if attempt == 2 or not exc.connection_invalidated:  # else: a dropped connection, once more
-                    raise
+                    raise _unavailable(self.label, exc) from exc
         raise AssertionError("unreachable")
 
     def leases(self, namespace: str) -> list[LeaseRow]:
-        with self.engine.connect() as conn:
-            if not sa.inspect(conn).has_table(self.table.name):
-                return []  # a listing creates nothing
+        try:
+            with self.engine.connect() as conn:
+                if not sa.inspect(conn).has_table(self.table.name):
+                    return []  # a listing creates nothing
+        except sa.exc.DBAPIError as exc:
+            raise _unavailable(self.label, exc) from exc
         return super().leases(namespace)
+
+
+def _unavailable(label: str, exc: sa.exc.DBAPIError) -> BackendUnavailableError:
+    return BackendUnavailableError(f"lease store {label}: {type(exc.orig).__name__}: {exc.orig}")
+
+
+class ColumnFloor:
+    """The keys a ticket sequence fills in one column, read on ``engine`` (a
+    :class:`~seqid_orm.tickets.KeyFloor`): ``ticket_pk`` binds one per engine it inserts over.
+
+    Each query is an index range scan from a block's first value up (one per process and server),
+    on a connection of the engine's pool, never the caller's transaction.
+    """
+
+    def __init__(self, engine: Engine, column: sa.Column[Any]) -> None:
+        if not isinstance(engine, Engine) or not isinstance(column, sa.Column) or column.table is None:
+            raise InvalidArgumentError("ColumnFloor needs an Engine and a Column that belongs to a Table")
+        self.engine = engine
+        self.column = column
+        self.label = f"{column.table.name}.{column.name} on {engine.url.render_as_string(hide_password=True)}"
+
+    def largest(self) -> int | None:
+        with self.engine.connect() as conn:
+            found = conn.execute(sa.select(sa.func.max(self.column))).scalar()
+        return None if found is None else int(found)
+
+    def largest_from(self, first: int, step: int) -> int | None:
+        c = self.column
+        query = sa.select(sa.func.max(c)).where(c >= first)
+        if step > 1:
+            query = query.where((c - first) % step == 0)
+        with self.engine.connect() as conn:
+            found = conn.execute(query).scalar()
+        return None if found is None else int(found)
 
 
 class _Executor:

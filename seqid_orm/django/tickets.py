@@ -20,22 +20,59 @@ from ..errors import ArgumentTypeError, InvalidArgumentError
 from ..tickets import TicketSequence
 from .fields import IntegerKeyField
 
-__all__ = ["TicketField", "close_ticket_sequences", "new_ticket_id", "ticket_sequence"]
+__all__ = ["ModelFloor", "TicketField", "close_ticket_sequences", "new_ticket_id", "ticket_sequence"]
 
-_sequences: dict[tuple[str, str | None, str | None, int], TicketSequence] = {}
+_sequences: dict[tuple[str, str | None, str | None, int, bool], TicketSequence] = {}
 _lock = threading.Lock()
 
 
+class ModelFloor:
+    """The keys a :class:`TicketField` fills: its model's column, read through the Django ORM on the
+    database the router writes the model to (a :class:`~seqid_orm.tickets.KeyFloor`)."""
+
+    def __init__(self, model: Any, field: Any) -> None:
+        self.model = model
+        self.attname = field.attname
+        self.label = f"{model._meta.db_table}.{field.column}"
+
+    def _queryset(self) -> Any:
+        from django.db import router
+
+        return self.model._base_manager.using(router.db_for_write(self.model))
+
+    def largest(self) -> int | None:
+        from django.db.models import Max
+
+        found = self._queryset().aggregate(m=Max(self.attname))["m"]
+        return None if found is None else int(found)
+
+    def largest_from(self, first: int, step: int) -> int | None:
+        from django.db.models import F, Max, Value
+        from django.db.models.functions import Mod
+
+        rows = self._queryset().filter(**{f"{self.attname}__gte": first})
+        if step > 1:
+            rows = rows.annotate(_seqid_r=Mod(F(self.attname) - Value(first), Value(step))).filter(_seqid_r=0)
+        found = rows.aggregate(m=Max(self.attname))["m"]
+        return None if found is None else int(found)
+
+
 def ticket_sequence(
-    name: str, *, using: str | None = None, url: str | None = None, block_size: int = 1000
+    name: str,
+    *,
+    using: str | None = None,
+    url: str | None = None,
+    block_size: int = 1000,
+    accept_state_loss: bool = False,
 ) -> TicketSequence:
     """The process's sequence ``name`` on Django alias ``using`` (default ``"default"``) or on ``url``.
 
-    Created on first use and shared by every caller naming the same sequence, server and block size.
+    Created on first use and shared by every caller naming the same sequence, server and block
+    size.  ``accept_state_loss`` allows a Redis ``url`` without persistence.
     """
     if using is not None and url is not None:
         raise InvalidArgumentError("give a ticket sequence either using= (a Django alias) or url=, not both")
-    key = (name, using, url, block_size)
+    key = (name, using, url, block_size, accept_state_loss)
     sequence = _sequences.get(key)
     if sequence is None:
         with _lock:
@@ -48,7 +85,9 @@ def ticket_sequence(
                     from ..backends.django import DjangoTicketStore
 
                     server = DjangoTicketStore(using or "default")
-                sequence = _sequences[key] = TicketSequence(name, server, block_size=block_size)
+                sequence = _sequences[key] = TicketSequence(
+                    name, server, block_size=block_size, accept_state_loss=accept_state_loss
+                )
     return sequence
 
 
@@ -78,7 +117,9 @@ class TicketField(IntegerKeyField):
     ``TicketField("orders", primary_key=True)`` draws from the ``seqid_tickets`` table of the
     ``"default"`` database (create it with the ``seqid_orm.django`` app's migration);
     ``using="tickets"`` names another alias, ``url="redis://..."`` another kind of server.
-    ``block_size`` values are reserved per round trip.
+    ``block_size`` values are reserved per round trip; ``accept_state_loss=True`` allows a Redis
+    ``url`` without persistence.  The sequence is bound to this field's column: a counter behind
+    the keys already in the table is refused rather than handing them out again.
     """
 
     description = "Integer id from a ticket sequence"
@@ -91,9 +132,13 @@ class TicketField(IntegerKeyField):
         using: str | None = None,
         url: str | None = None,
         block_size: int = 1000,
+        accept_state_loss: bool = False,
         **kwargs: Any,
     ) -> None:
         self.sequence_name = check_name(sequence)
+        if not isinstance(accept_state_loss, bool):
+            raise ArgumentTypeError(f"accept_state_loss must be a bool, got {type(accept_state_loss).__name__}")
+        self.accept_state_loss = accept_state_loss
         if using is not None and url is not None:
             raise InvalidArgumentError("TicketField takes using= (a Django alias) or url=, not both")
         if url is not None:
@@ -113,8 +158,19 @@ class TicketField(IntegerKeyField):
         super().__init__(*args, **kwargs)
 
     def sequence(self) -> TicketSequence:
-        """The ticket sequence this field draws from (shared by the process)."""
-        return ticket_sequence(self.sequence_name, using=self.using, url=self.url, block_size=self.block_size)
+        """The ticket sequence this field draws from (shared by the process), bound to this column."""
+        sequence = ticket_sequence(
+            self.sequence_name,
+            using=self.using,
+            url=self.url,
+            block_size=self.block_size,
+            accept_state_loss=self.accept_state_loss,
+        )
+        model = getattr(self, "model", None)
+        if sequence is not getattr(self, "_bound_to", None) and model is not None and not model._meta.abstract:
+            sequence.bind_floor(ModelFloor(model, self))  # once per sequence object, not per row
+            self._bound_to = sequence
+        return sequence
 
     def new_value(self) -> int:
         """A new id from the field's sequence."""
@@ -129,7 +185,7 @@ class TicketField(IntegerKeyField):
         name, _path, args, kwargs = super().deconstruct()
         if kwargs.get("default") is new_ticket_id:
             del kwargs["default"]
-        for attr, default in (("using", None), ("url", None), ("block_size", 1000)):
+        for attr, default in (("using", None), ("url", None), ("block_size", 1000), ("accept_state_loss", False)):
             if getattr(self, attr) != default:
                 kwargs[attr] = getattr(self, attr)
         return name, "seqid_orm.django.TicketField", [self.sequence_name, *args], kwargs

@@ -222,14 +222,41 @@ def ticket_pk(sequence: Callable[[], int], **column_kw: Any) -> MappedColumn[Any
     ``sequence`` is a :class:`~seqid_orm.tickets.TicketSequence` (or any callable returning the
     next int): the key is drawn in Python, in the insert's own process, so rows carry it like an
     identity column's value but it is known before the flush.
+
+    A ``TicketSequence`` is bound to the column on the first insert over each engine
+    (:meth:`~seqid_orm.tickets.TicketSequence.bind_floor`): a counter that is behind the keys
+    already in the table (created anew, restored from a backup) is then refused instead of
+    handing them out again.
     """
     next_id = getattr(sequence, "next_id", sequence)
     if not callable(next_id):
         raise ArgumentTypeError(f"sequence must be a TicketSequence or a callable, got {type(sequence).__name__}")
     column_kw.setdefault("primary_key", True)
     column_kw.setdefault("autoincrement", False)
-    column_kw.setdefault("default", next_id)
+    bind_floor = getattr(sequence, "bind_floor", None)
+    if bind_floor is not None:
+        column_kw.setdefault("default", _bound_default(next_id, bind_floor))
+    else:
+        column_kw.setdefault("default", next_id)
     return mapped_column(TicketID(), **column_kw)
+
+
+def _bound_default(next_id: Callable[[], int], bind_floor: Callable[[Any], None]) -> Callable[[ExecutionContext], int]:
+    """A default that binds the sequence to the column and engine it fills before its first id there."""
+    from ..backends.sqlalchemy import ColumnFloor
+
+    bound: set[tuple[int, int]] = set()  # (engine, column) pairs already bound; one look-up a row
+
+    def default(context: ExecutionContext) -> int:
+        column = context.current_column  # type: ignore[attr-defined]
+        engine = context.engine
+        key = (id(engine), id(column))
+        if key not in bound:
+            bind_floor(ColumnFloor(engine, column))
+            bound.add(key)
+        return next_id()
+
+    return default
 
 
 @functools.lru_cache(maxsize=256)

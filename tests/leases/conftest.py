@@ -36,8 +36,45 @@ def forget_namespace(namespace: str, sql_urls: list[str], redis_urls: list[str])
             client.close()
 
 
+def age_namespace(namespace: str, sql_urls: list[str], redis_urls: list[str]) -> None:
+    """Record ``namespace`` as first seen long ago (``born`` = 0), as a store that has served it for
+    a while holds it: its first holder then has no forgotten holder to wait out.  Tests of that
+    wait (a new namespace, a store that lost its state) use a namespace that was not aged."""
+    import redis
+
+    from seqid_orm.backends.sqlalchemy import lease_table
+
+    for url in sql_urls:
+        engine = sa.create_engine(url)
+        try:
+            table = lease_table(sa.MetaData())
+            table.create(engine, checkfirst=True)
+            with engine.begin() as conn:
+                conn.execute(
+                    table.insert().values(namespace=namespace, worker_id=-1, token="", expires_at=0, last_timestamp=-1)
+                )
+        finally:
+            engine.dispose()
+    for url in redis_urls:
+        client = redis.Redis.from_url(url.split("?")[0], socket_connect_timeout=2)
+        try:
+            client.hset(f"seqid:lease-marks:{{{namespace}}}", mapping={"_born": 0, "_high": -1})
+        finally:
+            client.close()
+
+
 @pytest.fixture
 def namespace(sqlite_ticket_url):
+    """A namespace of the test's own, already known to every store (see :func:`age_namespace`)."""
+    name = f"ns-{secrets.token_hex(5)}"
+    age_namespace(name, [POSTGRES_URL, MYSQL_URL, sqlite_ticket_url], [REDIS_URL])
+    yield name
+    forget_namespace(name, [POSTGRES_URL, MYSQL_URL, sqlite_ticket_url], [REDIS_URL])
+
+
+@pytest.fixture
+def new_namespace(sqlite_ticket_url):
+    """A namespace no store has seen: its first holders wait one ttl plus the clock tolerance."""
     name = f"ns-{secrets.token_hex(5)}"
     yield name
     forget_namespace(name, [POSTGRES_URL, MYSQL_URL, sqlite_ticket_url], [REDIS_URL])

@@ -13,7 +13,7 @@ sa = pytest.importorskip("sqlalchemy")
 
 
 def test_status_lists_each_sequence_with_step_and_offset(server, seq_name, capsys):
-    with TicketSequence(seq_name, [server, server], block_size=4, start_server=1, double_buffer=False) as seq:
+    with TicketSequence(seq_name, server, step=2, offsets=[2], block_size=4, double_buffer=False) as seq:
         seq.next_id()
     assert main(["ticket", "status", server, "--json"]) == 0
     rows = [r for r in json.loads(capsys.readouterr().out) if r["name"] == seq_name]

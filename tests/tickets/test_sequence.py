@@ -39,7 +39,7 @@ needs_fork = pytest.mark.skipif(not hasattr(os, "fork") or sys.platform != "linu
 def set_next_value(url: str, name: str, value: int) -> None:
     """Move a stored counter directly, as an operator (or a test of the far end) would."""
     if url.startswith("redis"):
-        client = redis.Redis.from_url(url)
+        client = redis.Redis.from_url(url.split("?")[0])
         client.hset(f"seqid:tickets:{name}", "next_value", value)
         client.close()
         return
@@ -63,6 +63,15 @@ class Spy:
 
     def rows(self):
         return self.store.rows()
+
+    def read(self, name):
+        return self.store.read(name)
+
+    def create(self, row):
+        self.store.create(row)
+
+    def raise_to(self, row):
+        return self.store.raise_to(row)
 
     def after_fork(self):
         self.store.after_fork()
@@ -193,6 +202,12 @@ def test_adaptive_block_size_follows_how_long_segments_last(sqlite_ticket_url, s
 
 def test_failover_to_the_next_server_and_a_typed_error_when_none_answers(server, seq_name, caplog):
     dead = f"postgresql+psycopg://postgres:secret@127.0.0.1:{free_port()}/none"
+    # a new sequence is created on all of its servers at once: not while one of them is down
+    with TicketSequence(seq_name, [dead, server], connect_timeout=2) as seq, pytest.raises(BackendUnavailableError):
+        seq.next_id()
+    assert TicketSequence(seq_name, server).rows() == [] or all(r.name != seq_name for _, r in seq.rows())
+    with TicketSequence(seq_name, server, step=2, offsets=[2]) as seq:  # the live half of the set, made earlier
+        seq.next_id()
     with TicketSequence(seq_name, [dead, server], block_size=5, start_server=0, connect_timeout=2) as seq:
         with caplog.at_level(logging.WARNING, logger="seqid_orm.tickets"):
             ids = [seq.next_id() for _ in range(12)]
@@ -239,7 +254,7 @@ def test_max_value_bounds_a_sequence(server, seq_name):
 
 
 def test_start_adopts_a_table_whose_ids_already_reach_n(server, seq_name):
-    with TicketSequence(seq_name, [server, server], start=1000, start_server=1) as seq:
+    with TicketSequence(seq_name, server, step=2, offsets=[2], start=1000) as seq:
         first = seq.next_id()
     assert first == 1000  # the first value >= 1000 with offset 2 of step 2
 
@@ -265,11 +280,15 @@ def test_a_counter_that_vanishes_is_not_started_over(server, seq_name):
 
 
 def test_rows_show_every_sequence_with_its_step_and_offset(server, seq_name):
-    with TicketSequence(seq_name, [server, server], block_size=3, start_server=0, double_buffer=False) as seq:
+    with TicketSequence(seq_name, server, step=2, offsets=[1], block_size=3, double_buffer=False) as seq:
         seq.next_id()
         rows = [row for _, row in seq.rows() if row.name == seq_name]
-    # both "servers" are the same here, so the row made at offset 1 is listed twice
-    assert rows and all((r.step, r.offset, r.next_value) == (2, 1, 7) for r in rows)
+    assert [(r.step, r.offset, r.next_value) for r in rows] == [(2, 1, 7)]
+
+
+def test_a_server_listed_twice_is_refused_before_anything_is_created(server, seq_name):
+    with pytest.raises(InvalidArgumentError, match="listed more than once"):
+        TicketSequence(seq_name, [server, server])
 
 
 @pytest.mark.parametrize(
@@ -330,7 +349,7 @@ def test_an_engine_or_a_redis_client_is_used_without_taking_it_over(pg_engine, r
     with pg_engine.connect() as conn:  # the application's engine still works after close()
         assert conn.execute(sa.text("SELECT 1")).scalar() == 1
     client = redis.Redis.from_url(redis_url)
-    with TicketSequence(seq_name, client) as seq:
+    with TicketSequence(seq_name, client, accept_state_loss=True) as seq:
         assert seq.next_id() == 1
     assert client.ping()
 

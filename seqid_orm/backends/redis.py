@@ -106,7 +106,6 @@ def split_state_loss_option(url: str) -> tuple[str, bool]:
     return (base + "?" + "&".join(kept) if kept else base), given
 
 
-
 class _RedisStore:
     """What both Redis stores share: a client of their own made from a URL (closed by
     :meth:`close`), or a given ``redis.Redis`` (left open); ``read_timeout`` bounds one reply.

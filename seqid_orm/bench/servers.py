@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -57,12 +58,37 @@ def pg_bindir(major: int) -> str:
     )
 
 
-def free_port() -> int:
-    """A TCP port on loopback that nothing listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+def _ephemeral_range() -> tuple[int, int]:
+    """The kernel's range for outgoing connections' local ports (Linux; the IANA range elsewhere)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = (int(x) for x in f.read().split())
+            return low, high
+    except (OSError, ValueError):
+        return 49152, 65535
+
+
+def free_port(low: int = 20000, high: int = 32767) -> int:
+    """A TCP port on loopback that nothing uses right now, outside the kernel's ephemeral range.
+
+    A port from the ephemeral range (what binding port 0 gives) can be taken at any moment by an
+    outgoing connection's local end, and a server restarted on it later then fails to bind: a
+    Galera node's SST daemon died that way in CI.  Ports are drawn at random from ``[low, high]``
+    less that range, and each is checked by binding it.
+    """
+    eph_low, eph_high = _ephemeral_range()
+    candidates = [p for p in range(low, high + 1) if not eph_low <= p <= eph_high]
+    if not candidates:
+        raise BackendUnavailableError(f"no port in {low}-{high} lies outside the ephemeral range {eph_low}-{eph_high}")
+    for _ in range(200):
+        port = candidates[secrets.randbelow(len(candidates))]
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise BackendUnavailableError(f"no free port found in {low}-{high} outside {eph_low}-{eph_high}")
 
 
 def _as_postgres(cmd: list[str]) -> list[str]:

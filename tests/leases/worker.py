@@ -3,8 +3,9 @@
 Prints ``ready`` and waits for a line on stdin; then takes its lease at the first id (with
 ``"retry"`` it keeps trying while every worker id is held), prints ``worker N``, ``acquired
 SECONDS`` and ``count`` ids (one per line, ``pace`` seconds apart), ``done``, and with ``"hold"``
-keeps its lease until stdin closes.  ``clock_offset_ms`` sets this process's clock behind.
-Errors print as ``error ClassName message``.
+keeps its lease until stdin closes.  ``clock_offset_ms`` sets this process's clock behind;
+``step_after`` and ``step_ms`` step it forward by ``step_ms`` after that many ids (an NTP step).
+Errors print as ``error ClassName message``, also in the middle of the ids.
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ def main() -> int:
     from seqid_orm import Snowflake
     from seqid_orm.errors import SeqIDError
 
-    offset = int(opts.get("clock_offset_ms", 0)) * 1_000_000
+    offset = [int(opts.get("clock_offset_ms", 0)) * 1_000_000]
 
     def clock() -> int:
-        return time.time_ns() - offset
+        return time.time_ns() - offset[0]
 
     gen = Snowflake.leased(
         opts["store"],
@@ -49,8 +50,15 @@ def main() -> int:
     print(f"mark_wait {gen.lease.mark_wait!r}", flush=True)
     print(f"worker {gen.lease.worker_id}", flush=True)
     print(first, flush=True)
-    for _ in range(opts.get("count", 1) - 1):
-        print(gen.next_id(), flush=True)
+    for n in range(opts.get("count", 1) - 1):
+        if n == opts.get("step_after"):
+            offset[0] -= int(opts["step_ms"]) * 1_000_000
+            print("stepped", flush=True)
+        try:
+            print(gen.next_id(), flush=True)
+        except SeqIDError as exc:
+            print(f"error {type(exc).__name__} {exc}", flush=True)
+            return 0
         if opts.get("pace"):
             time.sleep(opts["pace"])
     print("done", flush=True)

@@ -2,7 +2,8 @@
 
 ``python -m tests.servers.galera up|down|status|urls``.  Everything is private: data directories
 under ``$SEQID_GALERA_DIR`` (default ``/tmp/seqid-galera``), client ports from
-``$SEQID_GALERA_PORT`` (default 33061, 33062, 33063) and Galera's own ports beside them; the shared
+``$SEQID_GALERA_PORT`` (default 23061, 23062, 23063) and Galera's own ports beside them, all below
+the kernel's ephemeral range and checked free before a start (tests/servers/ports.py); the shared
 MariaDB server is never touched.  The server binary is the machine's ``mariadbd``; the provider is
 Debian's ``galera-4`` (``/usr/lib/galera/libgalera_smm.so``) and state transfers use ``rsync``,
 both installed with apt when missing and run as root (otherwise the error names them).
@@ -26,7 +27,7 @@ import time
 from pathlib import Path
 
 BASE = Path(os.environ.get("SEQID_GALERA_DIR", "/tmp/seqid-galera"))
-PORT = int(os.environ.get("SEQID_GALERA_PORT", "33061"))
+PORT = int(os.environ.get("SEQID_GALERA_PORT", "23061"))
 NODES = 3
 PROVIDER = "/usr/lib/galera/libgalera_smm.so"
 
@@ -163,6 +164,9 @@ def up() -> None:
         print("galera: already up:", " ".join(urls()))
         return
     down(quiet=True)
+    from tests.servers.ports import check_ports
+
+    check_ports({f"node{i} {k}": v for i in range(1, NODES + 1) for k, v in ports(i).items()}, "galera")
     shutil.rmtree(BASE, ignore_errors=True)
     for i in range(1, NODES + 1):
         d = _node_dir(i)

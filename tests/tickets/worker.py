@@ -17,6 +17,7 @@ import time
 
 def main() -> int:
     opts = json.loads(sys.argv[1])
+    from seqid_orm.errors import SeqIDError
     from seqid_orm.tickets import TicketSequence
 
     servers = opts["servers"]
@@ -24,13 +25,21 @@ def main() -> int:
     out = sys.stdout
     if opts.get("hold"):
         return hold(seq, opts)
+    insert = bind_table(seq, opts) if opts.get("table") else None
     print("ready", flush=True)
     sys.stdin.readline()
     pace = opts.get("pace", 0.0)
     batch = opts.get("batch", 0)
     drawn = 0
     while drawn < opts["count"]:
-        ids = seq.next_ids(min(batch, opts["count"] - drawn)) if batch else [seq.next_id()]
+        try:
+            ids = seq.next_ids(min(batch, opts["count"] - drawn)) if batch else [seq.next_id()]
+        except SeqIDError as exc:
+            print(f"error {type(exc).__name__} {exc}", flush=True)
+            seq.close()
+            return 0
+        if insert is not None:
+            insert(ids)
         out.write("".join(f"{i}\n" for i in ids))
         drawn += len(ids)
         if pace:
@@ -40,6 +49,23 @@ def main() -> int:
     print(f"fetches {seq.fetches}", flush=True)
     print("done", flush=True)
     return 0
+
+
+def bind_table(seq, opts):
+    """Bind ``seq`` to ``opts["table"]``'s key column; a function inserting ids there."""
+    import sqlalchemy as sa
+
+    from seqid_orm.backends.sqlalchemy import ColumnFloor
+
+    engine = sa.create_engine(opts["table_url"])
+    table = sa.Table(opts["table"], sa.MetaData(), sa.Column("id", sa.BigInteger, primary_key=True))
+    seq.bind_floor(ColumnFloor(engine, table.c.id))
+
+    def insert(ids):
+        with engine.begin() as conn:
+            conn.execute(table.insert(), [{"id": i} for i in ids])
+
+    return insert
 
 
 def hold(seq, opts) -> int:

@@ -246,7 +246,7 @@ class WorkerLease:
             raise LeaseLostError(f"worker id {grant.worker_id} in {self.namespace!r} was taken again at once")
         if grant.wait_ms > 0:
             sent = self._quarantine(grant, token, sent)
-        self._wait_for_mark(grant.worker_id, token, grant.mark_ms)
+        sent = self._wait_for_mark(grant.worker_id, token, grant.mark_ms, sent)
         self._token = token
         self._inherited_mark = grant.mark_ms
         self._worker_id = grant.worker_id
@@ -271,20 +271,15 @@ class WorkerLease:
         until = began + grant.wait_ms / 1000
         while (now := self._monotonic()) < until:
             self._sleep(min(self.ttl / 3, until - now))
-            sent = self._monotonic()
-            bound = self._wall_ms() + self.ttl_ms
-            if not self.store.renew(self.namespace, grant.worker_id, token, self.ttl_ms, bound):
-                raise LeaseLostError(
-                    f"the lease of worker id {grant.worker_id} in {self.namespace!r} was lost while it waited out "
-                    "a possible forgotten holder"
-                )
-        self.mark_wait = self._monotonic() - began
+            sent = self._keep(grant.worker_id, token, sent)
+        self.mark_wait += self._monotonic() - began
         return sent
 
-    def _wait_for_mark(self, worker_id: int, token: str, mark_ms: int) -> None:
-        """Make no id until this clock has passed what the previous holder may have used."""
+    def _wait_for_mark(self, worker_id: int, token: str, mark_ms: int, sent: float) -> float:
+        """Make no id until this clock has passed what the previous holder may have used, renewing
+        the lease meanwhile (the wait may outlast a ttl); the time the last renewal was sent."""
         if self._wall_ms() > mark_ms:
-            return
+            return sent
         began = self._monotonic()
         deadline = began + self.clock_tolerance
         while (now := self._wall_ms()) <= mark_ms:
@@ -296,7 +291,21 @@ class WorkerLease:
                     f"{self.clock_tolerance} s (clock_tolerance). Fix this node's clock (NTP) or raise the tolerance"
                 )
             self._sleep(min(0.05, (mark_ms - now + 1) / 1000))
+            sent = self._keep(worker_id, token, sent)
         self.mark_wait += self._monotonic() - began
+        return sent
+
+    def _keep(self, worker_id: int, token: str, sent: float) -> float:
+        """Renew a lease taken but not yet used once a third of the ttl has passed since ``sent``;
+        the time the last renewal was sent."""
+        if self._monotonic() - sent < self.ttl / 3:
+            return sent
+        sent = self._monotonic()
+        if not self.store.renew(self.namespace, worker_id, token, self.ttl_ms, self._wall_ms() + self.ttl_ms):
+            raise LeaseLostError(
+                f"the lease of worker id {worker_id} in {self.namespace!r} was lost while it waited before its first id"
+            )
+        return sent
 
     def release(self) -> None:
         """Give the worker id back now, leaving the high-water mark for the next holder."""

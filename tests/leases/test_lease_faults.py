@@ -1,0 +1,253 @@
+"""Leased Snowflake worker ids under the faults of issue 23: a holder frozen past its ttl (SIGSTOP, and a
+pause injected between the lease check and the clock read), a wall clock stepped forward before the
+holder is killed, a store that loses its state, a namespace no store has seen.  Real processes on
+real or private servers, one worker id for everyone (``max_workers=1``), so any repeat shows:
+every fault ends in 0 ids shared between the old and the new holder.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+
+import pytest
+
+from seqid_orm import Snowflake
+from seqid_orm.bench.servers import PrivateRedis
+from seqid_orm.errors import ArgumentTypeError, InvalidArgumentError, LeaseLostError, VolatileStoreError
+from seqid_orm.leases import WorkerLease
+from tests.conftest import volatile_ok
+from tests.leases.conftest import age_namespace, forget_namespace
+from tests.tickets.procs import Worker, start_together
+
+sa = pytest.importorskip("sqlalchemy")
+redis = pytest.importorskip("redis")
+
+pytestmark = pytest.mark.slow
+
+TTL = 1.0
+TOLERANCE = 1.0
+TWITTER = Snowflake(worker_id=0)
+
+
+def holder(store: str, namespace: str, **opts) -> Worker:
+    options = {"ttl": TTL, "tolerance": TOLERANCE, "max_workers": 1, "count": 1_000_000, "pace": 0.001}
+    return Worker(module="tests.leases.worker", store=store, namespace=namespace, **{**options, **opts})
+
+
+def newcomer(store: str, namespace: str, **opts) -> Worker:
+    return holder(store, namespace, retry=True, count=300, pace=0, **opts)
+
+
+def shared(old: Worker, new: Worker) -> set[int]:
+    return set(old.ids()) & set(new.ids())
+
+
+def test_a_holder_frozen_past_its_ttl_stamps_nothing_its_successor_stamps(server, namespace):
+    """SIGSTOP (a GC pause, a VM migration) for 1.5 ttl while a newcomer takes the worker id, then
+    SIGCONT.  Before: 9 duplicate ids in 36 trials.  Now the resumed holder's next clock reading is past
+    the mark the store confirmed, the renewal that would move it fails, and it stops."""
+    for _ in range(3):
+        old = holder(server, namespace)
+        new = None
+        try:
+            start_together([old])
+            old.wait_for_ids(200)
+            old.proc.send_signal(signal.SIGSTOP)
+            time.sleep(TTL * 1.5)
+            new = newcomer(server, namespace)
+            start_together([new])
+            new.expect("done", 60)
+            old.proc.send_signal(signal.SIGCONT)
+            old.expect("<eof>", 30)  # it refuses and ends
+            assert any(line.startswith("error LeaseLostError") for line in old.lines), old.lines[-3:]
+            assert shared(old, new) == set()
+        finally:
+            old.proc.send_signal(signal.SIGCONT)
+            old.stop()
+            if new is not None:
+                new.stop()
+
+
+def test_a_pause_between_the_lease_check_and_the_clock_read_repeats_no_id(server, namespace):
+    """The window SIGSTOP rarely hits (before: 11 duplicates in 12 trials): an injected clock stops the
+    generator's thread right after its lease check, the renewal thread is frozen too, the lease runs
+    out and a second generator takes the worker id; then the first reads its clock and goes on."""
+    for reading in ("after the pause", "before the pause"):
+        gate, paused = threading.Event(), threading.Event()
+        pause_next = [False]
+
+        def clock(pause_next=pause_next, gate=gate, paused=paused, reading=reading) -> int:
+            if pause_next[0]:
+                pause_next[0] = False
+                before = time.time_ns()
+                paused.set()
+                gate.wait(30)
+                return time.time_ns() if reading == "after the pause" else before
+            return time.time_ns()
+
+        a = Snowflake.leased(server, namespace, max_workers=1, ttl=TTL, clock_tolerance=TOLERANCE, clock=clock)
+        a_ids = [a.next_id() for _ in range(50)]
+        result: list[object] = []
+        pause_next[0] = True
+        thread = threading.Thread(target=lambda a=a, result=result: result.append(_call(a.next_id)))
+        thread.start()
+        assert paused.wait(10)
+        a.lease._stop.set()  # the whole process is frozen: no renewal either
+        time.sleep(TTL * 1.3)
+        b = Snowflake.leased(server, namespace, max_workers=1, ttl=TTL, clock_tolerance=TOLERANCE)
+        b_ids = [b.next_id() for _ in range(200)]
+        gate.set()
+        thread.join(10)
+        [outcome] = result
+        if isinstance(outcome, int):
+            a_ids.append(outcome)
+            assert reading == "before the pause"  # a stamp inside the old mark: older than all of b's
+            assert TWITTER.decode(outcome).timestamp < min(TWITTER.decode(i).timestamp for i in b_ids)
+        else:
+            assert isinstance(outcome, LeaseLostError), outcome
+        assert not set(a_ids) & set(b_ids)
+        b.close()
+        a.close()
+
+
+def _call(fn):
+    try:
+        return fn()
+    except Exception as exc:  # the outcome is the test's to judge
+        return exc
+
+
+def test_a_clock_stepped_forward_then_killed_repeats_no_id(server, namespace):
+    """An NTP step of +4 s, then SIGKILL before the next renewal (ttl 3 s: one every second).  Before:
+    2,500-103,800 duplicates per backend (ids stamped past the mark the store knew, which the newcomer
+    reached a second or so after taking over).  Now the holder records a mark past the stepped clock
+    before it stamps there, and the newcomer waits for it."""
+    ttl = 3.0
+    old = holder(server, namespace, ttl=ttl, step_after=300, step_ms=4000)
+    new = None
+    try:
+        start_together([old])
+        old.expect("stepped", 30)
+        old.wait_for_ids(330)  # a few ids on the stepped clock, well inside one renewal interval
+        old.kill()
+        new = holder(server, namespace, ttl=ttl, tolerance=8.0, retry=True, count=4000, pace=0.001)
+        start_together([new])
+        new.expect("done", 90)
+        assert float(new.value("mark_wait")) > 2.0  # it waited for the stepped holder's mark
+        assert shared(old, new) == set()
+    finally:
+        old.stop()
+        if new is not None:
+            new.stop()
+
+
+def test_a_lease_row_deleted_under_its_holder_repeats_no_id(server, namespace):
+    """The store forgets the holder's record (a deleted row; the Redis key and its mark).  Before:
+    752-199,820 duplicates per trial until the old holder's next renewal.  Now the newcomer of a worker
+    id without a record waits one ttl plus the tolerance, renewing, and the old holder stops."""
+    old = holder(server, namespace)
+    new = None
+    try:
+        start_together([old])
+        old.wait_for_ids(300)
+        _forget_worker(server, namespace, 0)
+        new = newcomer(server, namespace)
+        start_together([new])
+        new.expect("done", 60)
+        assert float(new.value("mark_wait")) >= TTL + TOLERANCE - 0.05
+        old.expect("<eof>", 30)
+        assert any(line.startswith("error LeaseLostError") for line in old.lines)
+        assert shared(old, new) == set()
+    finally:
+        old.stop()
+        if new is not None:
+            new.stop()
+
+
+def _forget_worker(server: str, namespace: str, worker_id: int) -> None:
+    if server.startswith("redis"):
+        client = redis.Redis.from_url(server.split("?")[0])
+        client.delete(f"seqid:lease:{{{namespace}}}:{worker_id}")
+        client.hdel(f"seqid:lease-marks:{{{namespace}}}", str(worker_id))
+        client.close()
+        return
+    engine = sa.create_engine(server)
+    with engine.begin() as conn:
+        conn.execute(
+            sa.text("DELETE FROM seqid_worker_leases WHERE namespace = :n AND worker_id = :w"),
+            {"n": namespace, "w": worker_id},
+        )
+    engine.dispose()
+
+
+def test_a_redis_lease_store_restarted_empty_repeats_no_id(redis_url, namespace):
+    """Every key gone, the namespace's record too: the newcomer waits one ttl plus the tolerance."""
+    with PrivateRedis() as private:
+        url = volatile_ok(private.url)
+        age_namespace(namespace, [], [private.url])
+        old = holder(url, namespace)
+        new = None
+        try:
+            start_together([old])
+            old.wait_for_ids(300)
+            private.stop()
+            private.start()
+            new = newcomer(url, namespace)
+            start_together([new])
+            new.expect("done", 60)
+            assert float(new.value("mark_wait")) >= TTL + TOLERANCE - 0.05
+            old.expect("<eof>", 30)
+            assert shared(old, new) == set()
+        finally:
+            old.stop()
+            if new is not None:
+                new.stop()
+
+
+def test_the_first_holder_of_a_new_namespace_waits_one_ttl_and_the_tolerance(server, new_namespace):
+    """The cost of the rule above: a store cannot tell a new namespace from one it lost."""
+    lease = WorkerLease(server, new_namespace, ttl=TTL, clock_tolerance=TOLERANCE)
+    began = time.monotonic()
+    with lease:
+        waited = time.monotonic() - began
+        assert lease.mark_wait >= TTL + TOLERANCE - 0.05 and waited >= TTL + TOLERANCE - 0.05
+    again = WorkerLease(server, new_namespace, ttl=TTL, clock_tolerance=TOLERANCE)
+    time.sleep(0.1)
+    with again:  # once the namespace is older than ttl + tolerance, nobody waits
+        assert again.mark_wait < 0.5
+
+
+def test_a_redis_lease_store_without_persistence_is_refused_and_leaves_no_key(redis_url, new_namespace):
+    client = redis.Redis.from_url(redis_url)
+    try:
+        lease = WorkerLease(redis_url, new_namespace)
+        with pytest.raises(VolatileStoreError, match="accept_state_loss"):
+            lease.acquire()
+        assert list(client.scan_iter(match=f"seqid:lease*{{{new_namespace}}}*")) == []
+    finally:
+        client.close()
+        forget_namespace(new_namespace, [], [redis_url])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"ttl": float("inf")}, InvalidArgumentError, "ttl"),
+        ({"ttl": float("nan")}, InvalidArgumentError, "ttl"),
+        ({"ttl": None}, ArgumentTypeError, "ttl"),
+        ({"ttl": "5"}, ArgumentTypeError, "ttl"),
+        ({"ttl": -1}, InvalidArgumentError, "ttl"),
+        ({"clock_tolerance": float("inf")}, InvalidArgumentError, "clock_tolerance"),
+        ({"connect_timeout": float("nan")}, InvalidArgumentError, "connect_timeout"),
+        ({"connect_timeout": "5"}, ArgumentTypeError, "connect_timeout"),
+        ({"accept_state_loss": "no"}, ArgumentTypeError, "accept_state_loss"),
+        ({"create_table": None}, ArgumentTypeError, "create_table"),
+    ],
+)
+def test_bad_lease_arguments_are_typed_errors_that_leave_no_table(tmp_path, kwargs, error, match):
+    url = f"sqlite:///{tmp_path / 'leases.sqlite3'}"
+    with pytest.raises(error, match=match):
+        WorkerLease(url, "orders", **kwargs)
+    assert not (tmp_path / "leases.sqlite3").exists() or not sa.inspect(sa.create_engine(url)).get_table_names()

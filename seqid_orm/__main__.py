@@ -312,6 +312,33 @@ def _ticket_init(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ticket_repair(args: argparse.Namespace) -> int:
+    """Move a sequence's counters above the largest id in use, on every server of its list."""
+    from .tickets import TicketSequence
+
+    floors = []
+    for url, where in args.key or ():
+        from .backends.sqlalchemy import ColumnFloor, create_engine_for, sa_column_of
+
+        floors.append(ColumnFloor(create_engine_for(url), sa_column_of(where)))
+    offsets = None if args.offsets is None else [int(o) for o in args.offsets.split(",")]
+    with TicketSequence(
+        args.name,
+        args.url,
+        step=args.step,
+        offsets=offsets,
+        start=args.start,
+        floor=floors,
+        accept_state_loss=args.accept_state_loss,
+    ) as sequence:
+        rows = sequence.repair(above=args.above)
+    for floor in floors:
+        floor.engine.dispose()
+    for label, row in rows:
+        print(f"{label}: sequence {row.name!r} next_value {row.next_value} (step {row.step}, offset {row.offset})")
+    return 0
+
+
 def _ticket_bench(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -461,6 +488,32 @@ def build_parser() -> argparse.ArgumentParser:
     t = tsub.add_parser("init", help="create the ticket table on SQL servers (what op.create_ticket_table() does)")
     t.add_argument("url", nargs="+", help="SQLAlchemy URL of a ticket server")
     t.set_defaults(func=_ticket_init)
+    t = tsub.add_parser(
+        "repair",
+        help="move a sequence's counters above the largest id in use (after a restore, a lost Redis, a new server)",
+        description=(
+            "Sets the sequence's next value on every server of the list (in the order its clients list them) "
+            "to the first value above --above and above the largest key of each --key column; creates it where "
+            "it is missing; never lowers a counter. Running clients that refused a block go on once restarted."
+        ),
+    )
+    t.add_argument("name", help="the sequence name")
+    t.add_argument("url", nargs="+", help="SQLAlchemy or Redis URL of each ticket server, in the clients' order")
+    t.add_argument("--above", type=int, help="the largest id in use, if no --key column says it")
+    t.add_argument(
+        "--key",
+        nargs=2,
+        action="append",
+        metavar=("DATABASE_URL", "TABLE.COLUMN"),
+        help="a key column the sequence fills (repeat for several tables); its largest value counts",
+    )
+    t.add_argument("--step", type=int, help="the clients' step (default: the number of servers)")
+    t.add_argument("--offsets", help="the clients' offsets, comma-separated (default 1..number of servers)")
+    t.add_argument("--start", type=int, default=1, help="the clients' start (default 1)")
+    t.add_argument(
+        "--accept-state-loss", action="store_true", help="allow a Redis server without persistence (see the README)"
+    )
+    t.set_defaults(func=_ticket_repair)
     t = tsub.add_parser("bench", help="ids/s, round trips, next_id() latency and index size per ticket server")
     t.add_argument("--url", action="append", required=True, help="SQLAlchemy or Redis URL; repeat for several")
     t.add_argument("--blocks", help="comma-separated block sizes (default 1,100,1000,10000)")

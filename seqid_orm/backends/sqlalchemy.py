@@ -50,6 +50,7 @@ __all__ = [
     "create_engine_for",
     "lease_columns",
     "lease_table",
+    "sa_column_of",
     "ticket_columns",
     "ticket_table",
 ]
@@ -419,6 +420,18 @@ class ColumnFloor:
         with self.engine.connect() as conn:
             found = conn.execute(query).scalar()
         return None if found is None else int(found)
+
+
+def sa_column_of(where: str) -> sa.Column[Any]:
+    """The BIGINT key column ``table.column`` (or ``schema.table.column``) as a Column, for
+    :class:`ColumnFloor` from a command line."""
+    parts = where.split(".")
+    if len(parts) not in (2, 3) or not all(parts):
+        raise InvalidArgumentError(f"a key column is TABLE.COLUMN or SCHEMA.TABLE.COLUMN, got {where!r}")
+    *schema, table, column = parts
+    return sa.Table(table, sa.MetaData(), sa.Column(column, sa.BigInteger), schema=schema[0] if schema else None).c[
+        column
+    ]
 
 
 class _Executor:

@@ -11,7 +11,7 @@ try:
 except ImportError as exc:  # say which extra brings it, not just "No module named sqlalchemy"
     raise ImportError("seqid_orm.sqlalchemy needs SQLAlchemy: pip install 'seqid-orm[sqlalchemy]'") from exc
 
-from ..backends.sqlalchemy import lease_table, ticket_table
+from ..backends.sqlalchemy import ColumnFloor, lease_table, ticket_table
 from ..validate import coerce_uuid
 from .defaults import (
     assign_ids_on_init,
@@ -30,6 +30,7 @@ from .server import DatabaseSeqUUID
 from .types import SeqUUID, SnowflakeID, SortableText, TicketID
 
 __all__ = [
+    "ColumnFloor",
     "DatabaseSeqUUID",
     "SeqUUID",
     "SnowflakeID",

@@ -47,3 +47,22 @@ def test_bench_reports_rates_round_trips_and_latency(sqlite_ticket_url, capsys):
     assert found["block 1, no prefetch"]["round_trips_per_1000"] == 1000
     for m in found.values():
         assert m["ids_per_s"] > 0 and set(m["latency_ns"]) == {"p50", "p99", "p99.9", "max"}
+
+
+def test_repair_moves_the_counter_above_the_largest_key_and_never_lowers_it(server, seq_name, tmp_path, capsys):
+    data = f"sqlite:///{tmp_path / 'app.sqlite3'}"
+    engine = sa.create_engine(data)
+    with engine.begin() as conn:
+        conn.execute(sa.text("CREATE TABLE orders (id BIGINT PRIMARY KEY)"))
+        conn.execute(sa.text("INSERT INTO orders (id) VALUES (:i)"), [{"i": i} for i in (7, 4999, 5000)])
+    engine.dispose()
+    with TicketSequence(seq_name, server) as seq:
+        assert seq.next_id() == 1
+    assert main(["ticket", "repair", seq_name, server, "--key", data, "orders.id"]) == 0
+    assert "next_value 5001" in capsys.readouterr().out
+    assert main(["ticket", "repair", seq_name, server, "--above", "10"]) == 0  # lower: left alone
+    assert "next_value 5001" in capsys.readouterr().out
+    with TicketSequence(seq_name, server) as seq:
+        assert seq.next_id() == 5001
+    assert main(["ticket", "repair", seq_name, server]) == 2
+    assert "needs the largest id in use" in capsys.readouterr().err

@@ -60,7 +60,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol, cast
+from typing import Protocol, TypeVar, cast
 
 from ._random import check_fork, on_fork
 from .backends import TicketRow, TicketStore, check_name, open_ticket_store
@@ -101,6 +101,19 @@ class Segment:
     def last(self) -> int:
         """The last value of the segment."""
         return self.first + (self.count - 1) * self.step
+
+
+_T = TypeVar("_T")
+
+
+def _ask(store: TicketStore, method: Callable[..., _T], *args: object) -> _T:
+    """``method(*args)`` of ``store``, a failure of the server or driver raised as a typed error naming it."""
+    try:
+        return method(*args)
+    except SeqIDError:
+        raise
+    except Exception as exc:
+        raise BackendUnavailableError(f"ticket server {store.label}: {type(exc).__name__}: {exc}") from exc
 
 
 def _check_floor(floor: object) -> None:
@@ -457,8 +470,9 @@ class TicketSequence:
                 )
             for i, store in enumerate(self._stores):
                 offset = self.offsets[i]
-                store.create(TicketRow(self.name, first_value(offset, self.step, self.start), self.step, offset))
-            rows = {i: store.read(self.name) for i, store in enumerate(self._stores)}
+                new = TicketRow(self.name, first_value(offset, self.step, self.start), self.step, offset)
+                _ask(store, store.create, new)
+            rows = {i: _ask(store, store.read, self.name) for i, store in enumerate(self._stores)}
         self._check_rows(rows)
         for i, row in rows.items():
             if row is not None and row.next_value > row.offset:
@@ -530,7 +544,8 @@ class TicketSequence:
         for i, store in enumerate(self._stores):
             offset = self.offsets[i]
             value = first_value(offset, self.step, max(self.start, highest + 1))
-            out.append((store.label, store.raise_to(TicketRow(self.name, value, self.step, offset))))
+            row = TicketRow(self.name, value, self.step, offset)
+            out.append((store.label, _ask(store, store.raise_to, row)))
         self._check_rows({i: row for i, (_, row) in enumerate(out)})
         return out
 

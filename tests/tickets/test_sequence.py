@@ -317,12 +317,28 @@ def test_a_server_listed_twice_is_refused_before_anything_is_created(server, seq
         ({"max_value": 2**63}, InvalidArgumentError, "max_value"),
         ({"start": 0}, InvalidArgumentError, "start"),
         ({"start_server": 1}, InvalidArgumentError, "start_server"),
+        ({"connect_timeout": float("inf")}, InvalidArgumentError, "connect_timeout"),
+        ({"connect_timeout": float("nan")}, InvalidArgumentError, "connect_timeout"),
+        ({"connect_timeout": None}, ArgumentTypeError, "connect_timeout"),
+        ({"connect_timeout": "5"}, ArgumentTypeError, "connect_timeout"),
+        ({"connect_timeout": -1}, InvalidArgumentError, "connect_timeout"),
+        ({"offsets": 1}, ArgumentTypeError, "offsets must be a list"),
+        ({"offsets": [1.0]}, ArgumentTypeError, "offset must be an int"),
+        ({"segment_seconds": float("inf")}, InvalidArgumentError, "segment_seconds"),
+        ({"segment_seconds": "900"}, ArgumentTypeError, "segment_seconds"),
+        ({"prefetch_at": float("nan")}, InvalidArgumentError, "prefetch_at"),
+        ({"accept_state_loss": "yes"}, ArgumentTypeError, "accept_state_loss"),
+        ({"double_buffer": 1}, ArgumentTypeError, "double_buffer"),
+        ({"floor": "orders.id"}, ArgumentTypeError, "floor must be a KeyFloor"),
+        ({"servers": "redis://127.0.0.1:1/0?accept_state_loss=maybe"}, InvalidArgumentError, "true or false"),
     ],
 )
-def test_bad_input_raises_a_typed_error_before_anything_is_sent(kwargs, error, match):
-    args = {"name": "orders", "servers": "sqlite://", **kwargs}
+def test_bad_input_raises_a_typed_error_before_anything_is_sent(tmp_path, kwargs, error, match):
+    database = tmp_path / "tickets.sqlite3"
+    args = {"name": "orders", "servers": f"sqlite:///{database}", **kwargs}
     with pytest.raises(error, match=match):
         TicketSequence(args.pop("name"), args.pop("servers"), **args)
+    assert not database.exists()  # nothing was connected to, so no file, table or row was made
 
 
 def test_next_ids_refuses_bad_counts(sqlite_ticket_url, seq_name):

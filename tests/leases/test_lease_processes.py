@@ -10,7 +10,8 @@ from seqid_orm import Snowflake
 from seqid_orm.bench.servers import PrivatePostgres, PrivateRedis, pg_bindir, server_major
 from seqid_orm.errors import LeaseLostError
 from seqid_orm.leases import open_lease_store
-from tests.conftest import POSTGRES_URL
+from tests.conftest import POSTGRES_URL, volatile_ok
+from tests.leases.conftest import age_namespace
 from tests.tickets.procs import Worker, start_together
 
 pytestmark = pytest.mark.slow
@@ -89,7 +90,13 @@ def private_store(request):
 
 def test_a_holder_whose_store_goes_away_stops_before_its_lease_expires_and_resumes(private_store, namespace):
     ttl = 2.0
-    gen = Snowflake.leased(private_store.url, namespace, ttl=ttl, max_workers=4)
+    if isinstance(private_store, PrivatePostgres):
+        url = private_store.url
+        age_namespace(namespace, [url], [])
+    else:
+        url = volatile_ok(private_store.url)
+        age_namespace(namespace, [], [url])
+    gen = Snowflake.leased(url, namespace, ttl=ttl, max_workers=4)
     made = [gen.next_id()]
     time.sleep(ttl / 2)  # a renewal or two
     made.append(gen.next_id())

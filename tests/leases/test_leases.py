@@ -262,3 +262,15 @@ def test_seqid_lease_status_lists_holders_and_marks(server, namespace, capsys):
     text = capsys.readouterr().out
     assert text.splitlines()[0].split() == ["worker_id", "held", "expires_in_ms", "mark"]
     assert text.splitlines()[1].split()[:2] == [str(lease._worker_id), "no"]
+
+
+@pytest.mark.parametrize("scheme", ["postgresql+psycopg", "mysql+pymysql", "redis"])
+def test_a_lease_store_that_cannot_be_reached_is_a_typed_error_naming_it(scheme):
+    from seqid_orm.bench.servers import free_port
+    from seqid_orm.errors import BackendUnavailableError
+
+    url = f"{scheme}://user:secret@127.0.0.1:{free_port()}/0"
+    lease = WorkerLease(url, "orders", connect_timeout=1, accept_state_loss=True)
+    with pytest.raises(BackendUnavailableError, match="lease store") as info:
+        lease.acquire()
+    assert "secret" not in str(info.value) and "127.0.0.1" in str(info.value)

@@ -59,7 +59,12 @@ class Worker:
         deadline = time.monotonic() + timeout
         while len(self.ids()) < n:
             if time.monotonic() > deadline:
-                raise AssertionError(f"worker printed {len(self.ids())} ids, not {n}, within {timeout} s")
+                with self._cond:
+                    last = [line for line in self.lines if not line.isdigit()][-12:]
+                raise AssertionError(
+                    f"worker printed {len(self.ids())} ids, not {n}, within {timeout} s; its last words: {last}; "
+                    f"stderr: {self.stderr()}"
+                )
             time.sleep(0.01)
 
     def go(self) -> None:

@@ -233,7 +233,8 @@ def _pg_major() -> int:
 
 def test_two_ticket_servers_never_overlap_and_fail_over_when_one_stops(second_server, seq_name):
     shared, private = second_server
-    servers = [shared, volatile_ok(private.url)]  # offsets 1 (odd values) and 2 (even values), step 2
+    private_url = volatile_ok(private.url) if isinstance(private, PrivateRedis) else private.url
+    servers = [shared, private_url]  # offsets 1 (odd values) and 2 (even values), step 2
     workers = [
         Worker(
             servers=servers,

@@ -27,8 +27,9 @@ set, and moved up only by :meth:`TicketStore.raise_to` (``seqid ticket repair``)
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from ..errors import AllocationError, ArgumentTypeError, BackendMismatchError, GeneratorExhaustedError, InvalidIDError
 from ..validate import BIGINT_MAX
@@ -41,6 +42,7 @@ __all__ = [
     "Grant",
     "LeaseRow",
     "LeaseStore",
+    "SQLTicketStore",
     "TicketRow",
     "TicketRows",
     "TicketStore",
@@ -52,6 +54,8 @@ __all__ = [
     "raise_rows",
     "vanished",
 ]
+
+_T = TypeVar("_T")
 
 TICKET_TABLE = "seqid_tickets"
 LEASE_TABLE = "seqid_worker_leases"
@@ -181,6 +185,30 @@ class TicketRows(Protocol):
         """``UPDATE ... SET next_value = :next WHERE name = :name AND step = :step AND
         value_offset = :offset AND next_value < :next``."""
         ...
+
+
+class SQLTicketStore:
+    """The :class:`TicketStore` methods of a SQL store, on :func:`allocate_rows` and
+    :func:`raise_rows`: a subclass only says how one call reaches its own connection, by
+    ``_with_rows(fn)`` calling ``fn(rows)`` with the :class:`TicketRows` of that connection
+    (retrying a dropped connection)."""
+
+    label: str
+
+    def _with_rows(self, fn: Callable[[TicketRows], _T]) -> _T:
+        raise NotImplementedError
+
+    def allocate(self, name: str, count: int, step: int, offset: int, max_value: int) -> tuple[int, int]:
+        return self._with_rows(lambda rows: allocate_rows(rows, self.label, name, count, step, offset, max_value))
+
+    def read(self, name: str) -> TicketRow | None:
+        return self._with_rows(lambda rows: rows.read(name))
+
+    def create(self, row: TicketRow) -> None:
+        self._with_rows(lambda rows: rows.create(row))
+
+    def raise_to(self, row: TicketRow) -> TicketRow:
+        return self._with_rows(lambda rows: raise_rows(rows, row))
 
 
 def raise_rows(rows: TicketRows, row: TicketRow) -> TicketRow:

@@ -23,7 +23,7 @@ from django.db import IntegrityError, InterfaceError, OperationalError, connecti
 
 from ..errors import BackendUnavailableError, InvalidArgumentError
 from . import lease_sql
-from .base import LEASE_TABLE, TICKET_TABLE, TicketRow, allocate_rows, is_conflict, raise_rows
+from .base import LEASE_TABLE, TICKET_TABLE, SQLTicketStore, TicketRow, TicketRows, is_conflict
 
 _T = TypeVar("_T")
 
@@ -86,7 +86,7 @@ class _OwnConnection:
             self.connection = None
 
 
-class DjangoTicketStore:
+class DjangoTicketStore(SQLTicketStore):
     """A ticket server on Django database ``alias``: see the module docstring."""
 
     def __init__(self, alias: str = "default", table_name: str = TICKET_TABLE) -> None:
@@ -95,19 +95,7 @@ class DjangoTicketStore:
         self.table_name = table_name
         self.label = f"Django database {alias!r}"
 
-    def allocate(self, name: str, count: int, step: int, offset: int, max_value: int) -> tuple[int, int]:
-        return self._with_rows(lambda rows: allocate_rows(rows, self.label, name, count, step, offset, max_value))
-
-    def read(self, name: str) -> TicketRow | None:
-        return self._with_rows(lambda rows: rows.read(name))
-
-    def create(self, row: TicketRow) -> None:
-        self._with_rows(lambda rows: rows.create(row))
-
-    def raise_to(self, row: TicketRow) -> TicketRow:
-        return self._with_rows(lambda rows: raise_rows(rows, row))
-
-    def _with_rows(self, fn: Callable[[_Rows], _T]) -> _T:
+    def _with_rows(self, fn: Callable[[TicketRows], _T]) -> _T:
         with self._own.lock:
             for attempt in (1, 2):
                 conn = self._own.get()

@@ -35,11 +35,11 @@ from .base import (
     TICKET_TABLE,
     TOKEN_LENGTH,
     LeaseRow,
+    SQLTicketStore,
     TicketRow,
-    allocate_rows,
+    TicketRows,
     hide_password,
     is_conflict,
-    raise_rows,
 )
 
 __all__ = [
@@ -222,7 +222,7 @@ class _OwnEngineStore:
             self.engine.dispose()
 
 
-class SQLAlchemyTicketStore(_OwnEngineStore):
+class SQLAlchemyTicketStore(_OwnEngineStore, SQLTicketStore):
     """A ticket server reached through SQLAlchemy: see the module docstring.
 
     ``target`` is a URL (the store makes and owns its engine) or an ``Engine`` (the store uses
@@ -246,19 +246,7 @@ class SQLAlchemyTicketStore(_OwnEngineStore):
 
     # --- TicketStore ---------------------------------------------------------------------
 
-    def allocate(self, name: str, count: int, step: int, offset: int, max_value: int) -> tuple[int, int]:
-        return self._with_rows(lambda rows: allocate_rows(rows, self.label, name, count, step, offset, max_value))
-
-    def read(self, name: str) -> TicketRow | None:
-        return self._with_rows(lambda rows: rows.read(name))
-
-    def create(self, row: TicketRow) -> None:
-        self._with_rows(lambda rows: rows.create(row))
-
-    def raise_to(self, row: TicketRow) -> TicketRow:
-        return self._with_rows(lambda rows: raise_rows(rows, row))
-
-    def _with_rows(self, fn: Callable[[_Rows], _T]) -> _T:
+    def _with_rows(self, fn: Callable[[TicketRows], _T]) -> _T:
         for attempt in (1, 2, 3, 4):
             try:
                 with self.engine.connect() as conn:

@@ -147,5 +147,5 @@ def test_an_in_memory_sqlite_database_is_refused_with_the_way_out(monkeypatch):
     scratch = connections.configure_settings({"default": memory, "scratch": memory})["scratch"]
     monkeypatch.setitem(connections.settings, "scratch", scratch)
     with pytest.raises(InvalidArgumentError, match="in-memory SQLite") as info:
-        DjangoTicketStore("scratch").allocate("orders", 1, 1, 1, 1, 10)
+        DjangoTicketStore("scratch").allocate("orders", 1, 1, 1, 10)
     assert "['TEST']['NAME']" in str(info.value)

@@ -149,3 +149,20 @@ def test_an_in_memory_sqlite_database_is_refused_with_the_way_out(monkeypatch):
     with pytest.raises(InvalidArgumentError, match="in-memory SQLite") as info:
         DjangoTicketStore("scratch").allocate("orders", 1, 1, 1, 10)
     assert "['TEST']['NAME']" in str(info.value)
+
+
+def test_a_counter_behind_the_keys_in_the_table_is_refused_then_repaired():
+    """The field binds its sequence to its column: keys already in the table (a restored counter, an
+    adopted table) are never handed out again; repair() moves the counter above them."""
+    from seqid_orm.django import close_ticket_sequences
+    from seqid_orm.errors import CounterBelowDataError
+
+    close_ticket_sequences()
+    Order.objects.bulk_create([Order(id=5000 + i, note="old") for i in range(3)])  # id=: no id drawn
+    with pytest.raises(CounterBelowDataError, match="5002"):
+        Order(note="new")
+    ticket_sequence("orders", block_size=10).repair()
+    made = Order(note="new")
+    assert made.pk == 5003
+    made.save()
+    assert Order.objects.count() == 4

@@ -48,6 +48,32 @@ def make_model(table_name: str, sequence):
     return Base, Order
 
 
+def test_ticket_pk_binds_its_sequence_to_the_column_and_refuses_keys_already_there(engine, sequence, table_name):
+    """A counter behind the table (restored, re-created, or a table adopted without start=) is refused at
+    the first insert over the engine instead of handing out keys the table holds; repair() moves it on."""
+    from seqid_orm.errors import CounterBelowDataError
+
+    Base, Order = make_model(table_name, sequence)
+    Base.metadata.create_all(engine)
+    table = Order.__table__
+    try:
+        with engine.begin() as conn:
+            conn.execute(table.insert(), [{"id": 5000 + i, "note": "old"} for i in range(3)])
+        with Session(engine) as session, pytest.raises(sa.exc.StatementError, match="5002") as info:
+            session.add(Order(note="new"))
+            session.flush()
+        assert isinstance(info.value.orig, CounterBelowDataError)  # SQLAlchemy wraps a default's error
+        with engine.connect() as conn:
+            assert conn.execute(sa.select(sa.func.count()).select_from(table)).scalar() == 3  # no partial row
+        sequence.repair()
+        with Session(engine) as session:
+            session.add_all([Order(note="new") for _ in range(5)])
+            session.commit()
+            assert sorted(session.scalars(sa.select(Order.id))) == [5000, 5001, 5002, 5003, 5004, 5005, 5006, 5007]
+    finally:
+        Base.metadata.drop_all(engine)
+
+
 def test_ticket_pk_through_the_orm_unit_of_work(engine, sequence, table_name):
     Base, Order = make_model(table_name, sequence)
     Base.metadata.create_all(engine)

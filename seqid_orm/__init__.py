@@ -28,10 +28,12 @@ from .errors import (
     UnknownServerVersionError,
 )
 from .layout import Layout, layout_for_order
+from .leases import WorkerLease
 from .masking import UnmaskError, mask, unmask, unmask_any
 from .prefixed import prefix_of, uuid_sequence_nextval, uuid_time_nextval
 from .snowflake import Snowflake, SnowflakeParts
 from .text import base32, bsv, bsv_parts, decode_base32, decode_bsv, encode_base32, encode_bsv
+from .tickets import TicketSequence
 from .validate import coerce_int_id, coerce_uuid
 
 __version__ = "0.1.0"
@@ -56,9 +58,11 @@ __all__ = [
     "ServerDefaultUnavailableError",
     "Snowflake",
     "SnowflakeParts",
+    "TicketSequence",
     "UnknownLayoutError",
     "UnknownServerVersionError",
     "UnmaskError",
+    "WorkerLease",
     "base32",
     "bsv",
     "bsv_parts",

@@ -556,6 +556,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# The extra (pyproject.toml) that brings each optional module, for the one-line fix in an error.
+_EXTRA_OF = {
+    "sqlalchemy": "sqlalchemy",
+    "alembic": "alembic",
+    "psycopg": "postgres",
+    "pymysql": "mysql",
+    "MySQLdb": "django-mysql",
+    "asyncpg": "async",
+    "aiosqlite": "async",
+    "aiomysql": "async",
+    "redis": "redis",
+    "django": "django",
+    "pydantic": "pydantic",
+    "matplotlib": "bench",
+    "uuid6": "bench",
+    "uuid_utils": "bench",
+}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -564,7 +583,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"seqid: error: {exc}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as exc:
-        print(f"seqid: error: {exc.name} is not installed (see the extras in the README)", file=sys.stderr)
+        top = (exc.name or "").split(".")[0]
+        extra = _EXTRA_OF.get(top)
+        fix = f"pip install 'seqid-orm[{extra}]'" if extra else f"pip install {top}"
+        print(f"seqid: error: {top} is not installed; {fix}", file=sys.stderr)
+        return 2
+    except ImportError as exc:  # an adapter's own message, which names the pip line already
+        print(f"seqid: error: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:  # a database that cannot be reached, mostly
         if type(exc).__module__.startswith("sqlalchemy"):

@@ -21,7 +21,10 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
-from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
+try:
+    from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
+except ImportError as exc:  # say which extra brings it, not just "No module named pydantic"
+    raise ImportError("seqid_orm.pydantic needs Pydantic 2: pip install 'seqid-orm[pydantic]'") from exc
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 

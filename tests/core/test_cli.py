@@ -47,3 +47,30 @@ def test_decode_says_what_is_wrong_and_what_it_assumed(capsys):
     assert main(["decode", "12345", "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["kind"] == "snowflake" and "Twitter" in info["assumed"]
+
+
+@pytest.mark.parametrize(
+    ("blocked", "argv", "fix"),
+    [
+        ("sqlalchemy", ["probe", "sqlite://"], "pip install 'seqid-orm[sqlalchemy]'"),
+        ("redis", ["ticket", "status", "redis://127.0.0.1:1/0"], "pip install 'seqid-orm[redis]'"),
+    ],
+)
+def test_a_missing_extra_names_the_exact_install_line(blocked, argv, fix):
+    """Run as a user without the extra would (the module made unimportable in a child process)."""
+    import subprocess
+    import sys
+
+    code = f"import sys; sys.modules[{blocked!r}] = None\nfrom seqid_orm.__main__ import main\nsys.exit(main({argv!r}))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert fix in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_pydantic_module_without_pydantic_names_the_extra():
+    import subprocess
+    import sys
+
+    code = "import sys; sys.modules['pydantic'] = None\nimport seqid_orm.pydantic"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert "pip install 'seqid-orm[pydantic]'" in done.stderr

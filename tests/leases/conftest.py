@@ -7,60 +7,10 @@ import secrets
 import pytest
 
 from tests.conftest import MYSQL_URL, POSTGRES_URL, REDIS_URL
+from tests.leases.stores import age_namespace, forget_namespace
 
 sa = pytest.importorskip("sqlalchemy")
 pytest.importorskip("redis")
-
-
-def forget_namespace(namespace: str, sql_urls: list[str], redis_urls: list[str]) -> None:
-    import redis
-
-    for url in sql_urls:
-        engine = sa.create_engine(url)
-        try:
-            with engine.begin() as conn:
-                if sa.inspect(conn).has_table("seqid_worker_leases"):
-                    conn.execute(sa.text("DELETE FROM seqid_worker_leases WHERE namespace = :n"), {"n": namespace})
-        except sa.exc.OperationalError:
-            pass
-        finally:
-            engine.dispose()
-    for url in redis_urls:
-        client = redis.Redis.from_url(url, socket_connect_timeout=2)
-        try:
-            keys = list(client.scan_iter(match=f"seqid:lease:{{{namespace}}}:*"))
-            client.delete(*keys, f"seqid:lease-marks:{{{namespace}}}")
-        except redis.RedisError:
-            pass
-        finally:
-            client.close()
-
-
-def age_namespace(namespace: str, sql_urls: list[str], redis_urls: list[str]) -> None:
-    """Record ``namespace`` as first seen long ago (``born`` = 0), as a store that has served it for
-    a while holds it: its first holder then has no forgotten holder to wait out.  Tests of that
-    wait (a new namespace, a store that lost its state) use a namespace that was not aged."""
-    import redis
-
-    from seqid_orm.backends.sqlalchemy import lease_table
-
-    for url in sql_urls:
-        engine = sa.create_engine(url)
-        try:
-            table = lease_table(sa.MetaData())
-            table.create(engine, checkfirst=True)
-            with engine.begin() as conn:
-                conn.execute(
-                    table.insert().values(namespace=namespace, worker_id=-1, token="", expires_at=0, last_timestamp=-1)
-                )
-        finally:
-            engine.dispose()
-    for url in redis_urls:
-        client = redis.Redis.from_url(url.split("?")[0], socket_connect_timeout=2)
-        try:
-            client.hset(f"seqid:lease-marks:{{{namespace}}}", mapping={"_born": 0, "_high": -1})
-        finally:
-            client.close()
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from seqid_orm.bench.servers import PrivateRedis
 from seqid_orm.errors import ArgumentTypeError, InvalidArgumentError, LeaseLostError, VolatileStoreError
 from seqid_orm.leases import WorkerLease
 from tests.conftest import volatile_ok
-from tests.leases.conftest import age_namespace, forget_namespace
+from tests.leases.stores import age_namespace, forget_namespace
 from tests.tickets.procs import Worker, start_together
 
 sa = pytest.importorskip("sqlalchemy")

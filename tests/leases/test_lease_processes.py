@@ -11,7 +11,7 @@ from seqid_orm.bench.servers import PrivatePostgres, PrivateRedis, pg_bindir, se
 from seqid_orm.errors import LeaseLostError
 from seqid_orm.leases import open_lease_store
 from tests.conftest import POSTGRES_URL, volatile_ok
-from tests.leases.conftest import age_namespace
+from tests.leases.stores import age_namespace
 from tests.tickets.procs import Worker, start_together
 
 pytestmark = pytest.mark.slow

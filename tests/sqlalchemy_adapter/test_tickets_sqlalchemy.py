@@ -237,8 +237,11 @@ def _use_leases(url: str, table: str) -> None:
     from seqid_orm.backends.sqlalchemy import SQLAlchemyLeaseStore
     from seqid_orm.leases import WorkerLease
 
-    with WorkerLease(SQLAlchemyLeaseStore(url, table_name=table, create_table=False), "orders", max_workers=4) as lease:
+    # a new table: its first holder waits out one ttl plus the tolerance (a forgotten holder), kept short here
+    store = SQLAlchemyLeaseStore(url, table_name=table, create_table=False)
+    with WorkerLease(store, "orders", max_workers=4, ttl=0.2, clock_tolerance=0.1) as lease:
         assert lease.worker_id in range(4)
+        assert lease.mark_wait >= 0.25
 
 
 @pytest.mark.parametrize(("kind", "use"), [("ticket", _use_tickets), ("lease", _use_leases)])

@@ -66,10 +66,10 @@ lint: $(STAMP)
 
 # The full benchmark on the local servers (several minutes); results land in bench-out/.
 bench: $(STAMP)
-	$(BIN)/seqid bench --generation --url sqlite:///bench-out/bench.sqlite3 \
+	$(BIN)/python -m benchmarks.insert --generation --url sqlite:///bench-out/bench.sqlite3 \
 	  --url postgresql+psycopg://postgres@127.0.0.1/test --url mysql+pymysql://root@127.0.0.1/test --out bench-out
 
-# The instruction-count benchmark's tests (seqid_orm.bench.instructions) run Python under
+# The instruction-count benchmark's tests (benchmarks/instructions.py) run Python under
 # valgrind: once, here, not in every suite and version of the matrix.
 test-valgrind: $(STAMP)
 	@command -v valgrind >/dev/null || { \

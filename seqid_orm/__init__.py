@@ -1,84 +1,59 @@
 """seqid_orm: primary keys that are globally unique and land at the end of the index.
 
-The core (this package's top-level modules) imports nothing outside the standard library.
-The ORM adapters live in :mod:`seqid_orm.sqlalchemy` and :mod:`seqid_orm.django` and need
-their extras.
+The folders show the roles, and what each may import (its docstring says more):
+
+* :mod:`seqid_orm.ids` — id generators and codecs (UUIDv7/COMB layouts, Snowflake, wrapping
+  prefixes, sortable text), the key validator, reading ids back.  Standard library only.
+* :mod:`seqid_orm.vendors` — the per-vendor rules: how each database compares a UUID, which
+  storage and column it gets, the SQL a database-made id runs.  One :class:`~seqid_orm.vendors.Target`
+  per connection and column carries every decision; the adapters read it.  Standard library only.
+* :mod:`seqid_orm.allocation` — ticket sequences and leased worker ids, with their stores (which
+  load SQLAlchemy, redis-py or Django only when opened).
+* :mod:`seqid_orm.public` — public ids: a time-ordered key shown without its creation time.
+* The adapters :mod:`seqid_orm.sqlalchemy` (with Alembic), :mod:`seqid_orm.django` and
+  :mod:`seqid_orm.pydantic` need their extras and use only the public doors of the above.
+* :mod:`seqid_orm.cli` — the ``seqid`` command.
+
+Importing ``seqid_orm`` loads the standard library only.  Errors live in :mod:`seqid_orm.errors`;
+the ones a caller usually catches are here too.
 """
 
 from __future__ import annotations
 
-from .comb import CombGenerator, comb, comb_at, comb_batch, uuid7
-from .decode import IdInfo, describe, timestamp_of
-from .errors import (
-    AllocationError,
-    ArgumentTypeError,
-    BackendMismatchError,
-    BackendUnavailableError,
-    ClockMovedBackwardsError,
-    ForkedGeneratorError,
-    GeneratorExhaustedError,
-    InvalidArgumentError,
-    InvalidIDError,
-    LeaseLostError,
-    LeaseUnavailableError,
-    NoTimestampError,
-    SeqIDError,
-    ServerDefaultUnavailableError,
-    UnknownLayoutError,
-    UnknownServerVersionError,
-)
-from .layout import Layout, layout_for_order
-from .leases import WorkerLease
-from .masking import UnmaskError, mask, unmask, unmask_any
-from .prefixed import prefix_of, uuid_sequence_nextval, uuid_time_nextval
-from .snowflake import Snowflake, SnowflakeParts
-from .text import base32, bsv, bsv_parts, decode_base32, decode_bsv, encode_base32, encode_bsv
-from .tickets import TicketSequence
-from .validate import coerce_int_id, coerce_uuid
+from typing import Any
 
-__version__ = "0.1.0"
+from ._deprecated import renamed
+from .allocation.leases import WorkerLease
+from .allocation.tickets import TicketSequence
+from .errors import AllocationError, InvalidIDError, SeqIDError, UnmaskError
+from .ids.comb import CombGenerator, comb, comb_at, comb_batch, uuid7
+from .ids.decode import IdInfo, describe, timestamp_of
+from .ids.layout import Layout
+from .ids.prefixed import uuid_sequence_nextval, uuid_time_nextval
+from .ids.snowflake import Snowflake
+from .ids.text import base32, bsv
+from .public.masking import mask, unmask, unmask_any
+
+__version__ = "0.2.0"
 
 __all__ = [
     "AllocationError",
-    "ArgumentTypeError",
-    "BackendMismatchError",
-    "BackendUnavailableError",
-    "ClockMovedBackwardsError",
     "CombGenerator",
-    "ForkedGeneratorError",
-    "GeneratorExhaustedError",
     "IdInfo",
-    "InvalidArgumentError",
     "InvalidIDError",
     "Layout",
-    "LeaseLostError",
-    "LeaseUnavailableError",
-    "NoTimestampError",
     "SeqIDError",
-    "ServerDefaultUnavailableError",
     "Snowflake",
-    "SnowflakeParts",
     "TicketSequence",
-    "UnknownLayoutError",
-    "UnknownServerVersionError",
     "UnmaskError",
     "WorkerLease",
     "base32",
     "bsv",
-    "bsv_parts",
-    "coerce_int_id",
-    "coerce_uuid",
     "comb",
     "comb_at",
     "comb_batch",
-    "decode_base32",
-    "decode_bsv",
     "describe",
-    "encode_base32",
-    "encode_bsv",
-    "layout_for_order",
     "mask",
-    "prefix_of",
     "timestamp_of",
     "unmask",
     "unmask_any",
@@ -86,3 +61,38 @@ __all__ = [
     "uuid_sequence_nextval",
     "uuid_time_nextval",
 ]
+
+# Names 0.1 exported here that now live only where they belong (DeprecationWarning, one release).
+_ERRORS = "seqid_orm.errors"
+__getattr__: Any = renamed(
+    __name__,
+    {
+        **{
+            name: f"{_ERRORS}:{name}"
+            for name in (
+                "ArgumentTypeError",
+                "BackendMismatchError",
+                "BackendUnavailableError",
+                "ClockMovedBackwardsError",
+                "ForkedGeneratorError",
+                "GeneratorExhaustedError",
+                "InvalidArgumentError",
+                "LeaseLostError",
+                "LeaseUnavailableError",
+                "NoTimestampError",
+                "ServerDefaultUnavailableError",
+                "UnknownLayoutError",
+                "UnknownServerVersionError",
+            )
+        },
+        "SnowflakeParts": "seqid_orm.ids.snowflake:SnowflakeParts",
+        "layout_for_order": "seqid_orm.ids.layout:layout_for_order",
+        "coerce_int_id": "seqid_orm.ids.validate:coerce_int_id",
+        "coerce_uuid": "seqid_orm.ids.validate:coerce_uuid",
+        "prefix_of": "seqid_orm.ids.prefixed:prefix_of",
+        **{
+            name: f"seqid_orm.ids.text:{name}"
+            for name in ("bsv_parts", "decode_base32", "decode_bsv", "encode_base32", "encode_bsv")
+        },
+    },
+)

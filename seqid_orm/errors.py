@@ -31,6 +31,11 @@ class InvalidIDError(SeqIDError, ValueError):
     """A value is not a well-formed id of the expected kind (bad length, alphabet, hex...)."""
 
 
+class UnmaskError(InvalidIDError):
+    """A public id that this key (and layout) cannot have produced: wrong key, layout or id
+    (:func:`~seqid_orm.unmask`)."""
+
+
 class InvalidArgumentError(SeqIDError, ValueError):
     """An argument or setting is outside what it allows (a count, a bit width, a storage name...)."""
 

@@ -29,10 +29,10 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
 from .errors import InvalidArgumentError, InvalidIDError, SeqIDError
-from .layout import Layout, as_layout
-from .masking import MaskedLayout, mask, unmask_any
-from .text import BASE32_LENGTH, BSV_ALPHABET, BSV_LENGTH, BSV_PAD, CROCKFORD_ALPHABET, check_text_id
-from .validate import BIGINT_MAX, coerce_int_id, coerce_uuid
+from .ids.layout import Layout, as_layout
+from .ids.text import BASE32_LENGTH, BSV_ALPHABET, BSV_LENGTH, BSV_PAD, CROCKFORD_ALPHABET, check_text_id
+from .ids.validate import BIGINT_MAX, coerce_int_id, coerce_uuid
+from .public.masking import MaskedLayout, mask, unmask_any
 
 __all__ = ["SeqUUID", "SnowflakeId", "SortableId", "public_id"]
 

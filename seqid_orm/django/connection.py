@@ -12,8 +12,8 @@ from typing import Any
 
 from django.db import connections
 
-from ..layout import Layout
-from ..registry import Storage, decide_layout, distributed_flavor, normalize_vendor
+from ..ids.layout import Layout
+from ..vendors import Storage, decide_layout, distributed_flavor, normalize_vendor
 
 _NATIVE_TYPES = {"uuid", "uniqueidentifier"}
 

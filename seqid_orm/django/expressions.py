@@ -17,7 +17,7 @@ from django.db.models import Func, UUIDField
 from django.utils.deconstruct import deconstructible
 
 from ..errors import ArgumentTypeError
-from ..server_default import ServerDefault, server_default
+from ..vendors.server_default import ServerDefault, server_default
 from .connection import server_version, storage_of, vendor_of
 
 

@@ -22,8 +22,8 @@ from django.db import DEFAULT_DB_ALIAS, models, router
 from django.db.models.signals import pre_save
 from django.utils.module_loading import import_string
 
-from ..backends.django import DjangoLeaseStore
-from ..comb import comb, layout_of
+from ..allocation.leases import LeasedSnowflake
+from ..allocation.stores.django import DjangoLeaseStore
 from ..errors import (
     ArgumentTypeError,
     InvalidIDError,
@@ -31,12 +31,12 @@ from ..errors import (
     ServerDefaultUnavailableError,
     UnknownLayoutError,
 )
-from ..layout import Layout, as_layout
-from ..leases import LeasedSnowflake
-from ..registry import Storage, choose_layout, integer_key_is_rowid_type, normalize_vendor, text_id_column
-from ..snowflake import Snowflake
-from ..text import base32, bsv, check_text_id, text_id_kind
-from ..validate import coerce_int_id, coerce_uuid, is_uuid_hex
+from ..ids.comb import comb, layout_of
+from ..ids.layout import Layout, as_layout
+from ..ids.snowflake import Snowflake
+from ..ids.text import base32, bsv, check_text_id, text_id_kind
+from ..ids.validate import coerce_int_id, coerce_uuid, is_uuid_hex
+from ..vendors import Storage, choose_layout, integer_key_is_rowid_type, normalize_vendor, text_id_column
 from .connection import layout_for_alias, storage_of
 from .expressions import DatabaseSeqUUID
 
@@ -127,7 +127,7 @@ class SeqUUIDField(models.UUIDField):
         no other layout to re-issue an id for, so the generator is kept and nothing is tracked."""
         from django.db import connections
 
-        from ..comb import _DEFAULT
+        from ..ids.comb import _DEFAULT
 
         aliases = list(connections.settings)
         if len(aliases) != 1:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from ..backends.base import LEASE_TABLE, NAME_LENGTH, TICKET_TABLE, TOKEN_LENGTH
+from ..allocation.stores.base import LEASE_TABLE, NAME_LENGTH, TICKET_TABLE, TOKEN_LENGTH
 
 
 class TicketCounter(models.Model):

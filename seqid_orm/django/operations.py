@@ -15,8 +15,8 @@ from typing import Any
 
 from django.db.migrations.operations.base import Operation
 
-from ..registry import choose_prefix_layout, resolve_storage
-from ..sequential_sql import create_statements, drop_statements
+from ..vendors import choose_prefix_layout, resolve_storage
+from ..vendors.sequential_sql import create_statements, drop_statements
 from .connection import server_version, vendor_of
 
 __all__ = ["BackfillSeqUUID", "ConvertUUIDStorage", "CreateSequentialUUIDFunctions"]
@@ -100,7 +100,7 @@ class ConvertUUIDStorage(Operation):
         pass  # the field stays a UUIDField: only its column's storage changes
 
     def _run(self, app_label: str, schema_editor: Any, state: Any, source: str, target: str) -> None:
-        from ..conversions import ColumnRef, ForeignKeyRef, conversion_plan
+        from ..vendors.conversions import ColumnRef, ForeignKeyRef, conversion_plan
 
         model = state.apps.get_model(app_label, self.model_name)
         table, column = model._meta.db_table, model._meta.get_field(self.field_name).column
@@ -186,7 +186,7 @@ class BackfillSeqUUID(Operation):
     def database_forwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
         import datetime as dt
 
-        from ..comb import comb_at, comb_batch
+        from ..ids.comb import comb_at, comb_batch
         from .connection import layout_for_alias
 
         model = to_state.apps.get_model(app_label, self.model_name)

@@ -15,8 +15,8 @@ from typing import Any
 
 from django.db import models, router
 
-from ..masking import MaskedLayout, mask, unmask_any
-from ..validate import coerce_uuid
+from ..ids.validate import coerce_uuid
+from ..public.masking import MaskedLayout, mask, unmask_any
 
 __all__ = ["get_by_public_id", "layout_of_field", "public_id_of"]
 

@@ -23,8 +23,8 @@ from django.http import Http404
 from rest_framework import serializers
 
 from ..errors import SeqIDError
-from ..masking import mask
-from ..validate import coerce_int_id, coerce_uuid
+from ..ids.validate import coerce_int_id, coerce_uuid
+from ..public.masking import mask
 from .fields import IntegerKeyField
 from .public_ids import get_by_public_id
 

@@ -14,10 +14,10 @@ from typing import Any
 from django.conf import settings
 from django.core import checks
 
-from ..backends import REDIS_SCHEMES, SQL_SCHEMES, check_name, hide_password, scheme_of
-from ..backends.base import TicketStore
+from ..allocation.stores import REDIS_SCHEMES, SQL_SCHEMES, check_name, hide_password, scheme_of
+from ..allocation.stores.base import TicketStore
+from ..allocation.tickets import TicketSequence
 from ..errors import ArgumentTypeError, InvalidArgumentError
-from ..tickets import TicketSequence
 from .fields import IntegerKeyField
 
 __all__ = ["ModelFloor", "TicketField", "close_ticket_sequences", "new_ticket_id", "ticket_sequence"]
@@ -82,7 +82,7 @@ def ticket_sequence(
                 if url is not None:
                     server = url
                 else:
-                    from ..backends.django import DjangoTicketStore
+                    from ..allocation.stores.django import DjangoTicketStore
 
                     server = DjangoTicketStore(using or "default")
                 sequence = _sequences[key] = TicketSequence(

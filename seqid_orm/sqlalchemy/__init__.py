@@ -11,8 +11,8 @@ try:
 except ImportError as exc:  # say which extra brings it, not just "No module named sqlalchemy"
     raise ImportError("seqid_orm.sqlalchemy needs SQLAlchemy: pip install 'seqid-orm[sqlalchemy]'") from exc
 
-from ..backends.sqlalchemy import ColumnFloor, lease_table, ticket_table
-from ..validate import coerce_uuid
+from ..allocation.stores.sqlalchemy import ColumnFloor, lease_table, ticket_table
+from ..ids.validate import coerce_uuid
 from .defaults import (
     assign_ids_on_init,
     layout_for,

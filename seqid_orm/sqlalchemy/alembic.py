@@ -47,8 +47,8 @@ except ImportError as exc:  # say which extra brings it
 
 import sqlalchemy as sa
 
-from ..backends.base import LEASE_TABLE, TICKET_TABLE
-from ..backends.sqlalchemy import lease_columns, ticket_columns
+from ..allocation.stores.base import LEASE_TABLE, TICKET_TABLE
+from ..allocation.stores.sqlalchemy import lease_columns, ticket_columns
 from ..errors import InvalidArgumentError
 from .server import DatabaseSeqUUID
 from .types import SeqUUID, SnowflakeID, SortableText, TicketID
@@ -293,8 +293,8 @@ class DropSequentialUUIDFunctionsOp(CreateSequentialUUIDFunctionsOp):
 @Operations.implementation_for(CreateSequentialUUIDFunctionsOp)
 @Operations.implementation_for(DropSequentialUUIDFunctionsOp)
 def _sequential_functions(operations: Operations, operation: CreateSequentialUUIDFunctionsOp) -> None:
-    from ..registry import choose_prefix_layout, resolve_storage
-    from ..sequential_sql import create_statements, drop_statements
+    from ..vendors import choose_prefix_layout, resolve_storage
+    from ..vendors.sequential_sql import create_statements, drop_statements
     from .types import dialect_server_version, dialect_vendor
 
     dialect = operations.get_context().dialect
@@ -341,8 +341,8 @@ class ConvertUUIDStorageOp(MigrateOperation):
 
 @Operations.implementation_for(ConvertUUIDStorageOp)
 def _convert_uuid_storage(operations: Operations, operation: ConvertUUIDStorageOp) -> None:
-    from ..conversions import ColumnRef, ForeignKeyRef, conversion_plan
-    from ..registry import as_storage, default_storage
+    from ..vendors import as_storage, default_storage
+    from ..vendors.conversions import ColumnRef, ForeignKeyRef, conversion_plan
     from .types import dialect_server_version, dialect_vendor
 
     if operations.get_context().as_sql:
@@ -382,7 +382,7 @@ def _convert_sqlite(operations: Operations, conn: Any, refs: list[Any], source: 
     Python, then let batch mode re-declare the columns."""
     import uuid
 
-    from ..registry import Storage
+    from ..vendors import Storage
 
     if Storage.NATIVE in (source, target):
         raise InvalidArgumentError("SQLite has no UUID column type; convert between text, hex and binary there")
@@ -481,7 +481,7 @@ def _drop_seqid_column(operations: Operations, operation: DropSeqIDColumnOp) -> 
 def _add_seqid_column(operations: Operations, operation: AddSeqIDColumnOp) -> None:
     import datetime as dt
 
-    from ..comb import comb_at, comb_batch
+    from ..ids.comb import comb_at, comb_batch
     from .defaults import layout_for
 
     if operations.get_context().as_sql:

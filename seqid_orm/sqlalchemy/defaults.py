@@ -21,13 +21,13 @@ from sqlalchemy.engine.interfaces import ExecutionContext
 from sqlalchemy.orm import Mapper, mapped_column
 from sqlalchemy.orm.properties import MappedColumn
 
-from ..comb import _DEFAULT, CombGenerator, comb
 from ..errors import ArgumentTypeError, InvalidArgumentError
-from ..layout import Layout
-from ..prefixed import prefix_bytes, uuid_sequence_nextval
-from ..registry import choose_prefix_layout, decide_layout, distributed_flavor, has_native_uuid
-from ..snowflake import Snowflake
-from ..text import text_id_kind
+from ..ids.comb import _DEFAULT, CombGenerator, comb
+from ..ids.layout import Layout
+from ..ids.prefixed import prefix_bytes, uuid_sequence_nextval
+from ..ids.snowflake import Snowflake
+from ..ids.text import text_id_kind
+from ..vendors import choose_prefix_layout, decide_layout, distributed_flavor, has_native_uuid
 from .types import SeqUUID, SnowflakeID, SortableText, TicketID, dialect_server_version, dialect_vendor
 
 
@@ -243,7 +243,7 @@ def ticket_pk(sequence: Callable[[], int], **column_kw: Any) -> MappedColumn[Any
 
 def _bound_default(next_id: Callable[[], int], bind_floor: Callable[[Any], None]) -> Callable[[ExecutionContext], int]:
     """A default that binds the sequence to the column and engine it fills before its first id there."""
-    from ..backends.sqlalchemy import ColumnFloor
+    from ..allocation.stores.sqlalchemy import ColumnFloor
 
     bound: set[tuple[int, int]] = set()  # (engine, column) pairs already bound; one look-up a row
 

@@ -17,8 +17,8 @@ from sqlalchemy import Column, Integer, MetaData, Table, insert, select
 from sqlalchemy.engine import Connection
 
 from ..errors import UnknownLayoutError
-from ..layout import Layout, candidates, fits
-from ..registry import layout_sample
+from ..ids.layout import Layout, candidates, fits
+from ..vendors import layout_sample
 from .types import SeqUUID
 
 

@@ -16,8 +16,8 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from ..errors import InvalidIDError
-from ..masking import MaskedLayout, mask, unmask_any
-from ..validate import coerce_uuid
+from ..ids.validate import coerce_uuid
+from ..public.masking import MaskedLayout, mask, unmask_any
 from .defaults import layout_for
 from .types import SeqUUID
 

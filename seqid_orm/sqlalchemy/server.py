@@ -15,8 +15,8 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.expression import ColumnElement
 
-from ..registry import Storage
-from ..server_default import ServerDefault, server_default
+from ..vendors import Storage
+from ..vendors.server_default import ServerDefault, server_default
 from .types import SeqUUID, dialect_server_version, dialect_vendor
 
 

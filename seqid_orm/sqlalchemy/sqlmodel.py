@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..layout import Layout
+from ..ids.layout import Layout
 from .defaults import key_default
 from .types import SeqUUID
 

@@ -17,8 +17,10 @@ from sqlalchemy.dialects import mssql, mysql, oracle, postgresql
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, UserDefinedType
 
-from ..layout import Layout, as_layout
-from ..registry import (
+from ..ids.layout import Layout, as_layout
+from ..ids.text import BSV_LENGTH, check_text_id, text_id_kind
+from ..ids.validate import UUID_INT_LIMIT, coerce_int_id, coerce_uuid
+from ..vendors import (
     Storage,
     as_storage,
     integer_key_is_rowid_type,
@@ -27,8 +29,6 @@ from ..registry import (
     resolve_storage,
     text_id_column,
 )
-from ..text import BSV_LENGTH, check_text_id, text_id_kind
-from ..validate import UUID_INT_LIMIT, coerce_int_id, coerce_uuid
 
 
 def dialect_vendor(dialect: Dialect) -> str:

@@ -117,7 +117,7 @@ def test_twelve_writers_on_three_nodes_lose_nothing_and_cause_no_conflict(nodes)
     md = sa.MetaData()
     tables = {kind: table(kind, md, prefix) for kind in KINDS}
     md.create_all(engines[0])
-    from seqid_orm.backends.sqlalchemy import SQLAlchemyLeaseStore, SQLAlchemyTicketStore
+    from seqid_orm.allocation.stores.sqlalchemy import SQLAlchemyLeaseStore, SQLAlchemyTicketStore
 
     for store in (SQLAlchemyTicketStore(urls[0]), SQLAlchemyLeaseStore(urls[0])):  # DDL once, not from 12 writers
         with store.engine.connect() as conn:

@@ -19,7 +19,7 @@ def main() -> int:
     import sqlalchemy as sa
 
     from seqid_orm import comb_batch
-    from seqid_orm.backends.base import is_conflict
+    from seqid_orm.allocation.stores.base import is_conflict
     from seqid_orm.sqlalchemy import SeqUUID, layout_for
     from tests.cluster.schema import table as make_table
 
@@ -42,7 +42,7 @@ def main() -> int:
         def keys(n: int) -> list[object]:
             return [gen.next_id() for _ in range(n)]
     elif kind == "ticket":
-        from seqid_orm.tickets import TicketSequence
+        from seqid_orm.allocation.tickets import TicketSequence
 
         seq = TicketSequence(o["sequence"], o["url"], step=3, offsets=[o["node"]], block_size=1000)
         seq.next_id()

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from seqid_orm.__main__ import main
+from seqid_orm.cli import main
 
 
 def _fails(capsys, argv: list[str], message: str) -> None:

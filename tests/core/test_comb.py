@@ -14,8 +14,8 @@ import pytest
 
 import seqid_orm
 from seqid_orm import CombGenerator, Layout, comb, comb_at, comb_batch, uuid7
-from seqid_orm.comb import decode_comb, layout_of
-from seqid_orm.layout import ORDER_MARIADB_SWAPPED, ORDER_SQLSERVER, sort_key
+from seqid_orm.ids.comb import decode_comb, layout_of
+from seqid_orm.ids.layout import ORDER_MARIADB_SWAPPED, ORDER_SQLSERVER, sort_key
 
 UTC = dt.timezone.utc
 
@@ -322,7 +322,7 @@ def test_time_first_le_leads_bytes_le_with_the_time():
 
 
 def test_randomness_comes_from_os_urandom(monkeypatch):
-    import seqid_orm._random as rnd
+    import seqid_orm.ids._random as rnd
 
     calls = []
     real = os.urandom

@@ -8,7 +8,11 @@ import uuid
 import pytest
 
 import seqid_orm
-from seqid_orm import InvalidIDError, Layout, NoTimestampError, Snowflake, comb_at, timestamp_of
+import seqid_orm.errors
+import seqid_orm.ids.text
+import seqid_orm.ids.validate
+from seqid_orm import InvalidIDError, Layout, Snowflake, comb_at, timestamp_of
+from seqid_orm.errors import NoTimestampError
 
 UTC = dt.timezone.utc
 WHEN = dt.datetime(2025, 3, 4, 5, 6, 7, 890000, tzinfo=UTC)
@@ -28,7 +32,7 @@ def test_snowflake_ints_use_the_given_profile():
 
 def test_text_forms():
     assert abs(timestamp_of(seqid_orm.bsv()) - dt.datetime.now(UTC)) < dt.timedelta(seconds=5)
-    assert timestamp_of(seqid_orm.encode_base32(comb_at(WHEN))) == WHEN
+    assert timestamp_of(seqid_orm.ids.text.encode_base32(comb_at(WHEN))) == WHEN
 
 
 def test_values_without_time_are_refused_clearly():

@@ -1,18 +1,15 @@
-"""Keys for distributed SQL: the range-splitting model, the hash-sharded DDL alternative, the CLI."""
+"""Keys for distributed SQL: the hash-sharded DDL alternative (the range-splitting model is tests/benchmarks')."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from seqid_orm.__main__ import main
-from seqid_orm.distributed import hash_sharded_primary_key
 from seqid_orm.errors import InvalidArgumentError
+from seqid_orm.vendors.distributed import hash_sharded_primary_key
 
 
 def test_the_model_shows_the_hot_spot_the_spread_and_the_locality():
-    from seqid_orm.bench.simulate import run  # the standard library only
+    from benchmarks.simulate import run  # the standard library only
 
     outcomes = {o.scheme: o for o in run(rows=60_000, rate=5_000, split_at=2_000, shards=(4, 16))}
     v4, v7 = outcomes["UUIDv4 (random)"], outcomes["UUIDv7 (time first)"]
@@ -22,14 +19,6 @@ def test_the_model_shows_the_hot_spot_the_spread_and_the_locality():
     for k, o in ((4, k4), (16, k16)):
         assert o.hottest_share < 1.6 / k and o.sequential > 0.95  # spread over k ranges, still ordered
     assert k16.ranges_written_per_s > k4.ranges_written_per_s > v7.ranges_written_per_s
-
-
-def test_the_cli_prints_the_table_and_json(capsys):
-    assert main(["simulate", "--rows", "20000", "--rate", "2000", "--split-at", "1000", "--shards", "8"]) == 0
-    text = capsys.readouterr().out
-    assert "| seqid sharded, k=8 |" in text and "UUIDv7 (time first)" in text
-    assert main(["simulate", "--rows", "20000", "--rate", "2000", "--split-at", "1000", "--json"]) == 0
-    assert {o["scheme"] for o in json.loads(capsys.readouterr().out)} >= {"UUIDv4 (random)", "seqid sharded, k=16"}
 
 
 def test_hash_sharded_primary_key_ddl():

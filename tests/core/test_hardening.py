@@ -23,24 +23,24 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import seqid_orm
+import seqid_orm.errors
+import seqid_orm.ids.text
+import seqid_orm.ids.validate
 from seqid_orm import (
-    ArgumentTypeError,
-    GeneratorExhaustedError,
-    InvalidArgumentError,
     InvalidIDError,
     Layout,
     SeqIDError,
     Snowflake,
-    _random,
     comb_batch,
-    decode_base32,
     describe,
     timestamp_of,
     uuid_time_nextval,
 )
-from seqid_orm._random import POOL, RandomPool
-from seqid_orm.comb import _MS_LIMIT, _MS_MAX, CombGenerator, decode_comb
-from seqid_orm.text import check_text_id, decode_bsv
+from seqid_orm.errors import ArgumentTypeError, GeneratorExhaustedError, InvalidArgumentError
+from seqid_orm.ids import _random
+from seqid_orm.ids._random import POOL, RandomPool
+from seqid_orm.ids.comb import _MS_LIMIT, _MS_MAX, CombGenerator, decode_comb
+from seqid_orm.ids.text import check_text_id, decode_base32, decode_bsv
 
 needs_fork = pytest.mark.skipif(not hasattr(os, "fork") or sys.platform != "linux", reason="libc fork() on Linux")
 
@@ -130,7 +130,7 @@ def test_a_snowflake_refuses_to_run_in_a_child_of_a_c_level_fork():
     def make(n: int) -> list[str]:
         try:
             return [str(gen.next_id()) for _ in range(n)]
-        except seqid_orm.ForkedGeneratorError:
+        except seqid_orm.errors.ForkedGeneratorError:
             return ["refused"]
 
     made = _raw_fork_children(make)
@@ -196,7 +196,7 @@ def test_uuid_text_that_uuid_UUID_would_accept_is_refused(text):
     with pytest.raises(InvalidIDError):
         timestamp_of(text)
     with pytest.raises(InvalidIDError, match="invalid UUID text"):
-        seqid_orm.coerce_uuid(text)
+        seqid_orm.ids.validate.coerce_uuid(text)
 
 
 # --- 4. base32 is ASCII only ----------------------------------------------------------------
@@ -224,13 +224,18 @@ def test_base32_never_returns_more_than_128_bits(text):
 
 def test_non_canonical_bsv_text_is_refused():
     # the last two are canonical base64, of 22 and 23 bytes: only 24 bytes make a bsv id
-    for bad in ["0" * 30 + "!!", "0" * 31 + "!", seqid_orm.encode_bsv(bytes(22)), seqid_orm.encode_bsv(bytes(23))]:
+    for bad in [
+        "0" * 30 + "!!",
+        "0" * 31 + "!",
+        seqid_orm.ids.text.encode_bsv(bytes(22)),
+        seqid_orm.ids.text.encode_bsv(bytes(23)),
+    ]:
         with pytest.raises(InvalidIDError):
             check_text_id(bad, "bsv")
         with pytest.raises(InvalidIDError):
             timestamp_of(bad)
     # base64 text whose unused low bits are set decodes to the same bytes as the canonical one
-    canonical = seqid_orm.encode_bsv(b"\x00")
+    canonical = seqid_orm.ids.text.encode_bsv(b"\x00")
     sloppy = canonical[0] + "0" + canonical[2:]
     assert sloppy != canonical
     with pytest.raises(InvalidIDError, match="canonical"):
@@ -243,7 +248,7 @@ def test_two_bsv_texts_never_decode_to_the_same_bytes(text):
         raw = decode_bsv(text)
     except InvalidIDError:
         return
-    assert seqid_orm.encode_bsv(raw) == text
+    assert seqid_orm.ids.text.encode_bsv(raw) == text
 
 
 # --- 7. every error is typed ------------------------------------------------------------------

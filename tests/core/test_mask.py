@@ -12,18 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import seqid_orm
-from seqid_orm import (
-    ArgumentTypeError,
-    InvalidArgumentError,
-    InvalidIDError,
-    Layout,
-    NoTimestampError,
-    comb_at,
-    comb_batch,
-    timestamp_of,
-    uuid_sequence_nextval,
-)
-from seqid_orm.masking import UnmaskError, mask, unmask, unmask_any
+from seqid_orm import InvalidIDError, Layout, comb_at, comb_batch, timestamp_of, uuid_sequence_nextval
+from seqid_orm.errors import ArgumentTypeError, InvalidArgumentError, NoTimestampError
+from seqid_orm.public.masking import UnmaskError, mask, unmask, unmask_any
 
 KEY = bytes(range(32))
 OTHER = bytes(range(1, 33))

@@ -11,8 +11,9 @@ import uuid
 
 import pytest
 
-from seqid_orm import Layout, NoTimestampError, prefix_of, timestamp_of, uuid_sequence_nextval, uuid_time_nextval
-from seqid_orm.prefixed import extension_prefix, prefix_bytes
+from seqid_orm import Layout, timestamp_of, uuid_sequence_nextval, uuid_time_nextval
+from seqid_orm.errors import NoTimestampError
+from seqid_orm.ids.prefixed import extension_prefix, prefix_bytes, prefix_of
 
 
 def blocks(block_size: int, block_count: int, values: range) -> dict[int, int]:

@@ -8,9 +8,10 @@ import uuid
 
 import pytest
 
-from seqid_orm import Layout, UnknownLayoutError, layout_for_order
-from seqid_orm.layout import ORDER_BYTES, ORDER_BYTES_LE, ORDER_MARIADB_SWAPPED, ORDER_SQLSERVER
-from seqid_orm.registry import (
+from seqid_orm import Layout
+from seqid_orm.errors import UnknownLayoutError
+from seqid_orm.ids.layout import ORDER_BYTES, ORDER_BYTES_LE, ORDER_MARIADB_SWAPPED, ORDER_SQLSERVER, layout_for_order
+from seqid_orm.vendors import (
     Storage,
     choose_layout,
     choose_prefix_layout,
@@ -57,7 +58,7 @@ def test_choose_layout_table(vendor, version, storage, expected):
 
 
 def test_distributed_engines_are_read_from_version_strings_and_an_explicit_layout_wins():
-    from seqid_orm.registry import decide_layout, default_storage, distributed_flavor
+    from seqid_orm.vendors import decide_layout, default_storage, distributed_flavor
 
     assert distributed_flavor("8.0.11-TiDB-v7.5.0") == "tidb"
     assert distributed_flavor("PostgreSQL 11.2-YB-2.20.1.0-b0 on x86_64-pc-linux-gnu") == "yugabytedb"

@@ -8,9 +8,9 @@ import threading
 
 import pytest
 
-from seqid_orm import ClockMovedBackwardsError, ForkedGeneratorError, Snowflake, timestamp_of
-from seqid_orm.errors import GeneratorExhaustedError
-from seqid_orm.snowflake import TWITTER_EPOCH_MS
+from seqid_orm import Snowflake, timestamp_of
+from seqid_orm.errors import ClockMovedBackwardsError, ForkedGeneratorError, GeneratorExhaustedError
+from seqid_orm.ids.snowflake import TWITTER_EPOCH_MS
 
 UTC = dt.timezone.utc
 

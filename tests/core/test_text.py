@@ -10,8 +10,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from seqid_orm import InvalidIDError, base32, bsv, bsv_parts, decode_base32, decode_bsv, encode_base32, encode_bsv
-from seqid_orm.text import BSV_ALPHABET, BsvGenerator
+from seqid_orm import InvalidIDError, base32, bsv
+from seqid_orm.ids.text import (
+    BSV_ALPHABET,
+    BsvGenerator,
+    bsv_parts,
+    decode_base32,
+    decode_bsv,
+    encode_base32,
+    encode_bsv,
+)
 
 UTC = dt.timezone.utc
 

@@ -17,10 +17,10 @@ from django.test.utils import isolate_apps
 from django.urls import reverse
 
 from seqid_orm import Layout, timestamp_of
-from seqid_orm.comb import layout_of
 from seqid_orm.django import SeqUUIDField, SnowflakeField, SortableTextField
 from seqid_orm.django.connection import storage_of, vendor_of
-from seqid_orm.registry import Storage
+from seqid_orm.ids.comb import layout_of
+from seqid_orm.vendors import Storage
 from tests.django.testapp.models import Author, Book, Event, ShareCode, Tag, Ulid
 
 pytestmark = pytest.mark.django_db
@@ -298,7 +298,7 @@ def test_oracle_backend_gets_hex_storage_and_time_first():
     """Django's Oracle backend, built without a server: the column Django would create decides."""
     from django.db.backends.oracle.base import DatabaseWrapper
 
-    from seqid_orm.registry import choose_layout
+    from seqid_orm.vendors import choose_layout
 
     oracle = DatabaseWrapper({**connection.settings_dict, "ENGINE": "django.db.backends.oracle"}, "oracle")
     field = Author._meta.pk
@@ -311,7 +311,7 @@ def test_mssql_django_backend_layout_follows_its_column_type():
     """mssql-django, built without a server: char(32) hex today, uniqueidentifier in older releases."""
     from mssql.base import DatabaseWrapper
 
-    from seqid_orm.registry import choose_layout
+    from seqid_orm.vendors import choose_layout
 
     mssql = DatabaseWrapper({**connection.settings_dict, "ENGINE": "mssql"}, "mssql")
     field = Author._meta.pk

@@ -6,9 +6,9 @@ import pytest
 from django.core.management import call_command
 from django.db import connection, transaction
 
+from seqid_orm.allocation.leases import LeasedSnowflake
 from seqid_orm.django import settings_snowflake
 from seqid_orm.django.fields import _generators
-from seqid_orm.leases import LeasedSnowflake
 from tests.django.testapp.models import Event
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -7,7 +7,7 @@ import pytest
 from django.db import connections
 
 from seqid_orm import Layout
-from seqid_orm.comb import layout_of
+from seqid_orm.ids.comb import layout_of
 from tests.django.testapp.models import Author, LegacyRecord
 
 pytestmark = pytest.mark.django_db(databases=["default", "legacy"])

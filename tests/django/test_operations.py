@@ -9,7 +9,7 @@ from django.db import DatabaseError, connection
 
 from seqid_orm.django.operations import CreateSequentialUUIDFunctions
 from seqid_orm.errors import InvalidArgumentError
-from seqid_orm.prefixed import extension_prefix, prefix_of
+from seqid_orm.ids.prefixed import extension_prefix, prefix_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

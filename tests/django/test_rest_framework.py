@@ -10,6 +10,9 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 import seqid_orm
+import seqid_orm.errors
+import seqid_orm.ids.text
+import seqid_orm.ids.validate
 from seqid_orm import mask
 from seqid_orm.django.public_ids import get_by_public_id, public_id_of
 from seqid_orm.django.rest_framework import SnowflakeIdField
@@ -77,7 +80,7 @@ def test_public_ids_hide_the_key_and_find_the_row(api):
     for item in listed:
         public = uuid.UUID(item["id"])
         assert public.version == 4
-        with pytest.raises(seqid_orm.NoTimestampError):
+        with pytest.raises(seqid_orm.errors.NoTimestampError):
             seqid_orm.timestamp_of(public)
     target = authors[2]
     found = api.get(f"/api/authors/{public_id_of(target, PUBLIC_ID_KEYS)}/")

@@ -8,9 +8,9 @@ from django.core.exceptions import ValidationError
 from django.core.management import call_command
 from django.db import connection, models, transaction
 
+from seqid_orm.allocation.tickets import TicketSequence
 from seqid_orm.django import TicketField, ticket_sequence
 from seqid_orm.errors import InvalidArgumentError, InvalidIDError
-from seqid_orm.tickets import TicketSequence
 from tests.django.testapp.models import Order
 from tests.tickets.procs import Worker, start_together
 
@@ -141,7 +141,7 @@ def test_a_sequence_on_another_kind_of_server(redis_url):
 def test_an_in_memory_sqlite_database_is_refused_with_the_way_out(monkeypatch):
     from django.db import connections
 
-    from seqid_orm.backends.django import DjangoTicketStore
+    from seqid_orm.allocation.stores.django import DjangoTicketStore
 
     memory = {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}
     scratch = connections.configure_settings({"default": memory, "scratch": memory})["scratch"]

@@ -10,6 +10,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 import seqid_orm
+import seqid_orm.errors
+import seqid_orm.ids.text
+import seqid_orm.ids.validate
 from seqid_orm import mask
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -41,7 +44,7 @@ def test_customers_are_shown_masked_and_found_by_their_public_id(shop):
     public = [uuid.UUID(r.json()["id"]) for r in made]
     assert all(p.version == 4 for p in public)
     for p in public:
-        with pytest.raises(seqid_orm.NoTimestampError):
+        with pytest.raises(seqid_orm.errors.NoTimestampError):
             seqid_orm.timestamp_of(p)
     # the database orders the real keys by creation; the listing (ORDER BY id) shows that order,
     # masked, without revealing it

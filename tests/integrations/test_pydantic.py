@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 import seqid_orm
-from seqid_orm import InvalidArgumentError, Layout, SeqIDError, Snowflake, coerce_int_id, coerce_uuid, mask
+from seqid_orm import Layout, SeqIDError, Snowflake, mask
+from seqid_orm.errors import InvalidArgumentError
+from seqid_orm.ids.validate import coerce_int_id, coerce_uuid
 from seqid_orm.pydantic import SeqUUID, SnowflakeId, SortableId, public_id
 
 KEY = bytes(range(16, 48))

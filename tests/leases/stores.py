@@ -36,7 +36,7 @@ def age_namespace(namespace: str, sql_urls: list[str], redis_urls: list[str]) ->
     wait (a new namespace, a store that lost its state) use a namespace that was not aged."""
     import redis
 
-    from seqid_orm.backends.sqlalchemy import lease_table
+    from seqid_orm.allocation.stores.sqlalchemy import lease_table
 
     for url in sql_urls:
         engine = sa.create_engine(url)

@@ -14,11 +14,11 @@ import time
 import pytest
 
 from seqid_orm import Snowflake
-from seqid_orm.bench.servers import PrivateRedis
+from seqid_orm.allocation.leases import WorkerLease
 from seqid_orm.errors import ArgumentTypeError, InvalidArgumentError, LeaseLostError, VolatileStoreError
-from seqid_orm.leases import WorkerLease
 from tests.conftest import volatile_ok
 from tests.leases.stores import age_namespace, forget_namespace
+from tests.servers.private import PrivateRedis
 from tests.tickets.procs import Worker, start_together
 
 sa = pytest.importorskip("sqlalchemy")

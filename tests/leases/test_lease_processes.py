@@ -7,11 +7,11 @@ import time
 import pytest
 
 from seqid_orm import Snowflake
-from seqid_orm.bench.servers import PrivatePostgres, PrivateRedis, pg_bindir, server_major
+from seqid_orm.allocation.leases import open_lease_store
 from seqid_orm.errors import LeaseLostError
-from seqid_orm.leases import open_lease_store
 from tests.conftest import POSTGRES_URL, volatile_ok
 from tests.leases.stores import age_namespace
+from tests.servers.private import PrivatePostgres, PrivateRedis, pg_bindir, server_major
 from tests.tickets.procs import Worker, start_together
 
 pytestmark = pytest.mark.slow

@@ -11,6 +11,7 @@ import time
 import pytest
 
 from seqid_orm import Snowflake
+from seqid_orm.allocation.leases import LeasedSnowflake, WorkerLease, open_lease_store
 from seqid_orm.errors import (
     ArgumentTypeError,
     ClockMovedBackwardsError,
@@ -19,7 +20,6 @@ from seqid_orm.errors import (
     LeaseLostError,
     LeaseUnavailableError,
 )
-from seqid_orm.leases import LeasedSnowflake, WorkerLease, open_lease_store
 from tests.conftest import volatile_ok
 
 sa = pytest.importorskip("sqlalchemy")
@@ -252,7 +252,7 @@ def test_max_workers_cannot_exceed_what_the_bits_hold():
 
 
 def test_seqid_lease_status_lists_holders_and_marks(server, namespace, capsys):
-    from seqid_orm.__main__ import main
+    from seqid_orm.cli import main
 
     with WorkerLease(server, namespace, max_workers=3, ttl=30) as lease:
         assert main(["lease", "status", server, "--namespace", namespace, "--json"]) == 0
@@ -266,8 +266,8 @@ def test_seqid_lease_status_lists_holders_and_marks(server, namespace, capsys):
 
 @pytest.mark.parametrize("scheme", ["postgresql+psycopg", "mysql+pymysql", "redis"])
 def test_a_lease_store_that_cannot_be_reached_is_a_typed_error_naming_it(scheme):
-    from seqid_orm.bench.servers import free_port
     from seqid_orm.errors import BackendUnavailableError
+    from tests.servers.private import free_port
 
     url = f"{scheme}://user:secret@127.0.0.1:{free_port()}/0"
     lease = WorkerLease(url, "orders", connect_timeout=1, accept_state_loss=True)

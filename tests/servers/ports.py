@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import socket
 
-from seqid_orm.bench.servers import _ephemeral_range
+from tests.servers.private import _ephemeral_range
 
 
 def check_ports(ports: dict[str, int], who: str) -> None:

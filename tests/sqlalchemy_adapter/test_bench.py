@@ -12,9 +12,9 @@ import statistics
 import pytest
 
 sa = pytest.importorskip("sqlalchemy")
-from seqid_orm.bench import report, runner  # noqa: E402
-from seqid_orm.bench.cpu import is_local_host  # noqa: E402
-from seqid_orm.bench.keys import KINDS  # noqa: E402
+from seqid_orm.cli.bench import report, runner  # noqa: E402
+from seqid_orm.cli.bench.cpu import is_local_host  # noqa: E402
+from seqid_orm.cli.bench.keys import KINDS  # noqa: E402
 
 
 def url_of(engine) -> str:
@@ -117,7 +117,7 @@ def test_rounds_rotate_the_order_and_report_median_ratios(engine, prefix):
 )
 def test_server_cpu_is_the_servers_own(request, fixture, busy_sql):
 
-    from seqid_orm.bench import cpu
+    from seqid_orm.cli.bench import cpu
 
     engine = request.getfixturevalue(fixture)
     if not is_local_host(engine.url.host):
@@ -191,7 +191,7 @@ def test_unit_of_work_path_batches_keys_made_anywhere(engine, prefix):
 
 
 def test_cli_bench(tmp_path, capsys):
-    from seqid_orm.__main__ import main
+    from seqid_orm.cli import main
 
     out = tmp_path / "out"
     assert main(["bench", "--rows", "2000", "--keys", "bigint,uuid4,comb", "--out", str(out), "--quiet"]) == 0
@@ -207,67 +207,6 @@ def test_cli_bench(tmp_path, capsys):
         assert exit_.value.code == 2 and "--repeat" in capsys.readouterr().err
     assert main(["bench", "--url", "postgresql+psycopg://nobody@127.0.0.1:1/none", "--rows", "10", "--quiet"]) == 2
     assert "cannot reach" in capsys.readouterr().err
-
-
-def test_generation_benchmark_reports_every_generator_against_uuid4():
-    from seqid_orm.bench import generation
-
-    rows = generation.run(calls=2000, rounds=1, batch=100)
-    names = [r["generator"] for r in rows]
-    assert names[0] == "uuid.uuid4 (baseline)" and rows[0]["cost_vs_uuid4"] == 1.0
-    assert {"seqid uuid7", "seqid comb time_last", "seqid Snowflake.next_id", "seqid bsv"} <= set(names)
-    # the column default, timed per row as SQLAlchemy calls it, in both kinds of statement
-    defaults = {r["generator"]: r for r in rows if "row default" in str(r["generator"])}
-    assert set(defaults) == {
-        "seqid SQLAlchemy row default, 100-row statement",
-        "seqid SQLAlchemy row default, one-row statements",
-    }
-    assert all(float(str(r["ns_per_id"])) > 0 for r in defaults.values())
-    assert "| seqid uuid7 |" in generation.markdown(rows)
-
-
-def test_small_memory_postgres_is_private_and_small(pg_engine):
-    import shutil
-
-    from seqid_orm.bench.servers import small_postgres
-
-    if shutil.which("runuser") is None and __import__("os").geteuid() == 0:
-        pytest.fail("running as root needs runuser to start a private PostgreSQL")
-    with small_postgres(url_of(pg_engine)) as url:
-        engine = sa.create_engine(url)
-        with engine.connect() as conn:
-            assert conn.execute(sa.text("SHOW shared_buffers")).scalar() == "16MB"
-            assert engine.url.port != pg_engine.url.port
-        engine.dispose()
-    with pytest.raises(sa.exc.OperationalError):
-        sa.create_engine(url, connect_args={"connect_timeout": 2}).connect()
-
-
-def test_small_memory_mariadb_restores_the_buffer_pool(mysql_engine):
-    from seqid_orm.bench.servers import small_mariadb
-
-    def pool_size():
-        with mysql_engine.connect() as conn:
-            return int(conn.execute(sa.text("SELECT @@GLOBAL.innodb_buffer_pool_size")).scalar())
-
-    before = pool_size()
-    with small_mariadb(url_of(mysql_engine)):
-        assert pool_size() < before and pool_size() <= 64 * 2**20
-    assert pool_size() == before
-
-
-def test_cli_small_memory_runs_on_a_private_postgres(pg_engine, capsys):
-    from seqid_orm.__main__ import main
-
-    url = url_of(pg_engine)
-    assert (
-        main(["bench", "--url", url, "--small-memory", "--rows", "2000", "--keys", "bigint,comb", "--json", "--quiet"])
-        == 0
-    )
-    data = json.loads(capsys.readouterr().out)
-    assert data[0]["notes"] == ["small-memory mode"]
-    assert data[0]["url"] != sa.make_url(url).render_as_string(hide_password=True)  # not the shared server
-    assert [r["key"] for r in data[0]["results"]] == ["bigint", "comb"]
 
 
 def test_a_bare_postgresql_url_without_psycopg2_points_at_the_installed_driver():
@@ -286,30 +225,3 @@ def test_a_bare_postgresql_url_without_psycopg2_points_at_the_installed_driver()
         assert "postgresql+psycopg://" in done.stderr and "psycopg2" in done.stderr
     else:
         assert done.returncode == 0, done.stderr
-
-
-def test_the_insert_paths_benchmark_inserts_along_every_path_and_cleans_up(engine, prefix):
-    """Every path really inserts (the tables are counted after each path), on every database."""
-    from seqid_orm.bench import insert_paths
-
-    counted: list[tuple[str, str, int]] = []
-    real_insert = insert_paths._insert
-
-    def counting_insert(path, key, engines, tables, rows, batch):
-        seconds = real_insert(path, key, engines, tables, rows, batch)
-        with engine.connect() as conn:
-            counted.append((path, key, conn.scalar(sa.select(sa.func.count()).select_from(tables[key]))))
-        return seconds
-
-    insert_paths._insert = counting_insert
-    try:
-        result = insert_paths.run(url_of(engine), rows=1200, rounds=2, batch=500, prefix=prefix)
-    finally:
-        insert_paths._insert = real_insert
-    paths = ["executemany", "insertmanyvalues", "orm-bulk"] + (["copy"] if engine.dialect.driver == "psycopg" else [])
-    assert list(result["paths"]) == paths
-    assert sorted(counted) == sorted((p, k, 1200) for p in paths for k in insert_paths.KEYS for _ in range(2))
-    for figures in result["paths"].values():
-        low, high = figures["seqid_vs_bigint_range"]
-        assert 0 < low <= figures["seqid_vs_bigint_median"] <= high
-    assert not [t for t in sa.inspect(engine).get_table_names() if t.startswith(prefix)]

@@ -13,9 +13,9 @@ import pytest
 sa = pytest.importorskip("sqlalchemy")
 
 from seqid_orm import Snowflake, base32, bsv, comb, uuid_sequence_nextval  # noqa: E402
-from seqid_orm.registry import choose_prefix_layout  # noqa: E402
 from seqid_orm.sqlalchemy import SeqUUID, SnowflakeID, SortableText, layout_for  # noqa: E402
 from seqid_orm.sqlalchemy.types import dialect_server_version, dialect_vendor  # noqa: E402
+from seqid_orm.vendors import choose_prefix_layout  # noqa: E402
 
 N = 3000
 

@@ -34,7 +34,7 @@ def test_sqlalchemy_example(engine, capsys):
 
 
 def test_demo_reports_database_order_equals_generation_order(capsys):
-    from seqid_orm.__main__ import main
+    from seqid_orm.cli import main
 
     assert main(["demo", "--rows", "4"]) == 0
     out = capsys.readouterr().out
@@ -43,7 +43,7 @@ def test_demo_reports_database_order_equals_generation_order(capsys):
 
 
 def test_cli_new_decode_and_errors(capsys):
-    from seqid_orm.__main__ import main
+    from seqid_orm.cli import main
 
     assert main(["new", "--kind", "comb", "--dialect", "mssql", "-n", "2"]) == 0
     values = capsys.readouterr().out.split()
@@ -57,7 +57,7 @@ def test_cli_new_decode_and_errors(capsys):
 
 
 def test_cli_new_with_a_live_url(engine, capsys):
-    from seqid_orm.__main__ import main
+    from seqid_orm.cli import main
 
     assert main(["new", "--kind", "comb", "--url", engine.url.render_as_string(hide_password=False), "-n", "3"]) == 0
     values = [uuid.UUID(v) for v in capsys.readouterr().out.split()]
@@ -67,7 +67,7 @@ def test_cli_new_with_a_live_url(engine, capsys):
 
 
 def test_cli_probe_against_live_server(engine, capsys):
-    from seqid_orm.__main__ import main
+    from seqid_orm.cli import main
 
     assert main(["probe", engine.url.render_as_string(hide_password=False)]) == 0
     out = capsys.readouterr().out

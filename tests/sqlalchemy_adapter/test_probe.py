@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 from seqid_orm import Layout
-from seqid_orm.registry import compare_order, layout_sample
+from seqid_orm.vendors import compare_order, layout_sample
 
 STORAGES = ["native", "binary", "text", "hex"]
 

@@ -15,7 +15,7 @@ sa = pytest.importorskip("sqlalchemy")
 from sqlalchemy import insert, select  # noqa: E402
 from sqlalchemy.dialects import mssql, postgresql  # noqa: E402
 
-from seqid_orm.layout import ORDER_SQLSERVER, sort_key  # noqa: E402
+from seqid_orm.ids.layout import ORDER_SQLSERVER, sort_key  # noqa: E402
 from seqid_orm.sqlalchemy import SeqUUID, seq_uuid_default  # noqa: E402
 from seqid_orm.sqlalchemy.defaults import BATCH_FROM_ROWS  # noqa: E402
 

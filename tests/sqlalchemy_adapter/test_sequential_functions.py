@@ -13,10 +13,10 @@ sa = pytest.importorskip("sqlalchemy")
 pytest.importorskip("alembic")
 
 from seqid_orm.errors import InvalidArgumentError  # noqa: E402
-from seqid_orm.prefixed import extension_prefix, prefix_of  # noqa: E402
-from seqid_orm.registry import choose_prefix_layout  # noqa: E402
+from seqid_orm.ids.prefixed import extension_prefix, prefix_of  # noqa: E402
 from seqid_orm.sqlalchemy import SeqUUID  # noqa: E402
 from seqid_orm.sqlalchemy.types import dialect_server_version, dialect_vendor  # noqa: E402
+from seqid_orm.vendors import choose_prefix_layout  # noqa: E402
 from tests.sqlalchemy_adapter import one_migration  # noqa: E402
 
 MIGRATION = '''

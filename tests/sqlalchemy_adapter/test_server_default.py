@@ -15,8 +15,9 @@ import uuid
 
 import pytest
 
-from seqid_orm import ServerDefaultUnavailableError, timestamp_of
-from seqid_orm.server_default import server_default
+from seqid_orm import timestamp_of
+from seqid_orm.errors import ServerDefaultUnavailableError
+from seqid_orm.vendors.server_default import server_default
 
 sa = pytest.importorskip("sqlalchemy")
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column  # noqa: E402

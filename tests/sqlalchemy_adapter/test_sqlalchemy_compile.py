@@ -15,7 +15,7 @@ from sqlalchemy.dialects import mssql, mysql, oracle, postgresql, sqlite  # noqa
 from sqlalchemy.schema import CreateTable  # noqa: E402
 
 from seqid_orm import Layout  # noqa: E402
-from seqid_orm.layout import ORDER_SQLSERVER, sort_key  # noqa: E402
+from seqid_orm.ids.layout import ORDER_SQLSERVER, sort_key  # noqa: E402
 from seqid_orm.sqlalchemy import SeqUUID, SnowflakeID, SortableText, layout_for, seq_uuid_default  # noqa: E402
 
 

@@ -89,7 +89,7 @@ def test_seq_uuid_field_is_the_one_line_way(engine, table_name, generate):
 
 
 def test_seq_uuid_field_refuses_a_layout_for_database_made_ids():
-    from seqid_orm import InvalidArgumentError
+    from seqid_orm.errors import InvalidArgumentError
     from seqid_orm.sqlalchemy.sqlmodel import seq_uuid_field
 
     with pytest.raises(InvalidArgumentError, match="layout="):

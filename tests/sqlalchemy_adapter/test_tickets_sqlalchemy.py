@@ -14,13 +14,14 @@ from alembic import command as alembic_command  # noqa: E402
 from alembic.config import Config  # noqa: E402
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column  # noqa: E402
 
-from seqid_orm import prefix_of, uuid_sequence_nextval  # noqa: E402
-from seqid_orm.backends.sqlalchemy import SQLAlchemyTicketStore  # noqa: E402
+from seqid_orm import uuid_sequence_nextval  # noqa: E402
+from seqid_orm.allocation.stores.sqlalchemy import SQLAlchemyTicketStore  # noqa: E402
+from seqid_orm.allocation.tickets import TicketSequence  # noqa: E402
 from seqid_orm.errors import ArgumentTypeError, InvalidIDError  # noqa: E402
-from seqid_orm.registry import choose_prefix_layout  # noqa: E402
+from seqid_orm.ids.prefixed import prefix_of  # noqa: E402
 from seqid_orm.sqlalchemy import TicketID, prefixed_uuid_pk, ticket_pk  # noqa: E402
 from seqid_orm.sqlalchemy.types import SeqUUID, dialect_server_version, dialect_vendor  # noqa: E402
-from seqid_orm.tickets import TicketSequence  # noqa: E402
+from seqid_orm.vendors import choose_prefix_layout  # noqa: E402
 from tests.conftest import ASYNC_DRIVERS  # noqa: E402
 from tests.sqlalchemy_adapter.test_alembic import SCRIPT_MAKO, autogenerate  # noqa: E402
 
@@ -234,8 +235,8 @@ def _use_tickets(url: str, table: str) -> None:
 
 
 def _use_leases(url: str, table: str) -> None:
-    from seqid_orm.backends.sqlalchemy import SQLAlchemyLeaseStore
-    from seqid_orm.leases import WorkerLease
+    from seqid_orm.allocation.leases import WorkerLease
+    from seqid_orm.allocation.stores.sqlalchemy import SQLAlchemyLeaseStore
 
     # a new table: its first holder waits out one ttl plus the tolerance (a forgotten holder), kept short here
     store = SQLAlchemyLeaseStore(url, table_name=table, create_table=False)

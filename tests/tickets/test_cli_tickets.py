@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from seqid_orm.__main__ import main
-from seqid_orm.tickets import TicketSequence
+from seqid_orm.allocation.tickets import TicketSequence
+from seqid_orm.cli import main
 
 sa = pytest.importorskip("sqlalchemy")
 
@@ -36,17 +36,6 @@ def test_init_creates_the_table_and_status_of_an_empty_server(tmp_path, capsys):
 def test_unknown_scheme_is_a_clear_error(capsys):
     assert main(["ticket", "status", "ftp://example.org/x"]) == 2
     assert "unknown ticket server scheme 'ftp'" in capsys.readouterr().err
-
-
-def test_bench_reports_rates_round_trips_and_latency(sqlite_ticket_url, capsys):
-    args = ["ticket", "bench", "--url", sqlite_ticket_url, "--blocks", "1,100", "--repeat", "1"]
-    assert main([*args, "--scale", "0.02", "--index-rows", "0", "--quiet", "--json"]) == 0
-    found = {m["what"]: m for m in json.loads(capsys.readouterr().out)["sequences"]}
-    assert set(found) == {"block 1", "block 1, no prefetch", "block 100", "block 100, no prefetch"}
-    assert found["block 100, no prefetch"]["round_trips_per_1000"] == 10
-    assert found["block 1, no prefetch"]["round_trips_per_1000"] == 1000
-    for m in found.values():
-        assert m["ids_per_s"] > 0 and set(m["latency_ns"]) == {"p50", "p99", "p99.9", "max"}
 
 
 def test_repair_moves_the_counter_above_the_largest_key_and_never_lowers_it(server, seq_name, tmp_path, capsys):

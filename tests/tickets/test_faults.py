@@ -12,10 +12,10 @@ from collections import Counter
 
 import pytest
 
-from seqid_orm.bench.servers import PrivateRedis
+from seqid_orm.allocation.tickets import TicketSequence
 from seqid_orm.errors import AllocationError, BackendMismatchError, VolatileStoreError
-from seqid_orm.tickets import TicketSequence
 from tests.conftest import MYSQL_URL, POSTGRES_URL, volatile_ok
+from tests.servers.private import PrivateRedis
 from tests.tickets.conftest import forget
 from tests.tickets.procs import Worker, start_together
 
@@ -118,7 +118,7 @@ def test_a_redis_restarted_empty_repeats_no_id(data_table, seq_name):
             assert ended(a).startswith(("error CounterRegressedError", "error AllocationError"))
             drawn = assert_unique(a, b)
             # the operator's way back: counters above the largest key, then everyone goes on
-            from seqid_orm.backends.sqlalchemy import ColumnFloor
+            from seqid_orm.allocation.stores.sqlalchemy import ColumnFloor
 
             table = sa.Table(data_table, sa.MetaData(), sa.Column("id", sa.BigInteger, primary_key=True))
             engine = sa.create_engine(POSTGRES_URL)

@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from seqid_orm.bench.servers import PrivatePostgres, PrivateRedis, pg_bindir
 from tests.conftest import MYSQL_URL, POSTGRES_URL, volatile_ok
+from tests.servers.private import PrivatePostgres, PrivateRedis, pg_bindir
 from tests.tickets.conftest import forget
 from tests.tickets.procs import Worker, start_together
 
@@ -226,7 +226,7 @@ def second_server(request):
 
 
 def _pg_major() -> int:
-    from seqid_orm.bench.servers import server_major
+    from tests.servers.private import server_major
 
     return server_major(POSTGRES_URL)
 

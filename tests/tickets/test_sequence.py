@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from seqid_orm.backends import open_ticket_store
-from seqid_orm.backends.sqlalchemy import SQLAlchemyTicketStore, advance_statement, ticket_table
-from seqid_orm.bench.servers import free_port
+from seqid_orm.allocation.stores import open_ticket_store
+from seqid_orm.allocation.stores.sqlalchemy import SQLAlchemyTicketStore, advance_statement, ticket_table
+from seqid_orm.allocation.tickets import TicketSequence
 from seqid_orm.errors import (
     AllocationError,
     ArgumentTypeError,
@@ -25,9 +25,9 @@ from seqid_orm.errors import (
     InvalidIDError,
     SeqIDError,
 )
-from seqid_orm.tickets import TicketSequence
-from seqid_orm.validate import BIGINT_MAX
+from seqid_orm.ids.validate import BIGINT_MAX
 from tests.conftest import POSTGRES_URL
+from tests.servers.private import free_port
 from tests.tickets.conftest import forget
 
 sa = pytest.importorskip("sqlalchemy")

@@ -17,8 +17,8 @@ import time
 
 def main() -> int:
     opts = json.loads(sys.argv[1])
+    from seqid_orm.allocation.tickets import TicketSequence
     from seqid_orm.errors import SeqIDError
-    from seqid_orm.tickets import TicketSequence
 
     servers = opts["servers"]
     seq = TicketSequence(opts["name"], servers, **opts.get("options", {}))
@@ -55,7 +55,7 @@ def bind_table(seq, opts):
     """Bind ``seq`` to ``opts["table"]``'s key column; a function inserting ids there."""
     import sqlalchemy as sa
 
-    from seqid_orm.backends.sqlalchemy import ColumnFloor
+    from seqid_orm.allocation.stores.sqlalchemy import ColumnFloor
 
     engine = sa.create_engine(opts["table_url"])
     table = sa.Table(opts["table"], sa.MetaData(), sa.Column("id", sa.BigInteger, primary_key=True))

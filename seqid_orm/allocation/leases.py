@@ -1,0 +1,535 @@
+"""Worker ids leased from a shared store instead of configured by hand.
+
+A Snowflake id is unique only while no two live generators share a worker id.  Configured ids
+collide when containers are copied, derived ids (from an IP or a MAC) collide in Kubernetes,
+and "one new id per start" runs out.  A :class:`WorkerLease` takes a free worker id from a SQL
+table or Redis for a time-to-live, renews it from a daemon thread every ``ttl / 3`` and gives it
+back on exit; an expired lease may be taken over::
+
+    with WorkerLease("postgresql+psycopg://app@db/app", namespace="orders-api", max_workers=1024) as lease:
+        lease.worker_id  # an int in range(1024), held by this process alone
+
+    gen = Snowflake.leased("redis://127.0.0.1:6379/0", namespace="orders-api")  # leases on first use
+
+Rules that keep ids unique:
+
+* **Expiry by the store's clock**, the one clock all nodes share (the database's ``now``,
+  Redis's ``PX``).  The holder counts its own deadline from the moment it *sent* the renewal,
+  minus a margin, so it always stops before the store lets anyone else in.
+* **A lease that cannot be renewed stops its generator** (:class:`~seqid_orm.errors.LeaseLostError`)
+  before it expires, instead of risking duplicates; the renewal thread keeps trying and the
+  generator resumes once it holds a lease again, perhaps for another worker id.
+* **A fence by time, not by a check that can be paused past.**  Every renewal records in the
+  store a high-water mark ahead of the clock (its clock plus the ttl: the last Unix millisecond
+  this holder may stamp until it renews again), and a leased generator never stamps an id past
+  the mark the store confirmed, whatever its clock says: a clock stepped forward makes it renew
+  (and record the higher mark) before it goes on.  A new holder of that worker id makes no id
+  until its own clock has passed the mark: it waits up to ``clock_tolerance`` seconds, else gives
+  the id back and raises :class:`~seqid_orm.errors.ClockMovedBackwardsError`.  So a holder that
+  was frozen (SIGSTOP, a GC pause, a VM migration) past its ttl and resumes can only stamp
+  milliseconds the next holder never stamps: its next clock reading is past its mark, and the
+  renewal that would move the mark fails because its token is gone.  On release the holder
+  stops its generator first and then lowers the mark to what it really used.
+* **A store that lost its state**: a worker id the store has no record of may still have a
+  holder the store forgot, stamping up to one ttl past its last renewal.  The store tells a
+  never-used id from a lost one (see :meth:`~seqid_orm.backends.base.LeaseStore.acquire`), and
+  the new holder of a lost id, or of any id in the first ``ttl + clock_tolerance`` seconds of a
+  namespace the store has just (re)created, waits out that time before its first id, renewing
+  meanwhile.  That is the cost of a cold start: the first process of a new namespace waits one
+  ttl plus the tolerance (35 s with the defaults; tests pass a short ttl).
+* **Forks**: a child never uses its parent's lease; a leased generator takes a lease of its own
+  at its first id in the child (the parent keeps and renews its own).
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import secrets
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import (
+    ArgumentTypeError,
+    ClockMovedBackwardsError,
+    InvalidArgumentError,
+    LeaseLostError,
+    LeaseUnavailableError,
+)
+from ..ids._random import check_fork, on_fork
+from ..ids.snowflake import Snowflake
+from ..ids.validate import check_bool, check_seconds
+from .stores import MAX_CONNECT_TIMEOUT, backend_of
+from .stores.base import Grant, LeaseStore, check_name
+
+__all__ = ["LeasedSnowflake", "WorkerLease", "open_lease_store"]
+
+log = logging.getLogger("seqid_orm.leases")
+
+_MARGIN = 0.1  # the share of the ttl a holder gives up, so it stops before the store's expiry
+MAX_TTL = 86400.0  # seconds: a lease or a tolerance longer than a day is a mistake in units
+
+
+def open_lease_store(
+    target: object, *, connect_timeout: float = 5.0, create_table: bool = True, accept_state_loss: bool = False
+) -> LeaseStore:
+    """The lease store for ``target``: a SQLAlchemy or Redis URL, an ``Engine``, a ``redis.Redis`` or a store.
+
+    ``accept_state_loss`` allows a Redis server that would lose the leases on a restart (see
+    :class:`~seqid_orm.errors.VolatileStoreError`), as for ticket stores.
+    """
+    connect_timeout = check_seconds("connect_timeout", connect_timeout, 0.1, MAX_CONNECT_TIMEOUT)
+    check_bool("create_table", create_table)
+    check_bool("accept_state_loss", accept_state_loss)
+    backend = backend_of(target, "lease store")
+    if backend == "redis":
+        from .stores.redis import RedisLeaseStore
+
+        return RedisLeaseStore(
+            target,  # type: ignore[arg-type]
+            connect_timeout=connect_timeout,
+            accept_state_loss=accept_state_loss,
+        )
+    if backend == "sql":
+        from .stores.sqlalchemy import SQLAlchemyLeaseStore
+
+        return SQLAlchemyLeaseStore(target, connect_timeout=connect_timeout, create_table=create_table)  # type: ignore[arg-type]
+    if all(hasattr(target, a) for a in ("acquire", "renew", "release", "leases", "label")):
+        return target  # type: ignore[return-value]
+    kind = f"{type(target).__module__}.{type(target).__qualname__}"
+    raise ArgumentTypeError(f"a lease store must be a URL, an Engine, a redis.Redis or a lease store, got {kind}")
+
+
+_LIVE: weakref.WeakSet[WorkerLease] = weakref.WeakSet()
+
+
+class WorkerLease:
+    """A worker id in ``range(max_workers)`` held by this process: see the module docstring.
+
+    ``wall_clock`` (Unix nanoseconds), ``monotonic`` (seconds) and ``sleep`` exist so tests can
+    drive time; a leased Snowflake passes its own clock.  ``high_water`` returns the last Unix
+    millisecond the lease's user has used; ``on_release`` is called before the lease is given
+    back and returns the same after stopping its user for good, for the mark left on release
+    (default: ``high_water``, which is now for a lease without a generator).
+    """
+
+    def __init__(
+        self,
+        store: object,
+        namespace: str,
+        *,
+        max_workers: int = 1024,
+        ttl: float = 30.0,
+        clock_tolerance: float = 5.0,
+        create_table: bool = True,
+        connect_timeout: float = 5.0,
+        accept_state_loss: bool = False,
+        high_water: Callable[[], int] | None = None,
+        on_release: Callable[[], int] | None = None,
+        wall_clock: Callable[[], int] = time.time_ns,
+        monotonic: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], object] = time.sleep,
+    ) -> None:
+        self.namespace = check_name(namespace, "lease namespace")
+        if isinstance(max_workers, bool) or not isinstance(max_workers, int):
+            raise ArgumentTypeError(f"max_workers must be an int, got {type(max_workers).__name__}")
+        if not 1 <= max_workers <= 1 << 20:
+            raise InvalidArgumentError(f"max_workers must be between 1 and {1 << 20:,}, got {max_workers}")
+        self.ttl = check_seconds("ttl", ttl, 0.1, MAX_TTL)
+        self.clock_tolerance = check_seconds("clock_tolerance", clock_tolerance, 0.0, MAX_TTL)
+        for name, fn in (
+            ("high_water", high_water),
+            ("on_release", on_release),
+            ("wall_clock", wall_clock),
+            ("monotonic", monotonic),
+            ("sleep", sleep),
+        ):
+            if fn is not None and not callable(fn):
+                raise ArgumentTypeError(f"{name} must be callable, got {type(fn).__name__}")
+        self.max_workers = max_workers
+        self.store = open_lease_store(
+            store, connect_timeout=connect_timeout, create_table=create_table, accept_state_loss=accept_state_loss
+        )
+        # Without a generator's own figure, "now" is the safe high-water mark at release.
+        self.high_water = high_water or self._wall_ms
+        self._on_release = on_release or self.high_water
+        self._wall = wall_clock
+        self._monotonic = monotonic
+        self._sleep = sleep
+        self._init_state()
+        _LIVE.add(self)
+
+    def _init_state(self) -> None:
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._state = "idle"  # idle (not taken yet, or released), held, lost (renewal failed)
+        self._worker_id: int | None = None
+        self._token = ""
+        self._inherited_mark = 0  # the previous holder's mark, which our own release never lowers
+        self.valid_until = float("-inf")
+        """The monotonic time until which the worker id may be used (renewals push it on)."""
+        self.mark_ms = 0
+        """The high-water mark the store confirmed last: the latest Unix millisecond this holder may
+        stamp (a leased generator never stamps past it; renewals push it on)."""
+        self.acquisitions = 0
+        self.granted_at: float | None = None
+        """When the store granted the current lease (monotonic seconds)."""
+        self.mark_wait = 0.0
+        """Seconds the last acquisition waited for the previous holder's clock mark."""
+
+    def __repr__(self) -> str:
+        return (
+            f"WorkerLease({self.store.label}, namespace={self.namespace!r}, worker_id={self._worker_id}, {self._state})"
+        )
+
+    @property
+    def ttl_ms(self) -> int:
+        return int(self.ttl * 1000)
+
+    def _wall_ms(self) -> int:
+        return self._wall() // 1_000_000
+
+    # --- the worker id -------------------------------------------------------------------
+
+    @property
+    def held(self) -> bool:
+        """Whether this process holds a live lease now."""
+        return self._state == "held" and self._monotonic() < self.valid_until
+
+    @property
+    def worker_id(self) -> int:
+        """The worker id, while the lease is live; :class:`LeaseLostError` otherwise."""
+        if self._state == "held" and self._monotonic() < self.valid_until:
+            assert self._worker_id is not None
+            return self._worker_id
+        if self._state == "idle":
+            raise LeaseLostError(
+                f"no worker id is leased in namespace {self.namespace!r}: use `with lease:` or lease.acquire()"
+            )
+        raise LeaseLostError(
+            f"the lease of worker id {self._worker_id} in namespace {self.namespace!r} on {self.store.label} "
+            "could not be renewed before it expired; no id is made until a lease is held again (the renewal "
+            "thread keeps trying)"
+        )
+
+    def acquire(self) -> int:
+        """Take a worker id (waiting for its previous holder's clock mark) and start renewing it."""
+        check_fork()
+        with self._lock:
+            if self._state == "held":
+                return self.worker_id
+            self._take()
+            self._start_renewing()
+            assert self._worker_id is not None
+            return self._worker_id
+
+    def _take(self) -> None:
+        self.mark_wait = 0.0
+        token = secrets.token_hex(16)
+        quarantine_ms = int((self.ttl + self.clock_tolerance) * 1000)
+        sent = self._monotonic()
+        grant = self.store.acquire(self.namespace, token, self.max_workers, self.ttl_ms, quarantine_ms)
+        self.granted_at = self._monotonic()
+        if grant is None:
+            raise LeaseUnavailableError(
+                f"all {self.max_workers} worker ids of namespace {self.namespace!r} on {self.store.label} are "
+                "leased (max_workers); stop a process, wait for a dead one's lease to expire, or allow more workers"
+            )
+        # Leave our own bound before the first id: a holder killed before its first renewal
+        # must still leave a mark (the store handed us the previous holder's, which stays if higher).
+        bound = max(grant.mark_ms, self._wall_ms() + self.ttl_ms)
+        if not self.store.renew(self.namespace, grant.worker_id, token, self.ttl_ms, bound):
+            raise LeaseLostError(f"worker id {grant.worker_id} in {self.namespace!r} was taken again at once")
+        if grant.wait_ms > 0:
+            sent = self._quarantine(grant, token, sent)
+        sent = self._wait_for_mark(grant.worker_id, token, grant.mark_ms, sent)
+        self._token = token
+        self._inherited_mark = grant.mark_ms
+        self._worker_id = grant.worker_id
+        self.mark_ms = bound
+        self.valid_until = sent + self.ttl * (1 - _MARGIN)
+        self._state = "held"
+        self.acquisitions += 1
+        log.info("leased worker id %s in %r on %s", grant.worker_id, self.namespace, self.store.label)
+
+    def _quarantine(self, grant: Grant, token: str, sent: float) -> float:
+        """Wait ``grant.wait_ms`` before the first id (the store may have forgotten a live holder of
+        this worker id), renewing the lease meanwhile; the time the last renewal was sent."""
+        log.warning(
+            "worker id %s in %r on %s has no record of its last holder (a new namespace, or a store that lost "
+            "its state): waiting %.1f s (one ttl plus the clock tolerance) before its first id",
+            grant.worker_id,
+            self.namespace,
+            self.store.label,
+            grant.wait_ms / 1000,
+        )
+        began = self._monotonic()
+        until = began + grant.wait_ms / 1000
+        while (now := self._monotonic()) < until:
+            self._sleep(min(self.ttl / 3, until - now))
+            sent = self._keep(grant.worker_id, token, sent)
+        self.mark_wait += self._monotonic() - began
+        return sent
+
+    def _wait_for_mark(self, worker_id: int, token: str, mark_ms: int, sent: float) -> float:
+        """Make no id until this clock has passed what the previous holder may have used, renewing
+        the lease meanwhile (the wait may outlast a ttl); the time the last renewal was sent."""
+        if self._wall_ms() > mark_ms:
+            return sent
+        began = self._monotonic()
+        deadline = began + self.clock_tolerance
+        while (now := self._wall_ms()) <= mark_ms:
+            if self._monotonic() >= deadline:
+                self.store.release(self.namespace, worker_id, token, mark_ms)
+                raise ClockMovedBackwardsError(
+                    f"this node's clock reads {now} ms, {mark_ms - now + 1} ms before the mark the previous holder "
+                    f"of worker id {worker_id} in {self.namespace!r} left ({mark_ms} ms); waited "
+                    f"{self.clock_tolerance} s (clock_tolerance). Fix this node's clock (NTP) or raise the tolerance"
+                )
+            self._sleep(min(0.05, (mark_ms - now + 1) / 1000))
+            sent = self._keep(worker_id, token, sent)
+        self.mark_wait += self._monotonic() - began
+        return sent
+
+    def _keep(self, worker_id: int, token: str, sent: float) -> float:
+        """Renew a lease taken but not yet used once a third of the ttl has passed since ``sent``;
+        the time the last renewal was sent."""
+        if self._monotonic() - sent < self.ttl / 3:
+            return sent
+        sent = self._monotonic()
+        if not self.store.renew(self.namespace, worker_id, token, self.ttl_ms, self._wall_ms() + self.ttl_ms):
+            raise LeaseLostError(
+                f"the lease of worker id {worker_id} in {self.namespace!r} was lost while it waited before its first id"
+            )
+        return sent
+
+    def release(self) -> None:
+        """Give the worker id back now, leaving the high-water mark for the next holder."""
+        # Stop the lease's user first, outside our lock (a generator holds its own lock and then
+        # ours when it must move the mark): nothing is stamped after the figure it returns.
+        used = self._on_release()
+        with self._lock:
+            self._stop.set()
+            thread, self._thread = self._thread, None
+            state, self._state = self._state, "idle"
+            if state == "idle" or self._worker_id is None:
+                return
+            # our own bound (clock + ttl) is replaced by what we really used (after stopping the
+            # generator for good), but never below the mark we inherited: the next holder then
+            # waits only as long as it must
+            mark = max(self._inherited_mark, used)
+            try:
+                self.store.release(self.namespace, self._worker_id, self._token, mark)
+            except Exception as exc:  # the store is gone: the lease simply expires there
+                log.warning("releasing worker id %s in %r failed: %s", self._worker_id, self.namespace, exc)
+            self.valid_until = float("-inf")
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=5)
+
+    def __enter__(self) -> WorkerLease:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    # --- renewal -------------------------------------------------------------------------
+
+    def _start_renewing(self) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._renew_loop, args=(self._stop,), daemon=True, name="seqid-lease")
+        self._thread.start()
+
+    def _renew_loop(self, stop: threading.Event) -> None:
+        interval = self.ttl / 3
+        while not stop.wait(interval):
+            with self._lock:
+                if stop.is_set():
+                    return
+                interval = self._renew_once()
+
+    def _renew_once(self) -> float:
+        """One renewal (or, once lost, one attempt to lease again); the seconds until the next."""
+        if self._state == "lost":
+            try:
+                self._take()
+            except Exception as exc:  # all taken, the store down, a clock behind: try again later
+                log.warning("leasing a worker id in %r again failed: %s", self.namespace, exc)
+                return self.ttl / 3
+            return self.ttl / 3
+        assert self._worker_id is not None
+        sent = self._monotonic()
+        mark = max(self.high_water(), self._wall_ms() + self.ttl_ms)  # the most it may use before renewing
+        try:
+            renewed = self.store.renew(self.namespace, self._worker_id, self._token, self.ttl_ms, mark)
+        except Exception as exc:  # unreachable store: keep trying until the lease runs out
+            log.warning("renewing worker id %s in %r failed: %s", self._worker_id, self.namespace, exc)
+            renewed = None
+        if renewed:
+            self.valid_until = sent + self.ttl * (1 - _MARGIN)
+            self.mark_ms = max(self.mark_ms, mark)
+            return self.ttl / 3
+        if renewed is False or self._monotonic() >= self.valid_until:
+            if self._state == "held":
+                log.error(
+                    "lost the lease of worker id %s in %r on %s: its ids stop until a lease is held again",
+                    self._worker_id,
+                    self.namespace,
+                    self.store.label,
+                )
+            self._state = "lost"
+            self.valid_until = float("-inf")
+            return self.ttl / 10
+        # not renewed yet, still valid: try again soon, well before the deadline
+        return max(0.01, min(self.ttl / 10, (self.valid_until - self._monotonic()) / 2))
+
+    def extend_mark(self, at_least_ms: int) -> int:
+        """Renew now, recording a mark of at least ``at_least_ms`` (the generator's clock went past
+        the confirmed one); the new confirmed mark, or :class:`LeaseLostError` if the lease is gone."""
+        with self._lock:
+            if self._state != "held" or self._worker_id is None:
+                raise self._lost_error()
+            sent = self._monotonic()
+            mark = max(at_least_ms, self.high_water(), self._wall_ms() + self.ttl_ms)
+            try:
+                renewed = self.store.renew(self.namespace, self._worker_id, self._token, self.ttl_ms, mark)
+            except Exception as exc:
+                raise LeaseLostError(
+                    f"renewing worker id {self._worker_id} in {self.namespace!r} to move its clock mark failed: {exc}"
+                ) from exc
+            if not renewed:
+                self._state = "lost"
+                self.valid_until = float("-inf")
+                raise self._lost_error()
+            self.valid_until = sent + self.ttl * (1 - _MARGIN)
+            self.mark_ms = max(self.mark_ms, mark)
+            return self.mark_ms
+
+    def _lost_error(self) -> LeaseLostError:
+        return LeaseLostError(
+            f"the lease of worker id {self._worker_id} in namespace {self.namespace!r} on {self.store.label} "
+            "is not held (expired, taken over by another process, or lost by the store); no id is made until a "
+            "lease is held again (the renewal thread keeps trying)"
+        )
+
+    def _after_fork(self) -> None:
+        """In a forked child: forget the parent's lease (the parent keeps renewing it)."""
+        self._init_state()
+        self.store.after_fork()
+
+
+def _after_fork_in_child() -> None:
+    for lease in list(_LIVE):
+        lease._after_fork()
+
+
+on_fork(_after_fork_in_child)
+
+
+@atexit.register
+def _release_at_exit() -> None:
+    for lease in list(_LIVE):
+        if lease._state != "idle":
+            lease.release()
+
+
+class LeasedSnowflake(Snowflake):
+    """A :class:`~seqid_orm.Snowflake` whose worker (and datacenter) id come from a :class:`WorkerLease`.
+
+    Made by :meth:`Snowflake.leased`.  The lease is taken at the first id (so a prefork server's
+    master, which only imports the application, holds none), renewed in the background, and its
+    high-water mark is this generator's last timestamp.  When the lease is lost ``next_id()``
+    raises :class:`~seqid_orm.errors.LeaseLostError` until a lease is held again.
+
+    The generator never stamps a time unit that ends past the mark the store confirmed
+    (:attr:`WorkerLease.mark_ms`): the check runs under the generator's lock *after* the clock
+    is read, so no pause between a lease check and the clock reading can get past it.
+    """
+
+    def __init__(self, store: object, namespace: str, *, lease_options: dict[str, Any], **kwargs: Any) -> None:
+        super().__init__(worker_id=0, **kwargs)
+        capacity = 1 << (self.worker_bits + self.datacenter_bits)
+        max_workers = lease_options.pop("max_workers", None)
+        if max_workers is None:
+            max_workers = capacity
+        elif isinstance(max_workers, int) and not isinstance(max_workers, bool) and max_workers > capacity:
+            raise InvalidArgumentError(
+                f"max_workers={max_workers} exceeds the {capacity} ids the worker and datacenter bits can hold"
+            )
+        self._monotonic = lease_options.pop("monotonic", time.monotonic)
+        self._limit = -1  # nothing may be stamped before a lease is held
+        self.lease = WorkerLease(
+            store,
+            namespace,
+            max_workers=max_workers,
+            high_water=self._high_water_ms,
+            on_release=self._stop,
+            wall_clock=self._clock,
+            monotonic=self._monotonic,
+            sleep=self._sleep,
+            **lease_options,
+        )
+        self._acquisition = -1  # the lease's acquisition whose worker id the fields hold
+
+    def __repr__(self) -> str:
+        return f"LeasedSnowflake({self.lease!r})"
+
+    def _high_water_ms(self) -> int:
+        """The last Unix millisecond of the last time unit this generator used (0 before the first id)."""
+        if self._last < 0:
+            return 0
+        return self.epoch_ms + (self._last + 1) * self.time_unit_ms - 1
+
+    def _units_within(self, mark_ms: int) -> int:
+        """The last time unit that ends at or before ``mark_ms``."""
+        return min(self._time_max, (mark_ms - self.epoch_ms + 1) // self.time_unit_ms - 1)
+
+    def _stop(self) -> int:
+        """Before the lease is given back: stamp nothing more under it; the last millisecond used."""
+        with self._lock:
+            self._limit = -1
+            self._acquisition = -1
+            return self._high_water_ms()
+
+    def next_id(self) -> int:
+        check_fork()
+        if self._forked:  # a child: the parent's lease is not ours (its hook forgot it); take our own
+            self._forked = False
+        lease = self.lease
+        if self._monotonic() >= lease.valid_until or self._acquisition != lease.acquisitions:
+            self._refresh()
+        return super().next_id()
+
+    def _past_limit(self, now: int) -> int:
+        if now > self._time_max:
+            return super()._past_limit(now)
+        if self._acquisition != self.lease.acquisitions or self._acquisition < 0:
+            raise self.lease._lost_error()  # released or re-taken since the check in next_id
+        limit = self._units_within(self.lease.mark_ms)  # the renewal thread may have moved it
+        if now > limit:
+            # The clock reads past the confirmed mark (a step forward, or a pause past a renewal):
+            # record a mark past this time unit before stamping it, or refuse if the lease is gone.
+            unit_end_ms = self.epoch_ms + (now + 1) * self.time_unit_ms - 1
+            limit = self._units_within(self.lease.extend_mark(unit_end_ms))
+        self._limit = limit
+        return now
+
+    def _refresh(self) -> None:
+        lease = self.lease
+        if lease._state == "idle":
+            lease.acquire()
+        worker = lease.worker_id  # LeaseLostError while no lease is held
+        with self._lock:
+            self.worker_id = worker & ((1 << self.worker_bits) - 1)
+            self.datacenter_id = worker >> self.worker_bits
+            self._node = (self.datacenter_id << self._datacenter_shift) | (self.worker_id << self._worker_shift)
+            self._acquisition = lease.acquisitions
+            self._limit = self._units_within(lease.mark_ms)
+
+    def close(self) -> None:
+        """Release the lease now (it is released at exit anyway)."""
+        self.lease.release()

@@ -1,0 +1,123 @@
+"""Allocation backends: where ticket sequences (and worker leases) keep their shared state.
+
+The core (:mod:`seqid_orm.tickets`) decides how values are used — segments, double buffering,
+which server to ask, what to do when one fails; a backend only runs the atomic statements of one
+server.  Backends are imported when a URL asks for them, so the core still needs nothing
+outside the standard library:
+
+================================  ==========================================  ================
+target                            backend                                     extra
+================================  ==========================================  ================
+``postgresql+psycopg://...``,     :mod:`.sqlalchemy` (SQL Server and Oracle   ``sqlalchemy``
+``mysql+pymysql://...``,          by the same Core statements)                and a driver
+``sqlite:///file``, an ``Engine``
+``redis://``, ``rediss://``,      :mod:`.redis`                               ``redis``
+``unix://``, a ``redis.Redis``
+a Django database alias           :mod:`.django` (``TicketField``)            ``django``
+================================  ==========================================  ================
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...errors import ArgumentTypeError, InvalidArgumentError
+from ...ids.validate import check_bool, check_seconds
+from .base import TicketRow, TicketStore, check_name, hide_password
+
+__all__ = [
+    "MAX_CONNECT_TIMEOUT",
+    "REDIS_SCHEMES",
+    "SQL_SCHEMES",
+    "TicketRow",
+    "TicketStore",
+    "backend_of",
+    "check_name",
+    "hide_password",
+    "open_ticket_store",
+    "scheme_of",
+]
+
+#: SQLAlchemy backend names a ticket server may use (the part of a URL before ``+driver``).
+SQL_SCHEMES = ("postgresql", "mysql", "mariadb", "sqlite", "mssql", "oracle")
+REDIS_SCHEMES = ("redis", "rediss", "unix")
+
+
+def scheme_of(url: str) -> str:
+    """The backend part of a URL's scheme (``postgresql`` for ``postgresql+psycopg://...``)."""
+    head, sep, _ = url.partition("://")
+    if not sep:
+        head, sep, _ = url.partition(":")
+    return head.split("+", 1)[0].lower() if sep else ""
+
+
+def backend_of(target: object, what: str) -> str:
+    """Which backend serves ``target``: ``"sql"`` (a SQLAlchemy URL or ``Engine``), ``"redis"``
+    (a Redis URL or ``redis.Redis``), or ``""`` (anything else: perhaps a store object itself).
+
+    Nothing is imported or connected; a URL with an unknown scheme raises
+    :class:`~seqid_orm.errors.InvalidArgumentError` naming ``what`` ("ticket server", ...).
+    """
+    if isinstance(target, str):
+        scheme = scheme_of(target)
+        if scheme in REDIS_SCHEMES:
+            return "redis"
+        if scheme in SQL_SCHEMES:
+            return "sql"
+        sql = ", ".join(f"{s}://" for s in SQL_SCHEMES)
+        redis = ", ".join(f"{s}://" for s in REDIS_SCHEMES)
+        raise InvalidArgumentError(
+            f"unknown {what} scheme {scheme or '(none)'!r} in {hide_password(target)!r}; "
+            f"use a SQLAlchemy URL ({sql}, with an optional +driver) or a Redis URL ({redis})"
+        )
+    kind = f"{type(target).__module__}.{type(target).__qualname__}"
+    if kind.startswith("sqlalchemy.") and type(target).__name__ == "Engine":
+        return "sql"
+    if kind.startswith("redis.") and hasattr(target, "register_script"):
+        return "redis"
+    return ""
+
+
+MAX_CONNECT_TIMEOUT = 3600.0
+_STORE_METHODS = ("allocate", "read", "create", "raise_to", "rows", "label", "after_fork", "close")
+
+
+def open_ticket_store(
+    target: object,
+    *,
+    connect_timeout: float = 5.0,
+    create_table: bool = True,
+    table_name: str | None = None,
+    accept_state_loss: bool = False,
+) -> TicketStore:
+    """The store for ``target``: a URL, a SQLAlchemy ``Engine``, a ``redis.Redis`` or a store.
+
+    ``create_table`` and ``table_name`` apply to SQL stores only, ``accept_state_loss`` to Redis
+    (see :class:`~seqid_orm.errors.VolatileStoreError`).  Bad arguments and an unknown scheme
+    raise a typed error before anything is imported or connected.
+    """
+    connect_timeout = check_seconds("connect_timeout", connect_timeout, 0.1, MAX_CONNECT_TIMEOUT)
+    check_bool("create_table", create_table)
+    check_bool("accept_state_loss", accept_state_loss)
+    backend = backend_of(target, "ticket server")
+    if backend == "redis":
+        from .redis import RedisTicketStore
+
+        return RedisTicketStore(
+            target,  # type: ignore[arg-type]
+            connect_timeout=connect_timeout,
+            accept_state_loss=accept_state_loss,
+        )
+    if backend == "sql":
+        from .sqlalchemy import SQLAlchemyTicketStore
+
+        sql_options: dict[str, Any] = {"connect_timeout": connect_timeout, "create_table": create_table}
+        if table_name is not None:
+            sql_options["table_name"] = table_name
+        return SQLAlchemyTicketStore(target, **sql_options)  # type: ignore[arg-type]
+    if all(hasattr(target, a) for a in _STORE_METHODS):
+        return target  # type: ignore[return-value]
+    kind = f"{type(target).__module__}.{type(target).__qualname__}"
+    raise ArgumentTypeError(
+        f"a ticket server must be a URL, a SQLAlchemy Engine, a redis.Redis or a ticket store, got {kind}"
+    )

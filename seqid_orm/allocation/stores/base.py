@@ -1,0 +1,336 @@
+"""What every allocation backend shares: the table's shape, the store protocol, the SQL algorithm.
+
+A ticket *store* is one ticket server: a SQL database (through SQLAlchemy or a Django
+connection) or a Redis server.  It keeps one row per sequence name::
+
+    seqid_tickets(name VARCHAR(64) PRIMARY KEY, next_value BIGINT, step BIGINT, value_offset BIGINT)
+
+``next_value`` is the next value the server will hand out; every value it hands out is
+congruent to ``value_offset`` modulo ``step``, so K servers with the same step and the offsets
+1..K never overlap (Flickr's ticket servers, 2010, with ``auto_increment_increment``/``_offset``).
+A reservation of ``count`` values moves ``next_value`` on by ``count * step`` in one atomic
+statement on the store's own connection, outside any caller's transaction; the values
+reserved are ``first, first + step, ..., first + (count - 1) * step``.
+
+SQL stores implement four primitives (:class:`TicketRows`) and share :func:`allocate_rows`,
+which makes the decisions once: refuse a missing row (a reservation never creates one: a
+counter that vanished and came back at its start would hand out its ids again), refuse a row
+whose step or offset contradicts the client's, and never move ``next_value`` past the largest
+value allowed (a BIGINT, or a smaller ``max_value``).  Redis does the same in one Lua script.
+
+Rows are created only by :meth:`TicketStore.create` (insert-if-absent, so sixteen processes
+racing on a new name cannot get a stale value: the insert hands out nothing), which
+:class:`~seqid_orm.tickets.TicketSequence` calls after checking every server of its list as a
+set, and moved up only by :meth:`TicketStore.raise_to` (``seqid ticket repair``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
+
+from ...errors import AllocationError, ArgumentTypeError, BackendMismatchError, GeneratorExhaustedError, InvalidIDError
+from ...ids.validate import BIGINT_MAX
+
+__all__ = [
+    "LEASE_TABLE",
+    "NAME_LENGTH",
+    "TICKET_TABLE",
+    "TOKEN_LENGTH",
+    "Grant",
+    "LeaseRow",
+    "LeaseStore",
+    "SQLTicketStore",
+    "TicketRow",
+    "TicketRows",
+    "TicketStore",
+    "allocate_rows",
+    "check_name",
+    "hide_password",
+    "is_conflict",
+    "last_value_limit",
+    "raise_rows",
+    "vanished",
+]
+
+_T = TypeVar("_T")
+
+TICKET_TABLE = "seqid_tickets"
+LEASE_TABLE = "seqid_worker_leases"
+NAME_LENGTH = 64
+TOKEN_LENGTH = 32
+
+# Lower case only: a name is a key on every backend, and MySQL/MariaDB's default collations
+# would make "Orders" and "orders" the same row while Redis and PostgreSQL keep them apart.
+_NAME = re.compile(r"[a-z0-9][a-z0-9_.:-]{0,63}\Z")
+
+
+def check_name(name: object, what: str = "sequence name") -> str:
+    """``name`` if it is a valid sequence or namespace name; a typed error naming the rule otherwise."""
+    if not isinstance(name, str):
+        raise ArgumentTypeError(f"a {what} must be a str, got {type(name).__name__}")
+    if _NAME.match(name) is None:
+        raise InvalidIDError(
+            f"invalid {what} {name!r}: 1 to {NAME_LENGTH} characters of a-z, 0-9, '_', '.', ':', '-', "
+            "starting with a letter or digit (lower case, so every backend treats it alike)"
+        )
+    return name
+
+
+def is_conflict(exc: BaseException) -> bool:
+    """Whether a driver error says another transaction won (a deadlock, a serialization failure, a
+    Galera certification conflict): the statement was rolled back and may be retried."""
+    orig = getattr(exc, "orig", None) or getattr(exc, "__cause__", None) or exc
+    args = getattr(orig, "args", ())
+    if args and args[0] in (1213, 1205):  # MySQL/MariaDB: deadlock (Galera's conflicts too), lock wait
+        return True
+    state = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+    return state in ("40001", "40P01")  # PostgreSQL: serialization failure, deadlock
+
+
+_PASSWORD = re.compile(r"(://[^:/@]*:)[^@/]*@")
+
+
+def hide_password(url: str) -> str:
+    """``url`` with any password replaced by ``***``, for messages and logs."""
+    return _PASSWORD.sub(r"\1***@", url)
+
+
+@dataclass(frozen=True)
+class TicketRow:
+    """One sequence as a ticket server stores it."""
+
+    name: str
+    next_value: int
+    step: int
+    offset: int
+
+
+class TicketStore(Protocol):
+    """One ticket server.  Implementations must be safe to call from several threads."""
+
+    label: str
+    """The server as messages name it (no password)."""
+
+    def allocate(self, name: str, count: int, step: int, offset: int, max_value: int) -> tuple[int, int]:
+        """Reserve up to ``count`` values of sequence ``name``; return ``(first, granted)``.
+
+        ``granted`` is ``count`` unless fewer values are left before ``max_value``.  Raises
+        :class:`~seqid_orm.errors.AllocationError` when the row does not exist (it is never
+        created here), :class:`~seqid_orm.errors.GeneratorExhaustedError` when not one value is
+        left, :class:`~seqid_orm.errors.BackendMismatchError` when the stored step or offset
+        differ, and the backend's own errors when it cannot be reached (the caller treats those
+        as "unavailable").
+        """
+        ...
+
+    def read(self, name: str) -> TicketRow | None:
+        """The stored row of ``name``, or ``None``."""
+        ...
+
+    def create(self, row: TicketRow) -> None:
+        """Insert ``row`` unless a row of that name exists (never an error on a race)."""
+        ...
+
+    def raise_to(self, row: TicketRow) -> TicketRow:
+        """Create ``row`` if absent, else move its ``next_value`` up to ``row.next_value`` (never
+        down) where the step and offset match; return the stored row."""
+        ...
+
+    def rows(self) -> list[TicketRow]:
+        """Every sequence this server holds, by name."""
+        ...
+
+    def after_fork(self) -> None:
+        """Forget connections inherited from the parent process (without closing them)."""
+        ...
+
+    def close(self) -> None:
+        """Release connections."""
+        ...
+
+
+def first_value(offset: int, step: int, start: int) -> int:
+    """The smallest value ``>= start`` (and ``>= offset``) congruent to ``offset`` modulo ``step``."""
+    start = max(start, offset)
+    return start + (offset - start) % step
+
+
+def last_value_limit(max_value: int, step: int) -> int:
+    """The largest value a server may hand out: ``max_value``, and ``next_value`` (one step on)
+    must still fit a signed BIGINT."""
+    return min(max_value, BIGINT_MAX - step)
+
+
+class TicketRows(Protocol):
+    """The statements a SQL ticket store runs, each atomic and committed on its own."""
+
+    def advance(self, name: str, delta: int, step: int, offset: int, highest_start: int) -> int | None:
+        """``UPDATE ... SET next_value = next_value + delta WHERE name = :name AND step = :step
+        AND value_offset = :offset AND next_value <= :highest_start``, returning the new
+        ``next_value``; ``None`` when no row matched."""
+        ...
+
+    def read(self, name: str) -> TicketRow | None:
+        """The row of ``name``, if any."""
+        ...
+
+    def create(self, row: TicketRow) -> None:
+        """Insert ``row`` unless a row of that name exists (never an error on a race)."""
+        ...
+
+    def raise_next(self, row: TicketRow) -> None:
+        """``UPDATE ... SET next_value = :next WHERE name = :name AND step = :step AND
+        value_offset = :offset AND next_value < :next``."""
+        ...
+
+
+class SQLTicketStore:
+    """The :class:`TicketStore` methods of a SQL store, on :func:`allocate_rows` and
+    :func:`raise_rows`: a subclass only says how one call reaches its own connection, by
+    ``_with_rows(fn)`` calling ``fn(rows)`` with the :class:`TicketRows` of that connection
+    (retrying a dropped connection)."""
+
+    label: str
+
+    def _with_rows(self, fn: Callable[[TicketRows], _T]) -> _T:
+        raise NotImplementedError
+
+    def allocate(self, name: str, count: int, step: int, offset: int, max_value: int) -> tuple[int, int]:
+        return self._with_rows(lambda rows: allocate_rows(rows, self.label, name, count, step, offset, max_value))
+
+    def read(self, name: str) -> TicketRow | None:
+        return self._with_rows(lambda rows: rows.read(name))
+
+    def create(self, row: TicketRow) -> None:
+        self._with_rows(lambda rows: rows.create(row))
+
+    def raise_to(self, row: TicketRow) -> TicketRow:
+        return self._with_rows(lambda rows: raise_rows(rows, row))
+
+
+def raise_rows(rows: TicketRows, row: TicketRow) -> TicketRow:
+    """:meth:`TicketStore.raise_to` for a SQL store."""
+    rows.create(row)
+    rows.raise_next(row)
+    stored = rows.read(row.name)
+    if stored is None:  # deleted again between the statements
+        raise AllocationError(f"sequence {row.name!r} vanished while it was being repaired")
+    return stored
+
+
+def vanished(name: str, label: str) -> AllocationError:
+    """The error for a sequence whose stored counter disappeared after this process checked it."""
+    return AllocationError(
+        f"sequence {name!r} vanished from {label} after this process checked it (a truncated or flushed "
+        "table, a deleted row, a Redis restart without persistence...); starting it over would hand out its "
+        "ids again. Set its next_value above the largest id in use (`seqid ticket repair`), then restart "
+        "the clients"
+    )
+
+
+def allocate_rows(
+    rows: TicketRows,
+    label: str,
+    name: str,
+    count: int,
+    step: int,
+    offset: int,
+    max_value: int,
+) -> tuple[int, int]:
+    """:meth:`TicketStore.allocate` for a SQL store, from its three statements.
+
+    The fast path is one ``UPDATE`` (one round trip).  Only when it matches no row does this
+    read the row to tell a new name (create it, then retry) from a contradicting step/offset
+    (refuse) from too few values left (shrink the reservation, or refuse when none is left).
+    A missing row is refused, never created: a counter started over would repeat every id it
+    handed out.
+    """
+    limit = last_value_limit(max_value, step)
+    for _ in range(4):  # shrink, retry: more rounds mean someone keeps changing the row
+        highest_start = limit - (count - 1) * step  # the last value reserved must be <= limit
+        new_next = rows.advance(name, count * step, step, offset, highest_start)
+        if new_next is not None:
+            return new_next - count * step, count
+        row = rows.read(name)
+        if row is None:
+            raise vanished(name, label)
+        if (row.step, row.offset) != (step, offset):
+            raise BackendMismatchError(
+                f"sequence {name!r} on {label} is stored with step={row.step} offset={row.offset}, but this "
+                f"client uses step={step} offset={offset}: clients must list the same servers in the same "
+                "order (or pass the same step= and offsets=), else two servers hand out the same values"
+            )
+        left = (limit - row.next_value) // step + 1 if row.next_value <= limit else 0
+        if left <= 0:
+            raise GeneratorExhaustedError(
+                f"sequence {name!r} on {label} is exhausted: its next value {row.next_value} is past "
+                f"{limit} (the largest value allowed with step {step})"
+            )
+        count = min(count, left)
+    raise AllocationError(f"sequence {name!r} on {label} changed under every attempt to reserve values")
+
+
+# --- worker-id leases ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Grant:
+    """A lease a store granted: the worker id, the previous holder's high-water mark, and how long
+    the new holder must wait because the store may have lost a holder's record."""
+
+    worker_id: int
+    mark_ms: int
+    """The last Unix millisecond the previous holder of this worker id may have used (0: none)."""
+    wait_ms: int = 0
+    """Milliseconds (by the store's clock) to wait before the first id: the store has no record of
+    this worker id's last holder and cannot rule one out (its state was lost, or the namespace is
+    new), so a holder it forgot may still stamp ids up to one ttl after its last renewal."""
+
+
+@dataclass(frozen=True)
+class LeaseRow:
+    """One worker id of a namespace as a store holds it (``seqid lease status``)."""
+
+    namespace: str
+    worker_id: int
+    held: bool
+    expires_in_ms: int
+    mark_ms: int
+
+
+class LeaseStore(Protocol):
+    """Where worker-id leases live.  Expiry is judged by the *store's* clock (the database's,
+    Redis's), the one clock every node shares; implementations must be thread-safe."""
+
+    label: str
+
+    def acquire(self, namespace: str, token: str, max_workers: int, ttl_ms: int, quarantine_ms: int) -> Grant | None:
+        """Take a free or expired worker id in ``range(max_workers)`` for ``token``; ``None`` if all are held.
+
+        The store keeps a record per namespace: when it was first seen (``born``) and the highest
+        worker id ever granted since; never-used ids are granted lowest first.  A worker id with
+        no record of its own is then either new (above the highest) or lost (at or below it:
+        its row was deleted).  ``Grant.wait_ms`` is ``quarantine_ms`` (one ttl plus the clock
+        tolerance) for a lost one, and what is left of ``quarantine_ms`` since ``born`` for the
+        others, since a namespace record that is new may be one the store lost.
+        """
+        ...
+
+    def renew(self, namespace: str, worker_id: int, token: str, ttl_ms: int, mark_ms: int) -> bool:
+        """Extend the lease if ``token`` still holds it, raising its mark to ``mark_ms``; ``False`` if lost."""
+        ...
+
+    def release(self, namespace: str, worker_id: int, token: str, mark_ms: int) -> None:
+        """Give the worker id back (if ``token`` holds it), leaving the mark for the next holder."""
+        ...
+
+    def leases(self, namespace: str) -> list[LeaseRow]:
+        """Every worker id of ``namespace`` the store knows."""
+        ...
+
+    def after_fork(self) -> None: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,248 @@
+"""Ticket server and worker-id leases on a Django database alias, through a connection of their own.
+
+Django hands every thread one connection per alias, and that is the connection a view's
+``transaction.atomic()`` block runs on.  Reserving values there would hold the ticket row's lock
+until the view commits, serialising every writer; so this store opens a *second* connection
+for the alias (``connections.create_connection``), in autocommit, shared by the process's
+threads under a lock.  The SQL is the same as the SQLAlchemy store's, as text per vendor.
+
+The table is the ``seqid_orm.django`` app's migration (add ``"seqid_orm.django"`` to
+``INSTALLED_APPS`` and run ``migrate``); it has the shape of the SQLAlchemy/Alembic one, so
+Django and SQLAlchemy processes can share a sequence.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from django.db import IntegrityError, InterfaceError, OperationalError, connections
+
+from ...errors import BackendUnavailableError, InvalidArgumentError
+from . import lease_sql
+from .base import LEASE_TABLE, TICKET_TABLE, SQLTicketStore, TicketRow, TicketRows, is_conflict
+
+_T = TypeVar("_T")
+
+__all__ = ["DjangoLeaseStore", "DjangoTicketStore"]
+
+_RETURNING = "UPDATE {t} SET next_value = next_value + %s WHERE {cond} RETURNING next_value"
+_ADVANCE = {
+    "postgresql": _RETURNING,
+    "sqlite": _RETURNING,
+    "mysql": "UPDATE {t} SET next_value = LAST_INSERT_ID(next_value + %s) WHERE {cond}",
+    "microsoft": "UPDATE {t} SET next_value = next_value + %s OUTPUT inserted.next_value WHERE {cond}",
+}
+_CONDITION = "name = %s AND step = %s AND value_offset = %s AND next_value <= %s"
+_INSERT = "INSERT INTO {t} (name, next_value, step, value_offset) VALUES (%s, %s, %s, %s)"
+_INSERT_IF_ABSENT = {
+    "postgresql": _INSERT + " ON CONFLICT (name) DO NOTHING",
+    "sqlite": _INSERT + " ON CONFLICT (name) DO NOTHING",
+    "mysql": _INSERT + " ON DUPLICATE KEY UPDATE name = name",
+}
+
+# Connections inherited from a parent process: never closed nor collected here (closing would
+# end the parent's session on the shared socket).
+_INHERITED: list[Any] = []
+
+
+class _OwnConnection:
+    """A Django connection for ``alias`` that is this store's alone, shared by its threads under a lock."""
+
+    def __init__(self, alias: str) -> None:
+        if alias not in connections.settings:
+            raise InvalidArgumentError(f"no Django database {alias!r} in settings.DATABASES")
+        self.alias = alias
+        self.lock = threading.Lock()
+        self.connection: Any = None
+
+    def get(self) -> Any:
+        if self.connection is None:
+            conn = connections.create_connection(self.alias)
+            if conn.vendor == "sqlite" and conn.is_in_memory_db():
+                raise InvalidArgumentError(
+                    f"Django database {self.alias!r} is an in-memory SQLite database (Django's default test "
+                    "database): a second connection to it cannot wait for its write lock, so seqid's own "
+                    f"connection would fail at random. Give it a file (DATABASES[{self.alias!r}]['TEST']['NAME'] "
+                    "= 'test.sqlite3'), or draw from another alias or url="
+                )
+            conn.inc_thread_sharing()
+            self.connection = conn
+        return self.connection
+
+    def discard(self) -> None:
+        conn, self.connection = self.connection, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+    def after_fork(self) -> None:
+        self.lock = threading.Lock()
+        if self.connection is not None:
+            _INHERITED.append(self.connection)
+            self.connection = None
+
+
+class DjangoTicketStore(SQLTicketStore):
+    """A ticket server on Django database ``alias``: see the module docstring."""
+
+    def __init__(self, alias: str = "default", table_name: str = TICKET_TABLE) -> None:
+        self._own = _OwnConnection(alias)
+        self.alias = alias
+        self.table_name = table_name
+        self.label = f"Django database {alias!r}"
+
+    def _with_rows(self, fn: Callable[[TicketRows], _T]) -> _T:
+        with self._own.lock:
+            for attempt in (1, 2):
+                conn = self._own.get()
+                try:
+                    return fn(_Rows(self, conn))
+                except (OperationalError, InterfaceError):
+                    # the server dropped this long-lived connection (wait_timeout, restart): once
+                    # more on a fresh one; values the lost statement reserved are only a gap
+                    self._own.discard()
+                    if attempt == 2:
+                        raise
+        raise AssertionError("unreachable")
+
+    def rows(self) -> list[TicketRow]:
+        with self._own.lock:
+            conn = self._own.get()
+            if self.table_name not in conn.introspection.table_names():
+                return []
+            with conn.cursor() as cursor:
+                cursor.execute(
+                    f"SELECT name, next_value, step, value_offset FROM {conn.ops.quote_name(self.table_name)} "
+                    "ORDER BY name"
+                )
+                return [TicketRow(*r) for r in cursor.fetchall()]
+
+    def after_fork(self) -> None:
+        self._own.after_fork()
+
+    def close(self) -> None:
+        with self._own.lock:
+            self._own.discard()
+
+
+class _Rows:
+    def __init__(self, store: DjangoTicketStore, conn: Any) -> None:
+        self.conn = conn
+        self.vendor = conn.vendor
+        self.table = conn.ops.quote_name(store.table_name)
+        if self.vendor not in _ADVANCE:
+            raise InvalidArgumentError(
+                f"ticket sequences through Django support PostgreSQL, MySQL/MariaDB, SQLite and SQL Server, "
+                f"not {self.vendor!r}; give TicketField a SQLAlchemy or Redis url= instead"
+            )
+
+    def advance(self, name: str, delta: int, step: int, offset: int, highest_start: int) -> int | None:
+        sql = _ADVANCE[self.vendor].format(t=self.table, cond=_CONDITION)
+        with self.conn.cursor() as cursor:
+            cursor.execute(sql, [delta, name, step, offset, highest_start])
+            if self.vendor == "mysql":
+                # LAST_INSERT_ID(expr) comes back in this statement's OK packet, on this connection
+                return int(cursor.lastrowid) if cursor.rowcount else None
+            row = cursor.fetchone()
+            return None if row is None else int(row[0])
+
+    def read(self, name: str) -> TicketRow | None:
+        with self.conn.cursor() as cursor:
+            cursor.execute(f"SELECT name, next_value, step, value_offset FROM {self.table} WHERE name = %s", [name])
+            row = cursor.fetchone()
+        return None if row is None else TicketRow(*row)
+
+    def create(self, row: TicketRow) -> None:
+        params = [row.name, row.next_value, row.step, row.offset]
+        sql = _INSERT_IF_ABSENT.get(self.vendor)
+        with self.conn.cursor() as cursor:
+            if sql is not None:
+                cursor.execute(sql.format(t=self.table), params)
+                return
+            with contextlib.suppress(IntegrityError):  # created by another client meanwhile
+                cursor.execute(_INSERT.format(t=self.table), params)
+
+    def raise_next(self, row: TicketRow) -> None:
+        with self.conn.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {self.table} SET next_value = %s WHERE name = %s AND step = %s AND value_offset = %s "
+                "AND next_value < %s",
+                [row.next_value, row.name, row.step, row.offset, row.next_value],
+            )
+
+
+class DjangoLeaseStore(lease_sql.SQLLeaseStore):
+    """Worker-id leases in the ``seqid_worker_leases`` table of Django database ``alias``.
+
+    The statements are :mod:`seqid_orm.backends.lease_sql`'s, run on a connection of the store's
+    own (never the request's), in autocommit.
+    """
+
+    def __init__(self, alias: str = "default", table_name: str = LEASE_TABLE) -> None:
+        self._own = _OwnConnection(alias)
+        self.table_name = table_name
+        self.label = f"Django database {alias!r}"
+
+    def _run(self, fn: Any, *args: Any) -> Any:
+        with self._own.lock:
+            for attempt in (1, 2):
+                conn = self._own.get()
+                try:
+                    sql = lease_sql.lease_sql(conn.vendor, conn.ops.quote_name(self.table_name))
+                    return fn(_DjangoExecutor(conn), sql, *args)
+                except (OperationalError, InterfaceError) as exc:
+                    self._own.discard()  # a dropped connection: once more on a fresh one
+                    if attempt == 2:
+                        raise BackendUnavailableError(f"lease store {self.label}: {type(exc).__name__}: {exc}") from exc
+        raise AssertionError("unreachable")
+
+    def after_fork(self) -> None:
+        self._own.after_fork()
+
+    def close(self) -> None:
+        with self._own.lock:
+            self._own.discard()
+
+
+_NAMED = re.compile(r":(\w+)")
+
+
+class _DjangoExecutor:
+    """:class:`~seqid_orm.backends.lease_sql.Executor` on a Django connection.
+
+    ``:name`` parameters become positional ``%s`` ones, which every Django backend takes.
+    """
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    @staticmethod
+    def _positional(sql: str, params: dict[str, object]) -> tuple[str, list[object]]:
+        order: list[object] = []
+
+        def place(match: re.Match[str]) -> str:
+            order.append(params[match.group(1)])
+            return "%s"
+
+        return _NAMED.sub(place, sql.replace("%", "%%")), order
+
+    def fetch(self, sql: str, params: dict[str, object]) -> list[tuple[Any, ...]]:
+        with self.conn.cursor() as cursor:
+            cursor.execute(*self._positional(sql, params))
+            return [tuple(r) for r in cursor.fetchall()]
+
+    def run(self, sql: str, params: dict[str, object]) -> int:
+        try:
+            with self.conn.cursor() as cursor:
+                cursor.execute(*self._positional(sql, params))
+                return int(cursor.rowcount)
+        except IntegrityError:
+            return 0
+        except OperationalError as exc:
+            if is_conflict(exc):
+                return 0  # another node (Galera) or transaction took this worker id first
+            raise

@@ -1,0 +1,181 @@
+"""The SQL of worker-id leases, per vendor: one place, used by the SQLAlchemy and Django stores.
+
+Every statement reads the time from the database itself (``NOW_MS``): lease expiry must be
+judged by a clock all nodes share, and a node whose clock is behind would otherwise take over a
+lease that is still live.  Statements use ``:name`` parameters (SQLAlchemy ``text()``); the
+Django store turns them into ``%(name)s``.
+
+A worker id's row outlives its holders: on release ``expires_at`` drops to 0 and the token is
+cleared, but ``last_timestamp`` (the high-water mark) stays for the next holder, who must not
+make ids until its clock has passed it.
+
+Each namespace also has one row of its own, ``worker_id = -1``: ``expires_at`` holds when the
+store first saw the namespace (``born``, by the database's clock) and ``last_timestamp`` the
+highest worker id granted since.  It tells a worker id that was never used from one whose row
+was deleted, and a namespace that is new from one the store forgot (see
+:meth:`~seqid_orm.backends.base.LeaseStore.acquire`).
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any, Protocol
+
+from ...errors import InvalidArgumentError
+from .base import Grant, LeaseRow
+
+__all__ = ["NOW_MS", "Executor", "LeaseSQL", "SQLLeaseStore", "acquire", "lease_sql", "leases", "release", "renew"]
+
+#: The database's current time in Unix milliseconds.
+NOW_MS = {
+    "postgresql": "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)",
+    "mysql": "CAST(UNIX_TIMESTAMP(SYSDATE(3)) * 1000 AS SIGNED)",
+    "mariadb": "CAST(UNIX_TIMESTAMP(SYSDATE(3)) * 1000 AS SIGNED)",
+    "sqlite": "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
+    "mssql": "DATEDIFF_BIG(millisecond, '19700101', SYSUTCDATETIME())",
+}
+
+_RAISE_MARK = "CASE WHEN last_timestamp < :mark THEN :mark ELSE last_timestamp END"
+
+
+class LeaseSQL:
+    """The statements of one vendor on one table."""
+
+    def __init__(self, vendor: str, table: str) -> None:
+        now = NOW_MS.get(vendor)
+        if now is None:
+            raise InvalidArgumentError(
+                f"worker-id leases support PostgreSQL, MariaDB/MySQL, SQLite and SQL Server, not {vendor!r}"
+            )
+        t = table
+        self.now = f"SELECT {now}"
+        self.scan = f"SELECT worker_id, expires_at, last_timestamp, {now} FROM {t} WHERE namespace = :ns"
+        # PostgreSQL and SQLite: no error (and no server log line) when another node won the race
+        if_absent = " ON CONFLICT DO NOTHING" if vendor in ("postgresql", "sqlite") else ""
+        self.insert = (
+            f"INSERT INTO {t} (namespace, worker_id, token, expires_at, last_timestamp) "
+            f"VALUES (:ns, :wid, :token, {now} + :ttl, 0)" + if_absent
+        )
+        self.insert_namespace = (
+            f"INSERT INTO {t} (namespace, worker_id, token, expires_at, last_timestamp) "
+            f"VALUES (:ns, -1, '', {now}, -1)" + if_absent
+        )
+        self.raise_highest = (
+            f"UPDATE {t} SET last_timestamp = :wid WHERE namespace = :ns AND worker_id = -1 AND last_timestamp < :wid"
+        )
+        self.take = (
+            f"UPDATE {t} SET token = :token, expires_at = {now} + :ttl "
+            f"WHERE namespace = :ns AND worker_id = :wid AND expires_at < {now}"
+        )
+        self.mark = f"SELECT last_timestamp FROM {t} WHERE namespace = :ns AND worker_id = :wid AND token = :token"
+        self.renew = (
+            f"UPDATE {t} SET expires_at = {now} + :ttl, last_timestamp = {_RAISE_MARK} "
+            "WHERE namespace = :ns AND worker_id = :wid AND token = :token"
+        )
+        # on release the holder states exactly what it used (its renewal bounds were upper limits)
+        self.release = (
+            f"UPDATE {t} SET expires_at = 0, token = '', last_timestamp = :mark "
+            "WHERE namespace = :ns AND worker_id = :wid AND token = :token"
+        )
+        self.rows = (
+            f"SELECT worker_id, token, expires_at - {now}, last_timestamp FROM {t} "
+            "WHERE namespace = :ns AND worker_id >= 0 ORDER BY worker_id"
+        )
+
+
+def lease_sql(vendor: str, table: str) -> LeaseSQL:
+    """The lease statements for ``vendor`` (a SQLAlchemy dialect or Django vendor name) on ``table``."""
+    return LeaseSQL({"microsoft": "mssql"}.get(vendor, vendor), table)
+
+
+class Executor(Protocol):
+    """How a store runs one statement on its own connection, in autocommit."""
+
+    def fetch(self, sql: str, params: dict[str, object]) -> list[tuple[Any, ...]]:
+        """Rows of a ``SELECT``."""
+        ...
+
+    def run(self, sql: str, params: dict[str, object]) -> int:
+        """Rows changed by ``INSERT``/``UPDATE``; 0 when an ``INSERT`` met an existing key."""
+        ...
+
+
+def acquire(
+    ex: Executor, sql: LeaseSQL, namespace: str, token: str, max_workers: int, ttl_ms: int, quarantine_ms: int
+) -> Grant | None:
+    """Take a worker id nobody holds: the lowest never used, then one whose lease expired, then one
+    whose row was lost.
+
+    Each attempt is one conditional statement, so two processes can never both win the same id;
+    the namespace's highest granted id is raised *before* a never-used id is inserted, so a
+    crash between the two can only make an id look lost (a wait), never new.
+    """
+    found = ex.fetch(sql.scan, {"ns": namespace})
+    if not any(int(r[0]) == -1 for r in found):
+        ex.run(sql.insert_namespace, {"ns": namespace})
+        found = ex.fetch(sql.scan, {"ns": namespace})
+    now = int(found[0][3])
+    born, highest = next((int(e), int(m)) for w, e, m, _ in found if int(w) == -1)
+    fresh = max(0, born + quarantine_ms - now)
+    known = {int(w): int(expires) for w, expires, _, _ in found if int(w) >= 0}
+    unknown = [w for w in range(max_workers) if w not in known]
+    params = {"ns": namespace, "token": token, "ttl": ttl_ms}
+    for wid in (w for w in unknown if w > highest):
+        ex.run(sql.raise_highest, {"ns": namespace, "wid": wid})
+        if ex.run(sql.insert, {**params, "wid": wid}) == 1:
+            return Grant(wid, 0, fresh)
+    for wid in _shuffled([w for w, expires in known.items() if w < max_workers and expires < now]):
+        if ex.run(sql.take, {**params, "wid": wid}) == 1:
+            rows = ex.fetch(sql.mark, {"ns": namespace, "wid": wid, "token": token})
+            return Grant(wid, int(rows[0][0]) if rows else 0, fresh)
+    for wid in (w for w in unknown if w <= highest):  # its row was deleted: its holder may live on
+        if ex.run(sql.insert, {**params, "wid": wid}) == 1:
+            return Grant(wid, 0, quarantine_ms)
+    return None
+
+
+def renew(ex: Executor, sql: LeaseSQL, namespace: str, worker_id: int, token: str, ttl_ms: int, mark_ms: int) -> bool:
+    params = {"ns": namespace, "wid": worker_id, "token": token, "ttl": ttl_ms, "mark": mark_ms}
+    return ex.run(sql.renew, params) == 1
+
+
+def release(ex: Executor, sql: LeaseSQL, namespace: str, worker_id: int, token: str, mark_ms: int) -> None:
+    ex.run(sql.release, {"ns": namespace, "wid": worker_id, "token": token, "mark": mark_ms})
+
+
+def leases(ex: Executor, sql: LeaseSQL, namespace: str) -> list[LeaseRow]:
+    return [
+        LeaseRow(namespace, int(w), bool(token) and int(left) > 0, max(0, int(left)), int(mark))
+        for w, token, left, mark in ex.fetch(sql.rows, {"ns": namespace})
+    ]
+
+
+class SQLLeaseStore:
+    """The :class:`~seqid_orm.backends.base.LeaseStore` methods of a SQL store, on the functions
+    above: a subclass only says how one call reaches its own connection, by ``_run(fn, *args)``
+    calling ``fn(executor, lease_sql, *args)`` there (retrying a dropped connection once)."""
+
+    def _run(self, fn: Any, *args: Any) -> Any:
+        raise NotImplementedError
+
+    def acquire(self, namespace: str, token: str, max_workers: int, ttl_ms: int, quarantine_ms: int) -> Grant | None:
+        found: Grant | None = self._run(acquire, namespace, token, max_workers, ttl_ms, quarantine_ms)
+        return found
+
+    def renew(self, namespace: str, worker_id: int, token: str, ttl_ms: int, mark_ms: int) -> bool:
+        return bool(self._run(renew, namespace, worker_id, token, ttl_ms, mark_ms))
+
+    def release(self, namespace: str, worker_id: int, token: str, mark_ms: int) -> None:
+        self._run(release, namespace, worker_id, token, mark_ms)
+
+    def leases(self, namespace: str) -> list[LeaseRow]:
+        found: list[LeaseRow] = self._run(leases, namespace)
+        return found
+
+
+def _shuffled(values: list[int]) -> list[int]:
+    out = list(values)
+    for i in range(len(out) - 1, 0, -1):  # Fisher-Yates with the OS CSPRNG
+        j = secrets.randbelow(i + 1)
+        out[i], out[j] = out[j], out[i]
+    return out

@@ -1,0 +1,362 @@
+"""Ticket server and worker-id leases on Redis, through redis-py.
+
+One hash per sequence, ``seqid:tickets:<name>`` with the fields ``next_value``, ``step`` and
+``offset``.  A reservation is one Lua script (one round trip, atomic on the server): check the
+stored step and offset, ``HINCRBY next_value``, and return the new value *as text* — Redis
+hands integers to Lua as doubles, which cannot hold a BIGINT above 2**53, while ``HGET``
+returns the exact decimal string.  The script never creates a hash: a counter that *vanishes*
+(a restart without persistence, eviction, ``FLUSHALL``) is refused rather than started over,
+which would hand out its ids again; names are created only by :meth:`RedisTicketStore.create`.
+
+Durability is Redis's: a counter is only as safe as ``appendonly yes`` with
+``appendfsync always``.  With less, a crash loses the last increments and the counter comes
+back lower, and a restart without persistence loses it entirely, so ids repeat.  A store
+therefore refuses such a server (:class:`~seqid_orm.errors.VolatileStoreError`) unless the
+caller passes ``accept_state_loss=True``.
+
+Leases (:class:`RedisLeaseStore`): one key per worker id, ``seqid:lease:{<namespace>}:<id>``, set
+with ``SET NX PX`` to the holder's random token, so Redis's clock expires it; renewal and release
+are scripts that act only when the key still holds the caller's token.  The high-water marks live
+in a hash without expiry, ``seqid:lease-marks:{<namespace>}``, so they outlive the leases.  The
+braces make every key of a namespace one Redis Cluster hash slot.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from ...errors import (
+    ArgumentTypeError,
+    BackendMismatchError,
+    BackendUnavailableError,
+    GeneratorExhaustedError,
+    InvalidArgumentError,
+    VolatileStoreError,
+)
+from .base import Grant, LeaseRow, TicketRow, hide_password, last_value_limit, vanished
+
+try:
+    import redis
+except ImportError as exc:  # say which extra brings it
+    raise ImportError("Redis ticket servers need redis-py: pip install 'seqid-orm[redis]'") from exc
+
+__all__ = ["KEY_PREFIX", "RedisLeaseStore", "RedisTicketStore", "split_state_loss_option"]
+
+KEY_PREFIX = "seqid:tickets:"
+
+# KEYS[1]: the sequence's hash.  ARGV: step, offset, delta.  A missing hash is refused, never
+# created: a counter that vanished (a restart without persistence, eviction, FLUSHALL) and
+# started over would hand out its ids again.
+_ALLOCATE = """
+local stored = redis.call('HMGET', KEYS[1], 'step', 'offset')
+if not stored[1] then return {'missing'} end
+if stored[1] ~= ARGV[1] or stored[2] ~= ARGV[2] then
+  return {'mismatch', stored[1], stored[2]}
+end
+redis.call('HINCRBY', KEYS[1], 'next_value', ARGV[3])
+return {'ok', redis.call('HGET', KEYS[1], 'next_value')}
+"""
+
+# KEYS[1]: the sequence's hash.  ARGV: next_value, step, offset.  Creates the row if absent, else
+# raises next_value to ARGV[1] (never lowers it) when step and offset match (decimal strings,
+# compared by length first: Lua's numbers are doubles, exact only below 2**53).
+_RAISE = """
+local stored = redis.call('HMGET', KEYS[1], 'next_value', 'step', 'offset')
+if not stored[1] then
+  redis.call('HSET', KEYS[1], 'next_value', ARGV[1], 'step', ARGV[2], 'offset', ARGV[3])
+elseif stored[2] == ARGV[2] and stored[3] == ARGV[3] then
+  local old, new = stored[1], ARGV[1]
+  if #new > #old or (#new == #old and new > old) then redis.call('HSET', KEYS[1], 'next_value', new) end
+end
+return redis.call('HMGET', KEYS[1], 'next_value', 'step', 'offset')
+"""
+
+# KEYS[1]: the sequence's hash.  ARGV: next_value, step, offset.  Insert-if-absent.
+_CREATE = """
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('HSET', KEYS[1], 'next_value', ARGV[1], 'step', ARGV[2], 'offset', ARGV[3])
+end
+return 1
+"""
+
+_DURABLE = {"appendonly": "yes", "appendfsync": "always"}
+_STATE_LOSS_OPTION = "accept_state_loss"
+
+
+def split_state_loss_option(url: str) -> tuple[str, bool]:
+    """``url`` without its ``accept_state_loss=true`` query option, and whether it was given.
+
+    The option lets a configuration that is only a URL (an environment variable, a Django
+    setting, the CLI) say what the keyword says; redis-py would refuse it as an unknown option.
+    """
+    base, sep, query = url.partition("?")
+    if not sep:
+        return url, False
+    kept, given = [], False
+    for part in query.split("&"):
+        key, _, value = part.partition("=")
+        if key != _STATE_LOSS_OPTION:
+            kept.append(part)
+        elif value.lower() in ("1", "true", "yes", "on"):
+            given = True
+        elif value.lower() not in ("0", "false", "no", "off"):
+            raise InvalidArgumentError(f"{_STATE_LOSS_OPTION} in a Redis URL must be true or false, got {value!r}")
+    return (base + "?" + "&".join(kept) if kept else base), given
+
+
+class _RedisStore:
+    """What both Redis stores share: a client of their own made from a URL (closed by
+    :meth:`close`), or a given ``redis.Redis`` (left open); ``read_timeout`` bounds one reply.
+
+    Before its first command a store asks the server whether it keeps its data across a crash
+    (``appendonly yes``, ``appendfsync always``) and refuses one that does not
+    (:class:`~seqid_orm.errors.VolatileStoreError`) unless ``accept_state_loss=True`` (or the URL
+    option ``?accept_state_loss=true``): a counter
+    or a lease mark that comes back lower or empty after a restart is how ids repeat.  The
+    warning an earlier version logged was not enough: nobody reads it before the duplicates.
+    """
+
+    what = "store"
+
+    def __init__(
+        self, target: str | redis.Redis, connect_timeout: float, read_timeout: float, accept_state_loss: bool
+    ) -> None:
+        if not isinstance(accept_state_loss, bool):
+            raise ArgumentTypeError(f"accept_state_loss must be a bool, got {type(accept_state_loss).__name__}")
+        if isinstance(target, redis.Redis):
+            self.client = target
+            kw = target.connection_pool.connection_kwargs
+            where = kw.get("path") or f"{kw.get('host', '?')}:{kw.get('port', '?')}"
+            self.label = f"redis://{where}/{kw.get('db', 0)} (a redis.Redis client)"
+            self._owned = False
+        else:
+            target, in_url = split_state_loss_option(target)
+            accept_state_loss = accept_state_loss or in_url
+            self.client = redis.Redis.from_url(
+                target, socket_connect_timeout=connect_timeout, socket_timeout=read_timeout
+            )
+            self.label = hide_password(target)
+            self._owned = True
+        self.accept_state_loss = accept_state_loss
+        self._durability_checked = accept_state_loss
+
+    def check_durability(self) -> None:
+        """Refuse a server that would lose this store's state on a restart (once per store)."""
+        if self._durability_checked:
+            return
+        try:
+            config: dict[Any, Any] = {}
+            for key in _DURABLE:
+                config.update(self.client.config_get(key))
+        except redis.ResponseError as exc:  # CONFIG is often disabled on managed servers
+            raise VolatileStoreError(
+                f"{self.label} does not say whether it persists its data (CONFIG GET failed: {exc}), so this "
+                f"{self.what} cannot tell whether a restart would lose its state and repeat ids. Pass "
+                "accept_state_loss=True if the server persists with appendonly yes and appendfsync always, or if "
+                "losing the state is acceptable"
+            ) from None
+        found = {key: _text(config.get(key, "?")) for key in _DURABLE}
+        if found != _DURABLE:
+            settings = " ".join(f"{k}={v}" for k, v in found.items())
+            raise VolatileStoreError(
+                f"{self.label} keeps its data only in memory or loses its last writes on a crash ({settings}): after "
+                f"a restart this {self.what}'s state comes back lower or empty, and ids repeat. Run it with "
+                "appendonly yes and appendfsync always, or pass accept_state_loss=True if losing the state is "
+                "acceptable (tests, a throw-away server)"
+            )
+        self._durability_checked = True
+
+    def close(self) -> None:
+        if self._owned:
+            self.client.close()
+
+
+class RedisTicketStore(_RedisStore):
+    """A ticket server on Redis: see the module docstring.  ``target``: a URL or a ``redis.Redis``."""
+
+    what = "ticket store"
+
+    def __init__(
+        self, target: str | redis.Redis, *, connect_timeout: float = 5.0, accept_state_loss: bool = False
+    ) -> None:
+        super().__init__(target, connect_timeout, connect_timeout * 6, accept_state_loss)
+        self._script = self.client.register_script(_ALLOCATE)
+        self._raise = self.client.register_script(_RAISE)
+        self._create = self.client.register_script(_CREATE)
+
+    def allocate(self, name: str, count: int, step: int, offset: int, max_value: int) -> tuple[int, int]:
+        self.check_durability()
+        limit = last_value_limit(max_value, step)
+        key = KEY_PREFIX + name
+        try:
+            first = self._reserve(key, name, count, step, offset)
+        except redis.ResponseError as exc:
+            if "overflow" not in str(exc):
+                raise
+            # HINCRBY refused to pass 2**63: reserve only what is left below the limit, if anything
+            stored = self.client.hget(key, "next_value")
+            left = 0 if stored is None else (limit - int(_text(stored))) // step + 1
+            if not 0 < left < count:
+                raise GeneratorExhaustedError(f"sequence {name!r} on {self.label} is exhausted: {exc}") from None
+            count = left
+            first = self._reserve(key, name, count, step, offset)
+        if first > limit:
+            raise GeneratorExhaustedError(
+                f"sequence {name!r} on {self.label} is exhausted: its next value {first} is past {limit}"
+            )
+        return first, min(count, (limit - first) // step + 1)
+
+    def _reserve(self, key: str, name: str, count: int, step: int, offset: int) -> int:
+        """Run the script; the first value reserved."""
+        delta = count * step
+        reply = self._script(keys=[key], args=[step, offset, delta])
+        status = _text(reply[0])
+        if status == "missing":
+            raise vanished(name, self.label)
+        if status == "mismatch":
+            raise BackendMismatchError(
+                f"sequence {name!r} on {self.label} is stored with step={_text(reply[1])} offset={_text(reply[2])}, "
+                f"but this client uses step={step} offset={offset}: clients must list the same servers in the "
+                "same order (or pass the same step= and offsets=)"
+            )
+        return int(_text(reply[1])) - delta
+
+    def read(self, name: str) -> TicketRow | None:
+        self.check_durability()
+        values = self.client.hmget(KEY_PREFIX + name, "next_value", "step", "offset")
+        if None in values:
+            return None
+        next_value, step, offset = (int(_text(v)) for v in values)
+        return TicketRow(name, next_value, step, offset)
+
+    def create(self, row: TicketRow) -> None:
+        self.check_durability()
+        self._create(keys=[KEY_PREFIX + row.name], args=[row.next_value, row.step, row.offset])
+
+    def raise_to(self, row: TicketRow) -> TicketRow:
+        self.check_durability()
+        reply = self._raise(keys=[KEY_PREFIX + row.name], args=[row.next_value, row.step, row.offset])
+        next_value, step, offset = (int(_text(v)) for v in reply)
+        return TicketRow(row.name, next_value, step, offset)
+
+    def rows(self) -> list[TicketRow]:
+        found = []
+        for key in self.client.scan_iter(match=KEY_PREFIX + "*", count=500):
+            name = _text(key)[len(KEY_PREFIX) :]
+            values = self.client.hmget(key, "next_value", "step", "offset")
+            if None not in values:
+                found.append(TicketRow(name, *(int(_text(v)) for v in values)))
+        return sorted(found, key=lambda r: r.name)
+
+    def after_fork(self) -> None:
+        pass  # redis-py's pool notices the new pid and reconnects itself
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+# ARGV: key prefix, marks key, token, max_workers, ttl_ms, quarantine_ms.  The marks hash also
+# holds the namespace's record: '_born' (when this server first saw it, by Redis's clock) and
+# '_high' (the highest worker id granted since); never-used ids are granted lowest first.
+_ACQUIRE = """
+local prefix, marks, token = ARGV[1], ARGV[2], ARGV[3]
+local max, ttl, quarantine = tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local born = tonumber(redis.call('HGET', marks, '_born') or '-1')
+if born < 0 then
+  born = now
+  redis.call('HSET', marks, '_born', born, '_high', -1)
+end
+local high = tonumber(redis.call('HGET', marks, '_high') or '-1')
+local fresh = math.max(0, born + quarantine - now)
+for wid = 0, max - 1 do
+  if redis.call('SET', prefix .. wid, token, 'NX', 'PX', ttl) then
+    local mark = redis.call('HGET', marks, tostring(wid))
+    if mark then return {wid, mark, fresh} end
+    if wid > high then
+      redis.call('HSET', marks, '_high', wid)
+      return {wid, '0', fresh}
+    end
+    return {wid, '0', quarantine}
+  end
+end
+return false
+"""
+
+# KEYS: the lease, the marks.  ARGV: token, ttl_ms (renew: the mark only rises) or "" (release:
+# the mark becomes what the holder used), worker id, mark.
+_RENEW_OR_RELEASE = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if ARGV[2] == '' then
+  redis.call('DEL', KEYS[1])
+  redis.call('HSET', KEYS[2], ARGV[3], ARGV[4])
+  return 1
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+local old = tonumber(redis.call('HGET', KEYS[2], ARGV[3]) or '0')
+if tonumber(ARGV[4]) > old then redis.call('HSET', KEYS[2], ARGV[3], ARGV[4]) end
+return 1
+"""
+
+
+class RedisLeaseStore(_RedisStore):
+    """Worker-id leases on Redis: see the module docstring.  ``target``: a URL or a ``redis.Redis``.
+
+    Every failure of the server or the connection is raised as
+    :class:`~seqid_orm.errors.BackendUnavailableError` naming the store.
+    """
+
+    what = "lease store"
+
+    def __init__(
+        self, target: str | redis.Redis, *, connect_timeout: float = 5.0, accept_state_loss: bool = False
+    ) -> None:
+        super().__init__(target, connect_timeout, connect_timeout, accept_state_loss)
+        self._acquire = self.client.register_script(_ACQUIRE)
+        self._renew = self.client.register_script(_RENEW_OR_RELEASE)
+
+    @staticmethod
+    def _keys(namespace: str) -> tuple[str, str]:
+        return f"seqid:lease:{{{namespace}}}:", f"seqid:lease-marks:{{{namespace}}}"
+
+    def acquire(self, namespace: str, token: str, max_workers: int, ttl_ms: int, quarantine_ms: int) -> Grant | None:
+        prefix, marks = self._keys(namespace)
+        with self._errors():
+            self.check_durability()
+            reply = self._acquire(args=[prefix, marks, token, max_workers, ttl_ms, quarantine_ms])
+        if not reply:
+            return None
+        return Grant(int(reply[0]), int(_text(reply[1])), int(reply[2]))
+
+    def renew(self, namespace: str, worker_id: int, token: str, ttl_ms: int, mark_ms: int) -> bool:
+        prefix, marks = self._keys(namespace)
+        with self._errors():
+            return bool(self._renew(keys=[f"{prefix}{worker_id}", marks], args=[token, ttl_ms, worker_id, mark_ms]))
+
+    def release(self, namespace: str, worker_id: int, token: str, mark_ms: int) -> None:
+        prefix, marks = self._keys(namespace)
+        with self._errors():
+            self._renew(keys=[f"{prefix}{worker_id}", marks], args=[token, "", worker_id, mark_ms])
+
+    def leases(self, namespace: str) -> list[LeaseRow]:
+        prefix, marks = self._keys(namespace)
+        with self._errors():
+            stored = {int(_text(k)): int(_text(v)) for k, v in self.client.hgetall(marks).items() if _text(k).isdigit()}
+            held = {}
+            for key in self.client.scan_iter(match=prefix + "*", count=500):  # braces are not glob characters
+                held[int(_text(key)[len(prefix) :])] = max(0, int(self.client.pttl(key)))
+        return [LeaseRow(namespace, w, w in held, held.get(w, 0), stored.get(w, 0)) for w in sorted({*stored, *held})]
+
+    @contextlib.contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            yield
+        except redis.RedisError as exc:
+            raise BackendUnavailableError(f"lease store {self.label}: {type(exc).__name__}: {exc}") from exc
+
+    def after_fork(self) -> None:
+        pass  # redis-py's pool notices the new pid and reconnects itself

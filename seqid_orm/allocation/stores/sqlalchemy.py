@@ -1,0 +1,442 @@
+"""Ticket server on a SQL database, through SQLAlchemy (PostgreSQL, MariaDB/MySQL, SQLite; SQL
+Server and Oracle by the same Core statements, compiled by their dialects).
+
+Each reservation is one statement on this store's *own* engine, in autocommit: it never joins a
+caller's transaction, so a business transaction that drew ids and is still open holds no lock
+on the ticket row (the warning in the comments on Flickr's ticket servers: a row lock held until
+the business commit serialises every writer).  The atomic idiom is the engine's own:
+
+* PostgreSQL, SQLite 3.35+: ``UPDATE ... RETURNING next_value``;
+* SQL Server: ``UPDATE ... OUTPUT inserted.next_value``; Oracle: ``RETURNING ... INTO``;
+* MariaDB/MySQL (no ``UPDATE ... RETURNING``): ``SET next_value = LAST_INSERT_ID(next_value + n)``,
+  whose value comes back in the same statement's OK packet (the cursor's ``lastrowid``), read on
+  the same connection, so no other session's value can be seen.
+
+A new name is created with an insert-if-absent (``ON CONFLICT DO NOTHING``, ``ON DUPLICATE KEY
+UPDATE name = name``) that hands out nothing; values come only from the ``UPDATE``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from ...errors import BackendUnavailableError, InvalidArgumentError
+from . import lease_sql
+from .base import (
+    LEASE_TABLE,
+    NAME_LENGTH,
+    TICKET_TABLE,
+    TOKEN_LENGTH,
+    LeaseRow,
+    SQLTicketStore,
+    TicketRow,
+    TicketRows,
+    hide_password,
+    is_conflict,
+)
+
+__all__ = [
+    "ColumnFloor",
+    "SQLAlchemyLeaseStore",
+    "SQLAlchemyTicketStore",
+    "advance_statement",
+    "create_engine_for",
+    "lease_columns",
+    "lease_table",
+    "sa_column_of",
+    "ticket_columns",
+    "ticket_table",
+]
+
+
+def ticket_table(metadata: sa.MetaData, name: str = TICKET_TABLE) -> sa.Table:
+    """The ticket table on ``metadata`` (the same shape as the Django model and the Alembic op).
+
+    Add it to your application's metadata to let Alembic autogenerate create it (rendered as
+    ``op.create_ticket_table()`` by :data:`seqid_orm.sqlalchemy.alembic.writer`).
+    """
+    existing = metadata.tables.get(name)
+    if existing is not None:
+        return existing
+    return sa.Table(name, metadata, *ticket_columns(), info={"seqid": "tickets"})
+
+
+def ticket_columns() -> list[sa.Column[Any]]:
+    """New column objects of the ticket table (one set per table or Alembic operation)."""
+    return [
+        sa.Column("name", sa.String(NAME_LENGTH), primary_key=True),
+        sa.Column("next_value", sa.BigInteger, nullable=False),
+        sa.Column("step", sa.BigInteger, nullable=False),
+        sa.Column("value_offset", sa.BigInteger, nullable=False),
+    ]
+
+
+def lease_table(metadata: sa.MetaData, name: str = LEASE_TABLE) -> sa.Table:
+    """The worker-lease table on ``metadata`` (for Alembic: ``op.create_lease_table()``)."""
+    existing = metadata.tables.get(name)
+    if existing is not None:
+        return existing
+    return sa.Table(name, metadata, *lease_columns(), info={"seqid": "leases"})
+
+
+def lease_columns() -> list[sa.Column[Any]]:
+    """New column objects of the worker-lease table."""
+    return [
+        sa.Column("namespace", sa.String(NAME_LENGTH), primary_key=True),
+        sa.Column("worker_id", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("token", sa.String(TOKEN_LENGTH), nullable=False),
+        sa.Column("expires_at", sa.BigInteger, nullable=False),
+        sa.Column("last_timestamp", sa.BigInteger, nullable=False),
+    ]
+
+
+def _is_mysql(dialect: sa.engine.Dialect) -> bool:
+    return dialect.name in ("mysql", "mariadb")
+
+
+def advance_statement(table: sa.Table, dialect: sa.engine.Dialect) -> sa.Update:
+    """The conditional ``UPDATE`` that reserves values, in the idiom ``dialect`` needs.
+
+    Bind parameters: ``seq_name``, ``delta``, ``seq_step``, ``seq_offset``, ``highest_start``
+    (column names are reserved for the SET clause).
+    """
+    c = table.c
+    new_value = c.next_value + sa.bindparam("delta", type_=sa.BigInteger)
+    stmt = sa.update(table).where(
+        c.name == sa.bindparam("seq_name"),
+        c.step == sa.bindparam("seq_step", type_=sa.BigInteger),
+        c.value_offset == sa.bindparam("seq_offset", type_=sa.BigInteger),
+        c.next_value <= sa.bindparam("highest_start", type_=sa.BigInteger),
+    )
+    if _is_mysql(dialect):
+        return stmt.values(next_value=sa.func.last_insert_id(new_value, type_=sa.BigInteger))
+    if not dialect.update_returning:
+        raise InvalidArgumentError(
+            f"{dialect.name} {'.'.join(map(str, getattr(dialect, 'server_version_info', None) or ()))} cannot "
+            "return an updated value in the same statement (SQLite needs 3.35+); no atomic ticket allocation"
+        )
+    return stmt.values(next_value=new_value).returning(c.next_value)
+
+
+def _insert_if_absent(table: sa.Table, dialect: sa.engine.Dialect, row: TicketRow) -> sa.Executable | None:
+    values = {"name": row.name, "next_value": row.next_value, "step": row.step, "value_offset": row.offset}
+    if dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        return pg_insert(table).values(values).on_conflict_do_nothing(index_elements=["name"])
+    if dialect.name == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+        return sqlite_insert(table).values(values).on_conflict_do_nothing(index_elements=["name"])
+    if _is_mysql(dialect):
+        from sqlalchemy.dialects.mysql import insert as mysql_insert
+
+        stmt = mysql_insert(table).values(values)
+        return stmt.on_duplicate_key_update(name=stmt.inserted.name)
+    return None  # elsewhere: a plain INSERT, a duplicate-key error meaning "already there"
+
+
+_DEFAULT_TIMEOUT = 5.0
+_T = TypeVar("_T")
+
+
+def create_engine_for(url: str, connect_timeout: float = _DEFAULT_TIMEOUT) -> Engine:
+    """An engine of the store's own (autocommit, a connect time-out), so allocation never shares a
+    connection or a transaction with the application.  No pre-ping: a reservation on a connection
+    the server dropped is retried once on a fresh one instead (one round trip, not two)."""
+    parsed = sa.make_url(url)
+    backend = parsed.get_backend_name()
+    connect_args: dict[str, Any] = {}
+    if backend == "postgresql" and parsed.get_driver_name() in ("psycopg", "psycopg2"):
+        connect_args["connect_timeout"] = max(2, math.ceil(connect_timeout))  # libpq's minimum is 2 s
+    elif backend in ("mysql", "mariadb") and parsed.get_driver_name() in ("pymysql", "mysqldb"):
+        connect_args["connect_timeout"] = max(1, math.ceil(connect_timeout))
+        connect_args["read_timeout"] = max(1, math.ceil(connect_timeout * 6))
+    elif backend == "sqlite":
+        connect_args["timeout"] = 30.0  # waits for the file's write lock (many processes, one writer)
+    return sa.create_engine(parsed, isolation_level="AUTOCOMMIT", pool_size=2, connect_args=connect_args)
+
+
+class _OwnEngineStore:
+    """What the ticket and lease stores share: an engine of their own in autocommit (or
+    connections of a given ``Engine``'s pool, never one the application holds), and their table,
+    checked once per store and created on first use unless ``create_table=False``."""
+
+    #: how to create the table, named in the error when it is missing and may not be created
+    create_hint = ""
+
+    def __init__(self, target: str | Engine, table: sa.Table, create_table: bool, connect_timeout: float) -> None:
+        self.engine: Engine
+        if isinstance(target, Engine):
+            self._owned = False
+            self.engine = target.execution_options(isolation_level="AUTOCOMMIT")
+            self.label = target.url.render_as_string(hide_password=True)
+        else:
+            self._owned = True
+            self.engine = create_engine_for(target, connect_timeout)
+            self.label = hide_password(target)
+        self.table = table
+        self._create_table = create_table
+        self._ready = False
+        self._lock = threading.Lock()
+
+    def _first_use(self, conn: Connection) -> None:
+        """Run once, under the lock, before the table check (a store's own preparation)."""
+
+    def prepare(self, conn: Connection) -> None:
+        """Check once per store that the table exists (and create it when allowed)."""
+        if self._ready:
+            return
+        with self._lock:
+            if self._ready:
+                return
+            self._first_use(conn)
+            if not sa.inspect(conn).has_table(self.table.name):
+                if not self._create_table:
+                    raise InvalidArgumentError(
+                        f"{self.label} has no table {self.table.name!r}; create it with {self.create_hint}, "
+                        "or pass create_table=True"
+                    )
+                try:
+                    self.table.create(conn, checkfirst=True)
+                except sa.exc.DBAPIError:
+                    # another process created it between the check and the CREATE
+                    if not sa.inspect(conn).has_table(self.table.name):
+                        raise
+            self._ready = True
+
+    def after_fork(self) -> None:
+        # the parent's sockets stay open for the parent; the child opens its own
+        self.engine.dispose(close=False)
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        if self._owned:
+            self.engine.dispose()
+
+
+class SQLAlchemyTicketStore(_OwnEngineStore, SQLTicketStore):
+    """A ticket server reached through SQLAlchemy: see the module docstring.
+
+    ``target`` is a URL (the store makes and owns its engine) or an ``Engine`` (the store uses
+    connections of its pool, in autocommit, never one the application holds).
+    """
+
+    create_hint = (
+        "an Alembic migration (op.create_ticket_table()), the Django app seqid_orm.django, `seqid ticket init URL`"
+    )
+
+    def __init__(
+        self,
+        target: str | Engine,
+        *,
+        table_name: str = TICKET_TABLE,
+        create_table: bool = True,
+        connect_timeout: float = _DEFAULT_TIMEOUT,
+    ) -> None:
+        super().__init__(target, ticket_table(sa.MetaData(), table_name), create_table, connect_timeout)
+        self._advance: sa.Update | None = None
+
+    # --- TicketStore ---------------------------------------------------------------------
+
+    def _with_rows(self, fn: Callable[[TicketRows], _T]) -> _T:
+        for attempt in (1, 2, 3, 4):
+            try:
+                with self.engine.connect() as conn:
+                    self.prepare(conn)
+                    return fn(_Rows(self, conn))
+            except sa.exc.DBAPIError as exc:
+                # A pooled connection the server closed (idle time-out, restart): once more on a
+                # fresh one; if the lost statement did reserve values, they are only a gap.  A
+                # conflict (another node of a Galera cluster updated the row first) reserved
+                # nothing: try again.
+                if attempt == 4 or not (exc.connection_invalidated or is_conflict(exc)):
+                    raise
+        raise AssertionError("unreachable")
+
+    def rows(self) -> list[TicketRow]:
+        with self.engine.connect() as conn:
+            if not sa.inspect(conn).has_table(self.table.name):
+                return []
+            c = self.table.c
+            result = conn.execute(sa.select(c.name, c.next_value, c.step, c.value_offset).order_by(c.name))
+            return [TicketRow(*r) for r in result]
+
+    # --- internals -----------------------------------------------------------------------
+
+    def _first_use(self, conn: Connection) -> None:
+        self._advance = advance_statement(self.table, conn.dialect)
+
+    def advance(self, conn: Connection, params: dict[str, Any]) -> int | None:
+        assert self._advance is not None
+        result = conn.execute(self._advance, params)
+        if _is_mysql(conn.dialect):
+            if result.rowcount == 0:
+                return None
+            value = result.lastrowid  # LAST_INSERT_ID(expr), from this statement's OK packet
+            if not value:  # a driver that does not pass it on: ask on the same connection
+                value = conn.execute(sa.text("SELECT LAST_INSERT_ID()")).scalar_one()
+            return int(value)
+        found = result.scalar_one_or_none()
+        return None if found is None else int(found)
+
+    def insert_if_absent(self, conn: Connection, row: TicketRow) -> None:
+        stmt = _insert_if_absent(self.table, conn.dialect, row)
+        if stmt is not None:
+            conn.execute(stmt)
+            return
+        values = {"name": row.name, "next_value": row.next_value, "step": row.step, "value_offset": row.offset}
+        with contextlib.suppress(sa.exc.IntegrityError):  # created by another client meanwhile
+            conn.execute(sa.insert(self.table).values(values))
+
+
+class _Rows:
+    """:class:`~seqid_orm.backends.base.TicketRows` on one checked-out connection."""
+
+    def __init__(self, store: SQLAlchemyTicketStore, conn: Connection) -> None:
+        self.store = store
+        self.conn = conn
+
+    def advance(self, name: str, delta: int, step: int, offset: int, highest_start: int) -> int | None:
+        params = {
+            "seq_name": name,
+            "delta": delta,
+            "seq_step": step,
+            "seq_offset": offset,
+            "highest_start": highest_start,
+        }
+        return self.store.advance(self.conn, params)
+
+    def read(self, name: str) -> TicketRow | None:
+        c = self.store.table.c
+        found = self.conn.execute(
+            sa.select(c.name, c.next_value, c.step, c.value_offset).where(c.name == name)
+        ).one_or_none()
+        return None if found is None else TicketRow(*found)
+
+    def create(self, row: TicketRow) -> None:
+        self.store.insert_if_absent(self.conn, row)
+
+    def raise_next(self, row: TicketRow) -> None:
+        c = self.store.table.c
+        self.conn.execute(
+            sa.update(self.store.table)
+            .where(c.name == row.name, c.step == row.step, c.value_offset == row.offset, c.next_value < row.next_value)
+            .values(next_value=row.next_value)
+        )
+
+
+class SQLAlchemyLeaseStore(_OwnEngineStore, lease_sql.SQLLeaseStore):
+    """Worker-id leases in a SQL table, through SQLAlchemy (see :mod:`seqid_orm.backends.lease_sql`).
+
+    Like the ticket store it uses an engine of its own in autocommit (or connections of a given
+    ``Engine``'s pool), creates its table on first use unless ``create_table=False``, and never
+    joins the application's transaction.
+    """
+
+    create_hint = "op.create_lease_table(), the Django app seqid_orm.django"
+
+    def __init__(
+        self,
+        target: str | Engine,
+        *,
+        table_name: str = LEASE_TABLE,
+        create_table: bool = True,
+        connect_timeout: float = _DEFAULT_TIMEOUT,
+    ) -> None:
+        super().__init__(target, lease_table(sa.MetaData(), table_name), create_table, connect_timeout)
+
+    def _run(self, fn: Any, *args: Any) -> Any:
+        for attempt in (1, 2):
+            try:
+                with self.engine.connect() as conn:
+                    self.prepare(conn)
+                    table = conn.dialect.identifier_preparer.quote(self.table.name)
+                    sql = lease_sql.lease_sql(conn.dialect.name, table)
+                    return fn(_Executor(conn), sql, *args)
+            except sa.exc.DBAPIError as exc:
+                if attempt == 2 or not exc.connection_invalidated:  # else: a dropped connection, once more
+                    raise _unavailable(self.label, exc) from exc
+        raise AssertionError("unreachable")
+
+    def leases(self, namespace: str) -> list[LeaseRow]:
+        try:
+            with self.engine.connect() as conn:
+                if not sa.inspect(conn).has_table(self.table.name):
+                    return []  # a listing creates nothing
+        except sa.exc.DBAPIError as exc:
+            raise _unavailable(self.label, exc) from exc
+        return super().leases(namespace)
+
+
+def _unavailable(label: str, exc: sa.exc.DBAPIError) -> BackendUnavailableError:
+    return BackendUnavailableError(f"lease store {label}: {type(exc.orig).__name__}: {exc.orig}")
+
+
+class ColumnFloor:
+    """The keys a ticket sequence fills in one column, read on ``engine`` (a
+    :class:`~seqid_orm.tickets.KeyFloor`): ``ticket_pk`` binds one per engine it inserts over.
+
+    Each query is an index range scan from a block's first value up (one per process and server),
+    on a connection of the engine's pool, never the caller's transaction.
+    """
+
+    def __init__(self, engine: Engine, column: sa.Column[Any]) -> None:
+        if not isinstance(engine, Engine) or not isinstance(column, sa.Column) or column.table is None:
+            raise InvalidArgumentError("ColumnFloor needs an Engine and a Column that belongs to a Table")
+        self.engine = engine
+        self.column = column
+        self.label = f"{column.table.name}.{column.name} on {engine.url.render_as_string(hide_password=True)}"
+
+    def largest(self) -> int | None:
+        with self.engine.connect() as conn:
+            found = conn.execute(sa.select(sa.func.max(self.column))).scalar()
+        return None if found is None else int(found)
+
+    def largest_from(self, first: int, step: int) -> int | None:
+        c = self.column
+        query = sa.select(sa.func.max(c)).where(c >= first)
+        if step > 1:
+            query = query.where((c - first) % step == 0)
+        with self.engine.connect() as conn:
+            found = conn.execute(query).scalar()
+        return None if found is None else int(found)
+
+
+def sa_column_of(where: str) -> sa.Column[Any]:
+    """The BIGINT key column ``table.column`` (or ``schema.table.column``) as a Column, for
+    :class:`ColumnFloor` from a command line."""
+    parts = where.split(".")
+    if len(parts) not in (2, 3) or not all(parts):
+        raise InvalidArgumentError(f"a key column is TABLE.COLUMN or SCHEMA.TABLE.COLUMN, got {where!r}")
+    *schema, table, column = parts
+    return sa.Table(table, sa.MetaData(), sa.Column(column, sa.BigInteger), schema=schema[0] if schema else None).c[
+        column
+    ]
+
+
+class _Executor:
+    """:class:`~seqid_orm.backends.lease_sql.Executor` on one SQLAlchemy connection."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def fetch(self, sql: str, params: dict[str, object]) -> list[tuple[Any, ...]]:
+        return [tuple(r) for r in self.conn.execute(sa.text(sql), params)]
+
+    def run(self, sql: str, params: dict[str, object]) -> int:
+        try:
+            return int(self.conn.execute(sa.text(sql), params).rowcount)
+        except sa.exc.IntegrityError:
+            return 0  # an INSERT that met the key another node inserted first
+        except sa.exc.DBAPIError as exc:
+            if is_conflict(exc):
+                return 0  # another node (Galera) or transaction took this worker id first
+            raise

@@ -1,0 +1,631 @@
+"""Ticket sequences: compact integer keys handed out in blocks by ticket servers.
+
+A :class:`TicketSequence` reserves a *segment* of ``block_size`` values from a ticket server in
+one round trip and hands them out from memory, as TiDB's batched auto-increment and Meituan's
+Leaf (segment mode) do.  Ticket servers are SQL databases or Redis
+(:mod:`seqid_orm.backends`); several of them with a common ``step`` and the offsets ``1..K``
+hand out disjoint values (Flickr's odd/even ticket servers, generalised)::
+
+    orders = TicketSequence("orders", "postgresql+psycopg://app@db/app", block_size=1000)
+    orders.next_id()      # 1, 2, 3, ... in this process; another process gets 1001, ...
+    orders.next_ids(500)  # a list of 500 increasing values
+
+What a user running twenty application processes gets:
+
+* **Uniqueness** across threads, processes and forks: every value comes from one atomic
+  reservation on a server, and a forked child drops its parent's segments before its first id
+  (however the fork was made; see :mod:`seqid_orm._random`).  ``os.fork()`` waits for a
+  reservation in flight, so the child never inherits a driver in mid-call.  A fork made in C
+  (no Python at-fork hooks) is safe only in a process without a prefetch thread, as CPython
+  itself requires: fork such workers before the first id, as uWSGI's prefork does.
+* **Increasing within a process** while it draws from one server.  Across processes values
+  interleave by segment; across servers they are not ordered (each server counts on its own),
+  and a process that fails over to another server may continue lower.
+* **No waiting in steady state** (double buffering, as Leaf does): when ``prefetch_at`` of the
+  current segment is used, a background thread reserves the next one.
+* **Losses**: a process that stops, cleanly or not, loses the rest of its current segment and its
+  prefetched one, at most ``2 * block_size`` values (``2 * max_block_size`` when adaptive).
+  Gaps are normal; ids are unique, not dense.
+* **Never inside your transaction**: a reservation is one statement on the store's own
+  connection, committed at once, so an open business transaction holds no ticket-row lock.
+* **Failover**: each process starts at a random server of the list and stays with it while it
+  answers; when it fails the next one is asked.  :class:`~seqid_orm.errors.BackendUnavailableError`
+  is raised only when none answers.
+
+* **Never a block twice** (see "What can go wrong" in the README): before its first id a
+  process reads the sequence on *every* server of its list and checks them as a set (each
+  server's stored step and offset must be the ones this client gives it; a sequence missing on
+  some servers but present on others is refused; a new one is created on all at once).  It then
+  remembers, per server, the highest value it has seen that server hand out, and refuses
+  (:class:`~seqid_orm.errors.CounterRegressedError`) a block at or below it: a counter restored
+  from a backup, deleted and re-created, or emptied by a Redis restart never makes this process
+  repeat itself.  A sequence bound to the key columns it fills (``floor``; ``ticket_pk`` and
+  ``TicketField`` bind theirs) also refuses a first block whose values are already keys there
+  (:class:`~seqid_orm.errors.CounterBelowDataError`), which covers a process started after the
+  counter went back.  :meth:`TicketSequence.repair` (``seqid ticket repair``) moves the counters
+  above the largest key.
+
+Loads beyond the defaults: ``max_block_size`` turns on Leaf's adaptive block size (it doubles
+while segments last less than ``segment_seconds`` and halves when one lasts over twice that).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import secrets
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol, TypeVar, cast
+
+from ..errors import (
+    AllocationError,
+    ArgumentTypeError,
+    BackendMismatchError,
+    BackendUnavailableError,
+    CounterBelowDataError,
+    CounterRegressedError,
+    GeneratorExhaustedError,
+    InvalidArgumentError,
+    SeqIDError,
+)
+from ..ids._random import check_fork, on_fork
+from ..ids.validate import BIGINT_MAX, check_bool, check_seconds
+from .stores import TicketRow, TicketStore, check_name, open_ticket_store
+from .stores.base import first_value
+
+__all__ = ["MAX_BLOCK_SIZE", "KeyFloor", "Segment", "TicketSequence"]
+
+log = logging.getLogger("seqid_orm.tickets")
+
+#: The largest segment one reservation may take (a billion values; Leaf caps at a million).
+MAX_BLOCK_SIZE = 1 << 30
+
+_MAX_BATCH = 1 << 24  # next_ids() per call, as comb_batch
+_PARTIAL_RETRIES = 8  # re-reads (about 1.8 s in all) of a set present on some servers only
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Values ``first, first + step, ..., first + (count - 1) * step`` reserved from ``server``."""
+
+    first: int
+    count: int
+    step: int
+    server: int
+
+    @property
+    def last(self) -> int:
+        """The last value of the segment."""
+        return self.first + (self.count - 1) * self.step
+
+
+_T = TypeVar("_T")
+
+
+def _ask(store: TicketStore, method: Callable[..., _T], *args: object) -> _T:
+    """``method(*args)`` of ``store``, a failure of the server or driver raised as a typed error naming it."""
+    try:
+        return method(*args)
+    except SeqIDError:
+        raise
+    except Exception as exc:
+        raise BackendUnavailableError(f"ticket server {store.label}: {type(exc).__name__}: {exc}") from exc
+
+
+def _check_floor(floor: object) -> None:
+    if not all(hasattr(floor, a) for a in ("label", "largest", "largest_from")):
+        raise ArgumentTypeError(
+            f"floor must be a KeyFloor (label, largest(), largest_from()), got {type(floor).__name__}"
+        )
+
+
+def _int_arg(name: str, value: object, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ArgumentTypeError(f"{name} must be an int, got {type(value).__name__}")
+    if not low <= value <= high:
+        raise InvalidArgumentError(f"{name} must be between {low:,} and {high:,}, got {value:,}")
+    return value
+
+
+class KeyFloor(Protocol):
+    """The keys a ticket sequence fills, as far as its safety checks need them (one table's column).
+
+    The SQLAlchemy adapter's ``ticket_pk`` and Django's ``TicketField`` make these; any object
+    with the two methods will do.
+    """
+
+    label: str
+    """The column as messages name it (``orders.id``)."""
+
+    def largest(self) -> int | None:
+        """The largest key in the column (``None`` when empty)."""
+        ...
+
+    def largest_from(self, first: int, step: int) -> int | None:
+        """The largest key ``>= first`` congruent to ``first`` modulo ``step`` (``None`` if none):
+        a key a block starting at ``first`` from a server with that step could hand out again."""
+        ...
+
+
+_LIVE: weakref.WeakSet[TicketSequence] = weakref.WeakSet()
+
+
+class TicketSequence:
+    """Integer ids reserved in blocks from one or more ticket servers; see the module docstring.
+
+    ``servers``: a URL, SQLAlchemy ``Engine``, ``redis.Redis`` or ticket store, or a list of
+    them.  With K servers the common ``step`` defaults to K and server *i* (0-based) gets the
+    offset ``i + 1``; pass ``step=`` larger than K to leave room for servers added later, and
+    ``offsets=`` to choose them.  Every client must use the same servers, step and offsets: a
+    server remembers what it was created with and refuses a client that disagrees
+    (:class:`~seqid_orm.errors.BackendMismatchError`).
+
+    ``start``: the lowest value a *new* sequence hands out (adopt a table whose ids reach N with
+    ``start=N + 1``).  ``max_value``: the highest (a BIGINT by default; ``2**53 - 1`` keeps ids
+    exact in JavaScript).  ``start_server``: the index of the server this process asks first
+    (default: one at random, which spreads processes over the servers).  ``clock`` (seconds,
+    monotonic) is for tests of the adaptive block size.
+
+    ``floor``: a :class:`KeyFloor` (or a list) for the key columns this sequence fills; more can
+    be bound later with :meth:`bind_floor`.  ``accept_state_loss``: allow a Redis server that
+    would lose the counter on a restart (see :class:`~seqid_orm.errors.VolatileStoreError`).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        servers: object,
+        *,
+        block_size: int = 1000,
+        double_buffer: bool = True,
+        prefetch_at: float = 0.1,
+        max_block_size: int | None = None,
+        segment_seconds: float = 900.0,
+        step: int | None = None,
+        offsets: Sequence[int] | None = None,
+        start: int = 1,
+        max_value: int = BIGINT_MAX,
+        create_table: bool = True,
+        connect_timeout: float = 5.0,
+        start_server: int | None = None,
+        floor: KeyFloor | Sequence[KeyFloor] | None = None,
+        accept_state_loss: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.name = check_name(name)
+        targets = list(servers) if isinstance(servers, (list, tuple)) else [servers]
+        if not targets:
+            raise InvalidArgumentError("a ticket sequence needs at least one server")
+        self.block_size = _int_arg("block_size", block_size, 1, MAX_BLOCK_SIZE)
+        self.max_block_size = (
+            self.block_size
+            if max_block_size is None
+            else _int_arg("max_block_size", max_block_size, self.block_size, MAX_BLOCK_SIZE)
+        )
+        self.step = _int_arg("step", len(targets) if step is None else step, len(targets), 1 << 20)
+        if offsets is None:
+            offsets = range(1, len(targets) + 1)
+        elif not isinstance(offsets, (list, tuple, range)):
+            raise ArgumentTypeError(f"offsets must be a list of ints, one per server, got {type(offsets).__name__}")
+        self.offsets = tuple(_int_arg("offset", o, 1, self.step) for o in offsets)
+        if len(self.offsets) != len(targets) or len(set(self.offsets)) != len(self.offsets):
+            raise InvalidArgumentError(
+                f"offsets must give each of the {len(targets)} servers its own value in 1..{self.step}, "
+                f"got {list(self.offsets)}"
+            )
+        self.max_value = _int_arg("max_value", max_value, 1, BIGINT_MAX)
+        self.start = _int_arg("start", start, 1, self.max_value)
+        self.double_buffer = check_bool("double_buffer", double_buffer)
+        if isinstance(prefetch_at, bool) or not isinstance(prefetch_at, (int, float)) or not 0 < prefetch_at <= 1:
+            raise InvalidArgumentError(f"prefetch_at must be a share of the segment in (0, 1], got {prefetch_at!r}")
+        self.prefetch_at = float(prefetch_at)
+        self.segment_seconds = check_seconds("segment_seconds", segment_seconds, 0.001, 365 * 86400.0)
+        if segment_seconds <= 0:
+            raise InvalidArgumentError(f"segment_seconds must be > 0, got {segment_seconds!r}")
+        check_seconds("connect_timeout", connect_timeout, 0.1, 3600.0)
+        check_bool("create_table", create_table)
+        check_bool("accept_state_loss", accept_state_loss)
+        floors: list[KeyFloor] = []
+        given: Sequence[object] = () if floor is None else floor if isinstance(floor, (list, tuple)) else (floor,)
+        for f in given:
+            _check_floor(f)
+            floors.append(cast(KeyFloor, f))
+        if not callable(clock):
+            raise ArgumentTypeError(f"clock must be callable, got {type(clock).__name__}")
+        self._clock = clock
+        self._stores: list[TicketStore] = [
+            open_ticket_store(
+                t, connect_timeout=connect_timeout, create_table=create_table, accept_state_loss=accept_state_loss
+            )
+            for t in targets
+        ]
+        labels = [store.label for store in self._stores]
+        twice = sorted({label for label in labels if labels.count(label) > 1})
+        if twice:
+            for store in self._stores:
+                store.close()
+            raise InvalidArgumentError(
+                f"ticket server {', '.join(twice)} is listed more than once: one server keeps one counter per "
+                "sequence, with one offset; list each server once"
+            )
+        self.start_server = (
+            None if start_server is None else _int_arg("start_server", start_server, 0, len(self._stores) - 1)
+        )
+        self.fetches = 0
+        """Reservations made (round trips that returned a segment), for benchmarks and tests."""
+        # What this process knows of each server, kept across forks (a child knows what its
+        # parent saw): whether the servers were checked as a set, and per server the highest
+        # value it is known to have handed out.
+        self._servers_checked = False
+        self._high: dict[int, int] = {}
+        self._floors: list[KeyFloor] = floors
+        self._floor_checked: set[int] = set()  # servers whose first block was checked against the floors
+        self._init_state()
+        _LIVE.add(self)
+
+    def _init_state(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        # Held for a whole reservation, so a fork can wait until no thread of ours is inside a
+        # database driver (a C library's mutex held at the instant of fork() stays held forever
+        # in the child: libsqlite3's allocator did exactly that in our tests).
+        self._fetch_lock = threading.Lock()
+        self._values: Iterator[int] = iter(())
+        self._trigger: int | None = None
+        self._next: Segment | None = None
+        self._fetching = False
+        self._want_prefetch = False
+        self._worker: threading.Thread | None = None
+        self._closed = False
+        # spread processes over the servers
+        self._server = secrets.randbelow(len(self._stores)) if self.start_server is None else self.start_server
+        self._block = self.block_size
+        self._installed_at: float | None = None
+        self.segment: Segment | None = None
+        """The segment values are handed out from now (``None`` before the first id)."""
+
+    def __repr__(self) -> str:
+        servers = ", ".join(s.label for s in self._stores)
+        return f"TicketSequence({self.name!r}, [{servers}], block_size={self.block_size}, step={self.step})"
+
+    # --- handing out ---------------------------------------------------------------------
+
+    def __call__(self) -> int:
+        return self.next_id()
+
+    def next_id(self) -> int:
+        """The next id: from memory, except when a segment runs out and none was prefetched."""
+        check_fork()
+        value = next(self._values, None)  # a range iterator: atomic under the GIL
+        if value is None or value == self._trigger:
+            return self._next_slow(value)
+        return value
+
+    def next_ids(self, n: int) -> list[int]:
+        """``n`` increasing ids at once (what ``n`` calls of :meth:`next_id` would give)."""
+        _int_arg("n", n, 0, _MAX_BATCH)
+        check_fork()
+        out: list[int] = []
+        with self._cond:
+            while len(out) < n:
+                chunk = list(itertools.islice(self._values, n - len(out)))
+                trigger = self._trigger
+                if chunk and trigger is not None and chunk[0] <= trigger <= chunk[-1]:
+                    self._request_prefetch()
+                out.extend(chunk)
+                if len(out) < n:
+                    self._swap()
+        return out
+
+    def _next_slow(self, value: int | None) -> int:
+        with self._cond:
+            if value is not None:  # the value at which the next segment is to be prefetched
+                self._request_prefetch()
+                return value
+            while True:
+                value = next(self._values, None)
+                if value is not None:
+                    if value == self._trigger:
+                        self._request_prefetch()
+                    return value
+                self._swap()
+
+    # --- segments (called with the lock held) --------------------------------------------
+
+    def _swap(self) -> None:
+        """Install the next segment: the prefetched one, the one being fetched, or a new one."""
+        # A prefetch requested but not yet picked up by the thread counts as being fetched:
+        # fetching here as well would reserve a segment twice.
+        while (self._fetching or self._want_prefetch) and self._worker is not None and self._worker.is_alive():
+            self._cond.wait()
+        segment, self._next = self._next, None
+        if segment is None:
+            segment = self._fetch()  # holds the lock: other threads wait for this segment too
+        self._install(segment)
+
+    def _install(self, segment: Segment) -> None:
+        if self._floors and segment.server not in self._floor_checked:
+            self._check_floors(segment)  # in the caller's thread: a floor may use its connection
+        now = self._clock()
+        if self._installed_at is not None and self.max_block_size > self.block_size:
+            lasted = now - self._installed_at  # Leaf's rule: double when fast, halve when slow
+            if lasted < self.segment_seconds:
+                self._block = min(self._block * 2, self.max_block_size)
+            elif lasted > 2 * self.segment_seconds:
+                self._block = max(self._block // 2, self.block_size)
+        self._installed_at = now
+        self.segment = segment
+        self._values = iter(range(segment.first, segment.last + 1, segment.step))
+        if self.double_buffer:
+            index = min(segment.count - 1, int(segment.count * self.prefetch_at))
+            self._trigger = segment.first + index * segment.step
+        else:
+            self._trigger = None
+
+    def _request_prefetch(self) -> None:
+        if self._next is not None or self._fetching or self._closed:
+            return
+        self._want_prefetch = True
+        if self._worker is None or not self._worker.is_alive():
+            self._worker = threading.Thread(target=self._prefetch_loop, name=f"seqid-tickets-{self.name}", daemon=True)
+            self._worker.start()
+        self._cond.notify_all()
+
+    def _prefetch_loop(self) -> None:
+        cond = self._cond
+        while True:
+            with cond:
+                while not self._want_prefetch and not self._closed:
+                    cond.wait()
+                if self._closed or cond is not self._cond:  # closed, or this process forked
+                    return
+                self._want_prefetch = False
+                self._fetching = True
+            segment = None
+            try:
+                segment = self._fetch()
+            except Exception as exc:  # the caller fetches again itself and sees the error then
+                log.warning("prefetching sequence %r failed: %s", self.name, exc)
+            with cond:
+                if cond is self._cond:
+                    self._next = segment
+                    self._fetching = False
+                    cond.notify_all()
+
+    def _fetch(self) -> Segment:
+        """Reserve a segment, from the current server or, failing that, the others in turn."""
+        with self._fetch_lock:
+            return self._fetch_unlocked()
+
+    def _fetch_unlocked(self) -> Segment:
+        if not self._servers_checked:
+            self._check_servers()
+        count = self._block
+        errors: list[str] = []
+        exhausted = 0
+        k = len(self._stores)
+        for i in [(self._server + j) % k for j in range(k)]:
+            store = self._stores[i]
+            try:
+                first, granted = store.allocate(self.name, count, self.step, self.offsets[i], self.max_value)
+            except GeneratorExhaustedError as exc:
+                exhausted += 1
+                errors.append(str(exc))
+                continue
+            except SeqIDError:
+                raise  # a contradicting server or a vanished counter: going on could repeat ids
+            except Exception as exc:  # the server is unreachable or failing: ask the next one
+                errors.append(f"{store.label}: {type(exc).__name__}: {exc}")
+                if k > 1:
+                    log.warning("ticket server %s failed (%s); trying the next", store.label, exc)
+                continue
+            segment = Segment(first, granted, self.step, i)
+            high = self._high.get(i)
+            if high is not None and first <= high:
+                raise CounterRegressedError(
+                    f"sequence {self.name!r} on {store.label} handed out a block from {first} although this "
+                    f"process has seen it hand out {high}: the counter went back (a restored backup, a deleted "
+                    "and re-created row, a Redis restart); taking the block would repeat ids. Move the counter "
+                    "above the largest id in use (`seqid ticket repair`); this process refuses until then"
+                )
+            self._high[i] = segment.last
+            if i != self._server:
+                log.warning("sequence %r now draws from %s", self.name, store.label)
+            self._server = i
+            self.fetches += 1
+            return segment
+        if exhausted == k:
+            raise GeneratorExhaustedError("; ".join(errors))
+        raise BackendUnavailableError(f"no ticket server answered for sequence {self.name!r}: " + "; ".join(errors))
+
+    # --- safety checks -------------------------------------------------------------------
+
+    def _check_servers(self) -> None:
+        """Check the sequence on every server as a set before the first id (under the fetch lock).
+
+        Each server must store the step and offset this client gives it; a sequence present on
+        some servers and missing on others is refused (a server that lost its state, or one
+        added to the list, would start over); a new sequence is created on all of them, which
+        needs every server to answer.  The next value each server reports is remembered: a
+        block below it later means that counter went back.
+        """
+        rows, down = self._read_rows()
+        for attempt in range(_PARTIAL_RETRIES):
+            if not (any(rows.values()) and None in rows.values()):
+                break
+            # Present on some servers only: another client may be creating it on its servers right
+            # now (one insert after the other); a set that stays partial is refused below.
+            time.sleep(0.05 * (attempt + 1))
+            rows, down = self._read_rows()
+        if not any(rows.values()):
+            if down:
+                raise BackendUnavailableError(
+                    f"sequence {self.name!r} is new on every ticket server that answered, and a new sequence is "
+                    "created on all of its servers at once (else two clients listing them differently could both "
+                    "start it); not answering: " + "; ".join(down)
+                )
+            for i, store in enumerate(self._stores):
+                offset = self.offsets[i]
+                new = TicketRow(self.name, first_value(offset, self.step, self.start), self.step, offset)
+                _ask(store, store.create, new)
+            rows = {i: _ask(store, store.read, self.name) for i, store in enumerate(self._stores)}
+        self._check_rows(rows)
+        for i, row in rows.items():
+            if row is not None and row.next_value > row.offset:
+                self._high[i] = max(self._high.get(i, 0), row.next_value - row.step)
+        if down:
+            log.warning("sequence %r: could not check %s", self.name, "; ".join(down))
+        self._servers_checked = True
+
+    def _read_rows(self) -> tuple[dict[int, TicketRow | None], list[str]]:
+        """The sequence's row on each server that answers, and what the others said."""
+        rows: dict[int, TicketRow | None] = {}
+        down: list[str] = []
+        for i, store in enumerate(self._stores):
+            try:
+                rows[i] = store.read(self.name)
+            except SeqIDError:
+                raise
+            except Exception as exc:  # unreachable now: judged by the caller
+                down.append(f"{store.label}: {type(exc).__name__}: {exc}")
+        return rows, down
+
+    def _check_rows(self, rows: dict[int, TicketRow | None]) -> None:
+        labels = [s.label for s in self._stores]
+        recorded = [f"{labels[i]}: step={row.step} offset={row.offset}" for i, row in rows.items() if row is not None]
+        ours = ", ".join(f"{label}: offset={o}" for label, o in zip(labels, self.offsets, strict=True))
+        for i, row in rows.items():
+            if row is not None and (row.step, row.offset) != (self.step, self.offsets[i]):
+                raise BackendMismatchError(
+                    f"sequence {self.name!r}: this client gives {self._stores[i].label} step={self.step} "
+                    f"offset={self.offsets[i]}, but the servers recorded {'; '.join(recorded)}. Clients must list "
+                    f"the same servers in the same order (or pass the same step= and offsets=); this client: {ours}"
+                )
+        missing = [self._stores[i].label for i, row in rows.items() if row is None]
+        if missing:
+            present = [self._stores[i].label for i, row in rows.items() if row is not None]
+            raise AllocationError(
+                f"sequence {self.name!r} exists on {', '.join(present)} but not on {', '.join(missing)}: that server "
+                "lost its state (a restart without persistence, a restore, a deleted row) or is new in the list; "
+                "started at its first value it would hand out ids again. Create it above the largest id in use "
+                "with `seqid ticket repair` (TicketSequence.repair())"
+            )
+
+    def _check_floors(self, segment: Segment) -> None:
+        for floor in self._floors:
+            taken = floor.largest_from(segment.first, segment.step)
+            if taken is not None:
+                raise CounterBelowDataError(
+                    f"sequence {self.name!r} on {self._stores[segment.server].label} handed out a block from "
+                    f"{segment.first}, but {floor.label} already holds the key {taken} that this server would hand "
+                    "out again: its counter is behind the data (created anew, or restored from a backup). Move it "
+                    "above the largest key with `seqid ticket repair` (TicketSequence.repair())"
+                )
+        self._floor_checked.add(segment.server)
+
+    def bind_floor(self, floor: KeyFloor) -> None:
+        """Check this sequence's blocks against one more key column (``ticket_pk`` and ``TicketField``
+        call it for the column they fill): the first block from each server, and the one in use now."""
+        _check_floor(floor)
+        with self._cond:
+            if any(f.label == floor.label for f in self._floors):
+                return
+            self._floors.append(floor)
+            self._floor_checked.clear()
+            if self.segment is not None:  # handed out before the binding: check what is left of it
+                self._check_floors(self.segment)
+
+    def repair(self, above: int | None = None) -> list[tuple[str, TicketRow]]:
+        """Move the counter on every server above ``above`` and above the largest key of the bound
+        floors, creating it where it is missing; never lower.  Returns ``(server label, row)``.
+
+        What ``seqid ticket repair`` runs after a restore, a lost Redis, or when a server joins the list.
+        """
+        highest = 0 if above is None else _int_arg("above", above, 0, self.max_value)
+        for floor in self._floors:
+            highest = max(highest, floor.largest() or 0)
+        if above is None and not self._floors:
+            raise InvalidArgumentError(
+                f"repairing sequence {self.name!r} needs the largest id in use: pass above= (--above) or bind the "
+                "key columns it fills (floor=, --table)"
+            )
+        out = []
+        for i, store in enumerate(self._stores):
+            offset = self.offsets[i]
+            value = first_value(offset, self.step, max(self.start, highest + 1))
+            row = TicketRow(self.name, value, self.step, offset)
+            out.append((store.label, _ask(store, store.raise_to, row)))
+        self._check_rows({i: row for i, (_, row) in enumerate(out)})
+        return out
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    def rows(self) -> list[tuple[str, TicketRow]]:
+        """Every sequence on every server, as ``(server label, row)`` (what ``seqid ticket status`` shows)."""
+        return [(store.label, row) for store in self._stores for row in store.rows()]
+
+    def close(self) -> None:
+        """Stop the prefetch thread (after a reservation in flight returns) and release the servers'
+        connections.  Unused values are lost, as when the process ends."""
+        with self._cond:
+            self._closed = True
+            self._values = iter(())
+            self._next = None
+            worker = self._worker
+            self._cond.notify_all()
+        if worker is not None and worker is not threading.current_thread():
+            worker.join()
+        for store in self._stores:
+            store.close()
+
+    def __enter__(self) -> TicketSequence:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _after_fork(self) -> None:
+        """In a forked child: drop the parent's segments, thread and connections."""
+        self._init_state()
+        for store in self._stores:
+            store.after_fork()
+
+
+def _after_fork_in_child() -> None:
+    for sequence in list(_LIVE):
+        sequence._after_fork()
+
+
+on_fork(_after_fork_in_child)
+
+_FORK_WAIT = 30.0  # seconds a fork waits for a reservation in flight before going ahead anyway
+_held: list[threading.Lock] = []
+
+
+def _before_fork() -> None:
+    """Wait until no reservation is in flight, so the child inherits no driver mid-call."""
+    for sequence in sorted(_LIVE, key=id):
+        lock = sequence._fetch_lock
+        if lock.acquire(timeout=_FORK_WAIT):
+            _held.append(lock)
+        else:
+            log.warning("fork() went ahead while sequence %r was still reserving values", sequence.name)
+
+
+def _after_fork_in_parent() -> None:
+    while _held:
+        _held.pop().release()
+
+
+def _forget_held_in_child() -> None:
+    _held.clear()  # the child's sequences get new locks in _after_fork_in_child
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(
+        before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_forget_held_in_child
+    )

@@ -1,0 +1,59 @@
+"""What the ``seqid`` commands share: argument types and the one-line fixes for what is missing."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+__all__ = ["EXTRA_OF", "missing_driver", "positive"]
+
+
+def positive(what: str) -> Callable[[str], int]:
+    """argparse type: a whole number of ``what``, at least 1."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number of {what}, got {text!r}") from None
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"at least 1 of {what}, got {value}")
+        return value
+
+    return parse
+
+
+#: The extra (pyproject.toml) that brings each optional module, for the one-line fix in an error.
+EXTRA_OF = {
+    "sqlalchemy": "sqlalchemy",
+    "alembic": "alembic",
+    "psycopg": "postgres",
+    "pymysql": "mysql",
+    "MySQLdb": "django-mysql",
+    "asyncpg": "async",
+    "aiosqlite": "async",
+    "aiomysql": "async",
+    "redis": "redis",
+    "django": "django",
+    "pydantic": "pydantic",
+    "matplotlib": "bench",
+    "uuid6": "bench",
+    "uuid_utils": "bench",
+}
+
+#: Drivers SQLAlchemy picks for a bare ``dialect://`` URL, and the one our extras install instead.
+_DRIVER_HINTS = {
+    "psycopg2": ("postgresql://", "postgresql+psycopg://", "postgres"),
+    "MySQLdb": ("mysql://", "mysql+pymysql://", "mysql"),
+}
+
+
+def missing_driver(url: str, exc: ModuleNotFoundError) -> str:
+    """What to tell a user whose URL names a driver that is not installed."""
+    hint = _DRIVER_HINTS.get(exc.name or "")
+    if hint and url.startswith(hint[0]):
+        return (
+            f"the driver for {url!r} is not installed ({exc.name}, SQLAlchemy's default for {hint[0]}); "
+            f"the '{hint[2]}' extra installs another one: use {hint[1]}..."
+        )
+    return f"the driver for {url!r} is not installed ({exc.name})"

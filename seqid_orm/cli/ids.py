@@ -1,0 +1,149 @@
+"""``seqid new``, ``decode``, ``probe`` and ``demo``: making ids, reading them back, and what a live database does.
+
+Imports the core freely; the SQLAlchemy adapter only inside the commands that talk to a database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from typing import Any
+
+from .. import Layout, Snowflake, base32, bsv, comb, uuid7, uuid_sequence_nextval, uuid_time_nextval
+from ..errors import SeqIDError
+from ..ids.decode import describe
+from ..vendors import VENDORS
+from .common import positive
+
+KINDS = ("uuid7", "comb", "snowflake", "bsv", "base32", "time-prefix")
+
+
+def _new(args: argparse.Namespace) -> int:
+    layout = Layout(args.layout) if args.layout else Layout.TIME_FIRST
+    if args.url:
+        from sqlalchemy import create_engine
+
+        from ..sqlalchemy import SeqUUID, layout_for
+
+        engine = create_engine(args.url)
+        with engine.connect():  # the layout may depend on the server version
+            pass
+        layout = layout_for(engine.dialect, SeqUUID(storage=args.storage))
+        engine.dispose()
+    elif args.dialect:
+        from ..vendors import choose_layout, default_storage, normalize_vendor
+
+        vendor = normalize_vendor(args.dialect)
+        layout = choose_layout(vendor, None, args.storage or default_storage(vendor, None))
+    kind = args.kind or ("comb" if args.layout or args.dialect or args.url else "uuid7")
+    snowflake = Snowflake(worker_id=args.worker)
+    makers: dict[str, Callable[[], object] | None] = {
+        "uuid7": uuid7,
+        "comb": lambda: comb(layout),
+        "snowflake": snowflake.next_id,
+        "bsv": bsv,
+        "base32": base32,
+        "time-prefix": lambda: uuid_time_nextval(layout=layout),
+        "seq-prefix": None,
+    }
+    make = makers[kind]
+    for i in range(args.n):
+        print(uuid_sequence_nextval(i + 1, layout=layout) if make is None else make())  # a sequence's 1, 2, ...
+    return 0
+
+
+def _describe(text: str, kind: str | None = None) -> dict[str, object]:
+    text = text.strip()
+    if kind is None and text.isascii() and text.isdigit() and len(text) not in (26, 32, 36):
+        kind = "snowflake"  # describe() says which profile it assumed
+    return describe(text, kind=kind).as_dict()  # type: ignore[arg-type]
+
+
+def _decode(args: argparse.Namespace) -> int:
+    info = _describe(args.value, args.kind)
+    if args.json:
+        print(json.dumps(info))
+    else:
+        for key, val in info.items():
+            print(f"{key}: {val}")
+    return 0
+
+
+def _probe(args: argparse.Namespace) -> int:
+    from sqlalchemy import create_engine
+
+    from ..sqlalchemy import SeqUUID, layout_for, probe_layout, probe_order
+    from ..sqlalchemy.types import dialect_server_version
+
+    engine = create_engine(args.url)
+    results: list[dict[str, object]] = []
+    with engine.connect() as conn:
+        for storage in ("native", "binary", "text", "hex"):
+            type_ = SeqUUID(storage=storage)
+            try:
+                type_.storage_for(engine.dialect)
+            except SeqIDError as exc:
+                results.append({"storage": storage, "error": str(exc)})
+                continue
+            results.append(
+                {
+                    "storage": storage,
+                    "order": list(probe_order(conn, type_)),
+                    "probed_layout": probe_layout(conn, type_).value,
+                    "registry_layout": layout_for(engine.dialect, type_).value,
+                }
+            )
+    version = ".".join(map(str, dialect_server_version(engine.dialect) or ()))
+    if args.json:
+        print(json.dumps({"dialect": engine.dialect.name, "server_version": version, "storages": results}))
+        return 0
+    print(f"{engine.dialect.name} {version}")
+    for r in results:
+        if "error" in r:
+            print(f"  {r['storage']:7} {r['error']}")
+        else:
+            agree = "agrees" if r["probed_layout"] == r["registry_layout"] else "DISAGREES"
+            print(f"  {r['storage']:7} order={r['order']} layout={r['probed_layout']} (registry {agree})")
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from .demo import run
+
+    return run(args.url, args.rows)
+
+
+def add_parsers(sub: Any) -> None:
+    """``new``, ``decode``, ``probe`` and ``demo`` on the ``seqid`` parser's subcommands."""
+    p = sub.add_parser("new", help="print new ids")
+    p.add_argument(
+        "--kind",
+        choices=(*KINDS, "seq-prefix"),
+        help="default: comb when --layout, --dialect or --url chooses a layout, else uuid7",
+    )
+    p.add_argument("--layout", choices=[m.value for m in Layout])
+    p.add_argument("--dialect", choices=VENDORS, help="choose the layout for this database")
+    p.add_argument("--url", help="choose the layout for this live database (SQLAlchemy URL)")
+    p.add_argument("--storage", choices=("native", "binary", "text", "hex"))
+    p.add_argument("--worker", type=int, default=0, help="Snowflake worker id")
+    p.add_argument("-n", type=positive("ids"), default=1, help="how many ids")
+    p.set_defaults(func=_new)
+
+    p = sub.add_parser("decode", help="tell what an id is and when it was made")
+    p.add_argument("value")
+    p.add_argument(
+        "--kind", choices=("uuid", "snowflake", "bsv", "base32"), help="say what the value is where the text cannot"
+    )
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_decode)
+
+    p = sub.add_parser("probe", help="measure how a live database orders UUIDs (needs the sqlalchemy extra)")
+    p.add_argument("url", help="SQLAlchemy URL, e.g. postgresql+psycopg://user@host/db")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_probe)
+
+    p = sub.add_parser("demo", help="insert rows with seqid keys through SQLAlchemy and read them back")
+    p.add_argument("--url", default="sqlite://")
+    p.add_argument("--rows", type=int, default=5)
+    p.set_defaults(func=_demo)

@@ -1,0 +1,286 @@
+"""Snowflake-style 64-bit integer ids: ``time | datacenter | worker | sequence``.
+
+Twitter's profile (github.com/twitter-archive/snowflake, 2010) is the default: 41 bits of milliseconds since 2010-11-04
+(epoch ``1288834974657``), 5 bits of datacenter, 5 bits of worker, 12 bits of sequence.  Every
+width and the time unit are configurable (:meth:`Snowflake.sonyflake` gives Sonyflake's
+39-bit, 10 ms profile), as long as the id fits a *signed* BIGINT (63 bits).
+
+Uniqueness rests on the pair (datacenter, worker) being unique among live generators, so:
+
+* the sequence never wraps inside one time unit: the generator waits for the next unit
+  (it never returns ``None`` as some libraries do);
+* a clock that steps back is waited out up to ``rollback_tolerance_ms`` and refused beyond
+  that with :class:`~seqid_orm.errors.ClockMovedBackwardsError` (Twitter's policy, with 0);
+* a generator inherited by a forked child refuses to run
+  (:class:`~seqid_orm.errors.ForkedGeneratorError`): parent and child would share a worker id.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import (
+    ArgumentTypeError,
+    ClockMovedBackwardsError,
+    ForkedGeneratorError,
+    GeneratorExhaustedError,
+    InvalidArgumentError,
+    InvalidIDError,
+)
+from ._random import check_fork, on_fork
+from .comb import _datetime_to_ms, ms_to_datetime
+
+TWITTER_EPOCH_MS = 1288834974657
+SONYFLAKE_EPOCH_MS = 1409529600000  # 2014-09-01T00:00:00Z, Sonyflake's default start time
+
+
+@dataclass(frozen=True)
+class SnowflakeParts:
+    """The fields of a decoded Snowflake id."""
+
+    timestamp: _dt.datetime
+    datacenter_id: int
+    worker_id: int
+    sequence: int
+
+
+def _check_width(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ArgumentTypeError(f"{name} must be an int, got {type(value).__name__}")
+    if not 0 <= value <= 63:
+        raise InvalidArgumentError(f"{name} must be between 0 and 63, got {value}")
+    return value
+
+
+def _check_field(name: str, value: object, bits: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ArgumentTypeError(f"{name} must be an int, got {type(value).__name__}")
+    if not 0 <= value < (1 << bits):
+        raise InvalidArgumentError(f"{name} must be between 0 and {(1 << bits) - 1} ({bits} bits), got {value}")
+    return value
+
+
+_LIVE: weakref.WeakSet[Snowflake] = weakref.WeakSet()
+
+
+class Snowflake:
+    """A thread-safe Snowflake id generator; see the module docstring for its guarantees.
+
+    ``clock`` returns Unix time in nanoseconds and ``sleep`` takes seconds; both exist so tests
+    can drive time.
+    """
+
+    def __init__(
+        self,
+        worker_id: int,
+        datacenter_id: int = 0,
+        epoch_ms: int = TWITTER_EPOCH_MS,
+        *,
+        time_bits: int = 41,
+        datacenter_bits: int = 5,
+        worker_bits: int = 5,
+        sequence_bits: int = 12,
+        time_unit_ms: int = 1,
+        rollback_tolerance_ms: int = 0,
+        clock: Callable[[], int] = time.time_ns,
+        sleep: Callable[[float], object] = time.sleep,
+    ) -> None:
+        for name, width in (
+            ("time_bits", time_bits),
+            ("datacenter_bits", datacenter_bits),
+            ("worker_bits", worker_bits),
+            ("sequence_bits", sequence_bits),
+        ):
+            _check_width(name, width)
+        total = time_bits + datacenter_bits + worker_bits + sequence_bits
+        if total > 63:
+            raise InvalidArgumentError(f"the bit widths add up to {total}; at most 63 fit a signed BIGINT")
+        if time_bits < 1:
+            raise InvalidArgumentError("time_bits must be at least 1")
+        self.worker_id = _check_field("worker_id", worker_id, worker_bits)
+        self.datacenter_id = _check_field("datacenter_id", datacenter_id, datacenter_bits)
+        if isinstance(epoch_ms, bool) or not isinstance(epoch_ms, int):
+            raise ArgumentTypeError(f"epoch_ms must be an int, got {type(epoch_ms).__name__}")
+        for name, value in (("time_unit_ms", time_unit_ms),):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidArgumentError(f"{name} must be a positive int, got {value!r}")
+        if (
+            isinstance(rollback_tolerance_ms, bool)
+            or not isinstance(rollback_tolerance_ms, int)
+            or rollback_tolerance_ms < 0
+        ):
+            raise InvalidArgumentError(f"rollback_tolerance_ms must be an int >= 0, got {rollback_tolerance_ms!r}")
+        self.epoch_ms = epoch_ms
+        self.time_bits = time_bits
+        self.datacenter_bits = datacenter_bits
+        self.worker_bits = worker_bits
+        self.sequence_bits = sequence_bits
+        self.time_unit_ms = time_unit_ms
+        self.rollback_tolerance_ms = rollback_tolerance_ms
+        self._worker_shift = sequence_bits
+        self._datacenter_shift = sequence_bits + worker_bits
+        self._time_shift = sequence_bits + worker_bits + datacenter_bits
+        self._node = (self.datacenter_id << self._datacenter_shift) | (self.worker_id << self._worker_shift)
+        self._sequence_max = (1 << sequence_bits) - 1
+        self._time_max = (1 << time_bits) - 1
+        self._limit = self._time_max  # the last time unit this generator may stamp now
+        self._clock = clock
+        self._sleep = sleep
+        self._lock = threading.Lock()
+        self._last = -1
+        self._sequence = 0
+        self._forked = False
+        _LIVE.add(self)
+
+    @classmethod
+    def sonyflake(cls, machine_id: int, epoch_ms: int = SONYFLAKE_EPOCH_MS, **kwargs: object) -> Snowflake:
+        """Sonyflake's profile: 39 bits of 10 ms units, 8-bit sequence, 16-bit machine id.
+
+        (Sonyflake orders its fields time | sequence | machine; here the machine id sits
+        before the sequence, which keeps one generator's ids ordered the same way.)
+        """
+        _check_field("machine_id", machine_id, 16)  # named as the caller knows it, not as worker_id
+        return cls(
+            worker_id=machine_id,
+            epoch_ms=epoch_ms,
+            time_bits=39,
+            datacenter_bits=0,
+            worker_bits=16,
+            sequence_bits=8,
+            time_unit_ms=10,
+            **kwargs,  # type: ignore[arg-type]
+        )
+
+    @classmethod
+    def leased(
+        cls,
+        store: object,
+        namespace: str,
+        *,
+        ttl: float = 30.0,
+        max_workers: int | None = None,
+        clock_tolerance: float = 5.0,
+        create_table: bool = True,
+        accept_state_loss: bool = False,
+        **kwargs: Any,
+    ) -> Snowflake:
+        """A Snowflake whose worker id is leased from ``store`` (a SQLAlchemy or Redis URL, an
+        ``Engine``, a ``redis.Redis``) in ``namespace``; see :mod:`seqid_orm.leases`.
+
+        ``max_workers`` defaults to what the worker and datacenter bits hold (1,024 for Twitter's
+        profile); the lease's id fills both fields.  ``accept_state_loss`` allows a Redis store
+        without persistence.  Other keywords are the Snowflake profile's.
+        """
+        from ..allocation.leases import LeasedSnowflake
+
+        options: dict[str, Any] = {
+            "ttl": ttl,
+            "clock_tolerance": clock_tolerance,
+            "create_table": create_table,
+            "accept_state_loss": accept_state_loss,
+        }
+        if max_workers is not None:
+            options["max_workers"] = max_workers
+        if "monotonic" in kwargs:
+            options["monotonic"] = kwargs.pop("monotonic")
+        return LeasedSnowflake(store, namespace, lease_options=options, **kwargs)
+
+    def __repr__(self) -> str:
+        return (
+            f"Snowflake(worker_id={self.worker_id}, datacenter_id={self.datacenter_id}, "
+            f"epoch_ms={self.epoch_ms}, time_bits={self.time_bits}, "
+            f"datacenter_bits={self.datacenter_bits}, worker_bits={self.worker_bits}, "
+            f"sequence_bits={self.sequence_bits}, time_unit_ms={self.time_unit_ms})"
+        )
+
+    def _now_units(self) -> int:
+        units = (self._clock() // 1_000_000 - self.epoch_ms) // self.time_unit_ms
+        if units < 0:
+            raise ClockMovedBackwardsError(f"the clock reads a time before this generator's epoch ({self.epoch_ms} ms)")
+        return units
+
+    def _wait_until_after(self, units: int) -> int:
+        """Sleep until the clock is past ``units``; return the new reading."""
+        now = self._now_units()
+        while now <= units:
+            self._sleep(self.time_unit_ms / 1000 / 4)
+            now = self._now_units()
+        return now
+
+    def __call__(self) -> int:
+        return self.next_id()
+
+    def next_id(self) -> int:
+        """Return the next id (waits at most until the clock reaches the next time unit)."""
+        check_fork()
+        with self._lock:
+            if self._forked:
+                raise ForkedGeneratorError(
+                    f"this Snowflake (worker_id={self.worker_id}, datacenter_id={self.datacenter_id}) "
+                    "was created before os.fork(); the child would repeat the parent's ids. "
+                    "Create a Snowflake with its own worker id in each process."
+                )
+            now = self._now_units()
+            if now < self._last:
+                behind_ms = (self._last - now) * self.time_unit_ms
+                if behind_ms > self.rollback_tolerance_ms:
+                    raise ClockMovedBackwardsError(
+                        f"the clock moved back by {behind_ms} ms; tolerance is "
+                        f"{self.rollback_tolerance_ms} ms (rollback_tolerance_ms)"
+                    )
+                now = self._wait_until_after(self._last - 1)
+            if now == self._last:
+                sequence = self._sequence + 1
+                if sequence > self._sequence_max:
+                    now = self._wait_until_after(self._last)
+                    sequence = 0
+            else:
+                sequence = 0
+            if now > self._limit:
+                now = self._past_limit(now)
+            self._last = now
+            self._sequence = sequence
+            return (now << self._time_shift) | self._node | sequence
+
+    def _past_limit(self, now: int) -> int:
+        """Called (under the lock) when the clock reads past ``_limit``: the time unit to stamp, or a
+        refusal.  Here the limit is the time field's end; a leased generator's is its lease's mark."""
+        raise GeneratorExhaustedError(f"the {self.time_bits}-bit time field is exhausted; choose a later epoch_ms")
+
+    def decode(self, snowflake_id: int) -> SnowflakeParts:
+        """Split an id made with this generator's profile into its fields."""
+        if isinstance(snowflake_id, bool) or not isinstance(snowflake_id, int):
+            raise ArgumentTypeError(f"snowflake_id must be an int, got {type(snowflake_id).__name__}")
+        if not 0 <= snowflake_id < (1 << 63):
+            raise InvalidIDError(f"snowflake_id must be between 0 and 2**63-1, got {snowflake_id}")
+        units = snowflake_id >> self._time_shift
+        if units > self._time_max:
+            raise InvalidIDError(f"snowflake_id {snowflake_id} does not fit this profile's {self.time_bits}-bit time")
+        return SnowflakeParts(
+            timestamp=ms_to_datetime(self.epoch_ms + units * self.time_unit_ms),
+            datacenter_id=(snowflake_id >> self._datacenter_shift) & ((1 << self.datacenter_bits) - 1),
+            worker_id=(snowflake_id >> self._worker_shift) & ((1 << self.worker_bits) - 1),
+            sequence=snowflake_id & self._sequence_max,
+        )
+
+    def min_id_at(self, when: _dt.datetime) -> int:
+        """The smallest id any generator of this profile can make at ``when`` (for range queries)."""
+        units = (_datetime_to_ms(when, "when") - self.epoch_ms) // self.time_unit_ms
+        if not 0 <= units <= self._time_max:
+            raise InvalidArgumentError(f"when {when.isoformat()} is outside this profile's time range")
+        return units << self._time_shift
+
+
+def _mark_forked() -> None:
+    for gen in list(_LIVE):
+        gen._forked = True
+        gen._lock = threading.Lock()
+
+
+on_fork(_mark_forked)  # os.fork(), multiprocessing, and fork() made in C alike

@@ -1,0 +1,118 @@
+"""The benchmark harnesses in benchmarks/ on each real database: they insert what they say, start and stop
+their private servers, and clean up; never timings."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+sa = pytest.importorskip("sqlalchemy")
+
+
+def url_of(engine) -> str:
+    return engine.url.render_as_string(hide_password=False)
+
+
+@pytest.fixture
+def prefix(table_name) -> str:
+    """Per-test table names, so runs sharing a server do not collide."""
+    return f"{table_name}_"
+
+
+def test_generation_benchmark_reports_every_generator_against_uuid4():
+    from benchmarks import generation
+
+    rows = generation.run(calls=2000, rounds=1, batch=100)
+    names = [r["generator"] for r in rows]
+    assert names[0] == "uuid.uuid4 (baseline)" and rows[0]["cost_vs_uuid4"] == 1.0
+    assert {"seqid uuid7", "seqid comb time_last", "seqid Snowflake.next_id", "seqid bsv"} <= set(names)
+    # the column default, timed per row as SQLAlchemy calls it, in both kinds of statement
+    defaults = {r["generator"]: r for r in rows if "row default" in str(r["generator"])}
+    assert set(defaults) == {
+        "seqid SQLAlchemy row default, 100-row statement",
+        "seqid SQLAlchemy row default, one-row statements",
+    }
+    assert all(float(str(r["ns_per_id"])) > 0 for r in defaults.values())
+    assert "| seqid uuid7 |" in generation.markdown(rows)
+
+
+def test_small_memory_postgres_is_private_and_small(pg_engine):
+    import shutil
+
+    from tests.servers.private import small_postgres
+
+    if shutil.which("runuser") is None and __import__("os").geteuid() == 0:
+        pytest.fail("running as root needs runuser to start a private PostgreSQL")
+    with small_postgres(url_of(pg_engine)) as url:
+        engine = sa.create_engine(url)
+        with engine.connect() as conn:
+            assert conn.execute(sa.text("SHOW shared_buffers")).scalar() == "16MB"
+            assert engine.url.port != pg_engine.url.port
+        engine.dispose()
+    with pytest.raises(sa.exc.OperationalError):
+        sa.create_engine(url, connect_args={"connect_timeout": 2}).connect()
+
+
+def test_small_memory_mariadb_restores_the_buffer_pool(mysql_engine):
+    from tests.servers.private import small_mariadb
+
+    def pool_size():
+        with mysql_engine.connect() as conn:
+            return int(conn.execute(sa.text("SELECT @@GLOBAL.innodb_buffer_pool_size")).scalar())
+
+    before = pool_size()
+    with small_mariadb(url_of(mysql_engine)):
+        assert pool_size() < before and pool_size() <= 64 * 2**20
+    assert pool_size() == before
+
+
+def test_cli_small_memory_runs_on_a_private_postgres(pg_engine, capsys):
+    from benchmarks.insert import main
+
+    url = url_of(pg_engine)
+    assert main(["--url", url, "--small-memory", "--rows", "2000", "--keys", "bigint,comb", "--json", "--quiet"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data[0]["notes"] == ["small-memory mode"]
+    assert data[0]["url"] != sa.make_url(url).render_as_string(hide_password=True)  # not the shared server
+    assert [r["key"] for r in data[0]["results"]] == ["bigint", "comb"]
+
+
+def test_the_insert_paths_benchmark_inserts_along_every_path_and_cleans_up(engine, prefix):
+    """Every path really inserts (the tables are counted after each path), on every database."""
+    from benchmarks import insert_paths
+
+    counted: list[tuple[str, str, int]] = []
+    real_insert = insert_paths._insert
+
+    def counting_insert(path, key, engines, tables, rows, batch):
+        seconds = real_insert(path, key, engines, tables, rows, batch)
+        with engine.connect() as conn:
+            counted.append((path, key, conn.scalar(sa.select(sa.func.count()).select_from(tables[key]))))
+        return seconds
+
+    insert_paths._insert = counting_insert
+    try:
+        result = insert_paths.run(url_of(engine), rows=1200, rounds=2, batch=500, prefix=prefix)
+    finally:
+        insert_paths._insert = real_insert
+    paths = ["executemany", "insertmanyvalues", "orm-bulk"] + (["copy"] if engine.dialect.driver == "psycopg" else [])
+    assert list(result["paths"]) == paths
+    assert sorted(counted) == sorted((p, k, 1200) for p in paths for k in insert_paths.KEYS for _ in range(2))
+    for figures in result["paths"].values():
+        low, high = figures["seqid_vs_bigint_range"]
+        assert 0 < low <= figures["seqid_vs_bigint_median"] <= high
+    assert not [t for t in sa.inspect(engine).get_table_names() if t.startswith(prefix)]
+
+
+def test_the_ticket_benchmark_reports_rates_round_trips_and_latency(sqlite_ticket_url, capsys):
+    from benchmarks import tickets
+
+    args = ["--url", sqlite_ticket_url, "--blocks", "1,100", "--repeat", "1"]
+    assert tickets.main([*args, "--scale", "0.02", "--index-rows", "0", "--quiet", "--json"]) == 0
+    found = {m["what"]: m for m in json.loads(capsys.readouterr().out)["sequences"]}
+    assert set(found) == {"block 1", "block 1, no prefetch", "block 100", "block 100, no prefetch"}
+    assert found["block 100, no prefetch"]["round_trips_per_1000"] == 10
+    assert found["block 1, no prefetch"]["round_trips_per_1000"] == 1000
+    for m in found.values():
+        assert m["ids_per_s"] > 0 and set(m["latency_ns"]) == {"p50", "p99", "p99.9", "max"}

@@ -1,0 +1,244 @@
+"""Small-memory database servers for the benchmark, so index growth outruns the cache quickly.
+
+* PostgreSQL: ``shared_buffers`` needs a restart, so a private cluster is created with
+  ``initdb`` in a temporary directory and started with ``pg_ctl`` on its own port, with small
+  shared buffers and frequent checkpoints (the setting of Tomas Vondra's "Sequential UUID
+  generators" benchmark, 2018, where random keys make full-page images explode).  It is
+  stopped and deleted afterwards.
+* MariaDB: ``innodb_buffer_pool_size`` is dynamic; it is set to 32 MB for the run and restored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+
+import sqlalchemy as sa
+
+from seqid_orm.errors import BackendUnavailableError, InvalidArgumentError
+
+
+def server_major(url: str) -> int:
+    """The major version of the PostgreSQL server at ``url`` (15 for 15.4)."""
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return int(conn.execute(sa.text("SHOW server_version_num")).scalar_one()) // 10000
+    finally:
+        engine.dispose()
+
+
+def pg_bindir(major: int) -> str:
+    """The directory of ``initdb``/``pg_ctl`` for PostgreSQL ``major``; a typed error if none is here.
+
+    The private cluster must run the same major version as the server the user named: a
+    benchmark of another version would measure something else.
+    """
+    candidate = f"/usr/lib/postgresql/{major}/bin"
+    if os.path.exists(os.path.join(candidate, "initdb")):
+        return candidate
+    # $SEQID_PG_BINDIR (e.g. the PostgreSQL 18 of `make test-pg18`), then initdb on PATH
+    for found in (os.path.join(os.environ.get("SEQID_PG_BINDIR", ""), "initdb"), shutil.which("initdb")):
+        if not found or not os.path.exists(found):
+            continue
+        out = subprocess.run([found, "--version"], capture_output=True, text=True).stdout
+        digits = out.rsplit(" ", 1)[-1].split(".")[0].strip()
+        if digits.isdigit() and int(digits) == major:
+            return os.path.dirname(found)
+    raise InvalidArgumentError(
+        f"the PostgreSQL {major} server binaries (initdb, pg_ctl) of the server the URL names were not "
+        f"found under /usr/lib/postgresql/{major}/bin, in $SEQID_PG_BINDIR or on PATH"
+    )
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    """The kernel's range for outgoing connections' local ports (Linux; the IANA range elsewhere)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = (int(x) for x in f.read().split())
+            return low, high
+    except (OSError, ValueError):
+        return 49152, 65535
+
+
+def free_port(low: int = 20000, high: int = 32767) -> int:
+    """A TCP port on loopback that nothing uses right now, outside the kernel's ephemeral range.
+
+    A port from the ephemeral range (what binding port 0 gives) can be taken at any moment by an
+    outgoing connection's local end, and a server restarted on it later then fails to bind: a
+    Galera node's SST daemon died that way in CI.  Ports are drawn at random from ``[low, high]``
+    less that range, and each is checked by binding it.
+    """
+    eph_low, eph_high = _ephemeral_range()
+    candidates = [p for p in range(low, high + 1) if not eph_low <= p <= eph_high]
+    if not candidates:
+        raise BackendUnavailableError(f"no port in {low}-{high} lies outside the ephemeral range {eph_low}-{eph_high}")
+    for _ in range(200):
+        port = candidates[secrets.randbelow(len(candidates))]
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise BackendUnavailableError(f"no free port found in {low}-{high} outside {eph_low}-{eph_high}")
+
+
+def _as_postgres(cmd: list[str]) -> list[str]:
+    # initdb refuses to run as root; the packaged servers run as 'postgres'
+    if os.geteuid() == 0:
+        return ["runuser", "-u", "postgres", "--", *cmd]
+    return cmd
+
+
+class PrivatePostgres:
+    """A throw-away PostgreSQL cluster on its own port and data directory (never the shared server).
+
+    ``bindir`` holds ``initdb``/``pg_ctl``; ``settings`` are extra ``-c name=value`` options.
+    Used by ``--small-memory`` and by tests that stop a server mid-run (``stop("immediate")``).
+    """
+
+    def __init__(self, bindir: str, driver: str = "postgresql+psycopg", **settings: str) -> None:
+        self.bindir = bindir
+        self.driver = driver
+        self.settings = settings
+        self.tmp = tempfile.mkdtemp(prefix="seqid-pg-")
+        self.data = os.path.join(self.tmp, "data")
+        if os.geteuid() == 0:
+            shutil.chown(self.tmp, "postgres")
+        self.port = free_port()
+        self._initialised = False
+
+    @property
+    def url(self) -> str:
+        """SQLAlchemy URL of the cluster's ``postgres`` database."""
+        return f"{self.driver}://postgres@127.0.0.1:{self.port}/postgres"
+
+    def start(self) -> PrivatePostgres:
+        if not self._initialised:
+            subprocess.run(
+                _as_postgres(
+                    [f"{self.bindir}/initdb", "-D", self.data, "-U", "postgres", "--auth=trust", "-E", "UTF8"]
+                ),
+                check=True,
+                capture_output=True,
+            )
+            self._initialised = True
+        options = f"-p {self.port} -k {self.tmp} -c listen_addresses=127.0.0.1 -c fsync=off" + "".join(
+            f" -c {k}={v}" for k, v in self.settings.items()
+        )
+        subprocess.run(
+            _as_postgres(
+                [f"{self.bindir}/pg_ctl", "-D", self.data, "-o", options, "-l", f"{self.tmp}/log", "-w", "start"]
+            ),
+            check=True,
+            capture_output=True,
+        )
+        return self
+
+    def stop(self, mode: str = "fast") -> None:
+        """Stop the server (``"immediate"`` is a crash: no shutdown checkpoint, clients cut off)."""
+        if os.path.exists(os.path.join(self.data, "postmaster.pid")):
+            subprocess.run(
+                _as_postgres([f"{self.bindir}/pg_ctl", "-D", self.data, "-m", mode, "-w", "stop"]), capture_output=True
+            )
+
+    def remove(self) -> None:
+        """Stop the server and delete its data directory."""
+        self.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def __enter__(self) -> PrivatePostgres:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
+
+
+@contextlib.contextmanager
+def small_postgres(url: str, shared_buffers: str = "16MB", checkpoint_timeout: str = "30s") -> Iterator[str]:
+    """A private PostgreSQL of the same major version as the server at ``url``, with small
+    shared buffers; yields its SQLAlchemy URL (same driver as ``url``)."""
+    server = PrivatePostgres(
+        pg_bindir(server_major(url)),
+        sa.make_url(url).drivername,
+        shared_buffers=shared_buffers,
+        checkpoint_timeout=checkpoint_timeout,
+        max_wal_size="256MB",
+    )
+    with server:
+        yield server.url
+
+
+class PrivateRedis:
+    """A throw-away Redis on its own port that keeps nothing on disk (never the shared server)."""
+
+    def __init__(self, binary: str = "redis-server") -> None:
+        self.binary = shutil.which(binary) or binary
+        self.port = free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> PrivateRedis:
+        self.process = subprocess.Popen(
+            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return self
+            time.sleep(0.05)
+        raise BackendUnavailableError(f"redis-server did not listen on port {self.port} within 10 s")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def __enter__(self) -> PrivateRedis:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+@contextlib.contextmanager
+def small_mariadb(url: str, buffer_pool: int = 32 * 2**20) -> Iterator[str]:
+    """Shrink InnoDB's buffer pool on the server at ``url`` for the run, then restore it."""
+    engine = sa.create_engine(url, isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as conn:
+            before = int(conn.execute(sa.text("SELECT @@GLOBAL.innodb_buffer_pool_size")).scalar_one())
+            conn.execute(sa.text(f"SET GLOBAL innodb_buffer_pool_size = {int(buffer_pool)}"))
+            _wait_for_resize(conn)
+        try:
+            yield url
+        finally:
+            with engine.connect() as conn:
+                conn.execute(sa.text(f"SET GLOBAL innodb_buffer_pool_size = {before}"))
+                _wait_for_resize(conn)
+    finally:
+        engine.dispose()
+
+
+def _wait_for_resize(conn: sa.engine.Connection, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = conn.execute(sa.text("SHOW STATUS LIKE 'Innodb_buffer_pool_resize_status'")).all()
+        text = status[0][1] if status else ""
+        if not text or "complete" in text.lower() or "completed" in text.lower():
+            return
+        time.sleep(0.2)

@@ -32,10 +32,9 @@ def _new(args: argparse.Namespace) -> int:
         layout = layout_for(engine.dialect, SeqUUID(storage=args.storage))
         engine.dispose()
     elif args.dialect:
-        from ..vendors import choose_layout, default_storage, normalize_vendor
+        from ..vendors import target
 
-        vendor = normalize_vendor(args.dialect)
-        layout = choose_layout(vendor, None, args.storage or default_storage(vendor, None))
+        layout = target(args.dialect, None, args.storage).layout
     kind = args.kind or ("comb" if args.layout or args.dialect or args.url else "uuid7")
     snowflake = Snowflake(worker_id=args.worker)
     makers: dict[str, Callable[[], object] | None] = {

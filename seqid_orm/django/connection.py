@@ -1,26 +1,26 @@
-"""Reading a Django database connection in the core registry's terms.
+"""Reading a Django database connection as a :class:`~seqid_orm.vendors.Target`.
 
-The layout must match the column Django *actually creates*, so the storage is derived from
-the field's ``db_type`` on that connection: ``uuid`` (PostgreSQL; MariaDB 10.7+ with Django
-5.0+) and ``uniqueidentifier`` (mssql-django) are native UUID columns; ``char(32)`` (MySQL,
-SQLite, older Django on MariaDB) and Oracle's ``VARCHAR2(32)`` hold 32 hex digits.
+The layout must match the column Django *actually creates*, so the storage is read from the
+field's ``db_type`` on that connection: ``uuid`` (PostgreSQL; MariaDB 10.7+ with Django 5.0+)
+and ``uniqueidentifier`` (mssql-django) are native UUID columns; ``char(32)`` (MySQL, SQLite,
+older Django on MariaDB) and Oracle's ``VARCHAR2(32)`` hold 32 hex digits.  Everything else is
+the target's decision, made once per database and column kind and kept by the field.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.db import connections
+from django.db import models
 
-from ..ids.layout import Layout
-from ..vendors import Storage, decide_layout, distributed_flavor, normalize_vendor
+from ..vendors import Storage, Target, distributed_flavor, normalize_vendor, target
 
 _NATIVE_TYPES = {"uuid", "uniqueidentifier"}
 
 
 def vendor_of(connection: Any) -> str:
-    """The registry's vendor name for a Django connection (CockroachDB's backend says so itself;
-    TiDB and YugabyteDB are read from the server's version string once per connection)."""
+    """The vendor name for a Django connection (CockroachDB's backend says so itself; TiDB and
+    YugabyteDB are read from the server's version string once per connection)."""
     flavor = _flavor(connection)
     return flavor or normalize_vendor(connection.vendor, is_mariadb=_is_mariadb(connection))
 
@@ -63,18 +63,21 @@ def server_version(connection: Any) -> tuple[int, ...] | None:
 
 
 def storage_of(field: Any, connection: Any) -> Storage:
-    """How ``field``'s column holds the UUID on ``connection``."""
+    """How ``field``'s column holds the UUID on ``connection`` (read from the type Django creates)."""
     db_type = (field.db_type(connection) or "").lower()
     return Storage.NATIVE if db_type in _NATIVE_TYPES else Storage.HEX
 
 
-def layout_for_alias(field: Any, alias: str, preferred: Layout | None = None) -> Layout:
-    """The layout for ``field`` on database ``alias`` (the core memoises the decision)."""
-    connection = connections[alias]
-    return decide_layout(
-        vendor_of(connection),
-        server_version(connection),
-        storage_of(field, connection),
-        preferred,
-        _is_mariadb(connection),
-    )
+def uuid_field_storage(connection: Any) -> Storage:
+    """The storage of a plain ``UUIDField`` on ``connection``: what a project's existing UUID columns are."""
+    return storage_of(models.UUIDField(), connection)
+
+
+def connection_target(connection: Any, storage: Storage | None = None, layout: Any = None) -> Target:
+    """The target of a column with ``storage`` (``None``: the engine's best) on ``connection``."""
+    return target(vendor_of(connection), server_version(connection), storage, layout)
+
+
+def field_target(field: Any, connection: Any) -> Target:
+    """The target of ``field``'s column on ``connection`` (the storage its ``db_type`` says)."""
+    return connection_target(connection, storage_of(field, connection), getattr(field, "layout", None))

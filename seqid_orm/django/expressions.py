@@ -2,10 +2,10 @@
 
 ``SeqUUIDField(primary_key=True, db_default=DatabaseSeqUUID())`` sends rows without a key, like
 an ``AutoField``; Django reads the id back with ``RETURNING`` (PostgreSQL, MariaDB 10.5+,
-SQLite 3.35+), so ``obj.pk`` is known after ``save()``, not before.  The SQL is chosen by
-:func:`seqid_orm.server_default.server_default` for the database and the column Django
-creates there; system check ``seqid.E003`` reports a database that cannot (Oracle, CockroachDB,
-MySQL before 8.0.13, PostgreSQL before 13).  Needs Django 5.0+ (``db_default``).
+SQLite 3.35+), so ``obj.pk`` is known after ``save()``, not before.  The SQL is the column's
+:class:`~seqid_orm.vendors.Target`'s (``Target.server_default``), for the database and the column
+Django creates there; system check ``seqid.E003`` reports a database that cannot (Oracle,
+CockroachDB, MySQL before 8.0.13, PostgreSQL before 13).  Needs Django 5.0+ (``db_default``).
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from django.db.models import Func, UUIDField
 from django.utils.deconstruct import deconstructible
 
 from ..errors import ArgumentTypeError
-from ..vendors.server_default import ServerDefault, server_default
-from .connection import server_version, storage_of, vendor_of
+from ..vendors import ServerDefault
+from .connection import field_target
 
 
 @deconstructible(path="seqid_orm.django.DatabaseSeqUUID")
 class DatabaseSeqUUID(Func):
-    """The database generates the id: see :mod:`seqid_orm.server_default` for what runs where."""
+    """The database generates the id: see the vendor modules of :mod:`seqid_orm.vendors` for what runs where."""
 
     allowed_default = True
     arity = 0
@@ -40,7 +40,7 @@ class DatabaseSeqUUID(Func):
         """The generator this default compiles to on ``connection``."""
         if self._field is None:
             raise ArgumentTypeError("DatabaseSeqUUID() works only as the db_default of a SeqUUIDField")
-        return server_default(vendor_of(connection), server_version(connection), storage_of(self._field, connection))
+        return field_target(self._field, connection).server_default
 
     def as_sql(self, compiler: Any, connection: Any, **extra_context: Any) -> tuple[str, list[Any]]:
         # Django formats SQL with %-parameters: SQLite's printf('%012x') must arrive as '%%'

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import uuid
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import django
@@ -31,18 +32,19 @@ from ..errors import (
     ServerDefaultUnavailableError,
     UnknownLayoutError,
 )
-from ..ids.comb import comb, layout_of
+from ..ids.comb import comb, generator_for
 from ..ids.layout import Layout, as_layout
 from ..ids.snowflake import Snowflake
 from ..ids.text import base32, bsv, check_text_id, text_id_kind
 from ..ids.validate import coerce_int_id, coerce_uuid, is_uuid_hex
-from ..vendors import Storage, choose_layout, integer_key_is_rowid_type, normalize_vendor, text_id_column
-from .connection import layout_for_alias, storage_of
+from ..vendors import Storage, normalize_vendor, rules_for, target
+from .connection import field_target, storage_of
 from .expressions import DatabaseSeqUUID
 
-# Ids this process drew for SeqUUIDFields and has not seen saved yet (compared by value); only
-# projects with several databases need them (see SeqUUIDField._first_default).
-_DRAWN: weakref.WeakSet[uuid.UUID] = weakref.WeakSet()
+# Ids this process drew for SeqUUIDFields and has not seen saved yet (compared by value), with the
+# layout each was drawn in; only projects with several databases need them (see
+# SeqUUIDField._first_default).
+_DRAWN: weakref.WeakKeyDictionary[uuid.UUID, Layout] = weakref.WeakKeyDictionary()
 
 # Bumped when the test runner changes DATABASES or SEQID, so kept decisions are made again.
 _settings_version = 0
@@ -55,6 +57,11 @@ def _on_setting_changed(setting: str, **kwargs: Any) -> None:
 
 
 setting_changed.connect(_on_setting_changed)
+
+
+def _invalid(exc: SeqIDError, value: object) -> ValidationError:
+    """A core refusal as Django reports a field's bad value: code ``"invalid"``, the value in ``params``."""
+    return ValidationError(str(exc), code="invalid", params={"value": value})
 
 
 def new_seq_uuid() -> uuid.UUID:
@@ -78,6 +85,7 @@ class SeqUUIDField(models.UUIDField):
 
     def __init__(self, *args: Any, layout: Layout | str | None = None, **kwargs: Any) -> None:
         self.layout = None if layout is None else as_layout(layout)
+        self._layouts = {}
         if isinstance(kwargs.get("db_default"), DatabaseSeqUUID):
             if django.VERSION < (5, 0):
                 raise ImproperlyConfigured("DatabaseSeqUUID needs Django 5.0+ (db_default)")
@@ -98,43 +106,59 @@ class SeqUUIDField(models.UUIDField):
             kwargs["layout"] = self.layout.value
         return name, "seqid_orm.django.SeqUUIDField", args, kwargs
 
+    # database alias -> (settings version, layout, id function), kept once decided: a row asks a dictionary
+    _layouts: dict[str, tuple[int, Layout, Callable[[], uuid.UUID]]]
+
+    def _decided(self, alias: str) -> tuple[int, Layout, Callable[[], uuid.UUID]]:
+        """The kept decision for ``alias``, made (from its target) when missing or made under old settings."""
+        kept = self._layouts.get(alias)
+        if kept is None or kept[0] != _settings_version:
+            from django.db import connections
+
+            layout = field_target(self, connections[alias]).layout
+            kept = self._layouts[alias] = (_settings_version, layout, generator_for(layout).id_function)
+        return kept
+
     def layout_for(self, alias: str) -> Layout:
-        """The layout of ids for this field on database ``alias``."""
-        return layout_for_alias(self, alias, self.layout)
+        """The layout of ids for this field on database ``alias`` (its target's, decided once)."""
+        return self._decided(alias)[1]
 
     def new_value(self, alias: str | None = None) -> uuid.UUID:
         """A new id for database ``alias`` (default: where the router writes this model)."""
         if alias is None:
             model = getattr(self, "model", None)
             alias = router.db_for_write(model) if model is not None else DEFAULT_DB_ALIAS
-        value = comb(self.layout_for(alias or DEFAULT_DB_ALIAS))
-        _DRAWN.add(value)
+        kept = self._layouts.get(alias or DEFAULT_DB_ALIAS)
+        if kept is None or kept[0] != _settings_version:
+            kept = self._decided(alias or DEFAULT_DB_ALIAS)
+        value = kept[2]()
+        _DRAWN[value] = kept[1]
         return value
 
     def get_default(self) -> Any:
         if self.default is new_seq_uuid:
-            generator = self._single_database_generator
-            if generator is not None and generator[0] == _settings_version:
-                return generator[1]._next()
+            kept = self._default_ids
+            if kept is not None and kept[0] == _settings_version:
+                return kept[1]() if kept[1] is not None else self.new_value()
             return self._first_default()
         return super().get_default()
 
-    # (settings version, generator) once decided for a project with one database
-    _single_database_generator: tuple[int, Any] | None = None
+    # (settings version, id function) once decided: the function with one database in the settings,
+    # None with several (each id then follows the router, and is tracked in case it must be re-issued)
+    _default_ids: tuple[int, Callable[[], uuid.UUID] | None] | None = None
 
     def _first_default(self) -> uuid.UUID:
         """The slow path of :meth:`get_default`: with one database in ``settings.DATABASES`` there is
-        no other layout to re-issue an id for, so the generator is kept and nothing is tracked."""
+        no other layout to re-issue an id for, so the id function is kept and nothing is tracked."""
         from django.db import connections
-
-        from ..ids.comb import _DEFAULT
 
         aliases = list(connections.settings)
         if len(aliases) != 1:
+            self._default_ids = (_settings_version, None)
             return self.new_value()
-        generator = _DEFAULT[self.layout_for(aliases[0])]
-        self._single_database_generator = (_settings_version, generator)
-        return generator._next()
+        make = self._decided(aliases[0])[2]
+        self._default_ids = (_settings_version, make)
+        return make()
 
     def to_python(self, value: Any) -> Any:
         """Forms, fixtures and values read back: a UUID, its 36-character text, or the 32 hex
@@ -147,7 +171,7 @@ class SeqUUIDField(models.UUIDField):
                 return uuid.UUID(hex=value)
             return coerce_uuid(value)
         except SeqIDError as exc:
-            raise ValidationError(str(exc), code="invalid", params={"value": value}) from None
+            raise _invalid(exc, value) from None
 
     def get_db_prep_value(self, value: Any, connection: Any, prepared: bool = False) -> Any:
         """Binds take what :class:`~seqid_orm.sqlalchemy.SeqUUID` takes (seqid_orm.validate), as a
@@ -156,7 +180,7 @@ class SeqUUIDField(models.UUIDField):
             try:
                 value = coerce_uuid(value)
             except SeqIDError as exc:
-                raise ValidationError(str(exc), code="invalid", params={"value": value}) from None
+                raise _invalid(exc, value) from None
         return super().get_db_prep_value(value, connection, prepared)
 
     def contribute_to_class(self, cls: type[models.Model], name: str, private_only: bool = False) -> None:
@@ -192,9 +216,10 @@ class SeqUUIDField(models.UUIDField):
                 )
         try:
             storage = storage_of(self, connection)
-            # a native UUID column on the mysql backend means MariaDB (MySQL has none)
+            # a native UUID column on the mysql backend means MariaDB (MySQL has none); the server
+            # version is not asked: a system check runs before anything needs the database
             vendor = normalize_vendor(connection.vendor, is_mariadb=storage is Storage.NATIVE)
-            choose_layout(vendor, None, storage, preferred=self.layout)
+            target(vendor, None, storage, self.layout).layout  # noqa: B018 - raises where none fits
         except UnknownLayoutError as exc:
             found.append(
                 checks.Warning(
@@ -214,7 +239,11 @@ def _reissue_for_target_database(sender: type, instance: models.Model, raw: bool
         if not isinstance(field, SeqUUIDField):
             continue
         value = getattr(instance, field.attname)
-        if value in _DRAWN and layout_of(value) is not field.layout_for(using):
+        drawn = _DRAWN.get(value) if value.__class__ is uuid.UUID else None  # text takes no weak reference
+        if drawn is None:
+            continue
+        kept = field._layouts.get(using)
+        if drawn is not (kept[1] if kept is not None and kept[0] == _settings_version else field.layout_for(using)):
             setattr(instance, field.attname, field.new_value(using))
 
 
@@ -280,7 +309,7 @@ class IntegerKeyField(models.BigIntegerField):
         super().__init__(*args, **kwargs)
 
     def db_type(self, connection: Any) -> str | None:
-        if integer_key_is_rowid_type(normalize_vendor(connection.vendor)):
+        if rules_for(normalize_vendor(connection.vendor)).ROWID_INTEGER_KEY:  # a fact of the vendor
             return "integer"
         return super().db_type(connection)
 
@@ -290,7 +319,7 @@ class IntegerKeyField(models.BigIntegerField):
         try:
             return coerce_int_id(value, self._what)
         except SeqIDError as exc:
-            raise ValidationError(str(exc), code="invalid", params={"value": value}) from None
+            raise _invalid(exc, value) from None
 
     def get_prep_value(self, value: Any) -> Any:
         value = models.Field.get_prep_value(self, value)  # resolves lazy values, skips int()
@@ -399,7 +428,7 @@ class SortableTextField(models.CharField):
         return name, "seqid_orm.django.SortableTextField", args, kwargs
 
     def db_type(self, connection: Any) -> str | None:
-        spec = text_id_column(normalize_vendor(connection.vendor))
+        spec = rules_for(normalize_vendor(connection.vendor)).TEXT_ID_COLUMN
         if spec.charset is not None:
             return f"char({self.max_length}) CHARACTER SET {spec.charset}"
         return super().db_type(connection)
@@ -407,7 +436,7 @@ class SortableTextField(models.CharField):
     def db_parameters(self, connection: Any) -> dict[str, Any]:
         params = super().db_parameters(connection)
         if self.db_collation is None:
-            params["collation"] = text_id_column(normalize_vendor(connection.vendor)).collation
+            params["collation"] = rules_for(normalize_vendor(connection.vendor)).TEXT_ID_COLUMN.collation
         return params
 
     def to_python(self, value: Any) -> Any:
@@ -417,7 +446,7 @@ class SortableTextField(models.CharField):
         try:
             return check_text_id(value, self.kind)
         except InvalidIDError as exc:
-            raise ValidationError(str(exc), code="invalid") from None
+            raise _invalid(exc, value) from None
 
     def get_prep_value(self, value: Any) -> Any:
         return self.to_python(super().get_prep_value(value))

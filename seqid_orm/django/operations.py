@@ -3,7 +3,7 @@ UUID column moved to the native UUID type with the foreign keys that reference i
 
 ``CreateSequentialUUIDFunctions()`` in a migration's ``operations`` creates
 ``uuid_sequence_nextval`` and ``uuid_time_nextval`` (and their helper) on PostgreSQL 13+ and
-MariaDB 10.10+ (:mod:`seqid_orm.sequential_sql`); unapplying the migration drops them.  On
+MariaDB 10.10+ (the vendor modules' ``sequential_functions``); unapplying the migration drops them.  On
 PostgreSQL they can then be a column's ``db_default``::
 
     id = models.UUIDField(primary_key=True, db_default=Func(Value(60), Value(65536), function="uuid_time_nextval"))
@@ -15,9 +15,8 @@ from typing import Any
 
 from django.db.migrations.operations.base import Operation
 
-from ..vendors import choose_prefix_layout, resolve_storage
-from ..vendors.sequential_sql import create_statements, drop_statements
-from .connection import server_version, vendor_of
+from ..vendors import as_storage
+from .connection import connection_target, field_target, uuid_field_storage
 
 __all__ = ["BackfillSeqUUID", "ConvertUUIDStorage", "CreateSequentialUUIDFunctions"]
 
@@ -44,20 +43,10 @@ class CreateSequentialUUIDFunctions(Operation):
         pass  # functions are no part of Django's model state
 
     def _statements(self, connection: Any, create: bool) -> list[str]:
-        vendor = vendor_of(connection)
-        if not create:
-            return drop_statements(vendor)
-        if vendor != "mariadb":
-            return create_statements(vendor)
-        version = server_version(connection)
-        if self.storage is None:  # what Django's UUIDField is there: native from Django 5.0 on MariaDB 10.7+
-            import django
-
-            native = django.VERSION >= (5, 0) and version is not None and version >= (10, 7)
-            storage = "native" if native else "hex"
-        else:
-            storage = resolve_storage(vendor, version, self.storage).value
-        return create_statements(vendor, choose_prefix_layout(vendor, version, storage))
+        # by default the storage of what Django's UUIDField is there (native from Django 5.0 on MariaDB 10.7+)
+        storage = uuid_field_storage(connection) if self.storage is None else as_storage(self.storage)
+        where = connection_target(connection, storage)
+        return where.sequential_functions() if create else where.drop_sequential_functions()
 
     def database_forwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
         for statement in self._statements(schema_editor.connection, create=True):
@@ -76,7 +65,7 @@ class ConvertUUIDStorage(Operation):
 
     The case it is for: Django 5.0 gives ``UUIDField`` MariaDB 10.7+'s native ``UUID`` type, but columns
     created before stay ``char(32)``; ``ConvertUUIDStorage("author", "id", from_storage="hex")``
-    converts them, values and relationships kept (:mod:`seqid_orm.conversions`).  ``to_storage``
+    converts them, values and relationships kept (:mod:`seqid_orm.vendors.conversions`).  ``to_storage``
     defaults to the native type; unapplying converts back.  PostgreSQL and MariaDB (SQLite has no UUID
     type, and Django keeps ``char(32)`` there).
     """
@@ -105,7 +94,6 @@ class ConvertUUIDStorage(Operation):
         model = state.apps.get_model(app_label, self.model_name)
         table, column = model._meta.db_table, model._meta.get_field(self.field_name).column
         connection = schema_editor.connection
-        vendor = vendor_of(connection)
         with connection.cursor() as cursor:
             description = connection.introspection.get_table_description(cursor, table)
             nullable = {c.name: bool(c.null_ok) for c in description}
@@ -121,9 +109,8 @@ class ConvertUUIDStorage(Operation):
                         }
                         references.append(ForeignKeyRef(name, other, fk_column, other_nullable[fk_column]))
         key = ColumnRef(table, column, nullable[column])
-        plan = conversion_plan(
-            vendor, server_version(connection), key, references, source, target, connection.ops.quote_name
-        )
+        where = connection_target(connection, as_storage(target))
+        plan = conversion_plan(where, key, references, source, connection.ops.quote_name)
         for statement in plan:
             schema_editor.execute(statement, params=None)
 
@@ -187,12 +174,11 @@ class BackfillSeqUUID(Operation):
         import datetime as dt
 
         from ..ids.comb import comb_at, comb_batch
-        from .connection import layout_for_alias
 
         model = to_state.apps.get_model(app_label, self.model_name)
         alias = schema_editor.connection.alias
         field = model._meta.get_field(self.field_name)
-        layout = layout_for_alias(field, alias)
+        layout = field_target(field, schema_editor.connection).layout
         manager = model._base_manager.db_manager(alias)
         order = [self.from_field, "pk"] if self.from_field else ["pk"]
         rows = list(manager.order_by(*order))

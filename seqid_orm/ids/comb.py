@@ -569,6 +569,16 @@ class CombGenerator:
         """Return the next id."""
         return self._next()
 
+    @property
+    def id_function(self) -> Callable[[], uuid.UUID]:
+        """The function making this generator's next id: what :meth:`next` calls, without that call.
+
+        For the adapters' per-row defaults, which look it up once and call it for every row (the
+        module-level :func:`uuid7` is the same function of the shared ``TIME_FIRST`` generator).
+        It stays valid in a forked child, which resets the state it reads.
+        """
+        return self._next
+
     def batch(self, n: int) -> list[uuid.UUID]:
         """Return ``n`` consecutive ids with one clock read, one lock and one random read.
 
@@ -586,6 +596,13 @@ class CombGenerator:
 
 _DEFAULT: dict[Layout, CombGenerator] = {lay: CombGenerator(lay) for lay in Layout}
 _V7 = _DEFAULT[Layout.TIME_FIRST]
+
+
+def generator_for(layout: Layout | str) -> CombGenerator:
+    """The process's shared generator of ``layout``: the one :func:`comb` and :func:`comb_batch` use,
+    so ids made through any door of one process are strictly increasing in that layout together."""
+    gen = _DEFAULT.get(layout) if isinstance(layout, Layout) else None
+    return gen if gen is not None else _DEFAULT[as_layout(layout)]
 
 
 def _published(fn: Callable[[], uuid.UUID], name: str, doc: str) -> Callable[[], uuid.UUID]:

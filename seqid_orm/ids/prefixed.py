@@ -28,10 +28,12 @@ from __future__ import annotations
 import math
 import time
 import uuid
+from collections.abc import Callable
 
 from ..errors import ArgumentTypeError, InvalidArgumentError
+from . import _random
 from ._random import POOL
-from .comb import _uuid_from_int, swap_le
+from .comb import _SAFE_UNKNOWN, _SET_INT, _SET_SAFE, _new_object, _uuid_from_int, swap_le
 from .layout import Layout, as_layout
 
 _V4_CLEAR = ~((0xF << 76) | (0b11 << 62)) & ((1 << 128) - 1)
@@ -79,18 +81,25 @@ def _prefix_layout(layout: Layout | str) -> Layout:
     return lay
 
 
-def _place(prefix: int, nbytes: int, layout: Layout) -> uuid.UUID:
-    rnd = (POOL.word() << 64) | POOL.word()
+def _placer(nbytes: int, layout: Layout) -> Callable[[int, int], int]:
+    """The function ``(prefix, 128 random bits) -> UUID.int`` placing an ``nbytes`` prefix where
+    ``layout``'s engine compares first, with the version 4 and RFC variant bits."""
     if layout is Layout.TIME_FIRST:
         shift = 128 - 8 * nbytes
-        value = (rnd & ((1 << shift) - 1)) | (prefix << shift)
-    elif layout is Layout.TIME_LAST:  # bytes 10.. are compared first
-        shift = 8 * (6 - nbytes)
-        value = (rnd & ~(((1 << (8 * nbytes)) - 1) << shift)) | (prefix << shift)
-    else:  # TIME_FIRST_LE: lead bytes_le
-        shift = 128 - 8 * nbytes
-        value = swap_le((rnd & ((1 << shift) - 1)) | (prefix << shift))
-    return _uuid_from_int((value & _V4_CLEAR) | _V4_FLAGS)
+        keep = ((1 << shift) - 1) & _V4_CLEAR
+        return lambda prefix, rnd: (rnd & keep) | (prefix << shift) | _V4_FLAGS
+    if layout is Layout.TIME_LAST:  # bytes 10.. are compared first
+        low = 8 * (6 - nbytes)
+        keep_last = ~(((1 << (8 * nbytes)) - 1) << low) & _V4_CLEAR
+        return lambda prefix, rnd: (rnd & keep_last) | (prefix << low) | _V4_FLAGS
+    # TIME_FIRST_LE: lead bytes_le
+    shift = 128 - 8 * nbytes
+    return lambda prefix, rnd: (swap_le((rnd & ((1 << shift) - 1)) | (prefix << shift)) & _V4_CLEAR) | _V4_FLAGS
+
+
+def _place(prefix: int, nbytes: int, layout: Layout) -> uuid.UUID:
+    rnd = (POOL.word() << 64) | POOL.word()
+    return _uuid_from_int(_placer(nbytes, layout)(prefix, rnd))
 
 
 def uuid_sequence_nextval(
@@ -108,6 +117,48 @@ def uuid_sequence_nextval(
     _check_int("value", value, -(1 << 63) + 1)
     prefix = extension_prefix(value - 1, block_size, block_count)
     return _place(prefix, prefix_bytes(block_count), _prefix_layout(layout))
+
+
+def sequence_prefixer(
+    block_size: int = 65536, block_count: int = 65536, layout: Layout | str = Layout.TIME_FIRST
+) -> Callable[[int], uuid.UUID]:
+    """:func:`uuid_sequence_nextval` with its arguments checked once: a function of the sequence value.
+
+    For column defaults that make one id per row (``prefixed_uuid_pk``): the block arithmetic and the
+    placement are worked out here, so a row costs the prefix's division, two random words and the
+    ``uuid.UUID`` (made as :mod:`.comb` makes its ids, without re-parsing).
+    """
+    _check_int("block_size", block_size, 1)
+    nbytes = prefix_bytes(block_count)
+    lay = _prefix_layout(layout)
+    place = _placer(nbytes, lay)
+    prefix_count = 1 << (8 * nbytes)
+    rescaled, mask = max(1, block_size * block_count // prefix_count), prefix_count - 1
+    lowest = -(1 << 63) + 1
+    mark, pop, refill = _random.MARK, POOL.pop, POOL.refill
+    new, set_int, set_safe, UUID, unknown = _new_object, _SET_INT, _SET_SAFE, uuid.UUID, _SAFE_UNKNOWN
+    # TIME_FIRST and TIME_LAST place the prefix with a mask and a shift; TIME_FIRST_LE calls `place`
+    shift = 128 - 8 * nbytes if lay is Layout.TIME_FIRST else 8 * (6 - nbytes)
+    keep = ~(mask << shift) & _V4_CLEAR
+    inline = lay is not Layout.TIME_FIRST_LE
+
+    def make(value: int) -> uuid.UUID:
+        if value.__class__ is not int or value < lowest:
+            _check_int("value", value, lowest)
+        if not mark[0]:  # a forked child: forget the parent's random words first
+            _random.after_fork()
+        try:
+            rnd = (pop() << 64) | pop()
+        except IndexError:
+            rnd = (refill() << 64) | refill()
+        v = value - 1
+        prefix = (v // rescaled if v >= 0 else -(-v // rescaled)) & mask  # C division truncates toward zero
+        u = new(UUID)
+        set_int(u, (rnd & keep) | (prefix << shift) | _V4_FLAGS if inline else place(prefix, rnd))
+        set_safe(u, unknown)
+        return u
+
+    return make
 
 
 def uuid_time_nextval(

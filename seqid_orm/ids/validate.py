@@ -66,10 +66,10 @@ def coerce_uuid(value: object) -> uuid.UUID:
         return value
     if isinstance(value, str):
         return parse_uuid_text(value)
-    raise ArgumentTypeError(f"a SeqUUID value must be a uuid.UUID or its text, got {type(value).__name__}")
+    raise ArgumentTypeError(f"a UUID key must be a uuid.UUID or its text, got {type(value).__name__}")
 
 
-def coerce_int_id(value: object, what: str = "a SnowflakeID value") -> int:
+def coerce_int_id(value: object, what: str = "an integer key") -> int:
     """``value`` as an integer key in ``[0, 2**63)``: an ``int`` or its decimal text."""
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise ArgumentTypeError(f"{what} must be an int, got {type(value).__name__}")

@@ -293,20 +293,12 @@ class DropSequentialUUIDFunctionsOp(CreateSequentialUUIDFunctionsOp):
 @Operations.implementation_for(CreateSequentialUUIDFunctionsOp)
 @Operations.implementation_for(DropSequentialUUIDFunctionsOp)
 def _sequential_functions(operations: Operations, operation: CreateSequentialUUIDFunctionsOp) -> None:
-    from ..vendors import choose_prefix_layout, resolve_storage
-    from ..vendors.sequential_sql import create_statements, drop_statements
-    from .types import dialect_server_version, dialect_vendor
+    from ..vendors import as_storage
+    from .types import dialect_target
 
-    dialect = operations.get_context().dialect
-    vendor = dialect_vendor(dialect)
-    version = dialect_server_version(dialect)
-    if not operation.create:
-        statements = drop_statements(vendor)
-    elif vendor == "mariadb":
-        storage = resolve_storage(vendor, version, operation.storage)
-        statements = create_statements(vendor, choose_prefix_layout(vendor, version, storage))
-    else:
-        statements = create_statements(vendor)
+    storage = None if operation.storage is None else as_storage(operation.storage)
+    where = dialect_target(operations.get_context().dialect, storage)
+    statements = where.sequential_functions() if operation.create else where.drop_sequential_functions()
     for statement in statements:
         operations.execute(statement)
 
@@ -341,16 +333,16 @@ class ConvertUUIDStorageOp(MigrateOperation):
 
 @Operations.implementation_for(ConvertUUIDStorageOp)
 def _convert_uuid_storage(operations: Operations, operation: ConvertUUIDStorageOp) -> None:
-    from ..vendors import as_storage, default_storage
+    from ..vendors import as_storage
     from ..vendors.conversions import ColumnRef, ForeignKeyRef, conversion_plan
-    from .types import dialect_server_version, dialect_vendor
+    from .types import dialect_target
 
     if operations.get_context().as_sql:
         raise InvalidArgumentError("convert_uuid_storage reads the foreign keys from the database: run it online")
     conn = operations.get_bind()
-    vendor, version = dialect_vendor(conn.dialect), dialect_server_version(conn.dialect)
     source = as_storage(operation.from_storage)
-    target = as_storage(operation.to_storage) if operation.to_storage else default_storage(vendor, version)
+    to_storage = as_storage(operation.to_storage) if operation.to_storage else None  # None: the engine's best
+    where = dialect_target(conn.dialect, to_storage)
     inspector = sa.inspect(conn)
     nullable = {c["name"]: c["nullable"] for c in inspector.get_columns(operation.table)}
     if operation.column not in nullable:
@@ -369,11 +361,11 @@ def _convert_uuid_storage(operations: Operations, operation: ConvertUUIDStorageO
                     )
                 )
     key = ColumnRef(operation.table, operation.column, nullable[operation.column])
-    if vendor == "sqlite":
-        _convert_sqlite(operations, conn, [key, *references], source, target)
+    if where.vendor == "sqlite":
+        _convert_sqlite(operations, conn, [key, *references], source, where.storage)
         return
     quote = conn.dialect.identifier_preparer.quote
-    for statement in conversion_plan(vendor, version, key, references, source, target, quote):
+    for statement in conversion_plan(where, key, references, source, quote):
         operations.execute(statement)
 
 

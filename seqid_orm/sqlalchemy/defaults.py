@@ -1,15 +1,15 @@
 """Column defaults that generate ids in the layout of the connection they are inserted over.
 
 A SQLAlchemy default that takes one argument receives the execution context, which knows the
-dialect (name, MariaDB or not, server version) and the column being filled.  From those and
-the column's storage the core registry picks the layout; the answer is cached per dialect
-instance (one per engine), so the registry runs once per engine and column kind, not per row.
+dialect (name, MariaDB or not, server version) and the column being filled.  The column type's
+:class:`~seqid_orm.vendors.Target` on that dialect (:meth:`SeqUUID.target`, kept per dialect)
+says the layout; each default keeps the function that makes its ids per dialect and column kind,
+so a row costs a look-up and that call, never a decision.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import itertools
 import uuid
 from collections.abc import Callable
@@ -22,29 +22,19 @@ from sqlalchemy.orm import Mapper, mapped_column
 from sqlalchemy.orm.properties import MappedColumn
 
 from ..errors import ArgumentTypeError, InvalidArgumentError
-from ..ids.comb import _DEFAULT, CombGenerator, comb
+from ..ids.comb import CombGenerator, comb
 from ..ids.layout import Layout
-from ..ids.prefixed import prefix_bytes, uuid_sequence_nextval
+from ..ids.prefixed import sequence_prefixer
 from ..ids.snowflake import Snowflake
 from ..ids.text import text_id_kind
-from ..vendors import choose_prefix_layout, decide_layout, distributed_flavor, has_native_uuid
-from .types import SeqUUID, SnowflakeID, SortableText, TicketID, dialect_server_version, dialect_vendor
+from ..vendors import distributed_flavor
+from .types import SeqUUID, SnowflakeID, SortableText, TicketID, dialect_server_version, dialect_target
 
 
 def layout_for(dialect: Dialect, type_: SeqUUID | None = None) -> Layout:
-    """The layout that ``type_``'s generated values get on ``dialect``.
-
-    This adapter only describes its target from the dialect; the decision, and its memo, are
-    the core's (:func:`seqid_orm.registry.decide_layout`), shared with the Django fields.
-    """
-    type_ = type_ if type_ is not None else _DEFAULT_TYPE
-    return decide_layout(
-        dialect_vendor(dialect),
-        getattr(dialect, "server_version_info", None),
-        type_.storage,
-        type_.layout,
-        bool(getattr(dialect, "is_mariadb", False)),
-    )
+    """The layout that ``type_``'s generated values get on ``dialect`` (its target's, see
+    :meth:`SeqUUID.target`: the same decision the Django fields read)."""
+    return (type_ if type_ is not None else _DEFAULT_TYPE).target(dialect).layout
 
 
 @event.listens_for(Engine, "engine_connect")
@@ -64,7 +54,7 @@ def _read_server(connection: Any) -> None:
         dialect.seqid_flavor = distributed_flavor(str(text)) or ""
     elif dialect.name == "mysql" and getattr(dialect, "is_mariadb", False) and not hasattr(dialect, "seqid_uuid_bind"):
         dialect.seqid_uuid_bind = "text"
-        if has_native_uuid("mariadb", dialect_server_version(dialect)):
+        if dialect_target(dialect).native_uuid:
             for form, value in (("bytes", _PROBE.bytes), ("hex", _PROBE.hex)):
                 if str(_ask(connection, "SELECT CAST(%s AS UUID)", (value,))) == str(_PROBE):
                     dialect.seqid_uuid_bind = form
@@ -104,7 +94,7 @@ def seq_uuid_default(context: ExecutionContext) -> uuid.UUID:
     so every later row costs one dictionary look-up and one call: from
     :data:`BATCH_FROM_ROWS` rows the source hands out ids reserved in one batch (then, should
     more rows ask, new ones), below that it is the layout's generator itself.  The layout is
-    decided once per dialect (see :func:`_generator_for`).  No exception is raised on the way
+    decided once per dialect (see :func:`_id_function`).  No exception is raised on the way
     (``getattr`` with a default does not make one), since one costs more than the id.
     """
     memo = getattr(context, "seqid_next", None)
@@ -119,17 +109,18 @@ def _first_in_statement(context: ExecutionContext) -> uuid.UUID:
     """The first id of a column in a statement: choose its source, and keep it on the context
     when more rows will ask for it."""
     column = getattr(context, "current_column", None)
-    known = getattr(context.dialect, "seqid_generators", None)
-    generator = known.get(column.type) if known is not None and column is not None else None
-    if generator is None:
-        generator = _generator_for(context)
+    type_ = column.type if column is not None else None
+    known = getattr(context.dialect, "seqid_id_functions", None)
+    make = known.get(type_) if known is not None else None
+    if make is None:
+        make = _id_function(context.dialect, type_)
     rows = len(getattr(context, "compiled_parameters", None) or ())
     if rows < 2 or column is None:
-        return generator._next()
-    make: Callable[[], uuid.UUID] = generator._next  # the closure: forks reset its state in place
+        return make()
     if rows >= BATCH_FROM_ROWS:
         # The reserved ids first, then fresh ones should more rows ask than were counted.
-        make = itertools.chain(generator.batch(rows), iter(make, None)).__next__
+        batch = _generator_of(context.dialect, column.type).batch(rows)
+        make = itertools.chain(batch, iter(make, None)).__next__
     memo = getattr(context, "seqid_next", None)
     if memo is None:
         with contextlib.suppress(AttributeError):  # a context taking no attributes: no memo
@@ -139,20 +130,23 @@ def _first_in_statement(context: ExecutionContext) -> uuid.UUID:
     return make()
 
 
-def _generator_for(context: ExecutionContext) -> CombGenerator:
-    """The generator for this column's layout on this dialect, decided once per (dialect, type)
-    and kept in ``dialect.seqid_generators`` (read directly by :func:`_first_in_statement`)."""
-    dialect = context.dialect
-    column = getattr(context, "current_column", None)
-    type_ = column.type if column is not None and isinstance(column.type, SeqUUID) else None
-    known: dict[SeqUUID | None, CombGenerator] | None = getattr(dialect, "seqid_generators", None)
-    generator = _DEFAULT[layout_for(dialect, type_)]
+def _generator_of(dialect: Dialect, type_: object) -> CombGenerator:
+    """The generator of ``type_``'s layout on ``dialect`` (the default type's for a column of another)."""
+    seq_type = type_ if isinstance(type_, SeqUUID) else _DEFAULT_TYPE
+    return seq_type.target(dialect).generator
+
+
+def _id_function(dialect: Dialect, type_: object) -> Callable[[], uuid.UUID]:
+    """The function making ``type_``'s ids on ``dialect``, kept in ``dialect.seqid_id_functions`` (read
+    directly by :func:`_first_in_statement`) once the dialect has seen its server: before the first
+    connection nothing is known, and nothing is kept."""
+    make = _generator_of(dialect, type_).id_function  # the closure: forks reset its state in place
     if getattr(dialect, "server_version_info", None) is not None:
-        # decided against a live server: keep it (before the first connection nothing is known)
+        known: dict[object, Callable[[], uuid.UUID]] | None = getattr(dialect, "seqid_id_functions", None)
         if known is None:
-            dialect.seqid_generators = known = {}  # type: ignore[attr-defined]
-        known[type_] = generator
-    return generator
+            dialect.seqid_id_functions = known = {}  # type: ignore[attr-defined]
+        known[type_] = make
+    return make
 
 
 def seq_uuid_pk(
@@ -259,11 +253,6 @@ def _bound_default(next_id: Callable[[], int], bind_floor: Callable[[Any], None]
     return default
 
 
-@functools.lru_cache(maxsize=256)
-def _prefix_layout(vendor: str, version: tuple[int, ...] | None, storage: Any) -> Layout:
-    return choose_prefix_layout(vendor, version, storage)
-
-
 def prefixed_uuid_default(
     counter: Callable[[], int], block_size: int = 65536, block_count: int = 65536
 ) -> Callable[[ExecutionContext], uuid.UUID]:
@@ -271,19 +260,24 @@ def prefixed_uuid_default(
 
     ``counter`` is typically a :class:`~seqid_orm.tickets.TicketSequence`: the prefix then follows
     a counter shared by every process, without a database sequence object, and it is placed where
-    the connection's database compares first (SQL Server's last six bytes, say).
+    the connection's database compares first (SQL Server's last six bytes, say).  The arguments are
+    checked here; the placement is decided once per dialect and column type, then kept.
     """
     next_value = getattr(counter, "next_id", counter)
     if not callable(next_value):
         raise ArgumentTypeError(f"counter must be a TicketSequence or a callable, got {type(counter).__name__}")
-    prefix_bytes(block_count)  # validate now, not at the first insert
+    sequence_prefixer(block_size, block_count)  # validate now, not at the first insert
+    makers: dict[tuple[int, object, object], Callable[[int], uuid.UUID]] = {}
 
     def default(context: ExecutionContext) -> uuid.UUID:
-        column = getattr(context, "current_column", None)
-        type_ = column.type if column is not None and isinstance(column.type, SeqUUID) else _DEFAULT_TYPE
         dialect = context.dialect
-        layout = _prefix_layout(dialect_vendor(dialect), dialect_server_version(dialect), type_.storage_for(dialect))
-        return uuid_sequence_nextval(next_value(), block_size, block_count, layout)
+        column = context.current_column  # type: ignore[attr-defined]
+        key = (id(dialect), column.type, dialect.server_version_info)
+        make = makers.get(key)
+        if make is None:
+            seq_type = column.type if isinstance(column.type, SeqUUID) else _DEFAULT_TYPE
+            make = makers[key] = sequence_prefixer(block_size, block_count, seq_type.target(dialect).prefix_layout)
+        return make(next_value())
 
     return default
 

@@ -2,7 +2,7 @@
 
 The SQL depends on the engine, its version and the column's storage, so the element is
 compiled per dialect when the DDL is emitted (the connection has seen the server by then);
-:func:`seqid_orm.server_default.server_default` chooses the generator.  Use it through
+the column's :class:`~seqid_orm.vendors.Target` chooses the generator (``Target.server_default``).  Use it through
 ``seq_uuid_pk(generate="database")`` or as ``server_default=DatabaseSeqUUID(...)`` on a
 :class:`~seqid_orm.sqlalchemy.SeqUUID` column with the same storage.
 """
@@ -15,9 +15,8 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.expression import ColumnElement
 
-from ..vendors import Storage
-from ..vendors.server_default import ServerDefault, server_default
-from .types import SeqUUID, dialect_server_version, dialect_vendor
+from ..vendors import ServerDefault, Storage
+from .types import SeqUUID
 
 
 class DatabaseSeqUUID(ColumnElement[Any]):
@@ -42,8 +41,7 @@ class DatabaseSeqUUID(ColumnElement[Any]):
 
     def for_dialect(self, dialect: Any) -> ServerDefault:
         """The generator this element compiles to on ``dialect``."""
-        storage = self.seq_type.storage_for(dialect)
-        return server_default(dialect_vendor(dialect), dialect_server_version(dialect), storage)
+        return self.seq_type.target(dialect).server_default
 
 
 @compiles(DatabaseSeqUUID)

@@ -1,9 +1,10 @@
 """SQLAlchemy column types whose storage follows the dialect of the connection.
 
 :class:`SeqUUID` is always ``uuid.UUID`` in Python; in the database it is the engine's own
-UUID type where there is one, 16 raw bytes where there is not, or text when asked.  The layout
-of generated values is chosen for that storage by :mod:`seqid_orm.registry`; the types here
-only move values in and out, refusing anything that is not a UUID before it reaches SQL.
+UUID type where there is one, 16 raw bytes where there is not, or text when asked.  Every
+decision (storage, layout, literals, collations) is the dialect's :class:`~seqid_orm.vendors.Target`,
+made once per dialect and column kind (:func:`dialect_target`); the types here only move values
+in and out, refusing anything that is not a UUID before it reaches SQL.
 """
 
 from __future__ import annotations
@@ -19,16 +20,8 @@ from sqlalchemy.types import TypeDecorator, UserDefinedType
 
 from ..ids.layout import Layout, as_layout
 from ..ids.text import BSV_LENGTH, check_text_id, text_id_kind
-from ..ids.validate import UUID_INT_LIMIT, coerce_int_id, coerce_uuid
-from ..vendors import (
-    Storage,
-    as_storage,
-    integer_key_is_rowid_type,
-    normalize_vendor,
-    normalize_version,
-    resolve_storage,
-    text_id_column,
-)
+from ..ids.validate import coerce_int_id, coerce_uuid
+from ..vendors import Storage, Target, as_storage, normalize_vendor, normalize_version, target
 
 
 def dialect_vendor(dialect: Dialect) -> str:
@@ -52,6 +45,27 @@ def dialect_server_version(dialect: Dialect) -> tuple[int, ...] | None:
     return normalize_version(getattr(dialect, "server_version_info", None))
 
 
+def dialect_target(dialect: Dialect, storage: Storage | None = None, layout: Layout | None = None) -> Target:
+    """The :class:`~seqid_orm.vendors.Target` of columns with this storage and layout on ``dialect``.
+
+    Kept on the dialect (one per engine), keyed by the column's options, and made again only when
+    the dialect's server version changes (from unknown to known at the first connection): a row
+    that asks pays a dictionary look-up.
+    """
+    version = getattr(dialect, "server_version_info", None)
+    known: dict[tuple[Storage | None, Layout | None], tuple[object, Target]] | None = dialect.__dict__.get(
+        "seqid_targets"
+    )
+    if known is None:
+        known = dialect.seqid_targets = {}  # type: ignore[attr-defined]
+    hit = known.get((storage, layout))
+    if hit is not None and hit[0] is version:
+        return hit[1]
+    made = target(dialect_vendor(dialect), version, storage, layout)
+    known[(storage, layout)] = (version, made)
+    return made
+
+
 class _MariaDBUUID(UserDefinedType[uuid.UUID]):
     """MariaDB 10.7+ ``UUID`` column; the driver exchanges its text form."""
 
@@ -62,6 +76,7 @@ class _MariaDBUUID(UserDefinedType[uuid.UUID]):
 
 
 def _binary_impl(vendor: str) -> sqltypes.TypeEngine[Any]:
+    """The 16-byte column type: ``BYTEA``, ``RAW(16)``, a BLOB, else ``BINARY(16)``."""
     if vendor in ("postgresql", "cockroachdb"):
         return postgresql.BYTEA()
     if vendor == "oracle":
@@ -100,13 +115,17 @@ class SeqUUID(TypeDecorator[uuid.UUID]):
     def python_type(self) -> type[uuid.UUID]:
         return uuid.UUID
 
+    def target(self, dialect: Dialect) -> Target:
+        """Where this column's ids go on ``dialect``: storage, layout and the rest (see :func:`dialect_target`)."""
+        return dialect_target(dialect, self.storage, self.layout)
+
     def storage_for(self, dialect: Dialect) -> Storage:
-        """The storage this column really has on ``dialect`` (decided by the core registry)."""
-        return resolve_storage(dialect_vendor(dialect), dialect_server_version(dialect), self.storage)
+        """The storage this column really has on ``dialect``."""
+        return self.target(dialect).storage
 
     def load_dialect_impl(self, dialect: Dialect) -> sqltypes.TypeEngine[Any]:
-        vendor = dialect_vendor(dialect)
-        storage = self.storage_for(dialect)
+        where = self.target(dialect)
+        vendor, storage = where.vendor, where.storage
         if storage is Storage.NATIVE:
             if vendor == "mssql":
                 return dialect.type_descriptor(mssql.UNIQUEIDENTIFIER(as_uuid=True))
@@ -120,9 +139,10 @@ class SeqUUID(TypeDecorator[uuid.UUID]):
 
     def _to_db(self, dialect: Dialect) -> Any:
         """The function turning a ``uuid.UUID`` into what the driver sends for this storage."""
-        storage = self.storage_for(dialect)
+        where = self.target(dialect)
+        storage = where.storage
         if storage is Storage.NATIVE:
-            if dialect_vendor(dialect) != "mariadb":
+            if where.vendor != "mariadb":
                 return None  # the driver adapts uuid.UUID itself
             # the form the live server and driver were seen to take (seqid_orm.sqlalchemy.defaults)
             return _MARIADB_BIND.get(getattr(dialect, "seqid_uuid_bind", "text"), str)
@@ -142,13 +162,11 @@ class SeqUUID(TypeDecorator[uuid.UUID]):
         # per-row cost is then one type check and one conversion.
         to_db = self._to_db(dialect)
         impl_processor = self.impl_instance.bind_processor(dialect)
-        UUID = uuid.UUID
-        limit = UUID_INT_LIMIT
+        UUID = uuid.UUID  # below: `value.int >> 128` is 0 only for 0 <= int < 2**128, a forged uuid.UUID is refused
 
         if to_db is None and impl_processor is None:  # PostgreSQL, SQL Server: the driver adapts uuid.UUID
 
             def process_native(value: Any) -> Any:
-                # `value.int >> 128` is 0 only for 0 <= int < 2**128: a forged uuid.UUID is refused
                 if value.__class__ is UUID and not value.int >> 128:
                     return value
                 return None if value is None else coerce_uuid(value)
@@ -159,7 +177,7 @@ class SeqUUID(TypeDecorator[uuid.UUID]):
             if value is None:
                 out = None
             else:
-                u = value if value.__class__ is UUID and 0 <= value.int < limit else coerce_uuid(value)
+                u = value if value.__class__ is UUID and not value.int >> 128 else coerce_uuid(value)
                 out = u if to_db is None else to_db(u)
             return impl_processor(out) if impl_processor is not None else out
 
@@ -173,18 +191,17 @@ class SeqUUID(TypeDecorator[uuid.UUID]):
         return uuid.UUID(str(value))
 
     def literal_processor(self, dialect: Dialect) -> Any:
-        vendor = dialect_vendor(dialect)
-        storage = self.storage_for(dialect)
+        where = self.target(dialect)
+        storage = where.storage
+        cast = storage is Storage.NATIVE and where.vendor in ("postgresql", "cockroachdb", "yugabytedb")
 
         def process(value: Any) -> str:
             u = coerce_uuid(value)
             if storage is Storage.BINARY:
-                return _binary_literal(vendor, u.bytes)
+                return where.binary_literal(u.bytes)
             if storage is Storage.HEX:
                 return f"'{u.hex}'"
-            if storage is Storage.NATIVE and vendor in ("postgresql", "cockroachdb"):
-                return f"'{u}'::UUID"
-            return f"'{u}'"
+            return f"'{u}'::UUID" if cast else f"'{u}'"
 
         return process
 
@@ -195,16 +212,6 @@ class SeqUUID(TypeDecorator[uuid.UUID]):
 _UUID_BYTES = operator.attrgetter("bytes")
 _UUID_HEX = operator.attrgetter("hex")
 _MARIADB_BIND = {"bytes": _UUID_BYTES, "hex": _UUID_HEX, "text": str}
-
-
-def _binary_literal(vendor: str, raw: bytes) -> str:
-    if vendor in ("postgresql", "cockroachdb"):
-        return f"decode('{raw.hex()}', 'hex')"  # no backslash: compilers escape those
-    if vendor == "oracle":
-        return f"HEXTORAW('{raw.hex().upper()}')"
-    if vendor == "mssql":
-        return f"0x{raw.hex().upper()}"
-    return f"X'{raw.hex().upper()}'"
 
 
 class _IntegerKey(TypeDecorator[int]):
@@ -223,7 +230,7 @@ class _IntegerKey(TypeDecorator[int]):
         return f"{type(self).__name__}()"
 
     def load_dialect_impl(self, dialect: Dialect) -> sqltypes.TypeEngine[Any]:
-        if integer_key_is_rowid_type(dialect_vendor(dialect)):
+        if dialect_target(dialect).rowid_integer_key:
             return dialect.type_descriptor(sqltypes.Integer())
         return super().load_dialect_impl(dialect)
 
@@ -275,7 +282,7 @@ class SortableText(TypeDecorator[str]):
         return str
 
     def load_dialect_impl(self, dialect: Dialect) -> sqltypes.TypeEngine[Any]:
-        spec = text_id_column(dialect_vendor(dialect))
+        spec = dialect_target(dialect).text_id_column
         if spec.charset is not None:
             return dialect.type_descriptor(mysql.CHAR(self.length, charset=spec.charset, collation=spec.collation))
         return dialect.type_descriptor(sqltypes.CHAR(self.length, collation=spec.collation))

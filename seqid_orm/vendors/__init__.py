@@ -1,109 +1,82 @@
-"""The single place that decides which layout keeps ids ordered on a given database.
+"""The per-vendor rules, and the one place where a target's decisions are made.
 
-Both ORM adapters call :func:`choose_layout` with what they know of the live connection:
-the vendor, the server version and how the column stores the id (:class:`Storage`).  The
-registry answers in two steps:
+How a database compares a UUID decides where the time must go, so every decision about a column
+follows from four facts: the vendor, its server version, how the column stores the id
+(:class:`Storage`) and the layout the user asked for, if any.  :func:`target` turns them into a
+:class:`Target`, once per distinct combination (memoised), and every adapter reads its decisions
+from that one object: the layout of Python-made ids, where a wrapping prefix goes, the column's
+storage and text collation, the SQL of database-made ids, the sequential-uuids functions, storage
+conversions and the comparison order the live probe checks.
 
-1. :func:`compare_order` — in which order does this engine compare the 16 bytes of *this*
-   value?  The value matters: MariaDB's ``UUID`` type swaps some UUID versions and not others.
-2. :func:`~seqid_orm.layout.layout_for_order` — which layout's time and counter come first
-   in that order?
+The facts live in one module per vendor with the same names (:class:`~._base.VendorRules`, as
+GeoAlchemy2's ``dialects/`` do): :mod:`.postgresql`, :mod:`.mariadb`, :mod:`.mysql`, :mod:`.sqlite`,
+:mod:`.mssql`, :mod:`.oracle`, the distributed :mod:`.cockroachdb`, :mod:`.tidb`, :mod:`.yugabytedb`,
+and :mod:`.generic` for any other.  :func:`rules_for` is the one function that picks the module.
 
-The live probe (:mod:`seqid_orm.sqlalchemy.probe`) measures step 1 on a real server instead of
-looking it up, and the test suite checks that both agree.
+May import the standard library, :mod:`seqid_orm.ids` and :mod:`seqid_orm.errors`; the adapters
+describe their connection here and never decide on their own.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import enum
 import functools
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import ArgumentTypeError, InvalidArgumentError, UnknownLayoutError
-from ..ids.comb import comb_at
-from ..ids.layout import (
-    ORDER_BYTES,
-    ORDER_MARIADB_SWAPPED,
-    ORDER_SQLSERVER,
-    Layout,
-    as_layout,
-    candidates,
-    coerce_enum,
-    fits,
-    layout_for_order,
-)
+from ..ids.comb import CombGenerator, comb_at, generator_for
+from ..ids.layout import Layout, as_layout, candidates, fits, layout_for_order
+from . import cockroachdb, generic, mariadb, mssql, mysql, oracle, postgresql, sqlite, tidb, yugabytedb
+from ._base import ServerDefault, Storage, TextColumnSpec, VendorRules, as_storage, format_version
 
-ServerVersion = Sequence[int] | None
+__all__ = [
+    "VENDORS",
+    "ServerDefault",
+    "Storage",
+    "Target",
+    "TextColumnSpec",
+    "VendorRules",
+    "as_storage",
+    "choose_layout",
+    "choose_prefix_layout",
+    "compare_order",
+    "default_storage",
+    "distributed_flavor",
+    "format_version",
+    "layout_sample",
+    "normalize_vendor",
+    "normalize_version",
+    "rules_for",
+    "server_default",
+    "target",
+]
 
-
-class Storage(str, enum.Enum):
-    """How a column holds a UUID."""
-
-    NATIVE = "native"
-    """The engine's UUID type: PostgreSQL/CockroachDB ``UUID``, SQL Server ``UNIQUEIDENTIFIER``,
-    MariaDB 10.7+ ``UUID``."""
-    BINARY = "binary"
-    """16 raw bytes in ``uuid.UUID.bytes`` order (``BINARY(16)``, ``BYTEA``, ``RAW(16)``, BLOB)."""
-    TEXT = "text"
-    """Canonical lower-case text with hyphens, ``CHAR(36)``."""
-    HEX = "hex"
-    """32 lower-case hex digits, ``CHAR(32)`` (Django's ``UUIDField`` off PostgreSQL/MariaDB)."""
-
-
-def as_storage(value: object) -> Storage:
-    """``value`` as a :class:`Storage` (a member or its string value)."""
-    return coerce_enum(Storage, value, "storage")
-
-
-#: Binary collations per vendor, for text ids whose case matters; vendors missing here
-#: (SQLite, Oracle) compare text bytewise by default.
-BINARY_COLLATIONS = {
-    "mysql": "ascii_bin",
-    "mariadb": "ascii_bin",
-    "tidb": "ascii_bin",
-    "postgresql": "C",
-    "cockroachdb": "C",
-    "yugabytedb": "C",
-    "mssql": "Latin1_General_BIN2",
+_RULES: dict[str, VendorRules] = {
+    m.NAME: m for m in (postgresql, cockroachdb, yugabytedb, mssql, mariadb, mysql, tidb, oracle, sqlite)
 }
 
-
-@dataclass(frozen=True)
-class TextColumnSpec:
-    """How a text-id column is declared on one vendor (both adapters build their DDL from it)."""
-
-    charset: str | None
-    """A character set to declare (MySQL/MariaDB: ``ascii``, one byte per character)."""
-    collation: str | None
-    """A binary collation, so ids differing in case never compare equal (``None``: bytewise already)."""
+#: Vendor names with rules of their own (SQLAlchemy's dialect names; MariaDB, TiDB and YugabyteDB apart).
+VENDORS = tuple(_RULES)
 
 
-def text_id_column(vendor: str) -> TextColumnSpec:
-    """The column spec for sortable text ids on ``vendor``."""
-    charset = "ascii" if vendor in ("mysql", "mariadb", "tidb") else None
-    return TextColumnSpec(charset, BINARY_COLLATIONS.get(vendor))
+def rules_for(vendor: str) -> VendorRules:
+    """The rules module of a (normalised) vendor name; :mod:`.generic` for one seqid does not know."""
+    return _RULES.get(vendor, generic)
 
 
-def integer_key_is_rowid_type(vendor: str) -> bool:
-    """Whether an integer primary key must be declared ``INTEGER`` (not ``BIGINT``) on ``vendor``.
-
-    SQLite makes a primary key the table's rowid only when it is declared exactly ``INTEGER``
-    (https://sqlite.org/lang_createtable.html#rowid); ``BIGINT`` adds a second B-tree.
-    """
-    return vendor == "sqlite"
+_ALIASES = {"microsoft": "mssql"}  # Django's vendor name of mssql-django
 
 
-#: Vendor names understood here (SQLAlchemy's dialect names; Django's are mapped onto them).
-#: TiDB and YugabyteDB speak the MySQL and PostgreSQL protocols; the adapters tell them apart by
-#: their version strings (:func:`distributed_flavor`).
-VENDORS = ("postgresql", "cockroachdb", "yugabytedb", "mssql", "mariadb", "mysql", "tidb", "oracle", "sqlite")
-
-#: Engines that spread a table over ranges by key: a strictly increasing key sends every insert to
-#: the last range (a write hot spot), so they get the ``SHARDED`` layout unless told otherwise.
-DISTRIBUTED = ("cockroachdb", "tidb", "yugabytedb")
+def normalize_vendor(name: str, *, is_mariadb: bool = False) -> str:
+    """A dialect's or Django's vendor name as :data:`VENDORS` spells it (unknown names pass through)."""
+    if not isinstance(name, str):
+        raise ArgumentTypeError(f"vendor name must be a str, got {type(name).__name__}")
+    name = name.lower()
+    if name == "mysql" and is_mariadb:
+        return "mariadb"
+    return _ALIASES.get(name, name)
 
 
 def distributed_flavor(version_text: str) -> str | None:
@@ -116,99 +89,6 @@ def distributed_flavor(version_text: str) -> str | None:
     return None
 
 
-_DJANGO_VENDORS = {"microsoft": "mssql"}
-
-
-def normalize_vendor(name: str, *, is_mariadb: bool = False) -> str:
-    """Map a dialect or Django vendor name onto :data:`VENDORS` (unknown names pass through)."""
-    if not isinstance(name, str):
-        raise ArgumentTypeError(f"vendor name must be a str, got {type(name).__name__}")
-    name = name.lower()
-    if name == "mysql" and is_mariadb:
-        return "mariadb"
-    return _DJANGO_VENDORS.get(name, name)
-
-
-def has_native_uuid(vendor: str, server_version: ServerVersion) -> bool:
-    """Whether the engine has a UUID column type of its own."""
-    if vendor in ("postgresql", "cockroachdb", "yugabytedb", "mssql"):
-        return True
-    if vendor == "mariadb":
-        return server_version is None or tuple(server_version[:2]) >= (10, 7)
-    return False
-
-
-def default_storage(vendor: str, server_version: ServerVersion) -> Storage:
-    """What a column gets when the user does not choose: native, else 16 bytes, else text."""
-    if has_native_uuid(vendor, server_version):
-        return Storage.NATIVE
-    if vendor in ("mysql", "mariadb", "tidb", "oracle", "sqlite"):
-        return Storage.BINARY
-    return Storage.TEXT
-
-
-# MariaDB stopped byte-swapping UUIDs of version >= 6 in these releases (MDEV-29959 and
-# MDEV-31926); every series after 11.1 has it from the start.
-_MARIADB_UUID_FIX: dict[tuple[int, ...], tuple[int, ...]] = {
-    (10, 10): (10, 10, 6),
-    (10, 11): (10, 11, 5),
-    (11, 0): (11, 0, 3),
-    (11, 1): (11, 1, 2),
-}
-
-
-def mariadb_swaps_selectively(server_version: ServerVersion) -> bool:
-    """True if this MariaDB stores only UUID versions 1-5 swapped (else it swaps all)."""
-    if server_version is None:
-        return True  # assume a current server; offline users pass layout= explicitly
-    version = tuple(server_version[:3]) + (0,) * (3 - len(server_version[:3]))
-    fixed = _MARIADB_UUID_FIX.get(version[:2])
-    if fixed is not None:
-        return version >= fixed
-    return version >= (11, 2, 0)
-
-
-def _mariadb_native_order(value: uuid.UUID, server_version: ServerVersion) -> tuple[int, ...] | None:
-    i = value.int
-    version = (i >> 76) & 0xF
-    variant_rfc = (i >> 62) & 0b11 == 0b10
-    variant_bit = (i >> 63) & 1
-    if not mariadb_swaps_selectively(server_version):
-        return ORDER_MARIADB_SWAPPED
-    if variant_rfc and version >= 8:
-        return None  # refused by the server: "Incorrect uuid value"
-    if variant_bit and 1 <= version <= 5:
-        return ORDER_MARIADB_SWAPPED
-    return ORDER_BYTES
-
-
-def compare_order(
-    vendor: str, server_version: ServerVersion, storage: Storage | str, value: uuid.UUID
-) -> tuple[int, ...] | None:
-    """The order in which the engine compares the bytes of values shaped like ``value``.
-
-    ``None`` when the engine cannot store such a value in that storage, or nothing is known.
-    Text and hex storage compare like the bytes: lower-case hex digits sort in the same order
-    under every collation (digits before letters), and hyphens sit at fixed places.
-    """
-    storage = Storage(storage)
-    if storage is not Storage.NATIVE:
-        return ORDER_BYTES
-    if vendor in ("postgresql", "cockroachdb", "yugabytedb"):
-        return ORDER_BYTES
-    if vendor == "mssql":
-        return ORDER_SQLSERVER
-    if vendor == "mariadb" and has_native_uuid(vendor, server_version):
-        return _mariadb_native_order(value, server_version)
-    return None
-
-
-@functools.cache
-def layout_sample(layout: Layout) -> uuid.UUID:
-    """A value with the fixed bits of ``layout`` (what the probe and the registry reason on)."""
-    return comb_at(_dt.datetime(2020, 1, 1, tzinfo=_dt.timezone.utc), layout, "min")
-
-
 def normalize_version(server_version: Sequence[object] | None) -> tuple[int, ...] | None:
     """A driver's version tuple as integers only (MariaDB's carries the string ``"MariaDB"``)."""
     if not server_version:
@@ -216,59 +96,130 @@ def normalize_version(server_version: Sequence[object] | None) -> tuple[int, ...
     return tuple(v for v in server_version if isinstance(v, int) and not isinstance(v, bool))
 
 
-def resolve_storage(vendor: str, server_version: ServerVersion, requested: Storage | str | None) -> Storage:
-    """The storage a column really gets: the vendor's default, or the requested one if it exists there."""
-    if requested is None:
-        return default_storage(vendor, server_version)
-    storage = as_storage(requested)
-    if storage is Storage.NATIVE and not has_native_uuid(vendor, server_version):
-        raise InvalidArgumentError(
-            f"storage='native' needs a UUID column type, which {vendor} {format_version(server_version)} "
-            "does not have; use 'binary' or 'text'"
-        )
-    return storage
+@functools.cache
+def layout_sample(layout: Layout) -> uuid.UUID:
+    """A value with the fixed bits of ``layout`` (what the probe and the decisions reason on)."""
+    return comb_at(_dt.datetime(2020, 1, 1, tzinfo=_dt.timezone.utc), layout, "min")
 
 
-@functools.lru_cache(maxsize=1024)
-def decide_layout(
-    vendor: str,
-    server_version: tuple[object, ...] | None,
-    storage: Storage | str | None,
-    preferred: Layout | None = None,
-    is_mariadb: bool = False,
-) -> Layout:
-    """The decision every adapter asks for, memoised: the layout for this target.
+_V4_SAMPLE = uuid.UUID(int=(0x4 << 76) | (0b10 << 62))  # the RFC v4 bits wrapping-prefix ids carry
 
-    The adapters only describe their target — the vendor name as the driver or Django gives it,
-    the raw server version, the storage asked for (``None``: the vendor's default) and the user's
-    preferred layout — and this function does the rest once per distinct target: normalising,
-    resolving the storage, and the rule for an unknown server version (an explicit layout is
-    trusted, since nothing can be checked; otherwise the current server is assumed).
+
+@dataclass(frozen=True)
+class Target:
+    """Where ids are going: one vendor, server version, column storage and preferred layout.
+
+    Made by :func:`target` (never directly), once per distinct combination; the adapters keep it
+    per connection and column, so no row pays for a decision.  The capability flags are the
+    vendor's facts; the decisions are computed when first asked and kept.  A decision that cannot
+    be made (no layout fits, no server-side generator) raises its typed error when asked, so a
+    target can still say its storage and column where, say, the database makes no ids.
     """
-    name = normalize_vendor(vendor, is_mariadb=is_mariadb)
-    version = normalize_version(server_version)
-    resolved = resolve_storage(name, version, storage)
-    if version is None and preferred is not None:
-        return as_layout(preferred)
-    return choose_layout(name, version, resolved, preferred=preferred)
+
+    vendor: str
+    server_version: tuple[int, ...] | None
+    storage: Storage
+    preferred: Layout | None = None
+    rules: VendorRules = field(init=False, repr=False, compare=False)
+    native_uuid: bool = field(init=False, repr=False, compare=False)
+    """The engine has a UUID column type of its own (SQLAlchemy's ``supports_native_uuid``)."""
+    distributed: bool = field(init=False, repr=False, compare=False)
+    """The engine spreads a table over key ranges: ids get the ``SHARDED`` layout unless told otherwise."""
+    rowid_integer_key: bool = field(init=False, repr=False, compare=False)
+    """An integer primary key must be declared exactly ``INTEGER`` to be the table's rowid (SQLite)."""
+    text_id_column: TextColumnSpec = field(init=False, repr=False, compare=False)
+    """The character set and binary collation of a sortable-text id column."""
+
+    def __post_init__(self) -> None:
+        rules = rules_for(self.vendor)
+        object.__setattr__(self, "rules", rules)
+        object.__setattr__(self, "native_uuid", rules.has_native_uuid(self.server_version))
+        object.__setattr__(self, "distributed", rules.DISTRIBUTED)
+        object.__setattr__(self, "rowid_integer_key", rules.ROWID_INTEGER_KEY)
+        object.__setattr__(self, "text_id_column", rules.TEXT_ID_COLUMN)
+
+    def __str__(self) -> str:
+        return f"{self.vendor} {format_version(self.server_version)} with {self.storage.value} storage"
+
+    def order_for(self, value: uuid.UUID) -> tuple[int, ...] | None:
+        """The order in which the engine compares the bytes of values shaped like ``value``
+        (``uuid.UUID.bytes`` positions, most significant first); ``None`` where it cannot store them
+        (see :func:`compare_order`)."""
+        return self.rules.compare_order(self.server_version, self.storage, value)
+
+    @functools.cached_property
+    def layout(self) -> Layout:
+        """The layout whose Python-made ids the engine keeps in generation order (:func:`choose_layout`).
+
+        With no server version known (offline DDL) an explicit layout is trusted, since nothing
+        can be checked.
+        """
+        if self.server_version is None and self.preferred is not None:
+            return self.preferred
+        return choose_layout(self.vendor, self.server_version, self.storage, preferred=self.preferred)
+
+    @functools.cached_property
+    def generator(self) -> CombGenerator:
+        """The process's shared generator for :attr:`layout` (the one ``seqid_orm.comb`` uses)."""
+        return generator_for(self.layout)
+
+    @functools.cached_property
+    def prefix_layout(self) -> Layout:
+        """Where a wrapping prefix (``uuid_sequence_nextval``, version-4 bits) goes on this column."""
+        return choose_prefix_layout(self.vendor, self.server_version, self.storage)
+
+    @functools.cached_property
+    def server_default(self) -> ServerDefault:
+        """The column default that makes time-ordered ids in the database (``DatabaseSeqUUID``).
+
+        Raises :class:`~seqid_orm.errors.ServerDefaultUnavailableError` where the engine cannot
+        (Oracle, the distributed engines, old versions), and
+        :class:`~seqid_orm.errors.UnknownServerVersionError` where the SQL depends on a server
+        version nobody named (offline DDL must not guess: PostgreSQL 18's default fails on 16).
+        """
+        return self.rules.server_default(self.server_version, self.storage)
+
+    def sequential_functions(self) -> list[str]:
+        """The ``CREATE FUNCTION`` statements of the sequential-uuids generators, for columns of this
+        storage (MariaDB places the prefix where the column compares first); one statement each."""
+        return self.rules.sequential_functions(self.prefix_layout)
+
+    def drop_sequential_functions(self) -> list[str]:
+        """The statements undoing :meth:`sequential_functions`."""
+        return self.rules.drop_sequential_functions()
+
+    def binary_literal(self, raw: bytes) -> str:
+        """16 bytes as a literal of this engine's SQL."""
+        return self.rules.binary_literal(raw)
+
+
+# The decisions from the facts, as plain functions of a (normalised) vendor, version and storage:
+# what a Target computes once and keeps, and what the tests check against tables.
+
+
+def compare_order(
+    vendor: str, server_version: tuple[int, ...] | None, storage: Storage | str, value: uuid.UUID
+) -> tuple[int, ...] | None:
+    """The order in which ``vendor`` compares the bytes of values shaped like ``value`` in ``storage``
+    (``uuid.UUID.bytes`` positions, most significant first); ``None`` when it cannot store them there.
+
+    The value matters: MariaDB's ``UUID`` type reverses some versions and not others.  The live
+    probe (``seqid probe``) measures the same on a real server, and the tests check both agree.
+    """
+    return rules_for(vendor).compare_order(server_version, as_storage(storage), value)
 
 
 def choose_layout(
-    vendor: str,
-    server_version: ServerVersion,
-    storage: Storage | str,
-    *,
-    preferred: Layout | None = None,
+    vendor: str, server_version: tuple[int, ...] | None, storage: Storage | str, *, preferred: Layout | None = None
 ) -> Layout:
-    """The layout whose ids the engine keeps in generation order.
+    """The layout whose ids ``vendor`` keeps in generation order in ``storage``.
 
-    Every layout is tried with values of its own bits (``preferred`` first, then
-    ``TIME_FIRST``, ``TIME_LAST``, ``TIME_FIRST_LE``); the first that the engine orders by its
-    time wins.  On a distributed engine (:data:`DISTRIBUTED`) ``SHARDED`` is preferred unless
-    the caller prefers another.  Raises :class:`~seqid_orm.errors.UnknownLayoutError` when none
-    fits.  Adapters call the memoised :func:`decide_layout`.
+    Every layout is tried with values of its own bits (``preferred`` first, then ``TIME_FIRST``,
+    ``TIME_LAST``, ``TIME_FIRST_LE``; ``SHARDED`` first on a distributed engine unless another is
+    preferred); the first that the engine orders by its time wins.  Raises
+    :class:`~seqid_orm.errors.UnknownLayoutError` when none fits.
     """
-    if preferred is None and vendor in DISTRIBUTED:
+    if preferred is None and rules_for(vendor).DISTRIBUTED:
         preferred = Layout.SHARDED
     for layout in candidates(preferred):
         order = compare_order(vendor, server_version, storage, layout_sample(layout))
@@ -276,23 +227,66 @@ def choose_layout(
             return layout
     raise UnknownLayoutError(
         f"no known layout keeps ids ordered on {vendor} {format_version(server_version)} with "
-        f"{Storage(storage).value} storage; pass layout= explicitly or run seqid probe"
+        f"{as_storage(storage).value} storage; pass layout= explicitly or run seqid probe"
     )
 
 
-def choose_prefix_layout(vendor: str, server_version: ServerVersion, storage: Storage | str) -> Layout:
-    """Where the wrapping prefix of a sequence/time-prefixed id must go on this engine."""
-    sample = uuid.UUID(int=(0x4 << 76) | (0b10 << 62))  # the RFC v4 bits those ids carry
-    order = compare_order(vendor, server_version, storage, sample)
+def choose_prefix_layout(vendor: str, server_version: tuple[int, ...] | None, storage: Storage | str) -> Layout:
+    """Where the wrapping prefix of a sequence- or time-prefixed id (version-4 bits) goes on this engine."""
+    order = compare_order(vendor, server_version, storage, _V4_SAMPLE)
     layout = layout_for_order(order) if order is not None else None
     if layout is None:
         raise UnknownLayoutError(
             f"no known prefix placement for {vendor} {format_version(server_version)} "
-            f"with {Storage(storage).value} storage"
+            f"with {as_storage(storage).value} storage"
         )
     return layout
 
 
-def format_version(server_version: ServerVersion) -> str:
-    """A server version for messages."""
-    return "(version unknown)" if server_version is None else ".".join(map(str, server_version))
+def default_storage(vendor: str, server_version: tuple[int, ...] | None) -> Storage:
+    """What a column gets when the user does not choose: the native type, else 16 bytes, else text."""
+    rules = rules_for(vendor)
+    if rules.has_native_uuid(server_version):
+        return Storage.NATIVE
+    return Storage.BINARY if rules.BINARY_FALLBACK else Storage.TEXT
+
+
+def target(
+    vendor: str,
+    server_version: Sequence[object] | None = None,
+    storage: Storage | str | None = None,
+    layout: Layout | str | None = None,
+    *,
+    is_mariadb: bool = False,
+) -> Target:
+    """The :class:`Target` for a vendor name (as a dialect or Django gives it), the raw server version
+    (``None``: unknown, as offline), the storage asked for (``None``: the vendor's best) and a preferred
+    layout.  Memoised: the same combination returns the same object.
+
+    Raises :class:`~seqid_orm.errors.InvalidArgumentError` for a storage the engine does not have
+    (``native`` without a UUID type).
+    """
+    return _target(
+        normalize_vendor(vendor, is_mariadb=is_mariadb),
+        normalize_version(server_version),
+        None if storage is None else as_storage(storage),
+        None if layout is None else as_layout(layout),
+    )
+
+
+@functools.lru_cache(maxsize=1024)
+def _target(vendor: str, version: tuple[int, ...] | None, storage: Storage | None, preferred: Layout | None) -> Target:
+    if storage is None:
+        storage = default_storage(vendor, version)
+    elif storage is Storage.NATIVE and not rules_for(vendor).has_native_uuid(version):
+        raise InvalidArgumentError(
+            f"storage='native' needs a UUID column type, which {vendor} {format_version(version)} "
+            "does not have; use 'binary' or 'text'"
+        )
+    return Target(vendor, version, storage, preferred)
+
+
+def server_default(vendor: str, server_version: Sequence[object] | None, storage: Storage | str) -> ServerDefault:
+    """The column default that makes time-ordered UUIDs on this engine, version and storage (what
+    :attr:`Target.server_default` keeps), or the typed refusal saying why the engine cannot."""
+    return rules_for(normalize_vendor(vendor)).server_default(normalize_version(server_version), as_storage(storage))

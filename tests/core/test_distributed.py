@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from seqid_orm.errors import InvalidArgumentError
-from seqid_orm.vendors.distributed import hash_sharded_primary_key
+from seqid_orm.vendors.cockroachdb import hash_sharded_primary_key
 
 
 def test_the_model_shows_the_hot_spot_the_spread_and_the_locality():

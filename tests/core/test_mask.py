@@ -126,10 +126,18 @@ def test_the_wrong_layout_is_refused():
 
 
 def test_unmask_any_finds_the_rotated_key():
-    value = seqid_orm.uuid7()
-    old_public = mask(value, OTHER)
-    assert unmask_any(old_public, [KEY, OTHER]) == [value]
-    assert unmask_any(mask(value, KEY), [KEY, OTHER]) == [value]
+    """Each key's candidate comes in the keys' order; a wrong key yields one only when unmask() cannot
+    tell (about 0.6 % of ids: 126 in 20,000 measured), so the exact answer is [value] almost always.
+    (It was asserted exact for one id, which failed that often.)"""
+    exact = 0
+    for _ in range(500):
+        value = seqid_orm.uuid7()
+        old = unmask_any(mask(value, OTHER), [KEY, OTHER])
+        new = unmask_any(mask(value, KEY), [KEY, OTHER])
+        assert old[-1] == value and len(old) <= 2  # the right key's candidate, after a wrong key's, if any
+        assert new[0] == value and len(new) <= 2
+        exact += old == [value] and new == [value]
+    assert exact >= 475  # the wrong key's candidate is rare
 
 
 @pytest.mark.parametrize(

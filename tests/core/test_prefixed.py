@@ -10,10 +10,12 @@ import collections
 import uuid
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from seqid_orm import Layout, timestamp_of, uuid_sequence_nextval, uuid_time_nextval
-from seqid_orm.errors import NoTimestampError
-from seqid_orm.ids.prefixed import extension_prefix, prefix_bytes, prefix_of
+from seqid_orm.errors import ArgumentTypeError, InvalidArgumentError, NoTimestampError
+from seqid_orm.ids.prefixed import extension_prefix, prefix_bytes, prefix_of, sequence_prefixer
 
 
 def blocks(block_size: int, block_count: int, values: range) -> dict[int, int]:
@@ -114,3 +116,32 @@ def test_time_prefix_rejects_bad_now():
         uuid_time_nextval(now="now")
     with pytest.raises(ValueError):
         uuid_time_nextval(now=-5)
+
+
+@given(
+    layout=st.sampled_from([Layout.TIME_FIRST, Layout.TIME_LAST, Layout.TIME_FIRST_LE]),
+    block_size=st.integers(1, 1 << 20),
+    block_count=st.integers(1, 1 << 48),
+    value=st.integers(-(1 << 63) + 1, (1 << 63) - 1),
+)
+def test_the_per_row_prefixer_places_what_uuid_sequence_nextval_places(layout, block_size, block_count, value):
+    """sequence_prefixer (the column default's) checks its arguments once and places the prefix inline:
+    the same prefix, place and version/variant bits as the public function, for every argument."""
+    made = sequence_prefixer(block_size, block_count, layout)(value)
+    reference = uuid_sequence_nextval(value, block_size, block_count, layout)
+    assert prefix_of(made, block_count, layout) == prefix_of(reference, block_count, layout)
+    assert prefix_of(made, block_count, layout) == extension_prefix(value - 1, block_size, block_count)
+    assert (made.version, made.variant) == (reference.version, reference.variant) == (4, uuid.RFC_4122)
+    assert made == uuid.UUID(str(made))  # a well-formed UUID, as parsing its text gives back
+
+
+def test_the_per_row_prefixer_refuses_what_the_function_refuses():
+    with pytest.raises(InvalidArgumentError):
+        sequence_prefixer(0, 16)
+    with pytest.raises(InvalidArgumentError):
+        sequence_prefixer(16, 1 << 49)
+    make = sequence_prefixer(16, 16)
+    with pytest.raises(ArgumentTypeError):
+        make(1.5)  # type: ignore[arg-type]
+    with pytest.raises(ArgumentTypeError):
+        make(True)

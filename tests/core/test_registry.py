@@ -1,4 +1,4 @@
-"""The layout registry: comparison orders and layout choices per vendor, version and storage.
+"""The per-vendor rules: comparison orders and layout choices per vendor, version and storage.
 
 The live probe checks the same table against each real server (tests/sqlalchemy_adapter/test_probe.py)."""
 
@@ -17,9 +17,10 @@ from seqid_orm.vendors import (
     choose_prefix_layout,
     compare_order,
     default_storage,
-    mariadb_swaps_selectively,
     normalize_vendor,
+    target,
 )
+from seqid_orm.vendors.mariadb import swaps_selectively as mariadb_swaps_selectively
 
 
 def test_layout_for_order():
@@ -58,7 +59,7 @@ def test_choose_layout_table(vendor, version, storage, expected):
 
 
 def test_distributed_engines_are_read_from_version_strings_and_an_explicit_layout_wins():
-    from seqid_orm.vendors import decide_layout, default_storage, distributed_flavor
+    from seqid_orm.vendors import distributed_flavor
 
     assert distributed_flavor("8.0.11-TiDB-v7.5.0") == "tidb"
     assert distributed_flavor("PostgreSQL 11.2-YB-2.20.1.0-b0 on x86_64-pc-linux-gnu") == "yugabytedb"
@@ -66,7 +67,7 @@ def test_distributed_engines_are_read_from_version_strings_and_an_explicit_layou
     assert distributed_flavor("10.11.19-MariaDB-0+deb12u1") is None
     assert default_storage("tidb", None) is Storage.BINARY and default_storage("yugabytedb", None) is Storage.NATIVE
     assert choose_layout("cockroachdb", (23, 1), "native", preferred=Layout.TIME_FIRST) is Layout.TIME_FIRST
-    assert decide_layout("cockroachdb", None, None) is Layout.SHARDED  # offline DDL: still no hot spot
+    assert target("cockroachdb", None, None).layout is Layout.SHARDED  # offline DDL: still no hot spot
     # a single-node engine never falls back to sharded (it would scatter inserts for nothing)
     assert choose_layout("postgresql", (15, 4), "native") is Layout.TIME_FIRST
 

@@ -17,7 +17,7 @@ import pytest
 
 from seqid_orm import timestamp_of
 from seqid_orm.errors import ServerDefaultUnavailableError
-from seqid_orm.vendors.server_default import server_default
+from seqid_orm.vendors import server_default
 
 sa = pytest.importorskip("sqlalchemy")
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column  # noqa: E402

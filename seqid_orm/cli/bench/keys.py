@@ -17,8 +17,6 @@ from ...ids.prefixed import uuid_sequence_nextval, uuid_time_nextval
 from ...ids.snowflake import Snowflake
 from ...ids.text import BsvGenerator
 from ...sqlalchemy import DatabaseSeqUUID, SeqUUID, SnowflakeID, SortableText, layout_for, seq_uuid_default
-from ...sqlalchemy.types import dialect_server_version, dialect_vendor
-from ...vendors import choose_prefix_layout
 
 Batch = Callable[[int], list[Any]]
 
@@ -78,16 +76,14 @@ def _comb(engine: Engine) -> Batch:
 
 
 def _seq_prefix(engine: Engine) -> Batch:
-    storage = SeqUUID().storage_for(engine.dialect)
-    layout = choose_prefix_layout(dialect_vendor(engine.dialect), dialect_server_version(engine.dialect), storage)
+    layout = SeqUUID().target(engine.dialect).prefix_layout
     counter = itertools.count(1)  # as a database sequence counts
     return lambda n: [uuid_sequence_nextval(next(counter), 65536, 65536, layout) for _ in range(n)]
 
 
 def _time_prefix(engine: Engine) -> Batch:
     # 1-second intervals: with the extension's 60 s default a short run would sit under one prefix
-    storage = SeqUUID().storage_for(engine.dialect)
-    layout = choose_prefix_layout(dialect_vendor(engine.dialect), dialect_server_version(engine.dialect), storage)
+    layout = SeqUUID().target(engine.dialect).prefix_layout
     return lambda n: [uuid_time_nextval(1, 65536, layout) for _ in range(n)]
 
 

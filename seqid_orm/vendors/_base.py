@@ -1,0 +1,186 @@
+"""What every vendor module says, and the pieces they share.
+
+A vendor module (``postgresql.py``, ``mariadb.py``, ...) answers the same questions under the same
+names, as GeoAlchemy2's ``dialects/`` modules do: :class:`VendorRules` lists them, and mypy checks
+each module against it.  The modules state facts; :class:`~seqid_orm.vendors.Target` combines them
+into the decisions for one connection and column.  Standard library and :mod:`seqid_orm.ids` only.
+"""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from ..errors import InvalidArgumentError, ServerDefaultUnavailableError, UnknownServerVersionError
+from ..ids.layout import Layout, coerce_enum
+
+Version = tuple[int, ...] | None
+Quote = Callable[[str], str]
+
+
+class Storage(str, enum.Enum):
+    """How a column holds a UUID."""
+
+    NATIVE = "native"
+    """The engine's UUID type: PostgreSQL/CockroachDB ``UUID``, SQL Server ``UNIQUEIDENTIFIER``,
+    MariaDB 10.7+ ``UUID``."""
+    BINARY = "binary"
+    """16 raw bytes in ``uuid.UUID.bytes`` order (``BINARY(16)``, ``BYTEA``, ``RAW(16)``, BLOB)."""
+    TEXT = "text"
+    """Canonical lower-case text with hyphens, ``CHAR(36)``."""
+    HEX = "hex"
+    """32 lower-case hex digits, ``CHAR(32)`` (Django's ``UUIDField`` off PostgreSQL/MariaDB)."""
+
+
+def as_storage(value: object) -> Storage:
+    """``value`` as a :class:`Storage` (a member or its string value)."""
+    return coerce_enum(Storage, value, "storage")
+
+
+@dataclass(frozen=True)
+class TextColumnSpec:
+    """How a text-id column is declared on one vendor (both adapters build their DDL from it)."""
+
+    charset: str | None
+    """A character set to declare (MySQL/MariaDB: ``ascii``, one byte per character)."""
+    collation: str | None
+    """A binary collation, so ids differing in case never compare equal (``None``: bytewise already)."""
+
+
+@dataclass(frozen=True)
+class ServerDefault:
+    """The SQL expression a column default runs, and what it makes.
+
+    ``sql`` is a bare expression; put it in parentheses where a DDL ``DEFAULT`` needs them
+    (MariaDB, MySQL, SQLite).  ``uuid_version`` is the RFC 9562 version of the values
+    (7, or 1 for MariaDB's ``UUID()``; SQL Server's ``NEWSEQUENTIALID()`` values are
+    shuffled version-1 values).
+    """
+
+    sql: str
+    uuid_version: int
+    generator: str
+    signature: str = ""
+    """A piece of ``sql`` that survives the server's rewriting of a stored default and the
+    truncation of nested parentheses in reflection (MariaDB turns ``lower(`` into ``lcase(``):
+    what :func:`seqid_orm.sqlalchemy.alembic.compare_server_default` looks for."""
+
+
+@dataclass(frozen=True)
+class ColumnRef:
+    """A column to convert: the key itself, or a column of another table that references it."""
+
+    table: str
+    column: str
+    nullable: bool
+
+
+class VendorRules(Protocol):
+    """The questions every vendor module answers (module-level names; mypy checks each module)."""
+
+    NAME: str
+    """The vendor's name (SQLAlchemy's dialect names; MariaDB, TiDB and YugabyteDB apart)."""
+    DISTRIBUTED: bool
+    """Whether the engine spreads a table over ranges by key: a strictly increasing key is then a
+    write hot spot, so ids get the ``SHARDED`` layout unless told otherwise."""
+    ROWID_INTEGER_KEY: bool
+    """Whether an integer primary key must be declared exactly ``INTEGER`` to be the table's rowid."""
+    TEXT_ID_COLUMN: TextColumnSpec
+    """The character set and binary collation of a sortable-text id column."""
+    BINARY_FALLBACK: bool
+    """Whether a column without a native UUID type holds 16 bytes by default (else canonical text)."""
+    DROP_FOREIGN_KEY: str
+    """The ``ALTER TABLE`` clause that drops a foreign key constraint by name."""
+
+    def has_native_uuid(self, version: Version, /) -> bool:
+        """Whether this server version has a UUID column type of its own."""
+
+    def compare_order(self, version: Version, storage: Storage, value: uuid.UUID, /) -> tuple[int, ...] | None:
+        """The order in which the engine compares the bytes of values shaped like ``value``
+        (positions of ``uuid.UUID.bytes``); ``None`` when it cannot store them there."""
+
+    def server_default(self, version: Version, storage: Storage, /) -> ServerDefault:
+        """The column default that makes time-ordered UUIDs, or a typed refusal saying why not."""
+
+    def sequential_functions(self, prefix_layout: Layout, /) -> list[str]:
+        """``CREATE FUNCTION`` statements of the sequential-uuids generators, or a typed refusal."""
+
+    def drop_sequential_functions(self) -> list[str]:
+        """The statements undoing :meth:`sequential_functions`."""
+
+    def binary_literal(self, raw: bytes, /) -> str:
+        """A 16-byte literal in this engine's SQL."""
+
+    def convert_column(self, quote: Quote, ref: ColumnRef, source: Storage, target: Storage, /) -> list[str]:
+        """Statements moving one UUID column from ``source`` to ``target`` storage, values kept."""
+
+
+ORDER_BYTES = tuple(range(16))
+
+
+def version_at_least(version: Version, minimum: tuple[int, ...]) -> bool:
+    """Whether a known ``version`` is at least ``minimum`` (callers refuse an unknown one first)."""
+    return version is not None and tuple(version[: len(minimum)]) >= minimum
+
+
+def format_version(version: Sequence[int] | None) -> str:
+    """A server version for messages."""
+    return "(version unknown)" if version is None else ".".join(map(str, version))
+
+
+def unknown_version(vendor: str, example: str) -> UnknownServerVersionError:
+    """The refusal for SQL that depends on a server version nobody named (offline DDL)."""
+    return UnknownServerVersionError(
+        f"the {vendor} server version is unknown (offline DDL, such as Alembic's --sql mode), and the SQL "
+        f"of a database-made id depends on it (PostgreSQL 18 has uuidv7(), 13-17 need an expression; "
+        f"MariaDB 11.7 has UUID_v7()...). Name the target server: `alembic -x seqid_server_version={example} "
+        "upgrade head --sql` with seqid_orm.sqlalchemy.alembic.offline_server_version(context) in env.py's "
+        "run_migrations_offline(), or set dialect.server_version_info"
+    )
+
+
+# What vendors without a rule of their own answer; their modules import these names.
+
+
+def bytewise_order(version: Version, storage: Storage, value: uuid.UUID) -> tuple[int, ...] | None:
+    """Binary and text columns compare like the bytes (lower-case hex digits sort as the bytes do under
+    every collation, and hyphens sit at fixed places); no native UUID type is known."""
+    return None if storage is Storage.NATIVE else ORDER_BYTES
+
+
+def no_native_uuid(version: Version) -> bool:
+    return False
+
+
+def no_server_default(reason: str) -> Callable[[Version, Storage], ServerDefault]:
+    """A ``server_default`` that refuses with ``reason``."""
+
+    def server_default(version: Version, storage: Storage) -> ServerDefault:
+        raise ServerDefaultUnavailableError(reason)
+
+    return server_default
+
+
+def no_sequential_functions(vendor: str) -> InvalidArgumentError:
+    """The refusal of ``sequential_functions`` (and its drop) where they are not written."""
+    return InvalidArgumentError(
+        f"the sequential-uuids functions exist for PostgreSQL 13+ and MariaDB 10.10+, not {vendor!r} "
+        "(generate the ids in Python with seqid_orm.uuid_sequence_nextval there)"
+    )
+
+
+def no_conversion(vendor: str) -> Callable[[Quote, ColumnRef, Storage, Storage], list[str]]:
+    """A ``convert_column`` that refuses: the conversion is written for PostgreSQL and MariaDB."""
+
+    def convert_column(quote: Quote, ref: ColumnRef, source: Storage, target: Storage) -> list[str]:
+        raise InvalidArgumentError(f"UUID storage conversion is written for PostgreSQL and MariaDB, not {vendor!r}")
+
+    return convert_column
+
+
+def hex_literal(raw: bytes) -> str:
+    """``X'..'``: the SQL standard's binary literal (MySQL, MariaDB, SQLite, and the rest)."""
+    return f"X'{raw.hex().upper()}'"

@@ -1,0 +1,42 @@
+"""Any other database: what is true of SQL in general, and no more.
+
+Binary and text columns compare bytewise, there is no UUID type seqid knows, ids are stored as
+canonical text (``CHAR(36)``) unless told otherwise, and the database makes no ids itself.
+"""
+
+from __future__ import annotations
+
+from ..ids.layout import Layout
+from ._base import (
+    TextColumnSpec,
+    bytewise_order,
+    hex_literal,
+    no_conversion,
+    no_native_uuid,
+    no_sequential_functions,
+    no_server_default,
+)
+
+NAME = "generic"
+DISTRIBUTED = False
+ROWID_INTEGER_KEY = False
+TEXT_ID_COLUMN = TextColumnSpec(charset=None, collation=None)
+BINARY_FALLBACK = False
+DROP_FOREIGN_KEY = "DROP CONSTRAINT"
+
+has_native_uuid = no_native_uuid
+compare_order = bytewise_order
+binary_literal = hex_literal
+server_default = no_server_default(
+    "no server-side UUID generator is known for this database (seqid knows PostgreSQL, MariaDB, MySQL, "
+    "SQLite and SQL Server); generate ids in Python"
+)
+convert_column = no_conversion("this database")
+
+
+def sequential_functions(prefix_layout: Layout, /) -> list[str]:
+    raise no_sequential_functions("this database")
+
+
+def drop_sequential_functions() -> list[str]:
+    raise no_sequential_functions("this database")

@@ -1,0 +1,59 @@
+"""SQL Server (tested by compiling SQL and by Microsoft's documented ordering: no server here).
+
+``uniqueidentifier`` stores the bytes in .NET order and compares them in the order of
+``System.Data.SqlTypes.SqlGuid``: bytes 10-15 first, so the time goes at the end (``TIME_LAST``).
+``NEWSEQUENTIALID()`` makes time-ordered values itself, but may restart lower after a reboot.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from ..errors import ServerDefaultUnavailableError
+from ..ids.layout import ORDER_SQLSERVER, Layout
+from ._base import (
+    ORDER_BYTES,
+    ServerDefault,
+    Storage,
+    TextColumnSpec,
+    Version,
+    no_conversion,
+    no_sequential_functions,
+)
+
+NAME = "mssql"
+DISTRIBUTED = False
+ROWID_INTEGER_KEY = False
+TEXT_ID_COLUMN = TextColumnSpec(charset=None, collation="Latin1_General_BIN2")
+BINARY_FALLBACK = False
+DROP_FOREIGN_KEY = "DROP CONSTRAINT"
+
+convert_column = no_conversion(NAME)
+
+
+def has_native_uuid(version: Version, /) -> bool:
+    return True
+
+
+def compare_order(version: Version, storage: Storage, value: uuid.UUID, /) -> tuple[int, ...] | None:
+    return ORDER_SQLSERVER if storage is Storage.NATIVE else ORDER_BYTES
+
+
+def server_default(version: Version, storage: Storage, /) -> ServerDefault:
+    if storage is not Storage.NATIVE:
+        raise ServerDefaultUnavailableError(
+            "SQL Server makes time-ordered UUIDs only for UNIQUEIDENTIFIER columns (NEWSEQUENTIALID())"
+        )
+    return ServerDefault("newsequentialid()", 1, "NEWSEQUENTIALID()", "newsequentialid()")
+
+
+def binary_literal(raw: bytes, /) -> str:
+    return f"0x{raw.hex().upper()}"
+
+
+def sequential_functions(prefix_layout: Layout, /) -> list[str]:
+    raise no_sequential_functions(NAME)
+
+
+def drop_sequential_functions() -> list[str]:
+    raise no_sequential_functions(NAME)

@@ -1,0 +1,83 @@
+"""MySQL 8 (no UUID type: ``BINARY(16)`` compares its bytes first to last).
+
+The MySQL family's SQL for database-made ids lives here and MariaDB's module reuses it: a UUIDv7
+built from one ``SYSDATE(6)`` reading and ``RANDOM_BYTES()``, which a column default may call from
+MySQL 8.0.13 and MariaDB 10.10.  Text ids need a binary collation (``ascii_bin``): the default ones
+are case-insensitive, and two bsv ids differing only in case would collide.
+"""
+
+from __future__ import annotations
+
+from ..errors import ServerDefaultUnavailableError
+from ..ids.layout import Layout
+from ._base import (
+    ServerDefault,
+    Storage,
+    TextColumnSpec,
+    Version,
+    bytewise_order,
+    format_version,
+    hex_literal,
+    no_conversion,
+    no_native_uuid,
+    no_sequential_functions,
+    unknown_version,
+    version_at_least,
+)
+
+NAME = "mysql"
+DISTRIBUTED = False
+ROWID_INTEGER_KEY = False
+TEXT_ID_COLUMN = TextColumnSpec(charset="ascii", collation="ascii_bin")
+BINARY_FALLBACK = True
+DROP_FOREIGN_KEY = "DROP FOREIGN KEY"
+
+has_native_uuid = no_native_uuid
+compare_order = bytewise_order
+binary_literal = hex_literal
+convert_column = no_conversion(NAME)
+
+
+def sequential_functions(prefix_layout: Layout, /) -> list[str]:
+    raise no_sequential_functions(NAME)
+
+
+def drop_sequential_functions() -> list[str]:
+    raise no_sequential_functions(NAME)
+
+
+# 32 upper-case hex digits of a UUIDv7: one SYSDATE(6) reading as (ms << 12 | fraction) with
+# '7' inserted after the millisecond digits, a variant byte 0b10xxxxxx, 7 random bytes.
+V7_HEX = (
+    "concat(insert(lpad(hex(floor(unix_timestamp(sysdate(6)) * 4096000)), 15, '0'), 13, 0, '7'), "
+    "hex(ord(random_bytes(1)) & 63 | 128), hex(random_bytes(7)))"
+)
+
+
+def hyphenate(hex32: str) -> str:
+    """SQL turning 32 hex digits into the canonical lower-case 36-character text."""
+    return f"lower(insert(insert(insert(insert({hex32}, 21, 0, '-'), 17, 0, '-'), 13, 0, '-'), 9, 0, '-'))"
+
+
+def v7_default(name: str, version: Version, minimum: tuple[int, ...], storage: Storage) -> ServerDefault:
+    """The UUIDv7 expression in a ``BINARY(16)`` or text column of the MySQL family (``name`` and the
+    first ``minimum`` version whose defaults may call ``RANDOM_BYTES()``)."""
+    if not version_at_least(version, minimum):
+        raise ServerDefaultUnavailableError(
+            f"{name} {format_version(version)} cannot make a UUID column default from a strong random "
+            f"source (needs {name} {'.'.join(map(str, minimum))}+ for RANDOM_BYTES() in a default)"
+        )
+    sql = {
+        Storage.BINARY: f"unhex({V7_HEX})",
+        Storage.TEXT: hyphenate(V7_HEX),
+        Storage.HEX: f"lower({V7_HEX})",
+    }[storage]
+    return ServerDefault(sql, 7, "UUIDv7 expression", "sysdate(6)")
+
+
+def server_default(version: Version, storage: Storage, /) -> ServerDefault:
+    if version is None:
+        raise unknown_version(NAME, "8.0.36")
+    if storage is Storage.NATIVE:
+        raise ServerDefaultUnavailableError(f"MySQL {format_version(version)} has no UUID column type")
+    return v7_default("MySQL", version, (8, 0, 13), storage)

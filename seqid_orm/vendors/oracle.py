@@ -1,0 +1,38 @@
+"""Oracle (tested by compiling SQL: no server here).  ``RAW(16)`` compares its bytes first to last;
+Oracle has no time-ordered UUID generator, so ids are made in Python."""
+
+from __future__ import annotations
+
+from ..ids.layout import Layout
+from ._base import (
+    TextColumnSpec,
+    bytewise_order,
+    no_conversion,
+    no_native_uuid,
+    no_sequential_functions,
+    no_server_default,
+)
+
+NAME = "oracle"
+DISTRIBUTED = False
+ROWID_INTEGER_KEY = False
+TEXT_ID_COLUMN = TextColumnSpec(charset=None, collation=None)
+BINARY_FALLBACK = True
+DROP_FOREIGN_KEY = "DROP CONSTRAINT"
+
+has_native_uuid = no_native_uuid
+compare_order = bytewise_order
+server_default = no_server_default("Oracle has no time-ordered UUID generator; generate ids in Python")
+convert_column = no_conversion(NAME)
+
+
+def binary_literal(raw: bytes, /) -> str:
+    return f"HEXTORAW('{raw.hex().upper()}')"
+
+
+def sequential_functions(prefix_layout: Layout, /) -> list[str]:
+    raise no_sequential_functions(NAME)
+
+
+def drop_sequential_functions() -> list[str]:
+    raise no_sequential_functions(NAME)

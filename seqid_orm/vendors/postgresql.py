@@ -1,0 +1,195 @@
+"""PostgreSQL (13 and later; 18 makes ``uuidv7()`` itself).
+
+``uuid`` compares its 16 bytes first to last, as ``bytea`` and text do: time-first ids (UUIDv7) stay
+in order in every storage.  Text ids need the ``"C"`` collation (the default follows the locale).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from ..errors import ServerDefaultUnavailableError
+from ..ids.layout import Layout
+from ._base import (
+    ORDER_BYTES,
+    ColumnRef,
+    Quote,
+    ServerDefault,
+    Storage,
+    TextColumnSpec,
+    Version,
+    format_version,
+    unknown_version,
+    version_at_least,
+)
+
+NAME = "postgresql"
+DISTRIBUTED = False
+ROWID_INTEGER_KEY = False
+TEXT_ID_COLUMN = TextColumnSpec(charset=None, collation="C")
+BINARY_FALLBACK = True
+DROP_FOREIGN_KEY = "DROP CONSTRAINT"
+
+#: The column type each storage gets (as seqid's ``SeqUUID`` declares it), for conversions.
+COLUMN_TYPES = {Storage.NATIVE: "uuid", Storage.BINARY: "bytea", Storage.TEXT: "char(36)", Storage.HEX: "char(32)"}
+
+
+def has_native_uuid(version: Version, /) -> bool:
+    return True
+
+
+def compare_order(version: Version, storage: Storage, value: uuid.UUID, /) -> tuple[int, ...] | None:
+    return ORDER_BYTES
+
+
+# (ms << 12 | 12-bit sub-ms fraction) in one clock reading, as 15 hex digits, with the version
+# nibble '7' inserted after the 12 millisecond digits; then the variant and 62 random bits from
+# the second half of a v4 UUID (the server's strong random source).  date_part (float8) rather
+# than extract (numeric, exact): 15 % cheaper per row, and a float8 holds the value exactly
+# until 2039, then rounds the fraction to 2/4096 ms.
+V7_HEX = (
+    "overlay(lpad(to_hex(floor(date_part('epoch', clock_timestamp()) * 4096000)::bigint), 15, '0') "
+    "placing '7' from 13 for 0) || substr(encode(uuid_send(gen_random_uuid()), 'hex'), 17)"
+)
+
+
+def _v7_expression(version: Version) -> tuple[str, str]:
+    """A UUIDv7 ``uuid`` expression for this version, and the generator's name."""
+    if version is None:
+        raise unknown_version(NAME, "16")
+    if version_at_least(version, (18,)):
+        return "uuidv7()", "uuidv7()"
+    if version_at_least(version, (13,)):
+        return f"({V7_HEX})::uuid", "UUIDv7 expression"
+    raise ServerDefaultUnavailableError(
+        f"PostgreSQL {format_version(version)} has no built-in random source for a UUID "
+        "default (gen_random_uuid() arrived in 13); generate ids in Python instead"
+    )
+
+
+def server_default(version: Version, storage: Storage, /) -> ServerDefault:
+    value, generator = _v7_expression(version)
+    sql = {
+        Storage.NATIVE: value,
+        Storage.BINARY: f"uuid_send({value})",
+        Storage.TEXT: f"{value}::text",
+        Storage.HEX: f"replace({value}::text, '-', '')",
+    }[storage]
+    return ServerDefault(sql, 7, generator, "uuidv7(" if generator == "uuidv7()" else "clock_timestamp()")
+
+
+# The sequential-uuids extension's two functions in PL/pgSQL, for services where no C extension can be
+# installed (its signatures and results; the sequence function is PARALLEL UNSAFE, as it calls nextval).
+_CORE = """
+CREATE OR REPLACE FUNCTION seqid_sequential_uuid(value bigint, block_size integer, block_count integer)
+RETURNS uuid LANGUAGE plpgsql VOLATILE PARALLEL SAFE AS $$
+DECLARE
+    bits integer := 1;
+    slots bigint := 2;
+    nbytes integer;
+    prefix_count bigint;
+    rescaled bigint;
+    prefix bigint;
+BEGIN
+    IF block_size < 1 THEN
+        RAISE EXCEPTION 'block size must be a positive integer' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF block_count < 1 THEN
+        RAISE EXCEPTION 'number of blocks must be a positive integer' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- the fewest bits (at least one) for block_count blocks, rounded up to whole bytes
+    WHILE block_count > slots LOOP
+        bits := bits + 1;
+        slots := slots * 2;
+    END LOOP;
+    nbytes := (bits + 7) / 8;
+    prefix_count := 1::bigint << (8 * nbytes);
+    -- rescale the block size so the prefix runs through its whole range before it wraps
+    rescaled := greatest(1, (block_size::bigint * block_count) / prefix_count);
+    prefix := (value / rescaled) & (prefix_count - 1);  -- bigint division truncates, as C's
+    -- gen_random_uuid() already carries version 4 and the RFC variant in bytes 6 and 8
+    RETURN encode(
+        decode(lpad(to_hex(prefix), 2 * nbytes, '0'), 'hex')
+        || substring(uuid_send(gen_random_uuid()) FROM nbytes + 1),
+        'hex'
+    )::uuid;
+END $$
+"""
+
+_SEQUENCE = """
+CREATE OR REPLACE FUNCTION uuid_sequence_nextval(seq regclass, block_size integer DEFAULT 65536,
+                                                 block_count integer DEFAULT 65536)
+RETURNS uuid LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE AS $$
+BEGIN
+    -- checked again by the core function, but here before nextval(): a refused call uses no value
+    IF block_size < 1 THEN
+        RAISE EXCEPTION 'block size must be a positive integer' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF block_count < 1 THEN
+        RAISE EXCEPTION 'number of blocks must be a positive integer' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN seqid_sequential_uuid(nextval(seq) - 1, block_size, block_count);
+END $$
+"""
+
+_TIME = """
+CREATE OR REPLACE FUNCTION uuid_time_nextval(interval_length integer DEFAULT 60,
+                                             interval_count integer DEFAULT 65536)
+RETURNS uuid LANGUAGE plpgsql VOLATILE PARALLEL SAFE AS $$
+BEGIN
+    -- the extension's own words for intervals (the core function would speak of blocks)
+    IF interval_length < 1 THEN
+        RAISE EXCEPTION 'length of interval must be a positive integer' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF interval_count < 1 THEN
+        RAISE EXCEPTION 'number of intervals must be a positive integer' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN seqid_sequential_uuid(floor(extract(epoch FROM clock_timestamp()))::bigint,
+                                 interval_length, interval_count);
+END $$
+"""
+
+_FUNCTIONS = (
+    "uuid_sequence_nextval(regclass, integer, integer)",
+    "uuid_time_nextval(integer, integer)",
+    "seqid_sequential_uuid(bigint, integer, integer)",
+)
+
+
+def sequential_functions(prefix_layout: Layout, /) -> list[str]:
+    """The three functions; the prefix always leads (``uuid`` compares its first bytes first)."""
+    return [_CORE.strip(), _SEQUENCE.strip(), _TIME.strip()]
+
+
+def drop_sequential_functions() -> list[str]:
+    return [f"DROP FUNCTION IF EXISTS {name}" for name in _FUNCTIONS]
+
+
+def binary_literal(raw: bytes, /) -> str:
+    return f"decode('{raw.hex()}', 'hex')"  # no backslash: compilers escape those
+
+
+def _pg_text(column: str, storage: Storage) -> str:
+    """PostgreSQL: the canonical lower-case text of ``column`` stored as ``storage``."""
+    return {
+        Storage.NATIVE: f"{column}::text",
+        Storage.TEXT: f"lower({column})::uuid::text",
+        Storage.HEX: f"lower({column})::uuid::text",
+        Storage.BINARY: f"encode({column}, 'hex')::uuid::text",
+    }[storage]
+
+
+def _pg_from_text(text: str, storage: Storage) -> str:
+    return {
+        Storage.NATIVE: f"({text})::uuid",
+        Storage.TEXT: text,
+        Storage.HEX: f"replace({text}, '-', '')",
+        Storage.BINARY: f"decode(replace({text}, '-', ''), 'hex')",
+    }[storage]
+
+
+def convert_column(quote: Quote, ref: ColumnRef, source: Storage, target: Storage, /) -> list[str]:
+    """``ALTER COLUMN ... TYPE ... USING`` an expression through the canonical text, inside the
+    migration's transaction (a failure leaves nothing half done)."""
+    expr = _pg_from_text(_pg_text(quote(ref.column), source), target)
+    return [f"ALTER TABLE {quote(ref.table)} ALTER COLUMN {quote(ref.column)} TYPE {COLUMN_TYPES[target]} USING {expr}"]

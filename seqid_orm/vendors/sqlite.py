@@ -1,0 +1,79 @@
+"""SQLite (BLOB and text compare bytewise, so time-first ids stay in order in every storage).
+
+SQLite makes a primary key the table's rowid only when it is declared exactly ``INTEGER``
+(https://sqlite.org/lang_createtable.html#rowid): integer keys are declared so, and a UUID-keyed
+table is best made ``WITHOUT ROWID``.  Its default text collation (BINARY) is bytewise already.
+"""
+
+from __future__ import annotations
+
+from ..errors import ServerDefaultUnavailableError
+from ..ids.layout import Layout
+from ._base import (
+    ServerDefault,
+    Storage,
+    TextColumnSpec,
+    Version,
+    bytewise_order,
+    format_version,
+    hex_literal,
+    no_conversion,
+    no_native_uuid,
+    no_sequential_functions,
+    unknown_version,
+    version_at_least,
+)
+
+NAME = "sqlite"
+DISTRIBUTED = False
+ROWID_INTEGER_KEY = True
+TEXT_ID_COLUMN = TextColumnSpec(charset=None, collation=None)
+BINARY_FALLBACK = True
+DROP_FOREIGN_KEY = "DROP CONSTRAINT"
+
+has_native_uuid = no_native_uuid
+compare_order = bytewise_order
+binary_literal = hex_literal
+convert_column = no_conversion(NAME)  # the SQLAlchemy operation rewrites the values in Python instead
+
+
+def sequential_functions(prefix_layout: Layout, /) -> list[str]:
+    raise no_sequential_functions(NAME)
+
+
+def drop_sequential_functions() -> list[str]:
+    raise no_sequential_functions(NAME)
+
+
+# SQLite: 'now' is read once per statement step (so two readings agree) and has millisecond
+# precision, so the 12 bits after the version nibble are random.
+_MS = "cast((julianday('now') - 2440587.5) * 86400000 as integer)"
+_VARIANT = "substr('89ab', 1 + (abs(random()) % 4), 1)"
+_V7_HEX = (
+    f"printf('%012x', {_MS}) || '7' || substr(hex(randomblob(2)), 1, 3) || "
+    f"{_VARIANT} || substr(hex(randomblob(8)), 1, 15)"
+)
+_V7_TEXT = (
+    f"printf('%08x-%04x-7', {_MS} / 65536, {_MS} % 65536) || "
+    f"lower(substr(hex(randomblob(2)), 1, 3) || '-' || {_VARIANT} || "
+    "substr(hex(randomblob(2)), 1, 3) || '-' || hex(randomblob(6)))"
+)
+
+
+def server_default(version: Version, storage: Storage, /) -> ServerDefault:
+    if version is None:
+        raise unknown_version(NAME, "3.45")
+    if storage is Storage.BINARY:
+        if not version_at_least(version, (3, 41)):
+            raise ServerDefaultUnavailableError(
+                f"SQLite {format_version(version)} cannot build a BLOB default (unhex() arrived in 3.41); "
+                "use text or hex storage, or generate ids in Python"
+            )
+        sql = f"unhex({_V7_HEX})"
+    elif storage is Storage.TEXT:
+        sql = _V7_TEXT
+    elif storage is Storage.HEX:
+        sql = f"lower({_V7_HEX})"
+    else:
+        raise ServerDefaultUnavailableError("SQLite has no UUID column type")
+    return ServerDefault(sql, 7, "UUIDv7 expression", "randomblob(")

@@ -1,5 +1,8 @@
 """Typed errors of seqid_orm.
 
+Imports nothing (every module of the package may import it), so ``from seqid_orm.errors import X``
+costs nothing and never pulls an adapter in.
+
 Every error the package raises derives from :class:`SeqIDError` *and* from the built-in class
 a caller would naturally catch, so ``except ValueError`` keeps working for code that does not
 know this package:

@@ -1,5 +1,7 @@
 """Pydantic v2 types for seqid's ids, validated exactly as the ORM types validate them.
 
+Needs the ``pydantic`` extra; may import ``ids``, ``public`` and ``errors`` of the core.
+
 ``SeqUUID``: every UUID seqid makes (Pydantic's own ``UUID7`` refuses the ``time_last`` and
 ``time_first_le`` layouts, which are not version 7).  ``SnowflakeId``: a 64-bit integer key (a
 Snowflake or a ticket id) that JSON carries as a *string*, because JavaScript's numbers lose

@@ -9,7 +9,7 @@ back on exit; an expired lease may be taken over::
     with WorkerLease("postgresql+psycopg://app@db/app", namespace="orders-api", max_workers=1024) as lease:
         lease.worker_id  # an int in range(1024), held by this process alone
 
-    gen = Snowflake.leased("redis://127.0.0.1:6379/0", namespace="orders-api")  # leases on first use
+    gen = Snowflake(worker_id=WorkerLease("redis://127.0.0.1:6379/0", namespace="orders-api"))  # leases at its first id
 
 Rules that keep ids unique:
 
@@ -59,13 +59,14 @@ from ..errors import (
     LeaseLostError,
     LeaseUnavailableError,
 )
-from ..ids._random import check_fork, on_fork
+from ..ids import snowflake as _snowflake
+from ..ids.randomness import check_fork, on_fork
 from ..ids.snowflake import Snowflake
 from ..ids.validate import check_bool, check_seconds
 from .stores import MAX_CONNECT_TIMEOUT, backend_of
 from .stores.base import Grant, LeaseStore, check_name
 
-__all__ = ["LeasedSnowflake", "WorkerLease", "open_lease_store"]
+__all__ = ["WorkerLease", "open_lease_store"]
 
 log = logging.getLogger("seqid_orm.leases")
 
@@ -109,11 +110,15 @@ _LIVE: weakref.WeakSet[WorkerLease] = weakref.WeakSet()
 class WorkerLease:
     """A worker id in ``range(max_workers)`` held by this process: see the module docstring.
 
-    ``wall_clock`` (Unix nanoseconds), ``monotonic`` (seconds) and ``sleep`` exist so tests can
-    drive time; a leased Snowflake passes its own clock.  ``high_water`` returns the last Unix
-    millisecond the lease's user has used; ``on_release`` is called before the lease is given
-    back and returns the same after stopping its user for good, for the mark left on release
-    (default: ``high_water``, which is now for a lease without a generator).
+    Used alone (``with lease:``, ``lease.worker_id``) or as a Snowflake's worker id
+    (``Snowflake(worker_id=lease)``: a :class:`~seqid_orm.ids.snowflake.WorkerSource`), which then
+    leases at its first id.  ``max_workers`` defaults to what such a Snowflake's worker and
+    datacenter bits hold (1,024 for Twitter's profile), else 1,024.  ``wall_clock`` (Unix
+    nanoseconds), ``monotonic`` (seconds) and ``sleep`` exist so tests can drive time; a Snowflake
+    passes its own clock and sleep.  ``high_water`` returns the last Unix millisecond the lease's
+    user has used; ``on_release`` is called before the lease is given back and returns the same
+    after stopping its user for good, for the mark left on release (default: ``high_water``, which
+    is now for a lease without a generator).
     """
 
     def __init__(
@@ -121,7 +126,7 @@ class WorkerLease:
         store: object,
         namespace: str,
         *,
-        max_workers: int = 1024,
+        max_workers: int | None = None,
         ttl: float = 30.0,
         clock_tolerance: float = 5.0,
         create_table: bool = True,
@@ -134,6 +139,9 @@ class WorkerLease:
         sleep: Callable[[float], object] = time.sleep,
     ) -> None:
         self.namespace = check_name(namespace, "lease namespace")
+        self._max_workers_given = max_workers is not None
+        if max_workers is None:
+            max_workers = 1024
         if isinstance(max_workers, bool) or not isinstance(max_workers, int):
             raise ArgumentTypeError(f"max_workers must be an int, got {type(max_workers).__name__}")
         if not 1 <= max_workers <= 1 << 20:
@@ -159,8 +167,48 @@ class WorkerLease:
         self._wall = wall_clock
         self._monotonic = monotonic
         self._sleep = sleep
+        self._bound = False
         self._init_state()
         _LIVE.add(self)
+
+    # --- as a Snowflake's worker-id source (seqid_orm.ids.snowflake.WorkerSource) --------------
+
+    def bind(
+        self,
+        capacity: int,
+        *,
+        high_water: Callable[[], int],
+        on_release: Callable[[], int],
+        wall_clock: Callable[[], int],
+        sleep: Callable[[float], object],
+    ) -> None:
+        """Serve one Snowflake, whose fields hold ``capacity`` worker ids (called by its constructor)."""
+        if self._bound:
+            raise InvalidArgumentError(
+                f"this WorkerLease in {self.namespace!r} already serves a Snowflake: two generators on one "
+                "worker id would make the same ids; give each its own lease"
+            )
+        if self._state != "idle":
+            raise InvalidArgumentError("a WorkerLease must be given to its Snowflake before it is acquired")
+        if not self._max_workers_given:
+            self.max_workers = capacity
+        elif self.max_workers > capacity:
+            raise InvalidArgumentError(
+                f"max_workers={self.max_workers} exceeds the {capacity} ids the worker and datacenter bits can hold"
+            )
+        self.high_water, self._on_release = high_water, on_release
+        self._wall, self._sleep = wall_clock, sleep
+        self._bound = True
+
+    def fresh(self, acquisition: int) -> bool:
+        """Whether the worker id of ``acquisition`` is still held, with time left before it must be renewed."""
+        return acquisition == self.acquisitions and self._monotonic() < self.valid_until
+
+    def hold(self) -> int:
+        """The worker id held now, leasing one if none is yet (:class:`LeaseLostError` while the lease is lost)."""
+        if self._state == "idle":
+            return self.acquire()
+        return self.worker_id
 
     def _init_state(self) -> None:
         self._lock = threading.RLock()
@@ -392,7 +440,7 @@ class WorkerLease:
         the confirmed one); the new confirmed mark, or :class:`LeaseLostError` if the lease is gone."""
         with self._lock:
             if self._state != "held" or self._worker_id is None:
-                raise self._lost_error()
+                raise self.lost_error()
             sent = self._monotonic()
             mark = max(at_least_ms, self.high_water(), self._wall_ms() + self.ttl_ms)
             try:
@@ -404,12 +452,13 @@ class WorkerLease:
             if not renewed:
                 self._state = "lost"
                 self.valid_until = float("-inf")
-                raise self._lost_error()
+                raise self.lost_error()
             self.valid_until = sent + self.ttl * (1 - _MARGIN)
             self.mark_ms = max(self.mark_ms, mark)
             return self.mark_ms
 
-    def _lost_error(self) -> LeaseLostError:
+    def lost_error(self) -> LeaseLostError:
+        """The error for ids asked while no worker id is held."""
         return LeaseLostError(
             f"the lease of worker id {self._worker_id} in namespace {self.namespace!r} on {self.store.label} "
             "is not held (expired, taken over by another process, or lost by the store); no id is made until a "
@@ -437,99 +486,30 @@ def _release_at_exit() -> None:
             lease.release()
 
 
-class LeasedSnowflake(Snowflake):
-    """A :class:`~seqid_orm.Snowflake` whose worker (and datacenter) id come from a :class:`WorkerLease`.
+def _leased(
+    store: object,
+    namespace: str,
+    *,
+    ttl: float = 30.0,
+    max_workers: int | None = None,
+    clock_tolerance: float = 5.0,
+    create_table: bool = True,
+    accept_state_loss: bool = False,
+    monotonic: Callable[[], float] = time.monotonic,
+    **profile: Any,
+) -> Snowflake:
+    """What the deprecated ``Snowflake.leased(store, namespace, ...)`` makes."""
+    lease = WorkerLease(
+        store,
+        namespace,
+        max_workers=max_workers,
+        ttl=ttl,
+        clock_tolerance=clock_tolerance,
+        create_table=create_table,
+        accept_state_loss=accept_state_loss,
+        monotonic=monotonic,
+    )
+    return Snowflake(worker_id=lease, **profile)
 
-    Made by :meth:`Snowflake.leased`.  The lease is taken at the first id (so a prefork server's
-    master, which only imports the application, holds none), renewed in the background, and its
-    high-water mark is this generator's last timestamp.  When the lease is lost ``next_id()``
-    raises :class:`~seqid_orm.errors.LeaseLostError` until a lease is held again.
 
-    The generator never stamps a time unit that ends past the mark the store confirmed
-    (:attr:`WorkerLease.mark_ms`): the check runs under the generator's lock *after* the clock
-    is read, so no pause between a lease check and the clock reading can get past it.
-    """
-
-    def __init__(self, store: object, namespace: str, *, lease_options: dict[str, Any], **kwargs: Any) -> None:
-        super().__init__(worker_id=0, **kwargs)
-        capacity = 1 << (self.worker_bits + self.datacenter_bits)
-        max_workers = lease_options.pop("max_workers", None)
-        if max_workers is None:
-            max_workers = capacity
-        elif isinstance(max_workers, int) and not isinstance(max_workers, bool) and max_workers > capacity:
-            raise InvalidArgumentError(
-                f"max_workers={max_workers} exceeds the {capacity} ids the worker and datacenter bits can hold"
-            )
-        self._monotonic = lease_options.pop("monotonic", time.monotonic)
-        self._limit = -1  # nothing may be stamped before a lease is held
-        self.lease = WorkerLease(
-            store,
-            namespace,
-            max_workers=max_workers,
-            high_water=self._high_water_ms,
-            on_release=self._stop,
-            wall_clock=self._clock,
-            monotonic=self._monotonic,
-            sleep=self._sleep,
-            **lease_options,
-        )
-        self._acquisition = -1  # the lease's acquisition whose worker id the fields hold
-
-    def __repr__(self) -> str:
-        return f"LeasedSnowflake({self.lease!r})"
-
-    def _high_water_ms(self) -> int:
-        """The last Unix millisecond of the last time unit this generator used (0 before the first id)."""
-        if self._last < 0:
-            return 0
-        return self.epoch_ms + (self._last + 1) * self.time_unit_ms - 1
-
-    def _units_within(self, mark_ms: int) -> int:
-        """The last time unit that ends at or before ``mark_ms``."""
-        return min(self._time_max, (mark_ms - self.epoch_ms + 1) // self.time_unit_ms - 1)
-
-    def _stop(self) -> int:
-        """Before the lease is given back: stamp nothing more under it; the last millisecond used."""
-        with self._lock:
-            self._limit = -1
-            self._acquisition = -1
-            return self._high_water_ms()
-
-    def next_id(self) -> int:
-        check_fork()
-        if self._forked:  # a child: the parent's lease is not ours (its hook forgot it); take our own
-            self._forked = False
-        lease = self.lease
-        if self._monotonic() >= lease.valid_until or self._acquisition != lease.acquisitions:
-            self._refresh()
-        return super().next_id()
-
-    def _past_limit(self, now: int) -> int:
-        if now > self._time_max:
-            return super()._past_limit(now)
-        if self._acquisition != self.lease.acquisitions or self._acquisition < 0:
-            raise self.lease._lost_error()  # released or re-taken since the check in next_id
-        limit = self._units_within(self.lease.mark_ms)  # the renewal thread may have moved it
-        if now > limit:
-            # The clock reads past the confirmed mark (a step forward, or a pause past a renewal):
-            # record a mark past this time unit before stamping it, or refuse if the lease is gone.
-            unit_end_ms = self.epoch_ms + (now + 1) * self.time_unit_ms - 1
-            limit = self._units_within(self.lease.extend_mark(unit_end_ms))
-        self._limit = limit
-        return now
-
-    def _refresh(self) -> None:
-        lease = self.lease
-        if lease._state == "idle":
-            lease.acquire()
-        worker = lease.worker_id  # LeaseLostError while no lease is held
-        with self._lock:
-            self.worker_id = worker & ((1 << self.worker_bits) - 1)
-            self.datacenter_id = worker >> self.worker_bits
-            self._node = (self.datacenter_id << self._datacenter_shift) | (self.worker_id << self._worker_shift)
-            self._acquisition = lease.acquisitions
-            self._limit = self._units_within(lease.mark_ms)
-
-    def close(self) -> None:
-        """Release the lease now (it is released at exit anyway)."""
-        self.lease.release()
+_snowflake._LEASED = _leased

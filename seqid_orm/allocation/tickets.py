@@ -14,7 +14,7 @@ What a user running twenty application processes gets:
 
 * **Uniqueness** across threads, processes and forks: every value comes from one atomic
   reservation on a server, and a forked child drops its parent's segments before its first id
-  (however the fork was made; see :mod:`seqid_orm._random`).  ``os.fork()`` waits for a
+  (however the fork was made; see :mod:`seqid_orm.ids.randomness`).  ``os.fork()`` waits for a
   reservation in flight, so the child never inherits a driver in mid-call.  A fork made in C
   (no Python at-fork hooks) is safe only in a process without a prefetch thread, as CPython
   itself requires: fork such workers before the first id, as uWSGI's prefork does.
@@ -73,7 +73,7 @@ from ..errors import (
     InvalidArgumentError,
     SeqIDError,
 )
-from ..ids._random import check_fork, on_fork
+from ..ids.randomness import check_fork, on_fork
 from ..ids.validate import BIGINT_MAX, check_bool, check_seconds
 from .stores import TicketRow, TicketStore, check_name, open_ticket_store
 from .stores.base import first_value

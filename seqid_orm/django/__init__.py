@@ -1,7 +1,10 @@
-"""Django adapter: vendor-aware model fields sharing the core registry with SQLAlchemy.
+"""Django adapter: vendor-aware model fields sharing the core's decisions with SQLAlchemy.
 
-Needs the ``django`` extra.  ``SeqUUIDField`` picks its layout from the database the instance
-is written to; ``SnowflakeField`` and ``SortableTextField`` cover the other id families.
+Needs the ``django`` extra.  May import the core (``ids``, ``vendors``, ``allocation``, ``public``,
+``errors``) through its public names only; :mod:`.connection` reads a Django connection as a
+:class:`~seqid_orm.vendors.Target`.  ``SeqUUIDField`` picks its layout from the database the
+instance is written to; ``SnowflakeField``, ``SortableTextField`` and ``TicketField`` cover the
+other id families.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from django.db import DEFAULT_DB_ALIAS, models, router
 from django.db.models.signals import pre_save
 from django.utils.module_loading import import_string
 
-from ..allocation.leases import LeasedSnowflake
+from ..allocation.leases import WorkerLease
 from ..allocation.stores.django import DjangoLeaseStore
 from ..errors import (
     ArgumentTypeError,
@@ -265,7 +265,7 @@ def settings_snowflake() -> Snowflake:
     config = dict(getattr(settings, "SEQID", {}).get("SNOWFLAKE", {}))
     key = repr(sorted((k, repr(v)) for k, v in config.items()))
     gen = _generators.get(key)
-    if gen is not None and (not gen._forked or isinstance(gen, LeasedSnowflake)):
+    if gen is not None and (not gen.forked or gen.source is not None):  # a leased one takes its own lease
         return gen
     lease = config.pop("lease", None)
     if lease is not None:
@@ -277,7 +277,7 @@ def settings_snowflake() -> Snowflake:
             raise ImproperlyConfigured("SEQID['SNOWFLAKE']['lease'] needs a 'namespace' (str)")
         url = options.pop("url", None)
         store = url if url is not None else DjangoLeaseStore(options.pop("using", "default"))
-        gen = Snowflake.leased(store, namespace, **options, **config)
+        gen = Snowflake(worker_id=WorkerLease(store, namespace, **options), **config)
     else:
         worker = config.get("worker_id", 0)
         if isinstance(worker, str):

@@ -47,9 +47,9 @@ from operator import itemgetter
 from typing import Any, Literal
 
 from ..errors import ArgumentTypeError, GeneratorExhaustedError, InvalidArgumentError, InvalidIDError, SeqIDError
-from . import _random
-from ._random import POOL, on_fork
+from . import _uuid, randomness
 from .layout import Layout, as_layout
+from .randomness import POOL, on_fork
 
 _word = POOL.word_unchecked  # callers compared the pid first (see CombGenerator._build)
 _words = POOL.words_unchecked
@@ -85,19 +85,9 @@ _MS_LIMIT: dict[Layout, int] = {
 
 MAX_SHARDS = 16
 
-# uuid.UUID without __init__'s parsing (what CPython 3.14 calls UUID._from_int), through its
-# slot descriptors: faster than object.__setattr__, which must look the slot up by name.
-_new_object = object.__new__
-_SET_INT = uuid.UUID.__dict__["int"].__set__
-_SET_SAFE = uuid.UUID.__dict__["is_safe"].__set__
-_SAFE_UNKNOWN = uuid.SafeUUID.unknown
-
-
-def _uuid_from_int(value: int) -> uuid.UUID:
-    u = _new_object(uuid.UUID)
-    _SET_INT(u, value)
-    _SET_SAFE(u, _SAFE_UNKNOWN)
-    return u
+# uuid.UUID without __init__'s parsing (see ._uuid)
+_new_object, _SET_INT, _SET_SAFE, _SAFE_UNKNOWN = _uuid.NEW, _uuid.SET_INT, _uuid.SET_SAFE, _uuid.SAFE_UNKNOWN
+_uuid_from_int = _uuid.from_int
 
 
 #: From this many ids a ``TIME_LAST`` batch is composed as bytes (:func:`_time_last_ints`);
@@ -333,7 +323,7 @@ class CombGenerator:
     callable returning Unix time in nanoseconds, like :func:`time.time_ns`) in tests.
 
     In a forked child (``os.fork()``, ``multiprocessing`` or a ``fork()`` made in C) the
-    generator starts afresh before its first id: see :mod:`seqid_orm._random`.
+    generator starts afresh before its first id: see :mod:`seqid_orm.ids.randomness`.
 
     ``shards`` (``SHARDED`` only: 2, 4, 8 or 16, the default) is how many key ranges the ids
     spread over; each id draws its shard at random, and within a shard ids strictly increase.
@@ -410,7 +400,7 @@ class CombGenerator:
         clock, ms_max = self._clock, self._ms_max
         counter_max, seed_mask = self._counter_max, self._seed_mask
         compose, head_of, decode = self._compose, _HEAD[layout], _decode_int
-        mark = _random.MARK
+        mark = randomness.MARK
         pop, refill = POOL.pop, POOL.refill
         new, set_int, set_safe = _new_object, _SET_INT, _SET_SAFE
         UUID, unknown = uuid.UUID, _SAFE_UNKNOWN
@@ -433,7 +423,7 @@ class CombGenerator:
         def next_id() -> uuid.UUID:
             nonlocal state, limit, next_ns
             if not mark[0]:  # a forked child, however the fork was made: reset, then begin
-                _random.after_fork()
+                randomness.after_fork()
                 return next_id()
             t = clock()
             acquire()
@@ -483,7 +473,7 @@ class CombGenerator:
         def batch(n: int) -> list[uuid.UUID]:
             nonlocal state, limit, next_ns
             if not mark[0]:
-                _random.after_fork()
+                randomness.after_fork()
                 return batch(n)
             words = _words(n)
             ms = clock() // 1_000_000
@@ -534,7 +524,7 @@ class CombGenerator:
             consume(map(set_safe, out, repeat(unknown, n)))
             return out
 
-        def reset() -> None:  # run in a forked child, before its first id (see _random)
+        def reset() -> None:  # run in a forked child, before its first id (see .randomness)
             nonlocal lock, acquire, release, state, limit, next_ns
             lock = threading.Lock()  # the parent's may have been held by a thread the child lacks
             acquire, release = lock.acquire, lock.release
@@ -646,7 +636,7 @@ def comb_at(
     not ordered against each other inside one millisecond.
     """
     lay = as_layout(layout)
-    ms = _datetime_to_ms(when, "when")
+    ms = datetime_to_ms(when, "when")
     if ms > _MS_LIMIT[lay]:
         raise InvalidArgumentError(f"when {when.isoformat()} is past what the {lay.value} layout's time field holds")
     if bound == "min":
@@ -663,7 +653,8 @@ def comb_at(
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 
 
-def _datetime_to_ms(when: object, name: str) -> int:
+def datetime_to_ms(when: object, name: str) -> int:
+    """An aware ``datetime`` as Unix milliseconds in the 48-bit range; a typed error naming ``name`` otherwise."""
     if not isinstance(when, _dt.datetime):
         raise ArgumentTypeError(f"{name} must be a datetime.datetime, got {type(when).__name__}")
     if when.tzinfo is None or when.utcoffset() is None:
@@ -673,6 +664,11 @@ def _datetime_to_ms(when: object, name: str) -> int:
     if not 0 <= ms <= _MS_MAX:
         raise InvalidArgumentError(f"{name} {when.isoformat()} is outside the 48-bit millisecond range")
     return ms
+
+
+def ms_limit(layout: Layout) -> int:
+    """The last Unix millisecond ``layout``'s time field holds (44 bits for ``SHARDED``, else 48)."""
+    return _MS_LIMIT[layout]
 
 
 def ms_to_datetime(ms: int) -> _dt.datetime:

@@ -31,10 +31,10 @@ import uuid
 from collections.abc import Callable
 
 from ..errors import ArgumentTypeError, InvalidArgumentError
-from . import _random
-from ._random import POOL
-from .comb import _SAFE_UNKNOWN, _SET_INT, _SET_SAFE, _new_object, _uuid_from_int, swap_le
+from . import _uuid, randomness
+from .comb import swap_le
 from .layout import Layout, as_layout
+from .randomness import POOL
 
 _V4_CLEAR = ~((0xF << 76) | (0b11 << 62)) & ((1 << 128) - 1)
 _V4_FLAGS = (0x4 << 76) | (0b10 << 62)
@@ -99,7 +99,7 @@ def _placer(nbytes: int, layout: Layout) -> Callable[[int, int], int]:
 
 def _place(prefix: int, nbytes: int, layout: Layout) -> uuid.UUID:
     rnd = (POOL.word() << 64) | POOL.word()
-    return _uuid_from_int(_placer(nbytes, layout)(prefix, rnd))
+    return _uuid.from_int(_placer(nbytes, layout)(prefix, rnd))
 
 
 def uuid_sequence_nextval(
@@ -135,8 +135,8 @@ def sequence_prefixer(
     prefix_count = 1 << (8 * nbytes)
     rescaled, mask = max(1, block_size * block_count // prefix_count), prefix_count - 1
     lowest = -(1 << 63) + 1
-    mark, pop, refill = _random.MARK, POOL.pop, POOL.refill
-    new, set_int, set_safe, UUID, unknown = _new_object, _SET_INT, _SET_SAFE, uuid.UUID, _SAFE_UNKNOWN
+    mark, pop, refill = randomness.MARK, POOL.pop, POOL.refill
+    new, set_int, set_safe, UUID, unknown = _uuid.NEW, _uuid.SET_INT, _uuid.SET_SAFE, uuid.UUID, _uuid.SAFE_UNKNOWN
     # TIME_FIRST and TIME_LAST place the prefix with a mask and a shift; TIME_FIRST_LE calls `place`
     shift = 128 - 8 * nbytes if lay is Layout.TIME_FIRST else 8 * (6 - nbytes)
     keep = ~(mask << shift) & _V4_CLEAR
@@ -146,7 +146,7 @@ def sequence_prefixer(
         if value.__class__ is not int or value < lowest:
             _check_int("value", value, lowest)
         if not mark[0]:  # a forked child: forget the parent's random words first
-            _random.after_fork()
+            randomness.after_fork()
         try:
             rnd = (pop() << 64) | pop()
         except IndexError:

@@ -13,6 +13,14 @@ Uniqueness rests on the pair (datacenter, worker) being unique among live genera
   that with :class:`~seqid_orm.errors.ClockMovedBackwardsError` (Twitter's policy, with 0);
 * a generator inherited by a forked child refuses to run
   (:class:`~seqid_orm.errors.ForkedGeneratorError`): parent and child would share a worker id.
+
+The worker id may also be *held* rather than configured: ``Snowflake(worker_id=source)`` with a
+:class:`WorkerSource`, such as a :class:`~seqid_orm.WorkerLease` (Baidu's uid-generator assigns
+worker ids at start; a lease also takes them back).  Then the generator reads the worker id from
+the source, never stamps a time unit past the latest millisecond the source confirmed (the
+check runs under its lock *after* the clock is read, so no pause between a check and the clock
+reading gets past it), and in a forked child takes a worker id of its own.  This module knows
+the protocol only; the leases live in :mod:`seqid_orm.allocation.leases`.
 """
 
 from __future__ import annotations
@@ -23,7 +31,7 @@ import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import (
     ArgumentTypeError,
@@ -33,8 +41,8 @@ from ..errors import (
     InvalidArgumentError,
     InvalidIDError,
 )
-from ._random import check_fork, on_fork
-from .comb import _datetime_to_ms, ms_to_datetime
+from .comb import datetime_to_ms, ms_to_datetime
+from .randomness import check_fork, on_fork
 
 TWITTER_EPOCH_MS = 1288834974657
 SONYFLAKE_EPOCH_MS = 1409529600000  # 2014-09-01T00:00:00Z, Sonyflake's default start time
@@ -66,19 +74,61 @@ def _check_field(name: str, value: object, bits: int) -> int:
     return value
 
 
+class WorkerSource(Protocol):
+    """Where a :class:`Snowflake`'s worker id comes from when it is held, not configured.
+
+    :class:`~seqid_orm.WorkerLease` is the one seqid ships.  The generator calls :meth:`bind` once,
+    :meth:`fresh` before each id, :meth:`hold` when it is not, and, under its lock after reading
+    the clock, :meth:`extend_mark` when the clock has passed :attr:`mark_ms`.
+    """
+
+    acquisitions: int
+    """How many times a worker id was taken: a change means the id's fields must be read again."""
+    mark_ms: int
+    """The latest Unix millisecond the holder may stamp until it renews (the store confirmed it)."""
+
+    def bind(
+        self,
+        capacity: int,
+        *,
+        high_water: Callable[[], int],
+        on_release: Callable[[], int],
+        wall_clock: Callable[[], int],
+        sleep: Callable[[float], object],
+    ) -> None:
+        """Serve one generator: worker ids below ``capacity``; ``high_water`` is the last Unix
+        millisecond it used, ``on_release`` stops it for good and returns the same; its clocks."""
+
+    def fresh(self, acquisition: int) -> bool:
+        """Whether the worker id of ``acquisition`` is still held and not about to expire."""
+
+    def hold(self) -> int:
+        """The worker id held now, taking one if none is; a typed error while none can be held."""
+
+    def extend_mark(self, at_least_ms: int) -> int:
+        """Renew now with a mark of at least ``at_least_ms``; the confirmed mark, or a typed error."""
+
+    def lost_error(self) -> Exception:
+        """The error for ids asked while no worker id is held."""
+
+    def release(self) -> None:
+        """Give the worker id back."""
+
+
 _LIVE: weakref.WeakSet[Snowflake] = weakref.WeakSet()
 
 
 class Snowflake:
     """A thread-safe Snowflake id generator; see the module docstring for its guarantees.
 
-    ``clock`` returns Unix time in nanoseconds and ``sleep`` takes seconds; both exist so tests
-    can drive time.
+    ``worker_id``: an int, or a :class:`WorkerSource` (a :class:`~seqid_orm.WorkerLease`) whose
+    worker id fills both the worker and the datacenter fields.  ``clock`` returns Unix time in
+    nanoseconds and ``sleep`` takes seconds; both exist so tests can drive time.
     """
 
     def __init__(
         self,
-        worker_id: int,
+        worker_id: int | WorkerSource,
         datacenter_id: int = 0,
         epoch_ms: int = TWITTER_EPOCH_MS,
         *,
@@ -103,7 +153,14 @@ class Snowflake:
             raise InvalidArgumentError(f"the bit widths add up to {total}; at most 63 fit a signed BIGINT")
         if time_bits < 1:
             raise InvalidArgumentError("time_bits must be at least 1")
-        self.worker_id = _check_field("worker_id", worker_id, worker_bits)
+        source = None if isinstance(worker_id, int) else worker_id
+        if source is not None and not all(
+            callable(getattr(source, name, None)) for name in ("bind", "fresh", "hold", "extend_mark", "release")
+        ):
+            raise ArgumentTypeError(
+                f"worker_id must be an int or a worker-id source (a WorkerLease), got {type(worker_id).__name__}"
+            )
+        self.worker_id = 0 if source is not None else _check_field("worker_id", worker_id, worker_bits)
         self.datacenter_id = _check_field("datacenter_id", datacenter_id, datacenter_bits)
         if isinstance(epoch_ms, bool) or not isinstance(epoch_ms, int):
             raise ArgumentTypeError(f"epoch_ms must be an int, got {type(epoch_ms).__name__}")
@@ -136,6 +193,20 @@ class Snowflake:
         self._last = -1
         self._sequence = 0
         self._forked = False
+        self.source = source
+        """The worker-id source (a lease), or ``None`` for a configured worker id."""
+        self._acquisition = -1  # the source's acquisition whose worker id the fields hold
+        if source is not None:
+            if datacenter_id:
+                raise InvalidArgumentError("a held worker id fills the datacenter field too: leave datacenter_id at 0")
+            self._limit = -1  # nothing may be stamped before a worker id is held
+            source.bind(
+                1 << (worker_bits + datacenter_bits),
+                high_water=self._high_water_ms,
+                on_release=self._stop,
+                wall_clock=clock,
+                sleep=sleep,
+            )
         _LIVE.add(self)
 
     @classmethod
@@ -158,46 +229,35 @@ class Snowflake:
         )
 
     @classmethod
-    def leased(
-        cls,
-        store: object,
-        namespace: str,
-        *,
-        ttl: float = 30.0,
-        max_workers: int | None = None,
-        clock_tolerance: float = 5.0,
-        create_table: bool = True,
-        accept_state_loss: bool = False,
-        **kwargs: Any,
-    ) -> Snowflake:
-        """A Snowflake whose worker id is leased from ``store`` (a SQLAlchemy or Redis URL, an
-        ``Engine``, a ``redis.Redis``) in ``namespace``; see :mod:`seqid_orm.leases`.
+    def leased(cls, store: object, namespace: str, **kwargs: Any) -> Snowflake:
+        """Deprecated: ``Snowflake(worker_id=WorkerLease(store, namespace, ...), ...)``; goes in the next release."""
+        if _LEASED is None:  # pragma: no cover - seqid_orm's __init__ installs it
+            raise InvalidArgumentError("import seqid_orm.allocation.leases first")
+        import warnings
 
-        ``max_workers`` defaults to what the worker and datacenter bits hold (1,024 for Twitter's
-        profile); the lease's id fills both fields.  ``accept_state_loss`` allows a Redis store
-        without persistence.  Other keywords are the Snowflake profile's.
-        """
-        from ..allocation.leases import LeasedSnowflake
-
-        options: dict[str, Any] = {
-            "ttl": ttl,
-            "clock_tolerance": clock_tolerance,
-            "create_table": create_table,
-            "accept_state_loss": accept_state_loss,
-        }
-        if max_workers is not None:
-            options["max_workers"] = max_workers
-        if "monotonic" in kwargs:
-            options["monotonic"] = kwargs.pop("monotonic")
-        return LeasedSnowflake(store, namespace, lease_options=options, **kwargs)
+        warnings.warn(
+            "Snowflake.leased(store, namespace, ...) is deprecated; use "
+            "seqid_orm.Snowflake(worker_id=seqid_orm.WorkerLease(store, namespace, ...), ...)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return _LEASED(store, namespace, **kwargs)
 
     def __repr__(self) -> str:
+        if self.source is not None:
+            return f"Snowflake(worker_id={self.source!r})"
         return (
             f"Snowflake(worker_id={self.worker_id}, datacenter_id={self.datacenter_id}, "
             f"epoch_ms={self.epoch_ms}, time_bits={self.time_bits}, "
             f"datacenter_bits={self.datacenter_bits}, worker_bits={self.worker_bits}, "
             f"sequence_bits={self.sequence_bits}, time_unit_ms={self.time_unit_ms})"
         )
+
+    @property
+    def forked(self) -> bool:
+        """Whether this generator came to a forked child from its parent (then, with a configured
+        worker id, it refuses to run; with a held one it takes a worker id of its own)."""
+        return self._forked
 
     def _now_units(self) -> int:
         units = (self._clock() // 1_000_000 - self.epoch_ms) // self.time_unit_ms
@@ -219,6 +279,12 @@ class Snowflake:
     def next_id(self) -> int:
         """Return the next id (waits at most until the clock reaches the next time unit)."""
         check_fork()
+        source = self.source
+        if source is not None:
+            if self._forked:  # a child: the parent's worker id is not ours (the source forgot it); take our own
+                self._forked = False
+            if not source.fresh(self._acquisition):
+                self._refresh(source)
         with self._lock:
             if self._forked:
                 raise ForkedGeneratorError(
@@ -250,8 +316,55 @@ class Snowflake:
 
     def _past_limit(self, now: int) -> int:
         """Called (under the lock) when the clock reads past ``_limit``: the time unit to stamp, or a
-        refusal.  Here the limit is the time field's end; a leased generator's is its lease's mark."""
-        raise GeneratorExhaustedError(f"the {self.time_bits}-bit time field is exhausted; choose a later epoch_ms")
+        refusal.  The limit is the time field's end, and for a held worker id the source's mark."""
+        if now > self._time_max:
+            raise GeneratorExhaustedError(f"the {self.time_bits}-bit time field is exhausted; choose a later epoch_ms")
+        source = self.source
+        assert source is not None  # a configured worker id's limit is the time field's end
+        if self._acquisition != source.acquisitions or self._acquisition < 0:
+            raise source.lost_error()  # released or taken again since the check in next_id
+        limit = self._units_within(source.mark_ms)  # the renewal thread may have moved it
+        if now > limit:
+            # The clock reads past the confirmed mark (a step forward, or a pause past a renewal):
+            # record a mark past this time unit before stamping it, or refuse if the worker id is gone.
+            unit_end_ms = self.epoch_ms + (now + 1) * self.time_unit_ms - 1
+            limit = self._units_within(source.extend_mark(unit_end_ms))
+        self._limit = limit
+        return now
+
+    # --- a held worker id ---------------------------------------------------------------
+
+    def _high_water_ms(self) -> int:
+        """The last Unix millisecond of the last time unit this generator used (0 before the first id)."""
+        if self._last < 0:
+            return 0
+        return self.epoch_ms + (self._last + 1) * self.time_unit_ms - 1
+
+    def _units_within(self, mark_ms: int) -> int:
+        """The last time unit that ends at or before ``mark_ms``."""
+        return min(self._time_max, (mark_ms - self.epoch_ms + 1) // self.time_unit_ms - 1)
+
+    def _stop(self) -> int:
+        """Before the worker id is given back: stamp nothing more under it; the last millisecond used."""
+        with self._lock:
+            self._limit = -1
+            self._acquisition = -1
+            return self._high_water_ms()
+
+    def _refresh(self, source: WorkerSource) -> None:
+        """Read the worker id the source holds (taking one if none is) into the id's fields."""
+        worker = source.hold()
+        with self._lock:
+            self.worker_id = worker & ((1 << self.worker_bits) - 1)
+            self.datacenter_id = worker >> self.worker_bits
+            self._node = (self.datacenter_id << self._datacenter_shift) | (self.worker_id << self._worker_shift)
+            self._acquisition = source.acquisitions
+            self._limit = self._units_within(source.mark_ms)
+
+    def close(self) -> None:
+        """Give a held worker id back now (a lease is released at exit anyway); nothing for a configured one."""
+        if self.source is not None:
+            self.source.release()
 
     def decode(self, snowflake_id: int) -> SnowflakeParts:
         """Split an id made with this generator's profile into its fields."""
@@ -271,10 +384,15 @@ class Snowflake:
 
     def min_id_at(self, when: _dt.datetime) -> int:
         """The smallest id any generator of this profile can make at ``when`` (for range queries)."""
-        units = (_datetime_to_ms(when, "when") - self.epoch_ms) // self.time_unit_ms
+        units = (datetime_to_ms(when, "when") - self.epoch_ms) // self.time_unit_ms
         if not 0 <= units <= self._time_max:
             raise InvalidArgumentError(f"when {when.isoformat()} is outside this profile's time range")
         return units << self._time_shift
+
+
+# Snowflake.leased's factory, installed by seqid_orm.allocation.leases (which imports this module,
+# never the reverse): the deprecated spelling works without an import cycle.
+_LEASED: Callable[..., Snowflake] | None = None
 
 
 def _mark_forked() -> None:

@@ -24,8 +24,9 @@ import weakref
 from collections.abc import Callable
 
 from ..errors import ArgumentTypeError, InvalidArgumentError, InvalidIDError
-from ._random import POOL, check_fork, on_fork
-from .comb import _uuid_from_int, uuid7
+from ._uuid import from_int
+from .comb import uuid7
+from .randomness import POOL, check_fork, on_fork
 
 BSV_ALPHABET = "$-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 BSV_PAD = "!"
@@ -171,7 +172,7 @@ def decode_base32(text: str) -> uuid.UUID:
         raise InvalidIDError(f"not a base32 id: characters {''.join(sorted(bad))!r} are outside Crockford's alphabet")
     if upper[0] > "7":
         raise InvalidIDError(f"not a base32 id: {text!r} exceeds 128 bits (first character must be 0-7)")
-    return _uuid_from_int(int(upper.translate(_TO_INT_DIGITS), 32))
+    return from_int(int(upper.translate(_TO_INT_DIGITS), 32))
 
 
 def base32() -> str:

@@ -32,7 +32,7 @@ from collections.abc import Iterable
 from typing import Literal
 
 from ..errors import ArgumentTypeError, InvalidArgumentError, InvalidIDError, UnmaskError
-from ..ids.comb import _MS_LIMIT, decode_comb
+from ..ids.comb import decode_comb, ms_limit
 from ..ids.layout import Layout, as_layout
 from ..ids.validate import coerce_uuid
 
@@ -165,7 +165,7 @@ def unmask(public: uuid.UUID | str, key: bytes, *, layout: MaskedLayout | str = 
     if layout != "prefixed":
         lay = as_layout(layout)
         ms = decode_comb(value, lay)[0]
-        if ms > min(time.time_ns() // 1_000_000 + _FUTURE_SLACK_MS, _MS_LIMIT[lay]):
+        if ms > min(time.time_ns() // 1_000_000 + _FUTURE_SLACK_MS, ms_limit(lay)):
             raise UnmaskError(
                 f"{uuid.UUID(int=i)} unmasks to an id made in the future: it was masked with another key "
                 f"or from another layout than {lay.value}"

@@ -1,7 +1,9 @@
-"""SQLAlchemy adapter: dialect-aware id column types, connection-aware defaults, a live probe.
+"""SQLAlchemy adapter: dialect-aware id column types, connection-aware defaults, a live probe, Alembic.
 
-Needs the ``sqlalchemy`` extra.  The decisions are the core's (:mod:`seqid_orm.registry`);
-this package only reads the dialect and moves values in and out.
+Needs the ``sqlalchemy`` extra (and ``alembic`` for :mod:`.alembic`).  May import the core
+(``ids``, ``vendors``, ``allocation``, ``public``, ``errors``) through its public names only.  The
+decisions are the core's: this package describes a dialect (:func:`.types.dialect_target` turns it
+into a :class:`~seqid_orm.vendors.Target`, kept per dialect) and moves values in and out.
 """
 
 from __future__ import annotations

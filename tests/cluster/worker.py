@@ -34,9 +34,9 @@ def main() -> int:
         def keys(n: int) -> list[object]:
             return list(comb_batch(n, layout))
     elif kind == "snowflake":
-        from seqid_orm import Snowflake
+        from tests.leases.stores import leased
 
-        gen = Snowflake.leased(o["url"], o["namespace"], ttl=15)
+        gen = leased(o["url"], o["namespace"], ttl=15)
         gen.next_id()
 
         def keys(n: int) -> list[object]:

@@ -322,7 +322,7 @@ def test_time_first_le_leads_bytes_le_with_the_time():
 
 
 def test_randomness_comes_from_os_urandom(monkeypatch):
-    import seqid_orm.ids._random as rnd
+    import seqid_orm.ids.randomness as rnd
 
     calls = []
     real = os.urandom

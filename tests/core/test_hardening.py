@@ -37,9 +37,9 @@ from seqid_orm import (
     uuid_time_nextval,
 )
 from seqid_orm.errors import ArgumentTypeError, GeneratorExhaustedError, InvalidArgumentError
-from seqid_orm.ids import _random
-from seqid_orm.ids._random import POOL, RandomPool
+from seqid_orm.ids import randomness
 from seqid_orm.ids.comb import _MS_LIMIT, _MS_MAX, CombGenerator, decode_comb
+from seqid_orm.ids.randomness import POOL, RandomPool
 from seqid_orm.ids.text import check_text_id, decode_base32, decode_bsv
 
 needs_fork = pytest.mark.skipif(not hasattr(os, "fork") or sys.platform != "linux", reason="libc fork() on Linux")
@@ -108,16 +108,18 @@ def test_children_of_a_c_level_fork_do_not_share_batches_or_the_module_generator
 def test_the_fork_mark_is_a_page_the_kernel_wipes_and_reads_zero_in_a_c_level_child():
     """Linux gives every child a zeroed copy of the MADV_WIPEONFORK page: the generators' cheap
     check (``if not MARK[0]``) sees the fork before any Python hook could run."""
-    assert isinstance(_random.MARK, mmap.mmap), "MADV_WIPEONFORK refused here: the getpid fallback is in use"
-    assert _random.MARK[0] == 1
-    seen = _raw_fork_children(lambda n: [str(_random.MARK[0])] + [str(seqid_orm.uuid7()) for _ in range(n - 1)], 2, 3)
+    assert isinstance(randomness.MARK, mmap.mmap), "MADV_WIPEONFORK refused here: the getpid fallback is in use"
+    assert randomness.MARK[0] == 1
+    seen = _raw_fork_children(
+        lambda n: [str(randomness.MARK[0])] + [str(seqid_orm.uuid7()) for _ in range(n - 1)], 2, 3
+    )
     assert [child[0] for child in seen] == ["0", "0"]  # wiped in the child, before its first id
-    assert _random.MARK[0] == 1  # the parent's page is untouched
+    assert randomness.MARK[0] == 1  # the parent's page is untouched
 
 
 @needs_fork
 def test_the_pid_mark_fallback_notices_a_c_level_fork():
-    mark = _random._PidMark()
+    mark = randomness._PidMark()
     assert mark[0] == 1
     seen = _raw_fork_children(lambda n: [str(mark[0])] * n, 2, 1)
     assert seen == [["0"], ["0"]]

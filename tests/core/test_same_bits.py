@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from seqid_orm import Layout
 from seqid_orm.errors import InvalidArgumentError
-from seqid_orm.ids._random import POOL
 from seqid_orm.ids.comb import _COMPOSE, _COUNTER_BITS, _MS_LIMIT, _STEP, CombGenerator, _random_part, decode_comb
+from seqid_orm.ids.randomness import POOL
 
 
 class Reference:
@@ -100,7 +100,7 @@ def test_a_large_time_last_batch_has_the_bits_of_one_composed_id_at_a_time(size,
     words = [(0xF << 60) | random.Random(size + i).getrandbits(60) for i in range(size)]
     # a batch of 64 or more reads its words from the OS in one call, not from the pool
     monkeypatch.setattr(
-        "seqid_orm.ids._random.os.urandom", lambda k: b"".join(w.to_bytes(8, sys.byteorder) for w in words)[:k]
+        "seqid_orm.ids.randomness.os.urandom", lambda k: b"".join(w.to_bytes(8, sys.byteorder) for w in words)[:k]
     )
     made = gen.batch(size)
     assert [u.int for u in made] == [_COMPOSE[Layout.TIME_LAST](ms, 6 + i, w) for i, w in enumerate(words)]

@@ -6,7 +6,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connection, transaction
 
-from seqid_orm.allocation.leases import LeasedSnowflake
+from seqid_orm.allocation.leases import WorkerLease
 from seqid_orm.django import settings_snowflake
 from seqid_orm.django.fields import _generators
 from tests.django.testapp.models import Event
@@ -19,7 +19,7 @@ def leased_settings(settings):
     settings.SEQID = {"SNOWFLAKE": {"lease": {"namespace": "dj-events", "using": "default", "ttl": 5}}}
     yield settings
     for key, gen in list(_generators.items()):
-        if isinstance(gen, LeasedSnowflake):
+        if isinstance(gen.source, WorkerLease):
             gen.close()
             del _generators[key]
 
@@ -31,13 +31,13 @@ def test_the_lease_table_comes_from_the_app_migration():
 
 def test_snowflake_field_draws_from_a_leased_worker_id(leased_settings):
     gen = settings_snowflake()
-    assert isinstance(gen, LeasedSnowflake)
+    assert isinstance(gen.source, WorkerLease)
     with transaction.atomic():  # the lease is taken on seqid's own connection, not this transaction's
         events = [Event(name=str(i)) for i in range(50)]
         Event.objects.bulk_create(events)
-    worker = gen.lease.worker_id
+    worker = gen.source.worker_id
     assert {gen.decode(e.id).worker_id + 32 * gen.decode(e.id).datacenter_id for e in events} == {worker}
-    rows = gen.lease.store.leases("dj-events")
+    rows = gen.source.store.leases("dj-events")
     assert [r.worker_id for r in rows if r.held] == [worker]
     assert settings_snowflake() is gen  # one generator per process and configuration
 

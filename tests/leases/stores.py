@@ -55,3 +55,15 @@ def age_namespace(namespace: str, sql_urls: list[str], redis_urls: list[str]) ->
             client.hset(f"seqid:lease-marks:{{{namespace}}}", mapping={"_born": 0, "_high": -1})
         finally:
             client.close()
+
+
+LEASE_OPTIONS = ("ttl", "max_workers", "clock_tolerance", "create_table", "accept_state_loss", "connect_timeout")
+
+
+def leased(store: object, namespace: str, **kwargs: object):
+    """``Snowflake(worker_id=WorkerLease(store, namespace, ...), ...)``: the lease's options (and its
+    ``monotonic`` clock) go to the lease, the rest to the generator."""
+    from seqid_orm import Snowflake, WorkerLease
+
+    lease_kw = {k: kwargs.pop(k) for k in (*LEASE_OPTIONS, "monotonic") if k in kwargs}
+    return Snowflake(worker_id=WorkerLease(store, namespace, **lease_kw), **kwargs)

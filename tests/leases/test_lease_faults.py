@@ -17,7 +17,7 @@ from seqid_orm import Snowflake
 from seqid_orm.allocation.leases import WorkerLease
 from seqid_orm.errors import ArgumentTypeError, InvalidArgumentError, LeaseLostError, VolatileStoreError
 from tests.conftest import volatile_ok
-from tests.leases.stores import age_namespace, forget_namespace
+from tests.leases.stores import age_namespace, forget_namespace, leased
 from tests.servers.private import PrivateRedis
 from tests.tickets.procs import Worker, start_together
 
@@ -87,16 +87,16 @@ def test_a_pause_between_the_lease_check_and_the_clock_read_repeats_no_id(server
                 return time.time_ns() if reading == "after the pause" else before
             return time.time_ns()
 
-        a = Snowflake.leased(server, namespace, max_workers=1, ttl=TTL, clock_tolerance=TOLERANCE, clock=clock)
+        a = leased(server, namespace, max_workers=1, ttl=TTL, clock_tolerance=TOLERANCE, clock=clock)
         a_ids = [a.next_id() for _ in range(50)]
         result: list[object] = []
         pause_next[0] = True
         thread = threading.Thread(target=lambda a=a, result=result: result.append(_call(a.next_id)))
         thread.start()
         assert paused.wait(10)
-        a.lease._stop.set()  # the whole process is frozen: no renewal either
+        a.source._stop.set()  # the whole process is frozen: no renewal either
         time.sleep(TTL * 1.3)
-        b = Snowflake.leased(server, namespace, max_workers=1, ttl=TTL, clock_tolerance=TOLERANCE)
+        b = leased(server, namespace, max_workers=1, ttl=TTL, clock_tolerance=TOLERANCE)
         b_ids = [b.next_id() for _ in range(200)]
         gate.set()
         thread.join(10)

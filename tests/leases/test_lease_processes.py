@@ -10,7 +10,7 @@ from seqid_orm import Snowflake
 from seqid_orm.allocation.leases import open_lease_store
 from seqid_orm.errors import LeaseLostError
 from tests.conftest import POSTGRES_URL, volatile_ok
-from tests.leases.stores import age_namespace
+from tests.leases.stores import age_namespace, leased
 from tests.servers.private import PrivatePostgres, PrivateRedis, pg_bindir, server_major
 from tests.tickets.procs import Worker, start_together
 
@@ -96,7 +96,7 @@ def test_a_holder_whose_store_goes_away_stops_before_its_lease_expires_and_resum
     else:
         url = volatile_ok(private_store.url)
         age_namespace(namespace, [], [url])
-    gen = Snowflake.leased(url, namespace, ttl=ttl, max_workers=4)
+    gen = leased(url, namespace, ttl=ttl, max_workers=4)
     made = [gen.next_id()]
     time.sleep(ttl / 2)  # a renewal or two
     made.append(gen.next_id())

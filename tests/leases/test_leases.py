@@ -11,7 +11,7 @@ import time
 import pytest
 
 from seqid_orm import Snowflake
-from seqid_orm.allocation.leases import LeasedSnowflake, WorkerLease, open_lease_store
+from seqid_orm.allocation.leases import WorkerLease, open_lease_store
 from seqid_orm.errors import (
     ArgumentTypeError,
     ClockMovedBackwardsError,
@@ -21,6 +21,7 @@ from seqid_orm.errors import (
     LeaseUnavailableError,
 )
 from tests.conftest import volatile_ok
+from tests.leases.stores import leased
 
 sa = pytest.importorskip("sqlalchemy")
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column  # noqa: E402
@@ -79,20 +80,20 @@ def test_the_high_water_mark_makes_a_new_holder_with_a_slow_clock_wait(server, n
     """Injected clocks: B's clock is 500 ms behind A's.  A releases worker id 0 after its last id;
     B gets the same id and makes none until its own clock has passed A's last millisecond."""
     a_time = FakeTime(1_800_000_000_000)
-    a = Snowflake.leased(
+    a = leased(
         server, namespace, max_workers=1, ttl=60, clock=a_time.wall, sleep=a_time.sleep, monotonic=a_time.monotonic
     )
     a_ids = [a.next_id() for _ in range(5)]
     a_time.advance(0.25)
     a_ids.append(a.next_id())
-    a_worker = a.lease.worker_id
+    a_worker = a.source.worker_id
     a.close()  # the mark: A's last millisecond
     b_time = FakeTime(1_800_000_000_000 - 500 + 250)
-    b = Snowflake.leased(
+    b = leased(
         server, namespace, max_workers=1, ttl=60, clock=b_time.wall, sleep=b_time.sleep, monotonic=b_time.monotonic
     )
     b_id = b.next_id()
-    assert b.lease.worker_id == a_worker == 0
+    assert b.source.worker_id == a_worker == 0
     assert 0.45 <= b_time.slept <= 0.6  # it waited for its clock to pass A's mark
     assert b.decode(b_id).timestamp > max(a.decode(i).timestamp for i in a_ids)
     b.close()
@@ -100,11 +101,11 @@ def test_the_high_water_mark_makes_a_new_holder_with_a_slow_clock_wait(server, n
 
 def test_a_clock_too_far_behind_gives_the_id_back_with_a_typed_error(server, namespace):
     a_time = FakeTime(1_800_000_000_000)
-    a = Snowflake.leased(server, namespace, max_workers=1, ttl=60, clock=a_time.wall, monotonic=a_time.monotonic)
+    a = leased(server, namespace, max_workers=1, ttl=60, clock=a_time.wall, monotonic=a_time.monotonic)
     a.next_id()
     a.close()
     late = FakeTime(1_800_000_000_000 - 10_000)
-    b = Snowflake.leased(
+    b = leased(
         server,
         namespace,
         max_workers=1,
@@ -117,7 +118,7 @@ def test_a_clock_too_far_behind_gives_the_id_back_with_a_typed_error(server, nam
     with pytest.raises(ClockMovedBackwardsError, match="clock_tolerance"):
         b.next_id()
     assert 0.9 <= late.slept <= 1.1
-    c = Snowflake.leased(server, namespace, max_workers=1, ttl=60, clock=a_time.wall, monotonic=a_time.monotonic)
+    c = leased(server, namespace, max_workers=1, ttl=60, clock=a_time.wall, monotonic=a_time.monotonic)
     a_time.advance(1)
     c.next_id()  # B gave worker id 0 back: someone with a good clock can take it
     c.close()
@@ -125,10 +126,10 @@ def test_a_clock_too_far_behind_gives_the_id_back_with_a_typed_error(server, nam
 
 def test_a_lease_taken_from_under_its_holder_stops_the_generator_at_once(server, namespace):
     """A renewal that finds another token (an operator cleared the row, say) stops ids at once."""
-    gen = Snowflake.leased(server, namespace, max_workers=1, ttl=0.9)
+    gen = leased(server, namespace, max_workers=1, ttl=0.9)
     gen.next_id()
     store = open_lease_store(server)
-    store.release(namespace, 0, gen.lease._token, 0)  # the holder's token no longer holds it
+    store.release(namespace, 0, gen.source._token, 0)  # the holder's token no longer holds it
     thief = WorkerLease(server, namespace, max_workers=1, ttl=30)
     thief.acquire()
     deadline = time.monotonic() + 2
@@ -141,22 +142,22 @@ def test_a_lease_taken_from_under_its_holder_stops_the_generator_at_once(server,
 
 
 def test_worker_ids_fill_the_worker_and_datacenter_fields(redis_url, namespace):
-    gens = [Snowflake.leased(volatile_ok(redis_url), namespace, max_workers=40, ttl=30) for _ in range(40)]
+    gens = [leased(volatile_ok(redis_url), namespace, max_workers=40, ttl=30) for _ in range(40)]
     try:
         made = [g.next_id() for g in gens]
         pairs = {(g.datacenter_id, g.worker_id) for g in gens}
-        assert len(pairs) == 40 and {g.lease.worker_id for g in gens} == set(range(40))
+        assert len(pairs) == 40 and {g.source.worker_id for g in gens} == set(range(40))
         for g, i in zip(gens, made, strict=True):
             parts = g.decode(i)
             assert (parts.datacenter_id, parts.worker_id) == (g.datacenter_id, g.worker_id)
-            assert parts.datacenter_id * 32 + parts.worker_id == g.lease.worker_id
+            assert parts.datacenter_id * 32 + parts.worker_id == g.source.worker_id
     finally:
         for g in gens:
             g.close()
 
 
 def test_threads_of_one_process_share_its_lease(server, namespace):
-    gen = Snowflake.leased(server, namespace, ttl=30)
+    gen = leased(server, namespace, ttl=30)
     out: list[list[int]] = [[] for _ in range(6)]
 
     def draw(k: int) -> None:
@@ -168,13 +169,13 @@ def test_threads_of_one_process_share_its_lease(server, namespace):
     for t in threads:
         t.join()
     flat = [i for ids in out for i in ids]
-    assert len(set(flat)) == len(flat) and gen.lease.acquisitions == 1
+    assert len(set(flat)) == len(flat) and gen.source.acquisitions == 1
     gen.close()
 
 
 @needs_fork
 def test_a_forked_child_leases_its_own_worker_id(server, namespace):
-    gen = Snowflake.leased(server, namespace, max_workers=8, ttl=30)
+    gen = leased(server, namespace, max_workers=8, ttl=30)
     parent_ids = [gen.next_id() for _ in range(10)]
     r, w = os.pipe()
     pid = os.fork()
@@ -182,7 +183,7 @@ def test_a_forked_child_leases_its_own_worker_id(server, namespace):
         try:
             os.close(r)
             ids = [gen.next_id() for _ in range(200)]
-            os.write(w, f"{gen.lease.worker_id} {' '.join(map(str, ids))}".encode())
+            os.write(w, f"{gen.source.worker_id} {' '.join(map(str, ids))}".encode())
             gen.close()
         finally:
             os._exit(0)
@@ -194,14 +195,14 @@ def test_a_forked_child_leases_its_own_worker_id(server, namespace):
     os.waitpid(pid, 0)
     child_worker, *child_ids = data.decode().split()
     parent_ids += [gen.next_id() for _ in range(200)]
-    assert int(child_worker) != gen.lease.worker_id and gen.lease.held
+    assert int(child_worker) != gen.source.worker_id and gen.source.held
     assert not set(parent_ids) & {int(i) for i in child_ids}
     gen.close()
 
 
 def test_snowflake_pk_with_a_leased_generator_through_the_orm(engine, table_name, namespace, sqlite_ticket_url):
     store = sqlite_ticket_url if engine.dialect.name == "sqlite" else engine.url.render_as_string(hide_password=False)
-    gen = Snowflake.leased(store, namespace, ttl=30)
+    gen = leased(store, namespace, ttl=30)
 
     class Base(DeclarativeBase):
         pass
@@ -245,9 +246,9 @@ def test_bad_lease_arguments_raise_typed_errors(kwargs, error, match):
 
 def test_max_workers_cannot_exceed_what_the_bits_hold():
     with pytest.raises(InvalidArgumentError, match="1024 ids"):
-        Snowflake.leased("sqlite://", "orders", max_workers=2048)
-    gen = Snowflake.leased("sqlite://", "orders")
-    assert isinstance(gen, LeasedSnowflake) and gen.lease.max_workers == 1024
+        leased("sqlite://", "orders", max_workers=2048)
+    gen = leased("sqlite://", "orders")
+    assert isinstance(gen.source, WorkerLease) and gen.source.max_workers == 1024
     assert Snowflake.sonyflake(0).worker_bits == 16
 
 

@@ -17,15 +17,15 @@ import time
 
 def main() -> int:
     opts = json.loads(sys.argv[1])
-    from seqid_orm import Snowflake
     from seqid_orm.errors import SeqIDError
+    from tests.leases.stores import leased
 
     offset = [int(opts.get("clock_offset_ms", 0)) * 1_000_000]
 
     def clock() -> int:
         return time.time_ns() - offset[0]
 
-    gen = Snowflake.leased(
+    gen = leased(
         opts["store"],
         opts["namespace"],
         ttl=opts.get("ttl", 2.0),
@@ -46,9 +46,9 @@ def main() -> int:
                 return 0
             time.sleep(0.02)
     print(f"acquired {time.monotonic() - start:.3f}", flush=True)
-    print(f"granted_at {gen.lease.granted_at!r}", flush=True)  # CLOCK_MONOTONIC: one clock per machine
-    print(f"mark_wait {gen.lease.mark_wait!r}", flush=True)
-    print(f"worker {gen.lease.worker_id}", flush=True)
+    print(f"granted_at {gen.source.granted_at!r}", flush=True)  # CLOCK_MONOTONIC: one clock per machine
+    print(f"mark_wait {gen.source.mark_wait!r}", flush=True)
+    print(f"worker {gen.source.worker_id}", flush=True)
     print(first, flush=True)
     for n in range(opts.get("count", 1) - 1):
         if n == opts.get("step_after"):

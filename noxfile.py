@@ -84,7 +84,7 @@ def _django_suite(session: nox.Session, spec: str, settings_modules: list[str], 
     extra = ["mssql-django"] if mssql else []
     session.install(
         "-e",
-        ".[django,django-mysql,postgres,mysql,sqlalchemy,redis,drf]",  # the ticket tests start SQLAlchemy workers
+        ".[django,mysqlclient,postgres,mysql,sqlalchemy,redis,drf]",  # the ticket tests start SQLAlchemy workers
         spec,
         "pytest",
         "pytest-django",

@@ -6,7 +6,7 @@ Run: ``pip install 'seqid-orm[sqlalchemy,pydantic]' fastapi uvicorn`` then
 * ``Customer.id`` is a time-ordered UUID (``seq_uuid_pk``): new rows land at the end of the
   index.  The API never shows it: clients see ``public_id`` masks, which reveal no creation time
   (``seqid_orm.mask``), and the routes turn them back into keys.
-* ``Order.id`` is a Snowflake BIGINT; JSON carries it as a string (``SnowflakeId``), because a
+* ``Order.id`` is a Snowflake BIGINT; JSON carries it as a string (``SnowflakeID``), because a
   JavaScript number would lose its last digits.
 
 (No ``from __future__ import annotations`` here: FastAPI reads the route annotations, some of
@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from seqid_orm import Snowflake
-from seqid_orm.pydantic import SnowflakeId, public_id
+from seqid_orm.pydantic import SnowflakeID, public_id
 from seqid_orm.sqlalchemy import layout_for, seq_uuid_fk, seq_uuid_pk, snowflake_pk
 
 # In production the key comes from a secret store; the previous key stays while links made with
@@ -72,7 +72,7 @@ def create_app(url: str) -> FastAPI:
 
     class OrderOut(BaseModel):
         model_config = ConfigDict(from_attributes=True)
-        id: SnowflakeId
+        id: SnowflakeID
         customer_id: PublicId
         total_cents: int
 
@@ -112,7 +112,7 @@ def create_app(url: str) -> FastAPI:
         return order
 
     @app.get("/orders/{order_id}", response_model=OrderOut)
-    def get_order(order_id: SnowflakeId, db: Db) -> Order:
+    def get_order(order_id: SnowflakeID, db: Db) -> Order:
         order = db.get(Order, order_id)
         if order is None:
             raise HTTPException(404, "no such order")

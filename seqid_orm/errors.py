@@ -127,7 +127,7 @@ class CounterBelowDataError(AllocationError):
 
     The counter is lower than the data allows (created anew, or restored from a backup, while
     the table kept its rows): going on would insert duplicate keys.  ``seqid ticket repair``
-    (:meth:`~seqid_orm.tickets.TicketSequence.repair`) moves the counter above the largest key.
+    (:meth:`~seqid_orm.allocation.tickets.TicketSequence.repair`) moves the counter above the largest key.
     """
 
 

@@ -3,15 +3,15 @@
 Needs the ``pydantic`` extra; may import ``ids``, ``public`` and ``errors`` of the core.
 
 ``SeqUUID``: every UUID seqid makes (Pydantic's own ``UUID7`` refuses the ``time_last`` and
-``time_first_le`` layouts, which are not version 7).  ``SnowflakeId``: a 64-bit integer key (a
+``time_first_le`` layouts, which are not version 7).  ``SnowflakeID``: a 64-bit integer key (a
 Snowflake or a ticket id) that JSON carries as a *string*, because JavaScript's numbers lose
-precision above 2**53.  ``SortableId``: bsv or base32 text.  ``public_id(key)``: a UUID key that
+precision above 2**53.  ``SortableText``: bsv or base32 text.  ``public_id(key)``: a UUID key that
 the outside world sees masked (:func:`seqid_orm.mask`).
 
 Validation errors are Pydantic's ``ValidationError`` carrying seqid's message (a ``value_error``)::
 
     class Order(BaseModel):
-        id: SnowflakeId
+        id: SnowflakeID
     Order(id=7).model_dump_json()  # '{"id":"7"}'
 
 Needs the ``pydantic`` extra (Pydantic >= 2).
@@ -30,13 +30,14 @@ except ImportError as exc:  # say which extra brings it, not just "No module nam
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
+from ._deprecated import renamed
 from .errors import InvalidArgumentError, InvalidIDError, SeqIDError
 from .ids.layout import Layout, as_layout
 from .ids.text import BASE32_LENGTH, BSV_ALPHABET, BSV_LENGTH, BSV_PAD, CROCKFORD_ALPHABET, check_text_id
 from .ids.validate import BIGINT_MAX, coerce_int_id, coerce_uuid
 from .public.masking import MaskedLayout, mask, unmask_any
 
-__all__ = ["SeqUUID", "SnowflakeId", "SortableId", "public_id"]
+__all__ = ["SeqUUID", "SnowflakeID", "SortableText", "public_id"]
 
 
 def _as_pydantic_error(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -88,7 +89,7 @@ SeqUUID = Annotated[
 ]
 
 #: A 64-bit integer key (Snowflake, ticket): an ``int`` in Python, a decimal string in JSON.
-SnowflakeId = Annotated[
+SnowflakeID = Annotated[
     int,
     _IdType(
         lambda v: coerce_int_id(v, "a Snowflake id"),
@@ -103,7 +104,7 @@ SnowflakeId = Annotated[
 ]
 
 #: Sortable text: a 32-character bsv id or a 26-character base32 (ULID-form) id.
-SortableId = Annotated[
+SortableText = Annotated[
     str,
     _IdType(
         _check_sortable,
@@ -160,3 +161,7 @@ def public_id(
             {"type": "string", "format": "uuid", "description": "a public id (masked; reveals no time)"},
         ),
     ]
+
+
+# 0.1's names (DeprecationWarning, one release): the same names as the SQLAlchemy types
+__getattr__ = renamed(__name__, {"SnowflakeId": f"{__name__}:SnowflakeID", "SortableId": f"{__name__}:SortableText"})

@@ -32,7 +32,7 @@ Rules that keep ids unique:
   stops its generator first and then lowers the mark to what it really used.
 * **A store that lost its state**: a worker id the store has no record of may still have a
   holder the store forgot, stamping up to one ttl past its last renewal.  The store tells a
-  never-used id from a lost one (see :meth:`~seqid_orm.backends.base.LeaseStore.acquire`), and
+  never-used id from a lost one (see :meth:`~seqid_orm.allocation.stores.base.LeaseStore.acquire`), and
   the new holder of a lost id, or of any id in the first ``ttl + clock_tolerance`` seconds of a
   namespace the store has just (re)created, waits out that time before its first id, renewing
   meanwhile.  That is the cost of a cold start: the first process of a new namespace waits one

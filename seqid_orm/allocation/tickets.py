@@ -3,7 +3,7 @@
 A :class:`TicketSequence` reserves a *segment* of ``block_size`` values from a ticket server in
 one round trip and hands them out from memory, as TiDB's batched auto-increment and Meituan's
 Leaf (segment mode) do.  Ticket servers are SQL databases or Redis
-(:mod:`seqid_orm.backends`); several of them with a common ``step`` and the offsets ``1..K``
+(:mod:`seqid_orm.allocation.stores`); several of them with a common ``step`` and the offsets ``1..K``
 hand out disjoint values (Flickr's odd/even ticket servers, generalised)::
 
     orders = TicketSequence("orders", "postgresql+psycopg://app@db/app", block_size=1000)

@@ -29,7 +29,7 @@ EXTRA_OF = {
     "alembic": "alembic",
     "psycopg": "postgres",
     "pymysql": "mysql",
-    "MySQLdb": "django-mysql",
+    "MySQLdb": "mysqlclient",
     "asyncpg": "async",
     "aiosqlite": "async",
     "aiomysql": "async",

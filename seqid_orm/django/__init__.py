@@ -14,17 +14,18 @@ try:
 except ImportError as exc:  # say which extra brings it, not just "No module named django"
     raise ImportError("seqid_orm.django needs Django: pip install 'seqid-orm[django]'") from exc
 
+from .._deprecated import renamed
 from .expressions import DatabaseSeqUUID
 from .fields import (
     IntegerKeyField,
     SeqUUIDField,
     SnowflakeField,
     SortableTextField,
-    new_seq_uuid,
-    new_snowflake_id,
+    seq_uuid_default,
     settings_snowflake,
+    snowflake_default,
 )
-from .tickets import TicketField, close_ticket_sequences, new_ticket_id, ticket_sequence
+from .tickets import TicketField, close_ticket_sequences, ticket_default, ticket_sequence
 
 __all__ = [
     "DatabaseSeqUUID",
@@ -34,9 +35,19 @@ __all__ = [
     "SortableTextField",
     "TicketField",
     "close_ticket_sequences",
-    "new_seq_uuid",
-    "new_snowflake_id",
-    "new_ticket_id",
+    "seq_uuid_default",
     "settings_snowflake",
+    "snowflake_default",
+    "ticket_default",
     "ticket_sequence",
 ]
+
+# 0.1's names (DeprecationWarning, one release): the Django defaults follow the SQLAlchemy adapter's *_default
+__getattr__ = renamed(
+    __name__,
+    {
+        "new_seq_uuid": "seqid_orm.django.fields:seq_uuid_default",
+        "new_snowflake_id": "seqid_orm.django.fields:snowflake_default",
+        "new_ticket_id": "seqid_orm.django.tickets:ticket_default",
+    },
+)

@@ -1,4 +1,4 @@
-"""Django model fields for seqid ids: the same core registry and generators as SQLAlchemy.
+"""Django model fields for seqid ids: the same core decisions and generators as SQLAlchemy.
 
 ``SeqUUIDField`` draws its value when the instance is created, so ``obj.pk`` is known before
 ``save()``, in the layout of the database the instance will be written to
@@ -23,6 +23,7 @@ from django.db import DEFAULT_DB_ALIAS, models, router
 from django.db.models.signals import pre_save
 from django.utils.module_loading import import_string
 
+from .._deprecated import renamed
 from ..allocation.leases import WorkerLease
 from ..allocation.stores.django import DjangoLeaseStore
 from ..errors import (
@@ -64,7 +65,7 @@ def _invalid(exc: SeqIDError, value: object) -> ValidationError:
     return ValidationError(str(exc), code="invalid", params={"value": value})
 
 
-def new_seq_uuid() -> uuid.UUID:
+def seq_uuid_default() -> uuid.UUID:
     """Importable default of :class:`SeqUUIDField` (never a lambda, so migrations serialize it).
 
     Called on its own it returns a UUIDv7; the field replaces it with an id in the layout of
@@ -91,14 +92,14 @@ class SeqUUIDField(models.UUIDField):
                 raise ImproperlyConfigured("DatabaseSeqUUID needs Django 5.0+ (db_default)")
             kwargs["db_default"] = kwargs["db_default"].bind(self)  # the column type picks its SQL
         if "db_default" not in kwargs:  # with db_default the database makes the id
-            kwargs.setdefault("default", new_seq_uuid)
+            kwargs.setdefault("default", seq_uuid_default)
         if kwargs.get("primary_key"):
             kwargs.setdefault("editable", False)
         super().__init__(*args, **kwargs)
 
     def deconstruct(self) -> tuple[str, str, list[Any], dict[str, Any]]:
         name, _path, args, kwargs = super().deconstruct()
-        if kwargs.get("default") is new_seq_uuid:
+        if kwargs.get("default") is seq_uuid_default:
             del kwargs["default"]
         if self.primary_key and kwargs.get("editable") is False:
             del kwargs["editable"]
@@ -136,7 +137,7 @@ class SeqUUIDField(models.UUIDField):
         return value
 
     def get_default(self) -> Any:
-        if self.default is new_seq_uuid:
+        if self.default is seq_uuid_default:
             kept = self._default_ids
             if kept is not None and kept[0] == _settings_version:
                 return kept[1]() if kept[1] is not None else self.new_value()
@@ -174,7 +175,7 @@ class SeqUUIDField(models.UUIDField):
             raise _invalid(exc, value) from None
 
     def get_db_prep_value(self, value: Any, connection: Any, prepared: bool = False) -> Any:
-        """Binds take what :class:`~seqid_orm.sqlalchemy.SeqUUID` takes (seqid_orm.validate), as a
+        """Binds take what :class:`~seqid_orm.sqlalchemy.SeqUUID` takes (seqid_orm.ids.validate), as a
         ``ValidationError`` before any SQL is sent, like Django's own ``UUIDField``."""
         if value is not None:
             try:
@@ -287,13 +288,13 @@ def settings_snowflake() -> Snowflake:
     return gen
 
 
-def new_snowflake_id() -> int:
+def snowflake_default() -> int:
     """Importable default of :class:`SnowflakeField` configured from settings."""
     return settings_snowflake().next_id()
 
 
 class IntegerKeyField(models.BigIntegerField):
-    """A BIGINT key validated as seqid's SQLAlchemy integer types are (``seqid_orm.validate``).
+    """A BIGINT key validated as seqid's SQLAlchemy integer types are (``seqid_orm.ids.validate``).
 
     Django's integer fields take ``int(12.9) == 12`` and ``True``; this refuses them.  On SQLite
     the column is ``integer``, as for Django's own ``BigAutoField``: only a column declared
@@ -347,7 +348,7 @@ class SnowflakeField(IntegerKeyField):
             raise ArgumentTypeError(f"generator must be a Snowflake or a dotted path, got {type(generator).__name__}")
         self.generator = generator
         if "default" not in kwargs:
-            kwargs["default"] = new_snowflake_id if generator is None else self._next_from_generator
+            kwargs["default"] = snowflake_default if generator is None else self._next_from_generator
         super().__init__(*args, **kwargs)
 
     def _resolve(self) -> Snowflake:
@@ -364,7 +365,7 @@ class SnowflakeField(IntegerKeyField):
 
     def deconstruct(self) -> tuple[str, str, list[Any], dict[str, Any]]:
         name, _path, args, kwargs = super().deconstruct()
-        if kwargs.get("default") in (new_snowflake_id, self._next_from_generator):
+        if kwargs.get("default") in (snowflake_default, self._next_from_generator):
             del kwargs["default"]
         if isinstance(self.generator, str):
             kwargs["generator"] = self.generator
@@ -372,7 +373,7 @@ class SnowflakeField(IntegerKeyField):
 
     def check(self, **kwargs: Any) -> list[checks.CheckMessage]:
         found = list(super().check(**kwargs))
-        if self.generator is None and self.default is new_snowflake_id:
+        if self.generator is None and self.default is snowflake_default:
             try:
                 settings_snowflake()
             except (TypeError, ValueError, ImportError, ImproperlyConfigured) as exc:
@@ -464,3 +465,10 @@ class SortableTextField(models.CharField):
                 )
             )
         return found
+
+
+# 0.1's names (DeprecationWarning, one release)
+__getattr__ = renamed(
+    __name__,
+    {"new_seq_uuid": f"{__name__}:seq_uuid_default", "new_snowflake_id": f"{__name__}:snowflake_default"},
+)

@@ -1,6 +1,6 @@
 """Models of the ``seqid_orm.django`` app: the ticket table, in the shape SQLAlchemy and Alembic use.
 
-:class:`~seqid_orm.backends.django.DjangoTicketStore` does not use this model (it runs its own
+:class:`~seqid_orm.allocation.stores.django.DjangoTicketStore` does not use this model (it runs its own
 atomic SQL on its own connection); the model exists for the migration and the admin.
 """
 

@@ -1,7 +1,7 @@
 """Django REST framework: 64-bit keys as JSON strings, public (masked) ids, a lookup for views.
 
 JavaScript reads JSON numbers as doubles, exact only up to 2**53; a Snowflake id is above that
-almost always (995 of 1,000 in a sample lost digits).  :class:`SnowflakeIdField` writes the id
+almost always (995 of 1,000 in a sample lost digits).  :class:`SnowflakeIDField` writes the id
 as a string and reads either form, validating as the model field does.  With the ``seqid_orm.django``
 app installed, every ``ModelSerializer`` maps seqid's integer keys (``SnowflakeField``,
 ``TicketField``) to it by itself; without the app, call :func:`register` once (for example in
@@ -22,16 +22,17 @@ from django.db import models
 from django.http import Http404
 from rest_framework import serializers
 
+from .._deprecated import renamed
 from ..errors import SeqIDError
 from ..ids.validate import coerce_int_id, coerce_uuid
 from ..public.masking import mask
 from .fields import IntegerKeyField
 from .public_ids import get_by_public_id
 
-__all__ = ["PublicIdField", "PublicIdLookupMixin", "SnowflakeIdField", "register"]
+__all__ = ["PublicIdField", "PublicIdLookupMixin", "SnowflakeIDField", "register"]
 
 
-class SnowflakeIdField(serializers.IntegerField):
+class SnowflakeIDField(serializers.IntegerField):
     """A 64-bit integer key: a string in JSON, an ``int`` or its decimal text on the way in."""
 
     def to_representation(self, value: Any) -> str:
@@ -45,8 +46,8 @@ class SnowflakeIdField(serializers.IntegerField):
 
 
 def register() -> None:
-    """Map seqid's integer key fields to :class:`SnowflakeIdField` in every ``ModelSerializer``."""
-    serializers.ModelSerializer.serializer_field_mapping[IntegerKeyField] = SnowflakeIdField
+    """Map seqid's integer key fields to :class:`SnowflakeIDField` in every ``ModelSerializer``."""
+    serializers.ModelSerializer.serializer_field_mapping[IntegerKeyField] = SnowflakeIDField
 
 
 class PublicIdField(serializers.Field):
@@ -101,3 +102,7 @@ class PublicIdLookupMixin:
             raise Http404(f"no {queryset.model.__name__} with this id") from None
         view.check_object_permissions(view.request, obj)
         return obj
+
+
+# 0.1's name (DeprecationWarning, one release): one spelling, ID, across the adapters
+__getattr__ = renamed(__name__, {"SnowflakeIdField": f"{__name__}:SnowflakeIDField"})

@@ -1,8 +1,8 @@
 """``TicketField``: a BIGINT key drawn from a ticket sequence, known before ``save()``.
 
 The sequence lives on a Django database alias (``using=``, default ``"default"``), through a
-connection of its own (:class:`~seqid_orm.backends.django.DjangoTicketStore`), or on any ticket
-server URL (``url=``: SQLAlchemy or Redis).  One :class:`~seqid_orm.tickets.TicketSequence`
+connection of its own (:class:`~seqid_orm.allocation.stores.django.DjangoTicketStore`), or on any ticket
+server URL (``url=``: SQLAlchemy or Redis).  One :class:`~seqid_orm.allocation.tickets.TicketSequence`
 serves every field and thread of the process that name the same sequence and server.
 """
 
@@ -14,13 +14,14 @@ from typing import Any
 from django.conf import settings
 from django.core import checks
 
+from .._deprecated import renamed
 from ..allocation.stores import REDIS_SCHEMES, SQL_SCHEMES, check_name, hide_password, scheme_of
 from ..allocation.stores.base import TicketStore
 from ..allocation.tickets import TicketSequence
 from ..errors import ArgumentTypeError, InvalidArgumentError
 from .fields import IntegerKeyField
 
-__all__ = ["ModelFloor", "TicketField", "close_ticket_sequences", "new_ticket_id", "ticket_sequence"]
+__all__ = ["ModelFloor", "TicketField", "close_ticket_sequences", "ticket_default", "ticket_sequence"]
 
 _sequences: dict[tuple[str, str | None, str | None, int, bool], TicketSequence] = {}
 _lock = threading.Lock()
@@ -28,7 +29,7 @@ _lock = threading.Lock()
 
 class ModelFloor:
     """The keys a :class:`TicketField` fills: its model's column, read through the Django ORM on the
-    database the router writes the model to (a :class:`~seqid_orm.tickets.KeyFloor`)."""
+    database the router writes the model to (a :class:`~seqid_orm.allocation.tickets.KeyFloor`)."""
 
     def __init__(self, model: Any, field: Any) -> None:
         self.model = model
@@ -106,9 +107,9 @@ def close_ticket_sequences() -> None:
         sequence.close()
 
 
-def new_ticket_id() -> int:
+def ticket_default() -> int:
     """Importable default of :class:`TicketField` (the field draws from its own sequence instead)."""
-    raise ArgumentTypeError("new_ticket_id() is the marker default of TicketField; call field.new_value()")
+    raise ArgumentTypeError("ticket_default() is the marker default of TicketField; call field.new_value()")
 
 
 class TicketField(IntegerKeyField):
@@ -154,7 +155,7 @@ class TicketField(IntegerKeyField):
         self.using = using
         self.url = url
         self.block_size = block_size
-        kwargs.setdefault("default", new_ticket_id)
+        kwargs.setdefault("default", ticket_default)
         super().__init__(*args, **kwargs)
 
     def sequence(self) -> TicketSequence:
@@ -177,13 +178,13 @@ class TicketField(IntegerKeyField):
         return self.sequence().next_id()
 
     def get_default(self) -> Any:
-        if self.default is new_ticket_id:
+        if self.default is ticket_default:
             return self.new_value()
         return super().get_default()
 
     def deconstruct(self) -> tuple[str, str, list[Any], dict[str, Any]]:
         name, _path, args, kwargs = super().deconstruct()
-        if kwargs.get("default") is new_ticket_id:
+        if kwargs.get("default") is ticket_default:
             del kwargs["default"]
         for attr, default in (("using", None), ("url", None), ("block_size", 1000), ("accept_state_loss", False)):
             if getattr(self, attr) != default:
@@ -219,3 +220,7 @@ def _app_installed() -> bool:
     from django.apps import apps
 
     return apps.is_installed("seqid_orm.django")
+
+
+# 0.1's name (DeprecationWarning, one release)
+__getattr__ = renamed(__name__, {"new_ticket_id": f"{__name__}:ticket_default"})

@@ -1,7 +1,7 @@
 """Time-ordered UUIDs (UUIDv7 and COMB layouts), strictly monotonic within a process.
 
 Each id is ``milliseconds | counter | random``, with the three fields placed where the target
-database compares first (see :mod:`seqid_orm.layout`).  The counter follows RFC 9562 §6.2
+database compares first (see :mod:`seqid_orm.ids.layout`).  The counter follows RFC 9562 §6.2
 method 1, as CPython 3.14's ``uuid.uuid7()`` does: it is seeded at random when the millisecond
 changes and incremented inside a millisecond.  Ids that are random inside a millisecond would
 make InnoDB split pages half-full; a counter fills them.

@@ -3,7 +3,7 @@
 :func:`describe` is the one place that recognises every form seqid_orm produces — the fixed
 version/variant bits of the UUID layouts, the length and alphabet of the text forms —
 and :func:`timestamp_of` and ``seqid decode`` are built on it.  Text is parsed with the same
-strict rules as the column types (:mod:`seqid_orm.validate`).  What cannot be known from the
+strict rules as the column types (:mod:`seqid_orm.ids.validate`).  What cannot be known from the
 value alone is said, not guessed: an integer is read as a Snowflake id of the profile you pass
 (Twitter's by default, reported in :attr:`IdInfo.assumed`), and 32 hex digits, which are both
 a UUID as ``HEX(id)`` prints it and valid bsv text, need ``kind=``.

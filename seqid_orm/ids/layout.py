@@ -13,7 +13,7 @@ written in), and it is all we need to know about an engine:
 A :class:`Layout` states which byte positions its timestamp and counter occupy, most
 significant first (:attr:`Layout.requires`).  A layout keeps ids ordered on an engine exactly
 when the engine's comparison order *starts with* those positions; :func:`layout_for_order`
-makes that decision, whether the order came from the registry or from a live probe.
+makes that decision, whether the order came from the vendor rules (:mod:`seqid_orm.vendors`) or from a live probe.
 """
 
 from __future__ import annotations
@@ -132,7 +132,7 @@ def fits(layout: Layout, order: Sequence[int]) -> bool:
     """Whether an engine comparing bytes in ``order`` reads ``layout``'s time and counter first.
 
     The one test of "does this layout keep ids ordered there", used by :func:`layout_for_order`,
-    the registry and the live probe alike.
+    the vendor rules and the live probe alike.
     """
     return tuple(order[: len(layout.requires)]) == layout.requires
 
@@ -140,7 +140,7 @@ def fits(layout: Layout, order: Sequence[int]) -> bool:
 def candidates(preferred: Layout | str | None = None) -> list[Layout]:
     """Every layout, ``preferred`` first, then in declaration order (the order choices are tried).
 
-    ``SHARDED`` is a choice for distributed engines (the registry prefers it there), never a
+    ``SHARDED`` is a choice for distributed engines (the vendor rules prefer it there), never a
     fallback: on a single-node engine it would scatter inserts over 16 places for nothing.
     """
     order: list[Layout] = [lay for lay in Layout if lay is not Layout.SHARDED]

@@ -110,7 +110,7 @@ def uuid_sequence_nextval(
 ) -> uuid.UUID:
     """A random UUID with the extension's prefix for sequence value ``value`` (a ``nextval``).
 
-    ``value`` is the value a sequence (or a :class:`~seqid_orm.tickets.TicketSequence`) just
+    ``value`` is the value a sequence (or a :class:`~seqid_orm.allocation.tickets.TicketSequence`) just
     handed out; like the extension, the prefix is computed from ``value - 1``.  Defaults as in
     the extension: 65536 ids share a prefix, and the 2-byte prefix wraps after 65536 blocks.
     """

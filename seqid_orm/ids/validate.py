@@ -1,7 +1,7 @@
 """The one validator both ORMs use for key values, so a wrong key never reaches the database.
 
 Both the SQLAlchemy types and the Django fields call these before a value is bound, and
-:func:`~seqid_orm.decode.describe` parses text with the same rules.  They refuse rather than
+:func:`~seqid_orm.ids.decode.describe` parses text with the same rules.  They refuse rather than
 guess: a silently converted key points at another row, or at none.
 
 UUID keys accept exactly two spellings:

@@ -11,9 +11,9 @@ do.  Offline (``--sql``) no server answers: call :func:`offline_server_version` 
 --sql``.  With ``compare_server_default=compare_server_default`` autogenerate compares such a
 default by its generator instead of evaluating it (a new id each time, never equal).
 
-**seqid's tables**: the ticket table (:class:`~seqid_orm.tickets.TicketSequence`) is created by
+**seqid's tables**: the ticket table (:class:`~seqid_orm.allocation.tickets.TicketSequence`) is created by
 ``op.create_ticket_table()`` and dropped by ``op.drop_ticket_table()``, the worker-lease table
-(:class:`~seqid_orm.leases.WorkerLease`) by ``op.create_lease_table()`` / ``op.drop_lease_table()``,
+(:class:`~seqid_orm.allocation.leases.WorkerLease`) by ``op.create_lease_table()`` / ``op.drop_lease_table()``,
 all registered when this module is imported.  Put the tables in your metadata
 (``ticket_table(Base.metadata)``, ``lease_table(Base.metadata)``) and pass :data:`writer` as
 ``process_revision_directives``: autogenerate then writes those operations instead of a plain
@@ -257,7 +257,7 @@ def _drop_table_as_seqid_op(context: Any, revision: Any, op: ops.DropTableOp) ->
 @Operations.register_operation("create_sequential_uuid_functions")
 class CreateSequentialUUIDFunctionsOp(MigrateOperation):
     """``op.create_sequential_uuid_functions(storage=None)``: the sequential-uuids generators as SQL
-    functions (PL/pgSQL on PostgreSQL, stored functions on MariaDB; :mod:`seqid_orm.sequential_sql`).
+    functions (PL/pgSQL on PostgreSQL, stored functions on MariaDB; the vendor modules' ``sequential_functions``).
 
     ``storage`` (MariaDB): the storage of the columns they will fill, which decides where the prefix
     goes (MariaDB's ``UUID`` type compares its last group first); default: the vendor's default.
@@ -308,7 +308,7 @@ class ConvertUUIDStorageOp(MigrateOperation):
     """``op.convert_uuid_storage("author", "id", from_storage="text", to_storage="native")``.
 
     Moves a UUID column, and every column whose foreign key references it, from one storage to
-    another, keeping every value and relationship (:mod:`seqid_orm.conversions`).  ``to_storage``
+    another, keeping every value and relationship (:mod:`seqid_orm.vendors.conversions`).  ``to_storage``
     defaults to what ``SeqUUID()`` uses on the server (native where there is a UUID type; BLOB on
     SQLite).  Needs a live connection (it reads the foreign keys).  Its reverse converts back.
     """

@@ -81,7 +81,7 @@ _DEFAULT_TYPE = SeqUUID()
 
 
 #: From this many rows in one statement (``executemany``, the ORM's batched flush), the default
-#: reserves the statement's ids with one :meth:`~seqid_orm.comb.CombGenerator.batch` call: a
+#: reserves the statement's ids with one :meth:`~seqid_orm.ids.comb.CombGenerator.batch` call: a
 #: fifth of the cost of making them one by one, and the same ids n calls would have made.
 BATCH_FROM_ROWS = 16
 
@@ -213,12 +213,12 @@ def snowflake_pk(generator: Snowflake, **column_kw: Any) -> MappedColumn[Any]:
 def ticket_pk(sequence: Callable[[], int], **column_kw: Any) -> MappedColumn[Any]:
     """``mapped_column`` for a :class:`TicketID` primary key drawn from a ticket ``sequence``.
 
-    ``sequence`` is a :class:`~seqid_orm.tickets.TicketSequence` (or any callable returning the
+    ``sequence`` is a :class:`~seqid_orm.allocation.tickets.TicketSequence` (or any callable returning the
     next int): the key is drawn in Python, in the insert's own process, so rows carry it like an
     identity column's value but it is known before the flush.
 
     A ``TicketSequence`` is bound to the column on the first insert over each engine
-    (:meth:`~seqid_orm.tickets.TicketSequence.bind_floor`): a counter that is behind the keys
+    (:meth:`~seqid_orm.allocation.tickets.TicketSequence.bind_floor`): a counter that is behind the keys
     already in the table (created anew, restored from a backup) is then refused instead of
     handing them out again.
     """
@@ -258,7 +258,7 @@ def prefixed_uuid_default(
 ) -> Callable[[ExecutionContext], uuid.UUID]:
     """A column default making wrapping-prefix UUIDs (``uuid_sequence_nextval``) from ``counter``.
 
-    ``counter`` is typically a :class:`~seqid_orm.tickets.TicketSequence`: the prefix then follows
+    ``counter`` is typically a :class:`~seqid_orm.allocation.tickets.TicketSequence`: the prefix then follows
     a counter shared by every process, without a database sequence object, and it is placed where
     the connection's database compares first (SQL Server's last six bytes, say).  The arguments are
     checked here; the placement is decided once per dialect and column type, then kept.

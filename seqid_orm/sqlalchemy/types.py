@@ -25,7 +25,7 @@ from ..vendors import Storage, Target, as_storage, normalize_vendor, normalize_v
 
 
 def dialect_vendor(dialect: Dialect) -> str:
-    """The registry's vendor name for a SQLAlchemy dialect.
+    """The vendor name (:data:`seqid_orm.vendors.VENDORS`) of a SQLAlchemy dialect.
 
     TiDB shows in the MySQL dialect's parsed version (which keeps ``"TiDB"`` among its parts);
     YugabyteDB only in ``version()``, which :mod:`seqid_orm.sqlalchemy.defaults` reads once per
@@ -250,7 +250,7 @@ class SnowflakeID(_IntegerKey):
 
 
 class TicketID(_IntegerKey):
-    """A BIGINT holding ids from a :class:`~seqid_orm.tickets.TicketSequence`."""
+    """A BIGINT holding ids from a :class:`~seqid_orm.allocation.tickets.TicketSequence`."""
 
     cache_ok = True
     _what = "a TicketID value"

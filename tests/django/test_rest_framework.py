@@ -15,7 +15,7 @@ import seqid_orm.ids.text
 import seqid_orm.ids.validate
 from seqid_orm import mask
 from seqid_orm.django.public_ids import get_by_public_id, public_id_of
-from seqid_orm.django.rest_framework import SnowflakeIdField
+from seqid_orm.django.rest_framework import SnowflakeIDField
 from tests.django.testapp.api import PUBLIC_ID_KEYS, EventSerializer
 from tests.django.testapp.models import Author, Book, Event
 
@@ -51,11 +51,11 @@ def test_snowflake_ids_are_json_strings_every_digit_kept(api):
 
 def test_model_serializers_map_seqids_integer_keys_by_themselves():
     field = EventSerializer().fields["id"]
-    assert isinstance(field, SnowflakeIdField) and field.read_only
+    assert isinstance(field, SnowflakeIDField) and field.read_only
 
 
 def test_the_snowflake_field_reads_text_and_numbers_and_refuses_what_the_model_field_refuses():
-    field = SnowflakeIdField()
+    field = SnowflakeIDField()
     assert field.to_internal_value("123") == 123 == field.to_internal_value(123)
     from rest_framework.exceptions import ValidationError
 

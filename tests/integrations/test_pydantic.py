@@ -14,7 +14,7 @@ import seqid_orm
 from seqid_orm import Layout, SeqIDError, Snowflake, mask
 from seqid_orm.errors import InvalidArgumentError
 from seqid_orm.ids.validate import coerce_int_id, coerce_uuid
-from seqid_orm.pydantic import SeqUUID, SnowflakeId, SortableId, public_id
+from seqid_orm.pydantic import SeqUUID, SnowflakeID, SortableText, public_id
 
 KEY = bytes(range(16, 48))
 OLD = bytes(range(48, 80))
@@ -22,8 +22,8 @@ OLD = bytes(range(48, 80))
 
 class Order(BaseModel):
     id: SeqUUID
-    snowflake: SnowflakeId
-    code: SortableId | None = None
+    snowflake: SnowflakeID
+    code: SortableText | None = None
 
 
 @pytest.mark.parametrize("layout", list(Layout))
@@ -67,7 +67,7 @@ def test_seq_uuid_accepts_exactly_what_the_orm_type_accepts(value):
 def test_snowflake_id_accepts_exactly_what_the_orm_type_accepts(value):
     verdict = _orm_verdict(lambda v: coerce_int_id(v, "a Snowflake id"), value)
     try:
-        got = ("ok", TypeAdapter(SnowflakeId).validate_python(value))
+        got = ("ok", TypeAdapter(SnowflakeID).validate_python(value))
     except ValidationError:
         got = ("refused", None)
     assert got == verdict
@@ -98,10 +98,10 @@ def test_errors_carry_seqids_message():
 
 def test_sortable_text_of_both_kinds():
     b, c = seqid_orm.bsv(), seqid_orm.base32()
-    assert TypeAdapter(SortableId).validate_python(b) == b
-    assert TypeAdapter(SortableId).validate_python(c.lower()) == c  # Crockford is case-insensitive
+    assert TypeAdapter(SortableText).validate_python(b) == b
+    assert TypeAdapter(SortableText).validate_python(c.lower()) == c  # Crockford is case-insensitive
     with pytest.raises(ValidationError):
-        TypeAdapter(SortableId).validate_python(b[:-1] + "!")
+        TypeAdapter(SortableText).validate_python(b[:-1] + "!")
 
 
 def test_the_json_schema_says_what_travels():
@@ -149,3 +149,12 @@ def test_public_id_refuses_bad_keys_when_declared():
         public_id(b"short")
     with pytest.raises(InvalidArgumentError, match="at least one key"):
         public_id([])
+
+
+def test_the_types_01_spelled_id_still_work_and_warn():
+    """The Pydantic types carry the SQLAlchemy types' names (SnowflakeID, SortableText); 0.1's warn."""
+    import seqid_orm.pydantic as module
+
+    for old, new in (("SnowflakeId", module.SnowflakeID), ("SortableId", module.SortableText)):
+        with pytest.warns(DeprecationWarning, match=f"seqid_orm.pydantic.{old} is deprecated"):
+            assert getattr(module, old) is new

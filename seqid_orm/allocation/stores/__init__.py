@@ -1,6 +1,6 @@
 """Allocation backends: where ticket sequences (and worker leases) keep their shared state.
 
-The core (:mod:`seqid_orm.tickets`) decides how values are used — segments, double buffering,
+The core (:mod:`seqid_orm.allocation.tickets`) decides how values are used — segments, double buffering,
 which server to ask, what to do when one fails; a backend only runs the atomic statements of one
 server.  Backends are imported when a URL asks for them, so the core still needs nothing
 outside the standard library:

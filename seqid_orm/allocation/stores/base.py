@@ -20,7 +20,7 @@ value allowed (a BIGINT, or a smaller ``max_value``).  Redis does the same in on
 
 Rows are created only by :meth:`TicketStore.create` (insert-if-absent, so sixteen processes
 racing on a new name cannot get a stale value: the insert hands out nothing), which
-:class:`~seqid_orm.tickets.TicketSequence` calls after checking every server of its list as a
+:class:`~seqid_orm.allocation.tickets.TicketSequence` calls after checking every server of its list as a
 set, and moved up only by :meth:`TicketStore.raise_to` (``seqid ticket repair``).
 """
 

@@ -178,7 +178,7 @@ class _Rows:
 class DjangoLeaseStore(lease_sql.SQLLeaseStore):
     """Worker-id leases in the ``seqid_worker_leases`` table of Django database ``alias``.
 
-    The statements are :mod:`seqid_orm.backends.lease_sql`'s, run on a connection of the store's
+    The statements are :mod:`seqid_orm.allocation.stores.lease_sql`'s, run on a connection of the store's
     own (never the request's), in autocommit.
     """
 
@@ -212,7 +212,7 @@ _NAMED = re.compile(r":(\w+)")
 
 
 class _DjangoExecutor:
-    """:class:`~seqid_orm.backends.lease_sql.Executor` on a Django connection.
+    """:class:`~seqid_orm.allocation.stores.lease_sql.Executor` on a Django connection.
 
     ``:name`` parameters become positional ``%s`` ones, which every Django backend takes.
     """

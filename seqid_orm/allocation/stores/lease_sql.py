@@ -13,7 +13,7 @@ Each namespace also has one row of its own, ``worker_id = -1``: ``expires_at`` h
 store first saw the namespace (``born``, by the database's clock) and ``last_timestamp`` the
 highest worker id granted since.  It tells a worker id that was never used from one whose row
 was deleted, and a namespace that is new from one the store forgot (see
-:meth:`~seqid_orm.backends.base.LeaseStore.acquire`).
+:meth:`~seqid_orm.allocation.stores.base.LeaseStore.acquire`).
 """
 
 from __future__ import annotations
@@ -151,7 +151,7 @@ def leases(ex: Executor, sql: LeaseSQL, namespace: str) -> list[LeaseRow]:
 
 
 class SQLLeaseStore:
-    """The :class:`~seqid_orm.backends.base.LeaseStore` methods of a SQL store, on the functions
+    """The :class:`~seqid_orm.allocation.stores.base.LeaseStore` methods of a SQL store, on the functions
     above: a subclass only says how one call reaches its own connection, by ``_run(fn, *args)``
     calling ``fn(executor, lease_sql, *args)`` there (retrying a dropped connection once)."""
 

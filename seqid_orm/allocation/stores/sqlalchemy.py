@@ -298,7 +298,7 @@ class SQLAlchemyTicketStore(_OwnEngineStore, SQLTicketStore):
 
 
 class _Rows:
-    """:class:`~seqid_orm.backends.base.TicketRows` on one checked-out connection."""
+    """:class:`~seqid_orm.allocation.stores.base.TicketRows` on one checked-out connection."""
 
     def __init__(self, store: SQLAlchemyTicketStore, conn: Connection) -> None:
         self.store = store
@@ -334,7 +334,7 @@ class _Rows:
 
 
 class SQLAlchemyLeaseStore(_OwnEngineStore, lease_sql.SQLLeaseStore):
-    """Worker-id leases in a SQL table, through SQLAlchemy (see :mod:`seqid_orm.backends.lease_sql`).
+    """Worker-id leases in a SQL table, through SQLAlchemy (see :mod:`seqid_orm.allocation.stores.lease_sql`).
 
     Like the ticket store it uses an engine of its own in autocommit (or connections of a given
     ``Engine``'s pool), creates its table on first use unless ``create_table=False``, and never
@@ -382,7 +382,7 @@ def _unavailable(label: str, exc: sa.exc.DBAPIError) -> BackendUnavailableError:
 
 class ColumnFloor:
     """The keys a ticket sequence fills in one column, read on ``engine`` (a
-    :class:`~seqid_orm.tickets.KeyFloor`): ``ticket_pk`` binds one per engine it inserts over.
+    :class:`~seqid_orm.allocation.tickets.KeyFloor`): ``ticket_pk`` binds one per engine it inserts over.
 
     Each query is an index range scan from a block's first value up (one per process and server),
     on a connection of the engine's pool, never the caller's transaction.
@@ -423,7 +423,7 @@ def sa_column_of(where: str) -> sa.Column[Any]:
 
 
 class _Executor:
-    """:class:`~seqid_orm.backends.lease_sql.Executor` on one SQLAlchemy connection."""
+    """:class:`~seqid_orm.allocation.stores.lease_sql.Executor` on one SQLAlchemy connection."""
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn

@@ -57,7 +57,7 @@ demo: $(DEMO_STAMP)
 # Everything: the core and SQLAlchemy suite, then the Django suite once per settings module.
 test: test-core test-django
 
-test-core: $(STAMP)
+test-core: $(STAMP) mysqlclient
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The MariaDB settings need mysqlclient (see system-deps): without it they are skipped, saying so,

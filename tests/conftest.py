@@ -89,6 +89,21 @@ def unavailable(name: str, url: str, exc: BaseException) -> None:
     pytest.skip(message)
 
 
+def need_mysqlclient() -> None:
+    """Skip (or, with SEQID_REQUIRE_DBS=1, fail) where Django's MariaDB driver is not installed: it compiles
+    against the MariaDB client headers, a system package an ordinary user may not have."""
+    try:
+        import MySQLdb  # noqa: F401
+    except ImportError as exc:
+        message = (
+            f"mysqlclient is not installed ({exc}); it compiles against the MariaDB client headers: "
+            "as root, apt-get install libmariadb-dev pkg-config, then make test"
+        )
+        if REQUIRE_DBS:
+            pytest.fail(f"SEQID_REQUIRE_DBS=1 but {message}")
+        pytest.skip(message)
+
+
 def _connect(name: str, url: str):
     sqlalchemy = pytest.importorskip("sqlalchemy")
     engine = sqlalchemy.create_engine(url)

@@ -9,6 +9,8 @@ import uuid
 
 import pytest
 
+from tests.conftest import need_mysqlclient
+
 pytest.importorskip("sqlalchemy")
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -79,6 +81,8 @@ def test_cli_probe_against_live_server(engine, capsys):
 @pytest.mark.parametrize("engine", ["sqlite", "postgresql", "mysql"], indirect=True)
 def test_django_example_project_runs(engine, tmp_path):
     """manage.py check, makemigrations --check, migrate, seed, migrate back to zero."""
+    if engine.dialect.name == "mysql":
+        need_mysqlclient()
     import subprocess
 
     pytest.importorskip("django")

@@ -41,27 +41,42 @@ __all__ = ["SeqUUID", "SnowflakeID", "SortableText", "public_id"]
 
 
 def _as_pydantic_error(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """Run ``check``; seqid's typed errors (some are TypeErrors) become Pydantic validation errors."""
+    """Run ``check``; seqid's typed errors (some are TypeErrors) become Pydantic's ``value_error``."""
 
     def validate(value: Any) -> Any:
         try:
             return check(value)
         except SeqIDError as exc:
-            raise PydanticCustomError("seqid_invalid", "{message}", {"message": str(exc)}) from None
+            raise PydanticCustomError("value_error", "Value error, {error}", {"error": str(exc)}) from None
 
     return validate
 
 
 class _IdType:
-    """An ``Annotated`` marker: a plain validator, a JSON serializer, a JSON schema."""
+    """An ``Annotated`` marker: a plain validator (``strict``: the core schema strict mode uses instead),
+    a JSON serializer, a JSON schema."""
 
-    def __init__(self, check: Callable[[Any], Any], to_json: Callable[[Any], Any], schema: dict[str, Any]) -> None:
-        self.check, self.to_json, self.schema = check, to_json, schema
+    def __init__(
+        self,
+        check: Callable[[Any], Any],
+        to_json: Callable[[Any], Any],
+        schema: dict[str, Any],
+        strict: core_schema.CoreSchema | None = None,
+    ) -> None:
+        self.check, self.to_json, self.schema, self.strict = check, to_json, schema, strict
 
     def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
-        return core_schema.no_info_plain_validator_function(
-            _as_pydantic_error(self.check),
-            serialization=core_schema.plain_serializer_function_ser_schema(self.to_json, when_used="json"),
+        serialization = core_schema.plain_serializer_function_ser_schema(self.to_json, when_used="json")
+        lax = core_schema.no_info_plain_validator_function(_as_pydantic_error(self.check))
+        if self.strict is None:
+            return core_schema.no_info_plain_validator_function(
+                _as_pydantic_error(self.check), serialization=serialization
+            )
+        # strict mode in Python takes the strict schema; JSON keeps the lax one (its text is how the id travels)
+        return core_schema.json_or_python_schema(
+            json_schema=lax,
+            python_schema=core_schema.lax_or_strict_schema(lax_schema=lax, strict_schema=self.strict),
+            serialization=serialization,
         )
 
     def __get_pydantic_json_schema__(
@@ -78,15 +93,24 @@ def _check_sortable(value: Any) -> str:
 
 _BSV_PATTERN = "^[" + "".join("\\" + c if c in "$-" else c for c in BSV_ALPHABET) + "\\" + BSV_PAD + "]{32}$"
 
-#: A UUID primary key of any layout seqid makes; JSON: its canonical text.
-SeqUUID = Annotated[
-    uuid.UUID,
-    _IdType(
-        coerce_uuid,
-        str,
-        {"type": "string", "format": "uuid", "description": "a seqid time-ordered UUID"},
-    ),
-]
+
+class _SeqUUIDType:
+    """``SeqUUID``'s marker: Pydantic's own UUID schema, with a description in the JSON schema."""
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        return handler(uuid.UUID)
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        found = dict(handler(schema))
+        found.setdefault("description", "a seqid time-ordered UUID")
+        return found
+
+
+#: A UUID primary key of any layout seqid makes, validated as Pydantic validates ``uuid.UUID``;
+#: JSON: its canonical text.
+SeqUUID = Annotated[uuid.UUID, _SeqUUIDType()]
 
 #: A 64-bit integer key (Snowflake, ticket): an ``int`` in Python, a decimal string in JSON.
 SnowflakeID = Annotated[
@@ -100,6 +124,7 @@ SnowflakeID = Annotated[
             "format": "int64",
             "description": f"a 64-bit id (0 to {BIGINT_MAX}) as decimal text: JSON numbers lose digits above 2**53",
         },
+        strict=core_schema.int_schema(strict=True, ge=0, le=BIGINT_MAX),
     ),
 ]
 

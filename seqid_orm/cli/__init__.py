@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from .. import __version__
 from ..errors import SeqIDError
 from . import allocation, bench, ids
-from .common import EXTRA_OF
+from .common import EXTRA_OF, in_cli_words
 
 __all__ = ["build_parser", "main"]
 
@@ -36,7 +36,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except (SeqIDError, ValueError, TypeError) as exc:
-        print(f"seqid: error: {exc}", file=sys.stderr)
+        print(f"seqid: error: {in_cli_words(str(exc))}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as exc:
         top = (exc.name or "").split(".")[0]

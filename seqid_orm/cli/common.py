@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Callable
 
-__all__ = ["EXTRA_OF", "missing_driver", "positive"]
+__all__ = ["EXTRA_OF", "in_cli_words", "missing_driver", "positive"]
 
 
 def positive(what: str) -> Callable[[str], int]:
@@ -57,3 +58,13 @@ def missing_driver(url: str, exc: ModuleNotFoundError) -> str:
             f"the '{hint[2]}' extra installs another one: use {hint[1]}..."
         )
     return f"the driver for {url!r} is not installed ({exc.name})"
+
+
+_KEYWORD_VALUE = re.compile(r'\b(kind|layout|storage)="([^"]+)"')
+_KEYWORD = re.compile(r"\b(kind|layout|storage)=(?=[\s,;)]|$)")
+
+
+def in_cli_words(message: str) -> str:
+    """A core message that names Python keywords (``kind="uuid"``, ``layout=``) as the options of
+    the command line say them (``--kind uuid``, ``--layout``)."""
+    return _KEYWORD.sub(r"--\1", _KEYWORD_VALUE.sub(r"--\1 \2", message))

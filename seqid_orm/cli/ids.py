@@ -52,20 +52,22 @@ def _new(args: argparse.Namespace) -> int:
     return 0
 
 
-def _describe(text: str, kind: str | None = None) -> dict[str, object]:
+def _describe(text: str, kind: str | None = None, layout: str | None = None) -> dict[str, object]:
     text = text.strip()
     if kind is None and text.isascii() and text.isdigit() and len(text) not in (26, 32, 36):
         kind = "snowflake"  # describe() says which profile it assumed
-    return describe(text, kind=kind).as_dict()  # type: ignore[arg-type]
+    return describe(text, kind=kind, layout=layout).as_dict()  # type: ignore[arg-type]
 
 
 def _decode(args: argparse.Namespace) -> int:
-    info = _describe(args.value, args.kind)
+    info = _describe(args.value, args.kind, args.layout)
     if args.json:
         print(json.dumps(info))
-    else:
-        for key, val in info.items():
-            print(f"{key}: {val}")
+        return 0
+    for key, val in info.items():
+        if key == "timestamp" and val is None:
+            val = "none (this id carries no time)"
+        print(f"{key}: {val}")
     return 0
 
 
@@ -133,6 +135,11 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("value")
     p.add_argument(
         "--kind", choices=("uuid", "snowflake", "bsv", "base32"), help="say what the value is where the text cannot"
+    )
+    p.add_argument(
+        "--layout",
+        choices=[m.value for m in Layout],
+        help="read a UUID as made in this seqid layout (a version-8 UUID is read as 'sharded' only when told)",
     )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_decode)

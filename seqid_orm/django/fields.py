@@ -16,7 +16,7 @@ from typing import Any
 
 import django
 from django.conf import settings
-from django.core import checks
+from django.core import checks, validators
 from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.core.signals import setting_changed
 from django.db import DEFAULT_DB_ALIAS, models, router
@@ -37,7 +37,7 @@ from ..ids.comb import comb, generator_for
 from ..ids.layout import Layout, as_layout
 from ..ids.snowflake import Snowflake
 from ..ids.text import base32, bsv, check_text_id, text_id_kind
-from ..ids.validate import coerce_int_id, coerce_uuid, is_uuid_hex
+from ..ids.validate import BIGINT_MAX, coerce_int_id
 from ..vendors import Storage, normalize_vendor, rules_for, target
 from .connection import field_target, storage_of
 from .expressions import DatabaseSeqUUID
@@ -77,6 +77,13 @@ def seq_uuid_default() -> uuid.UUID:
 class SeqUUIDField(models.UUIDField):
     """A ``UUIDField`` whose default is a time-ordered id in the layout of its database.
 
+    A drop-in for ``UUIDField(default=uuid.uuid4)``: the same column on every backend, the same
+    values accepted on every path (save, lookups, ``to_python``, ``clean``, forms, DRF: a
+    ``uuid.UUID``, its text with or without hyphens, braces or ``urn:uuid:``, an ``int``), the same
+    messages and codes, the same editability (write ``editable=False`` to hide it, as Django's docs
+    show).  Stricter in two places no swap can rely on: ``True``/``False`` (which ``UUIDField`` reads
+    as ``UUID(int=1)``/``UUID(int=0)``) and a ``uuid.UUID`` whose ``int`` is not 128 bits are refused.
+
     ``layout`` forces a :class:`~seqid_orm.Layout` where the database allows it (for example
     ``"time_last"`` on MariaDB's native ``UUID``); a layout that would scatter inserts on that
     database is not honoured.
@@ -93,16 +100,12 @@ class SeqUUIDField(models.UUIDField):
             kwargs["db_default"] = kwargs["db_default"].bind(self)  # the column type picks its SQL
         if "db_default" not in kwargs:  # with db_default the database makes the id
             kwargs.setdefault("default", seq_uuid_default)
-        if kwargs.get("primary_key"):
-            kwargs.setdefault("editable", False)
         super().__init__(*args, **kwargs)
 
     def deconstruct(self) -> tuple[str, str, list[Any], dict[str, Any]]:
         name, _path, args, kwargs = super().deconstruct()
         if kwargs.get("default") is seq_uuid_default:
             del kwargs["default"]
-        if self.primary_key and kwargs.get("editable") is False:
-            del kwargs["editable"]
         if self.layout is not None:
             kwargs["layout"] = self.layout.value
         return name, "seqid_orm.django.SeqUUIDField", args, kwargs
@@ -162,27 +165,18 @@ class SeqUUIDField(models.UUIDField):
         return make()
 
     def to_python(self, value: Any) -> Any:
-        """Forms, fixtures and values read back: a UUID, its 36-character text, or the 32 hex
-        digits Django itself writes to ``char(32)`` columns.  Ints and bools are refused
-        (Django's ``UUIDField`` reads ``12345`` as ``UUID(int=12345)``)."""
-        if value is None:
-            return None
-        try:
-            if isinstance(value, str) and is_uuid_hex(value):
-                return uuid.UUID(hex=value)
-            return coerce_uuid(value)
-        except SeqIDError as exc:
-            raise _invalid(exc, value) from None
+        """What ``UUIDField.to_python`` reads (forms, fixtures, lookups, values read back), with its
+        message and code; ``bool`` and an out-of-range ``uuid.UUID`` are refused as well."""
+        if value is None or (value.__class__ is uuid.UUID and not value.int >> 128):
+            return value
+        if isinstance(value, (bool, uuid.UUID)) or not isinstance(value, (str, int)):
+            # UUIDField would take True as UUID(int=1), pass a forged UUID on, and let bytes raise TypeError
+            raise ValidationError(self.error_messages["invalid"], code="invalid", params={"value": value})
+        return super().to_python(value)
 
     def get_db_prep_value(self, value: Any, connection: Any, prepared: bool = False) -> Any:
-        """Binds take what :class:`~seqid_orm.sqlalchemy.SeqUUID` takes (seqid_orm.ids.validate), as a
-        ``ValidationError`` before any SQL is sent, like Django's own ``UUIDField``."""
-        if value is not None:
-            try:
-                value = coerce_uuid(value)
-            except SeqIDError as exc:
-                raise _invalid(exc, value) from None
-        return super().get_db_prep_value(value, connection, prepared)
+        """Every bind goes through :meth:`to_python`: a bad key is a ``ValidationError`` before any SQL."""
+        return super().get_db_prep_value(self.to_python(value), connection, prepared)
 
     def contribute_to_class(self, cls: type[models.Model], name: str, private_only: bool = False) -> None:
         super().contribute_to_class(cls, name, private_only=private_only)
@@ -253,6 +247,14 @@ def _reissue_for_target_database(sender: type, instance: models.Model, raw: bool
 _generators: dict[str, Snowflake] = {}
 
 
+#: What to add to the settings for SnowflakeField (in its errors and checks).
+SNOWFLAKE_SETTING = (
+    'add SEQID = {"SNOWFLAKE": {"worker_id": 1}} (an int unique to each running process, 0-31 with '
+    "datacenter_id 0-31, or the dotted path of a callable returning it), or lease one instead: "
+    'SEQID = {"SNOWFLAKE": {"lease": {"namespace": "myproject"}}} (needs "seqid_orm.django" in INSTALLED_APPS)'
+)
+
+
 def settings_snowflake() -> Snowflake:
     """The process's Snowflake built from ``settings.SEQID["SNOWFLAKE"]`` (created on first use).
 
@@ -264,6 +266,10 @@ def settings_snowflake() -> Snowflake:
     lease); one inherited from the parent refuses to run.
     """
     config = dict(getattr(settings, "SEQID", {}).get("SNOWFLAKE", {}))
+    if "worker_id" not in config and "lease" not in config:
+        raise ImproperlyConfigured(
+            f"SnowflakeField needs a worker id, and settings.SEQID has none: {SNOWFLAKE_SETTING}"
+        )
     key = repr(sorted((k, repr(v)) for k, v in config.items()))
     gen = _generators.get(key)
     if gen is not None and (not gen.forked or gen.source is not None):  # a leased one takes its own lease
@@ -315,12 +321,21 @@ class IntegerKeyField(models.BigIntegerField):
         return super().db_type(connection)
 
     def to_python(self, value: Any) -> Any:
+        """An ``int`` in ``[0, 2**63)`` or its decimal text, with ``IntegerField``'s messages and codes
+        (``invalid``; ``min_value``/``max_value`` for a number a signed BIGINT key cannot be)."""
         if value is None:
             return None
         try:
             return coerce_int_id(value, self._what)
-        except SeqIDError as exc:
-            raise _invalid(exc, value) from None
+        except SeqIDError:
+            number = value if isinstance(value, int) and not isinstance(value, bool) else None
+            if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) < 40:
+                number = int(value)
+            if number is None:
+                raise ValidationError(self.error_messages["invalid"], code="invalid", params={"value": value}) from None
+            bound = validators.MinValueValidator(0) if number < 0 else validators.MaxValueValidator(BIGINT_MAX)
+            bound(number)  # raises with Django's message
+            raise  # pragma: no cover - coerce_int_id refuses only what the branches above name
 
     def get_prep_value(self, value: Any) -> Any:
         value = models.Field.get_prep_value(self, value)  # resolves lazy values, skips int()
@@ -372,15 +387,30 @@ class SnowflakeField(IntegerKeyField):
         return name, "seqid_orm.django.SnowflakeField", args, kwargs
 
     def check(self, **kwargs: Any) -> list[checks.CheckMessage]:
+        """``seqid.W003`` when no worker id is configured (a warning: ``makemigrations`` needs none, and
+        the first id says what to add), ``seqid.E002`` when the configuration is wrong."""
         found = list(super().check(**kwargs))
         if self.generator is None and self.default is snowflake_default:
+            config = getattr(settings, "SEQID", {}).get("SNOWFLAKE", {})
+            if "worker_id" not in config and "lease" not in config:
+                found.append(
+                    checks.Warning(
+                        "SnowflakeField has no worker id: settings.SEQID['SNOWFLAKE'] is not set, so no id can be made",
+                        hint=SNOWFLAKE_SETTING[0].upper() + SNOWFLAKE_SETTING[1:],
+                        obj=self,
+                        id="seqid.W003",
+                    )
+                )
+                return found
             try:
                 settings_snowflake()
             except (TypeError, ValueError, ImportError, ImproperlyConfigured) as exc:
                 found.append(
                     checks.Error(
                         f"settings.SEQID['SNOWFLAKE'] is invalid: {exc}",
-                        hint="worker_id and datacenter_id must fit their bit widths; a lease needs a namespace.",
+                        hint="worker_id and datacenter_id must fit their bit widths (5 bits each in Twitter's "
+                        'profile), e.g. SEQID = {"SNOWFLAKE": {"worker_id": 1}}; a lease needs a namespace: '
+                        'SEQID = {"SNOWFLAKE": {"lease": {"namespace": "myproject"}}}',
                         obj=self,
                         id="seqid.E002",
                     )

@@ -72,7 +72,9 @@ def describe(
 
     * ``uuid.UUID`` (or its 36-character text): a UUIDv7 or a seqid ``TIME_LAST``/
       ``TIME_FIRST_LE`` id, told apart by their fixed bits (``layout=`` forces one); a
-      version-1 UUID is read from its 60-bit time; any other UUID is ``kind="uuid"``, no time.
+      version-1 or version-6 UUID is read from its 60-bit time; a version-8 UUID is vendor-specific,
+      so it is read as seqid's ``SHARDED`` layout only with ``layout="sharded"``; any other UUID is
+      ``kind="uuid"``, no time.
     * ``int``: a Snowflake id of ``snowflake``'s profile (Twitter's if none is given).
     * ``str``: 36 characters is a UUID, 26 a base32/ULID id, 32 a bsv id; 32 hex digits are
       refused as ambiguous unless ``kind="uuid"`` or ``kind="bsv"`` says which.
@@ -114,15 +116,28 @@ def describe(
 
 
 def _describe_uuid(value: uuid.UUID, layout: Layout | None) -> IdInfo:
-    lay = layout_of(value) if layout is None else layout
+    found = layout_of(value)
+    lay = layout if layout is not None else None if found is Layout.SHARDED else found
     if lay is not None:
         ms, counter = decode_comb(value, lay)
-        kind = "uuid7" if lay is Layout.TIME_FIRST and layout_of(value) is lay else "comb"
+        kind = "uuid7" if lay is Layout.TIME_FIRST and found is lay else "comb"
         return IdInfo(kind, value, ms_to_datetime(ms), lay, {"counter": counter})
-    if value.version == 1 and value.variant == uuid.RFC_4122:
-        # MariaDB's UUID() (DatabaseSeqUUID there): 100 ns ticks since 1582-10-15
-        when = _GREGORIAN_EPOCH + _dt.timedelta(microseconds=value.time // 10)
-        return IdInfo("uuid1", value, when, parts={"uuid_version": 1})
+    rfc = value.variant == uuid.RFC_4122
+    if rfc and value.version in (1, 6):
+        # version 1 (MariaDB's UUID(), DatabaseSeqUUID there) and 6 (RFC 9562 §5.6, the same time
+        # reordered): 100 ns ticks since 1582-10-15
+        ticks = value.time if value.version == 1 else ((value.int >> 80) << 12) | ((value.int >> 64) & 0xFFF)
+        when = _GREGORIAN_EPOCH + _dt.timedelta(microseconds=ticks // 10)
+        return IdInfo(f"uuid{value.version}", value, when, parts={"uuid_version": value.version})
+    if rfc and value.version == 8:
+        # RFC 9562 §5.8: vendor-specific bits.  seqid's sharded layout is one such use; reading any
+        # version-8 UUID as seqid's would invent a time (the RFC's own examples would say 2128 and 2390).
+        return IdInfo(
+            "uuid",
+            value,
+            parts={"uuid_version": 8},
+            assumed="UUID version 8 (vendor-specific): no time is read unless layout='sharded' says it is seqid's",
+        )
     return IdInfo("uuid", value, parts={"uuid_version": value.version or 0})
 
 

@@ -282,7 +282,7 @@ def test_comb_at_bounds_enclose_every_value_of_that_millisecond(layout):
     rnd = [comb_at(when, layout) for _ in range(200)]
     key = layout.sort_key
     assert all(key(lo) <= key(v) <= key(hi) for v in rnd)
-    assert seqid_orm.timestamp_of(lo) == when.replace(microsecond=123000)
+    assert seqid_orm.timestamp_of(lo, layout=layout) == when.replace(microsecond=123000)
     next_ms = comb_at(when + dt.timedelta(milliseconds=1), layout, "min")
     if layout is not Layout.SHARDED:  # sharded: the bounds span every shard, so the next ms overlaps
         assert key(hi) < key(next_ms)

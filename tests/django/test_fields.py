@@ -99,7 +99,11 @@ def test_admin_change_view_urls(admin_client):
     assert b"Octavia" in response.content
     listing = admin_client.get(reverse("admin:testapp_author_changelist"))
     assert url.encode() in listing.content
-    add = admin_client.post(reverse("admin:testapp_author_add"), {"name": "Added in admin"})
+    # the key is an editable form field, as a UUIDField's is: the add form offers the default, a
+    # browser sends it back
+    form = admin_client.get(reverse("admin:testapp_author_add")).context["adminform"].form
+    offered = form["id"].value()
+    add = admin_client.post(reverse("admin:testapp_author_add"), {"name": "Added in admin", "id": offered})
     assert add.status_code == 302
     added = Author.objects.get(name="Added in admin")
     assert layout_of(added.pk) is Layout.TIME_FIRST
@@ -196,6 +200,22 @@ def test_deconstruct_keeps_options():
         SeqUUIDField(layout="sideways")
 
 
+def test_a_snowflake_field_without_a_worker_id_warns_and_says_what_to_add(tmp_path):
+    """A missing setting does not block makemigrations (BigAutoField needs none): a warning, seqid.W003,
+    whose hint is the setting to add; the first id then fails with the same words."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    from seqid_orm.django.fields import settings_snowflake
+
+    with override_settings(SEQID={}):
+        found = Event._meta.get_field("id").check()
+        assert [(m.id, m.level) for m in found] == [("seqid.W003", checks.WARNING)]
+        assert 'SEQID = {"SNOWFLAKE": {"worker_id": 1}}' in found[0].hint and "lease" in found[0].hint
+        assert all(m.level < checks.ERROR for m in found)  # a warning does not stop makemigrations
+        with pytest.raises(ImproperlyConfigured, match=r'SEQID = \{"SNOWFLAKE": \{"worker_id": 1\}\}'):
+            settings_snowflake()
+
+
 @isolate_apps("tests.django.testapp")
 def test_system_checks():
     class BadCollation(models.Model):
@@ -211,6 +231,7 @@ def test_system_checks():
         errors = Event._meta.get_field("id").check()
     assert [e.id for e in errors] == ["seqid.E002"]
     assert "worker_id must be between 0 and 31" in errors[0].msg
+    assert 'SEQID = {"SNOWFLAKE": {"worker_id": 1}}' in errors[0].hint  # the setting to write
     assert Author._meta.pk.check(databases=list(connections)) == []
     problems = [m for m in checks.run_checks(databases=list(connections)) if m.level >= checks.ERROR]
     assert problems == []
@@ -333,20 +354,17 @@ def test_mssql_django_backend_layout_follows_its_column_type():
     assert ShareCode._meta.pk.db_parameters(mssql)["collation"] == "Latin1_General_BIN2"
 
 
-# --- hardening: wrong keys are refused, never coerced (the same validator as SQLAlchemy) ----
+# --- hardening: what UUIDField refuses is refused (tests/django/test_drop_in.py: what it accepts) ----
 
 
-@pytest.mark.parametrize(
-    "bad",
-    [12345, True, 1.5, b"\x01" * 16, "{01890a5d-ac96-774b-bcce-b302099a8057}", "urn:uuid:01890a5d-ac96-774b-bcce-b3"],
-)
-def test_seq_uuid_field_refuses_keys_django_would_coerce(bad):
+def test_seq_uuid_field_refuses_a_bool_and_bytes_that_uuidfield_would_take_or_crash_on():
     from django.core.exceptions import ValidationError
 
-    with pytest.raises(ValidationError), transaction.atomic():
-        Author(id=bad, name="bad").save()
-    with pytest.raises(ValidationError):
-        Author._meta.pk.to_python(bad)
+    for bad in (True, b"\x01" * 16):
+        with pytest.raises(ValidationError), transaction.atomic():
+            Author(id=bad, name="bad").save()
+        with pytest.raises(ValidationError):
+            Author._meta.pk.to_python(bad)
     assert not Author.objects.exists()
 
 
@@ -356,7 +374,7 @@ def test_seq_uuid_field_refuses_a_uuid_whose_int_is_out_of_range():
     forged = object.__new__(uuid.UUID)
     object.__setattr__(forged, "int", 1 << 128)
     object.__setattr__(forged, "is_safe", uuid.SafeUUID.unknown)
-    with pytest.raises(ValidationError, match="128-bit"), transaction.atomic():
+    with pytest.raises(ValidationError, match="is not a valid UUID"), transaction.atomic():
         Author(id=forged, name="forged").save()
     assert not Author.objects.exists()
 
@@ -376,18 +394,13 @@ def test_snowflake_field_takes_an_int_or_its_decimal_text():
     assert Event.objects.filter(pk__in=[1234567890123, "5"]).count() == 1
 
 
-def test_the_spellings_django_and_sqlalchemy_accept_are_the_same():
-    """Binds on both ORMs go through seqid_orm.validate; only the hex Django itself writes to
-    char(32) columns is read back by to_python (forms, fixtures)."""
+def test_binds_take_what_uuidfield_binds_take():
+    """Django's binds follow UUIDField (32 hex digits, braces, urn:, ints: see test_drop_in.py); the
+    SQLAlchemy type keeps its stricter rule, where no user's swap depends on the looser one."""
     value = uuid.UUID("01890a5d-ac96-774b-bcce-b302099a8057")
-    field = Author._meta.pk
-    for ok in (value, str(value), str(value).upper()):
-        assert field.get_db_prep_value(ok, connection) in (value, value.hex, str(value))
-    assert field.to_python(value.hex) == value
-    from django.core.exceptions import ValidationError
-
-    with pytest.raises(ValidationError):
-        field.get_db_prep_value(value.hex, connection)
+    field, plain = Author._meta.pk, models.UUIDField()
+    for ok in (value, str(value), str(value).upper(), value.hex, value.urn, "{" + str(value) + "}", value.int):
+        assert field.get_db_prep_value(ok, connection) == plain.get_db_prep_value(ok, connection)
 
 
 def test_the_defaults_01_named_new_star_still_work_and_warn():

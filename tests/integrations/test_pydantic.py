@@ -13,7 +13,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 import seqid_orm
 from seqid_orm import Layout, SeqIDError, Snowflake, mask
 from seqid_orm.errors import InvalidArgumentError
-from seqid_orm.ids.validate import coerce_int_id, coerce_uuid
+from seqid_orm.ids.validate import coerce_int_id
 from seqid_orm.pydantic import SeqUUID, SnowflakeID, SortableText, public_id
 
 KEY = bytes(range(16, 48))
@@ -45,14 +45,48 @@ def _orm_verdict(check, value):
         return ("refused", None)
 
 
-@given(st.one_of(st.text(max_size=40), st.uuids().map(str), st.integers(), st.binary(max_size=20), st.none()))
-def test_seq_uuid_accepts_exactly_what_the_orm_type_accepts(value):
-    verdict = _orm_verdict(coerce_uuid, value)
+def _pydantic_verdict(annotation, value, **options):
     try:
-        got = ("ok", TypeAdapter(SeqUUID).validate_python(value))
-    except ValidationError:
-        got = ("refused", None)
-    assert got == verdict
+        return ("ok", TypeAdapter(annotation).validate_python(value, **options))
+    except ValidationError as exc:
+        return ("refused", [(e["type"], e["msg"]) for e in exc.errors()])
+
+
+@given(
+    st.one_of(
+        st.text(max_size=40),
+        st.uuids().map(str),
+        st.uuids().map(lambda u: u.hex),
+        st.uuids().map(lambda u: "{" + str(u) + "}"),
+        st.uuids().map(lambda u: u.urn),
+        st.uuids().map(lambda u: u.bytes),
+        st.uuids(),
+        st.integers(),
+        st.binary(max_size=20),
+        st.none(),
+    ),
+    st.booleans(),
+)
+def test_seq_uuid_is_a_drop_in_for_pydantics_uuid(value, strict):
+    """The same answer as ``uuid.UUID`` for every input, lax and strict, with the same error types and messages."""
+    assert _pydantic_verdict(SeqUUID, value, strict=strict) == _pydantic_verdict(uuid.UUID, value, strict=strict)
+
+
+def test_seq_uuid_in_json_and_in_a_strict_model_as_pydantic_does():
+    from pydantic import ConfigDict
+
+    class Strict(BaseModel):
+        model_config = ConfigDict(strict=True)
+        id: SeqUUID
+
+    value = seqid_orm.uuid7()
+    with pytest.raises(ValidationError) as caught:
+        Strict(id=str(value))
+    assert caught.value.errors()[0]["type"] == "is_instance_of"
+    assert Strict.model_validate_json(json.dumps({"id": str(value)})).id == value  # JSON has no UUID type
+    with pytest.raises(ValidationError) as caught:
+        TypeAdapter(SeqUUID).validate_python("zzz")
+    assert caught.value.errors()[0]["type"] == "uuid_parsing"
 
 
 @given(
@@ -85,13 +119,32 @@ def test_snowflake_ids_travel_as_strings_so_javascript_keeps_every_digit():
         assert order.model_dump()["snowflake"] == i  # Python keeps the int
 
 
-def test_errors_carry_seqids_message():
+def test_snowflake_id_in_strict_mode_takes_an_int_and_its_json_text():
+    from pydantic import ConfigDict
+
+    class Strict(BaseModel):
+        model_config = ConfigDict(strict=True)
+        id: SnowflakeID
+
+    assert Strict(id=7).id == 7 and Strict.model_validate_json('{"id": "7"}').id == 7
+    for bad, kind in (("7", "int_type"), (True, "int_type"), (-1, "greater_than_equal"), (2**63, "less_than_equal")):
+        with pytest.raises(ValidationError) as caught:
+            Strict(id=bad)
+        assert caught.value.errors()[0]["type"] == kind
+    with pytest.raises(ValidationError):
+        TypeAdapter(SnowflakeID).validate_python("7", strict=True)
+
+
+def test_errors_carry_seqids_message_as_a_value_error():
+    with pytest.raises(ValidationError) as caught:
+        Order(id=seqid_orm.uuid7(), snowflake="x1")
+    assert caught.value.errors()[0]["type"] == "value_error"
     with pytest.raises(ValidationError, match="between 0 and 2\\*\\*63-1"):
         Order(id=seqid_orm.uuid7(), snowflake=2**63)
     with pytest.raises(ValidationError, match="must be an int, got bool"):
         Order(id=seqid_orm.uuid7(), snowflake=True)
-    with pytest.raises(ValidationError, match=r"must be a uuid\.UUID or its text"):
-        Order(id=12, snowflake=1)
+    with pytest.raises(ValidationError, match=r"UUID input should be a string, bytes or UUID object"):
+        Order(id=12, snowflake=1)  # Pydantic's own words for uuid.UUID
     with pytest.raises(ValidationError, match="bsv id has 32 characters"):
         Order(id=seqid_orm.uuid7(), snowflake=1, code="short")
 

@@ -35,13 +35,17 @@ def test_sqlalchemy_example(engine, capsys):
     assert all(uuid.UUID(b).version == 7 for b in books)
 
 
-def test_demo_reports_database_order_equals_generation_order(capsys):
+def test_demo_says_the_layout_it_read_and_the_order_it_buys(capsys):
     from seqid_orm.cli import main
 
     assert main(["demo", "--rows", "4"]) == 0
     out = capsys.readouterr().out
-    assert out.count("ORDER BY id returns the generation order: yes") == 3
-    assert "layout=time_first" in out
+    assert "read from this connection: sqlite 3." in out and "seqid chose time_first" in out
+    assert "SQL Server, uniqueidentifier     time_last" in out and "CockroachDB, uuid                sharded" in out
+    assert "The database's order is the order they were made: yes." in out
+    made = [line.split()[2] for line in out.splitlines() if line.strip().startswith("01") and " made " in line]
+    assert made == ["1st,", "2nd,", "3rd,", "4th,"]  # ORDER BY id, asked of SQLite, is the generation order
+    assert "seqid bench" in out
 
 
 def test_cli_new_decode_and_errors(capsys):
@@ -53,7 +57,7 @@ def test_cli_new_decode_and_errors(capsys):
     assert main(["decode", values[0], "--json"]) == 0
     assert '"layout": "time_last"' in capsys.readouterr().out
     assert main(["decode", str(uuid.uuid4())]) == 0
-    assert "timestamp: None" in capsys.readouterr().out
+    assert "timestamp: none (this id carries no time)" in capsys.readouterr().out
     assert main(["decode", "not-an-id"]) == 2
     assert "seqid: error:" in capsys.readouterr().err
 

@@ -31,6 +31,7 @@ class KeyKind:
     make_batch: Callable[[Engine], Batch | None]  # None: the database (or the column default) makes the key
     key_bytes: int
     requires: str | None = None  # a module the kind needs, not installed with seqid
+    database_made: bool = False  # the key is seqid's server default, which some databases cannot run
 
     def available(self) -> bool:
         if self.requires is None:
@@ -109,6 +110,7 @@ KINDS: dict[str, KeyKind] = {
             _db_uuid_column,
             lambda e: None,
             16,
+            database_made=True,
         ),
         KeyKind(
             "comb-default",
@@ -125,8 +127,20 @@ KINDS: dict[str, KeyKind] = {
             16,
             requires="uuid_utils",
         ),
-        KeyKind("seq-prefix", "seqid wrapping sequence prefix (65536 x 65536)", _uuid_column, _seq_prefix, 16),
-        KeyKind("time-prefix", "seqid wrapping time prefix (1 s x 65536)", _uuid_column, _time_prefix, 16),
+        KeyKind(
+            "seq-prefix",
+            "seqid wrapping prefix from a sequence, as PostgreSQL's sequential-uuids extension (65536 ids a block)",
+            _uuid_column,
+            _seq_prefix,
+            16,
+        ),
+        KeyKind(
+            "time-prefix",
+            "seqid wrapping prefix from the clock, as sequential-uuids' uuid_time_nextval (a new block each second)",
+            _uuid_column,
+            _time_prefix,
+            16,
+        ),
         KeyKind(
             "snowflake",
             "seqid Snowflake BIGINT",

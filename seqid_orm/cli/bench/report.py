@@ -51,52 +51,60 @@ def markdown(runs: Sequence[BenchRun]) -> str:
     return "\n".join(lines)
 
 
-# The terminal table: (record key, heading, unit, decimals). Units sit in the heading, every
-# column keeps its decimals, and the legend under the table says what each column means.
+# The terminal table: (record key, heading with its one unit, decimals). A column that is empty or
+# zero for every key of a database is left out (SQLite has no separate key index: the key IS the table);
+# the legend under the table says what each column and each key kind means.
 _HUMAN = [
-    ("key", "key", "", None),
-    ("s_per_M_first", "first 10%", "s/M rows", 1),
-    ("s_per_M_last", "last 10%", "s/M rows", 1),
-    ("rows_per_s", "speed", "rows/s", 0),
-    ("time_vs_bigint", "time", "x BIGINT", 2),
-    ("time_vs_bigint_range", "range", "x BIGINT", None),
-    ("client_cpu_us_per_row", "client CPU", "us/row", 1),
-    ("server_cpu_us_per_row", "server CPU", "us/row", 1),
-    ("table_MB", "table", "MB", 1),
-    ("index_MB", "2nd index", "MB", 1),
-    ("bytes_per_row", "size", "B/row", 1),
-    ("size_vs_ideal", "size", "x ideal", 2),
-    ("wal_B_per_row", "WAL", "B/row", 1),
-    ("fpi_per_1k_rows", "FPI", "/1k rows", 2),
-    ("page_splits_per_1k_rows", "splits", "/1k rows", 2),
-    ("hit_ratio", "cache hit", "ratio", 3),
+    ("key", "key", None),
+    ("s_per_M_first", "s/M rows, start", 1),
+    ("s_per_M_last", "s/M rows, end", 1),
+    ("rows_per_s", "rows/s", 0),
+    ("time_vs_bigint", "time x BIGINT", 2),
+    ("time_vs_bigint_range", "rounds x BIGINT", None),
+    ("client_cpu_us_per_row", "client us/row", 1),
+    ("server_cpu_us_per_row", "server us/row", 1),
+    ("table_MB", "table MB", 1),
+    ("index_MB", "index MB", 1),
+    ("bytes_per_row", "bytes/row", 1),
+    ("size_vs_ideal", "size x ideal", 2),
+    ("wal_B_per_row", "WAL bytes/row", 1),
+    ("fpi_per_1k_rows", "full pages/1k rows", 2),
+    ("page_splits_per_1k_rows", "splits/1k rows", 2),
+    ("hit_ratio", "cache hit ratio", 3),
 ]
 _LEGEND = {
-    "s_per_M_first": "first/last 10%: seconds per million rows at the start and the end of the run",
-    "time_vs_bigint": "time: run time over BIGINT's (median of the rounds; range: lowest-highest round)",
-    "client_cpu_us_per_row": "client CPU: this process (key making, SQLAlchemy, driver); server CPU: the server's",
-    "table_MB": (
-        "table: the rows, clustered by the key (InnoDB, SQLite WITHOUT ROWID, or PostgreSQL's heap); "
-        "2nd index: separate index B-trees (PostgreSQL's primary-key index; SQLite's is 0.0 because "
-        "the key IS the table)"
-    ),
+    "s_per_M_first": "s/M rows: seconds per million rows at the start and at the end of the run (the last tenth)",
+    "time_vs_bigint": "time x BIGINT: run time over BIGINT's (median of the rounds; rounds: lowest-highest)",
+    "client_cpu_us_per_row": "client/server us/row: CPU microseconds per row in this process (key, SQLAlchemy, "
+    "driver) and in the server",
+    "table_MB": "table, index MB: the rows (clustered by the key on InnoDB and SQLite) and separate index B-trees",
     "size_vs_ideal": "size x ideal: total size over BIGINT's plus the extra key bytes per row",
-    "wal_B_per_row": "WAL, FPI: PostgreSQL write-ahead log bytes and full-page images",
-    "page_splits_per_1k_rows": "splits, cache hit: InnoDB index page splits and buffer-pool hit ratio",
+    "wal_B_per_row": "WAL bytes/row, full pages/1k rows: PostgreSQL write-ahead log and its full-page images",
+    "page_splits_per_1k_rows": "splits/1k rows, cache hit ratio: InnoDB index page splits and buffer-pool hits",
 }
 
 
+def _shown(column: str, recs: list[dict[str, Any]]) -> bool:
+    return any(r.get(column) not in (None, "", 0, 0.0) for r in recs) or column == "key"
+
+
 def table(runs: Sequence[BenchRun]) -> str:
-    """An aligned table for the terminal, one block per database, with units and a legend."""
+    """An aligned table for the terminal, one block per database, with a legend for columns and keys."""
+    from .keys import KINDS
+
     blocks = []
+    shown: set[str] = set()
+    kinds: list[str] = []
     for run in runs:
         recs = result_rows(run)
-        cols = [c for c in _HUMAN if any(c[0] in r for r in recs)]
+        cols = [c for c in _HUMAN if _shown(c[0], recs)]
+        shown.update(key for key, _, _ in cols)
+        kinds += [str(r["key"]) for r in recs if r["key"] not in kinds]
         rounds = f", {len(run.rounds)} rounds" if len(run.rounds) > 1 else ""
         head = f"{recs[0]['database'] if recs else run.dialect}: {run.rows:,} rows per key via {run.via}{rounds}"
-        cells = [[h for _, h, _, _ in cols], [u for _, _, u, _ in cols]]
+        cells = [[h for _, h, _ in cols]]
         for r in recs:
-            cells.append([_human(r.get(key, ""), dec) for key, _, _, dec in cols])
+            cells.append([_human(r.get(key, ""), dec) for key, _, dec in cols])
         widths = [max(len(row[i]) for row in cells) for i in range(len(cols))]
         lines = [head]
         for n, row in enumerate(cells):
@@ -105,11 +113,11 @@ def table(runs: Sequence[BenchRun]) -> str:
                     c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))
                 )
             )
-            if n == 1:
+            if n == 0:
                 lines.append("  ".join("-" * w for w in widths))
         blocks.append("\n".join(lines))
-    shown = {key for run in runs for r in result_rows(run) for key in r}
     legend = [text for key, text in _LEGEND.items() if key in shown]
+    legend += [f"{k}: {KINDS[k].description}" for k in kinds if k in KINDS]
     wrapped = [textwrap.fill(text, 100, initial_indent="  ", subsequent_indent="    ") for text in legend]
     return "\n\n".join(blocks) + "\n\n" + "\n".join(wrapped)
 

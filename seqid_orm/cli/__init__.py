@@ -48,6 +48,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"seqid: error: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:  # a database that cannot be reached, mostly
+        if type(exc).__name__ == "NoSuchModuleError":  # SQLAlchemy knows no dialect by that URL's scheme
+            scheme = str(getattr(args, "url", "") or "").split(":", 1)[0]
+            print(
+                f"seqid: error: {scheme!r} is not a database URL SQLAlchemy knows; this command takes one such as "
+                "postgresql+psycopg://user@host/db, mysql+pymysql://root@host/db or sqlite:///file.db",
+                file=sys.stderr,
+            )
+            return 2
         if type(exc).__module__.startswith("sqlalchemy"):
             print(f"seqid: error: {getattr(exc, 'orig', None) or exc}", file=sys.stderr)
             return 2

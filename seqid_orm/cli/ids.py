@@ -71,11 +71,24 @@ def _decode(args: argparse.Namespace) -> int:
     return 0
 
 
+def _runs(order: list[int]) -> str:
+    """Byte positions as runs: ``[0, 1, ..., 15]`` -> ``"0-15"``, SQL Server's -> ``"10-15, 8-9, 7, 6, ..."``."""
+    parts: list[str] = []
+    start = prev = order[0]
+    for pos in [*order[1:], None]:
+        if pos is not None and pos == prev + 1:
+            prev = pos
+            continue
+        parts.append(str(start) if start == prev else f"{start}-{prev}")
+        if pos is not None:
+            start = prev = pos
+    return ", ".join(parts)
+
+
 def _probe(args: argparse.Namespace) -> int:
     from sqlalchemy import create_engine
 
-    from ..sqlalchemy import SeqUUID, layout_for, probe_layout, probe_order
-    from ..sqlalchemy.types import dialect_server_version
+    from ..sqlalchemy import SeqUUID, probe_layout, probe_order
 
     engine = create_engine(args.url)
     results: list[dict[str, object]] = []
@@ -83,29 +96,35 @@ def _probe(args: argparse.Namespace) -> int:
         for storage in ("native", "binary", "text", "hex"):
             type_ = SeqUUID(storage=storage)
             try:
-                type_.storage_for(engine.dialect)
+                where = type_.target(engine.dialect)
             except SeqIDError as exc:
                 results.append({"storage": storage, "error": str(exc)})
                 continue
             results.append(
                 {
                     "storage": storage,
+                    "column": str(type_.dialect_impl(engine.dialect).compile(dialect=engine.dialect)),
                     "order": list(probe_order(conn, type_)),
                     "probed_layout": probe_layout(conn, type_).value,
-                    "registry_layout": layout_for(engine.dialect, type_).value,
+                    "registry_layout": where.layout.value,
                 }
             )
-    version = ".".join(map(str, dialect_server_version(engine.dialect) or ()))
+    where = SeqUUID().target(engine.dialect)
+    version = ".".join(map(str, where.server_version or ()))
     if args.json:
-        print(json.dumps({"dialect": engine.dialect.name, "server_version": version, "storages": results}))
+        print(json.dumps({"dialect": where.vendor, "server_version": version, "storages": results}))
         return 0
-    print(f"{engine.dialect.name} {version}")
+    print(f"{where.vendor} {version}: how it orders each UUID storage, measured with one value per byte")
+    print("(order: the byte positions of the UUID's 16 bytes, as its text reads them, most significant first)")
     for r in results:
         if "error" in r:
             print(f"  {r['storage']:7} {r['error']}")
-        else:
-            agree = "agrees" if r["probed_layout"] == r["registry_layout"] else "DISAGREES"
-            print(f"  {r['storage']:7} order={r['order']} layout={r['probed_layout']} (registry {agree})")
+            continue
+        agree = "agrees" if r["probed_layout"] == r["registry_layout"] else "DISAGREES"
+        print(
+            f"  {r['storage']:7} {r['column']:11} order {_runs(r['order'])}: layout {r['probed_layout']} "  # type: ignore[arg-type]
+            f"(seqid's table {agree})"
+        )
     return 0
 
 

@@ -70,10 +70,19 @@ _IMPORT = "import seqid_orm.sqlalchemy.alembic"
 
 
 def render_item(type_: str, obj: Any, autogen_context: Any) -> str | bool:
-    """``render_item`` hook for ``context.configure``; ``False`` leaves other items to Alembic."""
+    """``render_item`` hook for ``context.configure``; ``False`` leaves other items to Alembic.
+
+    seqid's types render as ``seqid_orm.sqlalchemy.SeqUUID(...)`` with the import they need.  SQLModel's
+    own types (``sqlmodel.sql.sqltypes.AutoString`` for every ``str`` field) are left to Alembic, which
+    renders them by their module path without importing it; the hook adds ``import sqlmodel``, which
+    stock Alembic projects must otherwise write into ``script.py.mako`` by hand.
+    """
     if type_ == "type" and isinstance(obj, _SEQID_TYPES):
         autogen_context.imports.add("import seqid_orm.sqlalchemy")
         return f"seqid_orm.sqlalchemy.{obj!r}"
+    if type_ == "type" and type(obj).__module__.split(".")[0] == "sqlmodel":
+        autogen_context.imports.add("import sqlmodel")
+        return False
     if type_ == "server_default" and isinstance(getattr(obj, "arg", None), DatabaseSeqUUID):
         autogen_context.imports.add("import seqid_orm.sqlalchemy")
         return f"seqid_orm.sqlalchemy.{obj.arg!r}"

@@ -149,3 +149,48 @@ def test_database_made_ids_survive_autogenerate(engine, tmp_path, table_name, st
         if engine.dialect.name != "sqlite":  # SQLite's clock has ms precision (test_server_default)
             assert [r.flake for r in rows] == list(range(20))
         assert_second_autogenerate_is_empty(engine, config)
+
+
+SQLMODEL_ENV_PY = """
+from alembic import context
+from sqlmodel import SQLModel
+from seqid_orm.sqlalchemy.alembic import render_item
+from seqid_orm.sqlalchemy.sqlmodel import seq_uuid_field
+import uuid
+
+
+class Hero(SQLModel, table=True):
+    __tablename__ = "{table}"
+    __table_args__ = {{"extend_existing": True}}  # env.py runs twice in this test's one process
+    id: uuid.UUID | None = seq_uuid_field()
+    name: str
+
+
+def include_name(name, type_, parent_names):
+    return type_ != "table" or name == "{table}"
+
+
+context.configure(
+    connection=context.config.attributes["connection"],
+    target_metadata=SQLModel.metadata,
+    render_item=render_item,
+    include_name=include_name,
+)
+with context.begin_transaction():
+    context.run_migrations()
+"""
+
+
+def test_a_sqlmodel_project_migrates_with_the_readmes_env_py(engine, tmp_path, table_name):
+    """A str field renders as sqlmodel.sql.sqltypes.AutoString(): the migration imports sqlmodel (with
+    stock Alembic the first upgrade fails with NameError: name 'sqlmodel' is not defined)."""
+    pytest.importorskip("sqlmodel")
+    with alembic_project(engine, tmp_path, table_name, None) as config:
+        (tmp_path / "env.py").write_text(SQLMODEL_ENV_PY.format(table=table_name))
+        script = autogenerate(engine, config, "create")
+        assert "sqlmodel.sql.sqltypes.AutoString()" in script and "import sqlmodel" in script
+        assert "import seqid_orm.sqlalchemy" in script
+        with engine.begin() as conn:
+            config.attributes["connection"] = conn
+            alembic_command.upgrade(config, "head")
+        assert {"id", "name"} <= {c["name"] for c in sa.inspect(engine).get_columns(table_name)}

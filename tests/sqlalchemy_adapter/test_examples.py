@@ -78,7 +78,18 @@ def test_cli_probe_against_live_server(engine, capsys):
     assert main(["probe", engine.url.render_as_string(hide_password=False)]) == 0
     out = capsys.readouterr().out
     assert "DISAGREES" not in out
-    assert out.count("registry agrees") == (3 if engine.dialect.name == "sqlite" else 4)
+    assert out.count("(seqid's table agrees)") == (3 if engine.dialect.name == "sqlite" else 4)
+    vendor = {"mysql": "mariadb"}.get(engine.dialect.name, engine.dialect.name)  # the server here is MariaDB
+    assert out.startswith(f"{vendor} ") and "order 0-15: layout time_first" in out
+    assert "the byte positions" in out  # the order is explained, not a bare list
+
+
+def test_cli_refuses_a_url_that_is_no_database_in_plain_words(capsys):
+    from seqid_orm.cli import main
+
+    assert main(["probe", "redis://127.0.0.1:6379/0"]) == 2
+    err = capsys.readouterr().err
+    assert "'redis' is not a database URL SQLAlchemy knows" in err and "Can't load plugin" not in err
 
 
 @pytest.mark.django

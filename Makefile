@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-test
 DEMO_STAMP := $(VENV)/.installed-demo
 DJANGO_SETTINGS := sqlite postgres mysql multidb
 
-.PHONY: demo test test-core test-django lint bench matrix system-deps mysqlclient clean galera-up galera-down test-galera \
+.PHONY: demo test test-core test-django test-peers lint bench matrix system-deps mysqlclient clean galera-up galera-down test-galera \
 	pg18-up pg18-down test-pg18 test-valgrind
 
 $(BIN)/python:
@@ -72,6 +72,11 @@ test-django: $(STAMP) mysqlclient
 	  echo "== Django tests with tests.django.settings.$$s"; \
 	  DJANGO_SETTINGS_MODULE=tests.django.settings.$$s $(BIN)/python -m pytest tests/django $(PYTEST_ARGS) || exit 1; \
 	done
+
+# The peers' own test suites as judges (Django's test_uuid.py with SeqUUIDField swapped in, Pydantic's
+# UUID tests with SeqUUID): part of test-core; alone here.
+test-peers: $(STAMP) mysqlclient
+	$(BIN)/python -m pytest tests/peers $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

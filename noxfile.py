@@ -96,6 +96,9 @@ def _django_suite(session: nox.Session, spec: str, settings_modules: list[str], 
     # than oracledb: on 4.2 those two backend checks are deselected (not skipped), as is the
     # test of db_default=DatabaseSeqUUID() (db_default arrived in Django 5.0)
     deselect = [] if mssql else ["-k", "not mssql and not oracle and not db_default_made"]
+    # Django's own tests/model_fields/test_uuid.py with SeqUUIDField swapped in, on this Django (SQLite:
+    # the main suite runs it on every server with Django 5.2)
+    session.run("pytest", "-q", "-p", "no:django", "tests/peers", "-k", "djangos_own and sqlite", *session.posargs)
     for settings in settings_modules:
         session.run(
             "pytest",

@@ -99,14 +99,6 @@ def test_the_readmes_old_module_paths_still_import_and_warn(old, new, name):
     assert f"{old} moved to {new}" in done.stdout
 
 
-def test_snowflake_leased_is_the_deprecated_spelling_of_a_lease_as_worker_id(tmp_path):
-    from seqid_orm import Snowflake, WorkerLease
-
-    with pytest.warns(DeprecationWarning, match=r"Snowflake\(worker_id=seqid_orm.WorkerLease"):
-        gen = Snowflake.leased(f"sqlite:///{tmp_path / 'leases.db'}", "orders", ttl=5)
-    assert isinstance(gen.source, WorkerLease) and gen.source.max_workers == 1024 and gen.source.ttl == 5
-
-
 def test_importing_the_package_loads_no_adapter_and_no_extra():
     code = (
         "import sys, seqid_orm, seqid_orm.errors, seqid_orm.vendors, seqid_orm.allocation.tickets\n"

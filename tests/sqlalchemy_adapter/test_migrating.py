@@ -1,0 +1,61 @@
+"""The README's "Migrating from sa.Uuid": keep the column sa.Uuid made, change the key's type and default,
+and Alembic sees nothing to migrate; old rows are found by their ids, new rows get time-ordered ones."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+sa = pytest.importorskip("sqlalchemy")
+pytest.importorskip("alembic")
+from alembic.autogenerate import compare_metadata  # noqa: E402
+from alembic.migration import MigrationContext  # noqa: E402
+
+from seqid_orm.sqlalchemy import SeqUUID, seq_uuid_default  # noqa: E402
+
+
+def sa_uuid_storage(dialect) -> str:
+    """The README's rule: 'native' where sa.Uuid made the database's UUID type, else 'hex' (its CHAR(32))."""
+    return "native" if dialect.supports_native_uuid else "hex"
+
+
+def test_swapping_sa_uuid_for_seq_uuid_needs_no_migration(engine, table_name):
+    before = sa.MetaData()
+    old = sa.Table(
+        table_name, before, sa.Column("id", sa.Uuid, primary_key=True, default=uuid.uuid4), sa.Column("n", sa.Integer)
+    )
+    before.create_all(engine)
+    try:
+        with engine.begin() as conn:
+            conn.execute(sa.insert(old), [{"n": i} for i in range(5)])
+            kept = dict(conn.execute(sa.select(old.c.id, old.c.n)).all())
+        after = sa.MetaData()
+        new = sa.Table(
+            table_name,
+            after,
+            sa.Column(
+                "id", SeqUUID(storage=sa_uuid_storage(engine.dialect)), primary_key=True, default=seq_uuid_default
+            ),
+            sa.Column("n", sa.Integer),
+        )
+        with engine.connect() as conn:
+            context = MigrationContext.configure(
+                conn,
+                opts={
+                    "compare_type": True,
+                    "include_name": lambda name, kind, _: kind != "table" or name == table_name,
+                },
+            )
+            assert compare_metadata(context, after) == []  # the column is the one sa.Uuid made
+        with engine.begin() as conn:
+            for key, n in kept.items():  # the rows written by sa.Uuid, found by their ids
+                assert conn.execute(sa.select(new.c.n).where(new.c.id == key)).scalar_one() == n
+            conn.execute(sa.insert(new), [{"n": 100 + i} for i in range(5)])
+            fresh = conn.execute(sa.select(new.c.id).where(new.c.n >= 100).order_by(new.c.id)).scalars().all()
+        assert [u.version for u in fresh] == [7] * 5
+        with engine.connect() as conn:
+            ordered = conn.execute(sa.select(new.c.n).where(new.c.n >= 100).order_by(new.c.id)).scalars().all()
+        assert ordered == list(range(100, 105))  # ORDER BY id, asked of the database, is creation order
+    finally:
+        before.drop_all(engine)

@@ -1,0 +1,112 @@
+"""bulk_insert on each real database: keys made in one batch in the connection's layout, rows through the
+engine's fast path (PostgreSQL's binary COPY), everything checked before anything is sent, one transaction."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+sa = pytest.importorskip("sqlalchemy")
+from seqid_orm.errors import ArgumentTypeError, InvalidArgumentError, InvalidIDError  # noqa: E402
+from seqid_orm.sqlalchemy import SeqUUID, bulk_insert  # noqa: E402
+
+
+@pytest.fixture
+def table(engine, table_name):
+    metadata = sa.MetaData()
+    made = sa.Table(
+        table_name,
+        metadata,
+        sa.Column("id", SeqUUID(), primary_key=True),
+        sa.Column("n", sa.Integer, nullable=False),
+        sa.Column("payload", sa.String(100)),
+        sa.Column("ref", SeqUUID(), nullable=True),
+    )
+    metadata.create_all(engine)
+    yield made
+    metadata.drop_all(engine)
+
+
+def statements(engine):
+    seen: list[str] = []
+
+    def record(conn, cursor, statement, *args):
+        seen.append(statement)
+
+    sa.event.listen(engine, "before_cursor_execute", record)
+    return seen, lambda: sa.event.remove(engine, "before_cursor_execute", record)
+
+
+def test_rows_go_in_with_keys_in_the_connections_layout_and_order(engine, table):
+    rows = [{"n": i, "payload": "x" * 100, "ref": None} for i in range(12_345)]
+    seen, stop = statements(engine)
+    try:
+        with engine.begin() as conn:
+            keys = bulk_insert(conn, table, rows)
+    finally:
+        stop()
+    assert len(keys) == len(set(keys)) == 12_345 and all(isinstance(k, uuid.UUID) for k in keys)
+    with engine.connect() as conn:
+        stored = conn.execute(sa.select(table.c.id, table.c.n).order_by(table.c.id)).all()
+    assert [r.n for r in stored] == list(range(12_345))  # ORDER BY id, asked of the database: the rows' order
+    assert [r.id for r in stored] == keys
+    inserts = [s for s in seen if s.lstrip().upper().startswith("INSERT")]
+    if engine.dialect.name == "postgresql":
+        assert inserts == []  # COPY FROM STDIN, not an INSERT
+    else:
+        assert 1 <= len(inserts) <= 2  # one executemany per 10,000 rows
+
+
+def test_bad_rows_raise_before_anything_is_sent(engine, table):
+    good = {"n": 1, "payload": "a", "ref": None}
+    cases = [
+        ([good, {"n": 2, "payload": "b", "ref": "zzz"}], InvalidIDError),  # SeqUUID's own check, as an INSERT's
+        ([good, {"n": 2, "payload": "b"}], InvalidArgumentError),  # a row without a column the others give
+        ([good, {**good, "nope": 1}], InvalidArgumentError),
+        ([{"nope": 1}], InvalidArgumentError),
+        ([good, ("n", 2)], ArgumentTypeError),
+    ]
+    for rows, error in cases:
+        seen, stop = statements(engine)
+        try:
+            with pytest.raises(error), engine.begin() as conn:
+                bulk_insert(conn, table, rows)
+        finally:
+            stop()
+        assert not [s for s in seen if "INSERT" in s.upper() or "COPY" in s.upper()], rows
+    with engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(table)).scalar() == 0
+
+
+def test_a_load_that_fails_midway_leaves_none_of_its_rows(engine, table):
+    given = uuid.UUID("01890a5d-ac96-774b-bcce-b302099a8057")
+    with engine.begin() as conn:
+        bulk_insert(conn, table, [{"id": given, "n": 0, "payload": "kept", "ref": None}])
+    rows = [{"id": uuid.uuid4(), "n": i, "payload": "p", "ref": None} for i in range(1, 5000)]
+    rows[4321]["id"] = given  # the server refuses this one, after accepting the others
+    with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:
+        bulk_insert(conn, table, rows)
+    with engine.connect() as conn:
+        assert conn.execute(sa.select(table.c.payload)).scalars().all() == ["kept"]
+
+
+def test_inside_the_callers_transaction_a_failed_load_rolls_back_to_its_savepoint(engine, table):
+    with engine.begin() as conn:
+        bulk_insert(conn, table, [{"n": 1, "payload": "before", "ref": None}])
+        dup = bulk_insert(conn, table, [{"n": 2, "payload": "second", "ref": None}])[0]
+        with pytest.raises(sa.exc.IntegrityError):
+            bulk_insert(conn, table, [{"id": dup, "n": 3, "payload": "dup", "ref": None}])
+        bulk_insert(conn, table, [{"n": 4, "payload": "after", "ref": None}])
+    with engine.connect() as conn:
+        kept = conn.execute(sa.select(table.c.payload).order_by(table.c.id)).scalars().all()
+    assert kept == ["before", "second", "after"]
+
+
+def test_refusals_of_the_arguments(engine, table):
+    with engine.begin() as conn:
+        assert bulk_insert(conn, table, []) == []
+        with pytest.raises(ArgumentTypeError):
+            bulk_insert(conn, "a table", [{"n": 1}])
+    with pytest.raises(ArgumentTypeError):
+        bulk_insert(engine, table, [{"n": 1}])  # type: ignore[arg-type]

@@ -67,14 +67,26 @@ def _checked_rows(table: sa.Table, rows: Iterable[Mapping[str, Any]]) -> tuple[l
     return names, listed
 
 
-def bulk_insert(connection: Connection, table: Any, rows: Iterable[Mapping[str, Any]]) -> list[Any]:
+class _DefaultContext:
+    """What a column default callable reads of SQLAlchemy's execution context (the dialect, the column)."""
+
+    def __init__(self, dialect: Any, column: sa.Column[Any]) -> None:
+        self.dialect, self.current_column, self.compiled_parameters = dialect, column, ()
+
+
+def bulk_insert(
+    connection: Connection, table: Any, rows: Iterable[Mapping[str, Any]], *, make_keys: bool = True
+) -> list[Any]:
     """Insert ``rows`` (mappings of column names to values) into ``table``; the keys, in row order.
 
     ``table`` is a ``Table`` or a mapped class.  When the rows do not give its primary key and that key
     is a :class:`~seqid_orm.sqlalchemy.SeqUUID`, the keys are made in one batch in the layout of this
-    connection's column.  Values go through the columns' types, so a bad one raises the error an
-    ``INSERT`` would, before any row is sent.  One transaction (a savepoint inside a transaction the
-    caller began): a failure leaves none of these rows.  The caller commits (``engine.begin()``).
+    connection's column (``make_keys=False`` leaves them to the column's server default, such as
+    ``DatabaseSeqUUID``; the keys returned are then ``None``).  Other columns the rows leave out get
+    their Python ``default``, as an ``INSERT`` gives them.  Values go through the columns' types, so a
+    bad one raises the error an ``INSERT`` would, before any row is sent.  One transaction (a savepoint
+    inside a transaction the caller began): a failure leaves none of these rows.  The caller commits
+    (``engine.begin()``).
     """
     if not isinstance(connection, Connection):
         raise ArgumentTypeError(f"bulk_insert takes a SQLAlchemy Connection, got {type(connection).__name__}")
@@ -84,13 +96,21 @@ def bulk_insert(connection: Connection, table: Any, rows: Iterable[Mapping[str, 
         return []
     key = _key_column(table)
     keys: list[Any]
-    if key is not None and key.name not in names:
+    if key is not None and key.name not in names and make_keys:
         key_type: SeqUUID = key.type  # type: ignore[assignment]
         keys = key_type.target(connection.dialect).generator.batch(len(listed))
         names = [key.name, *names]
         listed = [{key.name: k, **row} for k, row in zip(keys, listed, strict=True)]
     else:
         keys = [row.get(key.name) if key is not None else None for row in listed]
+    defaulted = [c for c in table.columns if c.name not in names and c.default is not None]
+    if key is not None and not make_keys:
+        defaulted = [c for c in defaulted if c is not key]
+    if defaulted:  # what an INSERT would give the columns the rows leave out
+        names = [*names, *(c.name for c in defaulted)]
+        listed = [{**row, **{c.name: _default(connection, c) for c in defaulted}} for row in listed]
+        if key is not None and key in defaulted:
+            keys = [row[key.name] for row in listed]
     columns = [table.c[n] for n in names]
     converted = _converted(connection, columns, listed)  # every value checked before anything is sent
     with connection.begin_nested() if connection.in_transaction() else connection.begin():
@@ -101,6 +121,15 @@ def bulk_insert(connection: Connection, table: Any, rows: Iterable[Mapping[str, 
             for start in range(0, len(listed), CHUNK):
                 connection.execute(statement, [dict(row) for row in listed[start : start + CHUNK]])
     return keys
+
+
+def _default(connection: Connection, column: sa.Column[Any]) -> Any:
+    default: Any = column.default
+    if default.is_scalar:
+        return default.arg
+    if default.is_callable:
+        return default.arg(_DefaultContext(connection.dialect, column))
+    raise InvalidArgumentError(f"column {column.name!r} has a SQL default; bulk_insert needs its values given")
 
 
 def _converted(

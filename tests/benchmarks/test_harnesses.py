@@ -54,17 +54,23 @@ def test_small_memory_postgres_is_private_and_small(pg_engine):
         sa.create_engine(url, connect_args={"connect_timeout": 2}).connect()
 
 
-def test_small_memory_mariadb_restores_the_buffer_pool(mysql_engine):
+def test_small_memory_mariadb_is_private_and_small(mysql_engine):
+    """A private server with a 32 MB buffer pool: the shared one is never reconfigured."""
     from tests.servers.private import small_mariadb
 
-    def pool_size():
-        with mysql_engine.connect() as conn:
+    def pool_size(engine):
+        with engine.connect() as conn:
             return int(conn.execute(sa.text("SELECT @@GLOBAL.innodb_buffer_pool_size")).scalar())
 
-    before = pool_size()
-    with small_mariadb(url_of(mysql_engine)):
-        assert pool_size() < before and pool_size() <= 64 * 2**20
-    assert pool_size() == before
+    shared = pool_size(mysql_engine)
+    with small_mariadb(url_of(mysql_engine)) as url:
+        private = sa.create_engine(url)
+        assert private.url.port != mysql_engine.url.port
+        assert pool_size(private) == 32 * 2**20
+        private.dispose()
+    assert pool_size(mysql_engine) == shared
+    with pytest.raises(sa.exc.OperationalError):
+        sa.create_engine(url, connect_args={"connect_timeout": 2}).connect()
 
 
 def test_cli_small_memory_runs_on_a_private_postgres(pg_engine, capsys):

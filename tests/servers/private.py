@@ -5,7 +5,8 @@
   shared buffers and frequent checkpoints (the setting of Tomas Vondra's "Sequential UUID
   generators" benchmark, 2018, where random keys make full-page images explode).  It is
   stopped and deleted afterwards.
-* MariaDB: ``innodb_buffer_pool_size`` is dynamic; it is set to 32 MB for the run and restored.
+* MariaDB: a private server too (``mariadb-install-db`` and ``mariadbd`` with a data directory, a
+  socket and a port of its own) with a 32 MB buffer pool: the shared server is never reconfigured.
 """
 
 from __future__ import annotations
@@ -215,30 +216,85 @@ class PrivateRedis:
         self.stop()
 
 
+class PrivateMariaDB:
+    """A throw-away MariaDB server on its own port, socket and data directory (never the shared server).
+
+    Runs the machine's ``mariadbd`` (as the ``mysql`` user under root) with ``settings`` as extra
+    ``[mysqld]`` options; stopped and deleted by :meth:`stop`, also when the caller fails.
+    """
+
+    def __init__(self, driver: str = "mysql+pymysql", **settings: str) -> None:
+        self.driver = driver
+        self.settings = settings
+        self.tmp = tempfile.mkdtemp(prefix="seqid-mariadb-")
+        self.port = free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"{self.driver}://root@127.0.0.1:{self.port}/test"
+
+    def _as_mysql(self, cmd: list[str]) -> list[str]:
+        return ["runuser", "-u", "mysql", "--", *cmd] if os.geteuid() == 0 else cmd
+
+    def start(self) -> PrivateMariaDB:
+        options = "\n".join(f"{k.replace('_', '-')}={v}" for k, v in self.settings.items())
+        cnf = os.path.join(self.tmp, "my.cnf")
+        with open(cnf, "w") as f:
+            f.write(
+                f"[mysqld]\ndatadir={self.tmp}/data\nsocket={self.tmp}/mysqld.sock\npid-file={self.tmp}/mysqld.pid\n"
+                f"log-error={self.tmp}/error.log\nport={self.port}\nbind-address=127.0.0.1\n{options}\n"
+            )
+        os.makedirs(os.path.join(self.tmp, "data"))
+        if os.geteuid() == 0:
+            subprocess.run(["chown", "-R", "mysql:mysql", self.tmp], check=True)
+        install = ["mariadb-install-db", f"--defaults-file={cnf}", "--auth-root-authentication-method=normal"]
+        subprocess.run(self._as_mysql([*install, "--skip-test-db"]), check=True, capture_output=True)
+        mariadbd = shutil.which("mariadbd") or "/usr/sbin/mariadbd"
+        self.process = subprocess.Popen(
+            self._as_mysql([mariadbd, f"--defaults-file={cnf}"]),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        client = ["mariadb", "--no-defaults", "--protocol=tcp", "-h", "127.0.0.1", "-uroot", "-P", str(self.port)]
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            done = subprocess.run([*client, "-e", "CREATE DATABASE IF NOT EXISTS test"], capture_output=True)
+            if done.returncode == 0:
+                return self
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.3)
+        with open(os.path.join(self.tmp, "error.log"), errors="replace") as f:
+            log = f.read()[-2000:]
+        self.stop()
+        raise BackendUnavailableError(f"a private mariadbd did not start on port {self.port}:\n{log}")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            client = ["mariadb", "--no-defaults", "--protocol=tcp", "-h", "127.0.0.1", "-uroot", "-P", str(self.port)]
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                subprocess.run([*client, "-e", "SHUTDOWN"], capture_output=True, timeout=30)
+            try:
+                self.process.wait(60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def __enter__(self) -> PrivateMariaDB:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
 @contextlib.contextmanager
 def small_mariadb(url: str, buffer_pool: int = 32 * 2**20) -> Iterator[str]:
-    """Shrink InnoDB's buffer pool on the server at ``url`` for the run, then restore it."""
-    engine = sa.create_engine(url, isolation_level="AUTOCOMMIT")
-    try:
-        with engine.connect() as conn:
-            before = int(conn.execute(sa.text("SELECT @@GLOBAL.innodb_buffer_pool_size")).scalar_one())
-            conn.execute(sa.text(f"SET GLOBAL innodb_buffer_pool_size = {int(buffer_pool)}"))
-            _wait_for_resize(conn)
-        try:
-            yield url
-        finally:
-            with engine.connect() as conn:
-                conn.execute(sa.text(f"SET GLOBAL innodb_buffer_pool_size = {before}"))
-                _wait_for_resize(conn)
-    finally:
-        engine.dispose()
-
-
-def _wait_for_resize(conn: sa.engine.Connection, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        status = conn.execute(sa.text("SHOW STATUS LIKE 'Innodb_buffer_pool_resize_status'")).all()
-        text = status[0][1] if status else ""
-        if not text or "complete" in text.lower() or "completed" in text.lower():
-            return
-        time.sleep(0.2)
+    """A private MariaDB with a ``buffer_pool``-byte InnoDB buffer pool, same driver as ``url``; yields its URL."""
+    server = PrivateMariaDB(
+        sa.make_url(url).drivername, innodb_buffer_pool_size=str(buffer_pool), innodb_log_file_size="64M"
+    )
+    with server:
+        yield server.url

@@ -225,3 +225,14 @@ def test_a_bare_postgresql_url_without_psycopg2_points_at_the_installed_driver()
         assert "postgresql+psycopg://" in done.stderr and "psycopg2" in done.stderr
     else:
         assert done.returncode == 0, done.stderr
+
+
+def test_the_bulk_path_inserts_every_kind(engine, prefix):
+    """via="bulk" (bulk_insert: COPY on PostgreSQL): every row of every kind arrives, database-made keys included."""
+    installed = [k for k, kind in KINDS.items() if kind.available()]
+    run = runner.run(
+        url_of(engine), rows=1500, kinds=installed, batch=500, via="bulk", progress=None, table_prefix=prefix
+    )
+    kinds = [k for k in installed if k != "comb-db" or not _sqlite_without_unhex(engine)]
+    assert [r.kind for r in run.results] == kinds and all(r.rows == 1500 for r in run.results)
+    assert all(r.sizes["table_bytes"] > 0 for r in run.results if engine.dialect.name != "sqlite" or r.sizes)

@@ -36,9 +36,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--via",
-        choices=("core", "orm", "session"),
+        choices=("core", "orm", "session", "bulk"),
         default="core",
-        help="Core executemany, ORM bulk INSERT, or the ORM unit of work (add_all + commit)",
+        help="Core executemany, ORM bulk INSERT, the ORM unit of work (add_all + commit), or seqid's "
+        "bulk_insert (keys in one batch, PostgreSQL's binary COPY)",
     )
     parser.add_argument(
         "--repeat",

@@ -16,13 +16,14 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, registry
 
 from ...errors import InvalidArgumentError, ServerDefaultUnavailableError
+from ...sqlalchemy.bulk import bulk_insert
 from ...sqlalchemy.types import SeqUUID, dialect_server_version, dialect_vendor
 from . import cpu, metrics
 from .keys import KINDS, KeyKind, check_kinds
 from .rounds import rotated
 
 PAYLOAD_LENGTH = 100
-VIAS = ("core", "orm", "session")  # how rows reach the database; see run_kind
+VIAS = ("core", "orm", "session", "bulk")  # how rows reach the database; see run_kind
 
 
 @dataclass
@@ -142,8 +143,9 @@ def run_kind(
     """Insert ``rows`` rows keyed by ``kind`` into a fresh table and measure.
 
     ``via``: ``"core"`` (``conn.execute(insert(t), rows)``), ``"orm"`` (ORM bulk INSERT,
-    ``session.execute(insert(Model), rows)``) or ``"session"`` (the unit of work:
-    ``session.add_all(objects)`` and commit, which reads database-made keys back).
+    ``session.execute(insert(Model), rows)``), ``"session"`` (the unit of work:
+    ``session.add_all(objects)`` and commit, which reads database-made keys back) or ``"bulk"``
+    (:func:`~seqid_orm.sqlalchemy.bulk_insert`: keys in one batch, PostgreSQL's binary ``COPY``).
     ``server_pid``: the database server's main process on this machine (see :mod:`.cpu`), to
     measure its CPU time too.
     """
@@ -175,12 +177,12 @@ def run_kind(
         before = metrics.counters(conn, table_name)
     done = 0
     timeline: list[tuple[int, float]] = []
-    mapper_registry = registry() if via != "core" else None
+    mapper_registry = registry() if via in ("orm", "session") else None
     target: Any = table
     if mapper_registry is not None:  # a mapped class: ORM bulk INSERT, or objects for the unit of work
         target = type(f"Bench_{table_name}", (), {})
         mapper_registry.map_imperatively(target, table)
-    session = Session(engine, expire_on_commit=False) if via != "core" else None
+    session = Session(engine, expire_on_commit=False) if via in ("orm", "session") else None
     server_before = cpu.process_tree_seconds(server_pid) if server_pid else None
     client_before = time.process_time()
     start = chunk_start = time.perf_counter()
@@ -202,6 +204,9 @@ def run_kind(
             elif session is not None:  # ORM bulk INSERT: session.execute(insert(Model), dicts)
                 session.execute(sa.insert(target), params)
                 session.commit()
+            elif via == "bulk":  # seqid's bulk path: keys in one batch, COPY on PostgreSQL
+                with engine.begin() as conn:
+                    bulk_insert(conn, table, params, make_keys=key.server_default is None)
             else:  # Core executemany: what `conn.execute(insert(t), rows)` does for users
                 with engine.begin() as conn:
                     conn.execute(sa.insert(table), params)

@@ -122,3 +122,24 @@ def test_the_ticket_benchmark_reports_rates_round_trips_and_latency(sqlite_ticke
     assert found["block 1, no prefetch"]["round_trips_per_1000"] == 1000
     for m in found.values():
         assert m["ids_per_s"] > 0 and set(m["latency_ns"]) == {"p50", "p99", "p99.9", "max"}
+
+
+@pytest.mark.slow
+def test_the_scale_benchmark_loads_every_kind_on_private_small_servers(pg_engine, mysql_engine, tmp_path):
+    """benchmarks.scale starts its private servers, loads every kind by both paths, writes its files, stops them."""
+    from benchmarks import scale
+
+    out = tmp_path / "scale"
+    assert scale.main(["--rows", "3000", "--batch", "1000", "--out", str(out)]) == 0
+    data = json.loads((out / "scale.json").read_text())
+    assert [d["label"] for d in data] == [
+        "postgresql via bulk",
+        "postgresql via core",
+        "mariadb via bulk",
+        "mariadb via core",
+    ]
+    for d in data:
+        assert [r["key"] for r in d["results"]] == scale.KINDS
+        assert all(r["rows"] == 3000 for r in d["results"])
+        assert d["url"] not in (url_of(pg_engine), url_of(mysql_engine))  # never the shared servers
+    assert (out / "scale.md").read_text().count("| bigint |") == 4

@@ -16,7 +16,7 @@ from ...ids.comb import CombGenerator
 from ...ids.prefixed import uuid_sequence_nextval, uuid_time_nextval
 from ...ids.snowflake import Snowflake
 from ...ids.text import BsvGenerator
-from ...sqlalchemy import DatabaseSeqUUID, SeqUUID, SnowflakeID, SortableText, layout_for, seq_uuid_default
+from ...sqlalchemy import DatabaseSeqUUID, SeqUUID, SnowflakeID, SortableText, TicketID, layout_for, seq_uuid_default
 
 Batch = Callable[[int], list[Any]]
 
@@ -93,6 +93,20 @@ def _snowflake(engine: Engine) -> Batch:
     return lambda n: [gen.next_id() for _ in range(n)]
 
 
+def _ticket(engine: Engine) -> Batch:
+    """A ticket sequence on the benchmark's own database (blocks of 10,000), a fresh name per run."""
+    import atexit
+    import secrets
+
+    from ...allocation.tickets import TicketSequence
+
+    sequence = TicketSequence(
+        f"bench_{secrets.token_hex(4)}", engine.url.render_as_string(hide_password=False), block_size=10_000
+    )
+    atexit.register(sequence.close)
+    return sequence.next_ids
+
+
 def _bsv(engine: Engine) -> Batch:
     gen = BsvGenerator()
     return lambda n: [gen() for _ in range(n)]
@@ -140,6 +154,13 @@ KINDS: dict[str, KeyKind] = {
             _uuid_column,
             _time_prefix,
             16,
+        ),
+        KeyKind(
+            "ticket",
+            "seqid ticket sequence BIGINT (blocks of 10,000 from the same database)",
+            lambda e: sa.Column("id", TicketID(), primary_key=True, autoincrement=False),
+            _ticket,
+            8,
         ),
         KeyKind(
             "snowflake",

@@ -22,7 +22,8 @@ def counters(conn: Connection, table: str) -> dict[str, float]:
                 "COALESCE((SELECT heap_blks_hit + COALESCE(idx_blks_hit, 0) FROM pg_statio_user_tables "
                 "  WHERE relname = :t), 0) AS hit, "
                 "COALESCE((SELECT heap_blks_read + COALESCE(idx_blks_read, 0) FROM pg_statio_user_tables "
-                "  WHERE relname = :t), 0) AS read"
+                "  WHERE relname = :t), 0) AS read, "
+                "COALESCE((SELECT idx_blks_read FROM pg_statio_user_tables WHERE relname = :t), 0) AS idx_read"
             ),
             {"t": table},
         ).one()
@@ -31,6 +32,7 @@ def counters(conn: Connection, table: str) -> dict[str, float]:
             "wal_fpi": float(row.fpi or 0),
             "hit": float(row.hit),
             "read": float(row.read),
+            "idx_read": float(row.idx_read or 0),
         }
     if name == "mysql":
         status: dict[str, Any] = dict(

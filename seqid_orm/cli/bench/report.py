@@ -30,6 +30,7 @@ COLUMNS = [
     "wal_B_per_row",
     "fpi_per_1k_rows",
     "page_splits_per_1k_rows",
+    "index_reads_per_1k_rows",
     "hit_ratio",
 ]
 
@@ -70,6 +71,7 @@ _HUMAN = [
     ("wal_B_per_row", "WAL bytes/row", 1),
     ("fpi_per_1k_rows", "full pages/1k rows", 2),
     ("page_splits_per_1k_rows", "splits/1k rows", 2),
+    ("index_reads_per_1k_rows", "index reads/1k rows", 2),
     ("hit_ratio", "cache hit ratio", 3),
 ]
 _LEGEND = {
@@ -81,6 +83,7 @@ _LEGEND = {
     "size_vs_ideal": "size x ideal: total size over BIGINT's plus the extra key bytes per row",
     "wal_B_per_row": "WAL bytes/row, full pages/1k rows: PostgreSQL write-ahead log and its full-page images",
     "page_splits_per_1k_rows": "splits/1k rows, cache hit ratio: InnoDB index page splits and buffer-pool hits",
+    "index_reads_per_1k_rows": "index reads/1k rows: PostgreSQL index blocks read from outside its buffers",
 }
 
 

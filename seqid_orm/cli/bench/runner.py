@@ -260,8 +260,10 @@ def run(
     progress: Callable[[str, int, int], None] | None = _progress,
     table_prefix: str = "seqid_bench_",
     repeat: int = 1,
+    chunks: int = 10,
 ) -> BenchRun:
-    """Run every kind in ``kinds`` on ``url``, ``repeat`` rounds in rotated order.
+    """Run every kind in ``kinds`` on ``url``, ``repeat`` rounds in rotated order (``chunks``: how many
+    points of the seconds-per-million timeline each kind gets).
 
     Tables are dropped after each kind (``keep_tables`` keeps the last round's).
     """
@@ -302,6 +304,7 @@ def run(
                         progress=progress,
                         table_prefix=table_prefix,
                         server_pid=server,
+                        chunks=chunks,
                     )
                 except ServerDefaultUnavailableError as exc:  # comb-db where the database cannot make ids
                     notes.append(f"{name} skipped: {exc}")
@@ -367,6 +370,8 @@ def result_rows(run: BenchRun) -> list[dict[str, Any]]:
             rec["fpi_per_1k_rows"] = round(r.deltas.get("wal_fpi", 0.0) / r.rows * 1000, 2)
         if "page_splits" in r.deltas:
             rec["page_splits_per_1k_rows"] = round(r.deltas["page_splits"] / r.rows * 1000, 2)
+        if "idx_read" in r.deltas:
+            rec["index_reads_per_1k_rows"] = round(r.deltas["idx_read"] / r.rows * 1000, 2)
         if r.hit_ratio is not None:
             rec["hit_ratio"] = round(r.hit_ratio, 4)
         out.append(rec)

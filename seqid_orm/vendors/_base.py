@@ -155,6 +155,23 @@ def no_native_uuid(version: Version) -> bool:
     return False
 
 
+def always_native_uuid(version: Version) -> bool:
+    return True
+
+
+def bytewise_in_every_storage(version: Version, storage: Storage, value: uuid.UUID) -> tuple[int, ...] | None:
+    """A native ``uuid`` that compares its bytes first to last, as the other storages do (PostgreSQL and kin)."""
+    return ORDER_BYTES
+
+
+def hot_spot_refusal(vendor: str) -> Callable[[Version, Storage], ServerDefault]:
+    """The ``server_default`` of a distributed engine, where a time-ordered key made by the database is a hot spot."""
+    return no_server_default(
+        f"on {vendor} a time-ordered key made by the database sends every insert to one range (a write "
+        "hot spot); make ids in Python (seqid picks the sharded layout there) or use a hash-sharded index"
+    )
+
+
 def no_server_default(reason: str) -> Callable[[Version, Storage], ServerDefault]:
     """A ``server_default`` that refuses with ``reason``."""
 
@@ -164,12 +181,23 @@ def no_server_default(reason: str) -> Callable[[Version, Storage], ServerDefault
     return server_default
 
 
-def no_sequential_functions(vendor: str) -> InvalidArgumentError:
-    """The refusal of ``sequential_functions`` (and its drop) where they are not written."""
-    return InvalidArgumentError(
-        f"the sequential-uuids functions exist for PostgreSQL 13+ and MariaDB 10.10+, not {vendor!r} "
-        "(generate the ids in Python with seqid_orm.uuid_sequence_nextval there)"
-    )
+def no_sequential_functions(vendor: str) -> tuple[Callable[[Layout], list[str]], Callable[[], list[str]]]:
+    """``sequential_functions`` and ``drop_sequential_functions`` for a vendor they are not written for:
+    both refuse, naming it."""
+
+    def refusal() -> InvalidArgumentError:
+        return InvalidArgumentError(
+            f"the sequential-uuids functions exist for PostgreSQL 13+ and MariaDB 10.10+, not {vendor!r} "
+            "(generate the ids in Python with seqid_orm.uuid_sequence_nextval there)"
+        )
+
+    def sequential_functions(prefix_layout: Layout) -> list[str]:
+        raise refusal()
+
+    def drop_sequential_functions() -> list[str]:
+        raise refusal()
+
+    return sequential_functions, drop_sequential_functions
 
 
 def no_conversion(vendor: str) -> Callable[[Quote, ColumnRef, Storage, Storage], list[str]]:

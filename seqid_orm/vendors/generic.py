@@ -6,7 +6,6 @@ canonical text (``CHAR(36)``) unless told otherwise, and the database makes no i
 
 from __future__ import annotations
 
-from ..ids.layout import Layout
 from ._base import (
     TextColumnSpec,
     bytewise_order,
@@ -32,11 +31,4 @@ server_default = no_server_default(
     "SQLite and SQL Server); generate ids in Python"
 )
 convert_column = no_conversion("this database")
-
-
-def sequential_functions(prefix_layout: Layout, /) -> list[str]:
-    raise no_sequential_functions("this database")
-
-
-def drop_sequential_functions() -> list[str]:
-    raise no_sequential_functions("this database")
+sequential_functions, drop_sequential_functions = no_sequential_functions("this database")

@@ -10,13 +10,14 @@ from __future__ import annotations
 import uuid
 
 from ..errors import ServerDefaultUnavailableError
-from ..ids.layout import ORDER_SQLSERVER, Layout
+from ..ids.layout import ORDER_SQLSERVER
 from ._base import (
     ORDER_BYTES,
     ServerDefault,
     Storage,
     TextColumnSpec,
     Version,
+    always_native_uuid,
     no_conversion,
     no_sequential_functions,
 )
@@ -29,10 +30,9 @@ BINARY_FALLBACK = False
 DROP_FOREIGN_KEY = "DROP CONSTRAINT"
 
 convert_column = no_conversion(NAME)
+sequential_functions, drop_sequential_functions = no_sequential_functions(NAME)
 
-
-def has_native_uuid(version: Version, /) -> bool:
-    return True
+has_native_uuid = always_native_uuid
 
 
 def compare_order(version: Version, storage: Storage, value: uuid.UUID, /) -> tuple[int, ...] | None:
@@ -49,11 +49,3 @@ def server_default(version: Version, storage: Storage, /) -> ServerDefault:
 
 def binary_literal(raw: bytes, /) -> str:
     return f"0x{raw.hex().upper()}"
-
-
-def sequential_functions(prefix_layout: Layout, /) -> list[str]:
-    raise no_sequential_functions(NAME)
-
-
-def drop_sequential_functions() -> list[str]:
-    raise no_sequential_functions(NAME)

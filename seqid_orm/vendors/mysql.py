@@ -9,7 +9,6 @@ are case-insensitive, and two bsv ids differing only in case would collide.
 from __future__ import annotations
 
 from ..errors import ServerDefaultUnavailableError
-from ..ids.layout import Layout
 from ._base import (
     ServerDefault,
     Storage,
@@ -36,14 +35,7 @@ has_native_uuid = no_native_uuid
 compare_order = bytewise_order
 binary_literal = hex_literal
 convert_column = no_conversion(NAME)
-
-
-def sequential_functions(prefix_layout: Layout, /) -> list[str]:
-    raise no_sequential_functions(NAME)
-
-
-def drop_sequential_functions() -> list[str]:
-    raise no_sequential_functions(NAME)
+sequential_functions, drop_sequential_functions = no_sequential_functions(NAME)
 
 
 # 32 upper-case hex digits of a UUIDv7: one SYSDATE(6) reading as (ms << 12 | fraction) with

@@ -3,7 +3,6 @@ Oracle has no time-ordered UUID generator, so ids are made in Python."""
 
 from __future__ import annotations
 
-from ..ids.layout import Layout
 from ._base import (
     TextColumnSpec,
     bytewise_order,
@@ -24,15 +23,8 @@ has_native_uuid = no_native_uuid
 compare_order = bytewise_order
 server_default = no_server_default("Oracle has no time-ordered UUID generator; generate ids in Python")
 convert_column = no_conversion(NAME)
+sequential_functions, drop_sequential_functions = no_sequential_functions(NAME)
 
 
 def binary_literal(raw: bytes, /) -> str:
     return f"HEXTORAW('{raw.hex().upper()}')"
-
-
-def sequential_functions(prefix_layout: Layout, /) -> list[str]:
-    raise no_sequential_functions(NAME)
-
-
-def drop_sequential_functions() -> list[str]:
-    raise no_sequential_functions(NAME)

@@ -6,18 +6,17 @@ in order in every storage.  Text ids need the ``"C"`` collation (the default fol
 
 from __future__ import annotations
 
-import uuid
-
 from ..errors import ServerDefaultUnavailableError
 from ..ids.layout import Layout
 from ._base import (
-    ORDER_BYTES,
     ColumnRef,
     Quote,
     ServerDefault,
     Storage,
     TextColumnSpec,
     Version,
+    always_native_uuid,
+    bytewise_in_every_storage,
     format_version,
     unknown_version,
     version_at_least,
@@ -33,13 +32,8 @@ DROP_FOREIGN_KEY = "DROP CONSTRAINT"
 #: The column type each storage gets (as seqid's ``SeqUUID`` declares it), for conversions.
 COLUMN_TYPES = {Storage.NATIVE: "uuid", Storage.BINARY: "bytea", Storage.TEXT: "char(36)", Storage.HEX: "char(32)"}
 
-
-def has_native_uuid(version: Version, /) -> bool:
-    return True
-
-
-def compare_order(version: Version, storage: Storage, value: uuid.UUID, /) -> tuple[int, ...] | None:
-    return ORDER_BYTES
+has_native_uuid = always_native_uuid
+compare_order = bytewise_in_every_storage
 
 
 # (ms << 12 | 12-bit sub-ms fraction) in one clock reading, as 15 hex digits, with the version

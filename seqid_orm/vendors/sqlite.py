@@ -8,7 +8,6 @@ table is best made ``WITHOUT ROWID``.  Its default text collation (BINARY) is by
 from __future__ import annotations
 
 from ..errors import ServerDefaultUnavailableError
-from ..ids.layout import Layout
 from ._base import (
     ServerDefault,
     Storage,
@@ -35,14 +34,7 @@ has_native_uuid = no_native_uuid
 compare_order = bytewise_order
 binary_literal = hex_literal
 convert_column = no_conversion(NAME)  # the SQLAlchemy operation rewrites the values in Python instead
-
-
-def sequential_functions(prefix_layout: Layout, /) -> list[str]:
-    raise no_sequential_functions(NAME)
-
-
-def drop_sequential_functions() -> list[str]:
-    raise no_sequential_functions(NAME)
+sequential_functions, drop_sequential_functions = no_sequential_functions(NAME)
 
 
 # SQLite: 'now' is read once per statement step (so two readings agree) and has millisecond

@@ -6,16 +6,15 @@ not make them (TiDB's own answer is ``AUTO_RANDOM``).
 
 from __future__ import annotations
 
-from ..ids.layout import Layout
 from . import mysql
 from ._base import (
     TextColumnSpec,
     bytewise_order,
     hex_literal,
+    hot_spot_refusal,
     no_conversion,
     no_native_uuid,
     no_sequential_functions,
-    no_server_default,
 )
 
 NAME = "tidb"
@@ -28,16 +27,6 @@ DROP_FOREIGN_KEY = "DROP FOREIGN KEY"
 has_native_uuid = no_native_uuid
 compare_order = bytewise_order
 binary_literal = hex_literal
-server_default = no_server_default(
-    "on tidb a time-ordered key made by the database sends every insert to one range (a write "
-    "hot spot); make ids in Python (seqid picks the sharded layout there) or use a hash-sharded index"
-)
+server_default = hot_spot_refusal(NAME)
 convert_column = no_conversion(NAME)
-
-
-def sequential_functions(prefix_layout: Layout, /) -> list[str]:
-    raise no_sequential_functions(NAME)
-
-
-def drop_sequential_functions() -> list[str]:
-    raise no_sequential_functions(NAME)
+sequential_functions, drop_sequential_functions = no_sequential_functions(NAME)

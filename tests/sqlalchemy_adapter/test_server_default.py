@@ -132,14 +132,27 @@ def _storages(engine) -> list[str | None]:
 
 
 def _check_time_ordered(engine, rows: list[tuple[int, uuid.UUID]]) -> None:
-    """``rows`` as ORDER BY id gave them: insertion order, up to SQLite's millisecond clock."""
+    """``rows`` as ORDER BY id gave them: insertion order, up to the database's millisecond.
+
+    SQLite's 'now' has millisecond precision, so rows of one millisecond interleave there; PostgreSQL
+    13-17's expression reads the clock twice (milliseconds, then the fraction), so a row whose two
+    readings straddle a millisecond's end sorts early inside it (rarely: 47 rows in 300,000). Everywhere
+    else, and on PostgreSQL 18 (uuidv7()), the order is exact.
+    """
     numbers = [n for n, _ in rows]
-    if engine.dialect.name != "sqlite":
+    exact = engine.dialect.name not in ("sqlite", "postgresql") or (
+        engine.dialect.name == "postgresql" and engine.dialect.server_version_info >= (18,)
+    )
+    if exact:
         assert numbers == sorted(numbers)
         return
+    inverted = 0
     for (n1, u1), (n2, u2) in itertools.pairwise(rows):
-        if n2 < n1:  # SQLite's 'now' has millisecond precision: rows of one ms may interleave
+        if n2 < n1:  # out of order only inside one millisecond
             assert timestamp_of(u1) == timestamp_of(u2)
+            inverted += 1
+    if engine.dialect.name == "postgresql":
+        assert inverted <= max(2, len(rows) // 100)  # a rare straddle, not an order
     assert sorted(numbers) == list(range(len(numbers)))
 
 

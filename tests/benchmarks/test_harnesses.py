@@ -124,6 +124,29 @@ def test_the_ticket_benchmark_reports_rates_round_trips_and_latency(sqlite_ticke
         assert m["ids_per_s"] > 0 and set(m["latency_ns"]) == {"p50", "p99", "p99.9", "max"}
 
 
+def test_the_pg_expression_benchmark_measures_every_candidate_and_drops_its_tables(pg_engine, capsys):
+    """benchmarks.pg_expression reports every candidate; its order counts come from ORDER BY id."""
+    import shutil
+
+    from benchmarks import pg_expression
+
+    if shutil.which("psql") is None:
+        pytest.fail("psql (the PostgreSQL client) is needed by benchmarks.pg_expression")
+    url = pg_engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+    before = set(sa.inspect(pg_engine).get_table_names())
+    assert pg_expression.main(["--url", url, "--rows", "3000", "--rounds", "1"]) == 0
+    rows = {
+        cells[0]: cells[1:]
+        for line in capsys.readouterr().out.splitlines()[2:]
+        for cells in [[c.strip() for c in line.strip("|").split("|")]]
+    }
+    assert set(pg_expression.CANDIDATES) | {"BIGINT identity"} <= set(rows)
+    assert rows["BIGINT identity"][1].startswith("1.00") and rows["BIGINT identity"][3] == "0"
+    assert int(rows["gen_random_uuid()"][3].replace(",", "")) > 1000  # random keys: about half out of order
+    assert int(rows["seqid bytes (now)"][3].replace(",", "")) <= 30  # same-millisecond straddles only (1 %)
+    assert set(sa.inspect(pg_engine).get_table_names()) == before
+
+
 @pytest.mark.slow
 def test_the_scale_benchmark_loads_every_kind_on_private_small_servers(pg_engine, mysql_engine, tmp_path):
     """benchmarks.scale starts its private servers, loads every kind by both paths, writes its files, stops them."""

@@ -170,20 +170,3 @@ def _copy(connection: Connection, table: sa.Table, columns: list[sa.Column[Any]]
                     copy.write_row(row)
         except dbapi_error as exc:  # as SQLAlchemy reports a driver's error: IntegrityError, DataError...
             raise sa.exc.DBAPIError.instance(sql, None, exc, dbapi_error) from exc
-
-
-def _executemany(
-    connection: Connection, table: sa.Table, columns: list[sa.Column[Any]], rows: list[tuple[Any, ...]]
-) -> None:
-    """The driver's ``executemany`` of the compiled ``INSERT``, with the values already converted (PyMySQL
-    and mysqlclient send it as multi-row ``INSERT`` statements)."""
-    compiled = sa.insert(table).compile(dialect=connection.dialect, column_keys=[c.key for c in columns])
-    order = {c.key: i for i, c in enumerate(columns)}
-    if compiled.positional:
-        positions = [order[name] for name in compiled.positiontup or ()]
-        params: list[Any] = [tuple(row[i] for i in positions) for row in rows]
-    else:
-        binds = {name: order[bind.key] for name, bind in compiled.binds.items() if bind.key in order}
-        params = [{name: row[i] for name, i in binds.items()} for row in rows]
-    for start in range(0, len(params), CHUNK):
-        connection.exec_driver_sql(compiled.string, params[start : start + CHUNK])

@@ -8,10 +8,12 @@ import json
 import os
 import re
 import statistics
+import uuid
 
 import pytest
 
 sa = pytest.importorskip("sqlalchemy")
+import seqid_orm  # noqa: E402
 from seqid_orm.cli.bench import report, runner  # noqa: E402
 from seqid_orm.cli.bench.cpu import is_local_host  # noqa: E402
 from seqid_orm.cli.bench.keys import KINDS  # noqa: E402
@@ -25,6 +27,13 @@ def url_of(engine) -> str:
 def prefix(table_name) -> str:
     """Per-test table names, so runs sharing a server do not collide."""
     return f"{table_name}_"
+
+
+def _as_uuid(value: object) -> uuid.UUID:
+    """A key as each driver returns it from plain SQL: a UUID, its text (MariaDB) or 16 bytes (SQLite)."""
+    if isinstance(value, bytes):
+        return uuid.UUID(bytes=value)
+    return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
 
 
 def _sqlite_without_unhex(engine) -> bool:
@@ -110,6 +119,40 @@ def test_rounds_rotate_the_order_and_report_median_ratios(engine, prefix):
     assert data["rounds"] == 3 and data["orders"] == run.orders and len(data["round_seconds"]["comb"]) == 3
     with pytest.raises(ValueError, match="repeat must be"):
         runner.run(url_of(engine), rows=10, kinds=["bigint"], progress=None, repeat=0)
+
+
+@pytest.mark.parametrize("via", ["core", "bulk"])
+def test_an_async_drivers_url_runs_through_that_driver(engine, prefix, via):
+    """asyncpg / aiomysql / aiosqlite: the rows arrive through the async driver (its connections are the
+    ones the server sees), ordered by the database as the key promises."""
+    pytest.importorskip("greenlet")
+    from tests.conftest import ASYNC_DRIVERS
+
+    url = engine.url.set(drivername=ASYNC_DRIVERS[engine.dialect.name])
+    run = runner.run(
+        url.render_as_string(hide_password=False),
+        rows=1200,
+        kinds=["bigint", "comb"],
+        batch=400,
+        via=via,
+        progress=None,
+        keep_tables=True,
+        table_prefix=prefix,
+    )
+    assert run.url.startswith(ASYNC_DRIVERS[engine.dialect.name] + "://")
+    try:
+        with engine.connect() as conn:
+            for name in ("bigint", "comb"):
+                table = runner.table_name_for(name, prefix)
+                assert conn.execute(sa.text(f"SELECT COUNT(*) FROM {table}")).scalar() == 1200
+            ids = conn.execute(sa.text(f"SELECT id FROM {runner.table_name_for('comb', prefix)} ORDER BY id"))
+            made = [seqid_orm.timestamp_of(_as_uuid(v)) for (v,) in ids]
+            assert made == sorted(made)  # the database's order is the time order
+    finally:
+        with engine.begin() as conn:
+            for name in ("bigint", "comb"):
+                conn.execute(sa.text(f"DROP TABLE IF EXISTS {runner.table_name_for(name, prefix)}"))
+    assert [r.kind for r in run.results] == ["bigint", "comb"] and all(r.rows == 1200 for r in run.results)
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import random
 import statistics
 import string
@@ -265,68 +267,112 @@ def run(
     """Run every kind in ``kinds`` on ``url``, ``repeat`` rounds in rotated order (``chunks``: how many
     points of the seconds-per-million timeline each kind gets).
 
-    Tables are dropped after each kind (``keep_tables`` keeps the last round's).
+    Tables are dropped after each kind (``keep_tables`` keeps the last round's).  An asyncio driver's
+    URL (``postgresql+asyncpg://``, ``mysql+aiomysql://``, ``sqlite+aiosqlite://``) runs through that
+    driver as an ``AsyncEngine`` does: the same statements, its awaits bridged by SQLAlchemy's greenlet
+    (:meth:`~sqlalchemy.ext.asyncio.AsyncConnection.run_sync`), the path a FastAPI application's
+    ``AsyncSession`` takes.
     """
     check_kinds(kinds)
     _check_via(via)
     if not isinstance(repeat, int) or repeat < 1:
         raise InvalidArgumentError(f"repeat must be a whole number of rounds, at least 1, got {repeat!r}")
+    work = functools.partial(
+        _run_on,
+        rows=rows,
+        kinds=kinds,
+        batch=batch,
+        via=via,
+        keep_tables=keep_tables,
+        progress=progress,
+        table_prefix=table_prefix,
+        repeat=repeat,
+        chunks=chunks,
+    )
+    if sa.make_url(url).get_dialect().is_async:
+        return asyncio.run(_run_async(url, work))
     engine = sa.create_engine(url)
-    notes: list[str] = []
     try:
-        with engine.begin() as conn:
-            notes += metrics.prepare(conn)
-            server = cpu.server_pid(conn)
-        version = ".".join(map(str, dialect_server_version(engine.dialect) or ()))
-        active = list(kinds)
-        for name in kinds:  # left out before the first round, not announced and then skipped
-            if KINDS[name].database_made:
-                try:
-                    SeqUUID().target(engine.dialect).server_default  # noqa: B018 - raises where it cannot
-                except ServerDefaultUnavailableError as exc:
-                    notes.append(f"{name} skipped: {exc}")
-                    active.remove(name)
-        rounds: list[dict[str, KindResult]] = []
-        orders: list[list[str]] = []
-        for number in range(repeat):
-            order = rotated(active, number)
-            done: dict[str, KindResult] = {}
-            if repeat > 1 and progress:
-                sys.stderr.write(f"  round {number + 1}/{repeat}: {', '.join(order)}\n")
-            for name in order:
-                try:
-                    done[name] = run_kind(
-                        engine,
-                        KINDS[name],
-                        rows,
-                        batch,
-                        via=via,
-                        progress=progress,
-                        table_prefix=table_prefix,
-                        server_pid=server,
-                        chunks=chunks,
-                    )
-                except ServerDefaultUnavailableError as exc:  # comb-db where the database cannot make ids
-                    notes.append(f"{name} skipped: {exc}")
-                    active.remove(name)
-                if not keep_tables or number < repeat - 1:
-                    with engine.begin() as conn:
-                        conn.execute(sa.text(f"DROP TABLE IF EXISTS {table_name_for(name, table_prefix)}"))
-            rounds.append({name: done[name] for name in kinds if name in done})
-            orders.append([name for name in order if name in done])
-        return BenchRun(
-            engine.url.render_as_string(hide_password=True),
-            dialect_vendor(engine.dialect),
-            version,
-            rows,
-            batch,
-            via,
-            rounds,
-            orders,
-            notes,
-        )
+        return work(engine)
     finally:
         engine.dispose()
+
+
+async def _run_async(url: str, work: Callable[[Engine], BenchRun]) -> BenchRun:
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    engine = create_async_engine(url)
+    try:
+        async with engine.connect() as conn:  # inside run_sync the sync engine's calls may await the driver
+            return await conn.run_sync(lambda sync: work(sync.engine))
+    finally:
+        await engine.dispose()
+
+
+def _run_on(
+    engine: Engine,
+    rows: int,
+    kinds: Sequence[str],
+    batch: int,
+    via: str,
+    keep_tables: bool,
+    progress: Callable[[str, int, int], None] | None,
+    table_prefix: str,
+    repeat: int,
+    chunks: int,
+) -> BenchRun:
+    notes: list[str] = []
+    with engine.begin() as conn:
+        notes += metrics.prepare(conn)
+        server = cpu.server_pid(conn)
+    version = ".".join(map(str, dialect_server_version(engine.dialect) or ()))
+    active = list(kinds)
+    for name in kinds:  # left out before the first round, not announced and then skipped
+        if KINDS[name].database_made:
+            try:
+                SeqUUID().target(engine.dialect).server_default  # noqa: B018 - raises where it cannot
+            except ServerDefaultUnavailableError as exc:
+                notes.append(f"{name} skipped: {exc}")
+                active.remove(name)
+    rounds: list[dict[str, KindResult]] = []
+    orders: list[list[str]] = []
+    for number in range(repeat):
+        order = rotated(active, number)
+        done: dict[str, KindResult] = {}
+        if repeat > 1 and progress:
+            sys.stderr.write(f"  round {number + 1}/{repeat}: {', '.join(order)}\n")
+        for name in order:
+            try:
+                done[name] = run_kind(
+                    engine,
+                    KINDS[name],
+                    rows,
+                    batch,
+                    via=via,
+                    progress=progress,
+                    table_prefix=table_prefix,
+                    server_pid=server,
+                    chunks=chunks,
+                )
+            except ServerDefaultUnavailableError as exc:  # comb-db where the database cannot make ids
+                notes.append(f"{name} skipped: {exc}")
+                active.remove(name)
+            if not keep_tables or number < repeat - 1:
+                with engine.begin() as conn:
+                    conn.execute(sa.text(f"DROP TABLE IF EXISTS {table_name_for(name, table_prefix)}"))
+        rounds.append({name: done[name] for name in kinds if name in done})
+        orders.append([name for name in order if name in done])
+    return BenchRun(
+        engine.url.render_as_string(hide_password=True),
+        dialect_vendor(engine.dialect),
+        version,
+        rows,
+        batch,
+        via,
+        rounds,
+        orders,
+        notes,
+    )
 
 
 def result_rows(run: BenchRun) -> list[dict[str, Any]]:

@@ -151,7 +151,7 @@ def explain(runs: list[BenchRun]) -> None:
         v4 = by["uuid4"]
         rounds = f" (median of {len(run.rounds)} rounds)" if len(run.rounds) > 1 else ""
         print(
-            f"{run.dialect}: random UUIDv4 took {ratio['uuid4']:.2f}x the BIGINT time{rounds} "
+            f"{run.dialect} ({run.driver}): random UUIDv4 took {ratio['uuid4']:.2f}x the BIGINT time{rounds} "
             f"({v4.per_million(0):.1f} -> {v4.per_million(-1):.1f} s per million as the index grew); "
             f"seqid comb took {ratio['comb']:.2f}x"
             + (f", and made by the database (comb-db) {ratio['comb-db']:.2f}x." if "comb-db" in ratio else ".")

@@ -104,7 +104,8 @@ def table(runs: Sequence[BenchRun]) -> str:
         shown.update(key for key, _, _ in cols)
         kinds += [str(r["key"]) for r in recs if r["key"] not in kinds]
         rounds = f", {len(run.rounds)} rounds" if len(run.rounds) > 1 else ""
-        head = f"{recs[0]['database'] if recs else run.dialect}: {run.rows:,} rows per key via {run.via}{rounds}"
+        database = recs[0]["database"] if recs else run.dialect
+        head = f"{database} ({run.driver}): {run.rows:,} rows per key via {run.via}{rounds}"
         cells = [[h for _, h, _ in cols]]
         for r in recs:
             cells.append([_human(r.get(key, ""), dec) for key, _, dec in cols])

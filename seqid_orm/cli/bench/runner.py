@@ -86,6 +86,11 @@ class BenchRun:
     notes: list[str]
 
     @property
+    def driver(self) -> str:
+        """The DBAPI the rows went through (``psycopg``, ``asyncpg``, ``pymysql``...): one database, two tables."""
+        return sa.make_url(self.url).get_driver_name()
+
+    @property
     def kinds(self) -> list[str]:
         return list(self.rounds[0]) if self.rounds else []
 

@@ -21,6 +21,7 @@ from alembic.config import Config  # noqa: E402
 
 from seqid_orm.errors import ServerDefaultUnavailableError, UnknownServerVersionError  # noqa: E402
 from tests.conftest import PG18_URL, POSTGRES_URL  # noqa: E402
+from tests.ordering import check_time_ordered  # noqa: E402
 from tests.sqlalchemy_adapter.test_alembic import SCRIPT_MAKO  # noqa: E402
 
 ENV_PY = """
@@ -97,13 +98,14 @@ def cleanup(*engines, table):
 
 
 def ids_made_by_the_database(engine, table: str, storage: str | None) -> list:
+    """Five rows inserted one by one; (insertion number, id) as the database's ORDER BY id returns them."""
     from seqid_orm.sqlalchemy import SeqUUID
 
     t = sa.Table(table, sa.MetaData(), sa.Column("id", SeqUUID(storage=storage)), sa.Column("n", sa.Integer))
     with engine.begin() as conn:
         for i in range(5):
             conn.execute(sa.insert(t), {"n": i})
-        return conn.execute(sa.select(t.c.id).order_by(t.c.n)).scalars().all()
+        return [tuple(r) for r in conn.execute(sa.select(t.c.n, t.c.id).order_by(t.c.id))]
 
 
 @pytest.mark.parametrize(
@@ -166,7 +168,7 @@ def test_a_mariadb_migration_runs_with_its_storage_and_a_second_autogenerate_is_
         script = autogenerate(mysql_engine, config, "create")
         assert "server_default=seqid_orm.sqlalchemy.DatabaseSeqUUID(" in script and "sa.text(" not in script
         online(mysql_engine, config, command.upgrade, "head")
-        ids = ids_made_by_the_database(mysql_engine, table_name, storage)
+        ids = [u for _, u in ids_made_by_the_database(mysql_engine, table_name, storage)]
         assert len(set(ids)) == 5 and {u.version for u in ids} == ({1} if storage is None else {7})
         second = autogenerate(mysql_engine, config, "again")
         assert "op.alter_column" not in second and "op.create_table" not in second
@@ -192,9 +194,9 @@ def test_a_migration_written_on_one_postgresql_runs_on_the_other(tmp_path, table
             ).scalar()
         major = target.dialect.server_version_info[0]
         assert ("uuidv7()" in default) == (major >= 18) and ("clock_timestamp()" in default) == (major < 18)
-        ids = ids_made_by_the_database(target, table_name, None)
-        assert len(set(ids)) == 5 and {u.version for u in ids} == {7}
-        assert sorted(ids) == ids  # made in that order, by one server's clock
+        rows = ids_made_by_the_database(target, table_name, None)
+        assert len({u for _, u in rows}) == 5 and {u.version for _, u in rows} == {7}
+        check_time_ordered("postgresql", target.dialect.server_version_info, rows)  # one server's clock
         online(source, config, command.upgrade, "head")  # and on the server it was written on
         for engine in (pg15, pg18):
             second = autogenerate(engine, config, f"again{engine.dialect.server_version_info[0]}", keep=False)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import itertools
 import sqlite3
 import uuid
 
@@ -26,6 +25,7 @@ from sqlalchemy.schema import CreateTable  # noqa: E402
 from seqid_orm.sqlalchemy import DatabaseSeqUUID, SeqUUID, seq_uuid_pk  # noqa: E402
 from seqid_orm.sqlalchemy.types import dialect_server_version, dialect_vendor  # noqa: E402
 from tests.conftest import ASYNC_DRIVERS  # noqa: E402
+from tests.ordering import check_time_ordered  # noqa: E402
 
 # --- the generator table, offline --------------------------------------------------------
 
@@ -132,28 +132,10 @@ def _storages(engine) -> list[str | None]:
 
 
 def _check_time_ordered(engine, rows: list[tuple[int, uuid.UUID]]) -> None:
-    """``rows`` as ORDER BY id gave them: insertion order, up to the database's millisecond.
-
-    SQLite's 'now' has millisecond precision, so rows of one millisecond interleave there; PostgreSQL
-    13-17's expression reads the clock twice (milliseconds, then the fraction), so a row whose two
-    readings straddle a millisecond's end sorts early inside it (rarely: 47 rows in 300,000). Everywhere
-    else, and on PostgreSQL 18 (uuidv7()), the order is exact.
-    """
-    numbers = [n for n, _ in rows]
-    exact = engine.dialect.name not in ("sqlite", "postgresql") or (
-        engine.dialect.name == "postgresql" and engine.dialect.server_version_info >= (18,)
-    )
-    if exact:
-        assert numbers == sorted(numbers)
-        return
-    inverted = 0
-    for (n1, u1), (n2, u2) in itertools.pairwise(rows):
-        if n2 < n1:  # out of order only inside one millisecond
-            assert timestamp_of(u1) == timestamp_of(u2)
-            inverted += 1
-    if engine.dialect.name == "postgresql":
-        assert inverted <= max(2, len(rows) // 100)  # a rare straddle, not an order
-    assert sorted(numbers) == list(range(len(numbers)))
+    """``rows`` as ORDER BY id gave them: insertion order, up to the database's millisecond
+    (:func:`tests.ordering.exact_order` says where)."""
+    dialect = engine.dialect
+    check_time_ordered(dialect.name, dialect.server_version_info or (), rows)
 
 
 def _expected(engine, storage):

@@ -110,3 +110,27 @@ def test_refusals_of_the_arguments(engine, table):
             bulk_insert(conn, "a table", [{"n": 1}])
     with pytest.raises(ArgumentTypeError):
         bulk_insert(engine, table, [{"n": 1}])  # type: ignore[arg-type]
+
+
+def test_a_driver_with_named_parameters_gets_each_value_under_its_name(tmp_path):
+    """The values go to the driver already converted, matched to the statement's parameter names where
+    the driver takes names (sqlite3 with SQLAlchemy's ``paramstyle="named"``, as psycopg2 or oracledb would)."""
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'named.sqlite3'}", paramstyle="named")
+    metadata = sa.MetaData()
+    table = sa.Table(
+        "named",
+        metadata,
+        sa.Column("id", SeqUUID(), primary_key=True),
+        sa.Column("n", sa.Integer, nullable=False),
+        sa.Column("ref", SeqUUID(), nullable=True),
+    )
+    metadata.create_all(engine)
+    refs = [uuid.uuid4() for _ in range(50)]
+    try:
+        with engine.begin() as conn:
+            keys = bulk_insert(conn, table, [{"ref": ref, "n": i} for i, ref in enumerate(refs)])
+        with engine.connect() as conn:
+            stored = conn.execute(sa.select(table.c.id, table.c.n, table.c.ref).order_by(table.c.id)).all()
+        assert [(r.id, r.n, r.ref) for r in stored] == list(zip(keys, range(50), refs, strict=True))
+    finally:
+        engine.dispose()

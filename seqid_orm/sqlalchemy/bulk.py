@@ -50,16 +50,17 @@ def _key_column(table: sa.Table) -> sa.Column[Any] | None:
 def _checked_rows(table: sa.Table, rows: Iterable[Mapping[str, Any]]) -> tuple[list[str], list[Mapping[str, Any]]]:
     """The column names the rows give (the same for every row) and the rows, refused before anything is sent."""
     listed = list(rows)
+    for number, row in enumerate(listed):
+        if not isinstance(row, Mapping):
+            raise ArgumentTypeError(f"row {number} is a {type(row).__name__}, not a mapping of column names to values")
     if not listed:
         return [], []
     names = list(listed[0])
-    unknown = [n for n in names if n not in table.c]
+    unknown = [n for n in names if not isinstance(n, str) or n not in table.c]
     if unknown:
         raise InvalidArgumentError(f"{table.name} has no column {', '.join(map(repr, unknown))}")
     expected = set(names)
     for number, row in enumerate(listed):
-        if not isinstance(row, Mapping):
-            raise ArgumentTypeError(f"row {number} is a {type(row).__name__}, not a mapping of column names to values")
         if set(row) != expected:
             raise InvalidArgumentError(
                 f"row {number} gives columns {sorted(row)}, not {sorted(expected)}: every row must give the same ones"

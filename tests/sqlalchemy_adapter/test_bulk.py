@@ -65,7 +65,9 @@ def test_bad_rows_raise_before_anything_is_sent(engine, table):
         ([good, {"n": 2, "payload": "b"}], InvalidArgumentError),  # a row without a column the others give
         ([good, {**good, "nope": 1}], InvalidArgumentError),
         ([{"nope": 1}], InvalidArgumentError),
+        ([{1: 1}], InvalidArgumentError),  # a column's position is not its name
         ([good, ("n", 2)], ArgumentTypeError),
+        ([("n", 99)], ArgumentTypeError),  # the first row too, before its items are read as column names
     ]
     for rows, error in cases:
         seen, stop = statements(engine)

@@ -31,32 +31,6 @@ SERVERS = {
 KINDS = ["bigint", "uuid4", "sa-uuid7", "comb", "comb-db", "ticket"]
 
 
-def chart(runs: list[tuple[str, runner.BenchRun]], path: Path) -> bool:
-    """Seconds per million rows as the table grows, one panel per database and path."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return False
-    fig, axes = plt.subplots(1, len(runs), figsize=(6 * len(runs), 4.5), squeeze=False)
-    for axis, (label, run) in zip(axes[0], runs, strict=True):
-        for result in run.results:
-            xs = [done / 1e6 for done, _ in result.chunks]
-            ys = [seconds / result.chunk_rows * 1e6 for _, seconds in result.chunks]
-            axis.plot(xs, ys, marker=".", label=result.kind)
-        axis.set_title(label)
-        axis.set_xlabel("million rows in the table")
-        axis.set_ylabel("seconds per million rows")
-        axis.set_ylim(bottom=0)
-        axis.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.scale", description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=3_000_000, help="rows per key kind (default 3,000,000)")
@@ -85,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         (out / "scale.md").write_text(text + "\n")
         data: list[dict[str, Any]] = [{"label": label, **json.loads(report.to_json([run]))[0]} for label, run in runs]
         (out / "scale.json").write_text(json.dumps(data, indent=1))
-        if not chart(runs, out / "scale.png"):
+        if not report.chart([run for _, run in runs], out / "scale.png", [label for label, _ in runs]):
             print("benchmarks.scale: matplotlib is not installed; no chart", file=sys.stderr)
     return 0
 

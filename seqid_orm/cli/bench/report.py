@@ -172,8 +172,9 @@ def to_json(runs: Sequence[BenchRun]) -> str:
     )
 
 
-def chart(runs: Sequence[BenchRun], path: Path) -> bool:
-    """Seconds per million rows against rows inserted, one panel per database.
+def chart(runs: Sequence[BenchRun], path: Path, titles: Sequence[str] | None = None) -> bool:
+    """Seconds per million rows against rows inserted, one panel per run (``titles``: the panels' titles,
+    by default each run's database and version).
 
     Returns False (and writes nothing) when matplotlib is not installed.
     """
@@ -185,12 +186,13 @@ def chart(runs: Sequence[BenchRun], path: Path) -> bool:
     except ImportError:
         return False
     fig, axes = plt.subplots(1, len(runs), figsize=(6 * len(runs), 4.5), squeeze=False)
-    for ax, run in zip(axes[0], runs, strict=True):
+    names = titles if titles is not None else [f"{run.dialect} {run.server_version}" for run in runs]
+    for ax, run, name in zip(axes[0], runs, names, strict=True):
         for r in run.results:
             xs = [done / 1e6 for done, _ in r.chunks]
             ys = [sec / r.chunk_rows * 1e6 for _, sec in r.chunks]
             ax.plot(xs, ys, marker="o", markersize=3, label=r.kind)
-        ax.set_title(f"{run.dialect} {run.server_version}")
+        ax.set_title(name)
         ax.set_xlabel("rows inserted (millions)")
         ax.set_ylabel("seconds per million rows")
         ax.set_ylim(bottom=0)

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 
+from seqid_orm.cli.bench.rounds import median_ratio, ratios, rotated
 from seqid_orm.vendors.postgresql import V7_BYTES
 
 CANDIDATES = {
@@ -52,8 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     if int(psql("SHOW server_version_num")) >= 180000:
         candidates["uuidv7() (C)"] = "uuidv7()"
     costs: dict[str, list[float]] = {"(empty)": [], **{k: [] for k in candidates}}
-    for _ in range(args.rounds):
-        for name, expr in [("(empty)", "1"), *candidates.items()]:
+    for number in range(args.rounds):
+        for name, expr in rotated([("(empty)", "1"), *candidates.items()], number):
             start = time.perf_counter()
             psql(f"SELECT count({expr}) FROM generate_series(1, 1000000)")
             costs[name].append(time.perf_counter() - start)
@@ -64,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     shape: dict[str, tuple[int, int]] = {}
     names = list(kinds)
     for number in range(args.rounds):
-        for name in names[number % len(names) :] + names[: number % len(names)]:
+        for name in rotated(names, number):
             table = f"seqid_expr_{os.getpid()}_{names.index(name)}"
             psql(f"DROP TABLE IF EXISTS {table}; CREATE TABLE {table} ({kinds[name]}, n bigint, payload text)")
             start = time.perf_counter()
@@ -83,9 +84,9 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---:|---:|---:|---:|")
     base = times["BIGINT identity"]
     for name in names:
-        ratios = [a / b for a, b in zip(times[name], base, strict=True)]
+        per_round = ratios(times[name], base)
         ns = "-" if name not in costs else f"{(statistics.median(costs[name]) - empty) / 1e6 * 1e9:,.0f}"
-        ratio = f"{statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})"
+        ratio = f"{median_ratio(times[name], base):.2f} ({min(per_round):.2f}-{max(per_round):.2f})"
         print(f"| {name} | {ns} | {ratio} | {shape[name][1] / 2**20:.1f} | {shape[name][0]:,} |")
     return 0
 

@@ -136,3 +136,25 @@ def test_a_driver_with_named_parameters_gets_each_value_under_its_name(tmp_path)
         assert [(r.id, r.n, r.ref) for r in stored] == list(zip(keys, range(50), refs, strict=True))
     finally:
         engine.dispose()
+
+
+def test_uuid_columns_other_than_the_key_keep_their_values_and_nulls(engine, table):
+    refs = [uuid.uuid4() if i % 3 else None for i in range(5_000)]
+    with engine.begin() as conn:
+        keys = bulk_insert(conn, table, [{"n": i, "payload": None, "ref": r} for i, r in enumerate(refs)])
+    with engine.connect() as conn:
+        stored = conn.execute(sa.select(table.c.id, table.c.ref, table.c.payload).order_by(table.c.n)).all()
+    assert [r.id for r in stored] == keys
+    assert [r.ref for r in stored] == refs
+    assert {r.payload for r in stored} == {None}
+
+
+def test_a_load_whose_keys_it_makes_fails_midway_and_leaves_none_of_its_rows(engine, table):
+    """The keys are made while the rows stream (PostgreSQL): a row the server refuses late in the load
+    still takes every row of it back."""
+    rows = [{"n": i, "payload": "p", "ref": None} for i in range(9_000)]
+    rows[8_765]["n"] = None  # NOT NULL: refused by the server, not by the column type
+    with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:
+        bulk_insert(conn, table, rows)
+    with engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(table)).scalar() == 0

@@ -32,6 +32,7 @@ class KeyKind:
     key_bytes: int
     requires: str | None = None  # a module the kind needs, not installed with seqid
     database_made: bool = False  # the key is seqid's server default, which some databases cannot run
+    bulk_made: bool = False  # bulk_insert makes the key itself (SeqUUID), as a user's bulk load would
 
     def available(self) -> bool:
         if self.requires is None:
@@ -117,7 +118,9 @@ KINDS: dict[str, KeyKind] = {
     for k in (
         KeyKind("bigint", "BIGINT identity (database-assigned)", _bigint_column, lambda e: None, 8),
         KeyKind("uuid4", "random UUIDv4", _uuid_column, _uuid4, 16),
-        KeyKind("comb", "seqid time-ordered UUID, layout chosen for the database", _uuid_column, _comb, 16),
+        KeyKind(
+            "comb", "seqid time-ordered UUID, layout chosen for the database", _uuid_column, _comb, 16, bulk_made=True
+        ),
         KeyKind(
             "comb-db",
             "seqid time-ordered UUID made by the database (DatabaseSeqUUID server default)",

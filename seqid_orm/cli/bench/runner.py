@@ -177,7 +177,7 @@ def run_kind(
     )
     metadata.drop_all(engine)
     metadata.create_all(engine)
-    make_batch = kind.make_batch(engine)
+    make_batch = None if via == "bulk" and kind.bulk_made else kind.make_batch(engine)
     payloads = _payloads()
     chunk_rows = max(batch, rows // chunks)
     with engine.begin() as conn:

@@ -17,7 +17,7 @@ so a load that fails leaves no row of it behind.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import repeat
 from operator import attrgetter
 from typing import Any, Literal
@@ -26,6 +26,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..errors import ArgumentTypeError, InvalidArgumentError
+from ..ids.comb import MAX_BATCH, CombGenerator, LazyUUIDs
 from .types import SeqUUID
 
 __all__ = ["bulk_insert"]
@@ -87,8 +88,11 @@ class _DefaultContext:
 
 def bulk_insert(
     connection: Connection, table: Any, rows: Iterable[Mapping[str, Any]], *, make_keys: bool = True
-) -> list[Any]:
+) -> Sequence[Any]:
     """Insert ``rows`` (mappings of column names to values) into ``table``; the keys, in row order.
+
+    The keys are a sequence of ``uuid.UUID`` (a :class:`~seqid_orm.ids.comb.LazyUUIDs` when the load
+    made them on PostgreSQL: each made when read, none when the caller never reads them).
 
     ``table`` is a ``Table`` or a mapped class.  When the rows do not give its primary key and that key
     is a :class:`~seqid_orm.sqlalchemy.SeqUUID`, the keys are made in one batch in the layout of this
@@ -107,10 +111,10 @@ def bulk_insert(
         return []
     count = len(next(iter(values.values())))
     key = _key_column(table)
-    make: Callable[[int], list[Any]] | None = None  # the key column's batch, when the load makes its keys
+    make: CombGenerator | None = None  # the key column's generator, when the load makes its keys
     if key is not None and key.name not in values and make_keys:
         key_type: SeqUUID = key.type  # type: ignore[assignment]
-        make = key_type.target(connection.dialect).generator.batch
+        make = key_type.target(connection.dialect).generator
         values = {key.name: [], **values}  # filled below: during the COPY on PostgreSQL, before it elsewhere
     for column in table.columns:  # what an INSERT would give the columns the rows leave out
         if column.name not in values and column.default is not None and (column is not key or make_keys):
@@ -118,9 +122,9 @@ def bulk_insert(
     columns = [table.c[name] for name in values]
     converted = _converted(connection, columns, list(values.values()))  # checked before anything is sent
     copy = connection.dialect.name == "postgresql" and connection.dialect.driver == "psycopg"
-    made: list[Any] = []
+    made: Sequence[Any] = []
     if make is not None and not copy:
-        made = make(count)
+        made = [k for start in range(0, count, MAX_BATCH) for k in make.batch(min(MAX_BATCH, count - start))]
         converted[0] = _converted(connection, columns[:1], [made])[0]
     with connection.begin_nested() if connection.in_transaction() else connection.begin():
         if copy:
@@ -177,21 +181,22 @@ def _copy(
     columns: list[sa.Column[Any]],
     values: list[list[Any]],
     count: int,
-    make: Callable[[int], list[Any]] | None,
-) -> list[Any]:
+    make: CombGenerator | None,
+) -> Sequence[Any]:
     """PostgreSQL: binary ``COPY`` through psycopg, the column types told by the server's catalog; the
     keys ``make`` made (the first column's).
 
-    The keys are made step by step while the rows stream: the server stores one step while the
-    client makes the next, where making them all first would leave it idle meanwhile (they need no
-    check: they are made in the column's own form).
+    The keys are made step by step while the rows stream, as ints sent as bytes: the server stores
+    one step while the client makes the next, where making them all first would leave it idle
+    meanwhile (they need no check: they are made in the column's own form).  They are returned as
+    :class:`~seqid_orm.ids.comb.LazyUUIDs`, which makes a ``uuid.UUID`` only when one is read.
     """
     from psycopg.types.string import BytesBinaryDumper
 
     raw: Any = connection.connection.dbapi_connection
     quote = connection.dialect.identifier_preparer.quote
     target = connection.dialect.identifier_preparer.format_table(table)
-    made: list[Any] = []
+    made: Sequence[Any] = []
     with raw.cursor() as cursor:
         cursor.execute(
             "SELECT attname, atttypid::int FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0",
@@ -213,13 +218,15 @@ def _copy(
                     for row in zip(*values, strict=True):
                         write(row)
                     return made
-                rest = values[1:]
+                rest, ints = values[1:], []
+                big: Literal["big"] = "big"
                 for start in range(0, count, _COPY_STEP):
-                    keys = make(min(_COPY_STEP, count - start))
-                    made += keys
-                    step = [_uuid_bytes(keys), *(v[start : start + _COPY_STEP] for v in rest)]
-                    for row in zip(*step, strict=True):
+                    step_ints = make.batch_ints(min(_COPY_STEP, count - start))
+                    ints += step_ints
+                    key_bytes = map(int.to_bytes, step_ints, repeat(16), repeat(big))
+                    for row in zip(key_bytes, *(v[start : start + _COPY_STEP] for v in rest), strict=True):
                         write(row)
+                made = LazyUUIDs(ints)
         except dbapi_error as exc:  # as SQLAlchemy reports a driver's error: IntegrityError, DataError...
             raise sa.exc.DBAPIError.instance(sql, None, exc, dbapi_error) from exc
     return made

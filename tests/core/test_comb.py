@@ -14,7 +14,7 @@ import pytest
 
 import seqid_orm
 from seqid_orm import CombGenerator, Layout, comb, comb_at, comb_batch, uuid7
-from seqid_orm.ids.comb import decode_comb, layout_of
+from seqid_orm.ids.comb import LazyUUIDs, decode_comb, layout_of
 from seqid_orm.ids.layout import ORDER_MARIADB_SWAPPED, ORDER_SQLSERVER, sort_key
 
 UTC = dt.timezone.utc
@@ -166,6 +166,44 @@ def test_batch_continues_the_same_sequence(layout):
     assert len(values) == 307 and len(set(values)) == 307
     for run in by_shard(layout, values):
         assert sorted(run, key=layout.sort_key) == run
+
+
+@pytest.mark.parametrize("layout", list(Layout))
+def test_batch_ints_take_their_place_in_the_same_sequence(layout):
+    gen = CombGenerator(layout, clock=FakeClock())
+    values = [gen(), *LazyUUIDs(gen.batch_ints(300)), *gen.batch(3), *(uuid.UUID(int=i) for i in gen.batch_ints(4))]
+    assert len(values) == 308 and len(set(values)) == 308
+    assert {layout_of(v) for v in values} == {layout}
+    for run in by_shard(layout, values):
+        assert sorted(run, key=layout.sort_key) == run
+    for bad, error in (("3", TypeError), (-1, ValueError), (seqid_orm.ids.comb.MAX_BATCH + 1, ValueError)):
+        with pytest.raises(error):
+            gen.batch_ints(bad)
+
+
+def test_lazy_uuids_read_as_the_list_of_their_uuids():
+    ints = [uuid.uuid4().int for _ in range(50)] + [0, 2**128 - 1]
+    made = [uuid.UUID(int=i) for i in ints]
+    lazy = LazyUUIDs(ints)
+    assert len(lazy) == 52 and lazy == made and made == lazy and list(lazy) == made
+    assert lazy[3] == made[3] and lazy[-1] == made[-1] and lazy[5:9] == made[5:9]
+    assert made[7] in lazy and lazy.index(made[9]) == 9 and list(reversed(lazy)) == made[::-1]
+    assert lazy != made[:-1] and lazy != "not a sequence of uuids" and LazyUUIDs(ints[:]) == lazy
+    assert all(type(u) is uuid.UUID and u.is_safe is uuid.SafeUUID.unknown for u in lazy)
+    with pytest.raises(TypeError):
+        hash(lazy)
+    with pytest.raises(IndexError):
+        lazy[52]
+    for bad, error in (
+        ((1, 2), TypeError),
+        ([1, "2"], TypeError),
+        ([1.0], TypeError),
+        ([-1], ValueError),
+        ([2**128], ValueError),
+        ([True], TypeError),
+    ):
+        with pytest.raises(error):
+            LazyUUIDs(bad)
 
 
 def test_batch_rejects_bad_sizes():

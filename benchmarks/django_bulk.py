@@ -8,7 +8,9 @@ batches.  Kinds:
 
 * ``BigAutoField``: the database assigns the key (the floor);
 * ``UUIDField(default=uuid.uuid4)``: the one-line alternative;
-* ``SeqUUIDField``: seqid, layout chosen for the database.
+* ``SeqUUIDField``: seqid, layout chosen for the database;
+* ``SeqUUIDField+bulk_insert``: the same objects through ``seqid_orm.django.bulk_insert`` (``COPY``
+  on PostgreSQL with psycopg 3, ``bulk_create`` elsewhere).
 
 It also times building one object of each kind, the cost a view pays per ``Model(...)``.
 Ratios are medians of the per-round ratios to ``UUIDField(uuid4)`` (machines are shared).
@@ -26,7 +28,7 @@ from urllib.parse import urlsplit
 
 from seqid_orm.cli.bench.rounds import median_ratio, ratios, rotated
 
-KINDS = ("BigAutoField", "UUIDField(uuid4)", "SeqUUIDField")
+KINDS = ("BigAutoField", "UUIDField(uuid4)", "SeqUUIDField", "SeqUUIDField+bulk_insert")
 
 
 def configure(url: str) -> str:
@@ -85,6 +87,7 @@ def models(prefix: str = "seqid_bench_dj_") -> dict[str, Any]:
         "BigAutoField": make("BigAuto", m.BigAutoField(primary_key=True)),
         "UUIDField(uuid4)": make("Uuid4", m.UUIDField(primary_key=True, default=uuid.uuid4)),
         "SeqUUIDField": make("SeqUuid", SeqUUIDField(primary_key=True)),
+        "SeqUUIDField+bulk_insert": make("SeqUuidCopy", SeqUUIDField(primary_key=True)),
     }
 
 
@@ -93,6 +96,8 @@ def run(
 ) -> dict[str, Any]:
     vendor = configure(url)
     from django.db import connection
+
+    from seqid_orm.django import bulk_insert
 
     classes = models(prefix)
     with connection.schema_editor() as editor:
@@ -103,7 +108,7 @@ def run(
     times: dict[str, list[float]] = {k: [] for k in KINDS}
     build: dict[str, list[float]] = {k: [] for k in KINDS}
     stored: dict[str, int] = {}
-    ordered = False
+    ordered = True
     try:
         for r in range(rounds):
             for kind in rotated(KINDS, r):
@@ -112,13 +117,17 @@ def run(
                 start = time.perf_counter()
                 objects = [cls(payload=payload) for _ in range(rows)]
                 built = time.perf_counter()
-                cls.objects.bulk_create(objects, batch_size=batch)
+                if kind.endswith("+bulk_insert"):
+                    for first in range(0, rows, batch):
+                        bulk_insert(objects[first : first + batch])
+                else:
+                    cls.objects.bulk_create(objects, batch_size=batch)
                 times[kind].append(time.perf_counter() - start)
                 build[kind].append((built - start) / rows)
                 stored[kind] = cls.objects.count()  # untimed checks: every row is there,
-                if kind == "SeqUUIDField":  # and the database orders the keys as they were made
+                if kind.startswith("SeqUUIDField"):  # and the database orders the keys as they were made
                     in_order = list(cls.objects.order_by("pk").values_list("pk", flat=True))
-                    ordered = in_order == [o.pk for o in objects]
+                    ordered = ordered and in_order == [o.pk for o in objects]
     finally:
         with connection.schema_editor() as editor:
             for cls in classes.values():

@@ -15,6 +15,7 @@ except ImportError as exc:  # say which extra brings it, not just "No module nam
     raise ImportError("seqid_orm.django needs Django: pip install 'seqid-orm[django]'") from exc
 
 from .._deprecated import renamed
+from .bulk import bulk_insert
 from .expressions import DatabaseSeqUUID
 from .fields import (
     IntegerKeyField,
@@ -34,6 +35,7 @@ __all__ = [
     "SnowflakeField",
     "SortableTextField",
     "TicketField",
+    "bulk_insert",
     "close_ticket_sequences",
     "seq_uuid_default",
     "settings_snowflake",

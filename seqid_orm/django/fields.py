@@ -230,6 +230,13 @@ class SeqUUIDField(models.UUIDField):
 def _reissue_for_target_database(sender: type, instance: models.Model, raw: bool, using: str, **kwargs: Any) -> None:
     if raw or not instance._state.adding:
         return
+    reissue_for_database(instance, using)
+
+
+def reissue_for_database(instance: models.Model, using: str) -> None:
+    """Draw again the ``SeqUUIDField`` values seqid drew for ``instance`` in a layout other than database
+    ``using``'s (the model was built before the router or ``using=`` chose where it goes); a value the
+    user gave is never replaced."""
     for field in instance._meta.concrete_fields:
         if not isinstance(field, SeqUUIDField):
             continue

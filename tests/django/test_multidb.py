@@ -61,3 +61,21 @@ def test_an_id_set_by_the_user_is_never_replaced():
     record.save(using="legacy")
     assert record.pk == chosen
     assert LegacyRecord.objects.using("legacy").get(pk=chosen).label == "mine"
+
+
+def test_bulk_insert_draws_keys_again_for_the_database_it_writes_to():
+    """bulk_create sends no pre_save signal; seqid's bulk_insert re-draws as save() does."""
+    from seqid_orm.django import bulk_insert
+
+    field = LegacyRecord._meta.pk
+    routed = bulk_insert([LegacyRecord(label=f"l{i}") for i in range(300)])  # the router: 'legacy'
+    assert {r._state.db for r in routed} == {"legacy"}
+    assert db_order(LegacyRecord, "legacy") == [r.pk for r in routed]
+    built = [LegacyRecord(label=f"d{i}") for i in range(300)]  # drawn for 'legacy', where the router sends it
+    drawn = [r.pk for r in built]
+    bulk_insert(built, using="default")  # PostgreSQL: COPY
+    assert {layout_of(r.pk) for r in built} == {field.layout_for("default")}
+    moved = field.layout_for("default") is not field.layout_for("legacy")
+    assert all((r.pk != d) == moved for r, d in zip(built, drawn, strict=True))
+    assert db_order(LegacyRecord, "default") == [r.pk for r in built]
+    assert LegacyRecord.objects.using("default").count() == 300

@@ -1,11 +1,12 @@
 """``bulk_insert``: many rows with seqid keys through each engine's fastest path, in one transaction.
 
 A key made per row costs the client as much as the rest of the row (a Python call, a ``uuid.UUID``,
-the driver's escaping); for a bulk load the keys are made in one :meth:`~seqid_orm.CombGenerator.batch`
-call, in the layout of the connection's column, and the rows go where the server takes them fastest:
+the driver's escaping); for a bulk load the keys are made in batches
+(:meth:`~seqid_orm.CombGenerator.batch`), in the layout of the connection's column, and the rows go
+where the server takes them fastest:
 
 * PostgreSQL with psycopg 3: ``COPY ... FROM STDIN (FORMAT BINARY)``, the values in the server's
-  binary form (no SQL text, no per-row statement);
+  binary form (no SQL text, no per-row statement), the keys made while the rows stream;
 * MariaDB/MySQL: ``executemany``, which PyMySQL and mysqlclient send as multi-row ``INSERT``
   statements;
 * SQLite and anything else: ``executemany``.
@@ -95,7 +96,7 @@ def bulk_insert(
     made them on PostgreSQL: each made when read, none when the caller never reads them).
 
     ``table`` is a ``Table`` or a mapped class.  When the rows do not give its primary key and that key
-    is a :class:`~seqid_orm.sqlalchemy.SeqUUID`, the keys are made in one batch in the layout of this
+    is a :class:`~seqid_orm.sqlalchemy.SeqUUID`, the keys are made in batches in the layout of this
     connection's column (``make_keys=False`` leaves them to the column's server default, such as
     ``DatabaseSeqUUID``; the keys returned are then ``None``).  Other columns the rows leave out get
     their Python ``default``, as an ``INSERT`` gives them.  Values go through the columns' types, so a
@@ -238,7 +239,11 @@ def _executemany(
     """The driver's ``executemany`` of the compiled ``INSERT`` with the values :func:`_converted` already
     put through the column types (``connection.execute`` would convert them a second time: a tenth of a
     MariaDB load); PyMySQL and mysqlclient send it as multi-row ``INSERT`` statements."""
-    compiled = sa.insert(table).compile(dialect=connection.dialect, column_keys=[c.key for c in columns])
+    # compiled for executemany: as a single INSERT it would read back a server-made key with
+    # RETURNING, which PyMySQL and mysqlclient cannot batch (they send such a statement row by row)
+    compiled = sa.insert(table).compile(
+        dialect=connection.dialect, column_keys=[c.key for c in columns], for_executemany=True
+    )
     by_key = {c.key: v for c, v in zip(columns, values, strict=True)}
     params: list[Any]
     if compiled.positional:

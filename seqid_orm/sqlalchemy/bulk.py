@@ -93,7 +93,7 @@ def bulk_insert(
     """Insert ``rows`` (mappings of column names to values) into ``table``; the keys, in row order.
 
     The keys are a sequence of ``uuid.UUID`` (a :class:`~seqid_orm.ids.comb.LazyUUIDs` when the load
-    made them on PostgreSQL: each made when read, none when the caller never reads them).
+    made them and sent them as bytes: each made when read, none when the caller never reads them).
 
     ``table`` is a ``Table`` or a mapped class.  When the rows do not give its primary key and that key
     is a :class:`~seqid_orm.sqlalchemy.SeqUUID`, the keys are made in batches in the layout of this
@@ -125,8 +125,14 @@ def bulk_insert(
     copy = connection.dialect.name == "postgresql" and connection.dialect.driver == "psycopg"
     made: Sequence[Any] = []
     if make is not None and not copy:
-        made = [k for start in range(0, count, MAX_BATCH) for k in make.batch(min(MAX_BATCH, count - start))]
-        converted[0] = _converted(connection, columns[:1], [made])[0]
+        ints = [i for start in range(0, count, MAX_BATCH) for i in make.batch_ints(min(MAX_BATCH, count - start))]
+        made = LazyUUIDs(ints)
+        to_driver = key_type._ints_to_driver(connection.dialect)
+        if to_driver is not None:  # bytes made from the ints: no uuid.UUID made unless the caller reads one
+            converted[0] = to_driver(ints)
+        else:
+            made = list(made)
+            converted[0] = _converted(connection, columns[:1], [made])[0]
     with connection.begin_nested() if connection.in_transaction() else connection.begin():
         if copy:
             made = _copy(connection, table, columns, converted, count, make)

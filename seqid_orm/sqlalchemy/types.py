@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import operator
 import uuid
-from typing import Any
+from collections.abc import Callable
+from itertools import repeat
+from typing import Any, Literal
 
 from sqlalchemy import types as sqltypes
 from sqlalchemy.dialects import mssql, mysql, oracle, postgresql
@@ -149,6 +151,22 @@ class SeqUUID(TypeDecorator[uuid.UUID]):
         if storage is Storage.BINARY:
             return _UUID_BYTES
         return str if storage is Storage.TEXT else _UUID_HEX
+
+    def _ints_to_driver(self, dialect: Dialect) -> Callable[[list[int]], list[Any]] | None:
+        """For :func:`~seqid_orm.sqlalchemy.bulk_insert`: many ids' ``UUID.int`` as the driver receives
+        them, made in C without a ``uuid.UUID`` in between; ``None`` where the driver takes only a
+        ``uuid.UUID`` (it adapts it itself) or its text."""
+        to_db = self._to_db(dialect)
+        impl = self.impl_instance.bind_processor(dialect)
+        if to_db is not _UUID_BYTES:
+            return None
+        big: Literal["big"] = "big"
+
+        def convert(ints: list[int]) -> list[Any]:
+            out = list(map(int.to_bytes, ints, repeat(16), repeat(big)))
+            return out if impl is None else list(map(impl, out))
+
+        return convert
 
     def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
         if value is None:

@@ -19,6 +19,7 @@ so a load that fails leaves no row of it behind.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from functools import partial
 from itertools import repeat
 from operator import attrgetter
 from typing import Any, Literal
@@ -182,6 +183,19 @@ def _uuid_bytes(values: list[Any]) -> list[Any]:
         return [None if v is None else v.int.to_bytes(16, "big") for v in values]
 
 
+def _dumps_binary(cursor: Any, oid: int) -> bool:
+    """Whether psycopg writes this type in ``COPY``'s binary form (it has no binary ``bpchar``,
+    ``CHAR(n)``, nor one for types it does not know, such as a user's enum)."""
+    from psycopg import ProgrammingError
+    from psycopg.pq import Format
+
+    try:
+        cursor.adapters.get_dumper_by_oid(oid, Format.BINARY)
+    except ProgrammingError:
+        return False
+    return True
+
+
 def _copy(
     connection: Connection,
     table: sa.Table,
@@ -191,7 +205,8 @@ def _copy(
     make: CombGenerator | None,
 ) -> Sequence[Any]:
     """PostgreSQL: binary ``COPY`` through psycopg, the column types told by the server's catalog; the
-    keys ``make`` made (the first column's).
+    keys ``make`` made (the first column's).  Text ``COPY`` where a column's type has no binary
+    form in psycopg: the values as psycopg writes them for their Python types, the keys made first.
 
     The keys are made step by step while the rows stream, as ints sent as bytes: the server stores
     one step while the client makes the next, where making them all first would leave it idle
@@ -211,9 +226,21 @@ def _copy(
         )
         catalog = dict(cursor.fetchall())
         oids = [catalog[c.name] for c in columns]
-        values = [_uuid_bytes(v) if oid == _UUID_OID else v for v, oid in zip(values, oids, strict=True)]
-        sql = f"COPY {target} ({', '.join(quote(c.name) for c in columns)}) FROM STDIN (FORMAT BINARY)"
+        sql = f"COPY {target} ({', '.join(quote(c.name) for c in columns)}) FROM STDIN"
         dbapi_error = connection.dialect.loaded_dbapi.Error
+        if not all(map(partial(_dumps_binary, cursor), oids)):  # CHAR(n), an enum...: the text form
+            if make is not None:
+                made = [k for start in range(0, count, MAX_BATCH) for k in make.batch(min(MAX_BATCH, count - start))]
+                values = [_converted(connection, columns[:1], [made])[0], *values[1:]]
+            try:
+                with cursor.copy(sql) as copy:
+                    for row in zip(*values, strict=True):
+                        copy.write_row(row)
+            except dbapi_error as exc:
+                raise sa.exc.DBAPIError.instance(sql, None, exc, dbapi_error) from exc
+            return made
+        values = [_uuid_bytes(v) if oid == _UUID_OID else v for v, oid in zip(values, oids, strict=True)]
+        sql += " (FORMAT BINARY)"
         try:
             with cursor.copy(sql) as copy:
                 # psycopg's plain bytes dumper (its C one, which register_dumper picks), not the wrapper

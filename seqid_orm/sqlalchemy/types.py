@@ -158,15 +158,20 @@ class SeqUUID(TypeDecorator[uuid.UUID]):
         ``uuid.UUID`` (it adapts it itself) or its text."""
         to_db = self._to_db(dialect)
         impl = self.impl_instance.bind_processor(dialect)
-        if to_db is not _UUID_BYTES:
-            return None
         big: Literal["big"] = "big"
+        if to_db is _UUID_BYTES:
 
-        def convert(ints: list[int]) -> list[Any]:
-            out = list(map(int.to_bytes, ints, repeat(16), repeat(big)))
-            return out if impl is None else list(map(impl, out))
+            def convert(ints: list[int]) -> list[Any]:
+                return list(map(int.to_bytes, ints, repeat(16), repeat(big)))
 
-        return convert
+        elif to_db is _UUID_HEX:  # UUID.hex: 32 lowercase hex digits
+
+            def convert(ints: list[int]) -> list[Any]:
+                return list(map("{:032x}".format, ints))
+
+        else:
+            return None
+        return convert if impl is None else lambda ints: list(map(impl, convert(ints)))
 
     def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
         if value is None:

@@ -75,6 +75,7 @@ def test_every_kind_inserts_its_rows_and_reports(engine, prefix):
         assert all(r["wal_B_per_row"] > 0 for r in recs.values())
         assert all("fpi_per_1k_rows" in r for r in recs.values())  # buffer stats may lag a second
     if engine.dialect.name == "mysql":
+        assert all(r["wal_B_per_row"] > 0 for r in recs.values())  # InnoDB's redo log, by its LSN
         assert all("page_splits_per_1k_rows" in r for r in recs.values())
         assert all(0 < r["hit_ratio"] <= 1 for r in recs.values())
     # sizes are the engine's own figures for each kind's table, and bytes_per_row is their sum per row

@@ -39,19 +39,22 @@ def counters(conn: Connection, table: str) -> dict[str, float]:
             conn.execute(
                 sa.text(
                     "SHOW GLOBAL STATUS WHERE Variable_name IN "
-                    "('Innodb_buffer_pool_read_requests', 'Innodb_buffer_pool_reads')"
+                    "('Innodb_buffer_pool_read_requests', 'Innodb_buffer_pool_reads', 'Innodb_lsn_current')"
                 )
             ).all()
         )
         splits = conn.execute(
             sa.text("SELECT `COUNT` FROM information_schema.INNODB_METRICS WHERE NAME = 'index_page_splits'")
         ).scalar()
-        return {
+        found = {
             "page_splits": float(splits or 0),
             "hit": float(status.get("Innodb_buffer_pool_read_requests", 0))
             - float(status.get("Innodb_buffer_pool_reads", 0)),
             "read": float(status.get("Innodb_buffer_pool_reads", 0)),
         }
+        if "Innodb_lsn_current" in status:  # the redo log's sequence number counts its bytes (MariaDB)
+            found["wal_bytes"] = float(status["Innodb_lsn_current"])
+        return found
     return {}
 
 

@@ -81,7 +81,8 @@ _LEGEND = {
     "driver) and in the server",
     "table_MB": "table, index MB: the rows (clustered by the key on InnoDB and SQLite) and separate index B-trees",
     "size_vs_ideal": "size x ideal: total size over BIGINT's plus the extra key bytes per row",
-    "wal_B_per_row": "WAL bytes/row, full pages/1k rows: PostgreSQL write-ahead log and its full-page images",
+    "wal_B_per_row": "WAL bytes/row, full pages/1k rows: PostgreSQL write-ahead log and its full-page images "
+    "(WAL on InnoDB: its redo log)",
     "page_splits_per_1k_rows": "splits/1k rows, cache hit ratio: InnoDB index page splits and buffer-pool hits",
     "index_reads_per_1k_rows": "index reads/1k rows: PostgreSQL index blocks read from outside its buffers",
 }

@@ -575,29 +575,28 @@ class CombGenerator:
         Meant for bulk inserts: the ids are strictly increasing, exactly as ``n`` calls of
         :meth:`next` would be, at a fraction of the cost.  ``n`` is at most :data:`MAX_BATCH`.
         """
-        if isinstance(n, bool) or not isinstance(n, int):
-            raise ArgumentTypeError(f"n must be an int, got {type(n).__name__}")
-        if n < 0:
-            raise InvalidArgumentError(f"n must be >= 0, got {n}")
-        if n > MAX_BATCH:
-            raise InvalidArgumentError(f"n must be at most {MAX_BATCH:,} (MAX_BATCH) per call, got {n}")
-        return self._batch(n)
+        return self._batch(_batch_size(n))
 
     def batch_ints(self, n: int) -> list[int]:
         """:meth:`batch`'s ids as their 128-bit ``UUID.int``, taken from the same sequence.
 
         For a bulk path that sends the ids' bytes while the rows stream and returns them as
-        :class:`LazyUUIDs`, whose ``uuid.UUID`` objects are made only when read: an int is not tracked by the garbage
-        collector, and thousands of new ``uuid.UUID`` objects alive at once make it sweep the whole
-        heap, which cost a PostgreSQL ``COPY`` a third of its client time.
+        :class:`LazyUUIDs`, whose ``uuid.UUID`` objects are made only when read: an int is not
+        tracked by the garbage collector, and thousands of new ``uuid.UUID`` objects alive at once
+        make it sweep the whole heap, which cost a PostgreSQL ``COPY`` a third of its client time.
         """
-        if isinstance(n, bool) or not isinstance(n, int):
-            raise ArgumentTypeError(f"n must be an int, got {type(n).__name__}")
-        if n < 0:
-            raise InvalidArgumentError(f"n must be >= 0, got {n}")
-        if n > MAX_BATCH:
-            raise InvalidArgumentError(f"n must be at most {MAX_BATCH:,} (MAX_BATCH) per call, got {n}")
-        return self._batch_ints(n)
+        return self._batch_ints(_batch_size(n))
+
+
+def _batch_size(n: object) -> int:
+    """``n`` checked as a batch's size: an int from 0 to :data:`MAX_BATCH`."""
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise ArgumentTypeError(f"n must be an int, got {type(n).__name__}")
+    if n < 0:
+        raise InvalidArgumentError(f"n must be >= 0, got {n}")
+    if n > MAX_BATCH:
+        raise InvalidArgumentError(f"n must be at most {MAX_BATCH:,} (MAX_BATCH) per call, got {n}")
+    return n
 
 
 def _uuids(ints: list[int]) -> list[uuid.UUID]:

@@ -32,7 +32,7 @@ SQLALCHEMY = "tests/sqlalchemy_adapter"
 TICKETS = "tests/tickets"
 LEASES = "tests/leases"
 INTEGRATIONS = "tests/integrations"
-NO_DJANGO = ["-m", "not django and not slow"]
+NO_DJANGO = ["-m", "not django and not slow and not mysqlclient"]
 
 
 @nox.session(python=["3.10", "3.13"])

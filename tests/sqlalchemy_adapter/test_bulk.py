@@ -222,6 +222,8 @@ def test_keys_made_from_ints_read_back_as_made_on_every_storage(engine, table_na
     check_every_storage(engine, table_name)
 
 
+@pytest.mark.mysql
+@pytest.mark.mysqlclient
 def test_keys_made_from_ints_through_mysqlclient(table_name):
     """mysqlclient takes MariaDB's UUID as hex where PyMySQL takes bytes."""
     from tests.conftest import MYSQL_URL, need_mysqlclient

@@ -20,16 +20,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
-from itertools import repeat
 from operator import attrgetter
-from typing import Any, Literal
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..errors import ArgumentTypeError, InvalidArgumentError
 from ..ids.comb import MAX_BATCH, CombGenerator, LazyUUIDs
-from .types import SeqUUID
+from .types import SeqUUID, uuid_int_bytes
 
 __all__ = ["bulk_insert"]
 
@@ -126,14 +125,7 @@ def bulk_insert(
     copy = connection.dialect.name == "postgresql" and connection.dialect.driver == "psycopg"
     made: Sequence[Any] = []
     if make is not None and not copy:
-        ints = [i for start in range(0, count, MAX_BATCH) for i in make.batch_ints(min(MAX_BATCH, count - start))]
-        made = LazyUUIDs(ints)
-        to_driver = key_type._ints_to_driver(connection.dialect)
-        if to_driver is not None:  # bytes made from the ints: no uuid.UUID made unless the caller reads one
-            converted[0] = to_driver(ints)
-        else:
-            made = list(made)
-            converted[0] = _converted(connection, columns[:1], [made])[0]
+        made, converted[0] = _made_keys(connection, columns[0], make, count)
     with connection.begin_nested() if connection.in_transaction() else connection.begin():
         if copy:
             made = _copy(connection, table, columns, converted, count, make)
@@ -166,6 +158,24 @@ def _converted(connection: Connection, columns: list[sa.Column[Any]], values: li
     return out
 
 
+def _made_keys(
+    connection: Connection, column: sa.Column[Any], make: CombGenerator, count: int
+) -> tuple[Sequence[Any], list[Any]]:
+    """``count`` keys from ``make`` for ``column``, and the same keys as the driver receives them.
+
+    Bytes or hex made from the keys' ints where the driver takes those (the keys are then a
+    :class:`~seqid_orm.ids.comb.LazyUUIDs`: no ``uuid.UUID`` made unless the caller reads one);
+    otherwise ``uuid.UUID`` objects through the column type's bind processor.
+    """
+    ints = [i for start in range(0, count, MAX_BATCH) for i in make.batch_ints(min(MAX_BATCH, count - start))]
+    key_type: SeqUUID = column.type  # type: ignore[assignment]
+    to_driver = key_type._ints_to_driver(connection.dialect)
+    if to_driver is not None:
+        return LazyUUIDs(ints), to_driver(ints)
+    made = list(LazyUUIDs(ints))
+    return made, _converted(connection, [column], [made])[0]
+
+
 #: PostgreSQL's type oids for ``uuid`` and ``bytea`` (``pg_type``).
 _UUID_OID, _BYTEA_OID = 2950, 17
 #: Rows made and written per step of a ``COPY`` whose keys the load makes.
@@ -176,9 +186,8 @@ def _uuid_bytes(values: list[Any]) -> list[Any]:
     """UUIDs as their 16 bytes, ``None`` kept: in ``COPY``'s binary form a ``uuid`` field *is* its 16
     bytes (the server's ``uuid_recv``), and psycopg writes ``bytes`` in C where its ``UUID`` dumper is a
     Python call per value (a fifth of a load's client time)."""
-    big: Literal["big"] = "big"
     try:
-        return list(map(int.to_bytes, map(attrgetter("int"), values), repeat(16), repeat(big)))
+        return uuid_int_bytes(map(attrgetter("int"), values))
     except AttributeError:  # a None among them
         return [None if v is None else v.int.to_bytes(16, "big") for v in values]
 
@@ -230,8 +239,8 @@ def _copy(
         dbapi_error = connection.dialect.loaded_dbapi.Error
         if not all(map(partial(_dumps_binary, cursor), oids)):  # CHAR(n), an enum...: the text form
             if make is not None:
-                made = [k for start in range(0, count, MAX_BATCH) for k in make.batch(min(MAX_BATCH, count - start))]
-                values = [_converted(connection, columns[:1], [made])[0], *values[1:]]
+                made, first = _made_keys(connection, columns[0], make, count)
+                values = [first, *values[1:]]
             try:
                 with cursor.copy(sql) as copy:
                     for row in zip(*values, strict=True):
@@ -253,11 +262,10 @@ def _copy(
                         write(row)
                     return made
                 rest, ints = values[1:], []
-                big: Literal["big"] = "big"
                 for start in range(0, count, _COPY_STEP):
                     step_ints = make.batch_ints(min(_COPY_STEP, count - start))
                     ints += step_ints
-                    key_bytes = map(int.to_bytes, step_ints, repeat(16), repeat(big))
+                    key_bytes = uuid_int_bytes(step_ints)
                     for row in zip(key_bytes, *(v[start : start + _COPY_STEP] for v in rest), strict=True):
                         write(row)
                 made = LazyUUIDs(ints)

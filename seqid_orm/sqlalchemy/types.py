@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import operator
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from itertools import repeat
 from typing import Any, Literal
 
@@ -158,12 +158,9 @@ class SeqUUID(TypeDecorator[uuid.UUID]):
         ``uuid.UUID`` (it adapts it itself) or its text."""
         to_db = self._to_db(dialect)
         impl = self.impl_instance.bind_processor(dialect)
-        big: Literal["big"] = "big"
+        convert: Callable[[list[int]], list[Any]]
         if to_db is _UUID_BYTES:
-
-            def convert(ints: list[int]) -> list[Any]:
-                return list(map(int.to_bytes, ints, repeat(16), repeat(big)))
-
+            convert = uuid_int_bytes
         elif to_db is _UUID_HEX:  # UUID.hex: 32 lowercase hex digits
 
             def convert(ints: list[int]) -> list[Any]:
@@ -230,6 +227,12 @@ class SeqUUID(TypeDecorator[uuid.UUID]):
 
     def coerce_compared_value(self, op: Any, value: Any) -> Any:
         return self
+
+
+def uuid_int_bytes(ints: Iterable[int]) -> list[Any]:
+    """Each ``UUID.int`` as the UUID's 16 bytes (``UUID.bytes``), made in C."""
+    big: Literal["big"] = "big"
+    return list(map(int.to_bytes, ints, repeat(16), repeat(big)))
 
 
 _UUID_BYTES = operator.attrgetter("bytes")

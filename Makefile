@@ -16,19 +16,17 @@ $(BIN)/python:
 
 # System packages: mysqlclient (Django's MariaDB driver) compiles against the MariaDB client headers
 # (libmariadb-dev, pkg-config); pyodbc (under two mssql-django checks, no server) loads unixODBC's
-# libodbc. As root, what is missing is installed with apt; as another user it is named, and the rest
-# of the suite runs without it (the Django MariaDB settings and the mssql-django checks say they
-# were skipped, and why). ldconfig lives in /sbin, which is not on an ordinary user's PATH.
-LDCONFIG := $(shell command -v ldconfig 2>/dev/null || echo /sbin/ldconfig)
-MARIADB_HEADERS := { pkg-config --exists libmariadb || pkg-config --exists mysqlclient; } 2>/dev/null
+# libodbc. tests/system.py is the one place that knows every system part the tests use and how to
+# tell it is here: as root, what `make test` needs and lacks is installed with apt; as another user
+# it is named, and the rest of the suite runs without it (each test that needs it is skipped,
+# saying why and the apt line; under SEQID_REQUIRE_DBS=1, as in CI, it fails instead).
+SYSTEM := $(PYTHON) -m tests.system
 system-deps:
-	@missing=""; \
-	$(MARIADB_HEADERS) || missing="$$missing libmariadb-dev pkg-config"; \
-	$(LDCONFIG) -p 2>/dev/null | grep -q libodbc.so.2 || missing="$$missing unixodbc"; \
+	@missing="$$($(SYSTEM) apt)"; \
 	if [ -n "$$missing" ]; then \
 	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
-	  else echo "make: system packages missing:$$missing (as root: apt-get install$$missing);" \
+	  else echo "make: system packages missing: $$missing (as root: apt-get install $$missing);" \
 	    "the tests that need them will be skipped, each saying why" >&2; fi; \
 	fi
 
@@ -40,7 +38,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	touch $(STAMP)
 
 mysqlclient: $(STAMP)
-	@$(BIN)/python -c "import MySQLdb" 2>/dev/null || ! $(MARIADB_HEADERS) \
+	@$(BIN)/python -c "import MySQLdb" 2>/dev/null || [ -n "$$($(SYSTEM) apt | grep -w libmariadb-dev)" ] \
 	  || $(BIN)/python -m pip install --quiet -e '.[mysqlclient]'
 
 # The demo needs only SQLAlchemy (SQLite is in the standard library): no root, no system
@@ -54,24 +52,33 @@ $(DEMO_STAMP): pyproject.toml | $(BIN)/python
 demo: $(DEMO_STAMP)
 	$(BIN)/seqid demo
 
-# Everything: the core and SQLAlchemy suite, then the Django suite once per settings module.
-test: test-core test-django
+# Everything: the core and SQLAlchemy suite, then the Django suite once per settings module. One
+# failing part does not hide the others: every part runs, and `make test` fails at the end if any did.
+test: $(STAMP) mysqlclient
+	@failed=""; \
+	$(MAKE) --no-print-directory test-core || failed="$$failed test-core"; \
+	$(MAKE) --no-print-directory test-django || failed="$$failed test-django"; \
+	if [ -n "$$failed" ]; then echo "== make test: FAILED:$$failed" >&2; exit 1; fi
 
 test-core: $(STAMP) mysqlclient
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The MariaDB settings need mysqlclient (see system-deps): without it they are skipped, saying so,
-# except under SEQID_REQUIRE_DBS=1 (CI), where every test must run.
+# except under SEQID_REQUIRE_DBS=1 (CI), where every test must run. Every settings module runs even
+# when one fails; the target fails at the end, naming them.
 test-django: $(STAMP) mysqlclient
-	@for s in $(DJANGO_SETTINGS); do \
-	  if { [ $$s = mysql ] || [ $$s = multidb ]; } && ! $(BIN)/python -c "import MySQLdb" 2>/dev/null; then \
-	    echo "== SKIPPED: Django tests with tests.django.settings.$$s: mysqlclient is not installed" \
-	      "(it compiles against the MariaDB client headers: as root, apt-get install libmariadb-dev pkg-config)"; \
-	    [ "$$SEQID_REQUIRE_DBS" != 1 ] || exit 1; continue; \
+	@failed=""; \
+	for s in $(DJANGO_SETTINGS); do \
+	  if { [ $$s = mysql ] || [ $$s = multidb ]; } && ! why="$$($(BIN)/python -m tests.system missing mysqlclient)"; then \
+	    echo "== SKIPPED: Django tests with tests.django.settings.$$s: $$why" \
+	      "(as root: apt-get install libmariadb-dev pkg-config, then make test)"; \
+	    [ "$$SEQID_REQUIRE_DBS" != 1 ] || failed="$$failed $$s"; continue; \
 	  fi; \
 	  echo "== Django tests with tests.django.settings.$$s"; \
-	  DJANGO_SETTINGS_MODULE=tests.django.settings.$$s $(BIN)/python -m pytest tests/django $(PYTEST_ARGS) || exit 1; \
-	done
+	  DJANGO_SETTINGS_MODULE=tests.django.settings.$$s $(BIN)/python -m pytest tests/django $(PYTEST_ARGS) \
+	    || failed="$$failed $$s"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "== Django tests FAILED with settings:$$failed" >&2; exit 1; fi
 
 # The peers' own test suites as judges (Django's test_uuid.py with SeqUUIDField swapped in, Pydantic's
 # UUID tests with SeqUUID): part of test-core; alone here.

@@ -40,6 +40,16 @@ def server_marks(item: pytest.Item) -> set[str]:
     return marks
 
 
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """``@pytest.mark.system("part")``: skip with the reason and the apt line where a system part is
+    missing (tests/system.py decides; under SEQID_REQUIRE_DBS=1 its absence fails the test)."""
+    from tests.system import need
+
+    for mark in item.iter_markers("system"):
+        for part in mark.args:
+            need(part)
+
+
 def _cockroachdb_dialect_installs() -> bool:
     try:
         import sqlalchemy_cockroachdb  # noqa: F401
@@ -87,21 +97,6 @@ def unavailable(name: str, url: str, exc: BaseException) -> None:
     if REQUIRE_DBS:
         pytest.fail(f"SEQID_REQUIRE_DBS=1 but {message}")
     pytest.skip(message)
-
-
-def need_mysqlclient() -> None:
-    """Skip (or, with SEQID_REQUIRE_DBS=1, fail) where Django's MariaDB driver is not installed: it compiles
-    against the MariaDB client headers, a system package an ordinary user may not have."""
-    try:
-        import MySQLdb  # noqa: F401
-    except ImportError as exc:
-        message = (
-            f"mysqlclient is not installed ({exc}); it compiles against the MariaDB client headers: "
-            "as root, apt-get install libmariadb-dev pkg-config, then make test"
-        )
-        if REQUIRE_DBS:
-            pytest.fail(f"SEQID_REQUIRE_DBS=1 but {message}")
-        pytest.skip(message)
 
 
 def _connect(name: str, url: str):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import need_mysqlclient
+from tests.system import need
 
 pytest.importorskip("django")
 sa = pytest.importorskip("sqlalchemy")
@@ -25,7 +25,7 @@ CHECKOUT = Path(__file__).resolve().parents[2]
 def test_the_django_benchmark_builds_and_inserts_every_kind(engine, tmp_path):
     """Its tables are created, filled (every row counted by the database) and dropped."""
     if engine.dialect.name == "mysql":
-        need_mysqlclient()
+        need("mysqlclient")
     prefix = f"b{uuid.uuid4().hex[:6]}_"
     url = engine.url.render_as_string(hide_password=False)
     if engine.dialect.name == "sqlite":

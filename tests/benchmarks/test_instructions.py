@@ -11,17 +11,16 @@ import pytest
 sa = pytest.importorskip("sqlalchemy")
 from benchmarks import instructions  # noqa: E402
 from seqid_orm.errors import InvalidArgumentError  # noqa: E402
+from tests.system import need  # noqa: E402
 
 pytestmark = pytest.mark.valgrind  # run once, by `make test-valgrind`, which installs valgrind
 
-VALGRIND = shutil.which("valgrind")
-# where these tests are selected (SEQID_VALGRIND=1) a missing valgrind is a broken set-up, not a
-# reason to skip
-
 
 def _valgrind() -> str:
-    assert VALGRIND, "valgrind is not installed: `make test-valgrind` installs it (as root)"
-    return VALGRIND
+    need("valgrind")  # `make test-valgrind` installs it as root
+    found = shutil.which("valgrind")
+    assert found
+    return found
 
 
 def _callgrind_stderr(code: str) -> str:

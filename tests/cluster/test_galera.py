@@ -21,6 +21,7 @@ from tests.cluster.schema import KINDS, table
 from tests.conftest import MYSQL_URL, REQUIRE_DBS
 from tests.leases.stores import age_namespace
 from tests.servers import galera
+from tests.system import need
 from tests.tickets.procs import Worker, start_together
 
 sa = pytest.importorskip("sqlalchemy")
@@ -35,6 +36,7 @@ CONFLICT_COUNTERS = ("wsrep_local_cert_failures", "wsrep_local_bf_aborts")
 
 @pytest.fixture(scope="module")
 def nodes():
+    need("galera")
     urls = galera.urls()
     engines = [sa.create_engine(u, connect_args={"connect_timeout": 3}) for u in urls]
     try:

@@ -20,9 +20,9 @@ from seqid_orm.django import SeqUUIDField, SnowflakeField, SortableTextField
 from seqid_orm.django.connection import storage_of, vendor_of
 from seqid_orm.ids.comb import layout_of
 from seqid_orm.vendors import Storage
-from tests.conftest import REQUIRE_DBS
 from tests.django.testapp.models import Author, Book, Event, ShareCode, Tag, Ulid
 from tests.ordering import check_time_ordered
+from tests.system import need
 
 pytestmark = pytest.mark.django_db
 
@@ -327,12 +327,8 @@ def test_oracle_backend_gets_hex_storage_and_time_first():
 
 def test_mssql_django_backend_layout_follows_its_column_type():
     """mssql-django, built without a server: char(32) hex today, uniqueidentifier in older releases."""
-    try:
-        from mssql.base import DatabaseWrapper
-    except ImportError as exc:  # pyodbc loads unixODBC's libodbc, a system package
-        if REQUIRE_DBS:
-            raise
-        pytest.skip(f"mssql-django cannot load ({exc}); as root: apt-get install unixodbc")
+    need("unixodbc")  # pyodbc loads unixODBC's libodbc; mssql-django wraps its ImportError
+    from mssql.base import DatabaseWrapper
 
     from seqid_orm.vendors import choose_layout
 

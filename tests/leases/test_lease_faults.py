@@ -182,6 +182,7 @@ def _forget_worker(server: str, namespace: str, worker_id: int) -> None:
     engine.dispose()
 
 
+@pytest.mark.system("redis-server")
 def test_a_redis_lease_store_restarted_empty_repeats_no_id(redis_url, namespace):
     """Every key gone, the namespace's record too: the newcomer waits one ttl plus the tolerance."""
     with PrivateRedis() as private:

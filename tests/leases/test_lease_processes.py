@@ -12,6 +12,7 @@ from seqid_orm.errors import LeaseLostError
 from tests.conftest import POSTGRES_URL, volatile_ok
 from tests.leases.stores import age_namespace, leased
 from tests.servers.private import PrivatePostgres, PrivateRedis, pg_bindir, server_major
+from tests.system import need
 from tests.tickets.procs import Worker, start_together
 
 pytestmark = pytest.mark.slow
@@ -80,10 +81,12 @@ def private_store(request):
     """A lease store of its own that the test can stop."""
     if request.param == "postgresql":
         request.getfixturevalue("pg_engine")
+        need("postgresql-server")
         with PrivatePostgres(pg_bindir(server_major(POSTGRES_URL))) as server:
             yield server
     else:
         request.getfixturevalue("redis_url")
+        need("redis-server")
         with PrivateRedis() as server:
             yield server
 

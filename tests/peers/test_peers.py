@@ -56,9 +56,9 @@ def django_settings(request, tmp_path) -> str:
         url = POSTGRES_URL
     else:
         request.getfixturevalue("mysql_engine")
-        from tests.conftest import need_mysqlclient
+        from tests.system import need
 
-        need_mysqlclient()
+        need("mysqlclient")
         url = MYSQL_URL
     databases = {alias: _django_database(url, f"seqid_peer_{alias}") for alias in ("default", "other")}
     (tmp_path / "seqid_peer_settings.py").write_text(f"from test_sqlite import *  # noqa\nDATABASES = {databases!r}\n")

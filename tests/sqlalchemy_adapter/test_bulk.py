@@ -226,9 +226,10 @@ def test_keys_made_from_ints_read_back_as_made_on_every_storage(engine, table_na
 @pytest.mark.mysqlclient
 def test_keys_made_from_ints_through_mysqlclient(table_name):
     """mysqlclient takes MariaDB's UUID as hex where PyMySQL takes bytes."""
-    from tests.conftest import MYSQL_URL, need_mysqlclient
+    from tests.conftest import MYSQL_URL
+    from tests.system import need
 
-    need_mysqlclient()
+    need("mysqlclient")
     engine = sa.create_engine(MYSQL_URL.replace("+pymysql", "+mysqldb"))
     try:
         check_every_storage(engine, table_name)

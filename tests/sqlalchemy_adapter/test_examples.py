@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from tests.conftest import need_mysqlclient
+from tests.system import need
 
 pytest.importorskip("sqlalchemy")
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -97,7 +97,7 @@ def test_cli_refuses_a_url_that_is_no_database_in_plain_words(capsys):
 def test_django_example_project_runs(engine, tmp_path):
     """manage.py check, makemigrations --check, migrate, seed, migrate back to zero."""
     if engine.dialect.name == "mysql":
-        need_mysqlclient()
+        need("mysqlclient")
     import subprocess
 
     pytest.importorskip("django")

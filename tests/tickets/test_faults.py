@@ -99,6 +99,7 @@ def test_a_redis_without_persistence_is_refused_and_leaves_no_key(redis_url, seq
         client.close()
 
 
+@pytest.mark.system("redis-server")
 def test_a_redis_restarted_empty_repeats_no_id(data_table, seq_name):
     """Before: the running process was refused at first, but once a new process re-created the key
     both started over (3,000 + 2,000 ids repeated).  Now the new process is refused by the keys
@@ -175,6 +176,7 @@ def test_a_ticket_row_deleted_and_re_created_by_a_new_process_repeats_no_id(sql_
         forget(seq_name, [sql_server])
 
 
+@pytest.mark.system("redis-server")
 def test_fail_over_to_a_server_that_lost_its_counter_repeats_no_id(sqlite_ticket_url, data_table, seq_name):
     """Two servers; the second loses its counter while the first goes down.  Before: the process that
     failed over to it took the counter afresh and 5,900 ids repeated."""

@@ -7,13 +7,13 @@ Every worker is a separate Python process (``tests/tickets/worker.py``) with its
 from __future__ import annotations
 
 import secrets
-import shutil
 import time
 
 import pytest
 
 from tests.conftest import MYSQL_URL, POSTGRES_URL, volatile_ok
 from tests.servers.private import PrivatePostgres, PrivateRedis, pg_bindir
+from tests.system import need
 from tests.tickets.conftest import forget
 from tests.tickets.procs import Worker, start_together
 
@@ -215,12 +215,12 @@ def second_server(request):
     """A private server of the parametrized kind beside the shared one: (shared url, private server)."""
     if request.param == "postgresql":
         request.getfixturevalue("pg_engine")
+        need("postgresql-server")
         with PrivatePostgres(pg_bindir(_pg_major())) as private:
             yield POSTGRES_URL, private
     else:
         shared = volatile_ok(request.getfixturevalue("redis_url"))
-        if shutil.which("redis-server") is None:
-            pytest.fail("redis-server is not installed, so no second Redis can be started")
+        need("redis-server")
         with PrivateRedis() as private:
             yield shared, private
 

@@ -57,7 +57,7 @@ def _cleanup(url: str, name: str) -> None:
     if scheme_of(url) in ("redis", "rediss", "unix"):
         import redis
 
-        from seqid_orm.allocation.stores.redis import split_state_loss_option
+        from seqid_orm.allocation.stores.base import split_state_loss_option
 
         client = redis.Redis.from_url(split_state_loss_option(url)[0])
         client.delete(f"seqid:tickets:{name}")
@@ -124,7 +124,7 @@ def _per_id_client(url: str) -> tuple[Callable[[], object], Callable[[], None]] 
     if scheme in ("redis", "rediss", "unix"):
         import redis
 
-        from seqid_orm.allocation.stores.redis import split_state_loss_option
+        from seqid_orm.allocation.stores.base import split_state_loss_option
 
         client = redis.Redis.from_url(split_state_loss_option(url)[0])
         key = f"seqid:bench:{name}"

@@ -132,10 +132,35 @@ class CounterBelowDataError(AllocationError):
 
 
 class VolatileStoreError(AllocationError):
-    """A Redis ticket or lease store would lose its state on a restart, and the caller did not accept that.
+    """A ticket or lease store could lose writes it acknowledged, and the caller did not accept that.
 
     Redis keeps a counter across a crash only with ``appendonly yes`` and ``appendfsync always``;
-    with less, the counter comes back lower or empty and ids repeat.  Pass
-    ``accept_state_loss=True`` where that is acceptable (tests, a throw-away cache), or turn on
-    persistence.
+    with less, the counter comes back lower or empty and ids repeat.  A PostgreSQL server with
+    asynchronous standbys and no synchronous one can be failed over to a standby that lacks the
+    last reservations; a Redis whose ``maxmemory-policy`` may evict every key (``allkeys-*``) can
+    drop a counter.  The message names the setting and the fix.  Pass ``accept_state_loss=True``
+    (or ``?accept_state_loss=true`` in the URL) where that is acceptable (tests, a throw-away
+    cache): seqid then still refuses a store whose history it sees change
+    (:class:`StoreHistoryError`), but cannot see a loss that leaves the history as it was.
+    """
+
+
+class StoreHistoryError(AllocationError):
+    """A store's history changed since seqid recorded it, and its state may have gone back.
+
+    PostgreSQL starts a new *timeline* on a promotion or a point-in-time recovery, and a new
+    *system identifier* for a new cluster: a standby promoted while it lagged, or a backup
+    restored, lacks the last reservations its predecessor acknowledged, so its counters hand out
+    values that processes already used.  Ticket sequences refuse such a store until ``seqid ticket
+    repair`` moves the counters above the largest id in use and records the new history.  Where
+    every write seqid made waited for a synchronous standby, a promotion loses nothing and is
+    accepted.  The message names the store, both histories and the command to run.
+    """
+
+
+class StoreTimeoutError(BackendUnavailableError):
+    """A store did not answer within the call's deadline (a stalled server, a network that drops
+    packets with the connection still open, a synchronous standby that does not confirm).
+
+    The connection it was on is closed; the call moves to the next server where there is one.
     """

@@ -75,7 +75,12 @@ MAX_TTL = 86400.0  # seconds: a lease or a tolerance longer than a day is a mist
 
 
 def open_lease_store(
-    target: object, *, connect_timeout: float = 5.0, create_table: bool = True, accept_state_loss: bool = False
+    target: object,
+    *,
+    connect_timeout: float = 5.0,
+    create_table: bool = True,
+    accept_state_loss: bool = False,
+    timeout: float = 5.0,
 ) -> LeaseStore:
     """The lease store for ``target``: a SQLAlchemy or Redis URL, an ``Engine``, a ``redis.Redis`` or a store.
 
@@ -83,6 +88,7 @@ def open_lease_store(
     :class:`~seqid_orm.errors.VolatileStoreError`), as for ticket stores.
     """
     connect_timeout = check_seconds("connect_timeout", connect_timeout, 0.1, MAX_CONNECT_TIMEOUT)
+    timeout = check_seconds("timeout", timeout, 0.1, MAX_CONNECT_TIMEOUT)
     check_bool("create_table", create_table)
     check_bool("accept_state_loss", accept_state_loss)
     backend = backend_of(target, "lease store")
@@ -93,11 +99,18 @@ def open_lease_store(
             target,  # type: ignore[arg-type]
             connect_timeout=connect_timeout,
             accept_state_loss=accept_state_loss,
+            timeout=timeout,
         )
     if backend == "sql":
         from .stores.sqlalchemy import SQLAlchemyLeaseStore
 
-        return SQLAlchemyLeaseStore(target, connect_timeout=connect_timeout, create_table=create_table)  # type: ignore[arg-type]
+        return SQLAlchemyLeaseStore(
+            target,  # type: ignore[arg-type]
+            connect_timeout=connect_timeout,
+            create_table=create_table,
+            accept_state_loss=accept_state_loss,
+            timeout=timeout,
+        )
     if all(hasattr(target, a) for a in ("acquire", "renew", "release", "leases", "label")):
         return target  # type: ignore[return-value]
     kind = f"{type(target).__module__}.{type(target).__qualname__}"
@@ -110,7 +123,9 @@ _LIVE: weakref.WeakSet[WorkerLease] = weakref.WeakSet()
 class WorkerLease:
     """A worker id in ``range(max_workers)`` held by this process: see the module docstring.
 
-    Used alone (``with lease:``, ``lease.worker_id``) or as a Snowflake's worker id
+    ``timeout`` bounds every call on the store (a stalled one raises
+    :class:`~seqid_orm.errors.StoreTimeoutError`); ``accept_state_loss`` allows a store that can
+    lose acknowledged writes.  Used alone (``with lease:``, ``lease.worker_id``) or as a Snowflake's worker id
     (``Snowflake(worker_id=lease)``: a :class:`~seqid_orm.ids.snowflake.WorkerSource`), which then
     leases at its first id.  ``max_workers`` defaults to what such a Snowflake's worker and
     datacenter bits hold (1,024 for Twitter's profile), else 1,024.  ``wall_clock`` (Unix
@@ -132,6 +147,7 @@ class WorkerLease:
         create_table: bool = True,
         connect_timeout: float = 5.0,
         accept_state_loss: bool = False,
+        timeout: float = 5.0,
         high_water: Callable[[], int] | None = None,
         on_release: Callable[[], int] | None = None,
         wall_clock: Callable[[], int] = time.time_ns,
@@ -159,7 +175,11 @@ class WorkerLease:
                 raise ArgumentTypeError(f"{name} must be callable, got {type(fn).__name__}")
         self.max_workers = max_workers
         self.store = open_lease_store(
-            store, connect_timeout=connect_timeout, create_table=create_table, accept_state_loss=accept_state_loss
+            store,
+            connect_timeout=connect_timeout,
+            create_table=create_table,
+            accept_state_loss=accept_state_loss,
+            timeout=timeout,
         )
         # Without a generator's own figure, "now" is the safe high-water mark at release.
         self.high_water = high_water or self._wall_ms

@@ -172,8 +172,11 @@ class TicketSequence:
     monotonic) is for tests of the adaptive block size.
 
     ``floor``: a :class:`KeyFloor` (or a list) for the key columns this sequence fills; more can
-    be bound later with :meth:`bind_floor`.  ``accept_state_loss``: allow a Redis server that
-    would lose the counter on a restart (see :class:`~seqid_orm.errors.VolatileStoreError`).
+    be bound later with :meth:`bind_floor`.  ``accept_state_loss``: allow a server that can lose
+    acknowledged writes (a Redis without persistence, a PostgreSQL with only asynchronous
+    standbys; see :class:`~seqid_orm.errors.VolatileStoreError`).  ``timeout``: the longest one
+    reservation may take, shared among the servers (a stalled one is given up for the next after
+    its share; :class:`~seqid_orm.errors.StoreTimeoutError`).
     """
 
     def __init__(
@@ -195,6 +198,7 @@ class TicketSequence:
         start_server: int | None = None,
         floor: KeyFloor | Sequence[KeyFloor] | None = None,
         accept_state_loss: bool = False,
+        timeout: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.name = check_name(name)
@@ -228,6 +232,7 @@ class TicketSequence:
         if segment_seconds <= 0:
             raise InvalidArgumentError(f"segment_seconds must be > 0, got {segment_seconds!r}")
         check_seconds("connect_timeout", connect_timeout, 0.1, 3600.0)
+        self.timeout = check_seconds("timeout", timeout, 0.1, 3600.0)
         check_bool("create_table", create_table)
         check_bool("accept_state_loss", accept_state_loss)
         floors: list[KeyFloor] = []
@@ -240,7 +245,11 @@ class TicketSequence:
         self._clock = clock
         self._stores: list[TicketStore] = [
             open_ticket_store(
-                t, connect_timeout=connect_timeout, create_table=create_table, accept_state_loss=accept_state_loss
+                t,
+                connect_timeout=connect_timeout,
+                create_table=create_table,
+                accept_state_loss=accept_state_loss,
+                timeout=self.timeout / len(targets),  # a stalled server leaves the others their share
             )
             for t in targets
         ]

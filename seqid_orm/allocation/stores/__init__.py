@@ -89,14 +89,17 @@ def open_ticket_store(
     create_table: bool = True,
     table_name: str | None = None,
     accept_state_loss: bool = False,
+    timeout: float = 5.0,
 ) -> TicketStore:
     """The store for ``target``: a URL, a SQLAlchemy ``Engine``, a ``redis.Redis`` or a store.
 
-    ``create_table`` and ``table_name`` apply to SQL stores only, ``accept_state_loss`` to Redis
-    (see :class:`~seqid_orm.errors.VolatileStoreError`).  Bad arguments and an unknown scheme
-    raise a typed error before anything is imported or connected.
+    ``create_table`` and ``table_name`` apply to SQL stores only.  ``accept_state_loss`` accepts a
+    server that can lose acknowledged writes (see :class:`~seqid_orm.errors.VolatileStoreError`).
+    ``timeout`` bounds every call on the store (:class:`~seqid_orm.errors.StoreTimeoutError` past it).
+    Bad arguments and an unknown scheme raise a typed error before anything is imported or connected.
     """
     connect_timeout = check_seconds("connect_timeout", connect_timeout, 0.1, MAX_CONNECT_TIMEOUT)
+    timeout = check_seconds("timeout", timeout, 0.1, MAX_CONNECT_TIMEOUT)
     check_bool("create_table", create_table)
     check_bool("accept_state_loss", accept_state_loss)
     backend = backend_of(target, "ticket server")
@@ -107,11 +110,17 @@ def open_ticket_store(
             target,  # type: ignore[arg-type]
             connect_timeout=connect_timeout,
             accept_state_loss=accept_state_loss,
+            timeout=timeout,
         )
     if backend == "sql":
         from .sqlalchemy import SQLAlchemyTicketStore
 
-        sql_options: dict[str, Any] = {"connect_timeout": connect_timeout, "create_table": create_table}
+        sql_options: dict[str, Any] = {
+            "connect_timeout": connect_timeout,
+            "create_table": create_table,
+            "accept_state_loss": accept_state_loss,
+            "timeout": timeout,
+        }
         if table_name is not None:
             sql_options["table_name"] = table_name
         return SQLAlchemyTicketStore(target, **sql_options)  # type: ignore[arg-type]

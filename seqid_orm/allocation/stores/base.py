@@ -31,8 +31,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-from ...errors import AllocationError, ArgumentTypeError, BackendMismatchError, GeneratorExhaustedError, InvalidIDError
+from ...errors import (
+    AllocationError,
+    ArgumentTypeError,
+    BackendMismatchError,
+    GeneratorExhaustedError,
+    InvalidArgumentError,
+    InvalidIDError,
+)
 from ...ids.validate import BIGINT_MAX
+from .history import Executor, HistoryGuard, ticket_records
 
 __all__ = [
     "LEASE_TABLE",
@@ -52,6 +60,7 @@ __all__ = [
     "is_conflict",
     "last_value_limit",
     "raise_rows",
+    "split_state_loss_option",
     "vanished",
 ]
 
@@ -96,6 +105,31 @@ _PASSWORD = re.compile(r"(://[^:/@]*:)[^@/]*@")
 def hide_password(url: str) -> str:
     """``url`` with any password replaced by ``***``, for messages and logs."""
     return _PASSWORD.sub(r"\1***@", url)
+
+
+_STATE_LOSS_OPTION = "accept_state_loss"
+
+
+def split_state_loss_option(url: str) -> tuple[str, bool]:
+    """``url`` without its ``accept_state_loss=true`` query option, and whether it was given.
+
+    The option lets a configuration that is only a URL (an environment variable, a Django
+    setting, the CLI) say what the keyword says; redis-py and the SQL drivers would refuse it as an
+    unknown option.
+    """
+    base, sep, query = url.partition("?")
+    if not sep:
+        return url, False
+    kept, given = [], False
+    for part in query.split("&"):
+        key, _, value = part.partition("=")
+        if key != _STATE_LOSS_OPTION:
+            kept.append(part)
+        elif value.lower() in ("1", "true", "yes", "on"):
+            given = True
+        elif value.lower() not in ("0", "false", "no", "off"):
+            raise InvalidArgumentError(f"{_STATE_LOSS_OPTION} in a Redis URL must be true or false, got {value!r}")
+    return (base + "?" + "&".join(kept) if kept else base), given
 
 
 @dataclass(frozen=True)
@@ -167,6 +201,15 @@ def last_value_limit(max_value: int, step: int) -> int:
 class TicketRows(Protocol):
     """The statements a SQL ticket store runs, each atomic and committed on its own."""
 
+    vendor: str
+    """The database (``postgresql``, ``mysql``, ``sqlite``...), for :mod:`.history`."""
+    table: str
+    """The ticket table's name, quoted for this database."""
+
+    def executor(self) -> Executor:
+        """Text statements on the same connection (the history checks run there)."""
+        ...
+
     def advance(self, name: str, delta: int, step: int, offset: int, highest_start: int) -> int | None:
         """``UPDATE ... SET next_value = next_value + delta WHERE name = :name AND step = :step
         AND value_offset = :offset AND next_value <= :highest_start``, returning the new
@@ -191,15 +234,31 @@ class SQLTicketStore:
     """The :class:`TicketStore` methods of a SQL store, on :func:`allocate_rows` and
     :func:`raise_rows`: a subclass only says how one call reaches its own connection, by
     ``_with_rows(fn)`` calling ``fn(rows)`` with the :class:`TicketRows` of that connection
-    (retrying a dropped connection)."""
+    (retrying a dropped connection).
+
+    Every reservation first checks the store's history (:mod:`.history`): a server that can lose
+    acknowledged writes is refused unless ``accept_state_loss``, one whose history went back is
+    refused until :meth:`raise_to` (``seqid ticket repair``) records the new one.
+    """
 
     label: str
+    accept_state_loss: bool = False
+    _guard: HistoryGuard | None = None
 
     def _with_rows(self, fn: Callable[[TicketRows], _T]) -> _T:
         raise NotImplementedError
 
+    def _history(self) -> HistoryGuard:
+        if self._guard is None:
+            self._guard = HistoryGuard(self.label, "tickets", self.accept_state_loss)
+        return self._guard
+
     def allocate(self, name: str, count: int, step: int, offset: int, max_value: int) -> tuple[int, int]:
-        return self._with_rows(lambda rows: allocate_rows(rows, self.label, name, count, step, offset, max_value))
+        def reserve(rows: TicketRows) -> tuple[int, int]:
+            self._history().check(rows.executor(), rows.vendor, ticket_records(rows.table))
+            return allocate_rows(rows, self.label, name, count, step, offset, max_value)
+
+        return self._with_rows(reserve)
 
     def read(self, name: str) -> TicketRow | None:
         return self._with_rows(lambda rows: rows.read(name))
@@ -208,7 +267,13 @@ class SQLTicketStore:
         self._with_rows(lambda rows: rows.create(row))
 
     def raise_to(self, row: TicketRow) -> TicketRow:
-        return self._with_rows(lambda rows: raise_rows(rows, row))
+        def repair(rows: TicketRows) -> TicketRow:
+            stored = raise_rows(rows, row)
+            # the counter is above every id in use now: the present history is the one to keep
+            self._history().adopt(rows.executor(), rows.vendor, ticket_records(rows.table))
+            return stored
+
+        return self._with_rows(repair)
 
 
 def raise_rows(rows: TicketRows, row: TicketRow) -> TicketRow:

@@ -24,6 +24,7 @@ from django.db import IntegrityError, InterfaceError, OperationalError, connecti
 from ...errors import BackendUnavailableError, InvalidArgumentError
 from . import lease_sql
 from .base import LEASE_TABLE, TICKET_TABLE, SQLTicketStore, TicketRow, TicketRows, is_conflict
+from .history import HISTORY_NAME
 
 _T = TypeVar("_T")
 
@@ -117,7 +118,8 @@ class DjangoTicketStore(SQLTicketStore):
             with conn.cursor() as cursor:
                 cursor.execute(
                     f"SELECT name, next_value, step, value_offset FROM {conn.ops.quote_name(self.table_name)} "
-                    "ORDER BY name"
+                    "WHERE name <> %s ORDER BY name",
+                    [HISTORY_NAME],
                 )
                 return [TicketRow(*r) for r in cursor.fetchall()]
 
@@ -139,6 +141,9 @@ class _Rows:
                 f"ticket sequences through Django support PostgreSQL, MySQL/MariaDB, SQLite and SQL Server, "
                 f"not {self.vendor!r}; give TicketField a SQLAlchemy or Redis url= instead"
             )
+
+    def executor(self) -> _DjangoExecutor:
+        return _DjangoExecutor(self.conn)
 
     def advance(self, name: str, delta: int, step: int, offset: int, highest_start: int) -> int | None:
         sql = _ADVANCE[self.vendor].format(t=self.table, cond=_CONDITION)

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from ...errors import InvalidArgumentError
 from .base import Grant, LeaseRow
+from .history import HistoryGuard, lease_records
 
 __all__ = ["NOW_MS", "Executor", "LeaseSQL", "SQLLeaseStore", "acquire", "lease_sql", "leases", "release", "renew"]
 
@@ -48,6 +49,8 @@ class LeaseSQL:
                 f"worker-id leases support PostgreSQL, MariaDB/MySQL, SQLite and SQL Server, not {vendor!r}"
             )
         t = table
+        self.vendor = vendor
+        self.history = lease_records(t, now)
         self.now = f"SELECT {now}"
         self.scan = f"SELECT worker_id, expires_at, last_timestamp, {now} FROM {t} WHERE namespace = :ns"
         # PostgreSQL and SQLite: no error (and no server log line) when another node won the race
@@ -153,13 +156,29 @@ def leases(ex: Executor, sql: LeaseSQL, namespace: str) -> list[LeaseRow]:
 class SQLLeaseStore:
     """The :class:`~seqid_orm.allocation.stores.base.LeaseStore` methods of a SQL store, on the functions
     above: a subclass only says how one call reaches its own connection, by ``_run(fn, *args)``
-    calling ``fn(executor, lease_sql, *args)`` there (retrying a dropped connection once)."""
+    calling ``fn(executor, lease_sql, *args)`` there (retrying a dropped connection once).
+
+    Every grant first checks the store's history (:mod:`.history`): a server that can lose
+    acknowledged writes is refused unless ``accept_state_loss``; one whose history went back
+    makes every namespace new again, so each new holder waits out what a holder the store forgot
+    may still stamp.
+    """
+
+    label: str
+    accept_state_loss: bool = False
+    _guard: HistoryGuard | None = None
 
     def _run(self, fn: Any, *args: Any) -> Any:
         raise NotImplementedError
 
+    def _checked_acquire(self, ex: Executor, sql: LeaseSQL, *args: Any) -> Grant | None:
+        if self._guard is None:
+            self._guard = HistoryGuard(self.label, "leases", self.accept_state_loss)
+        self._guard.check(ex, sql.vendor, sql.history)
+        return acquire(ex, sql, *args)
+
     def acquire(self, namespace: str, token: str, max_workers: int, ttl_ms: int, quarantine_ms: int) -> Grant | None:
-        found: Grant | None = self._run(acquire, namespace, token, max_workers, ttl_ms, quarantine_ms)
+        found: Grant | None = self._run(self._checked_acquire, namespace, token, max_workers, ttl_ms, quarantine_ms)
         return found
 
     def renew(self, namespace: str, worker_id: int, token: str, ttl_ms: int, mark_ms: int) -> bool:

@@ -32,13 +32,14 @@ from ...errors import (
     BackendMismatchError,
     BackendUnavailableError,
     GeneratorExhaustedError,
-    InvalidArgumentError,
     VolatileStoreError,
 )
-from .base import Grant, LeaseRow, TicketRow, hide_password, last_value_limit, vanished
+from .base import Grant, LeaseRow, TicketRow, hide_password, last_value_limit, split_state_loss_option, vanished
 
 try:
     import redis
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
 except ImportError as exc:  # say which extra brings it
     raise ImportError("Redis ticket servers need redis-py: pip install 'seqid-orm[redis]'") from exc
 
@@ -82,28 +83,6 @@ return 1
 """
 
 _DURABLE = {"appendonly": "yes", "appendfsync": "always"}
-_STATE_LOSS_OPTION = "accept_state_loss"
-
-
-def split_state_loss_option(url: str) -> tuple[str, bool]:
-    """``url`` without its ``accept_state_loss=true`` query option, and whether it was given.
-
-    The option lets a configuration that is only a URL (an environment variable, a Django
-    setting, the CLI) say what the keyword says; redis-py would refuse it as an unknown option.
-    """
-    base, sep, query = url.partition("?")
-    if not sep:
-        return url, False
-    kept, given = [], False
-    for part in query.split("&"):
-        key, _, value = part.partition("=")
-        if key != _STATE_LOSS_OPTION:
-            kept.append(part)
-        elif value.lower() in ("1", "true", "yes", "on"):
-            given = True
-        elif value.lower() not in ("0", "false", "no", "off"):
-            raise InvalidArgumentError(f"{_STATE_LOSS_OPTION} in a Redis URL must be true or false, got {value!r}")
-    return (base + "?" + "&".join(kept) if kept else base), given
 
 
 class _RedisStore:
@@ -121,7 +100,7 @@ class _RedisStore:
     what = "store"
 
     def __init__(
-        self, target: str | redis.Redis, connect_timeout: float, read_timeout: float, accept_state_loss: bool
+        self, target: str | redis.Redis, connect_timeout: float, timeout: float, accept_state_loss: bool
     ) -> None:
         if not isinstance(accept_state_loss, bool):
             raise ArgumentTypeError(f"accept_state_loss must be a bool, got {type(accept_state_loss).__name__}")
@@ -134,8 +113,14 @@ class _RedisStore:
         else:
             target, in_url = split_state_loss_option(target)
             accept_state_loss = accept_state_loss or in_url
+            # Every command within ``timeout``: half of it a try, and one retry (redis-py's default
+            # retries three times with back-off, which multiplied a blackholed server's wait).
+            half = timeout / 2
             self.client = redis.Redis.from_url(
-                target, socket_connect_timeout=connect_timeout, socket_timeout=read_timeout
+                target,
+                socket_connect_timeout=min(connect_timeout, half),
+                socket_timeout=half,
+                retry=Retry(NoBackoff(), 1),
             )
             self.label = hide_password(target)
             self._owned = True
@@ -179,9 +164,14 @@ class RedisTicketStore(_RedisStore):
     what = "ticket store"
 
     def __init__(
-        self, target: str | redis.Redis, *, connect_timeout: float = 5.0, accept_state_loss: bool = False
+        self,
+        target: str | redis.Redis,
+        *,
+        connect_timeout: float = 5.0,
+        accept_state_loss: bool = False,
+        timeout: float = 5.0,
     ) -> None:
-        super().__init__(target, connect_timeout, connect_timeout * 6, accept_state_loss)
+        super().__init__(target, connect_timeout, timeout, accept_state_loss)
         self._script = self.client.register_script(_ALLOCATE)
         self._raise = self.client.register_script(_RAISE)
         self._create = self.client.register_script(_CREATE)
@@ -313,9 +303,14 @@ class RedisLeaseStore(_RedisStore):
     what = "lease store"
 
     def __init__(
-        self, target: str | redis.Redis, *, connect_timeout: float = 5.0, accept_state_loss: bool = False
+        self,
+        target: str | redis.Redis,
+        *,
+        connect_timeout: float = 5.0,
+        accept_state_loss: bool = False,
+        timeout: float = 5.0,
     ) -> None:
-        super().__init__(target, connect_timeout, connect_timeout, accept_state_loss)
+        super().__init__(target, connect_timeout, timeout, accept_state_loss)
         self._acquire = self.client.register_script(_ACQUIRE)
         self._renew = self.client.register_script(_RENEW_OR_RELEASE)
 

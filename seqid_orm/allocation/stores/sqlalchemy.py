@@ -21,13 +21,14 @@ from __future__ import annotations
 import contextlib
 import math
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from ...errors import BackendUnavailableError, InvalidArgumentError
+from ...errors import BackendUnavailableError, InvalidArgumentError, StoreTimeoutError
 from . import lease_sql
 from .base import (
     LEASE_TABLE,
@@ -40,7 +41,10 @@ from .base import (
     TicketRows,
     hide_password,
     is_conflict,
+    split_state_loss_option,
 )
+from .deadline import watch
+from .history import HISTORY_NAME
 
 __all__ = [
     "ColumnFloor",
@@ -147,18 +151,28 @@ _DEFAULT_TIMEOUT = 5.0
 _T = TypeVar("_T")
 
 
-def create_engine_for(url: str, connect_timeout: float = _DEFAULT_TIMEOUT) -> Engine:
-    """An engine of the store's own (autocommit, a connect time-out), so allocation never shares a
-    connection or a transaction with the application.  No pre-ping: a reservation on a connection
-    the server dropped is retried once on a fresh one instead (one round trip, not two)."""
+def create_engine_for(url: str, connect_timeout: float = _DEFAULT_TIMEOUT, timeout: float = _DEFAULT_TIMEOUT) -> Engine:
+    """An engine of the store's own (autocommit, connect, lock and read time-outs), so allocation
+    never shares a connection or a transaction with the application.  No pre-ping: a reservation
+    on a connection the server dropped is retried once on a fresh one instead (one round trip, not two).
+
+    PostgreSQL's ``statement_timeout`` is set *above* the deadline, never below: cancelling a
+    commit that waits for a synchronous standby makes PostgreSQL report it committed, with only a
+    warning, though the standby may lack it.  The deadline (:mod:`.deadline`) closes the
+    connection instead, so the block is never used.
+    """
     parsed = sa.make_url(url)
     backend = parsed.get_backend_name()
     connect_args: dict[str, Any] = {}
+    ms = max(1, math.ceil(timeout * 1000))
     if backend == "postgresql" and parsed.get_driver_name() in ("psycopg", "psycopg2"):
         connect_args["connect_timeout"] = max(2, math.ceil(connect_timeout))  # libpq's minimum is 2 s
+        if "options" not in parsed.query:
+            connect_args["options"] = f"-c lock_timeout={ms} -c statement_timeout={2 * ms}"
     elif backend in ("mysql", "mariadb") and parsed.get_driver_name() in ("pymysql", "mysqldb"):
         connect_args["connect_timeout"] = max(1, math.ceil(connect_timeout))
-        connect_args["read_timeout"] = max(1, math.ceil(connect_timeout * 6))
+        connect_args["read_timeout"] = max(1, math.ceil(timeout))
+        connect_args["init_command"] = f"SET SESSION innodb_lock_wait_timeout = {max(1, math.ceil(timeout))}"
     elif backend == "sqlite":
         connect_args["timeout"] = 30.0  # waits for the file's write lock (many processes, one writer)
     return sa.create_engine(parsed, isolation_level="AUTOCOMMIT", pool_size=2, connect_args=connect_args)
@@ -172,7 +186,16 @@ class _OwnEngineStore:
     #: how to create the table, named in the error when it is missing and may not be created
     create_hint = ""
 
-    def __init__(self, target: str | Engine, table: sa.Table, create_table: bool, connect_timeout: float) -> None:
+    def __init__(
+        self,
+        target: str | Engine,
+        table: sa.Table,
+        create_table: bool,
+        connect_timeout: float,
+        accept_state_loss: bool,
+        timeout: float,
+    ) -> None:
+        self.timeout = timeout
         self.engine: Engine
         if isinstance(target, Engine):
             self._owned = False
@@ -180,8 +203,11 @@ class _OwnEngineStore:
             self.label = target.url.render_as_string(hide_password=True)
         else:
             self._owned = True
-            self.engine = create_engine_for(target, connect_timeout)
+            target, in_url = split_state_loss_option(target)
+            accept_state_loss = accept_state_loss or in_url
+            self.engine = create_engine_for(target, min(connect_timeout, timeout), timeout)
             self.label = hide_password(target)
+        self.accept_state_loss = accept_state_loss
         self.table = table
         self._create_table = create_table
         self._ready = False
@@ -212,6 +238,41 @@ class _OwnEngineStore:
                         raise
             self._ready = True
 
+    def _on_connection(self, fn: Callable[[Connection], _T]) -> _T:
+        """``fn(conn)`` on a connection of the store's engine, within the store's deadline.
+
+        A pooled connection the server closed (idle time-out, restart) is retried on a fresh one;
+        if the lost statement did reserve values, they are only a gap.  A conflict (another node of
+        a Galera cluster updated the row first) reserved nothing: try again.  Past the deadline the
+        connection's socket is shut down (:mod:`.deadline`) and :class:`StoreTimeoutError` raised:
+        a stalled server is not asked again within the same call.
+        """
+        end = time.monotonic() + self.timeout
+        for attempt in (1, 2, 3, 4):
+            left = end - time.monotonic()
+            if left <= 0:
+                break
+            try:
+                with self.engine.connect() as conn, watch(conn.connection.dbapi_connection, left) as alarm:
+                    try:
+                        self.prepare(conn)
+                        return fn(conn)
+                    except Exception:
+                        if alarm is not None and alarm.fired:
+                            conn.invalidate()  # its socket is shut: never back into the pool
+                            raise self.timed_out() from None
+                        raise
+            except sa.exc.DBAPIError as exc:
+                if attempt == 4 or not (exc.connection_invalidated or is_conflict(exc)):
+                    raise
+        raise self.timed_out()
+
+    def timed_out(self) -> StoreTimeoutError:
+        return StoreTimeoutError(
+            f"{self.label} did not answer within {self.timeout:g} s (a stalled server or network, a lock held "
+            "elsewhere, or a synchronous standby that does not confirm); its connection was closed"
+        )
+
     def after_fork(self) -> None:
         # the parent's sockets stay open for the parent; the child opens its own
         self.engine.dispose(close=False)
@@ -240,34 +301,26 @@ class SQLAlchemyTicketStore(_OwnEngineStore, SQLTicketStore):
         table_name: str = TICKET_TABLE,
         create_table: bool = True,
         connect_timeout: float = _DEFAULT_TIMEOUT,
+        accept_state_loss: bool = False,
+        timeout: float = _DEFAULT_TIMEOUT,
     ) -> None:
-        super().__init__(target, ticket_table(sa.MetaData(), table_name), create_table, connect_timeout)
+        super().__init__(
+            target, ticket_table(sa.MetaData(), table_name), create_table, connect_timeout, accept_state_loss, timeout
+        )
         self._advance: sa.Update | None = None
 
     # --- TicketStore ---------------------------------------------------------------------
 
     def _with_rows(self, fn: Callable[[TicketRows], _T]) -> _T:
-        for attempt in (1, 2, 3, 4):
-            try:
-                with self.engine.connect() as conn:
-                    self.prepare(conn)
-                    return fn(_Rows(self, conn))
-            except sa.exc.DBAPIError as exc:
-                # A pooled connection the server closed (idle time-out, restart): once more on a
-                # fresh one; if the lost statement did reserve values, they are only a gap.  A
-                # conflict (another node of a Galera cluster updated the row first) reserved
-                # nothing: try again.
-                if attempt == 4 or not (exc.connection_invalidated or is_conflict(exc)):
-                    raise
-        raise AssertionError("unreachable")
+        return self._on_connection(lambda conn: fn(_Rows(self, conn)))
 
     def rows(self) -> list[TicketRow]:
         with self.engine.connect() as conn:
             if not sa.inspect(conn).has_table(self.table.name):
                 return []
             c = self.table.c
-            result = conn.execute(sa.select(c.name, c.next_value, c.step, c.value_offset).order_by(c.name))
-            return [TicketRow(*r) for r in result]
+            query = sa.select(c.name, c.next_value, c.step, c.value_offset).where(c.name != HISTORY_NAME)
+            return [TicketRow(*r) for r in conn.execute(query.order_by(c.name))]
 
     # --- internals -----------------------------------------------------------------------
 
@@ -303,6 +356,11 @@ class _Rows:
     def __init__(self, store: SQLAlchemyTicketStore, conn: Connection) -> None:
         self.store = store
         self.conn = conn
+        self.vendor = conn.dialect.name
+        self.table = conn.dialect.identifier_preparer.quote(store.table.name)
+
+    def executor(self) -> _Executor:
+        return _Executor(self.conn)
 
     def advance(self, name: str, delta: int, step: int, offset: int, highest_start: int) -> int | None:
         params = {
@@ -350,21 +408,22 @@ class SQLAlchemyLeaseStore(_OwnEngineStore, lease_sql.SQLLeaseStore):
         table_name: str = LEASE_TABLE,
         create_table: bool = True,
         connect_timeout: float = _DEFAULT_TIMEOUT,
+        accept_state_loss: bool = False,
+        timeout: float = _DEFAULT_TIMEOUT,
     ) -> None:
-        super().__init__(target, lease_table(sa.MetaData(), table_name), create_table, connect_timeout)
+        super().__init__(
+            target, lease_table(sa.MetaData(), table_name), create_table, connect_timeout, accept_state_loss, timeout
+        )
 
     def _run(self, fn: Any, *args: Any) -> Any:
-        for attempt in (1, 2):
-            try:
-                with self.engine.connect() as conn:
-                    self.prepare(conn)
-                    table = conn.dialect.identifier_preparer.quote(self.table.name)
-                    sql = lease_sql.lease_sql(conn.dialect.name, table)
-                    return fn(_Executor(conn), sql, *args)
-            except sa.exc.DBAPIError as exc:
-                if attempt == 2 or not exc.connection_invalidated:  # else: a dropped connection, once more
-                    raise _unavailable(self.label, exc) from exc
-        raise AssertionError("unreachable")
+        def run(conn: Connection) -> Any:
+            table = conn.dialect.identifier_preparer.quote(self.table.name)
+            return fn(_Executor(conn), lease_sql.lease_sql(conn.dialect.name, table), *args)
+
+        try:
+            return self._on_connection(run)
+        except sa.exc.DBAPIError as exc:
+            raise _unavailable(self.label, exc) from exc
 
     def leases(self, namespace: str) -> list[LeaseRow]:
         try:

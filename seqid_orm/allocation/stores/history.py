@@ -1,0 +1,309 @@
+"""A store's history: what seqid records of the server it writes to, and what it decides when that changes.
+
+A counter or a lease row is only as good as the server's memory of it.  A PostgreSQL standby
+promoted while it lagged, or a cluster restored from a backup, answers with state *older* than
+what processes were handed, and nothing in the rows says so.  PostgreSQL does say it elsewhere:
+a promotion or a point-in-time recovery starts a new **timeline** (the first 8 hex digits of
+``pg_walfile_name(pg_current_wal_lsn())``), and a new cluster has a new **system identifier**
+(``pg_control_system()``; a physical standby shares its primary's).  seqid records both in the
+store beside its state, with whether the writes it made then waited for a synchronous standby,
+and compares at every reservation:
+
+* same history: go on;
+* a later timeline of the same system, every write recorded as synchronous: a promoted
+  synchronous standby has every acknowledged write, so the new history is recorded and work goes
+  on (how Patroni's ``synchronous_mode`` fails over);
+* anything else (a later timeline after asynchronous writes, an earlier one, another system):
+  the state may have gone back.  Ticket stores refuse (:class:`~seqid_orm.errors.StoreHistoryError`)
+  until ``seqid ticket repair``; lease stores make every new holder wait out the longest mark a
+  holder the store forgot may still use (one ttl plus the clock tolerance).
+
+Before the first write a store also refuses a server that can lose acknowledged writes by its
+configuration, asynchronous standbys with no synchronous one, unless the caller accepts it
+(:class:`~seqid_orm.errors.VolatileStoreError`, ``accept_state_loss``).
+
+The decisions (:func:`judge`, :func:`durability_problem`, :class:`HistoryGuard`) are pure and
+shared by every SQL store (SQLAlchemy's and Django's); the statements are text run through an
+:class:`~seqid_orm.allocation.stores.lease_sql.Executor`.  Only PostgreSQL tells its history;
+MariaDB, MySQL and SQLite are not tracked (the README says what that leaves to the operator).
+
+The record lives in the store's own table, in a row no sequence or namespace can be named
+(names start with a letter or digit), so no table changes shape:
+
+* tickets: ``name = '~history'``, ``next_value`` = timeline, ``step`` = system identifier (as a
+  signed 64-bit integer), ``value_offset`` = 1 when synchronous;
+* leases: ``namespace = '~history'``, ``worker_id = 0``, ``expires_at`` = timeline,
+  ``last_timestamp`` = system identifier, ``token`` = ``'1'`` when synchronous.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ...errors import BackendUnavailableError, StoreHistoryError, VolatileStoreError
+
+__all__ = [
+    "HISTORY_NAME",
+    "HistoryGuard",
+    "HistoryRecords",
+    "StoreHistory",
+    "Verdict",
+    "durability_problem",
+    "judge",
+    "lease_records",
+    "read_present",
+    "ticket_records",
+]
+
+
+class Executor(Protocol):
+    """How a store runs one statement on its own connection, in autocommit (as
+    :class:`~seqid_orm.allocation.stores.lease_sql.Executor`)."""
+
+    def fetch(self, sql: str, params: dict[str, object]) -> list[tuple[Any, ...]]: ...
+
+    def run(self, sql: str, params: dict[str, object]) -> int: ...
+
+
+#: The name of the history row in the ticket and lease tables (no sequence or namespace can have it).
+HISTORY_NAME = "~history"
+
+# One round trip: the system identifier, the timeline (-1 on a standby, where pg_walfile_name
+# fails), whether commits wait for a synchronous standby, and how many standbys stream from here.
+_PRESENT_PG = (
+    "SELECT (SELECT system_identifier FROM pg_control_system()), "
+    "CASE WHEN pg_is_in_recovery() THEN -1 "
+    "ELSE ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int END, "
+    "current_setting('synchronous_standby_names'), current_setting('synchronous_commit'), "
+    "(SELECT count(*) FROM pg_stat_replication)"
+)
+# synchronous_commit levels at which a commit waits for the synchronous standbys (remote_write:
+# in the standby's memory; on: flushed there; remote_apply: replayed there)
+_WAITING_LEVELS = ("on", "remote_write", "remote_apply")
+
+
+def _signed64(value: int) -> int:
+    """An unsigned 64-bit identifier as the signed BIGINT a column holds."""
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+@dataclass(frozen=True)
+class StoreHistory:
+    """What a server says of its history now, or what a store recorded of it."""
+
+    system: int
+    """The cluster's system identifier (signed 64-bit): new for a new cluster, shared by its standbys."""
+    timeline: int
+    """The timeline the server writes on: one more after every promotion or point-in-time recovery."""
+    synchronous: bool
+    """Commits wait for a synchronous standby (recorded: every write seqid made since was synchronous)."""
+    async_standbys: int = 0
+    """Standbys streaming from this server while commits do not wait for any (present only)."""
+    in_recovery: bool = False
+    """The server is a standby (read-only) now."""
+
+    def describe(self) -> str:
+        mode = "synchronous" if self.synchronous else "asynchronous or unreplicated"
+        return f"system {self.system & ((1 << 64) - 1)}, timeline {self.timeline}, {mode} commits"
+
+
+def read_present(ex: Executor, vendor: str) -> StoreHistory | None:
+    """What the server says of its history (``None`` where the vendor tells none)."""
+    if vendor != "postgresql":
+        return None
+    system, timeline, names, level, standbys = ex.fetch(_PRESENT_PG, {})[0]
+    synchronous = bool(str(names).strip()) and str(level) in _WAITING_LEVELS
+    return StoreHistory(
+        _signed64(int(system)),
+        int(timeline),
+        synchronous,
+        0 if synchronous else int(standbys),
+        int(timeline) < 0,
+    )
+
+
+def durability_problem(present: StoreHistory) -> str | None:
+    """Why this server can lose writes it acknowledged, by its configuration (``None``: it cannot)."""
+    if present.async_standbys:
+        return (
+            f"{present.async_standbys} standby(s) stream from it asynchronously and no commit waits for one "
+            "(synchronous_standby_names is empty, or synchronous_commit is off or local): a failover to a "
+            "standby that lagged loses the last reservations it acknowledged, and ids repeat. Set "
+            "synchronous_standby_names (Patroni: synchronous_mode: true) with synchronous_commit = on"
+        )
+    return None
+
+
+def _recorded_form(history: StoreHistory) -> tuple[int, int, bool]:
+    return history.system, history.timeline, history.synchronous
+
+
+class Verdict(enum.Enum):
+    """What :func:`judge` decides."""
+
+    SAME = "same"
+    RECORD = "record"  # nothing recorded yet: record the present
+    ACCEPT = "accept"  # a promotion of a synchronous standby: record the present, go on
+    ROLLED_BACK = "rolled-back"  # the state may be older than what processes were handed
+
+
+def judge(recorded: StoreHistory | None, present: StoreHistory) -> Verdict:
+    """The decision for a store that recorded ``recorded`` and says ``present`` now."""
+    if recorded is None:
+        return Verdict.RECORD
+    if recorded.system != present.system or present.timeline < recorded.timeline:
+        return Verdict.ROLLED_BACK
+    if present.timeline == recorded.timeline:
+        return Verdict.SAME
+    return Verdict.ACCEPT if recorded.synchronous else Verdict.ROLLED_BACK
+
+
+@dataclass(frozen=True)
+class HistoryRecords:
+    """The statements that read and write the history row of one table."""
+
+    select: str
+    insert: str
+    update: str
+    """Replaces the row; ``:old_*`` parameters make it conditional on what was read."""
+    rebirth: str
+    """For leases: every namespace counts as new from now (its holders wait the quarantine)."""
+    unpack: Callable[[tuple[Any, ...]], StoreHistory]
+    pack: Callable[[StoreHistory], dict[str, object]]
+
+
+def ticket_records(table: str) -> HistoryRecords:
+    """The history row of a ticket table (``table`` quoted)."""
+    where = f"name = '{HISTORY_NAME}'"
+    return HistoryRecords(
+        select=f"SELECT next_value, step, value_offset FROM {table} WHERE {where}",
+        insert=(
+            f"INSERT INTO {table} (name, next_value, step, value_offset) "
+            f"VALUES ('{HISTORY_NAME}', :timeline, :system, :sync) ON CONFLICT DO NOTHING"
+        ),
+        update=(
+            f"UPDATE {table} SET next_value = :timeline, step = :system, value_offset = :sync "
+            f"WHERE {where} AND next_value = :old_timeline AND step = :old_system"
+        ),
+        rebirth="",
+        unpack=lambda r: StoreHistory(int(r[1]), int(r[0]), bool(int(r[2]))),
+        pack=lambda h: {"timeline": h.timeline, "system": h.system, "sync": int(h.synchronous)},
+    )
+
+
+def lease_records(table: str, now_ms: str) -> HistoryRecords:
+    """The history row of a lease table (``table`` quoted; ``now_ms`` the database's time in Unix ms)."""
+    where = f"namespace = '{HISTORY_NAME}' AND worker_id = 0"
+    return HistoryRecords(
+        select=f"SELECT expires_at, last_timestamp, token FROM {table} WHERE {where}",
+        insert=(
+            f"INSERT INTO {table} (namespace, worker_id, token, expires_at, last_timestamp) "
+            f"VALUES ('{HISTORY_NAME}', 0, :sync, :timeline, :system) ON CONFLICT DO NOTHING"
+        ),
+        update=(
+            f"UPDATE {table} SET expires_at = :timeline, last_timestamp = :system, token = :sync "
+            f"WHERE {where} AND expires_at = :old_timeline AND last_timestamp = :old_system"
+        ),
+        rebirth=f"UPDATE {table} SET expires_at = {now_ms} WHERE worker_id = -1",
+        unpack=lambda r: StoreHistory(int(r[1]), int(r[0]), str(r[2]) == "1"),
+        pack=lambda h: {"timeline": h.timeline, "system": h.system, "sync": "1" if h.synchronous else "0"},
+    )
+
+
+class HistoryGuard:
+    """One store's view of its history: checked before every reservation or grant.
+
+    The present is read in one round trip (PostgreSQL only); the recorded row only when the
+    present differs from what this process saw last.  ``what`` is ``"tickets"`` (a history that
+    went back is refused) or ``"leases"`` (it starts a quarantine instead).
+    """
+
+    def __init__(self, label: str, what: str, accept_state_loss: bool) -> None:
+        self.label = label
+        self.what = what
+        self.accept_state_loss = accept_state_loss
+        self._seen: StoreHistory | None = None
+        self._lock = threading.Lock()
+
+    def check(self, ex: Executor, vendor: str, records: HistoryRecords) -> Verdict:
+        """Judge the store's history now; raise where it must be refused."""
+        present = read_present(ex, vendor)
+        if present is None:
+            return Verdict.SAME
+        if present.in_recovery:
+            raise BackendUnavailableError(
+                f"{self.label} is a standby (in recovery, read-only): point the URL at the primary (libpq: "
+                "several hosts and target_session_attrs=read-write)"
+            )
+        with self._lock:
+            if present == self._seen:
+                return Verdict.SAME
+        if not self.accept_state_loss:
+            problem = durability_problem(present)
+            if problem is not None:
+                raise VolatileStoreError(
+                    f"{self.label}: {problem}; or pass accept_state_loss=True (?accept_state_loss=true) to accept "
+                    "that risk (seqid still refuses a history it sees go back)"
+                )
+        verdict = self._settle(ex, present, records)
+        with self._lock:
+            self._seen = present
+        return verdict
+
+    def _settle(self, ex: Executor, present: StoreHistory, records: HistoryRecords) -> Verdict:
+        for _ in range(3):  # another process may write the row between our read and our write
+            rows = ex.fetch(records.select, {})
+            recorded = records.unpack(rows[0]) if rows else None
+            verdict = judge(recorded, present)
+            if verdict is Verdict.RECORD:
+                if ex.run(records.insert, records.pack(present)) == 1:
+                    return verdict
+                continue
+            if verdict is Verdict.ROLLED_BACK:
+                if self.what == "tickets":
+                    raise StoreHistoryError(self._refusal(recorded, present))
+                ex.run(records.rebirth, {})  # every namespace is new again: grants wait the quarantine
+            assert recorded is not None
+            if _recorded_form(recorded) != _recorded_form(present):
+                old = {"old_timeline": recorded.timeline, "old_system": recorded.system}
+                if ex.run(records.update, {**records.pack(present), **old}) != 1:
+                    continue
+            return verdict
+        raise BackendUnavailableError(f"{self.label}: its history row changed under every attempt to read it")
+
+    def adopt(self, ex: Executor, vendor: str, records: HistoryRecords) -> None:
+        """Record the present history whatever was recorded (``seqid ticket repair``, after the
+        counters were moved above every id in use)."""
+        present = read_present(ex, vendor)
+        if present is None or present.in_recovery:
+            return
+        rows = ex.fetch(records.select, {})
+        if not rows:
+            ex.run(records.insert, records.pack(present))
+        else:
+            recorded = records.unpack(rows[0])
+            old = {"old_timeline": recorded.timeline, "old_system": recorded.system}
+            ex.run(records.update, {**records.pack(present), **old})
+        with self._lock:
+            self._seen = present
+
+    def _refusal(self, recorded: StoreHistory | None, present: StoreHistory) -> str:
+        assert recorded is not None
+        if recorded.system != present.system:
+            why = "it is another cluster (a new system identifier: a restore into a new cluster, or another server)"
+        elif present.timeline < recorded.timeline:
+            why = "it is on an earlier timeline than the one recorded (a restore from an older backup)"
+        else:
+            why = (
+                "it started a new timeline (a standby promoted, or a point-in-time recovery) after writes that "
+                "did not wait for a synchronous standby, so it may lack the last blocks it handed out"
+            )
+        return (
+            f"{self.label} recorded {recorded.describe()} but says {present.describe()}: {why}. Handing out its "
+            "counters could repeat ids, so ticket sequences refuse this store until `seqid ticket repair` moves "
+            "every counter above the largest id in use and records the new history"
+        )

@@ -51,6 +51,7 @@ while segments last less than ``segment_seconds`` and halves when one lasts over
 
 from __future__ import annotations
 
+import copy
 import itertools
 import logging
 import os
@@ -72,6 +73,7 @@ from ..errors import (
     GeneratorExhaustedError,
     InvalidArgumentError,
     SeqIDError,
+    StoreTimeoutError,
 )
 from ..ids.randomness import check_fork, on_fork
 from ..ids.validate import BIGINT_MAX, check_bool, check_seconds
@@ -288,6 +290,9 @@ class TicketSequence:
         self._next: Segment | None = None
         self._fetching = False
         self._want_prefetch = False
+        self._installs = 0  # segments installed: a waiting thread sees another thread's
+        self._failures = 0  # fetches that failed, and the last one's error
+        self._failure: BaseException | None = None
         self._worker: threading.Thread | None = None
         self._closed = False
         # spread processes over the servers
@@ -346,15 +351,50 @@ class TicketSequence:
     # --- segments (called with the lock held) --------------------------------------------
 
     def _swap(self) -> None:
-        """Install the next segment: the prefetched one, the one being fetched, or a new one."""
+        """Install the next segment: the prefetched one, the one being fetched, or a new one.
+
+        Called with the lock held; never holds it across a round trip (a stalled server would
+        hold every thread of the process behind it): a fetch runs with the lock released, and a
+        thread that finds one under way waits for it, at most :attr:`timeout`.  A fetch that fails
+        while a thread waits for it fails that thread too: it already asked every server.
+        """
+        deadline = time.monotonic() + self.timeout
+        installs, failures = self._installs, self._failures
         # A prefetch requested but not yet picked up by the thread counts as being fetched:
         # fetching here as well would reserve a segment twice.
-        while (self._fetching or self._want_prefetch) and self._worker is not None and self._worker.is_alive():
-            self._cond.wait()
+        while self._fetching or (self._want_prefetch and self._worker is not None and self._worker.is_alive()):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise StoreTimeoutError(
+                    f"sequence {self.name!r}: the reservation under way did not finish within {self.timeout:g} s"
+                )
+            self._cond.wait(left)
+            if self._installs != installs:
+                return  # another thread installed a segment: the caller reads it
+            if self._failures != failures and self._next is None:
+                assert self._failure is not None
+                raise copy.copy(self._failure)  # one instance per thread: each raise sets its traceback
         segment, self._next = self._next, None
         if segment is None:
-            segment = self._fetch()  # holds the lock: other threads wait for this segment too
+            self._fetching = True
+            self._cond.release()
+            try:
+                segment = self._fetch()
+            except BaseException as exc:
+                self._cond.acquire()
+                self._failed(exc)
+                raise
+            self._cond.acquire()
+            self._fetching = False
+            self._cond.notify_all()
         self._install(segment)
+
+    def _failed(self, exc: BaseException) -> None:
+        """Record a failed fetch (lock held) for the threads waiting for it."""
+        self._fetching = False
+        self._failure = exc if isinstance(exc, SeqIDError) else BackendUnavailableError(str(exc))
+        self._failures += 1
+        self._cond.notify_all()
 
     def _install(self, segment: Segment) -> None:
         if self._floors and segment.server not in self._floor_checked:
@@ -367,6 +407,7 @@ class TicketSequence:
             elif lasted > 2 * self.segment_seconds:
                 self._block = max(self._block // 2, self.block_size)
         self._installed_at = now
+        self._installs += 1
         self.segment = segment
         self._values = iter(range(segment.first, segment.last + 1, segment.step))
         if self.double_buffer:
@@ -397,8 +438,12 @@ class TicketSequence:
             segment = None
             try:
                 segment = self._fetch()
-            except Exception as exc:  # the caller fetches again itself and sees the error then
+            except Exception as exc:  # a caller waiting for it fails with it; a later one fetches again
                 log.warning("prefetching sequence %r failed: %s", self.name, exc)
+                with cond:
+                    if cond is self._cond:
+                        self._failed(exc)
+                continue
             with cond:
                 if cond is self._cond:
                     self._next = segment

@@ -122,15 +122,17 @@ class PrivatePostgres:
         """SQLAlchemy URL of the cluster's ``postgres`` database."""
         return f"{self.driver}://postgres@127.0.0.1:{self.port}/postgres"
 
+    def _initialise(self) -> None:
+        """Create the data directory (a standby copies its primary's instead)."""
+        subprocess.run(
+            _as_postgres([f"{self.bindir}/initdb", "-D", self.data, "-U", "postgres", "--auth=trust", "-E", "UTF8"]),
+            check=True,
+            capture_output=True,
+        )
+
     def start(self) -> PrivatePostgres:
         if not self._initialised:
-            subprocess.run(
-                _as_postgres(
-                    [f"{self.bindir}/initdb", "-D", self.data, "-U", "postgres", "--auth=trust", "-E", "UTF8"]
-                ),
-                check=True,
-                capture_output=True,
-            )
+            self._initialise()
             self._initialised = True
         options = f"-p {self.port} -k {self.tmp} -c listen_addresses=127.0.0.1 -c fsync=off" + "".join(
             f" -c {k}={v}" for k, v in self.settings.items()

@@ -86,6 +86,12 @@ class Worker:
         self.proc.wait(timeout)
         assert self.proc.returncode == 0, self.stderr()
 
+    def finish_refused(self, timeout: float = 60.0) -> None:
+        """Wait until the worker was refused and ended (a worker without ``persist`` ends at its first refusal)."""
+        self.proc.wait(timeout)
+        self._reader.join(5)
+        assert self.values("refused-after"), f"the worker ended without a refusal: {self.stderr()}"
+
     def ids(self) -> list[int]:
         with self._cond:
             return [int(line) for line in self.lines if line.isdigit()]
@@ -94,6 +100,11 @@ class Worker:
         """The rest of the first line that starts with ``key`` and a space."""
         with self._cond:
             return next(line.split(" ", 1)[1] for line in self.lines if line.startswith(key + " "))
+
+    def values(self, key: str) -> list[str]:
+        """The rest of every line that starts with ``key`` and a space."""
+        with self._cond:
+            return [line.split(" ", 1)[1] for line in self.lines if line.startswith(key + " ")]
 
     def fetches(self) -> int:
         with self._cond:

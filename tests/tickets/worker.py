@@ -30,12 +30,19 @@ def main() -> int:
     sys.stdin.readline()
     pace = opts.get("pace", 0.0)
     batch = opts.get("batch", 0)
+    persist = opts.get("persist", 0.0)  # seconds to keep asking after a refusal (a failover under way)
+    began = time.monotonic()
     drawn = 0
     while drawn < opts["count"]:
+        asked = time.monotonic()
         try:
             ids = seq.next_ids(min(batch, opts["count"] - drawn)) if batch else [seq.next_id()]
         except SeqIDError as exc:
+            print(f"refused-after {time.monotonic() - asked:.3f}", flush=True)
             print(f"error {type(exc).__name__} {exc}", flush=True)
+            if time.monotonic() - began < persist:
+                time.sleep(0.05)
+                continue
             seq.close()
             return 0
         if insert is not None:

@@ -1,0 +1,138 @@
+"""Ticket sequences on a replicated PostgreSQL that fails over: a private primary, a streaming
+standby whose replication link runs through a proxy the test stalls, real worker processes, and
+the standby promoted.  Every id every process printed is counted: a repeat is the one failure.
+
+Asynchronous replication loses the last reservations the primary acknowledged; seqid must see
+that the store's history changed (a new timeline) and refuse until `seqid ticket repair`.
+Synchronous replication loses nothing: seqid must go on after the failover, and a stalled
+standby (commits waiting for it) must give a typed error within the deadline, not a hang.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+
+import pytest
+
+from seqid_orm import TicketSequence
+from seqid_orm.errors import VolatileStoreError
+from tests.servers.private import pg_bindir, server_major
+from tests.system import need
+from tests.tickets.procs import Worker, start_together
+
+sa = pytest.importorskip("sqlalchemy")
+
+pytestmark = [pytest.mark.slow, pytest.mark.system("postgresql-server")]
+
+TIMEOUT = 2.0  # each reservation's deadline, seconds
+
+
+@pytest.fixture
+def pair_factory(pg_engine):
+    from tests.servers.replica import PrimaryAndStandby
+
+    need("postgresql-server")
+    made = []
+
+    def make(synchronous: bool) -> PrimaryAndStandby:
+        pair = PrimaryAndStandby(pg_bindir(server_major(pg_engine.url.render_as_string(False))), synchronous)
+        made.append(pair)
+        return pair.start()
+
+    yield make
+    for pair in made:
+        pair.close()
+
+
+def workers(url: str, name: str, n: int, **extra) -> list[Worker]:
+    options = {"block_size": 50, "timeout": TIMEOUT, "accept_state_loss": True} | extra.pop("options", {})
+    return [Worker(servers=url, name=name, count=100_000, pace=0.0005, options=options, **extra) for _ in range(n)]
+
+
+def repeats(groups: list[list[Worker]]) -> int:
+    ids = [i for group in groups for w in group for i in w.ids()]
+    return len(ids) - len(set(ids))
+
+
+def stop(group: list[Worker]) -> None:
+    for w in group:
+        w.stop()
+
+
+def test_an_asynchronous_standby_is_refused_before_the_first_id(pair_factory):
+    pair = pair_factory(synchronous=False)
+    with (
+        TicketSequence(f"f-{secrets.token_hex(4)}", pair.url, timeout=TIMEOUT) as seq,
+        pytest.raises(VolatileStoreError, match="synchronous_standby_names"),
+    ):
+        seq.next_id()
+
+
+def test_a_lagging_standby_promoted_repeats_no_id_and_refuses_until_repair(pair_factory):
+    pair = pair_factory(synchronous=False)
+    name = f"f-{secrets.token_hex(4)}"
+    alive = workers(pair.url, name, 3, persist=30.0)
+    later: list[Worker] = []
+    try:
+        start_together(alive)
+        for w in alive:
+            w.wait_for_ids(500)
+        pair.link.stall()  # the standby stops hearing; the primary goes on acknowledging blocks
+        time.sleep(2.0)
+        pair.fail_over()
+        before = {id(w): len(w.ids()) for w in alive}
+        # the workers that lived through it: they finish their blocks, then every reservation is refused
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not all(w.values("error") for w in alive):
+            time.sleep(0.1)
+        assert all(any("StoreHistoryError" in e for e in w.values("error")) for w in alive)
+        assert all(float(t) <= TIMEOUT + 1.0 for w in alive for t in w.values("refused-after"))
+        # workers started after the failover are refused too, before their first id
+        later = workers(pair.url, name, 3)
+        start_together(later)
+        for w in later:
+            w.finish_refused()
+            assert w.ids() == [] and "StoreHistoryError" in w.values("error")[0]
+        assert repeats([alive, later]) == 0
+        # after the failover only what was in memory: the current and the prefetched block
+        assert sum(len(w.ids()) - before[id(w)] for w in alive) <= 3 * 2 * 50
+
+        # repair: every counter above every id handed out, the new history recorded; then progress
+        highest = max(i for w in alive for i in w.ids())
+        with TicketSequence(name, pair.url, timeout=TIMEOUT, accept_state_loss=True) as seq:
+            seq.repair(above=highest)
+        after = workers(pair.url, name, 3)
+        start_together(after)
+        for w in after:
+            w.wait_for_ids(200)
+        assert repeats([alive, later, after]) == 0
+        assert min(i for w in after for i in w.ids()) > highest
+    finally:
+        stop(alive)
+        stop(later)
+
+
+def test_a_synchronous_standby_promoted_loses_nothing_and_work_goes_on(pair_factory):
+    pair = pair_factory(synchronous=True)
+    name = f"f-{secrets.token_hex(4)}"
+    # no accept_state_loss: a synchronous standby covers every write
+    alive = workers(pair.url, name, 3, persist=60.0, options={"accept_state_loss": False})
+    try:
+        start_together(alive)
+        for w in alive:
+            w.wait_for_ids(500)
+        pair.link.stall()  # commits now wait for a standby that does not hear: typed errors, bounded
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not all(w.values("refused-after") for w in alive):
+            time.sleep(0.1)
+        assert all(any("StoreTimeoutError" in e for e in w.values("error")) for w in alive)
+        assert all(float(t) <= TIMEOUT + 1.0 for w in alive for t in w.values("refused-after"))
+        pair.fail_over()
+        counts = {id(w): len(w.ids()) for w in alive}
+        for w in alive:  # the same processes go on, on the promoted standby
+            w.wait_for_ids(counts[id(w)] + 300, timeout=40)
+        assert repeats([alive]) == 0
+        assert not any("StoreHistoryError" in e for w in alive for e in w.values("error"))
+    finally:
+        stop(alive)

@@ -88,6 +88,7 @@ log = logging.getLogger("seqid_orm.tickets")
 MAX_BLOCK_SIZE = 1 << 30
 
 _MAX_BATCH = 1 << 24  # next_ids() per call, as comb_batch
+_GRACE = 0.5  # seconds a thread waits beyond the timeout for a fetch under way to report
 _PARTIAL_RETRIES = 8  # re-reads (about 1.8 s in all) of a set present on some servers only
 
 
@@ -358,7 +359,9 @@ class TicketSequence:
         thread that finds one under way waits for it, at most :attr:`timeout`.  A fetch that fails
         while a thread waits for it fails that thread too: it already asked every server.
         """
-        deadline = time.monotonic() + self.timeout
+        # a fetch under way is bounded by the same timeout from its own start, earlier than ours:
+        # the grace lets its outcome (a segment, or its error) arrive before ours is given up
+        deadline = time.monotonic() + self.timeout + _GRACE
         installs, failures = self._installs, self._failures
         # A prefetch requested but not yet picked up by the thread counts as being fetched:
         # fetching here as well would reserve a segment twice.
@@ -460,7 +463,7 @@ class TicketSequence:
             self._check_servers()
         count = self._block
         errors: list[str] = []
-        exhausted = 0
+        exhausted = stalled = 0
         k = len(self._stores)
         for i in [(self._server + j) % k for j in range(k)]:
             store = self._stores[i]
@@ -470,8 +473,14 @@ class TicketSequence:
                 exhausted += 1
                 errors.append(str(exc))
                 continue
+            except BackendUnavailableError as exc:  # unreachable, stalled past its deadline: the next one
+                errors.append(str(exc))
+                stalled += isinstance(exc, StoreTimeoutError)
+                if k > 1:
+                    log.warning("ticket server %s failed (%s); trying the next", store.label, exc)
+                continue
             except SeqIDError:
-                raise  # a contradicting server or a vanished counter: going on could repeat ids
+                raise  # a contradicting server, a vanished counter, a history gone back: going on could repeat ids
             except Exception as exc:  # the server is unreachable or failing: ask the next one
                 errors.append(f"{store.label}: {type(exc).__name__}: {exc}")
                 if k > 1:
@@ -494,6 +503,10 @@ class TicketSequence:
             return segment
         if exhausted == k:
             raise GeneratorExhaustedError("; ".join(errors))
+        if stalled == k:
+            raise StoreTimeoutError(
+                f"no ticket server answered for sequence {self.name!r} in time: " + "; ".join(errors)
+            )
         raise BackendUnavailableError(f"no ticket server answered for sequence {self.name!r}: " + "; ".join(errors))
 
     # --- safety checks -------------------------------------------------------------------
@@ -542,6 +555,8 @@ class TicketSequence:
         for i, store in enumerate(self._stores):
             try:
                 rows[i] = store.read(self.name)
+            except BackendUnavailableError as exc:  # unreachable now: judged by the caller
+                down.append(str(exc))
             except SeqIDError:
                 raise
             except Exception as exc:  # unreachable now: judged by the caller

@@ -1,0 +1,98 @@
+"""A store that stops answering with its sockets open (a proxy that stops forwarding): every call
+returns or raises a typed error within its deadline, and a set of servers moves to the next one.
+
+Before: a two-server TicketSequence whose first server was blackholed blocked in next_id for as
+long as the blackhole lasted (20 s, 60 s), and a lease renewed over a blackholed pooled
+connection blocked 20 s.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+
+import pytest
+
+from seqid_orm import TicketSequence, WorkerLease
+from seqid_orm.errors import LeaseLostError, StoreTimeoutError
+from tests.conftest import POSTGRES_URL, REDIS_URL, volatile_ok
+from tests.servers.proxy import StallableProxy
+
+sa = pytest.importorskip("sqlalchemy")
+pytest.importorskip("redis")
+
+pytestmark = pytest.mark.slow
+
+TIMEOUT = 1.0
+SLACK = 0.75  # scheduling and the connection's own close, beyond the deadline
+
+
+def proxied(url: str, proxy: StallableProxy) -> str:
+    return url.replace(f":{proxy.target}/", f":{proxy.port}/", 1)
+
+
+@pytest.fixture(params=["postgresql", "redis"])
+def stalled_first(request, pg_engine, redis_url):
+    """(proxy, [stalled server url, healthy server url]): the first server is reached through the proxy."""
+    if request.param == "postgresql":
+        proxy = StallableProxy(5432)
+        urls = [proxied(POSTGRES_URL, proxy), volatile_ok(redis_url)]
+    else:
+        proxy = StallableProxy(6379)
+        urls = [volatile_ok(proxied(REDIS_URL, proxy)), POSTGRES_URL]
+    yield proxy, urls
+    proxy.close()
+
+
+def test_a_blackholed_server_costs_one_deadline_and_the_set_moves_on(stalled_first):
+    proxy, urls = stalled_first
+    name = f"s-{secrets.token_hex(4)}"
+    options = {"block_size": 10, "timeout": TIMEOUT, "start_server": 0, "double_buffer": False}
+    with TicketSequence(name, urls, **options) as seq:
+        before = [seq.next_id() for _ in range(25)]
+        assert seq.segment is not None and seq.segment.server == 0
+        proxy.stall()
+        slowest, after = 0.0, []
+        for _ in range(40):  # four reservations: the first meets the blackhole, the rest the other server
+            began = time.monotonic()
+            after.append(seq.next_id())
+            slowest = max(slowest, time.monotonic() - began)
+        assert seq.segment.server == 1
+        assert slowest <= TIMEOUT + SLACK, slowest
+        proxy.resume()
+        assert len(set(before + after)) == len(before) + len(after)
+
+
+def test_a_single_blackholed_server_gives_a_typed_error_within_the_deadline(pg_engine):
+    with StallableProxy(5432) as proxy:
+        seq = TicketSequence(f"s-{secrets.token_hex(4)}", proxied(POSTGRES_URL, proxy), block_size=5, timeout=TIMEOUT)
+        try:
+            [seq.next_id() for _ in range(5)]
+            proxy.stall()
+            began = time.monotonic()
+            with pytest.raises(StoreTimeoutError, match="did not answer within"):
+                seq.next_id()
+            assert time.monotonic() - began <= TIMEOUT + SLACK
+        finally:
+            proxy.resume()
+            seq.close()
+
+
+@pytest.mark.parametrize("kind", ["postgresql", "redis"])
+def test_a_lease_renewed_over_a_blackholed_connection_is_bounded(kind, pg_engine, redis_url):
+    target, url = (5432, POSTGRES_URL) if kind == "postgresql" else (6379, REDIS_URL)
+    with StallableProxy(target) as proxy:
+        store = proxied(url, proxy)
+        if kind == "redis":
+            store = volatile_ok(store)
+        lease = WorkerLease(store, f"stall-{secrets.token_hex(4)}", ttl=5.0, timeout=TIMEOUT, clock_tolerance=0)
+        try:
+            lease.acquire()
+            proxy.stall()
+            began = time.monotonic()
+            with pytest.raises(LeaseLostError):
+                lease.extend_mark(lease.mark_ms + 1)
+            assert time.monotonic() - began <= TIMEOUT + SLACK
+        finally:
+            proxy.resume()
+            lease.release()

@@ -61,7 +61,7 @@ from ..errors import (
 )
 from ..ids import snowflake as _snowflake
 from ..ids.randomness import check_fork, on_fork
-from ..ids.snowflake import Snowflake
+from ..ids.snowflake import Holding, Snowflake
 from ..ids.validate import check_bool, check_seconds
 from .stores import MAX_CONNECT_TIMEOUT, backend_of
 from .stores.base import Grant, LeaseStore, check_name
@@ -224,11 +224,20 @@ class WorkerLease:
         """Whether the worker id of ``acquisition`` is still held, with time left before it must be renewed."""
         return acquisition == self.acquisitions and self._monotonic() < self.valid_until
 
-    def hold(self) -> int:
-        """The worker id held now, leasing one if none is yet (:class:`LeaseLostError` while the lease is lost)."""
-        if self._state == "idle":
-            return self.acquire()
-        return self.worker_id
+    def hold(self) -> Holding:
+        """The worker id held now with its acquisition and mark, read together under the lock, leasing
+        one if none is yet (:class:`LeaseLostError` while the lease is lost)."""
+        with self._lock:
+            if self._state == "idle":
+                self.acquire()
+            return Holding(self.worker_id, self.acquisitions, self.mark_ms)
+
+    def mark_for(self, acquisition: int) -> int | None:
+        """The confirmed mark while ``acquisition`` is the lease held now; ``None`` once it is not."""
+        with self._lock:
+            if acquisition != self.acquisitions or self._state != "held":
+                return None
+            return self.mark_ms
 
     def _init_state(self) -> None:
         self._lock = threading.RLock()

@@ -121,10 +121,8 @@ def _ask(store: TicketStore, method: Callable[..., _T], *args: object) -> _T:
 
 
 def _check_floor(floor: object) -> None:
-    if not all(hasattr(floor, a) for a in ("label", "largest", "largest_from")):
-        raise ArgumentTypeError(
-            f"floor must be a KeyFloor (label, largest(), largest_from()), got {type(floor).__name__}"
-        )
+    if not all(hasattr(floor, a) for a in ("label", "largest", "taken_in")):
+        raise ArgumentTypeError(f"floor must be a KeyFloor (label, largest(), taken_in()), got {type(floor).__name__}")
 
 
 def _int_arg(name: str, value: object, low: int, high: int) -> int:
@@ -149,9 +147,9 @@ class KeyFloor(Protocol):
         """The largest key in the column (``None`` when empty)."""
         ...
 
-    def largest_from(self, first: int, step: int) -> int | None:
-        """The largest key ``>= first`` congruent to ``first`` modulo ``step`` (``None`` if none):
-        a key a block starting at ``first`` from a server with that step could hand out again."""
+    def taken_in(self, first: int, last: int, step: int) -> int | None:
+        """The largest key in ``first..last`` congruent to ``first`` modulo ``step`` (``None`` if none):
+        a key that the block ``first, first + step, ..., last`` would hand out again."""
         ...
 
 
@@ -276,7 +274,6 @@ class TicketSequence:
         self._servers_checked = False
         self._high: dict[int, int] = {}
         self._floors: list[KeyFloor] = floors
-        self._floor_checked: set[int] = set()  # servers whose first block was checked against the floors
         self._init_state()
         _LIVE.add(self)
 
@@ -400,7 +397,7 @@ class TicketSequence:
         self._cond.notify_all()
 
     def _install(self, segment: Segment) -> None:
-        if self._floors and segment.server not in self._floor_checked:
+        if self._floors:
             self._check_floors(segment)  # in the caller's thread: a floor may use its connection
         now = self._clock()
         if self._installed_at is not None and self.max_block_size > self.block_size:
@@ -585,8 +582,12 @@ class TicketSequence:
             )
 
     def _check_floors(self, segment: Segment) -> None:
+        """Refuse a block whose own values are keys already (every block: one index range read).
+
+        Only the block's own range counts: keys above it are other processes' later blocks, which
+        refused nothing wrong (a faster worker's keys made slower ones refuse at start before)."""
         for floor in self._floors:
-            taken = floor.largest_from(segment.first, segment.step)
+            taken = floor.taken_in(segment.first, segment.last, segment.step)
             if taken is not None:
                 raise CounterBelowDataError(
                     f"sequence {self.name!r} on {self._stores[segment.server].label} handed out a block from "
@@ -594,17 +595,15 @@ class TicketSequence:
                     "out again: its counter is behind the data (created anew, or restored from a backup). Move it "
                     "above the largest key with `seqid ticket repair` (TicketSequence.repair())"
                 )
-        self._floor_checked.add(segment.server)
 
     def bind_floor(self, floor: KeyFloor) -> None:
         """Check this sequence's blocks against one more key column (``ticket_pk`` and ``TicketField``
-        call it for the column they fill): the first block from each server, and the one in use now."""
+        call it for the column they fill): every block from now on, and the one in use now."""
         _check_floor(floor)
         with self._cond:
             if any(f.label == floor.label for f in self._floors):
                 return
             self._floors.append(floor)
-            self._floor_checked.clear()
             if self.segment is not None:  # handed out before the binding: check what is left of it
                 self._check_floors(self.segment)
 

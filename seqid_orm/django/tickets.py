@@ -47,11 +47,11 @@ class ModelFloor:
         found = self._queryset().aggregate(m=Max(self.attname))["m"]
         return None if found is None else int(found)
 
-    def largest_from(self, first: int, step: int) -> int | None:
+    def taken_in(self, first: int, last: int, step: int) -> int | None:
         from django.db.models import F, Max, Value
         from django.db.models.functions import Mod
 
-        rows = self._queryset().filter(**{f"{self.attname}__gte": first})
+        rows = self._queryset().filter(**{f"{self.attname}__gte": first, f"{self.attname}__lte": last})
         if step > 1:
             rows = rows.annotate(_seqid_r=Mod(F(self.attname) - Value(first), Value(step))).filter(_seqid_r=0)
         found = rows.aggregate(m=Max(self.attname))["m"]

@@ -12,8 +12,9 @@ from collections import Counter
 
 import pytest
 
+from seqid_orm.allocation.stores.sqlalchemy import ColumnFloor
 from seqid_orm.allocation.tickets import TicketSequence
-from seqid_orm.errors import AllocationError, BackendMismatchError, VolatileStoreError
+from seqid_orm.errors import AllocationError, BackendMismatchError, CounterBelowDataError, VolatileStoreError
 from tests.conftest import MYSQL_URL, POSTGRES_URL, volatile_ok
 from tests.servers.private import PrivateRedis
 from tests.tickets.conftest import forget
@@ -254,3 +255,44 @@ def test_a_sequence_missing_on_one_server_is_not_started_over_there(tmp_path, se
         rows = dict((label, row.next_value) for label, row in seq.repair(above=500))
         assert rows == {one: 501, two: 502}  # the first values above 500 with offsets 1 and 2 of step 2
         assert seq.next_id() > 500
+
+
+def test_workers_bound_to_a_key_column_and_started_together_are_not_refused(data_table, seq_name):
+    """No fault at all: three workers fill one key column. Before, the floor read every key above a
+    block's first value, so a faster worker's later block made the slower ones refuse at start
+    (2 of 3 refused with CounterBelowDataError); now only keys inside the block's own range count."""
+    workers = [
+        keyed_worker(POSTGRES_URL, seq_name, data_table, count=600, options={"block_size": 20}) for _ in range(3)
+    ]
+    try:
+        start_together(workers)
+        assert [ended(w) for w in workers] == ["done"] * 3
+        ids = [i for w in workers for i in w.ids()]
+        assert len(ids) == len(set(ids)) == 1800
+    finally:
+        for w in workers:
+            w.stop()
+
+
+def test_every_block_is_checked_against_the_keys_not_only_the_first(data_table, seq_name, pg_engine):
+    """A counter put back *under a running process*, to a value above what that process drew but below
+    another's keys: its next block passes its own high-water mark, and only a floor check of every
+    block (not only the first from each server) refuses it before a duplicate-key insert."""
+    table = sa.Table(data_table, sa.MetaData(), sa.Column("id", sa.BigInteger, primary_key=True))
+    floor_engine = sa.create_engine(POSTGRES_URL)
+    options = {"block_size": 10, "double_buffer": False}
+    seq = TicketSequence(seq_name, POSTGRES_URL, floor=ColumnFloor(floor_engine, table.c.id), **options)
+    other = TicketSequence(seq_name, POSTGRES_URL, **options)
+    try:
+        ours = [seq.next_id() for _ in range(10)]  # 1..10: the first block, checked
+        theirs = [other.next_id() for _ in range(30)]  # 11..40: another process, keys inserted
+        with pg_engine.begin() as conn:
+            conn.execute(table.insert(), [{"id": i} for i in ours + theirs])
+            # the counter is put back to 11 (a row restored from a copy taken seconds earlier)
+            conn.execute(sa.text("UPDATE seqid_tickets SET next_value = 11 WHERE name = :n"), {"n": seq_name})
+        with pytest.raises(CounterBelowDataError, match="already holds the key 20"):
+            seq.next_id()  # the block 11..20 is above our own 10, but its keys are taken
+    finally:
+        seq.close()
+        other.close()
+        floor_engine.dispose()

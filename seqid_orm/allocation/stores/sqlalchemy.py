@@ -459,9 +459,9 @@ class ColumnFloor:
             found = conn.execute(sa.select(sa.func.max(self.column))).scalar()
         return None if found is None else int(found)
 
-    def largest_from(self, first: int, step: int) -> int | None:
+    def taken_in(self, first: int, last: int, step: int) -> int | None:
         c = self.column
-        query = sa.select(sa.func.max(c)).where(c >= first)
+        query = sa.select(sa.func.max(c)).where(c >= first, c <= last)
         if step > 1:
             query = query.where((c - first) % step == 0)
         with self.engine.connect() as conn:

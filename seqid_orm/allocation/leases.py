@@ -334,11 +334,12 @@ class WorkerLease:
         log.info("leased worker id %s in %r on %s", grant.worker_id, self.namespace, self.store.label)
 
     def _quarantine(self, grant: Grant, token: str, sent: float) -> float:
-        """Wait ``grant.wait_ms`` before the first id (the store may have forgotten a live holder of
-        this worker id), renewing the lease meanwhile; the time the last renewal was sent."""
+        """Wait ``grant.wait_ms`` before the first id (a takeover, whose record may be older than what
+        a live holder confirmed; a store that forgot a live holder), renewing the lease meanwhile;
+        the time the last renewal was sent."""
         log.warning(
-            "worker id %s in %r on %s has no record of its last holder (a new namespace, or a store that lost "
-            "its state): waiting %.1f s (one ttl plus the clock tolerance) before its first id",
+            "worker id %s in %r on %s may still be stamped by a holder the store does not show (a takeover of "
+            "an expired lease, a record lost or rolled back, a new namespace): waiting %.1f s before its first id",
             grant.worker_id,
             self.namespace,
             self.store.label,

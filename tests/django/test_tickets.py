@@ -153,16 +153,17 @@ def test_an_in_memory_sqlite_database_is_refused_with_the_way_out(monkeypatch):
 
 def test_a_counter_behind_the_keys_in_the_table_is_refused_then_repaired():
     """The field binds its sequence to its column: keys already in the table (a restored counter, an
-    adopted table) are never handed out again; repair() moves the counter above them."""
+    adopted table) are never handed out again: a block holding one is refused (keys beyond the block
+    are not its business); repair() moves the counter above them."""
     from seqid_orm.django import close_ticket_sequences
     from seqid_orm.errors import CounterBelowDataError
 
     close_ticket_sequences()
-    Order.objects.bulk_create([Order(id=5000 + i, note="old") for i in range(3)])  # id=: no id drawn
-    with pytest.raises(CounterBelowDataError, match="5002"):
-        Order(note="new")
+    Order.objects.bulk_create([Order(id=3 + i, note="old") for i in range(3)])  # id=: no id drawn
+    with pytest.raises(CounterBelowDataError, match="already holds the key 5"):
+        Order(note="new")  # the first block, 1..10, holds the keys 3..5
     ticket_sequence("orders", block_size=10).repair()
     made = Order(note="new")
-    assert made.pk == 5003
+    assert made.pk == 11  # the refused block 1..10 stays spent: repair never lowers a counter
     made.save()
     assert Order.objects.count() == 4

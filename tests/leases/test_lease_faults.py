@@ -252,3 +252,70 @@ def test_bad_lease_arguments_are_typed_errors_that_leave_no_table(tmp_path, kwar
     with pytest.raises(error, match=match):
         WorkerLease(url, "orders", **kwargs)
     assert not (tmp_path / "leases.sqlite3").exists() or not sa.inspect(sa.create_engine(url)).get_table_names()
+
+
+def _snapshot(server: str, namespace: str, worker_id: int):
+    """The worker id's record as a backup would copy it."""
+    if server.startswith("redis"):
+        client = redis.Redis.from_url(server.split("?")[0])
+        mark = client.hget(f"seqid:lease-marks:{{{namespace}}}", str(worker_id))
+        client.close()
+        return mark
+    engine = sa.create_engine(server)
+    with engine.connect() as conn:
+        row = conn.execute(
+            sa.text(
+                "SELECT token, expires_at, last_timestamp FROM seqid_worker_leases "
+                "WHERE namespace = :n AND worker_id = :w"
+            ),
+            {"n": namespace, "w": worker_id},
+        ).one()
+    engine.dispose()
+    return tuple(row)
+
+
+def _put_back(server: str, namespace: str, worker_id: int, copy) -> None:
+    """Restore the record from the copy (the live holder's later renewals are lost, its lease looks expired)."""
+    if server.startswith("redis"):
+        client = redis.Redis.from_url(server.split("?")[0])
+        client.delete(f"seqid:lease:{{{namespace}}}:{worker_id}")  # expired in the copy
+        client.hset(f"seqid:lease-marks:{{{namespace}}}", str(worker_id), copy)
+        client.close()
+        return
+    engine = sa.create_engine(server)
+    with engine.begin() as conn:
+        conn.execute(
+            sa.text(
+                "UPDATE seqid_worker_leases SET token = :t, expires_at = :e, last_timestamp = :m "
+                "WHERE namespace = :n AND worker_id = :w"
+            ),
+            {"t": copy[0], "e": copy[1], "m": copy[2], "n": namespace, "w": worker_id},
+        )
+    engine.dispose()
+
+
+def test_a_lease_record_put_back_to_an_older_copy_under_a_live_holder_repeats_no_id(server, namespace):
+    """A restore puts the holder's record back to a copy taken two ttls earlier: its later renewals and
+    marks are gone and the lease looks expired.  Before: 593-27,236 ids repeated, the newcomer waiting
+    only for the old mark.  Now a takeover waits one ttl, in which the live holder's renewal fails (its
+    token is replaced) and it stops."""
+    old = holder(server, namespace)
+    new = None
+    try:
+        start_together([old])
+        old.wait_for_ids(200)
+        copy = _snapshot(server, namespace, 0)
+        new = newcomer(server, namespace)
+        new.expect("ready")
+        time.sleep(TTL * 2)  # the holder renews and moves its mark on
+        _put_back(server, namespace, 0, copy)
+        new.go()  # before the holder's next renewal (every ttl/3) finds its record again
+        new.expect("done", 60)
+        old.expect("<eof>", 30)
+        assert shared(old, new) == set()
+        assert any(line.startswith("error LeaseLostError") for line in old.lines), old.lines[-3:]
+        assert float(new.value("mark_wait")) >= TTL - 0.05
+    finally:
+        old.stop()
+        if new is not None:
+            new.stop()

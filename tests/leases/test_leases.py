@@ -78,7 +78,8 @@ def test_a_lease_is_renewed_beyond_its_ttl(server, namespace):
 
 def test_the_high_water_mark_makes_a_new_holder_with_a_slow_clock_wait(server, namespace):
     """Injected clocks: B's clock is 500 ms behind A's.  A releases worker id 0 after its last id;
-    B gets the same id and makes none until its own clock has passed A's last millisecond."""
+    B gets the same id and makes none until its own clock has passed A's last millisecond: one ttl
+    (0.2 s, the fence of every takeover) and then the rest of the way to the mark."""
     a_time = FakeTime(1_800_000_000_000)
     a = leased(
         server, namespace, max_workers=1, ttl=60, clock=a_time.wall, sleep=a_time.sleep, monotonic=a_time.monotonic
@@ -90,7 +91,7 @@ def test_the_high_water_mark_makes_a_new_holder_with_a_slow_clock_wait(server, n
     a.close()  # the mark: A's last millisecond
     b_time = FakeTime(1_800_000_000_000 - 500 + 250)
     b = leased(
-        server, namespace, max_workers=1, ttl=60, clock=b_time.wall, sleep=b_time.sleep, monotonic=b_time.monotonic
+        server, namespace, max_workers=1, ttl=0.2, clock=b_time.wall, sleep=b_time.sleep, monotonic=b_time.monotonic
     )
     b_id = b.next_id()
     assert b.source.worker_id == a_worker == 0
@@ -109,7 +110,7 @@ def test_a_clock_too_far_behind_gives_the_id_back_with_a_typed_error(server, nam
         server,
         namespace,
         max_workers=1,
-        ttl=60,
+        ttl=0.2,
         clock_tolerance=1.0,
         clock=late.wall,
         sleep=late.sleep,
@@ -117,8 +118,10 @@ def test_a_clock_too_far_behind_gives_the_id_back_with_a_typed_error(server, nam
     )
     with pytest.raises(ClockMovedBackwardsError, match="clock_tolerance"):
         b.next_id()
-    assert 0.9 <= late.slept <= 1.1
-    c = leased(server, namespace, max_workers=1, ttl=60, clock=a_time.wall, monotonic=a_time.monotonic)
+    assert 1.1 <= late.slept <= 1.3  # the takeover's fence (one ttl), then the tolerance
+    c = leased(
+        server, namespace, max_workers=1, ttl=0.2, clock=a_time.wall, sleep=a_time.sleep, monotonic=a_time.monotonic
+    )
     a_time.advance(1)
     c.next_id()  # B gave worker id 0 back: someone with a good clock can take it
     c.close()

@@ -350,9 +350,11 @@ class Grant:
     mark_ms: int
     """The last Unix millisecond the previous holder of this worker id may have used (0: none)."""
     wait_ms: int = 0
-    """Milliseconds (by the store's clock) to wait before the first id: the store has no record of
-    this worker id's last holder and cannot rule one out (its state was lost, or the namespace is
-    new), so a holder it forgot may still stamp ids up to one ttl after its last renewal."""
+    """Milliseconds (by the store's clock) to wait before the first id.  One ttl for a takeover of
+    an expired or released worker id: its record may be a copy put back under a live holder (a
+    restore), who stamps up to one ttl past its last renewal whatever the record says.  One ttl
+    plus the clock tolerance where the store has no record of the last holder and cannot rule one
+    out (its state was lost, its history went back, or the namespace is new)."""
 
 
 @dataclass(frozen=True)

@@ -74,10 +74,11 @@ HISTORY_NAME = "~history"
 
 # One round trip: the system identifier, the timeline (-1 on a standby, where pg_walfile_name
 # fails), whether commits wait for a synchronous standby, and how many standbys stream from here.
+# CAST(), not ::, which the Django store would read as a :name parameter.
 _PRESENT_PG = (
     "SELECT (SELECT system_identifier FROM pg_control_system()), "
     "CASE WHEN pg_is_in_recovery() THEN -1 "
-    "ELSE ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int END, "
+    "ELSE CAST(CAST('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) AS bit(32)) AS integer) END, "
     "current_setting('synchronous_standby_names'), current_setting('synchronous_commit'), "
     "(SELECT count(*) FROM pg_stat_replication)"
 )

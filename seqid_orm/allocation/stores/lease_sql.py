@@ -107,7 +107,9 @@ def acquire(
     ex: Executor, sql: LeaseSQL, namespace: str, token: str, max_workers: int, ttl_ms: int, quarantine_ms: int
 ) -> Grant | None:
     """Take a worker id nobody holds: the lowest never used, then one whose lease expired, then one
-    whose row was lost.
+    whose row was lost.  Only the first is free of waiting: the new holder of an expired or
+    released worker id waits one ttl (its record may be a restored copy older than what a live
+    holder confirmed), of a lost one the whole quarantine.
 
     Each attempt is one conditional statement, so two processes can never both win the same id;
     the namespace's highest granted id is raised *before* a never-used id is inserted, so a
@@ -130,7 +132,9 @@ def acquire(
     for wid in _shuffled([w for w, expires in known.items() if w < max_workers and expires < now]):
         if ex.run(sql.take, {**params, "wid": wid}) == 1:
             rows = ex.fetch(sql.mark, {"ns": namespace, "wid": wid, "token": token})
-            return Grant(wid, int(rows[0][0]) if rows else 0, fresh)
+            # a takeover is fenced: its record may have been rolled back under a live holder, who
+            # stamps at most one ttl past its last renewal, whatever mark the record shows now
+            return Grant(wid, int(rows[0][0]) if rows else 0, max(fresh, ttl_ms))
     for wid in (w for w in unknown if w <= highest):  # its row was deleted: its holder may live on
         if ex.run(sql.insert, {**params, "wid": wid}) == 1:
             return Grant(wid, 0, quarantine_ms)

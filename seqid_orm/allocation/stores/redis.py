@@ -250,7 +250,9 @@ def _text(value: Any) -> str:
 
 # ARGV: key prefix, marks key, token, max_workers, ttl_ms, quarantine_ms.  The marks hash also
 # holds the namespace's record: '_born' (when this server first saw it, by Redis's clock) and
-# '_high' (the highest worker id granted since); never-used ids are granted lowest first.
+# '_high' (the highest worker id granted since).  Never-used ids come first (no wait but the
+# namespace's own); a takeover of an expired or released id waits one ttl (its record may be a copy
+# put back under a live holder); an id granted before whose mark is gone waits the quarantine.
 _ACQUIRE = """
 local prefix, marks, token = ARGV[1], ARGV[2], ARGV[3]
 local max, ttl, quarantine = tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
@@ -263,14 +265,16 @@ if born < 0 then
 end
 local high = tonumber(redis.call('HGET', marks, '_high') or '-1')
 local fresh = math.max(0, born + quarantine - now)
-for wid = 0, max - 1 do
+for wid = high + 1, max - 1 do
+  if redis.call('SET', prefix .. wid, token, 'NX', 'PX', ttl) then
+    redis.call('HSET', marks, '_high', wid)
+    return {wid, '0', fresh}
+  end
+end
+for wid = 0, math.min(high, max - 1) do
   if redis.call('SET', prefix .. wid, token, 'NX', 'PX', ttl) then
     local mark = redis.call('HGET', marks, tostring(wid))
-    if mark then return {wid, mark, fresh} end
-    if wid > high then
-      redis.call('HSET', marks, '_high', wid)
-      return {wid, '0', fresh}
-    end
+    if mark then return {wid, mark, math.max(fresh, tonumber(ttl))} end
     return {wid, '0', quarantine}
   end
 end

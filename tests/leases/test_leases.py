@@ -62,7 +62,7 @@ def test_two_leases_never_share_a_worker_id_and_release_frees_it(server, namespa
         taken = a.worker_id
     with pytest.raises(LeaseLostError, match="no worker id is leased"):
         _ = a.worker_id
-    with WorkerLease(server, namespace, max_workers=2) as c:  # both released: either id is free
+    with WorkerLease(server, namespace, max_workers=2, ttl=0.5) as c:  # both released: either id, after a ttl
         assert c.worker_id in (0, 1)
     assert taken in (0, 1)
 
@@ -133,7 +133,7 @@ def test_a_lease_taken_from_under_its_holder_stops_the_generator_at_once(server,
     gen.next_id()
     store = open_lease_store(server)
     store.release(namespace, 0, gen.source._token, 0)  # the holder's token no longer holds it
-    thief = WorkerLease(server, namespace, max_workers=1, ttl=30)
+    thief = WorkerLease(server, namespace, max_workers=1, ttl=0.9)  # a takeover: it waits one ttl first
     thief.acquire()
     deadline = time.monotonic() + 2
     with pytest.raises(LeaseLostError):

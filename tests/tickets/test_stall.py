@@ -96,3 +96,22 @@ def test_a_lease_renewed_over_a_blackholed_connection_is_bounded(kind, pg_engine
         finally:
             proxy.resume()
             lease.release()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql+nosuchdriver://app:secret@127.0.0.1/db",
+        "postgresql+psycopg://app:secret@127.0.0.1:fivefourthreetwo/db",
+        "mysql+pymysql://root@127.0.0.1:port/test",
+        "redis://:secret@127.0.0.1:port/0",
+    ],
+)
+@pytest.mark.parametrize("make", ["tickets", "lease"])
+def test_a_url_with_an_unknown_driver_or_a_bad_port_is_a_typed_error_naming_it(url, make):
+    """Before: SQLAlchemy's NoSuchModuleError or a bare ValueError from int()."""
+    from seqid_orm.errors import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match=r"cannot use .* as a store") as caught:
+        TicketSequence("orders", url).next_id() if make == "tickets" else WorkerLease(url, "ns").acquire()
+    assert "secret" not in str(caught.value)

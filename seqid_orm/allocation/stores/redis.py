@@ -32,6 +32,7 @@ from ...errors import (
     BackendMismatchError,
     BackendUnavailableError,
     GeneratorExhaustedError,
+    InvalidArgumentError,
     VolatileStoreError,
 )
 from .base import Grant, LeaseRow, TicketRow, hide_password, last_value_limit, split_state_loss_option, vanished
@@ -116,12 +117,17 @@ class _RedisStore:
             # Every command within ``timeout``: half of it a try, and one retry (redis-py's default
             # retries three times with back-off, which multiplied a blackholed server's wait).
             half = timeout / 2
-            self.client = redis.Redis.from_url(
-                target,
-                socket_connect_timeout=min(connect_timeout, half),
-                socket_timeout=half,
-                retry=Retry(NoBackoff(), 1),
-            )
+            try:
+                self.client = redis.Redis.from_url(
+                    target,
+                    socket_connect_timeout=min(connect_timeout, half),
+                    socket_timeout=half,
+                    retry=Retry(NoBackoff(), 1),
+                )
+            except ValueError as exc:  # a port that is no number, an unknown option
+                raise InvalidArgumentError(
+                    f"cannot use {hide_password(target)!r} as a store: {exc} (redis://host:port/db)"
+                ) from None
             self.label = hide_password(target)
             self._owned = True
         self.accept_state_loss = accept_state_loss

@@ -205,7 +205,13 @@ class _OwnEngineStore:
             self._owned = True
             target, in_url = split_state_loss_option(target)
             accept_state_loss = accept_state_loss or in_url
-            self.engine = create_engine_for(target, min(connect_timeout, timeout), timeout)
+            try:
+                self.engine = create_engine_for(target, min(connect_timeout, timeout), timeout)
+            except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError, ValueError) as exc:
+                raise InvalidArgumentError(
+                    f"cannot use {hide_password(target)!r} as a store: {exc} (a SQLAlchemy URL: "
+                    "dialect+driver://user@host:port/database, with an installed driver and a numeric port)"
+                ) from None
             self.label = hide_password(target)
         self.accept_state_loss = accept_state_loss
         self.table = table

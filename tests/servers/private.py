@@ -183,8 +183,10 @@ def small_postgres(url: str, shared_buffers: str = "16MB", checkpoint_timeout: s
 class PrivateRedis:
     """A throw-away Redis on its own port that keeps nothing on disk (never the shared server)."""
 
-    def __init__(self, binary: str = "redis-server") -> None:
+    def __init__(self, binary: str = "redis-server", *options: str) -> None:
         self.binary = shutil.which(binary) or binary
+        self.options = options  # more server options (``--appendonly``, ``--replicaof``...): the last one wins
+        self.tmp = tempfile.mkdtemp(prefix="seqid-redis-")
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -194,7 +196,11 @@ class PrivateRedis:
 
     def start(self) -> PrivateRedis:
         self.process = subprocess.Popen(
-            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+            [
+                self.binary,
+                *("--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.tmp),
+                *("--save", "", "--appendonly", "no", *self.options),
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -216,6 +222,7 @@ class PrivateRedis:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 class PrivateMariaDB:

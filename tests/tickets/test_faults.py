@@ -8,6 +8,7 @@ no id may appear twice: each fault ends in 0 duplicates and, where seqid refuses
 from __future__ import annotations
 
 import secrets
+import time
 from collections import Counter
 
 import pytest
@@ -296,3 +297,44 @@ def test_every_block_is_checked_against_the_keys_not_only_the_first(data_table, 
         seq.close()
         other.close()
         floor_engine.dispose()
+
+
+DURABLE = ("--appendonly", "yes", "--appendfsync", "always")
+
+
+@pytest.mark.system("redis-server")
+def test_a_redis_that_may_evict_every_key_is_refused_naming_the_policy(seq_name):
+    """Before: allkeys-lru accepted, and 250 of 500 ids repeated once the counter was evicted."""
+    with (
+        PrivateRedis("redis-server", *DURABLE, "--maxmemory-policy", "allkeys-lru") as private,
+        TicketSequence(seq_name, private.url) as seq,
+        pytest.raises(VolatileStoreError, match="maxmemory-policy allkeys-lru"),
+    ):
+        seq.next_id()
+    # volatile-* evicts keys with a TTL only: counters have none
+    with (
+        PrivateRedis("redis-server", *DURABLE, "--maxmemory-policy", "volatile-lru") as private,
+        TicketSequence(seq_name, private.url) as seq,
+    ):
+        assert seq.next_id() == 1
+
+
+@pytest.mark.system("redis-server")
+def test_a_redis_with_asynchronous_replicas_is_refused_and_its_replica_too(seq_name):
+    with (
+        PrivateRedis("redis-server", *DURABLE) as primary,
+        PrivateRedis("redis-server", *DURABLE, "--replicaof", "127.0.0.1", str(primary.port)) as replica,
+    ):
+        client = redis.Redis.from_url(primary.url)
+        try:
+            deadline = time.monotonic() + 20
+            while client.info("replication")["connected_slaves"] < 1:
+                assert time.monotonic() < deadline, "the replica did not connect"
+                time.sleep(0.1)
+        finally:
+            client.close()
+        for url, refusal in ((primary.url, "1 replica"), (replica.url, "is a replica")):
+            with TicketSequence(seq_name, url) as seq, pytest.raises(VolatileStoreError, match=refusal):
+                seq.next_id()
+        with TicketSequence(seq_name, volatile_ok(primary.url)) as seq:  # the explicit opt-in
+            assert seq.next_id() == 1

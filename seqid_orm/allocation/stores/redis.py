@@ -139,8 +139,9 @@ class _RedisStore:
             return
         try:
             config: dict[Any, Any] = {}
-            for key in _DURABLE:
+            for key in (*_DURABLE, "maxmemory-policy"):
                 config.update(self.client.config_get(key))
+            replication = self.client.info("replication")
         except redis.ResponseError as exc:  # CONFIG is often disabled on managed servers
             raise VolatileStoreError(
                 f"{self.label} does not say whether it persists its data (CONFIG GET failed: {exc}), so this "
@@ -156,6 +157,27 @@ class _RedisStore:
                 f"a restart this {self.what}'s state comes back lower or empty, and ids repeat. Run it with "
                 "appendonly yes and appendfsync always, or pass accept_state_loss=True if losing the state is "
                 "acceptable (tests, a throw-away server)"
+            )
+        policy = _text(config.get("maxmemory-policy", "noeviction"))
+        if policy.startswith("allkeys-"):
+            # volatile-* policies evict keys with a TTL only: a lease key then expires early, which
+            # the takeover fence covers; counters and marks have none
+            raise VolatileStoreError(
+                f"{self.label} runs with maxmemory-policy {policy}: under memory pressure it may evict this "
+                f"{self.what}'s counters or marks, and ids repeat. Use noeviction (or a volatile-* policy), or pass "
+                "accept_state_loss=True"
+            )
+        role, replicas = str(replication.get("role", "master")), int(replication.get("connected_slaves", 0))
+        if role != "master":
+            raise VolatileStoreError(
+                f"{self.label} is a replica (role {role}): point the URL at the primary (Redis Sentinel names it)"
+            )
+        if replicas:
+            raise VolatileStoreError(
+                f"{self.label} has {replicas} replica(s), and Redis replicates asynchronously: a replica promoted "
+                f"after a failover may lack the last writes this {self.what} was acknowledged, and ids repeat "
+                "(seqid does not send WAIT). Use a PostgreSQL store with synchronous replication, or pass "
+                "accept_state_loss=True to accept that risk"
             )
         self._durability_checked = True
 

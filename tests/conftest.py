@@ -199,3 +199,24 @@ def server(request):
 def volatile_ok(url: str) -> str:
     """A Redis URL that accepts a server without persistence (``?accept_state_loss=true``)."""
     return url + ("&" if "?" in url else "?") + "accept_state_loss=true"
+
+
+@pytest.fixture
+def pair_factory(pg_engine):
+    """Makes private PostgreSQL primary + streaming standby pairs (tests/servers/replica.py) of the
+    shared server's major version; every pair is stopped and deleted after the test."""
+    from tests.servers.private import pg_bindir, server_major
+    from tests.servers.replica import PrimaryAndStandby
+    from tests.system import need
+
+    need("postgresql-server")
+    made = []
+
+    def make(synchronous: bool) -> PrimaryAndStandby:
+        pair = PrimaryAndStandby(pg_bindir(server_major(pg_engine.url.render_as_string(False))), synchronous)
+        made.append(pair)
+        return pair.start()
+
+    yield make
+    for pair in made:
+        pair.close()

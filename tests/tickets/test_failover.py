@@ -17,8 +17,6 @@ import pytest
 
 from seqid_orm import TicketSequence
 from seqid_orm.errors import VolatileStoreError
-from tests.servers.private import pg_bindir, server_major
-from tests.system import need
 from tests.tickets.procs import Worker, start_together
 
 sa = pytest.importorskip("sqlalchemy")
@@ -26,23 +24,6 @@ sa = pytest.importorskip("sqlalchemy")
 pytestmark = [pytest.mark.slow, pytest.mark.system("postgresql-server")]
 
 TIMEOUT = 2.0  # each reservation's deadline, seconds
-
-
-@pytest.fixture
-def pair_factory(pg_engine):
-    from tests.servers.replica import PrimaryAndStandby
-
-    need("postgresql-server")
-    made = []
-
-    def make(synchronous: bool) -> PrimaryAndStandby:
-        pair = PrimaryAndStandby(pg_bindir(server_major(pg_engine.url.render_as_string(False))), synchronous)
-        made.append(pair)
-        return pair.start()
-
-    yield make
-    for pair in made:
-        pair.close()
 
 
 def workers(url: str, name: str, n: int, **extra) -> list[Worker]:

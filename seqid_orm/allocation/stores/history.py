@@ -39,6 +39,7 @@ The record lives in the store's own table, in a row no sequence or namespace can
 from __future__ import annotations
 
 import enum
+import functools
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -177,6 +178,7 @@ class HistoryRecords:
     pack: Callable[[StoreHistory], dict[str, object]]
 
 
+@functools.cache
 def ticket_records(table: str) -> HistoryRecords:
     """The history row of a ticket table (``table`` quoted)."""
     where = f"name = '{HISTORY_NAME}'"
@@ -196,6 +198,7 @@ def ticket_records(table: str) -> HistoryRecords:
     )
 
 
+@functools.cache
 def lease_records(table: str, now_ms: str) -> HistoryRecords:
     """The history row of a lease table (``table`` quoted; ``now_ms`` the database's time in Unix ms)."""
     where = f"namespace = '{HISTORY_NAME}' AND worker_id = 0"

@@ -40,9 +40,10 @@ What a user running twenty application processes gets:
   (:class:`~seqid_orm.errors.CounterRegressedError`) a block at or below it: a counter restored
   from a backup, deleted and re-created, or emptied by a Redis restart never makes this process
   repeat itself.  A sequence bound to the key columns it fills (``floor``; ``ticket_pk`` and
-  ``TicketField`` bind theirs) also refuses a first block whose values are already keys there
+  ``TicketField`` bind theirs) also refuses any block whose own values are already keys there
   (:class:`~seqid_orm.errors.CounterBelowDataError`), which covers a process started after the
-  counter went back.  :meth:`TicketSequence.repair` (``seqid ticket repair``) moves the counters
+  counter went back and a counter put back under a running process.  A store whose history went
+  back (:mod:`seqid_orm.allocation.stores.history`) is refused until repaired.  :meth:`TicketSequence.repair` (``seqid ticket repair``) moves the counters
   above the largest key.
 
 Loads beyond the defaults: ``max_block_size`` turns on Leaf's adaptive block size (it doubles

@@ -51,7 +51,8 @@ def make_model(table_name: str, sequence):
 
 def test_ticket_pk_binds_its_sequence_to_the_column_and_refuses_keys_already_there(engine, sequence, table_name):
     """A counter behind the table (restored, re-created, or a table adopted without start=) is refused at
-    the first insert over the engine instead of handing out keys the table holds; repair() moves it on."""
+    the first insert over the engine instead of handing out keys the table holds (a block holding one is
+    refused; keys beyond it are not its business); repair() moves it on."""
     from seqid_orm.errors import CounterBelowDataError
 
     Base, Order = make_model(table_name, sequence)
@@ -59,8 +60,9 @@ def test_ticket_pk_binds_its_sequence_to_the_column_and_refuses_keys_already_the
     table = Order.__table__
     try:
         with engine.begin() as conn:
-            conn.execute(table.insert(), [{"id": 5000 + i, "note": "old"} for i in range(3)])
-        with Session(engine) as session, pytest.raises(sa.exc.StatementError, match="5002") as info:
+            conn.execute(table.insert(), [{"id": 3 + i, "note": "old"} for i in range(3)])
+        # the first block, 1..50, holds the keys 3..5
+        with Session(engine) as session, pytest.raises(sa.exc.StatementError, match="the key 5 ") as info:
             session.add(Order(note="new"))
             session.flush()
         assert isinstance(info.value.orig, CounterBelowDataError)  # SQLAlchemy wraps a default's error
@@ -70,7 +72,8 @@ def test_ticket_pk_binds_its_sequence_to_the_column_and_refuses_keys_already_the
         with Session(engine) as session:
             session.add_all([Order(note="new") for _ in range(5)])
             session.commit()
-            assert sorted(session.scalars(sa.select(Order.id))) == [5000, 5001, 5002, 5003, 5004, 5005, 5006, 5007]
+            # the refused block stays spent: repair never lowers a counter
+            assert sorted(session.scalars(sa.select(Order.id))) == [3, 4, 5, 51, 52, 53, 54, 55]
     finally:
         Base.metadata.drop_all(engine)
 

@@ -43,8 +43,8 @@ What a user running twenty application processes gets:
   ``TicketField`` bind theirs) also refuses any block whose own values are already keys there
   (:class:`~seqid_orm.errors.CounterBelowDataError`), which covers a process started after the
   counter went back and a counter put back under a running process.  A store whose history went
-  back (:mod:`seqid_orm.allocation.stores.history`) is refused until repaired.  :meth:`TicketSequence.repair` (``seqid ticket repair``) moves the counters
-  above the largest key.
+  back (:mod:`seqid_orm.allocation.stores.history`) is refused until repaired.
+  :meth:`TicketSequence.repair` (``seqid ticket repair``) moves the counters above the largest key.
 
 Loads beyond the defaults: ``max_block_size`` turns on Leaf's adaptive block size (it doubles
 while segments last less than ``segment_seconds`` and halves when one lasts over twice that).

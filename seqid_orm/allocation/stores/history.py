@@ -218,6 +218,17 @@ def lease_records(table: str, now_ms: str) -> HistoryRecords:
     )
 
 
+def _record(ex: Executor, records: HistoryRecords, recorded: StoreHistory | None, present: StoreHistory) -> bool:
+    """Make the history row say ``present`` where it said ``recorded`` (insert it where there was
+    none); ``False`` when another process wrote it between the read and this write."""
+    if recorded is None:
+        return ex.run(records.insert, records.pack(present)) == 1
+    if _recorded_form(recorded) == _recorded_form(present):
+        return True
+    old = {"old_timeline": recorded.timeline, "old_system": recorded.system}
+    return ex.run(records.update, {**records.pack(present), **old}) == 1
+
+
 class HistoryGuard:
     """One store's view of its history: checked before every reservation or grant.
 
@@ -263,20 +274,12 @@ class HistoryGuard:
             rows = ex.fetch(records.select, {})
             recorded = records.unpack(rows[0]) if rows else None
             verdict = judge(recorded, present)
-            if verdict is Verdict.RECORD:
-                if ex.run(records.insert, records.pack(present)) == 1:
-                    return verdict
-                continue
             if verdict is Verdict.ROLLED_BACK:
                 if self.what == "tickets":
                     raise StoreHistoryError(self._refusal(recorded, present))
                 ex.run(records.rebirth, {})  # every namespace is new again: grants wait the quarantine
-            assert recorded is not None
-            if _recorded_form(recorded) != _recorded_form(present):
-                old = {"old_timeline": recorded.timeline, "old_system": recorded.system}
-                if ex.run(records.update, {**records.pack(present), **old}) != 1:
-                    continue
-            return verdict
+            if _record(ex, records, recorded, present):
+                return verdict
         raise BackendUnavailableError(f"{self.label}: its history row changed under every attempt to read it")
 
     def adopt(self, ex: Executor, vendor: str, records: HistoryRecords) -> None:
@@ -286,12 +289,7 @@ class HistoryGuard:
         if present is None or present.in_recovery:
             return
         rows = ex.fetch(records.select, {})
-        if not rows:
-            ex.run(records.insert, records.pack(present))
-        else:
-            recorded = records.unpack(rows[0])
-            old = {"old_timeline": recorded.timeline, "old_system": recorded.system}
-            ex.run(records.update, {**records.pack(present), **old})
+        _record(ex, records, records.unpack(rows[0]) if rows else None, present)
         with self._lock:
             self._seen = present
 

@@ -57,3 +57,54 @@ def test_a_lagging_lease_store_promoted_repeats_no_id(pair_factory):
         first.stop()
         for w in later:
             w.stop()
+
+
+@pytest.mark.system("redis-server")
+def test_a_redis_lease_store_whose_replica_is_promoted_repeats_no_id():
+    """A Redis primary and a replica behind a link the test stalls; holders reach the primary through
+    a virtual IP moved to the promoted replica.  Every grant and renewal waits for the replica, so
+    during the stall the holder's renewals fail and it stops before its lease runs out; the promoted
+    replica holds every mark the holder stamped under, and newcomers wait for them."""
+    import redis
+
+    from tests.servers.private import PrivateRedis
+    from tests.servers.proxy import StallableProxy
+    from tests.tickets.test_failover import REDIS_DURABLE, wait_online
+
+    namespace = "redis-failover-ns"
+    with PrivateRedis("redis-server", *REDIS_DURABLE) as primary:
+        link = StallableProxy(primary.port)
+        vip = StallableProxy(primary.port)
+        url = f"redis://127.0.0.1:{vip.port}/0"
+        first = holder(url, namespace, max_workers=1)
+        newcomers: list[Worker] = []
+        try:
+            with PrivateRedis("redis-server", *REDIS_DURABLE, "--replicaof", "127.0.0.1", str(link.port)) as replica:
+                wait_online(primary.url, 1)
+                start_together([first])
+                first.wait_for_ids(200, timeout=60)  # includes the new namespace's quarantine
+                link.stall()  # renewals are no longer confirmed: the holder stops within its ttl
+                first.expect("<eof>", 30)
+                assert any(line.startswith("error ") for line in first.lines), first.lines[-3:]
+                promoted = redis.Redis.from_url(replica.url)
+                promoted.replicaof("NO", "ONE")
+                promoted.close()
+                demoted = redis.Redis.from_url(primary.url)
+                demoted.replicaof("127.0.0.1", str(replica.port))
+                demoted.close()
+                vip.move_to(replica.port)
+                wait_online(replica.url, 1)
+                newcomers = [holder(url, namespace, max_workers=1, retry=True, count=300, pace=0) for _ in range(2)]
+                for w in newcomers:  # one after the other: one worker id
+                    start_together([w])
+                    w.expect("done", 60)
+                    w.stop()
+                ids = [i for w in [first, *newcomers] for i in w.ids()]
+                assert len(ids) == len(set(ids))
+                assert all(w.ids() for w in newcomers)
+        finally:
+            first.stop()
+            for w in newcomers:
+                w.stop()
+            link.close()
+            vip.close()

@@ -4,6 +4,7 @@ What a network that drops packets, or a server frozen with its sockets open, loo
 client: connects succeed (the proxy accepts), writes succeed (the proxy's kernel takes them), and
 no answer ever comes.  ``stall()`` stops forwarding in both directions, ``resume()`` lets the held
 bytes through, ``cut()`` closes every link, ``close()`` stops the proxy (also its links).
+``move_to(port)`` is a virtual IP moved to a promoted server: the links are cut, new ones go there.
 """
 
 from __future__ import annotations
@@ -84,6 +85,11 @@ class StallableProxy:
             for s in pair:
                 with contextlib.suppress(OSError):
                     s.close()
+
+    def move_to(self, target: int) -> None:
+        """Forward new links to ``target`` and cut the old ones (a virtual IP moved after a failover)."""
+        self.target = target
+        self.cut()
 
     def close(self) -> None:
         self._closed.set()

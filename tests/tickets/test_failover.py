@@ -117,3 +117,81 @@ def test_a_synchronous_standby_promoted_loses_nothing_and_work_goes_on(pair_fact
         assert not any("StoreHistoryError" in e for w in alive for e in w.values("error"))
     finally:
         stop(alive)
+
+
+# --- Redis: a primary, a replica behind a link the test stalls, clients behind a virtual IP ------
+
+REDIS_DURABLE = ("--appendonly", "yes", "--appendfsync", "always", "--repl-diskless-sync-delay", "0")
+
+
+def online_replicas(url: str) -> int:
+    import redis
+
+    client = redis.Redis.from_url(url)
+    try:
+        return len(client.role()[2])
+    finally:
+        client.close()
+
+
+def wait_online(url: str, n: int) -> None:
+    deadline = time.monotonic() + 20
+    while online_replicas(url) < n:
+        assert time.monotonic() < deadline, f"{url} does not serve {n} replica(s)"
+        time.sleep(0.05)
+
+
+@pytest.mark.system("redis-server")
+def test_a_redis_replica_promoted_after_a_stalled_link_repeats_no_id():
+    """Before (issue 32): 0-150 repeats with the workers alive, 19,400-28,300 with them restarted;
+    the replica had missed the blocks the primary acknowledged while the link stalled.  Now every
+    write waits for the replica (WAIT in the same round trip): during the stall reservations are
+    refused within the deadline, so the promoted replica holds every block anyone used."""
+    import redis
+
+    from tests.servers.private import PrivateRedis
+    from tests.servers.proxy import StallableProxy
+
+    name = f"f-{secrets.token_hex(4)}"
+    with PrivateRedis("redis-server", *REDIS_DURABLE) as primary:
+        link = StallableProxy(primary.port)
+        vip = StallableProxy(primary.port)  # what the clients know: moved to the promoted server
+        url = f"redis://127.0.0.1:{vip.port}/0"
+        alive: list[Worker] = []
+        later: list[Worker] = []
+        try:
+            with PrivateRedis("redis-server", *REDIS_DURABLE, "--replicaof", "127.0.0.1", str(link.port)) as replica:
+                wait_online(primary.url, 1)
+                alive = workers(url, name, 3, persist=60.0, options={"accept_state_loss": False})
+                start_together(alive)
+                for w in alive:
+                    w.wait_for_ids(500)
+                link.stall()  # the replica stops hearing: every write is now refused, within its deadline
+                deadline = time.monotonic() + 20
+                while time.monotonic() < deadline and not all(w.values("refused-after") for w in alive):
+                    time.sleep(0.1)
+                assert all(any("replica(s) confirmed" in e for e in w.values("error")) for w in alive)
+                assert all(float(t) <= TIMEOUT + 1.0 for w in alive for t in w.values("refused-after"))
+                # the failover: the replica promoted, the old primary made its replica, the virtual IP moved
+                promoted = redis.Redis.from_url(replica.url)
+                promoted.replicaof("NO", "ONE")
+                promoted.close()
+                demoted = redis.Redis.from_url(primary.url)
+                demoted.replicaof("127.0.0.1", str(replica.port))
+                demoted.close()
+                vip.move_to(replica.port)
+                wait_online(replica.url, 1)
+                counts = {id(w): len(w.ids()) for w in alive}
+                for w in alive:  # the same processes go on, on the promoted replica
+                    w.wait_for_ids(counts[id(w)] + 300, timeout=40)
+                later = workers(url, name, 3, options={"accept_state_loss": False})
+                start_together(later)
+                for w in later:
+                    w.wait_for_ids(300)
+                assert repeats([alive, later]) == 0
+                assert min(i for w in later for i in w.ids()) > max(i for w in alive for i in w.ids()[: counts[id(w)]])
+        finally:
+            stop(alive)
+            stop(later)
+            link.close()
+            vip.close()

@@ -15,7 +15,13 @@ import pytest
 
 from seqid_orm.allocation.stores.sqlalchemy import ColumnFloor
 from seqid_orm.allocation.tickets import TicketSequence
-from seqid_orm.errors import AllocationError, BackendMismatchError, CounterBelowDataError, VolatileStoreError
+from seqid_orm.errors import (
+    AllocationError,
+    BackendMismatchError,
+    CounterBelowDataError,
+    StoreTimeoutError,
+    VolatileStoreError,
+)
 from tests.conftest import MYSQL_URL, POSTGRES_URL, volatile_ok
 from tests.servers.private import PrivateRedis
 from tests.tickets.conftest import forget
@@ -320,21 +326,38 @@ def test_a_redis_that_may_evict_every_key_is_refused_naming_the_policy(seq_name)
 
 
 @pytest.mark.system("redis-server")
-def test_a_redis_with_asynchronous_replicas_is_refused_and_its_replica_too(seq_name):
+def test_a_redis_primary_waits_for_its_replica_and_a_replica_is_refused(seq_name):
+    """Before: a primary with replicas was accepted and wrote without waiting (ids repeated after a
+    failover).  Now each write waits for every replica; one that attaches later (or has not finished
+    its first sync) is waited for from the write that sees it on."""
     with (
-        PrivateRedis("redis-server", *DURABLE) as primary,
-        PrivateRedis("redis-server", *DURABLE, "--replicaof", "127.0.0.1", str(primary.port)) as replica,
+        PrivateRedis("redis-server", *DURABLE, "--repl-diskless-sync-delay", "0") as primary,
+        TicketSequence(seq_name, primary.url, block_size=10) as seq,
     ):
-        client = redis.Redis.from_url(primary.url)
-        try:
-            deadline = time.monotonic() + 20
-            while client.info("replication")["connected_slaves"] < 1:
-                assert time.monotonic() < deadline, "the replica did not connect"
-                time.sleep(0.1)
-        finally:
-            client.close()
-        for url, refusal in ((primary.url, "1 replica"), (replica.url, "is a replica")):
-            with TicketSequence(seq_name, url) as seq, pytest.raises(VolatileStoreError, match=refusal):
+        assert seq.next_id() == 1  # no replica yet: nothing to wait for
+        with PrivateRedis("redis-server", *DURABLE, "--replicaof", "127.0.0.1", str(primary.port)) as replica:
+            client = redis.Redis.from_url(primary.url)
+            try:
+                deadline = time.monotonic() + 20
+                while not client.role()[2]:
+                    assert time.monotonic() < deadline, "the replica did not come online"
+                    time.sleep(0.05)
+            finally:
+                client.close()
+            drawn = [seq.next_id() for _ in range(40)]  # blocks reserved with the replica confirming
+            assert drawn == sorted(set(drawn))
+            follower = redis.Redis.from_url(replica.url)
+            try:  # what the replica holds covers every id handed out
+                stored = int(follower.hget(f"seqid:tickets:{seq_name}", "next_value"))
+            finally:
+                follower.close()
+            assert stored > max(drawn)
+            with (
+                TicketSequence(seq_name, replica.url) as on_replica,
+                pytest.raises(VolatileStoreError, match="is a replica"),
+            ):
+                on_replica.next_id()
+        # the replica is gone: writes are refused (typed, within the deadline), not made unconfirmed
+        with pytest.raises(StoreTimeoutError, match="0 of 1 replica"):
+            for _ in range(40):
                 seq.next_id()
-        with TicketSequence(seq_name, volatile_ok(primary.url)) as seq:  # the explicit opt-in
-            assert seq.next_id() == 1

@@ -14,6 +14,17 @@ back lower, and a restart without persistence loses it entirely, so ids repeat. 
 therefore refuses such a server (:class:`~seqid_orm.errors.VolatileStoreError`) unless the
 caller passes ``accept_state_loss=True``.
 
+Replication is asynchronous: a replica promoted after a failover (Sentinel, an operator's
+``REPLICAOF NO ONE``) lacks the writes it had not received, and ids the primary acknowledged come
+back.  So every write goes out with ``WAIT`` in the same round trip (``WAIT`` counts the replicas
+that received *this connection's* writes, https://redis.io/docs/latest/commands/wait/), for every
+replica this store has seen the primary serve (``ROLE``, sent in the same round trip, so a replica
+that attaches later is waited for from then on, and one that drops away is still waited for): a
+write not confirmed within the deadline is refused with
+:class:`~seqid_orm.errors.StoreTimeoutError` and its values are never handed out, so whichever
+replica is promoted holds every value, mark and grant the clients used.  The price: while a
+replica is away, writes are refused.
+
 Leases (:class:`RedisLeaseStore`): one key per worker id, ``seqid:lease:{<namespace>}:<id>``, set
 with ``SET NX PX`` to the holder's random token, so Redis's clock expires it; renewal and release
 are scripts that act only when the key still holds the caller's token.  The high-water marks live
@@ -33,6 +44,7 @@ from ...errors import (
     BackendUnavailableError,
     GeneratorExhaustedError,
     InvalidArgumentError,
+    StoreTimeoutError,
     VolatileStoreError,
 )
 from .base import Grant, LeaseRow, TicketRow, hide_password, last_value_limit, split_state_loss_option, vanished
@@ -132,6 +144,10 @@ class _RedisStore:
             self._owned = True
         self.accept_state_loss = accept_state_loss
         self._durability_checked = accept_state_loss
+        # the replicas every write must reach: the most this store has seen the primary serve
+        self._replicas = 0
+        # WAIT's own limit: a quarter of the deadline, so its answer arrives within the socket's half
+        self._wait_ms = max(1, int(timeout * 250))
 
     def check_durability(self) -> None:
         """Refuse a server that would lose this store's state on a restart (once per store)."""
@@ -167,19 +183,46 @@ class _RedisStore:
                 f"{self.what}'s counters or marks, and ids repeat. Use noeviction (or a volatile-* policy), or pass "
                 "accept_state_loss=True"
             )
-        role, replicas = str(replication.get("role", "master")), int(replication.get("connected_slaves", 0))
+        role = str(replication.get("role", "master"))
         if role != "master":
             raise VolatileStoreError(
                 f"{self.label} is a replica (role {role}): point the URL at the primary (Redis Sentinel names it)"
             )
-        if replicas:
-            raise VolatileStoreError(
-                f"{self.label} has {replicas} replica(s), and Redis replicates asynchronously: a replica promoted "
-                f"after a failover may lack the last writes this {self.what} was acknowledged, and ids repeat "
-                "(seqid does not send WAIT). Use a PostgreSQL store with synchronous replication, or pass "
-                "accept_state_loss=True to accept that risk"
-            )
+        self._replicas = max(self._replicas, int(replication.get("connected_slaves", 0)))
         self._durability_checked = True
+
+    def write(self, script: Any, keys: list[str], args: list[Any]) -> Any:
+        """Run a write ``script`` (a registered ``Script``); where writes may be lost, return its
+        reply only once every replica confirmed it (see the module docstring).
+
+        One round trip: ``ROLE``, the script and ``WAIT`` are pipelined on one connection (``WAIT``
+        counts that connection's writes, so it cannot be sent again later on a pooled one).  When
+        ``ROLE`` shows a replica this store had not waited for, the write runs once more, waiting
+        for it: every script is safe to run again (a reservation's first block is then never used,
+        an acquisition's first worker id waits out its ttl; the others are idempotent).
+        """
+        if self.accept_state_loss:
+            return script(keys=keys, args=args)
+        for _ in range(2):
+            pipe = self.client.pipeline(transaction=False)
+            pipe.role()
+            pipe.eval(script.script, len(keys), *keys, *args)
+            waited = self._replicas
+            if waited:
+                pipe.wait(waited, self._wait_ms)
+            role, reply, *acked = pipe.execute()
+            serving = len(role[2]) if len(role) > 2 and _text(role[0]) == "master" else 0
+            if serving <= waited:
+                break
+            self._replicas = serving  # from now on; this write was not waited for: again
+        confirmed = int(acked[0]) if acked else 0
+        if confirmed < self._replicas:
+            raise StoreTimeoutError(
+                f"{self.what} {self.label}: {confirmed} of {self._replicas} replica(s) confirmed a write within "
+                f"{self._wait_ms} ms, so its values are not used (a replica promoted now would lack them). Writes go "
+                "on once every replica confirms again, or pass accept_state_loss=True to stop waiting"
+            )
+        return reply
 
     def close(self) -> None:
         if self._owned:
@@ -229,7 +272,7 @@ class RedisTicketStore(_RedisStore):
     def _reserve(self, key: str, name: str, count: int, step: int, offset: int) -> int:
         """Run the script; the first value reserved."""
         delta = count * step
-        reply = self._script(keys=[key], args=[step, offset, delta])
+        reply = self.write(self._script, [key], [step, offset, delta])
         status = _text(reply[0])
         if status == "missing":
             raise vanished(name, self.label)
@@ -251,11 +294,11 @@ class RedisTicketStore(_RedisStore):
 
     def create(self, row: TicketRow) -> None:
         self.check_durability()
-        self._create(keys=[KEY_PREFIX + row.name], args=[row.next_value, row.step, row.offset])
+        self.write(self._create, [KEY_PREFIX + row.name], [row.next_value, row.step, row.offset])
 
     def raise_to(self, row: TicketRow) -> TicketRow:
         self.check_durability()
-        reply = self._raise(keys=[KEY_PREFIX + row.name], args=[row.next_value, row.step, row.offset])
+        reply = self.write(self._raise, [KEY_PREFIX + row.name], [row.next_value, row.step, row.offset])
         next_value, step, offset = (int(_text(v)) for v in reply)
         return TicketRow(row.name, next_value, step, offset)
 
@@ -354,7 +397,7 @@ class RedisLeaseStore(_RedisStore):
         prefix, marks = self._keys(namespace)
         with self._errors():
             self.check_durability()
-            reply = self._acquire(args=[prefix, marks, token, max_workers, ttl_ms, quarantine_ms])
+            reply = self.write(self._acquire, [], [prefix, marks, token, max_workers, ttl_ms, quarantine_ms])
         if not reply:
             return None
         return Grant(int(reply[0]), int(_text(reply[1])), int(reply[2]))
@@ -362,12 +405,12 @@ class RedisLeaseStore(_RedisStore):
     def renew(self, namespace: str, worker_id: int, token: str, ttl_ms: int, mark_ms: int) -> bool:
         prefix, marks = self._keys(namespace)
         with self._errors():
-            return bool(self._renew(keys=[f"{prefix}{worker_id}", marks], args=[token, ttl_ms, worker_id, mark_ms]))
+            return bool(self.write(self._renew, [f"{prefix}{worker_id}", marks], [token, ttl_ms, worker_id, mark_ms]))
 
     def release(self, namespace: str, worker_id: int, token: str, mark_ms: int) -> None:
         prefix, marks = self._keys(namespace)
         with self._errors():
-            self._renew(keys=[f"{prefix}{worker_id}", marks], args=[token, "", worker_id, mark_ms])
+            self.write(self._renew, [f"{prefix}{worker_id}", marks], [token, "", worker_id, mark_ms])
 
     def leases(self, namespace: str) -> list[LeaseRow]:
         prefix, marks = self._keys(namespace)

@@ -47,27 +47,27 @@ def shared(old: Worker, new: Worker) -> set[int]:
 def test_a_holder_frozen_past_its_ttl_stamps_nothing_its_successor_stamps(server, namespace):
     """SIGSTOP (a GC pause, a VM migration) for 1.5 ttl while a newcomer takes the worker id, then
     SIGCONT.  Before: 9 duplicate ids in 36 trials.  Now the resumed holder's next clock reading is past
-    the mark the store confirmed, the renewal that would move it fails, and it stops."""
-    for _ in range(3):
-        old = holder(server, namespace)
-        new = None
-        try:
-            start_together([old])
-            old.wait_for_ids(200)
-            old.proc.send_signal(signal.SIGSTOP)
-            time.sleep(TTL * 1.5)
-            new = newcomer(server, namespace)
-            start_together([new])
-            new.expect("done", 60)
-            old.proc.send_signal(signal.SIGCONT)
-            old.expect("<eof>", 30)  # it refuses and ends
-            assert any(line.startswith("error LeaseLostError") for line in old.lines), old.lines[-3:]
-            assert shared(old, new) == set()
-        finally:
-            old.proc.send_signal(signal.SIGCONT)
-            old.stop()
-            if new is not None:
-                new.stop()
+    the mark the store confirmed, the renewal that would move it fails, and it stops: one trial per
+    store, since the refusal it must print is the mechanism itself, not a chance of seeing a repeat."""
+    old = holder(server, namespace)
+    new = None
+    try:
+        start_together([old])
+        old.wait_for_ids(200)
+        old.proc.send_signal(signal.SIGSTOP)
+        time.sleep(TTL * 1.5)
+        new = newcomer(server, namespace)
+        start_together([new])
+        new.expect("done", 60)
+        old.proc.send_signal(signal.SIGCONT)
+        old.expect("<eof>", 30)  # it refuses and ends
+        assert any(line.startswith("error LeaseLostError") for line in old.lines), old.lines[-3:]
+        assert shared(old, new) == set()
+    finally:
+        old.proc.send_signal(signal.SIGCONT)
+        old.stop()
+        if new is not None:
+            new.stop()
 
 
 def test_a_pause_between_the_lease_check_and_the_clock_read_repeats_no_id(server, namespace):
@@ -132,7 +132,8 @@ def test_a_clock_stepped_forward_then_killed_repeats_no_id(server, namespace):
         old.expect("stepped", 30)
         old.wait_for_ids(330)  # a few ids on the stepped clock, well inside one renewal interval
         old.kill()
-        new = holder(server, namespace, ttl=ttl, tolerance=8.0, retry=True, count=4000, pace=0.001)
+        # ids as fast as it can: the mark it waited for is what keeps them clear of the stepped ones
+        new = holder(server, namespace, ttl=ttl, tolerance=8.0, retry=True, count=2000, pace=0)
         start_together([new])
         new.expect("done", 90)
         assert float(new.value("mark_wait")) > 2.0  # it waited for the stepped holder's mark
@@ -294,6 +295,16 @@ def _put_back(server: str, namespace: str, worker_id: int, copy) -> None:
     engine.dispose()
 
 
+def _printed(worker: Worker, word: str, timeout: float) -> bool:
+    """Whether ``worker`` printed a line starting with ``word`` within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(line.startswith(word) for line in worker.lines):
+            return True
+        time.sleep(0.02)
+    return False
+
+
 def test_a_lease_record_put_back_to_an_older_copy_under_a_live_holder_repeats_no_id(server, namespace):
     """A restore puts the holder's record back to a copy taken two ttls earlier: its later renewals and
     marks are gone and the lease looks expired.  Before: 593-27,236 ids repeated, the newcomer waiting
@@ -308,8 +319,17 @@ def test_a_lease_record_put_back_to_an_older_copy_under_a_live_holder_repeats_no
         new = newcomer(server, namespace)
         new.expect("ready")
         time.sleep(TTL * 2)  # the holder renews and moves its mark on
-        _put_back(server, namespace, 0, copy)
-        new.go()  # before the holder's next renewal (every ttl/3) finds its record again
+        # The newcomer asks first (every 20 ms, refused while the lease is held), then the record is
+        # put back.  The holder's next renewal (every ttl/3) may still come first, find its own token
+        # in the copy and keep the lease (seen once in CI on a loaded machine): then nothing was taken
+        # over, and the record is put back again.
+        new.go()
+        for _ in range(5):
+            _put_back(server, namespace, 0, copy)
+            if _printed(new, "acquired", TTL * 3):
+                break
+        else:
+            raise AssertionError("the newcomer never took the worker id over")
         new.expect("done", 60)
         old.expect("<eof>", 30)
         assert shared(old, new) == set()

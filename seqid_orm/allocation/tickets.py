@@ -70,7 +70,6 @@ from ..errors import (
     BackendMismatchError,
     BackendUnavailableError,
     CounterBelowDataError,
-    CounterRegressedError,
     GeneratorExhaustedError,
     InvalidArgumentError,
     SeqIDError,
@@ -79,7 +78,7 @@ from ..errors import (
 from ..ids.randomness import check_fork, on_fork
 from ..ids.validate import BIGINT_MAX, check_bool, check_seconds
 from .stores import TicketRow, TicketStore, check_name, open_ticket_store
-from .stores.base import first_value
+from .stores.base import first_value, regressed
 
 __all__ = ["MAX_BLOCK_SIZE", "KeyFloor", "Segment", "TicketSequence"]
 
@@ -466,7 +465,9 @@ class TicketSequence:
         for i in [(self._server + j) % k for j in range(k)]:
             store = self._stores[i]
             try:
-                first, granted = store.allocate(self.name, count, self.step, self.offsets[i], self.max_value)
+                first, granted = store.allocate(
+                    self.name, count, self.step, self.offsets[i], self.max_value, self._high.get(i)
+                )
             except GeneratorExhaustedError as exc:
                 exhausted += 1
                 errors.append(str(exc))
@@ -486,13 +487,8 @@ class TicketSequence:
                 continue
             segment = Segment(first, granted, self.step, i)
             high = self._high.get(i)
-            if high is not None and first <= high:
-                raise CounterRegressedError(
-                    f"sequence {self.name!r} on {store.label} handed out a block from {first} although this "
-                    f"process has seen it hand out {high}: the counter went back (a restored backup, a deleted "
-                    "and re-created row, a Redis restart); taking the block would repeat ids. Move the counter "
-                    "above the largest id in use (`seqid ticket repair`); this process refuses until then"
-                )
+            if high is not None and first <= high:  # a store that did not check ``above`` itself
+                raise regressed(self.name, store.label, first, high)
             self._high[i] = segment.last
             if i != self._server:
                 log.warning("sequence %r now draws from %s", self.name, store.label)

@@ -20,6 +20,7 @@ from seqid_orm.errors import (
     ArgumentTypeError,
     BackendMismatchError,
     BackendUnavailableError,
+    CounterRegressedError,
     GeneratorExhaustedError,
     InvalidArgumentError,
     InvalidIDError,
@@ -413,3 +414,24 @@ def test_a_password_never_appears_in_a_label():
     store = open_ticket_store(POSTGRES_URL.replace("postgres@", "postgres:hunter2@"))
     assert "hunter2" not in store.label and "***" in store.label
     store.close()
+
+
+def test_a_counter_that_went_back_is_refused_and_left_where_it_is(server, seq_name):
+    """A counter restored below what this process saw it hand out (a backup, a failover to a replica
+    that lagged) is refused by the store itself, unmoved: before, every refused reservation still
+    advanced it, so a process that kept asking walked it up into blocks other processes still used
+    (issue 32: 50-100 repeats with workers alive after an asynchronous failover)."""
+    with TicketSequence(seq_name, server, block_size=10) as seq:
+        drawn = [seq.next_id() for _ in range(25)]
+        set_next_value(server, seq_name, 11)  # put back below every block this process reserved
+        store = open_ticket_store(server)
+        try:
+            for _ in range(3):  # a refused process asks again and again
+                with pytest.raises(CounterRegressedError, match=r"would hand out 11 next.*left where it is"):
+                    for _ in range(30):  # what it holds in memory first (up to two blocks), then refused
+                        drawn.append(seq.next_id())
+            row = store.read(seq_name)
+        finally:
+            store.close()
+        assert row is not None and row.next_value == 11  # not one refused reservation moved it
+        assert len(drawn) == len(set(drawn)) >= 25

@@ -35,6 +35,7 @@ from ...errors import (
     AllocationError,
     ArgumentTypeError,
     BackendMismatchError,
+    CounterRegressedError,
     GeneratorExhaustedError,
     InvalidArgumentError,
     InvalidIDError,
@@ -60,6 +61,7 @@ __all__ = [
     "is_conflict",
     "last_value_limit",
     "raise_rows",
+    "regressed",
     "split_state_loss_option",
     "vanished",
 ]
@@ -148,10 +150,16 @@ class TicketStore(Protocol):
     label: str
     """The server as messages name it (no password)."""
 
-    def allocate(self, name: str, count: int, step: int, offset: int, max_value: int) -> tuple[int, int]:
+    def allocate(
+        self, name: str, count: int, step: int, offset: int, max_value: int, above: int | None = None
+    ) -> tuple[int, int]:
         """Reserve up to ``count`` values of sequence ``name``; return ``(first, granted)``.
 
-        ``granted`` is ``count`` unless fewer values are left before ``max_value``.  Raises
+        ``granted`` is ``count`` unless fewer values are left before ``max_value``.  ``above`` is
+        the highest value the caller has seen this server hand out: a counter at or below it went
+        back (a restore, a failover), and the reservation is refused *without moving it*
+        (:class:`~seqid_orm.errors.CounterRegressedError`), so refused callers cannot walk it up
+        into the blocks other processes still use.  Raises
         :class:`~seqid_orm.errors.AllocationError` when the row does not exist (it is never
         created here), :class:`~seqid_orm.errors.GeneratorExhaustedError` when not one value is
         left, :class:`~seqid_orm.errors.BackendMismatchError` when the stored step or offset
@@ -210,10 +218,12 @@ class TicketRows(Protocol):
         """Text statements on the same connection (the history checks run there)."""
         ...
 
-    def advance(self, name: str, delta: int, step: int, offset: int, highest_start: int) -> int | None:
+    def advance(
+        self, name: str, delta: int, step: int, offset: int, lowest_start: int, highest_start: int
+    ) -> int | None:
         """``UPDATE ... SET next_value = next_value + delta WHERE name = :name AND step = :step
-        AND value_offset = :offset AND next_value <= :highest_start``, returning the new
-        ``next_value``; ``None`` when no row matched."""
+        AND value_offset = :offset AND next_value BETWEEN :lowest_start AND :highest_start``,
+        returning the new ``next_value``; ``None`` when no row matched."""
         ...
 
     def read(self, name: str) -> TicketRow | None:
@@ -253,10 +263,12 @@ class SQLTicketStore:
             self._guard = HistoryGuard(self.label, "tickets", self.accept_state_loss)
         return self._guard
 
-    def allocate(self, name: str, count: int, step: int, offset: int, max_value: int) -> tuple[int, int]:
+    def allocate(
+        self, name: str, count: int, step: int, offset: int, max_value: int, above: int | None = None
+    ) -> tuple[int, int]:
         def reserve(rows: TicketRows) -> tuple[int, int]:
             self._history().check(rows.executor(), rows.vendor, ticket_records(rows.table))
-            return allocate_rows(rows, self.label, name, count, step, offset, max_value)
+            return allocate_rows(rows, self.label, name, count, step, offset, max_value, above)
 
         return self._with_rows(reserve)
 
@@ -296,6 +308,17 @@ def vanished(name: str, label: str) -> AllocationError:
     )
 
 
+def regressed(name: str, label: str, next_value: int, above: int) -> CounterRegressedError:
+    """The error for a counter found at ``next_value`` by a process that saw it hand out ``above``."""
+    return CounterRegressedError(
+        f"sequence {name!r} on {label} would hand out {next_value} next although this process has seen it "
+        f"hand out {above}: the counter went back (a restored backup, a failover to a replica that lagged, a "
+        "deleted and re-created row); taking the block would repeat ids, so it was not taken and the counter "
+        "was left where it is. Move it above the largest id in use (`seqid ticket repair`); this process "
+        "refuses until then"
+    )
+
+
 def allocate_rows(
     rows: TicketRows,
     label: str,
@@ -304,24 +327,28 @@ def allocate_rows(
     step: int,
     offset: int,
     max_value: int,
+    above: int | None = None,
 ) -> tuple[int, int]:
     """:meth:`TicketStore.allocate` for a SQL store, from its three statements.
 
     The fast path is one ``UPDATE`` (one round trip).  Only when it matches no row does this
-    read the row to tell a new name (create it, then retry) from a contradicting step/offset
-    (refuse) from too few values left (shrink the reservation, or refuse when none is left).
-    A missing row is refused, never created: a counter started over would repeat every id it
-    handed out.
+    read the row to tell a new name (create it, then retry) from a counter that went back below
+    ``above`` (refuse, the counter unmoved) from a contradicting step/offset (refuse) from too few
+    values left (shrink the reservation, or refuse when none is left).  A missing row is refused,
+    never created: a counter started over would repeat every id it handed out.
     """
     limit = last_value_limit(max_value, step)
+    lowest_start = -BIGINT_MAX - 1 if above is None else above + 1
     for _ in range(4):  # shrink, retry: more rounds mean someone keeps changing the row
         highest_start = limit - (count - 1) * step  # the last value reserved must be <= limit
-        new_next = rows.advance(name, count * step, step, offset, highest_start)
+        new_next = rows.advance(name, count * step, step, offset, lowest_start, highest_start)
         if new_next is not None:
             return new_next - count * step, count
         row = rows.read(name)
         if row is None:
             raise vanished(name, label)
+        if above is not None and row.next_value <= above:
+            raise regressed(name, label, row.next_value, above)
         if (row.step, row.offset) != (step, offset):
             raise BackendMismatchError(
                 f"sequence {name!r} on {label} is stored with step={row.step} offset={row.offset}, but this "

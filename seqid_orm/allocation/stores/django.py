@@ -37,7 +37,7 @@ _ADVANCE = {
     "mysql": "UPDATE {t} SET next_value = LAST_INSERT_ID(next_value + %s) WHERE {cond}",
     "microsoft": "UPDATE {t} SET next_value = next_value + %s OUTPUT inserted.next_value WHERE {cond}",
 }
-_CONDITION = "name = %s AND step = %s AND value_offset = %s AND next_value <= %s"
+_CONDITION = "name = %s AND step = %s AND value_offset = %s AND next_value >= %s AND next_value <= %s"
 _INSERT = "INSERT INTO {t} (name, next_value, step, value_offset) VALUES (%s, %s, %s, %s)"
 _INSERT_IF_ABSENT = {
     "postgresql": _INSERT + " ON CONFLICT (name) DO NOTHING",
@@ -145,10 +145,12 @@ class _Rows:
     def executor(self) -> _DjangoExecutor:
         return _DjangoExecutor(self.conn)
 
-    def advance(self, name: str, delta: int, step: int, offset: int, highest_start: int) -> int | None:
+    def advance(
+        self, name: str, delta: int, step: int, offset: int, lowest_start: int, highest_start: int
+    ) -> int | None:
         sql = _ADVANCE[self.vendor].format(t=self.table, cond=_CONDITION)
         with self.conn.cursor() as cursor:
-            cursor.execute(sql, [delta, name, step, offset, highest_start])
+            cursor.execute(sql, [delta, name, step, offset, lowest_start, highest_start])
             if self.vendor == "mysql":
                 # LAST_INSERT_ID(expr) comes back in this statement's OK packet, on this connection
                 return int(cursor.lastrowid) if cursor.rowcount else None

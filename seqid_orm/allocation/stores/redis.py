@@ -47,7 +47,16 @@ from ...errors import (
     StoreTimeoutError,
     VolatileStoreError,
 )
-from .base import Grant, LeaseRow, TicketRow, hide_password, last_value_limit, split_state_loss_option, vanished
+from .base import (
+    Grant,
+    LeaseRow,
+    TicketRow,
+    hide_password,
+    last_value_limit,
+    regressed,
+    split_state_loss_option,
+    vanished,
+)
 
 try:
     import redis
@@ -60,15 +69,26 @@ __all__ = ["KEY_PREFIX", "RedisLeaseStore", "RedisTicketStore", "split_state_los
 
 KEY_PREFIX = "seqid:tickets:"
 
-# KEYS[1]: the sequence's hash.  ARGV: step, offset, delta.  A missing hash is refused, never
-# created: a counter that vanished (a restart without persistence, eviction, FLUSHALL) and
-# started over would hand out its ids again.
+# KEYS[1]: the sequence's hash.  ARGV: step, offset, delta, above ('' for none).  A missing hash is
+# refused, never created: a counter that vanished (a restart without persistence, eviction,
+# FLUSHALL) and started over would hand out its ids again.  A counter at or below ``above`` (what
+# the caller saw it hand out) went back: refused unmoved.  Decimal strings are compared as text
+# (sign, then length, then digits): Lua's numbers are doubles, exact only below 2**53.
 _ALLOCATE = """
-local stored = redis.call('HMGET', KEYS[1], 'step', 'offset')
+local function at_most(a, b)
+  local na, nb = a:sub(1, 1) == '-', b:sub(1, 1) == '-'
+  if na ~= nb then return na end
+  local x, y = a, b
+  if na then x, y = b:sub(2), a:sub(2) end
+  if #x ~= #y then return #x < #y end
+  return x <= y
+end
+local stored = redis.call('HMGET', KEYS[1], 'step', 'offset', 'next_value')
 if not stored[1] then return {'missing'} end
 if stored[1] ~= ARGV[1] or stored[2] ~= ARGV[2] then
   return {'mismatch', stored[1], stored[2]}
 end
+if ARGV[4] ~= '' and at_most(stored[3], ARGV[4]) then return {'regressed', stored[3]} end
 redis.call('HINCRBY', KEYS[1], 'next_value', ARGV[3])
 return {'ok', redis.call('HGET', KEYS[1], 'next_value')}
 """
@@ -247,12 +267,14 @@ class RedisTicketStore(_RedisStore):
         self._raise = self.client.register_script(_RAISE)
         self._create = self.client.register_script(_CREATE)
 
-    def allocate(self, name: str, count: int, step: int, offset: int, max_value: int) -> tuple[int, int]:
+    def allocate(
+        self, name: str, count: int, step: int, offset: int, max_value: int, above: int | None = None
+    ) -> tuple[int, int]:
         self.check_durability()
         limit = last_value_limit(max_value, step)
         key = KEY_PREFIX + name
         try:
-            first = self._reserve(key, name, count, step, offset)
+            first = self._reserve(key, name, count, step, offset, above)
         except redis.ResponseError as exc:
             if "overflow" not in str(exc):
                 raise
@@ -262,20 +284,22 @@ class RedisTicketStore(_RedisStore):
             if not 0 < left < count:
                 raise GeneratorExhaustedError(f"sequence {name!r} on {self.label} is exhausted: {exc}") from None
             count = left
-            first = self._reserve(key, name, count, step, offset)
+            first = self._reserve(key, name, count, step, offset, above)
         if first > limit:
             raise GeneratorExhaustedError(
                 f"sequence {name!r} on {self.label} is exhausted: its next value {first} is past {limit}"
             )
         return first, min(count, (limit - first) // step + 1)
 
-    def _reserve(self, key: str, name: str, count: int, step: int, offset: int) -> int:
+    def _reserve(self, key: str, name: str, count: int, step: int, offset: int, above: int | None) -> int:
         """Run the script; the first value reserved."""
         delta = count * step
-        reply = self.write(self._script, [key], [step, offset, delta])
+        reply = self.write(self._script, [key], [step, offset, delta, "" if above is None else above])
         status = _text(reply[0])
         if status == "missing":
             raise vanished(name, self.label)
+        if status == "regressed":
+            raise regressed(name, self.label, int(_text(reply[1])), above or 0)
         if status == "mismatch":
             raise BackendMismatchError(
                 f"sequence {name!r} on {self.label} is stored with step={_text(reply[1])} offset={_text(reply[2])}, "

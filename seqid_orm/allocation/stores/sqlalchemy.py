@@ -108,8 +108,8 @@ def _is_mysql(dialect: sa.engine.Dialect) -> bool:
 def advance_statement(table: sa.Table, dialect: sa.engine.Dialect) -> sa.Update:
     """The conditional ``UPDATE`` that reserves values, in the idiom ``dialect`` needs.
 
-    Bind parameters: ``seq_name``, ``delta``, ``seq_step``, ``seq_offset``, ``highest_start``
-    (column names are reserved for the SET clause).
+    Bind parameters: ``seq_name``, ``delta``, ``seq_step``, ``seq_offset``, ``lowest_start``,
+    ``highest_start`` (column names are reserved for the SET clause).
     """
     c = table.c
     new_value = c.next_value + sa.bindparam("delta", type_=sa.BigInteger)
@@ -117,6 +117,7 @@ def advance_statement(table: sa.Table, dialect: sa.engine.Dialect) -> sa.Update:
         c.name == sa.bindparam("seq_name"),
         c.step == sa.bindparam("seq_step", type_=sa.BigInteger),
         c.value_offset == sa.bindparam("seq_offset", type_=sa.BigInteger),
+        c.next_value >= sa.bindparam("lowest_start", type_=sa.BigInteger),
         c.next_value <= sa.bindparam("highest_start", type_=sa.BigInteger),
     )
     if _is_mysql(dialect):
@@ -368,12 +369,15 @@ class _Rows:
     def executor(self) -> _Executor:
         return _Executor(self.conn)
 
-    def advance(self, name: str, delta: int, step: int, offset: int, highest_start: int) -> int | None:
+    def advance(
+        self, name: str, delta: int, step: int, offset: int, lowest_start: int, highest_start: int
+    ) -> int | None:
         params = {
             "seq_name": name,
             "delta": delta,
             "seq_step": step,
             "seq_offset": offset,
+            "lowest_start": lowest_start,
             "highest_start": highest_start,
         }
         return self.store.advance(self.conn, params)

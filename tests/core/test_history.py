@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from seqid_orm.allocation.stores.history import StoreHistory, Verdict, durability_problem, judge
+from seqid_orm.allocation.stores.history import (
+    StoreHistory,
+    Verdict,
+    durability_problem,
+    judge,
+    mariadb_durability_problem,
+)
 
 SYSTEM = 7711997394258974851
 
@@ -39,3 +45,22 @@ def test_only_asynchronous_standbys_are_a_durability_problem():
 
 def test_a_system_identifier_above_a_signed_bigint_is_described_unsigned():
     assert f"system {2**64 - 1}" in history(1, system=-1).describe()
+
+
+@pytest.mark.parametrize(
+    ("replicas", "galera", "semi_sync", "wait_point", "refused"),
+    [
+        (0, False, False, "AFTER_COMMIT", None),  # one server
+        (2, True, False, "AFTER_COMMIT", None),  # a Galera node: certified on every node before the commit
+        (1, False, True, "AFTER_SYNC", None),  # lossless semi-synchronous
+        (1, False, True, "after_sync", None),
+        (1, False, False, "AFTER_SYNC", "rpl_semi_sync_master_enabled is off"),  # asynchronous, or fell back
+        (3, False, True, "AFTER_COMMIT", "waits AFTER_COMMIT"),  # acknowledged before the replica has it
+    ],
+)
+def test_mariadb_replicas_are_a_durability_problem_unless_lossless(replicas, galera, semi_sync, wait_point, refused):
+    problem = mariadb_durability_problem(replicas, galera, semi_sync, wait_point)
+    if refused is None:
+        assert problem is None
+    else:
+        assert problem is not None and refused in problem and f"{replicas} replica(s)" in problem

@@ -195,3 +195,73 @@ def test_a_redis_replica_promoted_after_a_stalled_link_repeats_no_id():
             stop(later)
             link.close()
             vip.close()
+
+
+# --- MariaDB: a primary whose replica reads its binary log ---------------------------------------
+
+
+@pytest.mark.system("mariadb-server")
+def test_a_mariadb_primary_with_an_asynchronous_replica_is_refused_until_semi_synchronous():
+    """Before: accepted, and a failover to the replica could hand out the last blocks again (MariaDB
+    tells no history to catch it after the fact).  Now refused before the first id, tickets and
+    leases, naming the setting; lossless semi-synchronous replication is accepted."""
+    from seqid_orm.allocation.leases import WorkerLease
+    from tests.servers.private import PrivateMariaDB
+
+    name = f"f-{secrets.token_hex(4)}"
+    with (
+        PrivateMariaDB(log_bin="mysql-bin", server_id="1", binlog_format="ROW") as primary,
+        PrivateMariaDB(server_id="2") as replica,
+    ):
+        on_primary = sa.create_engine(primary.url)
+        on_replica = sa.create_engine(replica.url)
+        try:
+            with on_replica.begin() as conn:
+                conn.execute(
+                    sa.text(
+                        f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={primary.port}, "
+                        "MASTER_USER='root', MASTER_PASSWORD='', MASTER_CONNECT_RETRY=1"
+                    )
+                )
+                conn.execute(sa.text("START SLAVE"))
+            dumps = "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%%'"
+            wait_for(on_primary, dumps, "1")
+            with TicketSequence(name, primary.url, timeout=TIMEOUT) as seq, pytest.raises(VolatileStoreError) as err:
+                seq.next_id()
+            assert "1 replica(s) read its binary log" in str(err.value)
+            assert "rpl_semi_sync_master_wait_point = AFTER_SYNC" in str(err.value)
+            lease = WorkerLease(primary.url, "mariadb-ns", ttl=1.0)
+            try:
+                with pytest.raises(VolatileStoreError, match="read its binary log"):
+                    lease.acquire()
+            finally:
+                lease.release()
+                lease.store.close()
+            # lossless semi-synchronous replication: every commit is on the replica before it is acknowledged
+            with on_primary.begin() as conn:
+                conn.execute(sa.text("SET GLOBAL rpl_semi_sync_master_wait_point = AFTER_SYNC"))
+                conn.execute(sa.text("SET GLOBAL rpl_semi_sync_master_enabled = ON"))
+            with on_replica.begin() as conn:
+                conn.execute(sa.text("SET GLOBAL rpl_semi_sync_slave_enabled = ON"))
+                conn.execute(sa.text("STOP SLAVE IO_THREAD"))
+                conn.execute(sa.text("START SLAVE IO_THREAD"))
+            wait_for(on_primary, "SHOW GLOBAL STATUS LIKE 'Rpl_semi_sync_master_status'", "ON", column=1)
+            with TicketSequence(name, primary.url, timeout=TIMEOUT, block_size=10) as seq:
+                drawn = [seq.next_id() for _ in range(25)]
+            assert drawn == list(range(1, 26))
+            wait_for(on_replica, f"SELECT next_value FROM seqid_tickets WHERE name = '{name}'", None)
+        finally:
+            on_primary.dispose()
+            on_replica.dispose()
+
+
+def wait_for(engine, sql: str, value: str | None, column: int = 0, timeout: float = 30.0) -> None:
+    """Until ``sql``'s first row has ``value`` in ``column`` (any row at all when ``value`` is None)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with engine.connect() as conn:
+            row = conn.execute(sa.text(sql)).first()
+        if row is not None and (value is None or str(row[column]) == value):
+            return
+        assert time.monotonic() < deadline, f"{sql!r} did not give {value!r}: {row}"
+        time.sleep(0.1)

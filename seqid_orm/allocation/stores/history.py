@@ -18,14 +18,18 @@ and compares at every reservation:
   until ``seqid ticket repair``; lease stores make every new holder wait out the longest mark a
   holder the store forgot may still use (one ttl plus the clock tolerance).
 
-Before the first write a store also refuses a server that can lose acknowledged writes by its
-configuration, asynchronous standbys with no synchronous one, unless the caller accepts it
-(:class:`~seqid_orm.errors.VolatileStoreError`, ``accept_state_loss``).
+Before every reservation a store also refuses a server that can lose acknowledged writes by its
+configuration, unless the caller accepts it (:class:`~seqid_orm.errors.VolatileStoreError`,
+``accept_state_loss``): a PostgreSQL primary with asynchronous standbys and no synchronous one, a
+MariaDB primary whose replicas read its binary log asynchronously (no lossless semi-synchronous
+replication; a Galera node is synchronous).  MariaDB tells no history to compare, but it does
+tell that.
 
 The decisions (:func:`judge`, :func:`durability_problem`, :class:`HistoryGuard`) are pure and
 shared by every SQL store (SQLAlchemy's and Django's); the statements are text run through an
 :class:`~seqid_orm.allocation.stores.lease_sql.Executor`.  Only PostgreSQL tells its history;
-MariaDB, MySQL and SQLite are not tracked (the README says what that leaves to the operator).
+MariaDB, MySQL and SQLite are not tracked (the README says what that leaves to the operator);
+MariaDB's replication is judged.
 
 The record lives in the store's own table, in a row no sequence or namespace can be named
 (names start with a letter or digit), so no table changes shape:
@@ -56,6 +60,7 @@ __all__ = [
     "durability_problem",
     "judge",
     "lease_records",
+    "mariadb_durability_problem",
     "read_present",
     "ticket_records",
 ]
@@ -125,6 +130,58 @@ def read_present(ex: Executor, vendor: str) -> StoreHistory | None:
         synchronous,
         0 if synchronous else int(standbys),
         int(timeline) < 0,
+    )
+
+
+# MariaDB: the replicas streaming the binary log from here (their dump threads: seen by a user with
+# the PROCESS privilege, which an application user often lacks, and then none are seen), whether
+# this is a Galera node, whether semi-synchronous replication is on *now* (it falls back to
+# asynchronous after rpl_semi_sync_master_timeout) and its wait point (AFTER_SYNC: the replica has
+# the transaction before any client sees it committed; AFTER_COMMIT acknowledges first).
+# https://mariadb.com/kb/en/semisynchronous-replication/
+_PRESENT_MARIADB = (
+    "SELECT (SELECT COUNT(*) FROM information_schema.PROCESSLIST "
+    "WHERE COMMAND IN ('Binlog Dump', 'Binlog Dump GTID')), "
+    "(SELECT MAX(VARIABLE_VALUE) FROM information_schema.GLOBAL_VARIABLES WHERE VARIABLE_NAME = 'WSREP_ON'), "
+    "(SELECT MAX(VARIABLE_VALUE) FROM information_schema.GLOBAL_STATUS "
+    "WHERE VARIABLE_NAME = 'RPL_SEMI_SYNC_MASTER_STATUS'), "
+    "(SELECT MAX(VARIABLE_VALUE) FROM information_schema.GLOBAL_VARIABLES "
+    "WHERE VARIABLE_NAME = 'RPL_SEMI_SYNC_MASTER_WAIT_POINT')"
+)
+# MySQL 5.7+ moved these tables to performance_schema: the query above then fails with one of
+# these errors, and the check is skipped (no MySQL server is tested here; the README says so)
+_NOT_MARIADB = (1109, 1146, 3167)
+
+
+def mariadb_durability_problem(replicas: int, galera: bool, semi_sync: bool, wait_point: str) -> str | None:
+    """Why a MariaDB primary can lose writes it acknowledged (``None``: it cannot, as far as it says)."""
+    if galera or replicas == 0 or (semi_sync and wait_point.upper() == "AFTER_SYNC"):
+        return None
+    how = (
+        "semi-synchronous replication waits AFTER_COMMIT (a client may see a commit the replicas lack)"
+        if semi_sync
+        else "no replica confirms a commit (rpl_semi_sync_master_enabled is off, or semi-synchronous replication "
+        "fell back to asynchronous after rpl_semi_sync_master_timeout)"
+    )
+    return (
+        f"{replicas} replica(s) read its binary log and {how}: a failover to a replica that lagged loses the last "
+        "reservations it acknowledged, and ids repeat. Enable semi-synchronous replication with "
+        "rpl_semi_sync_master_wait_point = AFTER_SYNC on the primary and rpl_semi_sync_slave_enabled on the "
+        "replicas (and a rpl_semi_sync_master_timeout longer than any failover), or use Galera"
+    )
+
+
+def read_mariadb_problem(ex: Executor) -> str | None:
+    """:func:`mariadb_durability_problem` for the server behind ``ex`` (``None`` on MySQL, see above)."""
+    try:
+        replicas, wsrep, status, wait_point = ex.fetch(_PRESENT_MARIADB, {})[0]
+    except Exception as exc:
+        orig = getattr(exc, "orig", None) or exc.__cause__ or exc
+        if getattr(orig, "args", (None,))[:1] and orig.args[0] in _NOT_MARIADB:
+            return None
+        raise
+    return mariadb_durability_problem(
+        int(replicas or 0), str(wsrep).upper() == "ON", str(status).upper() == "ON", str(wait_point or "")
     )
 
 
@@ -248,6 +305,10 @@ class HistoryGuard:
         """Judge the store's history now; raise where it must be refused."""
         present = read_present(ex, vendor)
         if present is None:
+            if vendor in ("mysql", "mariadb") and not self.accept_state_loss:
+                problem = read_mariadb_problem(ex)
+                if problem is not None:
+                    raise VolatileStoreError(f"{self.label}: {problem}; or pass accept_state_loss=True")
             return Verdict.SAME
         if present.in_recovery:
             raise BackendUnavailableError(

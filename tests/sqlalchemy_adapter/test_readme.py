@@ -51,6 +51,7 @@ def test_the_sqlalchemy_quick_start_runs(engine):
         del sys.modules[module.__name__]
 
 
+@pytest.mark.django  # deselected, not skipped, in the nox sessions without Django
 def test_the_django_quick_start_runs(tmp_path):
     """The README's model as the models.py of an app, in a project of its own (SQLite)."""
     pytest.importorskip("django")

@@ -101,18 +101,17 @@ def test_the_child_inserts_every_row_on_each_database_and_drops_its_table(engine
 
 
 @pytest.mark.slow
-def test_a_key_sent_by_the_client_costs_it_instructions_a_database_made_key_does_not(pg_engine, table_name):
-    """Counted on PostgreSQL, runs side by side: an identity column sends no key, so the client
-    executes fewer instructions per row than for a seqid key it makes, binds and sends."""
+def test_the_counts_of_a_key_come_from_two_runs_under_callgrind_on_postgresql(pg_engine, table_name):
+    """The harness end to end: two runs of the child under callgrind, their difference per row, the
+    table. One key kind: how keys compare (a client-made key costs the client more instructions per
+    row than an identity column) is the benchmark's finding, in docs/benchmarks.md with its command,
+    not a test's assertion; each run here costs about a minute of CPU under valgrind."""
     url = pg_engine.url.render_as_string(hide_password=False)
     _valgrind()
-    found = instructions.counts(url, ["bigint", "comb"], small=300, large=900, batch=300, prefix=f"{table_name}_")
-    by_key = {c.key: c for c in found}
-    assert set(by_key) == {"bigint", "comb"}
-    for c in found:
-        assert c.large > c.small > 0
-        assert c.per_row > 1_000  # a row through SQLAlchemy and psycopg is thousands of instructions
-    assert by_key["comb"].per_row > by_key["bigint"].per_row
-    text = instructions.markdown(found, "bigint")
+    [found] = instructions.counts(url, ["bigint"], small=300, large=900, batch=300, prefix=f"{table_name}_")
+    assert found.key == "bigint"
+    assert found.large > found.small > 0
+    assert found.per_row > 1_000  # a row through SQLAlchemy and psycopg is thousands of instructions
+    text = instructions.markdown([found], "bigint")
     assert "| bigint |" in text and "| 1.000 |" in text
     assert not [t for t in sa.inspect(pg_engine).get_table_names() if t.startswith(table_name)]

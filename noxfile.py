@@ -35,7 +35,7 @@ SQLALCHEMY = "tests/sqlalchemy_adapter"
 TICKETS = "tests/tickets"
 LEASES = "tests/leases"
 INTEGRATIONS = "tests/integrations"
-NO_DJANGO = ["-m", "not django and not slow and not mysqlclient"]
+NO_DJANGO = ["-m", "not django and not slow and not mysqlclient and not etcd"]
 
 
 @nox.session(python=["3.10", "3.13"])
@@ -59,7 +59,7 @@ def core(session: nox.Session) -> None:
         LEASES,
         INTEGRATIONS,
         "-m",
-        "not django and not slow and not postgres and not mysql",
+        "not django and not slow and not postgres and not mysql and not etcd",
         *session.posargs,
     )
 

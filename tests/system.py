@@ -134,7 +134,13 @@ PARTS: dict[str, Part] = {
             "a private MariaDB server",
             _binary("mariadb-install-db", "mariadbd", dirs=("/usr/sbin",)),
         ),
-        Part("etcd", ("etcd-server", "etcd-client"), "a private etcd cluster", _binary("etcd", dirs=("/usr/bin",))),
+        Part(
+            "etcd",
+            ("etcd-server", "etcd-client"),
+            "a private etcd cluster",
+            _binary("etcd", dirs=("/usr/bin",)),
+            for_make_test=True,  # the etcd ticket store's tests are part of make test
+        ),
         Part(
             "zookeeper",
             ("zookeeper",),

@@ -64,7 +64,7 @@ from ..ids.randomness import check_fork, on_fork
 from ..ids.snowflake import Holding, Snowflake
 from ..ids.validate import check_bool, check_seconds
 from .stores import MAX_CONNECT_TIMEOUT, backend_of
-from .stores.base import Grant, LeaseStore, check_name
+from .stores.base import Grant, LeaseStore, check_name, hide_password
 
 __all__ = ["WorkerLease", "open_lease_store"]
 
@@ -100,6 +100,11 @@ def open_lease_store(
             connect_timeout=connect_timeout,
             accept_state_loss=accept_state_loss,
             timeout=timeout,
+        )
+    if backend == "etcd":
+        raise InvalidArgumentError(
+            f"etcd keeps ticket sequences so far, not worker-id leases ({hide_password(str(target))!r}); lease "
+            "worker ids from PostgreSQL, MariaDB, SQLite or Redis"
         )
     if backend == "sql":
         from .stores.sqlalchemy import SQLAlchemyLeaseStore

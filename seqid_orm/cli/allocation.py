@@ -44,11 +44,12 @@ def _ticket_status(args: argparse.Namespace) -> int:
 
 
 def _ticket_init(args: argparse.Namespace) -> int:
-    from ..allocation.stores import open_ticket_store, scheme_of
+    from ..allocation.stores import ETCD_SCHEMES, REDIS_SCHEMES, hide_password, open_ticket_store, scheme_of
 
     for url in args.url:
-        if scheme_of(url) in ("redis", "rediss", "unix"):
-            print(f"{url}: Redis needs no table; sequences are created on first use")
+        if scheme_of(url) in REDIS_SCHEMES + ETCD_SCHEMES:
+            kind = "Redis" if scheme_of(url) in REDIS_SCHEMES else "etcd"
+            print(f"{hide_password(url)}: {kind} needs no table; sequences are created on first use")
             continue
         from ..allocation.stores.sqlalchemy import SQLAlchemyTicketStore
 

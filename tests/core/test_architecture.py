@@ -32,6 +32,7 @@ ALLOWED = {
 THIRD_PARTY = {
     "allocation.stores.sqlalchemy": {"sqlalchemy"},
     "allocation.stores.redis": {"redis"},
+    "allocation.stores.etcd": {"etcd3gw"},
     "allocation.stores.django": {"django"},
 }
 CORE = ("errors", "ids", "vendors", "allocation", "public")

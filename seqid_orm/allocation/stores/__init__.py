@@ -13,6 +13,7 @@ target                            backend                                     ex
 ``sqlite:///file``, an ``Engine``
 ``redis://``, ``rediss://``,      :mod:`.redis`                               ``redis``
 ``unix://``, a ``redis.Redis``
+``etcd://h:p[,h:p...][/prefix]``  :mod:`.etcd` (tickets; leases not yet)      ``etcd``
 a Django database alias           :mod:`.django` (``TicketField``)            ``django``
 ================================  ==========================================  ================
 """
@@ -23,9 +24,10 @@ from typing import Any
 
 from ...errors import ArgumentTypeError, InvalidArgumentError
 from ...ids.validate import check_bool, check_seconds
-from .base import TicketRow, TicketStore, check_name, hide_password
+from .base import ETCD_SCHEMES, TicketRow, TicketStore, check_name, hide_password
 
 __all__ = [
+    "ETCD_SCHEMES",
     "MAX_CONNECT_TIMEOUT",
     "REDIS_SCHEMES",
     "SQL_SCHEMES",
@@ -53,7 +55,8 @@ def scheme_of(url: str) -> str:
 
 def backend_of(target: object, what: str) -> str:
     """Which backend serves ``target``: ``"sql"`` (a SQLAlchemy URL or ``Engine``), ``"redis"``
-    (a Redis URL or ``redis.Redis``), or ``""`` (anything else: perhaps a store object itself).
+    (a Redis URL or ``redis.Redis``), ``"etcd"`` (an etcd URL), or ``""`` (anything else: perhaps a
+    store object itself).
 
     Nothing is imported or connected; a URL with an unknown scheme raises
     :class:`~seqid_orm.errors.InvalidArgumentError` naming ``what`` ("ticket server", ...).
@@ -64,11 +67,13 @@ def backend_of(target: object, what: str) -> str:
             return "redis"
         if scheme in SQL_SCHEMES:
             return "sql"
+        if scheme in ETCD_SCHEMES:
+            return "etcd"
         sql = ", ".join(f"{s}://" for s in SQL_SCHEMES)
         redis = ", ".join(f"{s}://" for s in REDIS_SCHEMES)
         raise InvalidArgumentError(
             f"unknown {what} scheme {scheme or '(none)'!r} in {hide_password(target)!r}; "
-            f"use a SQLAlchemy URL ({sql}, with an optional +driver) or a Redis URL ({redis})"
+            f"use a SQLAlchemy URL ({sql}, with an optional +driver), a Redis URL ({redis}) or an etcd URL (etcd://)"
         )
     kind = f"{type(target).__module__}.{type(target).__qualname__}"
     if kind.startswith("sqlalchemy.") and type(target).__name__ == "Engine":
@@ -112,6 +117,10 @@ def open_ticket_store(
             accept_state_loss=accept_state_loss,
             timeout=timeout,
         )
+    if backend == "etcd":
+        from .etcd import EtcdTicketStore
+
+        return EtcdTicketStore(target, connect_timeout=connect_timeout, timeout=timeout)  # type: ignore[arg-type]
     if backend == "sql":
         from .sqlalchemy import SQLAlchemyTicketStore
 

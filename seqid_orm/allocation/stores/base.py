@@ -44,6 +44,7 @@ from ...ids.validate import BIGINT_MAX
 from .history import Executor, HistoryGuard, ticket_records
 
 __all__ = [
+    "ETCD_SCHEMES",
     "LEASE_TABLE",
     "NAME_LENGTH",
     "TICKET_TABLE",
@@ -68,6 +69,8 @@ __all__ = [
 
 _T = TypeVar("_T")
 
+#: URL schemes of the etcd store (here, where both the package and the store module read it).
+ETCD_SCHEMES = ("etcd",)
 TICKET_TABLE = "seqid_tickets"
 LEASE_TABLE = "seqid_worker_leases"
 NAME_LENGTH = 64

@@ -1,0 +1,177 @@
+"""Ticket sequences on a private 3-member etcd cluster (Debian's etcd-server 3.4): the store's
+protocol, bad URLs, and worker processes drawing ids while the leader is killed or frozen past the
+election timeout.  Every id every process printed is counted: a repeat is the one failure."""
+
+from __future__ import annotations
+
+import secrets
+import time
+
+import pytest
+
+from seqid_orm import TicketSequence
+from seqid_orm.allocation.leases import WorkerLease
+from seqid_orm.allocation.stores import open_ticket_store
+from seqid_orm.allocation.stores.base import TicketRow
+from seqid_orm.errors import (
+    BackendMismatchError,
+    BackendUnavailableError,
+    CounterRegressedError,
+    InvalidArgumentError,
+)
+from tests.servers.etcd import EtcdCluster
+from tests.system import need
+from tests.tickets.procs import Worker, start_together
+
+pytestmark = [pytest.mark.etcd, pytest.mark.system("etcd")]
+
+TIMEOUT = 2.0
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    need("etcd")
+    with EtcdCluster(3) as running:
+        yield running
+
+
+@pytest.fixture
+def name() -> str:
+    return f"e-{secrets.token_hex(4)}"
+
+
+def test_a_sequence_on_etcd_hands_out_each_value_once_in_order(cluster, name):
+    with TicketSequence(name, cluster.url, block_size=10) as a, TicketSequence(name, cluster.url, block_size=10) as b:
+        drawn = [a.next_id() for _ in range(25)] + [b.next_id() for _ in range(25)]
+    assert len(set(drawn)) == 50
+    assert drawn[:25] == sorted(drawn[:25]) and drawn[25:] == sorted(drawn[25:])
+    store = open_ticket_store(cluster.url)
+    try:
+        row = store.read(name)
+        assert row is not None and row.next_value > max(drawn)
+        assert name in {r.name for r in store.rows()}
+        # repair moves the counter up, never down
+        assert store.raise_to(TicketRow(name, row.next_value + 1000, 1, 1)).next_value == row.next_value + 1000
+        assert store.raise_to(TicketRow(name, 5, 1, 1)).next_value == row.next_value + 1000
+    finally:
+        store.close()
+
+
+def test_a_prefix_is_a_namespace_of_its_own(cluster, name):
+    with TicketSequence(name, cluster.url + "/app-a") as a, TicketSequence(name, cluster.url + "/app-b") as b:
+        assert (a.next_id(), b.next_id()) == (1, 1)
+
+
+def test_a_counter_put_back_is_refused_and_left_where_it_is(cluster, name):
+    with TicketSequence(name, cluster.url, block_size=10) as seq:
+        drawn = [seq.next_id() for _ in range(25)]
+        store = open_ticket_store(cluster.url)
+        try:
+            # an operator writes an older value over the counter (etcdctl put)
+            from seqid_orm.allocation.stores.etcd import _b64
+
+            store._call("/kv/put", {"key": _b64(f"seqid/tickets/{name}"), "value": _b64("11:1:1")})
+            with pytest.raises(CounterRegressedError, match="left where it is"):
+                for _ in range(30):
+                    drawn.append(seq.next_id())
+            row = store.read(name)
+        finally:
+            store.close()
+    assert row is not None and row.next_value == 11
+    assert len(drawn) == len(set(drawn))
+
+
+def test_two_servers_offsets_and_a_contradicting_step_are_refused(cluster, name):
+    with TicketSequence(name, [cluster.url + "/one", cluster.url + "/two"]) as pair:
+        values = [pair.next_id() for _ in range(5)]
+    assert len({v % 2 for v in values}) == 1 and len(set(values)) == 5  # one server's offset, step 2
+    with TicketSequence(name, cluster.url + "/one") as alone, pytest.raises(BackendMismatchError):
+        alone.next_id()
+
+
+def test_the_ticket_commands_work_on_etcd(cluster, name, capsys):
+    from seqid_orm.cli import main
+
+    with TicketSequence(name, cluster.url + "/cli") as seq:
+        seq.next_id()
+    assert main(["ticket", "init", cluster.url + "/cli"]) == 0
+    assert "etcd needs no table" in capsys.readouterr().out
+    assert main(["ticket", "repair", name, cluster.url + "/cli", "--above", "5000"]) == 0
+    assert f"sequence {name!r} next_value 5001" in capsys.readouterr().out
+    assert main(["ticket", "status", cluster.url + "/cli"]) == 0
+    status = capsys.readouterr().out
+    assert name in status and "5001" in status
+    with TicketSequence(name, cluster.url + "/cli") as seq:
+        assert seq.next_id() == 5001
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["etcd://", "etcd://127.0.0.1:notaport", "etcd://127.0.0.1:70000", "etcd://:2379"],
+)
+def test_a_bad_etcd_url_is_a_typed_error(url):
+    with pytest.raises(InvalidArgumentError, match="host:port"):
+        open_ticket_store(url)
+
+
+def test_worker_leases_on_etcd_are_refused_by_name_for_now(cluster):
+    with pytest.raises(InvalidArgumentError, match="etcd keeps ticket sequences so far"):
+        WorkerLease(cluster.url, "ns")
+
+
+def test_a_cluster_that_does_not_answer_is_a_typed_error_within_the_deadline(name):
+    from tests.servers.private import free_port
+
+    url = f"etcd://127.0.0.1:{free_port()},127.0.0.1:{free_port()}"
+    started = time.monotonic()
+    with TicketSequence(name, url, timeout=1.0) as seq, pytest.raises(BackendUnavailableError, match=r"within 1\.0 s"):
+        seq.next_id()
+    assert time.monotonic() - started < 1.0 + 1.5
+
+
+# --- the leader killed, the leader frozen: real processes drawing through elections ------------
+
+
+def workers(url: str, name: str, n: int) -> list[Worker]:
+    options = {"block_size": 20, "timeout": TIMEOUT}
+    return [Worker(servers=url, name=name, count=100_000, pace=0.0005, options=options, persist=60.0) for _ in range(n)]
+
+
+def drawn(group: list[Worker]) -> list[int]:
+    return [i for w in group for i in w.ids()]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fault", ["SIGKILL", "SIGSTOP past the election timeout"])
+def test_workers_draw_through_the_loss_of_the_leader_and_repeat_no_id(fault, name):
+    need("etcd")
+    with EtcdCluster(3) as private:
+        group = workers(private.url, name, 3)
+        try:
+            start_together(group)
+            for w in group:
+                w.wait_for_ids(300)
+            leader = private.leader()
+            if fault == "SIGKILL":
+                private.kill(leader)
+            else:
+                private.freeze(leader)
+            counts = {id(w): len(w.ids()) for w in group}
+            for w in group:  # the two others elect a leader and every worker goes on
+                w.wait_for_ids(counts[id(w)] + 500, timeout=40)
+            assert private.leader() != leader
+            if fault == "SIGKILL":
+                private.restart(leader)  # it re-joins with its data and catches up
+            else:
+                private.thaw(leader)  # it finds a newer term and follows
+            private.wait_healthy()
+            counts = {id(w): len(w.ids()) for w in group}
+            for w in group:
+                w.wait_for_ids(counts[id(w)] + 300, timeout=40)
+            ids = drawn(group)
+            assert len(ids) == len(set(ids))
+            # a refusal, if any came during the election, came within its deadline
+            assert all(float(t) <= TIMEOUT + 1.0 for w in group for t in w.values("refused-after"))
+        finally:
+            for w in group:
+                w.stop()

@@ -19,6 +19,8 @@ With pyenv, make the interpreters visible first:
 
 from __future__ import annotations
 
+import os
+
 import nox
 
 nox.options.error_on_missing_interpreters = True
@@ -26,6 +28,9 @@ nox.options.reuse_existing_virtualenvs = True
 # uv builds a session's environment in seconds where pip takes a minute or two (measured in CI: the
 # six sessions' installs took about 3 of their 9 minutes); virtualenv where uv is not installed.
 nox.options.default_venv_backend = "uv|virtualenv"
+# ... byte-compiled, as pip installs: uv does not by default, and with PYTHONDONTWRITEBYTECODE set
+# (as on CI's machine) every process would compile its imports again
+os.environ.setdefault("UV_COMPILE_BYTECODE", "1")
 
 # Tests are chosen by directory (tests/core, tests/sqlalchemy_adapter, tests/django) and by
 # marker, never by a hand-kept list of files. These sessions have no Django: its example test

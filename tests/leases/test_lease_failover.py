@@ -65,11 +65,10 @@ def test_a_redis_lease_store_whose_replica_is_promoted_repeats_no_id():
     a virtual IP moved to the promoted replica.  Every grant and renewal waits for the replica, so
     during the stall the holder's renewals fail and it stops before its lease runs out; the promoted
     replica holds every mark the holder stamped under, and newcomers wait for them."""
-    import redis
 
     from tests.servers.private import PrivateRedis
     from tests.servers.proxy import StallableProxy
-    from tests.tickets.test_failover import REDIS_DURABLE, wait_online
+    from tests.tickets.test_failover import REDIS_DURABLE, redis_fail_over, wait_online
 
     namespace = "redis-failover-ns"
     with PrivateRedis("redis-server", *REDIS_DURABLE) as primary:
@@ -86,14 +85,7 @@ def test_a_redis_lease_store_whose_replica_is_promoted_repeats_no_id():
                 link.stall()  # renewals are no longer confirmed: the holder stops within its ttl
                 first.expect("<eof>", 30)
                 assert any(line.startswith("error ") for line in first.lines), first.lines[-3:]
-                promoted = redis.Redis.from_url(replica.url)
-                promoted.replicaof("NO", "ONE")
-                promoted.close()
-                demoted = redis.Redis.from_url(primary.url)
-                demoted.replicaof("127.0.0.1", str(replica.port))
-                demoted.close()
-                vip.move_to(replica.port)
-                wait_online(replica.url, 1)
+                redis_fail_over(primary, replica, vip)
                 newcomers = [holder(url, namespace, max_workers=1, retry=True, count=300, pace=0) for _ in range(2)]
                 for w in newcomers:  # one after the other: one worker id
                     start_together([w])

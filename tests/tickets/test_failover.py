@@ -141,13 +141,27 @@ def wait_online(url: str, n: int) -> None:
         time.sleep(0.05)
 
 
+def redis_fail_over(primary, replica, vip) -> None:
+    """The failover: the replica promoted, the old primary made its replica (once it has synced, every
+    write can be confirmed again), the virtual IP moved to the promoted one."""
+    import redis
+
+    promoted = redis.Redis.from_url(replica.url)
+    promoted.replicaof("NO", "ONE")
+    promoted.close()
+    demoted = redis.Redis.from_url(primary.url)
+    demoted.replicaof("127.0.0.1", str(replica.port))
+    demoted.close()
+    vip.move_to(replica.port)
+    wait_online(replica.url, 1)
+
+
 @pytest.mark.system("redis-server")
 def test_a_redis_replica_promoted_after_a_stalled_link_repeats_no_id():
     """Before (issue 32): 0-150 repeats with the workers alive, 19,400-28,300 with them restarted;
     the replica had missed the blocks the primary acknowledged while the link stalled.  Now every
     write waits for the replica (WAIT in the same round trip): during the stall reservations are
     refused within the deadline, so the promoted replica holds every block anyone used."""
-    import redis
 
     from tests.servers.private import PrivateRedis
     from tests.servers.proxy import StallableProxy
@@ -172,15 +186,7 @@ def test_a_redis_replica_promoted_after_a_stalled_link_repeats_no_id():
                     time.sleep(0.1)
                 assert all(any("replica(s) confirmed" in e for e in w.values("error")) for w in alive)
                 assert all(float(t) <= TIMEOUT + 1.0 for w in alive for t in w.values("refused-after"))
-                # the failover: the replica promoted, the old primary made its replica, the virtual IP moved
-                promoted = redis.Redis.from_url(replica.url)
-                promoted.replicaof("NO", "ONE")
-                promoted.close()
-                demoted = redis.Redis.from_url(primary.url)
-                demoted.replicaof("127.0.0.1", str(replica.port))
-                demoted.close()
-                vip.move_to(replica.port)
-                wait_online(replica.url, 1)
+                redis_fail_over(primary, replica, vip)
                 counts = {id(w): len(w.ids()) for w in alive}
                 for w in alive:  # the same processes go on, on the promoted replica
                     w.wait_for_ids(counts[id(w)] + 300, timeout=40)

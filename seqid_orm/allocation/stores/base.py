@@ -58,6 +58,7 @@ __all__ = [
     "TicketStore",
     "allocate_rows",
     "check_name",
+    "grantable",
     "hide_password",
     "is_conflict",
     "last_value_limit",
@@ -350,22 +351,33 @@ def allocate_rows(
         row = rows.read(name)
         if row is None:
             raise vanished(name, label)
-        if above is not None and row.next_value <= above:
-            raise regressed(name, label, row.next_value, above)
-        if (row.step, row.offset) != (step, offset):
-            raise BackendMismatchError(
-                f"sequence {name!r} on {label} is stored with step={row.step} offset={row.offset}, but this "
-                f"client uses step={step} offset={offset}: clients must list the same servers in the same "
-                "order (or pass the same step= and offsets=), else two servers hand out the same values"
-            )
-        left = (limit - row.next_value) // step + 1 if row.next_value <= limit else 0
-        if left <= 0:
-            raise GeneratorExhaustedError(
-                f"sequence {name!r} on {label} is exhausted: its next value {row.next_value} is past "
-                f"{limit} (the largest value allowed with step {step})"
-            )
-        count = min(count, left)
+        count = grantable(row, label, count, step, offset, limit, above)
     raise AllocationError(f"sequence {name!r} on {label} changed under every attempt to reserve values")
+
+
+def grantable(row: TicketRow, label: str, count: int, step: int, offset: int, limit: int, above: int | None) -> int:
+    """How many of ``count`` values the stored ``row`` can hand out, or the typed refusal: a counter at
+    or below ``above`` (it went back), a contradicting step or offset, no value left before ``limit``.
+
+    The one judgement of a stored counter, for the stores that read it before they move it (a SQL
+    store whose conditional ``UPDATE`` matched nothing, etcd before its transaction).
+    """
+    name = row.name
+    if above is not None and row.next_value <= above:
+        raise regressed(name, label, row.next_value, above)
+    if (row.step, row.offset) != (step, offset):
+        raise BackendMismatchError(
+            f"sequence {name!r} on {label} is stored with step={row.step} offset={row.offset}, but this "
+            f"client uses step={step} offset={offset}: clients must list the same servers in the same "
+            "order (or pass the same step= and offsets=), else two servers hand out the same values"
+        )
+    left = (limit - row.next_value) // step + 1 if row.next_value <= limit else 0
+    if left <= 0:
+        raise GeneratorExhaustedError(
+            f"sequence {name!r} on {label} is exhausted: its next value {row.next_value} is past "
+            f"{limit} (the largest value allowed with step {step})"
+        )
+    return min(count, left)
 
 
 # --- worker-id leases ----------------------------------------------------------------------

@@ -36,14 +36,12 @@ from urllib.parse import unquote
 
 from ...errors import (
     AllocationError,
-    BackendMismatchError,
     BackendUnavailableError,
-    GeneratorExhaustedError,
     InvalidArgumentError,
     StoreHistoryError,
     StoreTimeoutError,
 )
-from .base import ETCD_SCHEMES, TicketRow, check_name, hide_password, last_value_limit, regressed, vanished
+from .base import ETCD_SCHEMES, TicketRow, check_name, grantable, hide_password, last_value_limit, vanished
 
 try:
     from etcd3gw import exceptions as etcd_errors
@@ -184,19 +182,7 @@ class EtcdTicketStore:
             cached = (_row(name, kv), int(kv["mod_revision"]))
         for _ in range(_RACES):
             row, revision = cached
-            if (row.step, row.offset) != (step, offset):
-                raise BackendMismatchError(
-                    f"sequence {name!r} on {self.label} is stored with step={row.step} offset={row.offset}, but this "
-                    f"client uses step={step} offset={offset}: clients must list the same servers in the same order"
-                )
-            if above is not None and row.next_value <= above:
-                raise regressed(name, self.label, row.next_value, above)
-            left = (limit - row.next_value) // step + 1 if row.next_value <= limit else 0
-            if left <= 0:
-                raise GeneratorExhaustedError(
-                    f"sequence {name!r} on {self.label} is exhausted: its next value {row.next_value} is past {limit}"
-                )
-            granted = min(count, left)
+            granted = grantable(row, self.label, count, step, offset, limit, above)
             moved = TicketRow(name, row.next_value + granted * step, step, offset)
             reply = self._call(
                 "/kv/txn",

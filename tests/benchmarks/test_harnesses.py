@@ -4,6 +4,7 @@ their private servers, and clean up; never timings."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -133,7 +134,6 @@ def test_the_pg_expression_benchmark_measures_every_candidate_and_drops_its_tabl
     if shutil.which("psql") is None:
         pytest.fail("psql (the PostgreSQL client) is needed by benchmarks.pg_expression")
     url = pg_engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
-    before = set(sa.inspect(pg_engine).get_table_names())
     assert pg_expression.main(["--url", url, "--rows", "3000", "--rounds", "1"]) == 0
     rows = {
         cells[0]: cells[1:]
@@ -144,7 +144,8 @@ def test_the_pg_expression_benchmark_measures_every_candidate_and_drops_its_tabl
     assert rows["BIGINT identity"][1].startswith("1.00") and rows["BIGINT identity"][3] == "0"
     assert int(rows["gen_random_uuid()"][3].replace(",", "")) > 1000  # random keys: about half out of order
     assert int(rows["seqid bytes (now)"][3].replace(",", "")) <= 30  # same-millisecond straddles only (1 %)
-    assert set(sa.inspect(pg_engine).get_table_names()) == before
+    # its tables are seqid_expr_<pid>_<n>; other tests may create tables meanwhile (the suite runs in parallel)
+    assert not [t for t in sa.inspect(pg_engine).get_table_names() if t.startswith(f"seqid_expr_{os.getpid()}_")]
 
 
 @pytest.mark.slow

@@ -131,6 +131,15 @@ class CounterBelowDataError(AllocationError):
     """
 
 
+class WorkerIdConflictError(AllocationError):
+    """A leased Snowflake found, in the key column it fills, ids stamped with its worker id that
+    no holder of its lease could have made: another allocator hands out the same worker ids for
+    that column (a second lease namespace, the same namespace on a second store, or a configured
+    ``worker_id``), and the two would repeat each other's ids.  Refused until the column has one
+    namespace on one store; the message names the column, the worker id and the key found.
+    """
+
+
 class VolatileStoreError(AllocationError):
     """A ticket or lease store could lose writes it acknowledged, and the caller did not accept that.
 

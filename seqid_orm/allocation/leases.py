@@ -64,7 +64,7 @@ from ..ids.randomness import check_fork, on_fork
 from ..ids.snowflake import Holding, Snowflake
 from ..ids.validate import check_bool, check_seconds
 from .stores import MAX_CONNECT_TIMEOUT, backend_of
-from .stores.base import Grant, LeaseStore, check_name, hide_password
+from .stores.base import Grant, LeaseStore, check_name
 
 __all__ = ["WorkerLease", "open_lease_store"]
 
@@ -82,7 +82,7 @@ def open_lease_store(
     accept_state_loss: bool = False,
     timeout: float = 5.0,
 ) -> LeaseStore:
-    """The lease store for ``target``: a SQLAlchemy or Redis URL, an ``Engine``, a ``redis.Redis`` or a store.
+    """The lease store for ``target``: a SQLAlchemy, Redis or etcd URL, an ``Engine``, a ``redis.Redis`` or a store.
 
     ``accept_state_loss`` allows a Redis server that would lose the leases on a restart (see
     :class:`~seqid_orm.errors.VolatileStoreError`), as for ticket stores.
@@ -102,10 +102,9 @@ def open_lease_store(
             timeout=timeout,
         )
     if backend == "etcd":
-        raise InvalidArgumentError(
-            f"etcd keeps ticket sequences so far, not worker-id leases ({hide_password(str(target))!r}); lease "
-            "worker ids from PostgreSQL, MariaDB, SQLite or Redis"
-        )
+        from .stores.etcd import EtcdLeaseStore
+
+        return EtcdLeaseStore(target, connect_timeout=connect_timeout, timeout=timeout)  # type: ignore[arg-type]
     if backend == "sql":
         from .stores.sqlalchemy import SQLAlchemyLeaseStore
 
@@ -235,7 +234,7 @@ class WorkerLease:
         with self._lock:
             if self._state == "idle":
                 self.acquire()
-            return Holding(self.worker_id, self.acquisitions, self.mark_ms)
+            return Holding(self.worker_id, self.acquisitions, self.mark_ms, self.clear_since_ms)
 
     def mark_for(self, acquisition: int) -> int | None:
         """The confirmed mark while ``acquisition`` is the lease held now; ``None`` once it is not."""
@@ -262,6 +261,9 @@ class WorkerLease:
         """When the store granted the current lease (monotonic seconds)."""
         self.mark_wait = 0.0
         """Seconds the last acquisition waited for the previous holder's clock mark."""
+        self.clear_since_ms = 0
+        """The first Unix millisecond from which no other holder in this namespace can have stamped
+        the worker id held now (see :attr:`~seqid_orm.ids.snowflake.Holding.clear_since_ms`)."""
 
     def __repr__(self) -> str:
         return (
@@ -329,6 +331,16 @@ class WorkerLease:
         if grant.wait_ms > 0:
             sent = self._quarantine(grant, token, sent)
         sent = self._wait_for_mark(grant.worker_id, token, grant.mark_ms, sent)
+        # From when is a key carrying this worker id foreign (Snowflake.bind_column)?  After a
+        # quarantine (longer than a takeover's one-ttl fence: a record lost, a namespace new), only
+        # from now: a holder the store forgot may have stamped until then.  Else past the previous
+        # holder's mark, and within the last ttl + tolerance only, so ids of an old configuration
+        # (worker ids configured before leases) are not taken for a live allocator.
+        now_ms = self._wall_ms()
+        if grant.wait_ms > self.ttl_ms:
+            self.clear_since_ms = now_ms
+        else:
+            self.clear_since_ms = max(grant.mark_ms + 1, now_ms - int((self.ttl + self.clock_tolerance) * 1000))
         self._token = token
         self._inherited_mark = grant.mark_ms
         self._worker_id = grant.worker_id

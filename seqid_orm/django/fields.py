@@ -369,8 +369,9 @@ class SnowflakeField(IntegerKeyField):
         if generator is not None and not isinstance(generator, (Snowflake, str)):
             raise ArgumentTypeError(f"generator must be a Snowflake or a dotted path, got {type(generator).__name__}")
         self.generator = generator
+        self._bound: weakref.WeakSet[Snowflake] = weakref.WeakSet()
         if "default" not in kwargs:
-            kwargs["default"] = snowflake_default if generator is None else self._next_from_generator
+            kwargs["default"] = self._next_from_generator
         super().__init__(*args, **kwargs)
 
     def _resolve(self) -> Snowflake:
@@ -382,12 +383,29 @@ class SnowflakeField(IntegerKeyField):
         assert isinstance(self.generator, Snowflake)
         return self.generator
 
+    def contribute_to_class(self, cls: Any, name: str, private_only: bool = False) -> None:
+        # a copy of this field (abstract models, migrations' state) fills its own model's column
+        if getattr(getattr(self, "default", None), "__func__", None) is SnowflakeField._next_from_generator:
+            setattr(self, "default", self._next_from_generator)  # noqa: B010 (the stubs leave `default` untyped)
+            self._bound = weakref.WeakSet()
+        super().contribute_to_class(cls, name, private_only=private_only)
+
     def _next_from_generator(self) -> int:
-        return self._resolve().next_id()
+        gen = settings_snowflake() if self.generator is None else self._resolve()
+        if gen.source is not None and gen not in self._bound and hasattr(self, "model"):
+            # a leased generator checks this column for keys another allocator stamped with its
+            # worker id (two namespaces, or one on two stores, filling one column)
+            from .columns import ModelFloor
+
+            gen.bind_column(ModelFloor(self.model, self))
+            self._bound.add(gen)
+        return gen.next_id()
 
     def deconstruct(self) -> tuple[str, str, list[Any], dict[str, Any]]:
         name, _path, args, kwargs = super().deconstruct()
-        if kwargs.get("default") in (snowflake_default, self._next_from_generator):
+        if kwargs.get("default") is snowflake_default or (
+            getattr(kwargs.get("default"), "__func__", None) is SnowflakeField._next_from_generator
+        ):
             del kwargs["default"]
         if isinstance(self.generator, str):
             kwargs["generator"] = self.generator
@@ -397,7 +415,7 @@ class SnowflakeField(IntegerKeyField):
         """``seqid.W003`` when no worker id is configured (a warning: ``makemigrations`` needs none, and
         the first id says what to add), ``seqid.E002`` when the configuration is wrong."""
         found = list(super().check(**kwargs))
-        if self.generator is None and self.default is snowflake_default:
+        if self.generator is None and getattr(self.default, "__func__", None) is SnowflakeField._next_from_generator:
             config = getattr(settings, "SEQID", {}).get("SNOWFLAKE", {})
             if "worker_id" not in config and "lease" not in config:
                 found.append(

@@ -19,43 +19,13 @@ from ..allocation.stores import REDIS_SCHEMES, SQL_SCHEMES, check_name, hide_pas
 from ..allocation.stores.base import TicketStore
 from ..allocation.tickets import TicketSequence
 from ..errors import ArgumentTypeError, InvalidArgumentError
+from .columns import ModelFloor
 from .fields import IntegerKeyField
 
-__all__ = ["ModelFloor", "TicketField", "close_ticket_sequences", "ticket_default", "ticket_sequence"]
+__all__ = ["TicketField", "close_ticket_sequences", "ticket_default", "ticket_sequence"]
 
 _sequences: dict[tuple[str, str | None, str | None, int, bool], TicketSequence] = {}
 _lock = threading.Lock()
-
-
-class ModelFloor:
-    """The keys a :class:`TicketField` fills: its model's column, read through the Django ORM on the
-    database the router writes the model to (a :class:`~seqid_orm.allocation.tickets.KeyFloor`)."""
-
-    def __init__(self, model: Any, field: Any) -> None:
-        self.model = model
-        self.attname = field.attname
-        self.label = f"{model._meta.db_table}.{field.column}"
-
-    def _queryset(self) -> Any:
-        from django.db import router
-
-        return self.model._base_manager.using(router.db_for_write(self.model))
-
-    def largest(self) -> int | None:
-        from django.db.models import Max
-
-        found = self._queryset().aggregate(m=Max(self.attname))["m"]
-        return None if found is None else int(found)
-
-    def taken_in(self, first: int, last: int, step: int) -> int | None:
-        from django.db.models import F, Max, Value
-        from django.db.models.functions import Mod
-
-        rows = self._queryset().filter(**{f"{self.attname}__gte": first, f"{self.attname}__lte": last})
-        if step > 1:
-            rows = rows.annotate(_seqid_r=Mod(F(self.attname) - Value(first), Value(step))).filter(_seqid_r=0)
-        found = rows.aggregate(m=Max(self.attname))["m"]
-        return None if found is None else int(found)
 
 
 def ticket_sequence(

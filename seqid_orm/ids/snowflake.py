@@ -40,6 +40,7 @@ from ..errors import (
     GeneratorExhaustedError,
     InvalidArgumentError,
     InvalidIDError,
+    WorkerIdConflictError,
 )
 from .comb import datetime_to_ms, ms_to_datetime
 from .randomness import check_fork, on_fork
@@ -88,6 +89,26 @@ class Holding:
     """How many times the source had taken a worker id: a change means these fields are stale."""
     mark_ms: int
     """The latest Unix millisecond this holder may stamp until it renews."""
+    clear_since_ms: int = 0
+    """The first Unix millisecond from which no other holder of this source's namespace can have
+    stamped this worker id (past the previous holder's mark, or the end of a quarantine): a key
+    carrying it from then on, not made by this holder, comes from another allocator."""
+
+
+class KeyColumn(Protocol):
+    """A key column a Snowflake fills, as far as its worker-id check needs it.
+
+    The SQLAlchemy adapter's ``snowflake_pk`` and Django's ``SnowflakeField`` make these (the same
+    objects that serve ticket sequences as floors); any object with the method will do.
+    """
+
+    label: str
+    """The column as messages name it (``orders.id``)."""
+
+    def with_field(self, low: int, high: int, shift: int, mask: int, value: int) -> int | None:
+        """A key in ``[low, high)`` whose bits ``(key >> shift) & mask`` equal ``value``, or ``None``:
+        one index range read, bounded by the range."""
+        ...
 
 
 class WorkerSource(Protocol):
@@ -217,6 +238,13 @@ class Snowflake:
         self.source = source
         """The worker-id source (a lease), or ``None`` for a configured worker id."""
         self._acquisition = -1  # the source's acquisition whose worker id the fields hold
+        # The key columns this generator fills, checked once per acquisition of a held worker id for
+        # keys another allocator stamped with it (two namespaces, or one on two stores, for one column).
+        self._columns: list[KeyColumn] = []
+        self._clear_since_ms = 0
+        self._first_unit = -1  # the first time unit stamped under the current acquisition
+        self._checked = -1  # the acquisition whose columns were checked
+        self._check_lock = threading.Lock()
         if source is not None:
             if datacenter_id:
                 raise InvalidArgumentError("a held worker id fills the datacenter field too: leave datacenter_id at 0")
@@ -333,7 +361,13 @@ class Snowflake:
                 now = self._past_limit(now)
             self._last = now
             self._sequence = sequence
-            return (now << self._time_shift) | self._node | sequence
+            made = (now << self._time_shift) | self._node | sequence
+            if self._first_unit < 0:
+                self._first_unit = now
+            acquisition = self._acquisition
+        if self._checked != acquisition and self._columns and source is not None:
+            self._check_columns(acquisition)
+        return made
 
     def _past_limit(self, now: int) -> int:
         """Called (under the lock) when the clock reads past ``_limit``: the time unit to stamp, or a
@@ -382,6 +416,49 @@ class Snowflake:
             self._node = (self.datacenter_id << self._datacenter_shift) | (self.worker_id << self._worker_shift)
             self._acquisition = held.acquisition
             self._limit = self._units_within(held.mark_ms)
+            self._clear_since_ms = getattr(held, "clear_since_ms", 0)
+            self._first_unit = -1
+
+    def bind_column(self, column: KeyColumn) -> None:
+        """Check the key column this generator fills (``snowflake_pk`` and ``SnowflakeField`` call it):
+        before the first id of each worker id it holds is used, a key there carrying that worker id,
+        stamped since no other holder of its namespace could have (:attr:`Holding.clear_since_ms`)
+        and before this holder's first id, is refused with
+        :class:`~seqid_orm.errors.WorkerIdConflictError`.  Another allocator fills the column with
+        the same worker ids then (a second namespace, or one namespace on two stores), and about
+        half the ids of the two would repeat.  Nothing is checked for a configured worker id."""
+        if not callable(getattr(column, "with_field", None)) or not isinstance(getattr(column, "label", None), str):
+            raise ArgumentTypeError(f"column must be a KeyColumn (label, with_field()), got {type(column).__name__}")
+        with self._check_lock:
+            if all(c.label != column.label for c in self._columns):
+                self._columns = [*self._columns, column]
+                self._checked = -1  # the new column is checked at the next id
+
+    def _check_columns(self, acquisition: int) -> None:
+        """The worker-id check of :meth:`bind_column` for ``acquisition`` (once; again after a refusal)."""
+        with self._check_lock:
+            with self._lock:
+                if acquisition != self._acquisition or self._checked == acquisition:
+                    return  # taken again meanwhile (its own first id checks it), or checked by another thread
+                low_unit = -(-(self._clear_since_ms - self.epoch_ms) // self.time_unit_ms)  # the first whole unit
+                high_unit = self._first_unit
+                field = (self.datacenter_id << self.worker_bits) | self.worker_id
+            if 0 <= low_unit < high_unit:
+                mask = (1 << (self.worker_bits + self.datacenter_bits)) - 1
+                for column in self._columns:
+                    found = column.with_field(
+                        low_unit << self._time_shift, high_unit << self._time_shift, self._worker_shift, mask, field
+                    )
+                    if found is not None:
+                        raise WorkerIdConflictError(
+                            f"{column.label} holds the key {found}, stamped at "
+                            f"{self.decode(found).timestamp.isoformat()} with worker id {field}, which no holder of "
+                            f"this Snowflake's lease made ({self.source!r}): another allocator fills this column with "
+                            "the same worker ids (a second lease namespace, the same namespace on another store, or a "
+                            "configured worker_id), and their ids would repeat. Give the column one namespace on one "
+                            "store"
+                        )
+            self._checked = acquisition
 
     def close(self) -> None:
         """Give a held worker id back now (a lease is released at exit anyway); nothing for a configured one."""

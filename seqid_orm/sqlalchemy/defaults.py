@@ -201,12 +201,21 @@ def seq_uuid_fk(
 
 
 def snowflake_pk(generator: Snowflake, **column_kw: Any) -> MappedColumn[Any]:
-    """``mapped_column`` for a :class:`SnowflakeID` primary key filled by ``generator``."""
+    """``mapped_column`` for a :class:`SnowflakeID` primary key filled by ``generator``.
+
+    A generator whose worker id is leased is bound to the column on the first insert over each
+    engine (:meth:`~seqid_orm.ids.snowflake.Snowflake.bind_column`): keys there that another
+    allocator stamped with the worker id it holds (a second lease namespace, or the same one on a
+    second store) are refused instead of repeated.
+    """
     if not isinstance(generator, Snowflake):
         raise ArgumentTypeError(f"generator must be a seqid_orm.Snowflake, got {type(generator).__name__}")
     column_kw.setdefault("primary_key", True)
     column_kw.setdefault("autoincrement", False)
-    column_kw.setdefault("default", generator.next_id)
+    if generator.source is not None:
+        column_kw.setdefault("default", _bound_default(generator.next_id, generator.bind_column))
+    else:
+        column_kw.setdefault("default", generator.next_id)
     return mapped_column(SnowflakeID(), **column_kw)
 
 
@@ -236,7 +245,8 @@ def ticket_pk(sequence: Callable[[], int], **column_kw: Any) -> MappedColumn[Any
 
 
 def _bound_default(next_id: Callable[[], int], bind_floor: Callable[[Any], None]) -> Callable[[ExecutionContext], int]:
-    """A default that binds the sequence to the column and engine it fills before its first id there."""
+    """A default that binds its generator (a ticket sequence's floor, a leased Snowflake's worker-id
+    check) to the column and engine it fills before its first id there."""
     from ..allocation.stores.sqlalchemy import ColumnFloor
 
     bound: set[tuple[int, int]] = set()  # (engine, column) pairs already bound; one look-up a row

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import secrets
+
 import pytest
 from django.core.management import call_command
 from django.db import connection, transaction
@@ -51,3 +53,36 @@ def test_a_lease_and_a_worker_id_together_are_refused(settings):
     settings.SEQID = {"SNOWFLAKE": {"lease": {"using": "default"}}}
     with pytest.raises(ImproperlyConfigured, match="namespace"):
         settings_snowflake()
+
+
+def _drop_leased_generators() -> None:
+    for key, gen in list(_generators.items()):
+        if isinstance(gen.source, WorkerLease):
+            gen.close()
+            del _generators[key]
+
+
+def test_two_namespaces_filling_one_column_are_refused(settings):
+    """A second lease namespace for Event's SnowflakeField: its first id finds the first namespace's
+    keys with its worker id in the column and is refused (WorkerIdConflictError), leaving no row."""
+    from seqid_orm.errors import WorkerIdConflictError
+
+    suffix = secrets.token_hex(4)
+
+    def lease(name: str) -> dict[str, object]:
+        options = {"namespace": f"dj-{name}-{suffix}", "using": "default", "ttl": 1, "clock_tolerance": 0.5}
+        options["max_workers"] = 1  # one worker id in each namespace: the second takes what the first stamps
+        return {"SNOWFLAKE": {"lease": options}}
+
+    try:
+        settings.SEQID = lease("b")  # the second namespace exists already (its cold start is over)
+        settings_snowflake().source.acquire()
+        _drop_leased_generators()
+        settings.SEQID = lease("a")
+        first = [Event.objects.create(name=str(i)) for i in range(3)]
+        settings.SEQID = lease("b")
+        with pytest.raises(WorkerIdConflictError, match=rf"{Event._meta.db_table}\.id holds the key {first[0].id}"):
+            Event.objects.create(name="b")
+        assert sorted(Event.objects.values_list("name", flat=True)) == ["0", "1", "2"]
+    finally:
+        _drop_leased_generators()

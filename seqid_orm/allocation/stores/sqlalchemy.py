@@ -450,8 +450,9 @@ def _unavailable(label: str, exc: sa.exc.DBAPIError) -> BackendUnavailableError:
 
 
 class ColumnFloor:
-    """The keys a ticket sequence fills in one column, read on ``engine`` (a
-    :class:`~seqid_orm.allocation.tickets.KeyFloor`): ``ticket_pk`` binds one per engine it inserts over.
+    """The keys a ticket sequence or a Snowflake fills in one column, read on ``engine`` (a
+    :class:`~seqid_orm.allocation.tickets.KeyFloor` and a :class:`~seqid_orm.ids.snowflake.KeyColumn`):
+    ``ticket_pk`` and ``snowflake_pk`` bind one per engine they insert over.
 
     Each query is an index range scan from a block's first value up (one per process and server),
     on a connection of the engine's pool, never the caller's transaction.
@@ -474,6 +475,17 @@ class ColumnFloor:
         query = sa.select(sa.func.max(c)).where(c >= first, c <= last)
         if step > 1:
             query = query.where((c - first) % step == 0)
+        with self.engine.connect() as conn:
+            found = conn.execute(query).scalar()
+        return None if found is None else int(found)
+
+    def with_field(self, low: int, high: int, shift: int, mask: int, value: int) -> int | None:
+        """A key in ``[low, high)`` whose ``(key >> shift) & mask`` is ``value`` (a Snowflake's worker-id
+        check, :class:`~seqid_orm.ids.snowflake.KeyColumn`): an index range read, stopping at the first."""
+        c = self.column
+        query = (
+            sa.select(c).where(c >= low, c < high, c.bitwise_and(mask << shift) == value << shift).order_by(c).limit(1)
+        )
         with self.engine.connect() as conn:
             found = conn.execute(query).scalar()
         return None if found is None else int(found)

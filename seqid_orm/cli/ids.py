@@ -85,7 +85,34 @@ def _runs(order: list[int]) -> str:
     return ", ".join(parts)
 
 
+def _probe_etcd(args: argparse.Namespace) -> int:
+    """``seqid probe etcd://...``: the cluster as a ticket and lease store sees it."""
+    from ..allocation.stores.etcd import cluster_status
+
+    status = cluster_status(args.url)
+    if args.json:
+        print(json.dumps(status))
+        return 0 if status["healthy"] else 1
+    state = "healthy" if status["healthy"] else "NOT HEALTHY (no majority answering one leader)"
+    print(
+        f"etcd {status['version']} cluster {status['cluster_id']} at {status['url']}: "
+        f"{len(status['members'])} members, leader {status['leader']}, {state}"
+    )
+    for m in status["members"]:
+        urls = ",".join(m["client_urls"])
+        if m["answered"]:
+            role = "leader  " if m["leader"] else "follower"
+            print(f"  {m['name']:12} {urls:28} {role} raft term {m['raft_term']}, index {m['raft_index']}")
+        else:
+            print(f"  {m['name']:12} {urls:28} no answer: {m.get('error', '')}")
+    return 0 if status["healthy"] else 1
+
+
 def _probe(args: argparse.Namespace) -> int:
+    from ..allocation.stores import ETCD_SCHEMES, scheme_of
+
+    if scheme_of(args.url) in ETCD_SCHEMES:
+        return _probe_etcd(args)
     from sqlalchemy import create_engine
 
     from ..sqlalchemy import SeqUUID, probe_layout, probe_order
@@ -163,8 +190,12 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_decode)
 
-    p = sub.add_parser("probe", help="measure how a live database orders UUIDs (needs the sqlalchemy extra)")
-    p.add_argument("url", help="SQLAlchemy URL, e.g. postgresql+psycopg://user@host/db")
+    p = sub.add_parser(
+        "probe",
+        help="measure how a live database orders UUIDs (needs the sqlalchemy extra); for an etcd:// URL, "
+        "report the cluster's members, leader, version and health (needs the etcd extra)",
+    )
+    p.add_argument("url", help="SQLAlchemy URL, e.g. postgresql+psycopg://user@host/db, or etcd://host:port[,...]")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_probe)
 

@@ -10,7 +10,6 @@ import time
 import pytest
 
 from seqid_orm import TicketSequence
-from seqid_orm.allocation.leases import WorkerLease
 from seqid_orm.allocation.stores import open_ticket_store
 from seqid_orm.allocation.stores.base import TicketRow
 from seqid_orm.errors import (
@@ -114,11 +113,6 @@ def test_a_bad_etcd_url_is_a_typed_error(url):
         open_ticket_store(url)
 
 
-def test_worker_leases_on_etcd_are_refused_by_name_for_now(cluster):
-    with pytest.raises(InvalidArgumentError, match="etcd keeps ticket sequences so far"):
-        WorkerLease(cluster.url, "ns")
-
-
 def test_a_cluster_that_does_not_answer_is_a_typed_error_within_the_deadline(name):
     from tests.servers.private import free_port
 
@@ -175,3 +169,36 @@ def test_workers_draw_through_the_loss_of_the_leader_and_repeat_no_id(fault, nam
         finally:
             for w in group:
                 w.stop()
+
+
+def test_probe_reports_the_clusters_members_leader_and_health(cluster, capsys):
+    import json
+
+    from seqid_orm.cli import main
+
+    assert main(["probe", cluster.url, "--json"]) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert status["healthy"] and len(status["members"]) == 3 and all(m["answered"] for m in status["members"])
+    assert [m["name"] for m in status["members"] if m["leader"]] == [status["leader"]]
+    assert status["version"].startswith("3.") and status["cluster_id"]
+    assert main(["probe", cluster.url]) == 0
+    human = capsys.readouterr().out
+    assert "3 members" in human and "healthy" in human and human.count("follower") == 2
+
+
+@pytest.mark.slow
+def test_probe_names_a_member_that_does_not_answer(capsys):
+    import json
+
+    from seqid_orm.cli import main
+
+    need("etcd")
+    with EtcdCluster(3) as private:
+        follower = next(i for i in range(3) if i != private.leader())
+        private.kill(follower)
+        assert main(["probe", private.url, "--json"]) == 0  # two of three answer: still a majority
+        status = json.loads(capsys.readouterr().out)
+        assert [m["answered"] for m in status["members"]].count(False) == 1 and status["healthy"]
+        private.kill(next(i for i in range(3) if i != follower))
+        assert main(["probe", private.url]) == 1  # one of three: no majority
+        assert "NOT HEALTHY" in capsys.readouterr().out

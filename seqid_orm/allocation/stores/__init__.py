@@ -13,7 +13,7 @@ target                            backend                                     ex
 ``sqlite:///file``, an ``Engine``
 ``redis://``, ``rediss://``,      :mod:`.redis`                               ``redis``
 ``unix://``, a ``redis.Redis``
-``etcd://h:p[,h:p...][/prefix]``  :mod:`.etcd` (tickets; leases not yet)      ``etcd``
+``etcd://h:p[,h:p...][/prefix]``  :mod:`.etcd` (tickets and leases)           ``etcd``
 a Django database alias           :mod:`.django` (``TicketField``)            ``django``
 ================================  ==========================================  ================
 """

@@ -22,12 +22,22 @@ missing key is refused, never created (as on every store); reads are linearizabl
 for ranges).  A transaction whose reply is lost may have been applied: its block is then never
 used, which skips values and repeats none.
 
-Only tickets live here so far; worker-id leases on etcd are the next step (issue 33).
+Worker-id leases (:class:`EtcdLeaseStore`) use etcd's own leases for expiry, judged by the
+cluster's leader (the store's clock, as the database's ``now`` is on a SQL store): a holder's key
+``<prefix>/leases/<namespace>/w/<id>`` is attached to an etcd lease of ``ceil(ttl)`` seconds (etcd
+counts whole seconds, and extends a lease past a leader change, never shortens it: the store lets
+a newcomer in later, not sooner) that renewals keep alive; its high-water mark
+``.../m/<id>`` stays when the lease ends, so the next holder waits for it exactly as on the
+other stores.  A namespace is created with a key held by a lease of ``ttl + clock_tolerance``: while
+it lives, every grant waits what is left of it (a namespace that is new may be one a restored
+snapshot forgot).  The namespace records the cluster id it was created on; a snapshot restored into
+a new cluster (``etcdctl snapshot restore`` makes a new cluster id) starts that wait again.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import secrets
 import threading
 import time
@@ -41,7 +51,17 @@ from ...errors import (
     StoreHistoryError,
     StoreTimeoutError,
 )
-from .base import ETCD_SCHEMES, TicketRow, check_name, grantable, hide_password, last_value_limit, vanished
+from .base import (
+    ETCD_SCHEMES,
+    Grant,
+    LeaseRow,
+    TicketRow,
+    check_name,
+    grantable,
+    hide_password,
+    last_value_limit,
+    vanished,
+)
 
 try:
     from etcd3gw import exceptions as etcd_errors
@@ -49,7 +69,7 @@ try:
 except ImportError as exc:  # say which extra brings it
     raise ImportError("etcd ticket servers need etcd3gw: pip install 'seqid-orm[etcd]'") from exc
 
-__all__ = ["EtcdTicketStore", "parse_etcd_url"]
+__all__ = ["EtcdLeaseStore", "EtcdTicketStore", "cluster_status", "parse_etcd_url"]
 
 _RACES = 32  # transactions lost to other clients before a reservation gives up
 
@@ -94,14 +114,10 @@ def _value(row: TicketRow) -> str:
     return _b64(f"{row.next_value}:{row.step}:{row.offset}")
 
 
-class EtcdTicketStore:
-    """A ticket server on an etcd cluster: see the module docstring.  ``target``: an ``etcd://`` URL.
+class _Cluster:
+    """The members of one etcd URL, called in turn within a deadline; the highest revision seen."""
 
-    ``timeout`` bounds every call (:class:`~seqid_orm.errors.StoreTimeoutError` past it), members
-    tried in turn within it; ``connect_timeout`` bounds one try's connect.
-    """
-
-    def __init__(self, target: str, *, connect_timeout: float = 5.0, timeout: float = 5.0) -> None:
+    def __init__(self, target: str, *, connect_timeout: float, timeout: float) -> None:
         members, self.prefix = parse_etcd_url(target)
         self.label = hide_password(target)
         self.timeout = timeout
@@ -110,11 +126,11 @@ class EtcdTicketStore:
         self._current = 0
         self._lock = threading.Lock()
         self._revision = 0  # the highest cluster revision a reply carried: it never goes back
-        self._cached: dict[str, tuple[TicketRow, int]] = {}  # name -> (row, its mod_revision)
+        self.cluster_id = ""
+        """The id of the cluster that answered last (a snapshot restored starts a new one)."""
 
-    # --- one call, on the first member that answers within the deadline -----------------
-
-    def _call(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    def call(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """POST ``body`` to ``path`` on the first member that answers within the deadline."""
         deadline = time.monotonic() + self.timeout
         errors: list[str] = []
         tries = 0
@@ -149,7 +165,13 @@ class EtcdTicketStore:
                 time.sleep(min(left, 0.05 + secrets.randbelow(50) / 1000))
 
     def _check_revision(self, reply: dict[str, Any]) -> None:
-        revision = int(reply.get("header", {}).get("revision", 0))
+        # a streamed reply (a lease keep-alive) carries its header inside "result"
+        header = reply.get("header") or (reply.get("result") or {}).get("header") or {}
+        revision = int(header.get("revision", 0))
+        if header.get("cluster_id"):
+            self.cluster_id = str(header["cluster_id"])
+        if not revision:
+            return
         with self._lock:
             if revision < self._revision:
                 raise StoreHistoryError(
@@ -160,12 +182,48 @@ class EtcdTicketStore:
                 )
             self._revision = revision
 
+    def range(self, key: str) -> dict[str, Any] | None:
+        """The key's record (linearizable), or ``None``."""
+        kvs = self.call("/kv/range", {"key": _b64(key)}).get("kvs") or []
+        return kvs[0] if kvs else None
+
+    def range_prefix(self, start: str) -> list[dict[str, Any]]:
+        """Every key that starts with ``start`` (one linearizable read)."""
+        end = start[:-1] + chr(ord(start[-1]) + 1)
+        return self.call("/kv/range", {"key": _b64(start), "range_end": _b64(end)}).get("kvs") or []
+
+    def after_fork(self) -> None:
+        # requests' pooled sockets are the parent's: new sessions
+        for client in self._clients:
+            client.session = type(client.session)()
+
+    def close(self) -> None:
+        for client in self._clients:
+            client.session.close()
+
+
+class EtcdTicketStore:
+    """A ticket server on an etcd cluster: see the module docstring.  ``target``: an ``etcd://`` URL.
+
+    ``timeout`` bounds every call (:class:`~seqid_orm.errors.StoreTimeoutError` past it), members
+    tried in turn within it; ``connect_timeout`` bounds one try's connect.
+    """
+
+    def __init__(self, target: str, *, connect_timeout: float = 5.0, timeout: float = 5.0) -> None:
+        self._cluster = _Cluster(target, connect_timeout=connect_timeout, timeout=timeout)
+        self.prefix = self._cluster.prefix
+        self.label = self._cluster.label
+        self.timeout = timeout
+        self._cached: dict[str, tuple[TicketRow, int]] = {}  # name -> (row, its mod_revision)
+
+    def _call(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        return self._cluster.call(path, body)
+
     def _key(self, name: str) -> str:
         return f"{self.prefix}/tickets/{name}"
 
     def _range(self, key: str) -> dict[str, Any] | None:
-        kvs = self._call("/kv/range", {"key": _b64(key)}).get("kvs") or []
-        return kvs[0] if kvs else None
+        return self._cluster.range(key)
 
     # --- the TicketStore protocol --------------------------------------------------------
 
@@ -241,16 +299,292 @@ class EtcdTicketStore:
 
     def rows(self) -> list[TicketRow]:
         start = f"{self.prefix}/tickets/"
-        end = start[:-1] + chr(ord(start[-1]) + 1)
-        kvs = self._call("/kv/range", {"key": _b64(start), "range_end": _b64(end)}).get("kvs") or []
+        kvs = self._cluster.range_prefix(start)
         return sorted((_row(_text(kv["key"])[len(start) :], kv) for kv in kvs), key=lambda r: r.name)
 
     def after_fork(self) -> None:
-        # requests' pooled sockets are the parent's: new sessions, and nothing cached from there
-        for client in self._clients:
-            client.session = type(client.session)()
-        self._cached.clear()
+        self._cluster.after_fork()
+        self._cached.clear()  # nothing cached from the parent
 
     def close(self) -> None:
-        for client in self._clients:
-            client.session.close()
+        self._cluster.close()
+
+
+_MARK_DIGITS = 16  # marks are zero-padded so that etcd's byte-wise comparison of values is numeric
+
+
+def _mark_text(mark_ms: int) -> str:
+    return f"{max(0, mark_ms):0{_MARK_DIGITS}d}"
+
+
+def _seconds(ms: int) -> int:
+    """An etcd lease TTL (whole seconds) no shorter than ``ms``."""
+    return max(1, -(-ms // 1000))
+
+
+class EtcdLeaseStore:
+    """Worker-id leases on an etcd cluster: see the module docstring.  ``target``: an ``etcd://`` URL.
+
+    Implements :class:`~seqid_orm.allocation.stores.base.LeaseStore`; every call is bounded by
+    ``timeout`` as on :class:`EtcdTicketStore`.
+    """
+
+    def __init__(self, target: str, *, connect_timeout: float = 5.0, timeout: float = 5.0) -> None:
+        self._cluster = _Cluster(target, connect_timeout=connect_timeout, timeout=timeout)
+        self.prefix = self._cluster.prefix
+        self.label = self._cluster.label
+        self._lock = threading.Lock()
+        self._held: dict[tuple[str, int, str], str] = {}  # (namespace, worker id, token) -> etcd lease id
+
+    def _ns(self, namespace: str) -> str:
+        return f"{self.prefix}/leases/{namespace}/"
+
+    def _txn(
+        self, compare: list[dict[str, Any]], success: list[dict[str, Any]], failure: list[dict[str, Any]] | None = None
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"compare": compare, "success": success}
+        if failure:
+            body["failure"] = failure
+        return self._cluster.call("/kv/txn", body)
+
+    def _grant(self, ttl_ms: int) -> str:
+        return str(self._cluster.call("/lease/grant", {"TTL": _seconds(ttl_ms), "ID": 0})["ID"])
+
+    def _revoke(self, lease: str) -> None:
+        with contextlib.suppress(Exception):  # expired already, or the cluster is away: it expires by itself
+            self._cluster.call("/kv/lease/revoke", {"ID": lease})
+
+    def _left_ms(self, lease: str) -> int:
+        """At most what is left of an etcd lease by the leader's clock (0 once it has ended).  etcd
+        counts whole seconds, rounded down (and leaves out a 0): the upper bound, never the lower."""
+        reply = self._cluster.call("/kv/lease/timetolive", {"ID": lease})
+        ttl = int(reply.get("TTL", 0))
+        if ttl < 0:
+            return 0
+        return min(ttl + 1, int(reply.get("grantedTTL", ttl + 1))) * 1000
+
+    def acquire(self, namespace: str, token: str, max_workers: int, ttl_ms: int, quarantine_ms: int) -> Grant | None:
+        ns = self._ns(namespace)
+        lease = self._grant(ttl_ms)
+        try:
+            for _ in range(_RACES):
+                found = {_text(kv["key"])[len(ns) :]: kv for kv in self._cluster.range_prefix(ns)}
+                meta = found.get("meta")
+                if meta is None or _text(meta["value"]) != self._cluster.cluster_id:
+                    # a new namespace, or one a restored snapshot brought into a new cluster: every
+                    # grant waits ttl + tolerance from now (a holder the cluster forgot may still stamp)
+                    self._start_namespace(ns, meta, quarantine_ms)
+                    continue
+                young = found.get("young")
+                fresh = self._left_ms(young["lease"]) if young is not None and young.get("lease") else 0
+                high = int(_text(found["high"]["value"])) if "high" in found else -1
+                grant = self._take(ns, found, token, lease, max_workers, high, ttl_ms, quarantine_ms, fresh)
+                if grant is None:
+                    continue  # lost a race: read again
+                if grant.worker_id < 0:
+                    self._revoke(lease)
+                    return None
+                with self._lock:
+                    self._held[(namespace, grant.worker_id, token)] = lease
+                return grant
+        except BaseException:
+            self._revoke(lease)
+            raise
+        self._revoke(lease)
+        raise AllocationError(f"lease namespace {namespace!r} on {self.label} changed under {_RACES} attempts")
+
+    def _start_namespace(self, ns: str, meta: dict[str, Any] | None, quarantine_ms: int) -> None:
+        young = self._grant(quarantine_ms)
+        compare = (
+            {"key": _b64(ns + "meta"), "result": "EQUAL", "target": "CREATE", "create_revision": "0"}
+            if meta is None
+            else {"key": _b64(ns + "meta"), "result": "EQUAL", "target": "MOD", "mod_revision": meta["mod_revision"]}
+        )
+        put = [
+            {"request_put": {"key": _b64(ns + "meta"), "value": _b64(self._cluster.cluster_id)}},
+            {"request_put": {"key": _b64(ns + "young"), "value": _b64("1"), "lease": young}},
+        ]
+        if meta is None:
+            put.append({"request_put": {"key": _b64(ns + "high"), "value": _b64("-1")}})
+        if not self._txn([compare], put).get("succeeded"):
+            self._revoke(young)  # another process started it first
+
+    def _take(
+        self,
+        ns: str,
+        found: dict[str, dict[str, Any]],
+        token: str,
+        lease: str,
+        max_workers: int,
+        high: int,
+        ttl_ms: int,
+        quarantine_ms: int,
+        fresh: int,
+    ) -> Grant | None:
+        """One attempt: a ``Grant``, ``None`` after a lost race, or worker id -1 when all are held.
+        Never-used worker ids first (no previous holder to wait for), lowest first."""
+        holder = {"value": _b64(token), "lease": lease}
+        if high + 1 < max_workers:
+            wid = high + 1
+            seen = found.get("high")
+            reply = self._txn(
+                [
+                    {"key": _b64(ns + "high"), "result": "EQUAL", "target": "CREATE", "create_revision": "0"}
+                    if seen is None
+                    else {
+                        "key": _b64(ns + "high"),
+                        "result": "EQUAL",
+                        "target": "MOD",
+                        "mod_revision": seen["mod_revision"],
+                    },
+                    {"key": _b64(f"{ns}w/{wid}"), "result": "EQUAL", "target": "CREATE", "create_revision": "0"},
+                ],
+                [
+                    {"request_put": {"key": _b64(f"{ns}w/{wid}"), **holder}},
+                    {"request_put": {"key": _b64(ns + "high"), "value": _b64(str(wid))}},
+                    {"request_put": {"key": _b64(f"{ns}m/{wid}"), "value": _b64(_mark_text(0))}},
+                ],
+            )
+            return Grant(wid, 0, fresh) if reply.get("succeeded") else None
+        for wid in range(min(high, max_workers - 1) + 1):
+            if f"w/{wid}" in found:
+                continue
+            mark = found.get(f"m/{wid}")
+            mark_compare = (
+                {"key": _b64(f"{ns}m/{wid}"), "result": "EQUAL", "target": "MOD", "mod_revision": mark["mod_revision"]}
+                if mark is not None
+                else {"key": _b64(f"{ns}m/{wid}"), "result": "EQUAL", "target": "CREATE", "create_revision": "0"}
+            )
+            put = [{"request_put": {"key": _b64(f"{ns}w/{wid}"), **holder}}]
+            if mark is None:  # its record is gone (deleted by hand): a holder may be out there
+                put.append({"request_put": {"key": _b64(f"{ns}m/{wid}"), "value": _b64(_mark_text(0))}})
+            reply = self._txn(
+                [
+                    {"key": _b64(f"{ns}w/{wid}"), "result": "EQUAL", "target": "CREATE", "create_revision": "0"},
+                    mark_compare,
+                ],
+                put,
+            )
+            if not reply.get("succeeded"):
+                return None
+            if mark is None:
+                return Grant(wid, 0, quarantine_ms)
+            # a takeover: the record may be older than what a live holder confirmed (a restore), so wait one ttl
+            return Grant(wid, int(_text(mark["value"])), max(fresh, ttl_ms))
+        return Grant(-1, 0)
+
+    def renew(self, namespace: str, worker_id: int, token: str, ttl_ms: int, mark_ms: int) -> bool:
+        with self._lock:
+            lease = self._held.get((namespace, worker_id, token))
+        if lease is None:
+            return False
+        reply = self._cluster.call("/lease/keepalive", {"ID": lease})
+        if int(reply.get("result", reply).get("TTL", 0)) <= 0:
+            return False  # the etcd lease ended: the worker id is free for others now
+        ns = self._ns(namespace)
+        holder = {"key": _b64(f"{ns}w/{worker_id}"), "result": "EQUAL", "target": "VALUE", "value": _b64(token)}
+        reply = self._txn(
+            [
+                holder,
+                {
+                    "key": _b64(f"{ns}m/{worker_id}"),
+                    "result": "LESS",
+                    "target": "VALUE",
+                    "value": _b64(_mark_text(mark_ms)),
+                },
+            ],
+            [{"request_put": {"key": _b64(f"{ns}m/{worker_id}"), "value": _b64(_mark_text(mark_ms))}}],
+            [{"request_range": {"key": _b64(f"{ns}w/{worker_id}")}}],
+        )
+        if reply.get("succeeded"):
+            return True
+        # the mark was already as high (still ours), or the key is another holder's or gone (lost)
+        kvs = (reply.get("responses") or [{}])[0].get("response_range", {}).get("kvs") or []
+        return bool(kvs) and _text(kvs[0].get("value", "")) == token
+
+    def release(self, namespace: str, worker_id: int, token: str, mark_ms: int) -> None:
+        with self._lock:
+            lease = self._held.pop((namespace, worker_id, token), None)
+        ns = self._ns(namespace)
+        self._txn(
+            [{"key": _b64(f"{ns}w/{worker_id}"), "result": "EQUAL", "target": "VALUE", "value": _b64(token)}],
+            [
+                {"request_delete_range": {"key": _b64(f"{ns}w/{worker_id}")}},
+                {"request_put": {"key": _b64(f"{ns}m/{worker_id}"), "value": _b64(_mark_text(mark_ms))}},
+            ],
+        )
+        if lease is not None:
+            self._revoke(lease)
+
+    def leases(self, namespace: str) -> list[LeaseRow]:
+        ns = self._ns(namespace)
+        found = {_text(kv["key"])[len(ns) :]: kv for kv in self._cluster.range_prefix(ns)}
+        marks = {int(k[2:]): int(_text(kv["value"])) for k, kv in found.items() if k.startswith("m/")}
+        held = {
+            int(k[2:]): self._left_ms(kv["lease"]) if kv.get("lease") else 0
+            for k, kv in found.items()
+            if k.startswith("w/")
+        }
+        return [LeaseRow(namespace, w, w in held, held.get(w, 0), marks.get(w, 0)) for w in sorted({*marks, *held})]
+
+    def after_fork(self) -> None:
+        self._cluster.after_fork()
+        with self._lock:
+            self._held.clear()  # the parent's leases: the parent keeps renewing them
+
+    def close(self) -> None:
+        self._cluster.close()
+
+
+def cluster_status(url: str, *, timeout: float = 5.0) -> dict[str, Any]:
+    """What ``seqid probe etcd://...`` reports: the cluster's id, its members (asked one by one on
+    their client URLs: answered or not, leader or not, version, raft term and index), the leader,
+    and whether it is healthy (a majority answers and agrees on one leader)."""
+    cluster = _Cluster(url, connect_timeout=min(timeout, 2.0), timeout=timeout)
+    try:
+        listed = cluster.call("/cluster/member/list", {}).get("members") or []
+        members: list[dict[str, Any]] = []
+        leaders: set[str] = set()
+        for m in listed:
+            entry: dict[str, Any] = {
+                "name": m.get("name", ""),
+                "id": str(m.get("ID", "")),
+                "client_urls": m.get("clientURLs") or [],
+            }
+            for client_url in entry["client_urls"]:
+                host, _, port = client_url.partition("://")[2].rstrip("/").rpartition(":")
+                one = Etcd3Client(host=host.strip("[]"), port=int(port), timeout=min(timeout, 2.0), api_path="/v3/")
+                try:
+                    status = one.post(one.get_url("/maintenance/status"), json={})
+                except Exception as exc:  # a member down or partitioned is what this reports
+                    entry.update(answered=False, error=f"{type(exc).__name__}: {str(exc)[:200]}")
+                    continue
+                finally:
+                    one.session.close()
+                leader = str(status.get("leader", ""))
+                leaders.add(leader)
+                entry.update(
+                    answered=True,
+                    version=status.get("version", ""),
+                    leader=leader == entry["id"],
+                    raft_term=int(status.get("raftTerm", 0)),
+                    raft_index=int(status.get("raftIndex", 0)),
+                    db_size=int(status.get("dbSize", 0)),
+                )
+                entry.pop("error", None)
+                break
+            entry.setdefault("answered", False)
+            members.append(entry)
+        answered = [m for m in members if m["answered"]]
+        leader_names = [m["name"] for m in members if m.get("leader")]
+        return {
+            "store": "etcd",
+            "url": cluster.label,
+            "cluster_id": cluster.cluster_id,
+            "version": answered[0]["version"] if answered else "",
+            "leader": leader_names[0] if leader_names else None,
+            "healthy": len(answered) * 2 > len(members) and len(leaders) == 1 and "0" not in leaders,
+            "members": members,
+        }
+    finally:
+        cluster.close()

@@ -81,20 +81,28 @@ test-core: $(STAMP) mysqlclient
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 # The MariaDB settings need mysqlclient (see system-deps): without it they are skipped, saying so,
-# except under SEQID_REQUIRE_DBS=1 (CI), where every test must run. Every settings module runs even
-# when one fails; the target fails at the end, naming them.
+# except under SEQID_REQUIRE_DBS=1 (CI), where every test must run. The settings modules run side by
+# side (each has test databases of its own, tests/django/settings/base.py), their output printed
+# one after the other; every one runs even when another fails, and the target fails at the end,
+# naming them.
 test-django: $(STAMP) mysqlclient
-	@failed=""; \
+	@failed=""; out="$$(mktemp -d)"; \
 	for s in $(DJANGO_SETTINGS); do \
 	  if { [ $$s = mysql ] || [ $$s = multidb ]; } && ! why="$$($(BIN)/python -m tests.system missing mysqlclient)"; then \
 	    echo "== SKIPPED: Django tests with tests.django.settings.$$s: $$why" \
 	      "(as root: apt-get install libmariadb-dev pkg-config, then make test)"; \
 	    [ "$$SEQID_REQUIRE_DBS" != 1 ] || failed="$$failed $$s"; continue; \
 	  fi; \
-	  echo "== Django tests with tests.django.settings.$$s"; \
-	  DJANGO_SETTINGS_MODULE=tests.django.settings.$$s $(BIN)/python -m pytest tests/django $(PYTEST_ARGS) \
-	    || failed="$$failed $$s"; \
+	  { DJANGO_SETTINGS_MODULE=tests.django.settings.$$s $(BIN)/python -m pytest tests/django $(PYTEST_ARGS) \
+	      >"$$out/$$s.log" 2>&1; echo $$? >"$$out/$$s.status"; } & \
 	done; \
+	wait; \
+	for s in $(DJANGO_SETTINGS); do \
+	  [ -f "$$out/$$s.status" ] || continue; \
+	  echo "== Django tests with tests.django.settings.$$s"; cat "$$out/$$s.log"; \
+	  [ "$$(cat "$$out/$$s.status")" = 0 ] || failed="$$failed $$s"; \
+	done; \
+	rm -rf "$$out"; \
 	if [ -n "$$failed" ]; then echo "== Django tests FAILED with settings:$$failed" >&2; exit 1; fi
 
 # The peers' own test suites as judges (Django's test_uuid.py with SeqUUIDField swapped in, Pydantic's

@@ -3,6 +3,8 @@
 import os
 import tempfile
 
+import django
+
 SECRET_KEY = "seqid-orm-tests"
 USE_TZ = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -37,6 +39,12 @@ TEMPLATES = [
 ]
 SEQID = {"SNOWFLAKE": {"worker_id": 3, "datacenter_id": 1}}
 
+# Each settings module and Django version has test databases of its own, so that they can run at
+# once (make test-django runs the settings modules side by side; CI runs the nox matrix's Django
+# versions beside make test): test_seqid_<module>_<django version>, e.g. test_seqid_postgres_52.
+_MODULE = os.environ.get("DJANGO_SETTINGS_MODULE", "").rpartition(".")[2] or "base"
+_RUN = f"{_MODULE}_{django.VERSION[0]}{django.VERSION[1]}"
+
 POSTGRES = {
     "ENGINE": "django.db.backends.postgresql",
     "NAME": os.environ.get("SEQID_DJANGO_PG_NAME", "test"),
@@ -44,6 +52,7 @@ POSTGRES = {
     "PASSWORD": os.environ.get("SEQID_DJANGO_PG_PASSWORD", ""),
     "HOST": os.environ.get("SEQID_DJANGO_PG_HOST", "127.0.0.1"),
     "PORT": os.environ.get("SEQID_DJANGO_PG_PORT", "5432"),
+    "TEST": {"NAME": f"test_seqid_{_RUN}"},
 }
 MARIADB = {
     "ENGINE": "django.db.backends.mysql",
@@ -53,7 +62,7 @@ MARIADB = {
     "HOST": os.environ.get("SEQID_DJANGO_MYSQL_HOST", "127.0.0.1"),
     "PORT": os.environ.get("SEQID_DJANGO_MYSQL_PORT", "3306"),
     "OPTIONS": {"charset": "utf8mb4"},
-    "TEST": {"CHARSET": "utf8mb4", "COLLATION": "utf8mb4_general_ci"},
+    "TEST": {"NAME": f"test_seqid_{_RUN}", "CHARSET": "utf8mb4", "COLLATION": "utf8mb4_general_ci"},
 }
 # A file, not Django's default in-memory test database: seqid's ticket and lease stores use a
 # connection of their own, which cannot wait for the write lock of a shared in-memory database.

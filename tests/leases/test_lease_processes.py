@@ -25,14 +25,16 @@ def lease_worker(**opts) -> Worker:
 
 
 def test_sixteen_processes_starting_at_once_get_sixteen_ids_and_a_seventeenth_is_refused(server, namespace):
-    crowd = [lease_worker(store=server, namespace=namespace, max_workers=16, hold=True) for _ in range(16)]
+    # a ttl of 10 s: sixteen interpreters starting at once beside the rest of the suite once took longer
+    # than a 2 s lease's validity between the grant and the first id (a refusal, LeaseLostError)
+    crowd = [lease_worker(store=server, namespace=namespace, max_workers=16, hold=True, ttl=10.0) for _ in range(16)]
     try:
         start_together(crowd)
         for w in crowd:
             w.expect("done", 120)
         ids = sorted(int(w.value("worker")) for w in crowd)
         assert ids == list(range(16))
-        late = lease_worker(store=server, namespace=namespace, max_workers=16)
+        late = lease_worker(store=server, namespace=namespace, max_workers=16, ttl=10.0)
         start_together([late])
         late.expect("<eof>", 60)
         error = late.value("error")

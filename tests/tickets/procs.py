@@ -49,7 +49,7 @@ class Worker:
         with self._cond:
             while word not in self.lines:
                 if "<eof>" in self.lines:
-                    raise AssertionError(f"worker ended before {word!r}: {self.stderr()}")
+                    raise AssertionError(f"worker ended before {word!r}: {self.lines[-4:-1]} {self.stderr()}")
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise AssertionError(f"worker did not print {word!r} within {timeout} s")

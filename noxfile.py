@@ -113,7 +113,7 @@ def _django_suite(session: nox.Session, spec: str, settings_modules: list[str], 
             "-q",
             "tests/django",
             "-m",
-            "not slow",
+            "not slow and not etcd",  # etcd3gw and the etcd server: the .venv's tests
             *deselect,
             *session.posargs,
             env={"DJANGO_SETTINGS_MODULE": f"tests.django.settings.{settings}"},

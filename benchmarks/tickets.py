@@ -21,6 +21,7 @@ median round's (the machines these run on are shared, so one run is not enough).
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import secrets
 import statistics
@@ -54,6 +55,19 @@ class Measurement:
 
 
 def _cleanup(url: str, name: str) -> None:
+    if scheme_of(url) == "etcd":
+        import base64
+
+        from etcd3gw.client import Etcd3Client
+
+        from seqid_orm.allocation.stores.etcd import parse_etcd_url
+
+        members, prefix = parse_etcd_url(url)
+        client = Etcd3Client(host=members[0][0], port=members[0][1], api_path="/v3/")
+        key = base64.b64encode(f"{prefix}/tickets/{name}".encode()).decode()
+        client.post(client.get_url("/kv/deleterange"), json={"key": key})
+        client.session.close()
+        return
     if scheme_of(url) in ("redis", "rediss", "unix"):
         import redis
 
@@ -248,24 +262,27 @@ def run_index_size(url: str, processes: int = 8, rows: int = 25_000, batch: int 
 
 
 def run(
-    url: str,
+    urls: list[str],
     *,
     blocks: tuple[int, ...] = BLOCKS,
     rounds: int = 3,
     scale: float = 1.0,
     progress: Callable[[str], None] | None = None,
 ) -> list[Measurement]:
-    """Every configuration on ``url``, ``rounds`` times in rotated order; the median round of each."""
-    configs: list[tuple[str, int | None, bool | None]] = [
+    """Every configuration on every server of ``urls``, ``rounds`` times, the servers and
+    configurations of each round in rotated order (so the servers are measured side by side, under
+    the same load of a shared machine); the median round of each."""
+    kinds: list[tuple[str, int | None, bool | None]] = [
         (f"block {b}{'' if db else ', no prefetch'}", b, db) for b in blocks for db in (True, False)
     ]
-    configs.append(("one round trip per id (server's own counter)", None, None))
+    kinds.append(("one round trip per id (server's own counter)", None, None))
+    configs = [(url, *kind) for url in urls for kind in kinds]
     results: dict[int, list[dict[str, Any]]] = {i: [] for i in range(len(configs))}
     for r in range(rounds):
         for i in rotated(range(len(configs)), r):
-            label, block, double_buffer = configs[i]
+            url, label, block, double_buffer = configs[i]
             if progress:
-                progress(f"round {r + 1}/{rounds}: {label}")
+                progress(f"round {r + 1}/{rounds}: {_label(url)}: {label}")
             if block is None:
                 found = run_per_id(url, max(200, int(_IDS[1] * scale)))
             else:
@@ -275,7 +292,7 @@ def run(
             if found is not None:
                 results[i].append(found)
     out = []
-    for i, (label, block, double_buffer) in enumerate(configs):
+    for i, (url, label, block, double_buffer) in enumerate(configs):
         runs = results[i]
         if not runs:
             continue
@@ -342,9 +359,6 @@ def to_json(measurements: list[Measurement], index: dict[str, dict[str, Any]]) -
 def main(argv: list[str] | None = None) -> int:
     """``python -m benchmarks.tickets``: ids/s, round trips, ``next_id()`` latency and index size per ticket server."""
     import argparse
-    import json
-    import sys
-    from pathlib import Path
 
     from seqid_orm.cli.common import positive
 
@@ -352,7 +366,14 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m benchmarks.tickets",
         description="ids/s, round trips, next_id() latency and index size per ticket server",
     )
-    parser.add_argument("--url", action="append", required=True, help="SQLAlchemy or Redis URL; repeat for several")
+    parser.add_argument("--url", action="append", default=[], help="SQLAlchemy, Redis or etcd URL; repeat for several")
+    parser.add_argument(
+        "--etcd-cluster",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also start a private N-member etcd cluster on loopback (Debian's etcd-server) and measure it",
+    )
     parser.add_argument("--blocks", help="comma-separated block sizes (default 1,100,1000,10000)")
     parser.add_argument("--repeat", type=positive("rounds"), default=3, help="rounds, in rotated order (default 3)")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply the ids drawn per configuration")
@@ -366,13 +387,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
+    if not args.url and not args.etcd_cluster:
+        parser.error("give at least one --url or --etcd-cluster N")
     blocks = tuple(int(b) for b in args.blocks.split(",")) if args.blocks else BLOCKS
-    measurements: list[Measurement] = []
+    with contextlib.ExitStack() as stack:
+        urls = list(args.url)
+        if args.etcd_cluster:
+            from tests.servers.etcd import EtcdCluster  # the tests' server starter: stopped on the way out
+
+            urls.append(stack.enter_context(EtcdCluster(args.etcd_cluster)).url)
+        return _measure(args, urls, blocks)
+
+
+def _measure(args: Any, urls: list[str], blocks: tuple[int, ...]) -> int:
+    import json
+    import sys
+    from pathlib import Path
+
+    progress = None if args.quiet else (lambda text: print(f"  {text}", file=sys.stderr))
+    print(f"benchmarks.tickets: {', '.join(_label(u) for u in urls)}", file=sys.stderr)
+    measurements = run(urls, blocks=blocks, rounds=args.repeat, scale=args.scale, progress=progress)
     index: dict[str, dict[str, object]] = {}
-    for url in args.url:
-        print(f"benchmarks.tickets: {_label(url)}", file=sys.stderr)
-        progress = None if args.quiet else (lambda text: print(f"  {text}", file=sys.stderr))
-        measurements += run(url, blocks=blocks, rounds=args.repeat, scale=args.scale, progress=progress)
+    for url in urls:
         if args.index_rows:
             found = run_index_size(url, rows=args.index_rows)
             if found is not None:

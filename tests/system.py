@@ -142,6 +142,13 @@ PARTS: dict[str, Part] = {
             for_make_test=True,  # the etcd ticket store's tests are part of make test
         ),
         Part(
+            "openssl",
+            ("openssl",),
+            "the private CA of the etcd TLS test",
+            _binary("openssl"),
+            for_make_test=True,
+        ),
+        Part(
             "zookeeper",
             ("zookeeper",),
             "a private ZooKeeper ensemble",

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.core import checks
 
 from .._deprecated import renamed
-from ..allocation.stores import REDIS_SCHEMES, SQL_SCHEMES, check_name, hide_password, scheme_of
+from ..allocation.stores import ETCD_SCHEMES, REDIS_SCHEMES, SQL_SCHEMES, check_name, hide_password, scheme_of
 from ..allocation.stores.base import TicketStore
 from ..allocation.tickets import TicketSequence
 from ..errors import ArgumentTypeError, InvalidArgumentError
@@ -115,10 +115,10 @@ class TicketField(IntegerKeyField):
         if url is not None:
             if not isinstance(url, str):
                 raise ArgumentTypeError(f"url must be a str, got {type(url).__name__}")
-            if scheme_of(url) not in (*SQL_SCHEMES, *REDIS_SCHEMES):
+            if scheme_of(url) not in (*SQL_SCHEMES, *REDIS_SCHEMES, *ETCD_SCHEMES):
                 raise InvalidArgumentError(
                     f"TicketField url {hide_password(url)!r} names no known ticket server: use a SQLAlchemy URL "
-                    "(postgresql+psycopg://, mysql+pymysql://, sqlite:///) or redis://"
+                    "(postgresql+psycopg://, mysql+pymysql://, sqlite:///), redis:// or etcd://"
                 )
         if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
             raise InvalidArgumentError(f"block_size must be an int >= 1, got {block_size!r}")

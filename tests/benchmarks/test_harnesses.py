@@ -125,6 +125,23 @@ def test_the_ticket_benchmark_reports_rates_round_trips_and_latency(sqlite_ticke
         assert m["ids_per_s"] > 0 and set(m["latency_ns"]) == {"p50", "p99", "p99.9", "max"}
 
 
+@pytest.mark.etcd
+@pytest.mark.system("etcd")
+def test_the_ticket_benchmark_measures_a_private_etcd_cluster_beside_redis(redis_url, capsys):
+    from benchmarks import tickets
+    from tests.system import need
+
+    need("etcd")
+    args = ["--url", redis_url, "--etcd-cluster", "3", "--blocks", "100", "--repeat", "2", "--scale", "0.01"]
+    assert tickets.main([*args, "--index-rows", "0", "--quiet", "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)["sequences"]
+    servers = {m["server"].split(":")[0] for m in found}
+    assert servers == {"redis", "etcd"}
+    etcd = {m["what"]: m for m in found if m["server"].startswith("etcd")}
+    assert set(etcd) == {"block 100", "block 100, no prefetch"}  # etcd has no counter of its own to compare
+    assert etcd["block 100, no prefetch"]["round_trips_per_1000"] == 10
+
+
 def test_the_pg_expression_benchmark_measures_every_candidate_and_drops_its_tables(pg_engine, capsys):
     """benchmarks.pg_expression reports every candidate; its order counts come from ORDER BY id."""
     import shutil

@@ -167,3 +167,36 @@ def test_a_counter_behind_the_keys_in_the_table_is_refused_then_repaired():
     assert made.pk == 11  # the refused block 1..10 stays spent: repair never lowers a counter
     made.save()
     assert Order.objects.count() == 4
+
+
+@pytest.mark.etcd
+@pytest.mark.system("etcd")
+def test_a_ticket_field_and_a_leased_snowflake_on_etcd(settings):
+    """url= puts a TicketField's sequence on etcd; a lease url puts SnowflakeField's worker id there."""
+    import secrets
+
+    from seqid_orm.allocation.leases import WorkerLease
+    from seqid_orm.django import settings_snowflake
+    from seqid_orm.django.fields import _generators
+    from tests.django.testapp.models import Event
+    from tests.servers.etcd import EtcdCluster
+    from tests.system import need
+
+    need("etcd")
+    name = f"dj-{secrets.token_hex(4)}"
+    with EtcdCluster(3) as cluster:
+        field = TicketField(name, url=cluster.url, block_size=7)
+        assert [field.new_value() for _ in range(20)] == list(range(1, 21))
+        lease = {"url": cluster.url, "namespace": name, "ttl": 1, "clock_tolerance": 0}
+        settings.SEQID = {"SNOWFLAKE": {"lease": lease}}
+        try:
+            gen = settings_snowflake()
+            events = [Event.objects.create(name=str(i)) for i in range(5)]
+            assert {gen.decode(e.id).worker_id for e in events} == {gen.source.worker_id}
+            assert [r.worker_id for r in gen.source.store.leases(name) if r.held] == [gen.source.worker_id]
+        finally:
+            for key, made in list(_generators.items()):
+                if isinstance(made.source, WorkerLease):
+                    made.close()
+                    del _generators[key]
+            field.sequence().close()

@@ -4,7 +4,8 @@ deleted by the code that started them, also when a test fails.
 
 ``EtcdCluster(3).start()`` waits until every member answers ``/health``; ``url`` names every client
 port (``etcd://127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3``); ``leader()`` asks the members which of them
-leads; ``kill(i)``, ``freeze(i)``/``thaw(i)`` and ``restart(i)`` act on one member's process.
+leads; ``kill(i)``, ``freeze(i)``/``thaw(i)``, ``restart(i)``, ``lose_disk(i)`` and ``replace(i, id)``
+act on one member; ``restart_all()`` restarts the whole cluster.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from seqid_orm.errors import BackendUnavailableError
@@ -40,9 +42,13 @@ class Member:
 class EtcdCluster:
     """``size`` etcd members forming one cluster (see the module docstring)."""
 
-    def __init__(self, size: int = 3, binary: str = "etcd") -> None:
+    def __init__(self, size: int = 3, binary: str = "etcd", *, tls: bool = False) -> None:
         self.binary = shutil.which(binary) or f"/usr/bin/{binary}"
         self.tmp = tempfile.mkdtemp(prefix="seqid-etcd-")
+        # tls: clients speak HTTPS to members whose certificate a private CA signed, and must show a
+        # client certificate of the same CA (etcd's --client-cert-auth); peers stay on HTTP
+        self.certs = make_certs(self.tmp) if tls else None
+        self.scheme = "https" if tls else "http"
         ports = set()
         while len(ports) < 2 * size:
             ports.add(free_port())
@@ -54,15 +60,34 @@ class EtcdCluster:
 
     @property
     def url(self) -> str:
-        return "etcd://" + ",".join(m.endpoint for m in self.members)
+        url = "etcd://" + ",".join(m.endpoint for m in self.members)
+        if self.certs is not None:
+            url += f"?ca={self.certs['ca']}&cert={self.certs['client.crt']}&key={self.certs['client.key']}"
+        return url
+
+    def _open(self, m: Member, path: str, body: dict | None = None, timeout: float = 1.0) -> dict:
+        """A GET (``body`` None) or POST to one member, as a client of this cluster (TLS if it has it)."""
+        import ssl
+
+        context = None
+        if self.certs is not None:
+            context = ssl.create_default_context(cafile=self.certs["ca"])
+            context.load_cert_chain(self.certs["client.crt"], self.certs["client.key"])
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(
+            f"{self.scheme}://{m.endpoint}{path}", data=data, method="GET" if body is None else "POST"
+        )
+        with urllib.request.urlopen(request, timeout=timeout, context=context) as reply:
+            return json.loads(reply.read())
 
     def _command(self, m: Member, state: str) -> list[str]:
         cluster = ",".join(f"{o.name}=http://127.0.0.1:{o.peer}" for o in self.members)
         return [
             self.binary,
             *("--name", m.name, "--data-dir", m.data),
-            *("--listen-client-urls", f"http://127.0.0.1:{m.client}"),
-            *("--advertise-client-urls", f"http://127.0.0.1:{m.client}"),
+            *("--listen-client-urls", f"{self.scheme}://127.0.0.1:{m.client}"),
+            *("--advertise-client-urls", f"{self.scheme}://127.0.0.1:{m.client}"),
+            *self._tls_options(),
             *("--listen-peer-urls", f"http://127.0.0.1:{m.peer}"),
             *("--initial-advertise-peer-urls", f"http://127.0.0.1:{m.peer}"),
             *("--initial-cluster", cluster, "--initial-cluster-state", state),
@@ -70,6 +95,14 @@ class EtcdCluster:
             # elections in a fraction of a second, as on a LAN (defaults: 100 ms heartbeat, 1 s election)
             *("--heartbeat-interval", "50", "--election-timeout", "500"),
             *("--log-level", "error", "--logger", "zap"),
+        ]
+
+    def _tls_options(self) -> list[str]:
+        if self.certs is None:
+            return []
+        return [
+            *("--cert-file", self.certs["server.crt"], "--key-file", self.certs["server.key"]),
+            *("--trusted-ca-file", self.certs["ca"], "--client-cert-auth"),
         ]
 
     def _spawn(self, m: Member, state: str = "new") -> None:
@@ -85,8 +118,7 @@ class EtcdCluster:
 
     def healthy(self, m: Member) -> bool:
         try:
-            with urllib.request.urlopen(f"http://{m.endpoint}/health", timeout=1) as reply:
-                return bool(json.loads(reply.read()).get("health") == "true")
+            return bool(self._open(m, "/health").get("health") == "true")
         except (OSError, ValueError):
             return False
 
@@ -103,9 +135,7 @@ class EtcdCluster:
             return f.read()[-1500:]
 
     def status(self, m: Member) -> dict:
-        request = urllib.request.Request(f"http://{m.endpoint}/v3/maintenance/status", data=b"{}", method="POST")
-        with urllib.request.urlopen(request, timeout=1) as reply:
-            return json.loads(reply.read())
+        return self._open(m, "/v3/maintenance/status", {})
 
     def leader(self, timeout: float = 10.0) -> int:
         """The index of the member that leads now (waits for an election to end)."""
@@ -145,6 +175,90 @@ class EtcdCluster:
         self._spawn(self.members[i], "existing")
         self.wait_healthy(timeout, [self.members[i]])
 
+    def restart_all(self, timeout: float = 30.0) -> None:
+        """Kill every member, then start them all again on their data (a whole-cluster restart)."""
+        for i in range(len(self.members)):
+            self.thaw(i)
+            self.kill(i)
+        for m in self.members:
+            self._spawn(m, "existing")
+        self.wait_healthy(timeout)
+
+    def _post(self, m: Member, path: str, body: dict) -> dict:
+        return self._open(m, path, body, timeout=5)
+
+    def enable_auth(self, password: str) -> None:
+        """Create the root user with ``password`` and turn etcd's authentication on (clients must log in)."""
+        m = self.members[0]
+        self._post(m, "/v3/auth/user/add", {"name": "root", "password": password})
+        self._post(m, "/v3/auth/role/add", {"name": "root"})
+        self._post(m, "/v3/auth/user/grant", {"user": "root", "role": "root"})
+        self._post(m, "/v3/auth/enable", {})
+
+    def snapshot(self, path: str) -> None:
+        """``etcdctl snapshot save`` from the first live member (a backup)."""
+        m = next(o for o in self.members if o.process is not None and o.process.poll() is None)
+        subprocess.run(
+            ["etcdctl", "--endpoints", f"{self.scheme}://{m.endpoint}", "snapshot", "save", path],
+            check=True,
+            capture_output=True,
+            env={**os.environ, "ETCDCTL_API": "3"},
+        )
+
+    def restore(self, path: str, timeout: float = 30.0) -> None:
+        """Restore every member from a snapshot, as etcd's disaster-recovery guide does: all members
+        stopped, each data directory rebuilt by ``etcdctl snapshot restore`` (a new cluster, so a new
+        cluster id), all started again."""
+        for i in range(len(self.members)):
+            self.thaw(i)
+            self.kill(i)
+        self.token += "-restored"
+        cluster = ",".join(f"{o.name}=http://127.0.0.1:{o.peer}" for o in self.members)
+        for m in self.members:
+            shutil.rmtree(m.data, ignore_errors=True)
+            subprocess.run(
+                [
+                    "etcdctl",
+                    "snapshot",
+                    "restore",
+                    path,
+                    "--name",
+                    m.name,
+                    "--data-dir",
+                    m.data,
+                    "--initial-cluster",
+                    cluster,
+                    "--initial-cluster-token",
+                    self.token,
+                    "--initial-advertise-peer-urls",
+                    f"http://127.0.0.1:{m.peer}",
+                ],
+                check=True,
+                capture_output=True,
+                env={**os.environ, "ETCDCTL_API": "3"},
+            )
+        for m in self.members:
+            self._spawn(m, "new")
+        self.wait_healthy(timeout)
+
+    def lose_disk(self, i: int) -> str:
+        """Member ``i`` dies with its disk: killed, its data deleted; its member id (for :meth:`replace`)."""
+        m = self.members[i]
+        member_id = str(self.status(m)["header"]["member_id"])
+        self.kill(i)
+        shutil.rmtree(m.data, ignore_errors=True)
+        return member_id
+
+    def replace(self, i: int, member_id: str, timeout: float = 30.0) -> None:
+        """Bring a member that lost its disk back empty, as an operator replaces one (etcd's runtime
+        reconfiguration, in the order its documentation gives): removed, added, started to catch up."""
+        m = self.members[i]
+        live = next(o for o in self.members if o is not m and o.process is not None and o.process.poll() is None)
+        self._post(live, "/v3/cluster/member/remove", {"ID": member_id})
+        self._post(live, "/v3/cluster/member/add", {"peerURLs": [f"http://127.0.0.1:{m.peer}"]})
+        self._spawn(m, "existing")
+        self.wait_healthy(timeout, [m])
+
     def stop(self) -> None:
         for i in range(len(self.members)):
             self.thaw(i)
@@ -156,3 +270,77 @@ class EtcdCluster:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+#: The faults the fault tests put a cluster through, each while worker processes draw ids.
+FAULTS = (
+    "leader killed",
+    "leader frozen past the election timeout",
+    "follower frozen (clients time out on it, as on a partitioned minority)",
+    "whole cluster restarted",
+    "follower's disk lost and the member replaced",
+)
+
+
+def inflict(cluster: EtcdCluster, fault: str) -> Callable[[], None]:
+    """Start ``fault`` (one of :data:`FAULTS`) on ``cluster``; returns what ends it.  A majority stays
+    up during every fault but the whole restart, whose outage is what it tests."""
+    leader = cluster.leader()
+    follower = next(i for i in range(len(cluster.members)) if i != leader)
+    if fault == "leader killed":
+        cluster.kill(leader)
+        return lambda: cluster.restart(leader)  # it re-joins with its data and catches up
+    if fault == "leader frozen past the election timeout":
+        cluster.freeze(leader)
+        return lambda: cluster.thaw(leader)  # it finds a newer term and follows
+    if fault.startswith("follower frozen"):
+        cluster.freeze(follower)
+        return lambda: cluster.thaw(follower)
+    if fault == "whole cluster restarted":
+        for i in range(len(cluster.members)):
+            cluster.kill(i)
+        return cluster.restart_all
+    if fault.startswith("follower's disk lost"):
+        member_id = cluster.lose_disk(follower)
+        return lambda: cluster.replace(follower, member_id)
+    raise ValueError(fault)
+
+
+def make_certs(directory: str) -> dict[str, str]:
+    """A private CA, a server certificate for 127.0.0.1 and a client certificate, made with openssl.
+    The server's certificate also serves as a client's: etcd's own JSON gateway dials the member's
+    gRPC port with it (without clientAuth, every gateway request fails "connection closed").  The
+    client's has no common name: etcd's gateway refuses a client certificate with one (400, "CommonName
+    of client sending a request against gateway will be ignored"), since it cannot carry it to auth."""
+    out = os.path.join(directory, "certs")
+    os.makedirs(out)
+    paths = {n: os.path.join(out, n) for n in ("ca", "ca.key", "server.crt", "server.key", "client.crt", "client.key")}
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], check=True, capture_output=True)
+
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=seqid test CA",
+            "-keyout", paths["ca.key"], "-out", paths["ca"])  # fmt: skip
+    ext = os.path.join(out, "ext.cnf")
+    for who, extra in (
+        ("server", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth"),
+        ("client", "extendedKeyUsage=clientAuth"),
+    ):
+        with open(ext, "w") as f:
+            f.write(extra + "\n")
+        csr = os.path.join(out, f"{who}.csr")
+        openssl(
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=127.0.0.1" if who == "server" else "/O=seqid client",
+            "-keyout",
+            paths[f"{who}.key"],
+            "-out",
+            csr,
+        )
+        openssl("x509", "-req", "-in", csr, "-CA", paths["ca"], "-CAkey", paths["ca.key"], "-CAcreateserial",
+                "-days", "2", "-extfile", ext, "-out", paths[f"{who}.crt"])  # fmt: skip
+    return paths

@@ -41,6 +41,7 @@ import contextlib
 import secrets
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
@@ -69,20 +70,45 @@ try:
 except ImportError as exc:  # say which extra brings it
     raise ImportError("etcd ticket servers need etcd3gw: pip install 'seqid-orm[etcd]'") from exc
 
-__all__ = ["EtcdLeaseStore", "EtcdTicketStore", "cluster_status", "parse_etcd_url"]
+__all__ = ["EtcdLeaseStore", "EtcdOptions", "EtcdTicketStore", "cluster_status", "etcd_options", "parse_etcd_url"]
 
 _RACES = 32  # transactions lost to other clients before a reservation gives up
 
 
-def parse_etcd_url(url: str) -> tuple[list[tuple[str, int]], str]:
-    """``etcd://host:port[,host:port...][/prefix]`` as its members and its key prefix (``seqid``)."""
+_FORM = "etcd://[user:password@]host:port[,host:port...][/prefix][?tls=true&ca=PATH&cert=PATH&key=PATH]"
+
+
+@dataclass(frozen=True)
+class EtcdOptions:
+    """What an etcd URL says: its members, the key prefix, TLS and the user to authenticate as."""
+
+    members: tuple[tuple[str, int], ...]
+    prefix: str = "seqid"
+    tls: bool = False
+    ca: str | None = None
+    """A CA bundle to verify the members' certificates with (default: the system's)."""
+    cert: str | None = None
+    key: str | None = None
+    """A client certificate and its key (etcd's ``--client-cert-auth``)."""
+    user: str | None = None
+    password: str = ""
+
+
+def etcd_options(url: str) -> EtcdOptions:
+    """The options of ``etcd://[user:password@]host:port[,host:port...][/prefix][?query]``.
+
+    Query options: ``tls=true`` (HTTPS; implied by ``ca``, ``cert`` and ``key``), ``ca``, ``cert``
+    and ``key`` (file paths, as etcdctl's ``--cacert``, ``--cert``, ``--key``); ``accept_state_loss``
+    is accepted and means nothing here (etcd cannot lose an acknowledged write).  Anything else is
+    refused, naming it, rather than ignored.
+    """
     scheme, sep, rest = url.partition("://")
     if not sep or scheme.lower() not in ETCD_SCHEMES:
-        raise InvalidArgumentError(
-            f"not an etcd URL: {hide_password(url)!r} (etcd://host:port[,host:port...][/prefix])"
-        )
+        raise InvalidArgumentError(f"not an etcd URL: {hide_password(url)!r} ({_FORM})")
+    rest, _, query = rest.partition("?")
+    userinfo, at, rest = rest.rpartition("@")
     hosts, _, path = rest.partition("/")
-    prefix = unquote(path.partition("?")[0]).strip("/") or "seqid"
+    prefix = unquote(path).strip("/") or "seqid"
     members = []
     for part in hosts.split(","):
         host, colon, port = part.rpartition(":")
@@ -90,11 +116,30 @@ def parse_etcd_url(url: str) -> tuple[list[tuple[str, int]], str]:
             host, port = part, "2379"
         if not host or not port.isdigit() or not 0 < int(port) < 65536:
             raise InvalidArgumentError(
-                f"cannot use {hide_password(url)!r} as a store: {part!r} is not host:port "
-                "(etcd://host:port[,host:port...][/prefix])"
+                f"cannot use {hide_password(url)!r} as a store: {part!r} is not host:port ({_FORM})"
             )
         members.append((host.strip("[]"), int(port)))
-    return members, prefix
+    user, password = (unquote(x) for x in userinfo.partition(":")[::2]) if at else (None, "")
+    found: dict[str, str] = {}
+    for item in filter(None, query.split("&")):
+        name, _, value = item.partition("=")
+        if name not in ("tls", "ca", "cert", "key", "accept_state_loss"):
+            raise InvalidArgumentError(
+                f"unknown etcd URL option {name!r} in {hide_password(url)!r}: the options are tls, ca, cert and key"
+            )
+        found[name] = unquote(value)
+    tls = found.get("tls", "").lower() in ("1", "true", "yes", "on") or any(k in found for k in ("ca", "cert", "key"))
+    if ("cert" in found) != ("key" in found):
+        raise InvalidArgumentError(f"an etcd client certificate needs both cert= and key= ({hide_password(url)!r})")
+    return EtcdOptions(
+        tuple(members), prefix, tls, found.get("ca"), found.get("cert"), found.get("key"), user or None, password
+    )
+
+
+def parse_etcd_url(url: str) -> tuple[list[tuple[str, int]], str]:
+    """``etcd://host:port[,host:port...][/prefix]`` as its members and its key prefix (``seqid``)."""
+    options = etcd_options(url)
+    return list(options.members), options.prefix
 
 
 def _b64(text: str) -> str:
@@ -106,23 +151,43 @@ def _text(b64: str) -> str:
 
 
 def _row(name: str, kv: dict[str, Any]) -> TicketRow:
-    next_value, step, offset = (int(v) for v in _text(kv["value"]).split(":"))
+    next_value, step, offset = (int(v) for v in _text(kv["value"]).split(":")[:3])
     return TicketRow(name, next_value, step, offset)
 
 
-def _value(row: TicketRow) -> str:
-    return _b64(f"{row.next_value}:{row.step}:{row.offset}")
+def _cluster_of(kv: dict[str, Any]) -> str:
+    """The cluster id a counter was last written on ('' before seqid recorded it)."""
+    parts = _text(kv["value"]).split(":")
+    return parts[3] if len(parts) > 3 else ""
+
+
+def _value(row: TicketRow, cluster_id: str) -> str:
+    return _b64(f"{row.next_value}:{row.step}:{row.offset}:{cluster_id}")
 
 
 class _Cluster:
     """The members of one etcd URL, called in turn within a deadline; the highest revision seen."""
 
     def __init__(self, target: str, *, connect_timeout: float, timeout: float) -> None:
-        members, self.prefix = parse_etcd_url(target)
+        self.options = options = etcd_options(target)
+        self.prefix = options.prefix
         self.label = hide_password(target)
         self.timeout = timeout
         per_try = max(0.1, min(connect_timeout, timeout / 2))
-        self._clients = [Etcd3Client(host=h, port=p, timeout=per_try, api_path="/v3/") for h, p in members]
+        self._clients = [
+            Etcd3Client(
+                host=h,
+                port=p,
+                protocol="https" if options.tls else "http",
+                ca_cert=options.ca,
+                cert_cert=options.cert,
+                cert_key=options.key,
+                timeout=per_try,
+                api_path="/v3/",
+            )
+            for h, p in options.members
+        ]
+        self._token: str | None = None  # etcd's auth token, when the URL names a user
         self._current = 0
         self._lock = threading.Lock()
         self._revision = 0  # the highest cluster revision a reply carried: it never goes back
@@ -139,7 +204,9 @@ class _Cluster:
                 index = self._current
             client = self._clients[index]
             try:
-                reply: dict[str, Any] = client.post(client.get_url(path), json=body)
+                if self.options.user is not None and self._token is None:
+                    self._authenticate(client)
+                reply: dict[str, Any] = self.post(client, path, body)
             except (
                 etcd_errors.ConnectionFailedError,  # refused, reset; and HTTP 503: "leader changed", "no leader"
                 etcd_errors.ConnectionTimeoutError,  # a member that stalls, or a partitioned one
@@ -147,6 +214,10 @@ class _Cluster:
             ) as exc:
                 errors.append(f"{client.host}:{client.port}: {type(exc).__name__}: {str(exc)[:200]}")
             except etcd_errors.Etcd3Exception as exc:  # a request etcd refuses: no other member would take it
+                if "invalid auth token" in str(exc) and self._token is not None and tries == 0:
+                    self._token = None  # expired (etcd's --auth-token-ttl): authenticate again, once
+                    tries += 1
+                    continue
                 raise BackendUnavailableError(f"etcd {self.label} refused a request: {str(exc)[:500]}") from exc
             else:
                 self._check_revision(reply)
@@ -163,6 +234,23 @@ class _Cluster:
                 )
             if tries % len(self._clients) == 0:  # every member refused: an election is under way
                 time.sleep(min(left, 0.05 + secrets.randbelow(50) / 1000))
+
+    def post(self, client: Etcd3Client, path: str, body: dict[str, Any]) -> Any:
+        """One request.  The URL's CA goes with each request, not only on the session: requests lets
+        ``REQUESTS_CA_BUNDLE``/``CURL_CA_BUNDLE`` override a session's ``verify`` (psf/requests#3829),
+        and many machines set them."""
+        extra = {"verify": self.options.ca} if self.options.ca else {}
+        return client.post(client.get_url(path), json=body, **extra)
+
+    def _authenticate(self, client: Etcd3Client) -> None:
+        """Log in as the URL's user; the token goes with every later request to every member."""
+        reply = self.post(client, "/auth/authenticate", {"name": self.options.user, "password": self.options.password})
+        token = str(reply.get("token", ""))
+        if not token:
+            raise BackendUnavailableError(f"etcd {self.label} gave no token to user {self.options.user!r}")
+        self._token = token
+        for each in self._clients:
+            each.session.headers["Authorization"] = token
 
     def _check_revision(self, reply: dict[str, Any]) -> None:
         # a streamed reply (a lease keep-alive) carries its header inside "result"
@@ -193,9 +281,28 @@ class _Cluster:
         return self.call("/kv/range", {"key": _b64(start), "range_end": _b64(end)}).get("kvs") or []
 
     def after_fork(self) -> None:
-        # requests' pooled sockets are the parent's: new sessions
+        # requests' pooled sockets are the parent's: new sessions, with the same TLS files and token
         for client in self._clients:
-            client.session = type(client.session)()
+            old, client.session = client.session, type(client.session)()
+            client.session.verify, client.session.cert = old.verify, old.cert
+            client.session.headers.update(old.headers)
+
+    def member_client(self, client_url: str, timeout: float) -> Etcd3Client:
+        """A client of one member's own client URL, with this URL's TLS files and token."""
+        host, _, port = client_url.partition("://")[2].rstrip("/").rpartition(":")
+        one = Etcd3Client(
+            host=host.strip("[]"),
+            port=int(port),
+            protocol="https" if self.options.tls else "http",
+            ca_cert=self.options.ca,
+            cert_cert=self.options.cert,
+            cert_key=self.options.key,
+            timeout=timeout,
+            api_path="/v3/",
+        )
+        if self._token is not None:
+            one.session.headers["Authorization"] = self._token
+        return one
 
     def close(self) -> None:
         for client in self._clients:
@@ -237,6 +344,7 @@ class EtcdTicketStore:
             kv = self._range(key)
             if kv is None:
                 raise vanished(name, self.label)
+            self._check_cluster(name, kv)
             cached = (_row(name, kv), int(kv["mod_revision"]))
         for _ in range(_RACES):
             row, revision = cached
@@ -246,7 +354,7 @@ class EtcdTicketStore:
                 "/kv/txn",
                 {
                     "compare": [{"key": _b64(key), "result": "EQUAL", "target": "MOD", "mod_revision": revision}],
-                    "success": [{"request_put": {"key": _b64(key), "value": _value(moved)}}],
+                    "success": [{"request_put": {"key": _b64(key), "value": _value(moved, self._cluster.cluster_id)}}],
                     "failure": [{"request_range": {"key": _b64(key)}}],
                 },
             )
@@ -258,9 +366,23 @@ class EtcdTicketStore:
             if not found:
                 self._cached.pop(name, None)
                 raise vanished(name, self.label)
+            self._check_cluster(name, found[0])
             cached = (_row(name, found[0]), int(found[0]["mod_revision"]))
         self._cached.pop(name, None)
         raise AllocationError(f"sequence {name!r} on {self.label} changed under {_RACES} attempts to reserve values")
+
+    def _check_cluster(self, name: str, kv: dict[str, Any]) -> None:
+        """Refuse a counter written on another cluster: a snapshot restored into a new cluster (``etcdctl
+        snapshot restore`` makes a new cluster id) holds counters as old as the snapshot, and a process
+        started since has no revision of its own to see it by."""
+        written = _cluster_of(kv)
+        if written and self._cluster.cluster_id and written != self._cluster.cluster_id:
+            raise StoreHistoryError(
+                f"sequence {name!r} on etcd {self.label} was last written on cluster {written}, and cluster "
+                f"{self._cluster.cluster_id} answers now: a snapshot was restored into a new cluster, and its counter "
+                "may be older than ids in use. Move it above the largest id in use with `seqid ticket repair` "
+                "(TicketSequence.repair()), which records this cluster"
+            )
 
     def read(self, name: str) -> TicketRow | None:
         kv = self._range(self._key(check_name(name)))
@@ -272,7 +394,7 @@ class EtcdTicketStore:
             "/kv/txn",
             {
                 "compare": [{"key": key, "result": "EQUAL", "target": "CREATE", "create_revision": "0"}],
-                "success": [{"request_put": {"key": key, "value": _value(row)}}],
+                "success": [{"request_put": {"key": key, "value": _value(row, self._cluster.cluster_id)}}],
             },
         )
 
@@ -285,12 +407,20 @@ class EtcdTicketStore:
                 stored = row
             else:
                 stored = _row(row.name, kv)
-                if (stored.step, stored.offset) != (row.step, row.offset) or stored.next_value >= row.next_value:
+                same_cluster = _cluster_of(kv) == self._cluster.cluster_id
+                if (stored.step, stored.offset) != (row.step, row.offset) or (
+                    stored.next_value >= row.next_value and same_cluster
+                ):
                     return stored
-                stored = TicketRow(row.name, row.next_value, row.step, row.offset)
+                # raised (never lowered), and this cluster recorded: a repair after a restore
+                stored = TicketRow(row.name, max(row.next_value, stored.next_value), row.step, row.offset)
                 compare = {"key": key, "result": "EQUAL", "target": "MOD", "mod_revision": kv["mod_revision"]}
             reply = self._call(
-                "/kv/txn", {"compare": [compare], "success": [{"request_put": {"key": key, "value": _value(stored)}}]}
+                "/kv/txn",
+                {
+                    "compare": [compare],
+                    "success": [{"request_put": {"key": key, "value": _value(stored, self._cluster.cluster_id)}}],
+                },
             )
             if reply.get("succeeded"):
                 self._cached.pop(row.name, None)
@@ -552,10 +682,9 @@ def cluster_status(url: str, *, timeout: float = 5.0) -> dict[str, Any]:
                 "client_urls": m.get("clientURLs") or [],
             }
             for client_url in entry["client_urls"]:
-                host, _, port = client_url.partition("://")[2].rstrip("/").rpartition(":")
-                one = Etcd3Client(host=host.strip("[]"), port=int(port), timeout=min(timeout, 2.0), api_path="/v3/")
+                one = cluster.member_client(client_url, min(timeout, 2.0))
                 try:
-                    status = one.post(one.get_url("/maintenance/status"), json={})
+                    status = cluster.post(one, "/maintenance/status", {})
                 except Exception as exc:  # a member down or partitioned is what this reports
                     entry.update(answered=False, error=f"{type(exc).__name__}: {str(exc)[:200]}")
                     continue

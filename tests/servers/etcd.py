@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from seqid_orm.errors import BackendUnavailableError
 from tests.servers.private import free_port
+from tests.servers.proxy import StallableProxy
 
 
 @dataclass
@@ -42,7 +43,7 @@ class Member:
 class EtcdCluster:
     """``size`` etcd members forming one cluster (see the module docstring)."""
 
-    def __init__(self, size: int = 3, binary: str = "etcd", *, tls: bool = False) -> None:
+    def __init__(self, size: int = 3, binary: str = "etcd", *, tls: bool = False, partitionable: bool = False) -> None:
         self.binary = shutil.which(binary) or f"/usr/bin/{binary}"
         self.tmp = tempfile.mkdtemp(prefix="seqid-etcd-")
         # tls: clients speak HTTPS to members whose certificate a private CA signed, and must show a
@@ -57,6 +58,20 @@ class EtcdCluster:
             Member(f"m{i}", pairs[2 * i], pairs[2 * i + 1], os.path.join(self.tmp, f"m{i}")) for i in range(size)
         ]
         self.token = f"seqid-{os.getpid()}-{int(time.time())}"
+        # partitionable: each member's peer port is advertised behind a proxy the test can stall, so
+        # nothing reaches the member from its peers (its messages to them stop: etcd's peer streams
+        # are dialed by their readers) while it stays up and its clients' sockets stay open
+        self.proxies = [StallableProxy(m.peer) for m in self.members] if partitionable else []
+
+    def peer_url(self, i: int) -> str:
+        """Member ``i``'s advertised peer URL (its proxy's, when the cluster is partitionable)."""
+        return f"http://127.0.0.1:{self.proxies[i].port if self.proxies else self.members[i].peer}"
+
+    def partition(self, i: int) -> None:
+        self.proxies[i].stall()
+
+    def heal(self, i: int) -> None:
+        self.proxies[i].resume()
 
     @property
     def url(self) -> str:
@@ -81,7 +96,7 @@ class EtcdCluster:
             return json.loads(reply.read())
 
     def _command(self, m: Member, state: str) -> list[str]:
-        cluster = ",".join(f"{o.name}=http://127.0.0.1:{o.peer}" for o in self.members)
+        cluster = ",".join(f"{o.name}={self.peer_url(j)}" for j, o in enumerate(self.members))
         return [
             self.binary,
             *("--name", m.name, "--data-dir", m.data),
@@ -89,7 +104,7 @@ class EtcdCluster:
             *("--advertise-client-urls", f"{self.scheme}://127.0.0.1:{m.client}"),
             *self._tls_options(),
             *("--listen-peer-urls", f"http://127.0.0.1:{m.peer}"),
-            *("--initial-advertise-peer-urls", f"http://127.0.0.1:{m.peer}"),
+            *("--initial-advertise-peer-urls", self.peer_url(self.members.index(m))),
             *("--initial-cluster", cluster, "--initial-cluster-state", state),
             *("--initial-cluster-token", self.token),
             # elections in a fraction of a second, as on a LAN (defaults: 100 ms heartbeat, 1 s election)
@@ -213,8 +228,8 @@ class EtcdCluster:
             self.thaw(i)
             self.kill(i)
         self.token += "-restored"
-        cluster = ",".join(f"{o.name}=http://127.0.0.1:{o.peer}" for o in self.members)
-        for m in self.members:
+        cluster = ",".join(f"{o.name}={self.peer_url(j)}" for j, o in enumerate(self.members))
+        for j, m in enumerate(self.members):
             shutil.rmtree(m.data, ignore_errors=True)
             subprocess.run(
                 [
@@ -231,7 +246,7 @@ class EtcdCluster:
                     "--initial-cluster-token",
                     self.token,
                     "--initial-advertise-peer-urls",
-                    f"http://127.0.0.1:{m.peer}",
+                    self.peer_url(j),
                 ],
                 check=True,
                 capture_output=True,
@@ -255,7 +270,7 @@ class EtcdCluster:
         m = self.members[i]
         live = next(o for o in self.members if o is not m and o.process is not None and o.process.poll() is None)
         self._post(live, "/v3/cluster/member/remove", {"ID": member_id})
-        self._post(live, "/v3/cluster/member/add", {"peerURLs": [f"http://127.0.0.1:{m.peer}"]})
+        self._post(live, "/v3/cluster/member/add", {"peerURLs": [self.peer_url(i)]})
         self._spawn(m, "existing")
         self.wait_healthy(timeout, [m])
 
@@ -263,6 +278,8 @@ class EtcdCluster:
         for i in range(len(self.members)):
             self.thaw(i)
             self.kill(i)
+        for proxy in self.proxies:
+            proxy.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def __enter__(self) -> EtcdCluster:
@@ -276,7 +293,8 @@ class EtcdCluster:
 FAULTS = (
     "leader killed",
     "leader frozen past the election timeout",
-    "follower frozen (clients time out on it, as on a partitioned minority)",
+    "follower frozen (clients time out on it)",
+    "the member clients ask first partitioned from its peers behind a proxy (a minority of one)",
     "whole cluster restarted",
     "follower's disk lost and the member replaced",
 )
@@ -293,6 +311,9 @@ def inflict(cluster: EtcdCluster, fault: str) -> Callable[[], None]:
     if fault == "leader frozen past the election timeout":
         cluster.freeze(leader)
         return lambda: cluster.thaw(leader)  # it finds a newer term and follows
+    if fault.startswith("the member clients ask first partitioned"):
+        cluster.partition(0)  # the first in the URL: a leader steps down (CheckQuorum), a follower falls behind
+        return lambda: cluster.heal(0)
     if fault.startswith("follower frozen"):
         cluster.freeze(follower)
         return lambda: cluster.thaw(follower)

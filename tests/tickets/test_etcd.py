@@ -25,6 +25,9 @@ from tests.tickets.procs import Worker, start_together
 pytestmark = [pytest.mark.etcd, pytest.mark.system("etcd")]
 
 TIMEOUT = 2.0
+# What a refusal may take past its deadline here: the grace of a reservation's report plus a loaded
+# machine's scheduling (the suite runs in parallel workers); the hangs these tests catch last tens of seconds
+SLACK = 2.0
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +145,7 @@ def test_workers_draw_through_the_clusters_faults_and_repeat_no_id(fault, name):
     majority answers (or refuse within their deadline and retry), go on after it heals, and no id
     repeats."""
     need("etcd")
-    with EtcdCluster(3) as private:
+    with EtcdCluster(3, partitionable=True) as private:
         group = workers(private.url, name, 3)
         try:
             start_together(group)
@@ -163,7 +166,7 @@ def test_workers_draw_through_the_clusters_faults_and_repeat_no_id(fault, name):
             ids = drawn(group)
             assert len(ids) == len(set(ids))
             # a refusal, if any came during the fault, came within its deadline
-            assert all(float(t) <= TIMEOUT + 1.0 for w in group for t in w.values("refused-after"))
+            assert max((float(t) for w in group for t in w.values("refused-after")), default=0) <= TIMEOUT + SLACK
         finally:
             for w in group:
                 w.stop()

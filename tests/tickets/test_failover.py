@@ -24,6 +24,9 @@ sa = pytest.importorskip("sqlalchemy")
 pytestmark = [pytest.mark.slow, pytest.mark.system("postgresql-server")]
 
 TIMEOUT = 2.0  # each reservation's deadline, seconds
+# What a refusal may take past its deadline here: the grace of a reservation's report plus a loaded
+# machine's scheduling (the suite runs in parallel workers); the hangs these tests catch last tens of seconds
+SLACK = 2.0
 
 
 def workers(url: str, name: str, n: int, **extra) -> list[Worker]:
@@ -68,7 +71,7 @@ def test_a_lagging_standby_promoted_repeats_no_id_and_refuses_until_repair(pair_
         while time.monotonic() < deadline and not all(w.values("error") for w in alive):
             time.sleep(0.1)
         assert all(any("StoreHistoryError" in e for e in w.values("error")) for w in alive)
-        assert all(float(t) <= TIMEOUT + 1.0 for w in alive for t in w.values("refused-after"))
+        assert max((float(t) for w in alive for t in w.values("refused-after")), default=0) <= TIMEOUT + SLACK
         # workers started after the failover are refused too, before their first id
         later = workers(pair.url, name, 3)
         start_together(later)
@@ -108,7 +111,7 @@ def test_a_synchronous_standby_promoted_loses_nothing_and_work_goes_on(pair_fact
         while time.monotonic() < deadline and not all(w.values("refused-after") for w in alive):
             time.sleep(0.1)
         assert all(any("StoreTimeoutError" in e for e in w.values("error")) for w in alive)
-        assert all(float(t) <= TIMEOUT + 1.0 for w in alive for t in w.values("refused-after"))
+        assert max((float(t) for w in alive for t in w.values("refused-after")), default=0) <= TIMEOUT + SLACK
         pair.fail_over()
         counts = {id(w): len(w.ids()) for w in alive}
         for w in alive:  # the same processes go on, on the promoted standby
@@ -185,7 +188,7 @@ def test_a_redis_replica_promoted_after_a_stalled_link_repeats_no_id():
                 while time.monotonic() < deadline and not all(w.values("refused-after") for w in alive):
                     time.sleep(0.1)
                 assert all(any("replica(s) confirmed" in e for e in w.values("error")) for w in alive)
-                assert all(float(t) <= TIMEOUT + 1.0 for w in alive for t in w.values("refused-after"))
+                assert max((float(t) for w in alive for t in w.values("refused-after")), default=0) <= TIMEOUT + SLACK
                 redis_fail_over(primary, replica, vip)
                 counts = {id(w): len(w.ids()) for w in alive}
                 for w in alive:  # the same processes go on, on the promoted replica

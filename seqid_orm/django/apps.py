@@ -2,7 +2,8 @@
 
 Add ``"seqid_orm.django"`` to ``INSTALLED_APPS`` and run ``migrate`` to create the ticket table
 that :class:`~seqid_orm.django.TicketField` (and SQLAlchemy processes sharing the database) draw
-from.  The fields themselves work without the app.
+from, and to have ``manage.py check`` point at random UUID keys (``seqid.W004``).  The fields
+themselves work without the app.
 """
 
 from __future__ import annotations
@@ -17,6 +18,12 @@ class SeqIDConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from django.core import checks
+
+        from .checks import random_uuid_keys
+
+        # seqid.W004: the models whose keys seqid exists to replace (random UUIDField keys)
+        checks.register(random_uuid_keys, checks.Tags.models)
         # Django REST framework, when installed: seqid's 64-bit keys travel as JSON strings
         # (seqid_orm.django.rest_framework explains why).
         try:

@@ -422,3 +422,60 @@ def test_the_rest_framework_field_is_spelled_with_id_like_the_others():
 
     with pytest.warns(DeprecationWarning, match="SnowflakeIdField is deprecated; use"):
         assert rest_framework.SnowflakeIdField is rest_framework.SnowflakeIDField
+
+
+def test_a_random_uuid_primary_key_gets_seqid_w004_and_the_rest_nothing():
+    """seqid.W004 for UUIDField(primary_key=True, default=uuid.uuid4) (and uuid1), naming the model and
+    SeqUUIDField; nothing for integer keys, SeqUUIDField, a UUID key with no default, a proxy."""
+    import uuid
+
+    from django.db import models as dj
+    from django.test.utils import isolate_apps
+
+    from seqid_orm.django import SeqUUIDField
+    from seqid_orm.django.checks import check_models
+
+    with isolate_apps("tests.django.testapp"):
+
+        class Base(dj.Model):
+            class Meta:
+                abstract = True
+                app_label = "testapp"
+
+        class Legacy(Base):
+            id = dj.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+
+        class Old(Base):
+            id = dj.UUIDField(primary_key=True, default=uuid.uuid1)
+
+        class LegacyProxy(Legacy):
+            class Meta:
+                proxy = True
+                app_label = "testapp"
+
+        class Clean(Base):
+            id = SeqUUIDField(primary_key=True)
+
+        class Counted(Base):
+            id = dj.BigAutoField(primary_key=True)
+
+        class Given(Base):
+            id = dj.UUIDField(primary_key=True)  # the caller sets it: nothing random here
+
+        class NotTheKey(Base):
+            token = dj.UUIDField(default=uuid.uuid4, unique=True)
+
+        found = check_models([Legacy, Old, LegacyProxy, Clean, Counted, Given, NotTheKey])
+    assert [(m.id, m.obj.model.__name__) for m in found] == [("seqid.W004", "Legacy"), ("seqid.W004", "Old")]
+    assert "uuid.uuid4()" in found[0].msg and "uuid.uuid1()" in found[1].msg
+    assert "SeqUUIDField(primary_key=True" in found[0].hint and "AlterField" in found[0].hint
+    assert isinstance(found[0], checks.Warning)
+
+
+def test_manage_py_check_runs_seqid_w004_over_the_project(capsys):
+    """The app registers the check: the test project's models (seqid's own keys) pass it silently."""
+    from django.core.checks import registry
+
+    assert "random_uuid_keys" in {c.__name__ for c in registry.registry.registered_checks}
+    call_command("check", "--tag", "models")
+    assert "seqid.W004" not in capsys.readouterr().err

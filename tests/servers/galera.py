@@ -51,6 +51,7 @@ def _config(i: int) -> str:
     cluster = ",".join(f"127.0.0.1:{ports(n)['gcomm']}" for n in range(1, NODES + 1))
     return f"""[mysqld]
 datadir={d}/data
+tmpdir={d}/tmp
 socket={d}/mysqld.sock
 pid-file={d}/mysqld.pid
 log-error={d}/error.log
@@ -171,6 +172,9 @@ def up() -> None:
     for i in range(1, NODES + 1):
         d = _node_dir(i)
         (d / "data").mkdir(parents=True)
+        (
+            d / "tmp"
+        ).mkdir()  # its own: mariadbd deletes every #sql* file in its tmpdir at start (/tmp: the shared server's)
         (d / "my.cnf").write_text(_config(i))
     if os.geteuid() == 0:
         subprocess.run(["chown", "-R", "mysql:mysql", str(BASE)], check=True)

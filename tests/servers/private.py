@@ -251,10 +251,14 @@ class PrivateMariaDB:
         cnf = os.path.join(self.tmp, "my.cnf")
         with open(cnf, "w") as f:
             f.write(
-                f"[mysqld]\ndatadir={self.tmp}/data\nsocket={self.tmp}/mysqld.sock\npid-file={self.tmp}/mysqld.pid\n"
+                # tmpdir of its own: mariadbd deletes every #sql* file in its tmpdir when it starts, and
+                # /tmp holds the shared server's live temporary tables (it crashed on one deleted so)
+                f"[mysqld]\ndatadir={self.tmp}/data\ntmpdir={self.tmp}/tmp\nsocket={self.tmp}/mysqld.sock\n"
+                f"pid-file={self.tmp}/mysqld.pid\n"
                 f"log-error={self.tmp}/error.log\nport={self.port}\nbind-address=127.0.0.1\n{options}\n"
             )
         os.makedirs(os.path.join(self.tmp, "data"))
+        os.makedirs(os.path.join(self.tmp, "tmp"))
         if os.geteuid() == 0:
             subprocess.run(["chown", "-R", "mysql:mysql", self.tmp], check=True)
         install = ["mariadb-install-db", f"--defaults-file={cnf}", "--auth-root-authentication-method=normal"]

@@ -1,9 +1,11 @@
 """Lease namespaces in the stores the tests use: age one (as a store that has served it for a while
-holds it) and forget one afterwards.  Plain functions, imported by the lease and cluster tests."""
+holds it) and forget one afterwards; a leased Snowflake's model and its inserts.  Plain functions,
+imported by the lease and cluster tests."""
 
 from __future__ import annotations
 
 import sqlalchemy as sa
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 
 def forget_namespace(namespace: str, sql_urls: list[str], redis_urls: list[str]) -> None:
@@ -67,3 +69,26 @@ def leased(store: object, namespace: str, **kwargs: object):
 
     lease_kw = {k: kwargs.pop(k) for k in (*LEASE_OPTIONS, "monotonic") if k in kwargs}
     return Snowflake(worker_id=WorkerLease(store, namespace, **lease_kw), **kwargs)
+
+
+def keyed_model(table_name: str, gen: object) -> type:
+    """A model of ``table_name`` (``id``, ``n``) whose key ``snowflake_pk(gen)`` fills; one per
+    allocator, as two deployments of one model would have."""
+    from seqid_orm.sqlalchemy import snowflake_pk
+
+    class Base(DeclarativeBase):
+        pass
+
+    class Row(Base):
+        __tablename__ = table_name
+        id: Mapped[int] = snowflake_pk(gen)  # type: ignore[arg-type]
+        n: Mapped[int] = mapped_column()
+
+    return Row
+
+
+def insert_rows(engine: sa.Engine, model: type, numbers: range) -> None:
+    """One session inserting ``model(n=i)`` for each number, committed."""
+    with Session(engine) as session:
+        session.add_all([model(n=i) for i in numbers])
+        session.commit()

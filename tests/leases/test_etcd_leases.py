@@ -13,14 +13,12 @@ import pytest
 
 from seqid_orm import Snowflake, WorkerLease
 from seqid_orm.errors import LeaseLostError, LeaseUnavailableError
+from tests.leases.stores import insert_rows, keyed_model
 from tests.servers.etcd import FAULTS, EtcdCluster, inflict
 from tests.system import need
 from tests.tickets.procs import Worker, start_together
 
 sa = pytest.importorskip("sqlalchemy")
-from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column  # noqa: E402
-
-from seqid_orm.sqlalchemy import snowflake_pk  # noqa: E402
 
 pytestmark = [pytest.mark.etcd, pytest.mark.system("etcd")]
 
@@ -79,24 +77,14 @@ def test_a_lease_renewed_past_etcds_expiry_is_lost(cluster, namespace):
 @pytest.mark.parametrize("engine", ["postgresql"], indirect=True)
 def test_a_snowflake_leased_from_etcd_fills_a_key_through_the_orm(cluster, namespace, engine, table_name):
     gen = Snowflake(worker_id=WorkerLease(cluster.url, namespace, ttl=1.0, clock_tolerance=0.0))
-
-    class Base(DeclarativeBase):
-        pass
-
-    class Event(Base):
-        __tablename__ = table_name
-        id: Mapped[int] = snowflake_pk(gen)
-        n: Mapped[int] = mapped_column()
-
-    Base.metadata.create_all(engine)
+    event = keyed_model(table_name, gen)
+    event.metadata.create_all(engine)
     try:
-        with Session(engine) as session:
-            session.add_all([Event(n=i) for i in range(300)])
-            session.commit()
+        insert_rows(engine, event, range(300))
         with engine.connect() as conn:
-            assert conn.execute(sa.select(Event.n).order_by(Event.id)).scalars().all() == list(range(300))
+            assert conn.execute(sa.select(event.n).order_by(event.id)).scalars().all() == list(range(300))
     finally:
-        Base.metadata.drop_all(engine)
+        event.metadata.drop_all(engine)
         gen.close()
 
 

@@ -224,7 +224,9 @@ def test_the_first_holder_of_a_new_namespace_waits_one_ttl_and_the_tolerance(ser
     began = time.monotonic()
     with lease:
         waited = time.monotonic() - began
-        assert lease.mark_wait >= TTL + TOLERANCE - 0.05 and waited >= TTL + TOLERANCE - 0.05
+        # the wait runs from the store's clock at the grant (born + ttl + tolerance): all of it after the
+        # call began; mark_wait counts from the grant's reply, which a loaded machine can delay a little
+        assert waited >= TTL + TOLERANCE - 0.05 and lease.mark_wait >= TTL + TOLERANCE - 0.5
     again = WorkerLease(server, new_namespace, ttl=TTL, clock_tolerance=TOLERANCE)
     time.sleep(0.1)
     with again:  # once the namespace is older than ttl + tolerance, nobody waits

@@ -21,12 +21,10 @@ from seqid_orm.errors import (
     LeaseUnavailableError,
 )
 from tests.conftest import volatile_ok
-from tests.leases.stores import leased
+from tests.leases.stores import insert_rows, keyed_model, leased
 
 sa = pytest.importorskip("sqlalchemy")
-from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column  # noqa: E402
 
-from seqid_orm.sqlalchemy import snowflake_pk  # noqa: E402
 
 needs_fork = pytest.mark.skipif(not hasattr(os, "fork") or sys.platform != "linux", reason="fork() on Linux")
 
@@ -134,9 +132,12 @@ def test_a_lease_taken_from_under_its_holder_stops_the_generator_at_once(server,
     gen = leased(server, namespace, max_workers=1, ttl=0.9)
     gen.next_id()
     store = open_lease_store(server)
-    store.release(namespace, 0, gen.source._token, 0)  # the holder's token no longer holds it
     thief = WorkerLease(server, namespace, max_workers=1, ttl=0.9)  # a takeover: it waits one ttl first
-    thief.acquire()
+    # the holder's renewal thread waits meanwhile (else, on a loaded machine, it found its row gone and
+    # leased the free worker id again before the thief asked)
+    with gen.source._lock:
+        store.release(namespace, 0, gen.source._token, 0)  # the holder's token no longer holds it
+        thief.acquire()
     # its own lease ends within one ttl (0.9 s) of the theft; the rest is slack for a loaded machine
     # (the suite runs in parallel)
     deadline = time.monotonic() + 5
@@ -210,25 +211,15 @@ def test_a_forked_child_leases_its_own_worker_id(server, namespace):
 def test_snowflake_pk_with_a_leased_generator_through_the_orm(engine, table_name, namespace, sqlite_ticket_url):
     store = sqlite_ticket_url if engine.dialect.name == "sqlite" else engine.url.render_as_string(hide_password=False)
     gen = leased(store, namespace, ttl=30)
-
-    class Base(DeclarativeBase):
-        pass
-
-    class Event(Base):
-        __tablename__ = table_name
-        id: Mapped[int] = snowflake_pk(gen)
-        n: Mapped[int] = mapped_column()
-
-    Base.metadata.create_all(engine)
+    event = keyed_model(table_name, gen)
+    event.metadata.create_all(engine)
     try:
-        with Session(engine) as session:
-            session.add_all([Event(n=i) for i in range(500)])
-            session.commit()
+        insert_rows(engine, event, range(500))
         with engine.connect() as conn:
-            rows = conn.execute(sa.select(Event.n).order_by(Event.id)).scalars().all()
+            rows = conn.execute(sa.select(event.n).order_by(event.id)).scalars().all()
         assert rows == list(range(500))  # one generator: key order is creation order
     finally:
-        Base.metadata.drop_all(engine)
+        event.metadata.drop_all(engine)
         gen.close()
 
 

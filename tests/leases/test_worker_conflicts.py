@@ -14,12 +14,9 @@ import pytest
 from seqid_orm import Snowflake
 from seqid_orm.errors import WorkerIdConflictError
 from tests.conftest import MYSQL_URL, POSTGRES_URL, REDIS_URL, volatile_ok
-from tests.leases.stores import age_namespace, forget_namespace, leased
+from tests.leases.stores import age_namespace, forget_namespace, insert_rows, keyed_model, leased
 
 sa = pytest.importorskip("sqlalchemy")
-from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column  # noqa: E402
-
-from seqid_orm.sqlalchemy import snowflake_pk  # noqa: E402
 
 
 @pytest.fixture
@@ -29,26 +26,6 @@ def other_namespace(sqlite_ticket_url):
     age_namespace(name, [POSTGRES_URL, MYSQL_URL, sqlite_ticket_url], [REDIS_URL])
     yield name
     forget_namespace(name, [POSTGRES_URL, MYSQL_URL, sqlite_ticket_url], [REDIS_URL])
-
-
-def mapped(table_name: str, gen: Snowflake) -> type:
-    """A model of ``table_name`` whose key ``gen`` fills (one per allocator, as in two deployments)."""
-
-    class Base(DeclarativeBase):
-        pass
-
-    class Row(Base):
-        __tablename__ = table_name
-        id: Mapped[int] = snowflake_pk(gen)
-        n: Mapped[int] = mapped_column()
-
-    return Row
-
-
-def insert(engine, model: type, numbers: range) -> None:
-    with Session(engine) as session:
-        session.add_all([model(n=i) for i in numbers])
-        session.commit()
 
 
 def refused(call, *args, match: str | None = None) -> WorkerIdConflictError:
@@ -71,20 +48,20 @@ def test_two_namespaces_filling_one_column_are_refused(
     store = store_of(engine, sqlite_ticket_url)
     first = leased(store, namespace, ttl=30)
     second = leased(store, other_namespace, ttl=30)
-    a, b = mapped(table_name, first), mapped(table_name, second)
+    a, b = keyed_model(table_name, first), keyed_model(table_name, second)
     a.metadata.create_all(engine)
     try:
-        insert(engine, a, range(100))
-        refused(insert, engine, b, range(100, 200), match=rf"{table_name}\.id .*holds the key \d+.* worker id 0")
-        refused(insert, engine, b, range(100, 200))  # refused until fixed, not once
-        insert(engine, a, range(200, 300))  # the first allocator goes on
+        insert_rows(engine, a, range(100))
+        refused(insert_rows, engine, b, range(100, 200), match=rf"{table_name}\.id .*holds the key \d+.* worker id 0")
+        refused(insert_rows, engine, b, range(100, 200))  # refused until fixed, not once
+        insert_rows(engine, a, range(200, 300))  # the first allocator goes on
         with engine.connect() as conn:
             assert conn.execute(sa.select(sa.func.count()).select_from(a.__table__)).scalar() == 200
             assert conn.execute(sa.select(sa.func.max(a.n))).scalar() == 299  # nothing of the refused inserts
         # The first namespace's next holder of worker id 0 (a restart) inherits its mark: no refusal.
         first.close()
         again = leased(store, namespace, ttl=30)
-        insert(engine, mapped(table_name, again), range(300, 310))
+        insert_rows(engine, keyed_model(table_name, again), range(300, 310))
         again.close()
     finally:
         a.metadata.drop_all(engine)
@@ -96,11 +73,11 @@ def test_two_namespaces_filling_one_column_are_refused(
 def test_one_namespace_on_two_stores_is_refused(engine, table_name, namespace, redis_url):
     on_postgres = leased(engine.url.render_as_string(hide_password=False), namespace, ttl=30)
     on_redis = leased(volatile_ok(redis_url), namespace, ttl=30)
-    a, b = mapped(table_name, on_postgres), mapped(table_name, on_redis)
+    a, b = keyed_model(table_name, on_postgres), keyed_model(table_name, on_redis)
     a.metadata.create_all(engine)
     try:
-        insert(engine, a, range(50))
-        refused(insert, engine, b, range(50, 100), match="the same namespace on another store")
+        insert_rows(engine, a, range(50))
+        refused(insert_rows, engine, b, range(50, 100), match="the same namespace on another store")
         with engine.connect() as conn:
             assert conn.execute(sa.select(sa.func.count()).select_from(a.__table__)).scalar() == 50
     finally:
@@ -116,16 +93,16 @@ def test_keys_of_a_worker_id_configured_before_leases_refuse_only_while_it_may_s
     """Moving a column from a configured worker id to leases: the configured process's keys count
     within the lease's ttl + clock tolerance (it may still be running), not after."""
     configured = Snowflake(worker_id=0)
-    old = mapped(table_name, configured)
+    old = keyed_model(table_name, configured)
     old.metadata.create_all(engine)
     try:
-        insert(engine, old, range(20))
+        insert_rows(engine, old, range(20))
         live = leased(sqlite_ticket_url, namespace, ttl=0.5, clock_tolerance=0.2)
-        refused(insert, engine, mapped(table_name, live), range(20, 40), match="configured worker_id")
+        refused(insert_rows, engine, keyed_model(table_name, live), range(20, 40), match="configured worker_id")
         live.close()
         time.sleep(0.8)  # past ttl + tolerance: the configured keys are history
         later = leased(sqlite_ticket_url, namespace, ttl=0.5, clock_tolerance=0.2)
-        insert(engine, mapped(table_name, later), range(20, 40))
+        insert_rows(engine, keyed_model(table_name, later), range(20, 40))
         later.close()
         with engine.connect() as conn:
             assert conn.execute(sa.select(sa.func.count()).select_from(old.__table__)).scalar() == 40

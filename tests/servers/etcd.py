@@ -269,10 +269,26 @@ class EtcdCluster:
         reconfiguration, in the order its documentation gives): removed, added, started to catch up."""
         m = self.members[i]
         live = next(o for o in self.members if o is not m and o.process is not None and o.process.poll() is None)
-        self._post(live, "/v3/cluster/member/remove", {"ID": member_id})
-        self._post(live, "/v3/cluster/member/add", {"peerURLs": [self.peer_url(i)]})
+        self._reconfigure(live, "/v3/cluster/member/remove", {"ID": member_id}, done_if="member not found")
+        self._reconfigure(live, "/v3/cluster/member/add", {"peerURLs": [self.peer_url(i)]}, done_if="already exists")
         self._spawn(m, "existing")
         self.wait_healthy(timeout, [m])
+
+    def _reconfigure(self, m: Member, path: str, body: dict, done_if: str, timeout: float = 30.0) -> None:
+        """A membership change, tried again while etcd answers 503 ("unhealthy cluster": it refuses a
+        change until the members it has are connected, for a while after one went away)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self._post(m, path, body)
+                return
+            except urllib.error.HTTPError as exc:
+                text = exc.read().decode(errors="replace")
+                if done_if in text:
+                    return  # an earlier try was applied, its reply lost
+                if exc.code != 503 or time.monotonic() > deadline:
+                    raise
+            time.sleep(0.5)
 
     def stop(self) -> None:
         for i in range(len(self.members)):

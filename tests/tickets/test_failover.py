@@ -66,6 +66,7 @@ def test_a_lagging_standby_promoted_repeats_no_id_and_refuses_until_repair(pair_
         time.sleep(2.0)
         pair.fail_over()
         before = {id(w): len(w.ids()) for w in alive}
+
         # the workers that lived through it: they finish their blocks, then every reservation is refused
         # (a worker may first be refused for a timeout while the old primary goes: wait for the history)
         def refused_for_history(w: Worker) -> bool:

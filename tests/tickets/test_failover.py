@@ -112,10 +112,15 @@ def test_a_synchronous_standby_promoted_loses_nothing_and_work_goes_on(pair_fact
         for w in alive:
             w.wait_for_ids(500)
         pair.link.stall()  # commits now wait for a standby that does not hear: typed errors, bounded
+
+        # wait for the refusal itself: its "refused-after" line comes before its "error" line
+        def timed_out(w: Worker) -> bool:
+            return any("StoreTimeoutError" in e for e in w.values("error"))
+
         deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and not all(w.values("refused-after") for w in alive):
+        while time.monotonic() < deadline and not all(timed_out(w) for w in alive):
             time.sleep(0.1)
-        assert all(any("StoreTimeoutError" in e for e in w.values("error")) for w in alive)
+        assert all(timed_out(w) for w in alive), [w.values("error")[:2] for w in alive]
         assert max((float(t) for w in alive for t in w.values("refused-after")), default=0) <= TIMEOUT + SLACK
         pair.fail_over()
         counts = {id(w): len(w.ids()) for w in alive}
@@ -189,10 +194,15 @@ def test_a_redis_replica_promoted_after_a_stalled_link_repeats_no_id():
                 for w in alive:
                     w.wait_for_ids(500)
                 link.stall()  # the replica stops hearing: every write is now refused, within its deadline
+
+                # wait for the refusal itself: its "refused-after" line comes before its "error" line
+                def unconfirmed(w: Worker) -> bool:
+                    return any("replica(s) confirmed" in e for e in w.values("error"))
+
                 deadline = time.monotonic() + 20
-                while time.monotonic() < deadline and not all(w.values("refused-after") for w in alive):
+                while time.monotonic() < deadline and not all(unconfirmed(w) for w in alive):
                     time.sleep(0.1)
-                assert all(any("replica(s) confirmed" in e for e in w.values("error")) for w in alive)
+                assert all(unconfirmed(w) for w in alive), [w.values("error")[:2] for w in alive]
                 assert max((float(t) for w in alive for t in w.values("refused-after")), default=0) <= TIMEOUT + SLACK
                 redis_fail_over(primary, replica, vip)
                 counts = {id(w): len(w.ids()) for w in alive}

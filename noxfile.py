@@ -98,6 +98,9 @@ def _django_suite(session: nox.Session, spec: str, settings_modules: list[str], 
         "pytest-django",
         "hypothesis",
         "oracledb",
+        # tests/peers fetches Django's own test suite with `python -m pip download`: uv builds a
+        # session's environment without pip (and ~/.cache/seqid-peers may be empty on a fresh machine)
+        "pip",
         *extra,
     )
     # mssql-django needs Django >= 5.2, and Django 4.2's Oracle backend wants cx_Oracle rather

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+from collections.abc import Iterator
 
 import pytest
 
@@ -13,13 +14,23 @@ sa = pytest.importorskip("sqlalchemy")
 pytest.importorskip("redis")
 
 
-@pytest.fixture
-def namespace(sqlite_ticket_url):
-    """A namespace of the test's own, already known to every store (see :func:`age_namespace`)."""
+def _aged_namespace(sqlite_ticket_url: str) -> Iterator[str]:
     name = f"ns-{secrets.token_hex(5)}"
     age_namespace(name, [POSTGRES_URL, MYSQL_URL, sqlite_ticket_url], [REDIS_URL])
     yield name
     forget_namespace(name, [POSTGRES_URL, MYSQL_URL, sqlite_ticket_url], [REDIS_URL])
+
+
+@pytest.fixture
+def namespace(sqlite_ticket_url):
+    """A namespace of the test's own, already known to every store (see :func:`age_namespace`)."""
+    yield from _aged_namespace(sqlite_ticket_url)
+
+
+@pytest.fixture
+def other_namespace(sqlite_ticket_url):
+    """A second namespace, aged like ``namespace`` (two allocators of one column, say)."""
+    yield from _aged_namespace(sqlite_ticket_url)
 
 
 @pytest.fixture

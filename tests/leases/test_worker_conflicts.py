@@ -6,26 +6,16 @@ stores and columns on every database; no row of the refused insert is left."""
 
 from __future__ import annotations
 
-import secrets
 import time
 
 import pytest
 
 from seqid_orm import Snowflake
 from seqid_orm.errors import WorkerIdConflictError
-from tests.conftest import MYSQL_URL, POSTGRES_URL, REDIS_URL, volatile_ok
-from tests.leases.stores import age_namespace, forget_namespace, insert_rows, keyed_model, leased
+from tests.conftest import volatile_ok
+from tests.leases.stores import insert_rows, keyed_model, leased
 
 sa = pytest.importorskip("sqlalchemy")
-
-
-@pytest.fixture
-def other_namespace(sqlite_ticket_url):
-    """A second namespace, aged like ``namespace`` (its first holder has nothing to wait out)."""
-    name = f"ns-{secrets.token_hex(5)}"
-    age_namespace(name, [POSTGRES_URL, MYSQL_URL, sqlite_ticket_url], [REDIS_URL])
-    yield name
-    forget_namespace(name, [POSTGRES_URL, MYSQL_URL, sqlite_ticket_url], [REDIS_URL])
 
 
 def refused(call, *args, match: str | None = None) -> WorkerIdConflictError:

@@ -30,7 +30,7 @@ from seqid_orm.sqlalchemy import layout_for, seq_uuid_fk, seq_uuid_pk, snowflake
 # In production the key comes from a secret store; the previous key stays while links made with
 # it are still around (public_id() masks with the first and accepts all).
 MASK_KEYS = [os.environ.get("SEQID_EXAMPLE_MASK_KEY", "example-key-change-me-0123456789").encode()]
-ORDER_IDS = Snowflake(worker_id=1)  # or Snowflake.leased(...) with many processes
+ORDER_IDS = Snowflake(worker_id=1)  # or Snowflake(worker_id=WorkerLease(url, "orders")) with many processes
 
 
 class Base(DeclarativeBase):

@@ -20,9 +20,6 @@ the ones a caller usually catches are here too.
 
 from __future__ import annotations
 
-from typing import Any
-
-from ._deprecated import renamed
 from .allocation.leases import WorkerLease
 from .allocation.tickets import TicketSequence
 from .errors import AllocationError, InvalidIDError, SeqIDError, UnmaskError
@@ -61,38 +58,3 @@ __all__ = [
     "uuid_sequence_nextval",
     "uuid_time_nextval",
 ]
-
-# Names 0.1 exported here that now live only where they belong (DeprecationWarning, one release).
-_ERRORS = "seqid_orm.errors"
-__getattr__: Any = renamed(
-    __name__,
-    {
-        **{
-            name: f"{_ERRORS}:{name}"
-            for name in (
-                "ArgumentTypeError",
-                "BackendMismatchError",
-                "BackendUnavailableError",
-                "ClockMovedBackwardsError",
-                "ForkedGeneratorError",
-                "GeneratorExhaustedError",
-                "InvalidArgumentError",
-                "LeaseLostError",
-                "LeaseUnavailableError",
-                "NoTimestampError",
-                "ServerDefaultUnavailableError",
-                "UnknownLayoutError",
-                "UnknownServerVersionError",
-            )
-        },
-        "SnowflakeParts": "seqid_orm.ids.snowflake:SnowflakeParts",
-        "layout_for_order": "seqid_orm.ids.layout:layout_for_order",
-        "coerce_int_id": "seqid_orm.ids.validate:coerce_int_id",
-        "coerce_uuid": "seqid_orm.ids.validate:coerce_uuid",
-        "prefix_of": "seqid_orm.ids.prefixed:prefix_of",
-        **{
-            name: f"seqid_orm.ids.text:{name}"
-            for name in ("bsv_parts", "decode_base32", "decode_bsv", "encode_base32", "encode_bsv")
-        },
-    },
-)

@@ -30,7 +30,6 @@ except ImportError as exc:  # say which extra brings it, not just "No module nam
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
-from ._deprecated import renamed
 from .errors import InvalidArgumentError, InvalidIDError, SeqIDError
 from .ids.layout import Layout, as_layout
 from .ids.text import BASE32_LENGTH, BSV_ALPHABET, BSV_LENGTH, BSV_PAD, CROCKFORD_ALPHABET, check_text_id
@@ -186,7 +185,3 @@ def public_id(
             {"type": "string", "format": "uuid", "description": "a public id (masked; reveals no time)"},
         ),
     ]
-
-
-# 0.1's names (DeprecationWarning, one release): the same names as the SQLAlchemy types
-__getattr__ = renamed(__name__, {"SnowflakeId": f"{__name__}:SnowflakeID", "SortableId": f"{__name__}:SortableText"})

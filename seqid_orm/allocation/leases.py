@@ -50,7 +50,6 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from typing import Any
 
 from ..errors import (
     ArgumentTypeError,
@@ -59,9 +58,8 @@ from ..errors import (
     LeaseLostError,
     LeaseUnavailableError,
 )
-from ..ids import snowflake as _snowflake
 from ..ids.randomness import check_fork, on_fork
-from ..ids.snowflake import Holding, Snowflake
+from ..ids.snowflake import Holding
 from ..ids.validate import check_bool, check_seconds
 from .stores import MAX_CONNECT_TIMEOUT, backend_of
 from .stores.base import Grant, LeaseStore, check_name
@@ -531,32 +529,3 @@ def _release_at_exit() -> None:
     for lease in list(_LIVE):
         if lease._state != "idle":
             lease.release()
-
-
-def _leased(
-    store: object,
-    namespace: str,
-    *,
-    ttl: float = 30.0,
-    max_workers: int | None = None,
-    clock_tolerance: float = 5.0,
-    create_table: bool = True,
-    accept_state_loss: bool = False,
-    monotonic: Callable[[], float] = time.monotonic,
-    **profile: Any,
-) -> Snowflake:
-    """What the deprecated ``Snowflake.leased(store, namespace, ...)`` makes."""
-    lease = WorkerLease(
-        store,
-        namespace,
-        max_workers=max_workers,
-        ttl=ttl,
-        clock_tolerance=clock_tolerance,
-        create_table=create_table,
-        accept_state_loss=accept_state_loss,
-        monotonic=monotonic,
-    )
-    return Snowflake(worker_id=lease, **profile)
-
-
-_snowflake._LEASED = _leased

@@ -14,7 +14,6 @@ try:
 except ImportError as exc:  # say which extra brings it, not just "No module named django"
     raise ImportError("seqid_orm.django needs Django: pip install 'seqid-orm[django]'") from exc
 
-from .._deprecated import renamed
 from .bulk import bulk_insert
 from .expressions import DatabaseSeqUUID
 from .fields import (
@@ -43,13 +42,3 @@ __all__ = [
     "ticket_default",
     "ticket_sequence",
 ]
-
-# 0.1's names (DeprecationWarning, one release): the Django defaults follow the SQLAlchemy adapter's *_default
-__getattr__ = renamed(
-    __name__,
-    {
-        "new_seq_uuid": "seqid_orm.django.fields:seq_uuid_default",
-        "new_snowflake_id": "seqid_orm.django.fields:snowflake_default",
-        "new_ticket_id": "seqid_orm.django.tickets:ticket_default",
-    },
-)

@@ -23,7 +23,6 @@ from django.db import DEFAULT_DB_ALIAS, models, router
 from django.db.models.signals import pre_save
 from django.utils.module_loading import import_string
 
-from .._deprecated import renamed
 from ..allocation.leases import WorkerLease
 from ..allocation.stores.django import DjangoLeaseStore
 from ..errors import (
@@ -520,10 +519,3 @@ class SortableTextField(models.CharField):
                 )
             )
         return found
-
-
-# 0.1's names (DeprecationWarning, one release)
-__getattr__ = renamed(
-    __name__,
-    {"new_seq_uuid": f"{__name__}:seq_uuid_default", "new_snowflake_id": f"{__name__}:snowflake_default"},
-)

@@ -22,7 +22,6 @@ from django.db import models
 from django.http import Http404
 from rest_framework import serializers
 
-from .._deprecated import renamed
 from ..errors import SeqIDError
 from ..ids.validate import coerce_int_id, coerce_uuid
 from ..public.masking import mask
@@ -102,7 +101,3 @@ class PublicIdLookupMixin:
             raise Http404(f"no {queryset.model.__name__} with this id") from None
         view.check_object_permissions(view.request, obj)
         return obj
-
-
-# 0.1's name (DeprecationWarning, one release): one spelling, ID, across the adapters
-__getattr__ = renamed(__name__, {"SnowflakeIdField": f"{__name__}:SnowflakeIDField"})

@@ -14,7 +14,6 @@ from typing import Any
 from django.conf import settings
 from django.core import checks
 
-from .._deprecated import renamed
 from ..allocation.stores import ETCD_SCHEMES, REDIS_SCHEMES, SQL_SCHEMES, check_name, hide_password, scheme_of
 from ..allocation.stores.base import TicketStore
 from ..allocation.tickets import TicketSequence
@@ -190,7 +189,3 @@ def _app_installed() -> bool:
     from django.apps import apps
 
     return apps.is_installed("seqid_orm.django")
-
-
-# 0.1's name (DeprecationWarning, one release)
-__getattr__ = renamed(__name__, {"new_ticket_id": f"{__name__}:ticket_default"})

@@ -31,7 +31,7 @@ import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from ..errors import (
     ArgumentTypeError,
@@ -277,21 +277,6 @@ class Snowflake:
             **kwargs,  # type: ignore[arg-type]
         )
 
-    @classmethod
-    def leased(cls, store: object, namespace: str, **kwargs: Any) -> Snowflake:
-        """Deprecated: ``Snowflake(worker_id=WorkerLease(store, namespace, ...), ...)``; goes in the next release."""
-        if _LEASED is None:  # pragma: no cover - seqid_orm's __init__ installs it
-            raise InvalidArgumentError("import seqid_orm.allocation.leases first")
-        import warnings
-
-        warnings.warn(
-            "Snowflake.leased(store, namespace, ...) is deprecated; use "
-            "seqid_orm.Snowflake(worker_id=seqid_orm.WorkerLease(store, namespace, ...), ...)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return _LEASED(store, namespace, **kwargs)
-
     def __repr__(self) -> str:
         if self.source is not None:
             return f"Snowflake(worker_id={self.source!r})"
@@ -487,11 +472,6 @@ class Snowflake:
         if not 0 <= units <= self._time_max:
             raise InvalidArgumentError(f"when {when.isoformat()} is outside this profile's time range")
         return units << self._time_shift
-
-
-# Snowflake.leased's factory, installed by seqid_orm.allocation.leases (which imports this module,
-# never the reverse): the deprecated spelling works without an import cycle.
-_LEASED: Callable[..., Snowflake] | None = None
 
 
 def _mark_forked() -> None:

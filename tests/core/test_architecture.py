@@ -117,8 +117,7 @@ def test_no_private_name_is_borrowed_across_folders():
             if target.split(".")[0] != "seqid_orm" or folder(target) == folder(module) is not None:
                 continue
             private = [n for n in names if n.startswith("_") and n != "__version__"]
-            shared = target == "seqid_orm._deprecated"  # the package's one helper for deprecated aliases
-            if not shared and any(part.startswith("_") and part != "__main__" for part in target.split(".")[1:]):
+            if any(part.startswith("_") and part != "__main__" for part in target.split(".")[1:]):
                 private.append(target)
             if private and folder(module) is not None:
                 borrowed.append(f"{module}:{line} {target} {private}")
@@ -133,8 +132,8 @@ def test_no_import_cycle_lazy_imports_included():
     def visit(module: str, path: list[str]) -> None:
         state[module] = 1
         for target in sorted(graph[module]):
-            if target == "seqid_orm" or target.startswith("seqid_orm._deprecated"):
-                continue  # the root's re-exports and aliases are a facade, imported by nothing in the core
+            if target == "seqid_orm":
+                continue  # the root's re-exports are a facade, imported by nothing in the core
             if state.get(target) == 1:
                 cycles.append(" -> ".join([*path[path.index(target) :], target]))
             elif target not in state:

@@ -1,5 +1,5 @@
 """The public surface: a small top level in one naming scheme, errors in seqid_orm.errors, and 0.1's
-names and module paths kept one release as aliases that warn (DeprecationWarning)."""
+0.1's aliases gone (0.2 was never published: nobody imports them)."""
 
 from __future__ import annotations
 
@@ -58,47 +58,6 @@ def test_every_error_lives_in_seqid_orm_errors_and_is_a_seqid_error():
         assert getattr(seqid_orm, name) is getattr(seqid_orm.errors, name)
 
 
-@pytest.mark.parametrize(
-    ("old", "new"),
-    [
-        ("LeaseLostError", seqid_orm.errors.LeaseLostError),
-        ("ClockMovedBackwardsError", seqid_orm.errors.ClockMovedBackwardsError),
-        ("coerce_uuid", importlib.import_module("seqid_orm.ids.validate").coerce_uuid),
-        ("encode_bsv", importlib.import_module("seqid_orm.ids.text").encode_bsv),
-        ("SnowflakeParts", importlib.import_module("seqid_orm.ids.snowflake").SnowflakeParts),
-        ("layout_for_order", importlib.import_module("seqid_orm.ids.layout").layout_for_order),
-    ],
-)
-def test_names_that_left_the_top_level_still_work_and_warn(old, new):
-    with pytest.warns(DeprecationWarning, match=f"seqid_orm.{old} is deprecated; use seqid_orm"):
-        assert getattr(seqid_orm, old) is new
-    with pytest.raises(AttributeError):
-        seqid_orm.no_such_name  # noqa: B018
-
-
-@pytest.mark.parametrize(
-    ("old", "new", "name"),
-    [
-        ("seqid_orm.tickets", "seqid_orm.allocation.tickets", "TicketSequence"),
-        ("seqid_orm.leases", "seqid_orm.allocation.leases", "WorkerLease"),
-        ("seqid_orm.validate", "seqid_orm.ids.validate", "coerce_uuid"),
-        ("seqid_orm.server_default", "seqid_orm.vendors", "server_default"),
-        ("seqid_orm.distributed", "seqid_orm.vendors.cockroachdb", "hash_sharded_primary_key"),
-    ],
-)
-def test_the_readmes_old_module_paths_still_import_and_warn(old, new, name):
-    """Run in a child: a module warns once, when it is first imported."""
-    code = (
-        "import warnings; warnings.simplefilter('error')\n"
-        f"try:\n    from {old} import {name}\nexcept DeprecationWarning as w:\n    print(w)\n"
-        f"warnings.simplefilter('ignore')\nfrom {old} import {name} as a\nfrom {new} import {name} as b\n"
-        "assert a is b, (a, b)\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    assert f"{old} moved to {new}" in done.stdout
-
-
 def test_importing_the_package_loads_no_adapter_and_no_extra():
     code = (
         "import sys, seqid_orm, seqid_orm.errors, seqid_orm.vendors, seqid_orm.allocation.tickets\n"
@@ -109,3 +68,17 @@ def test_importing_the_package_loads_no_adapter_and_no_extra():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.split("\n")[:2] == ["[]", "[]"]
+
+
+@pytest.mark.parametrize("old", ["tickets", "leases", "validate", "server_default", "distributed", "_deprecated"])
+def test_the_old_alias_modules_are_gone(old):
+    """Only the real homes exist: an old path fails the way any missing module does."""
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(f"seqid_orm.{old}")
+
+
+def test_the_old_top_level_names_are_gone():
+    for old in ("LeaseLostError", "coerce_uuid", "SnowflakeParts", "layout_for_order"):
+        with pytest.raises(AttributeError):
+            getattr(seqid_orm, old)
+    assert not hasattr(seqid_orm.Snowflake, "leased")

@@ -395,35 +395,6 @@ def test_binds_take_what_uuidfield_binds_take():
         assert field.get_db_prep_value(ok, connection) == plain.get_db_prep_value(ok, connection)
 
 
-def test_the_defaults_01_named_new_star_still_work_and_warn():
-    """One naming scheme with the SQLAlchemy adapter (*_default); 0.1's names warn for one release."""
-    import seqid_orm.django
-    import seqid_orm.django.fields
-    import seqid_orm.django.tickets
-    from seqid_orm.django import seq_uuid_default, snowflake_default, ticket_default
-
-    for module, old, new in (
-        (seqid_orm.django, "new_seq_uuid", seq_uuid_default),
-        (seqid_orm.django, "new_snowflake_id", snowflake_default),
-        (seqid_orm.django, "new_ticket_id", ticket_default),
-        (seqid_orm.django.fields, "new_seq_uuid", seq_uuid_default),
-        (seqid_orm.django.tickets, "new_ticket_id", ticket_default),
-    ):
-        with pytest.warns(DeprecationWarning, match=f"{old} is deprecated; use seqid_orm.django"):
-            assert getattr(module, old) is new
-    # a model written against 0.1 keeps its default (and makemigrations sees no change)
-    with pytest.warns(DeprecationWarning):
-        field = SeqUUIDField(primary_key=True, default=seqid_orm.django.new_seq_uuid)
-    assert "default" not in field.deconstruct()[3]
-
-
-def test_the_rest_framework_field_is_spelled_with_id_like_the_others():
-    from seqid_orm.django import rest_framework
-
-    with pytest.warns(DeprecationWarning, match="SnowflakeIdField is deprecated; use"):
-        assert rest_framework.SnowflakeIdField is rest_framework.SnowflakeIDField
-
-
 def test_a_random_uuid_primary_key_gets_seqid_w004_and_the_rest_nothing():
     """seqid.W004 for UUIDField(primary_key=True, default=uuid.uuid4) (and uuid1), naming the model and
     SeqUUIDField; nothing for integer keys, SeqUUIDField, a UUID key with no default, a proxy."""

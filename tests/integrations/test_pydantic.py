@@ -202,12 +202,3 @@ def test_public_id_refuses_bad_keys_when_declared():
         public_id(b"short")
     with pytest.raises(InvalidArgumentError, match="at least one key"):
         public_id([])
-
-
-def test_the_types_01_spelled_id_still_work_and_warn():
-    """The Pydantic types carry the SQLAlchemy types' names (SnowflakeID, SortableText); 0.1's warn."""
-    import seqid_orm.pydantic as module
-
-    for old, new in (("SnowflakeId", module.SnowflakeID), ("SortableId", module.SortableText)):
-        with pytest.warns(DeprecationWarning, match=f"seqid_orm.pydantic.{old} is deprecated"):
-            assert getattr(module, old) is new

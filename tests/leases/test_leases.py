@@ -273,10 +273,3 @@ def test_a_lease_store_that_cannot_be_reached_is_a_typed_error_naming_it(scheme)
     with pytest.raises(BackendUnavailableError, match="lease store") as info:
         lease.acquire()
     assert "secret" not in str(info.value) and "127.0.0.1" in str(info.value)
-
-
-def test_snowflake_leased_is_the_deprecated_spelling_of_a_lease_as_worker_id(tmp_path):
-    """0.1's Snowflake.leased(url, ns, ...) is Snowflake(worker_id=WorkerLease(url, ns, ...)), with a warning."""
-    with pytest.warns(DeprecationWarning, match=r"Snowflake\(worker_id=seqid_orm.WorkerLease"):
-        gen = Snowflake.leased(f"sqlite:///{tmp_path / 'leases.db'}", "orders", ttl=5)
-    assert isinstance(gen.source, WorkerLease) and gen.source.max_workers == 1024 and gen.source.ttl == 5

@@ -1,6 +1,0 @@
-"""Deprecated alias of :mod:`seqid_orm.allocation.tickets`;
-the old path goes in the next release."""
-
-from ._deprecated import moved_module
-
-__getattr__ = moved_module(__name__, "seqid_orm.allocation.tickets")

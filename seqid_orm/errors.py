@@ -79,6 +79,11 @@ class UnknownServerVersionError(ServerDefaultUnavailableError):
     """The SQL depends on the server version, which is unknown (offline DDL); the message says how to give it."""
 
 
+class DatabaseUnavailableError(SeqIDError, ConnectionError):
+    """A database a read-only tool (``seqid doctor``) was pointed at could not be reached, opened
+    or read within its statement timeout.  The message names it, password hidden."""
+
+
 class AllocationError(SeqIDError, RuntimeError):
     """Ids could not be allocated from a shared backend (a ticket server, a lease table, Redis)."""
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..errors import SeqIDError
-from . import allocation, bench, ids
+from . import allocation, bench, doctor, ids
 from .common import EXTRA_OF, in_cli_words
 
 __all__ = ["build_parser", "main"]
@@ -27,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     ids.add_parsers(sub)
     bench.add_parser(sub)
     allocation.add_parsers(sub)
+    doctor.add_parser(sub)
     return parser
 
 

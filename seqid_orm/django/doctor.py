@@ -1,0 +1,65 @@
+"""``manage.py seqid_doctor``: :mod:`seqid_orm.vendors.doctor` on a Django database alias.
+
+The doctor runs on a connection of its own (a new ``DatabaseWrapper`` for the alias, closed at
+the end), so the read-only session settings and the statement timeout never reach the project's
+connection.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+from ..errors import DatabaseUnavailableError, SeqIDError
+from ..vendors.doctor import Finding, examine, session_statements
+from .connection import server_version, vendor_of
+
+__all__ = ["diagnose_alias"]
+
+_PARAM = re.compile(r":([a-z_]+)\b")
+
+
+class _Executor:
+    """``:name`` parameters become ``%s`` ones, which every Django backend takes."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    def fetch(self, sql: str, params: dict[str, object]) -> list[tuple[Any, ...]]:
+        with self.conn.cursor() as cursor:
+            if params:
+                names = _PARAM.findall(sql)
+                cursor.execute(_PARAM.sub("%s", sql.replace("%", "%%")), [params[n] for n in names])
+            else:
+                cursor.execute(sql)
+            return [tuple(r) for r in cursor.fetchall()]
+
+
+def diagnose_alias(alias: str = "default", *, sample: int = 1000, timeout: float = 5.0) -> list[Finding]:
+    """The doctor's findings for the database of ``alias``, worst first.
+
+    Raises :class:`~seqid_orm.errors.DatabaseUnavailableError` when it cannot be reached or a read
+    outlives ``timeout`` seconds.
+    """
+    from django.db import DatabaseError, connections
+
+    conn = connections.create_connection(alias)
+    try:
+        vendor = vendor_of(conn)
+        statements = session_statements(vendor, timeout)
+        with conn.cursor() as cursor:
+            for statement in statements:
+                cursor.execute(statement)
+        if not conn.get_autocommit():
+            conn.commit()
+        if vendor == "sqlite":
+            deadline = time.monotonic() + timeout
+            conn.connection.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
+        return examine(_Executor(conn), vendor, server_version(conn), sample=sample)
+    except SeqIDError:
+        raise
+    except DatabaseError as exc:
+        raise DatabaseUnavailableError(f"database {alias!r}: {type(exc).__name__}: {exc}") from exc
+    finally:
+        conn.close()

@@ -1,0 +1,90 @@
+"""``seqid doctor URL``: :mod:`seqid_orm.vendors.doctor` on a SQLAlchemy connection of its own.
+
+The connection is made read-only before the first read (read-only transactions and a statement
+timeout on PostgreSQL and MariaDB/MySQL; SQLite opened with ``mode=ro`` and ``query_only``, with
+a deadline enforced by SQLite's progress handler), and its transaction is rolled back at the end.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine, make_url
+
+from ..errors import DatabaseUnavailableError, InvalidArgumentError, SeqIDError
+from ..vendors.doctor import Finding, examine, session_statements
+from .types import dialect_server_version, dialect_vendor
+
+__all__ = ["diagnose", "read_only_url"]
+
+
+class _Executor:
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def fetch(self, sql: str, params: dict[str, object]) -> list[tuple[Any, ...]]:
+        if not params:  # PRAGMA and catalog text: no bind parameters to parse (":" may appear in names)
+            return [tuple(r) for r in self.conn.exec_driver_sql(sql)]
+        return [tuple(r) for r in self.conn.execute(sa.text(sql), params)]
+
+
+def read_only_url(url: str) -> sa.URL:
+    """``url`` parsed; a SQLite file URL turned into SQLite's read-only URI form (``mode=ro``), so
+    the file is never created or written (a missing file is an error, not an empty database)."""
+    try:
+        parsed = make_url(url)
+    except sa.exc.ArgumentError as exc:
+        raise InvalidArgumentError(f"not a database URL: {url!r} ({exc})") from None
+    if parsed.get_backend_name() != "sqlite":
+        return parsed
+    path = parsed.database or ""
+    if path in ("", ":memory:") or path.startswith("file:"):
+        raise InvalidArgumentError("seqid doctor reads a SQLite file: sqlite:///path/to/file.db")
+    return parsed.set(database=f"file:{path}?mode=ro", query={**parsed.query, "uri": "true"})
+
+
+def diagnose(bind: str | Engine, *, sample: int = 1000, timeout: float = 5.0) -> list[Finding]:
+    """The doctor's findings for every key column of the database at ``bind`` (a URL or an engine),
+    worst first; see :func:`seqid_orm.vendors.doctor.examine`.
+
+    Raises :class:`~seqid_orm.errors.InvalidArgumentError` for a URL that is not one, and
+    :class:`~seqid_orm.errors.DatabaseUnavailableError` when the database cannot be reached, opened,
+    or read within ``timeout`` seconds per statement.
+    """
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 3600:
+        raise InvalidArgumentError(f"timeout must be seconds between 0 and 3600, got {timeout!r}")
+    owned = isinstance(bind, str)
+    engine = sa.create_engine(read_only_url(bind), poolclass=sa.NullPool) if isinstance(bind, str) else bind
+    label = engine.url.render_as_string(hide_password=True)
+    try:
+        with engine.connect() as conn:
+            return _diagnose(conn, sample, timeout)
+    except SeqIDError:
+        raise
+    except sa.exc.DBAPIError as exc:
+        raise DatabaseUnavailableError(f"{label}: {type(exc.orig).__name__}: {exc.orig}") from exc
+    except sa.exc.NoSuchModuleError as exc:
+        raise InvalidArgumentError(f"{label}: {exc}") from exc
+    finally:
+        if owned:
+            engine.dispose()
+
+
+def _diagnose(conn: Connection, sample: int, timeout: float) -> list[Finding]:
+    vendor = dialect_vendor(conn.dialect)
+    statements = session_statements(vendor, timeout)  # refuses a vendor the doctor does not read
+    for statement in statements:
+        conn.exec_driver_sql(statement)
+    conn.commit()
+    if vendor == "sqlite":
+        deadline = time.monotonic() + timeout
+        raw = conn.connection.dbapi_connection
+        raw.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)  # type: ignore[union-attr]
+    try:
+        return examine(_Executor(conn), vendor, dialect_server_version(conn.dialect), sample=sample)
+    finally:
+        conn.rollback()
+        if vendor == "sqlite":
+            raw.set_progress_handler(None, 0)  # type: ignore[union-attr]

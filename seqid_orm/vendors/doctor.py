@@ -1,0 +1,429 @@
+"""``seqid doctor``: which tables of a database you already have suffer from their keys, and the fix.
+
+The decisions live here once, as statements and pure judgement over what they return, and both
+adapters drive them through an :class:`Executor` (SQLAlchemy's ``seqid doctor URL`` and Django's
+``manage.py seqid_doctor``): the h11 shape, the I/O outside.
+
+For each table's single-column primary key (and every other single-column unique key of a UUID
+or integer type) the doctor reads a bounded sample, never the table: runs of keys in the
+database's own ``ORDER BY`` order at the low end, the high end and at pivots between them, each an
+index range read with ``LIMIT``.  From the sample, :func:`seqid_orm.ids.classify.classify` says
+what the keys are; :func:`~seqid_orm.ids.classify.in_order_share` measures whether *this
+database's* order of the column follows the keys' time; :func:`seqid_orm.vendors.target` says
+which layout the column needs.  Row counts are the server's estimates (``pg_class``,
+``information_schema.TABLES``), and PostgreSQL's index size is put beside the size of the same
+index built in key order, so the cost of a random key shows as a ratio.
+
+The adapters open the connection read-only before anything runs (:func:`session_statements`:
+PostgreSQL and MariaDB/MySQL read-only transactions with a statement timeout; SQLite opened with
+``mode=ro`` and ``PRAGMA query_only``).  Vendors: PostgreSQL, MariaDB, MySQL and SQLite; another
+vendor is refused with a typed error naming them.
+
+May import the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.ids` and this folder.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol
+
+from ..errors import InvalidArgumentError, UnknownLayoutError
+from ..ids.classify import KINDS, as_uuid, classify, in_order_share
+from . import target
+from ._base import Storage
+
+__all__ = [
+    "DOCTOR_VENDORS",
+    "FAIL_ON",
+    "Executor",
+    "Finding",
+    "KeyColumn",
+    "examine",
+    "failing",
+    "render",
+    "render_json",
+    "session_statements",
+]
+
+#: The vendors the doctor reads a catalog of.
+DOCTOR_VENDORS = ("postgresql", "mariadb", "mysql", "sqlite")
+#: What ``--fail-on`` takes: a kind, or ``out-of-order`` (time-ordered keys the column does not keep in order).
+FAIL_ON = (*KINDS, "out-of-order")
+
+_RUNS = 10  # the low end, the high end and 8 pivots between
+_IN_ORDER = 0.9  # share of adjacent pairs in time order above which a column keeps its keys in order
+_PAGE = 8192  # PostgreSQL's block size (the default build)
+_LEAF_FILL = 0.9  # B-tree leaf pages filled by key-order inserts (btree fillfactor 90)
+_SKIP_TABLES = frozenset({"seqid_tickets", "seqid_worker_leases"})  # seqid's own counters and leases
+
+
+class Executor(Protocol):
+    """How an adapter runs one read-only statement (``:name`` parameters) and returns its rows."""
+
+    def fetch(self, sql: str, params: dict[str, object]) -> list[tuple[Any, ...]]: ...
+
+
+@dataclass(frozen=True)
+class KeyColumn:
+    """One key column as the catalog describes it."""
+
+    table: str
+    column: str
+    sql_type: str
+    primary: bool
+    rows: int | None = None
+    index_bytes: int | None = None
+    key_width: int | None = None  # bytes of one key in the index, where fixed (uuid 16, bigint 8)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What the doctor found for one key column (``--json`` prints these fields)."""
+
+    table: str
+    column: str
+    primary: bool
+    sql_type: str
+    kind: str
+    format: str | None
+    in_order: bool | None
+    in_order_share: float | None
+    keys_layout: str | None
+    needed_layout: str | None
+    rows: int | None
+    index_bytes: int | None
+    ideal_index_bytes: int | None
+    sampled: int
+    advice: str
+
+    @property
+    def problem(self) -> str | None:
+        """``random-uuid`` or ``out-of-order`` (new keys land all over the index), else ``None``."""
+        if self.kind == "random-uuid":
+            return self.kind
+        if self.in_order is False:
+            return "out-of-order"
+        return None
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON-ready fields."""
+        return asdict(self)
+
+
+def session_statements(vendor: str, timeout_s: float) -> list[str]:
+    """What to run first on the doctor's own connection (committed before the reads): read-only
+    transactions and a statement timeout, so no read it makes can write or run away."""
+    ms = max(1, math.ceil(timeout_s * 1000))
+    if vendor == "postgresql":
+        return ["SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY", f"SET statement_timeout = {ms}"]
+    if vendor == "mariadb":
+        return ["SET SESSION TRANSACTION READ ONLY", f"SET SESSION max_statement_time = {ms / 1000:.3f}"]
+    if vendor == "mysql":
+        return ["SET SESSION TRANSACTION READ ONLY", f"SET SESSION max_execution_time = {ms}"]
+    if vendor == "sqlite":
+        return ["PRAGMA query_only = ON"]  # the adapter also opens the file read-only and sets a deadline
+    raise _unsupported(vendor)
+
+
+def _unsupported(vendor: str) -> InvalidArgumentError:
+    return InvalidArgumentError(f"seqid doctor reads {', '.join(DOCTOR_VENDORS)}; not {vendor}")
+
+
+# --- the catalog ------------------------------------------------------------------------------
+
+_PG_KEYS = """
+SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod), i.indisprimary,
+       GREATEST(c.reltuples, COALESCE(s.n_live_tup, 0), 0)::bigint, pg_relation_size(i.indexrelid)
+FROM pg_index i
+JOIN pg_class c ON c.oid = i.indrelid
+JOIN pg_namespace n ON n.oid = c.relnamespace
+JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = i.indkey[0]
+LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid
+WHERE i.indisunique AND i.indnatts = 1 AND i.indexprs IS NULL AND i.indpred IS NULL
+  AND c.relkind IN ('r', 'p') AND n.nspname = current_schema()
+ORDER BY c.relname, NOT i.indisprimary, a.attname
+"""
+
+_MYSQL_KEYS = """
+SELECT s.TABLE_NAME, s.COLUMN_NAME, c.COLUMN_TYPE, s.INDEX_NAME = 'PRIMARY', t.TABLE_ROWS, s.INDEX_NAME
+FROM information_schema.STATISTICS s
+JOIN information_schema.COLUMNS c
+  ON c.TABLE_SCHEMA = s.TABLE_SCHEMA AND c.TABLE_NAME = s.TABLE_NAME AND c.COLUMN_NAME = s.COLUMN_NAME
+JOIN information_schema.TABLES t ON t.TABLE_SCHEMA = s.TABLE_SCHEMA AND t.TABLE_NAME = s.TABLE_NAME
+WHERE s.TABLE_SCHEMA = DATABASE() AND s.NON_UNIQUE = 0 AND t.TABLE_TYPE = 'BASE TABLE'
+  AND s.SUB_PART IS NULL
+  AND (SELECT COUNT(*) FROM information_schema.STATISTICS o WHERE o.TABLE_SCHEMA = s.TABLE_SCHEMA
+       AND o.TABLE_NAME = s.TABLE_NAME AND o.INDEX_NAME = s.INDEX_NAME) = 1
+ORDER BY s.TABLE_NAME, s.INDEX_NAME <> 'PRIMARY', s.COLUMN_NAME
+"""
+
+_WIDTH = {"uuid": 16, "bigint": 8, "integer": 4, "smallint": 2}
+
+
+def _keyish(sql_type: str, primary: bool) -> bool:
+    low = sql_type.lower()
+    return primary or any(word in low for word in ("uuid", "int", "binary(16)", "char(32)", "char(36)"))
+
+
+def _pg_columns(ex: Executor) -> list[KeyColumn]:
+    out = []
+    for table, column, sql_type, primary, rows, size in ex.fetch(_PG_KEYS, {}):
+        out.append(KeyColumn(table, column, sql_type, bool(primary), int(rows), int(size), _WIDTH.get(sql_type)))
+    return out
+
+
+def _mysql_columns(ex: Executor) -> list[KeyColumn]:
+    return [
+        KeyColumn(str(table), str(column), str(sql_type), bool(primary), None if rows is None else int(rows))
+        for table, column, sql_type, primary, rows, _ in ex.fetch(_MYSQL_KEYS, {})
+    ]
+
+
+_SQLITE_TABLES = "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+
+
+def _sqlite_columns(ex: Executor) -> list[KeyColumn]:
+    out = []
+    tables = ex.fetch(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name", {}
+    )
+    for (table,) in tables:
+        quoted = _quote("sqlite", table)
+        info = ex.fetch(f"PRAGMA table_info({quoted})", {})  # cid, name, type, notnull, default, pk
+        pk = [row for row in info if row[5]]
+        types = {row[1]: row[2] for row in info}
+        if len(pk) == 1:
+            out.append(KeyColumn(table, pk[0][1], pk[0][2] or "", True))
+        for _, index, unique, origin, _partial in ex.fetch(f"PRAGMA index_list({quoted})", {}):
+            if not unique or origin == "pk":
+                continue
+            cols = ex.fetch(f"PRAGMA index_info({_quote('sqlite', index)})", {})
+            if len(cols) == 1 and cols[0][2] is not None:
+                out.append(KeyColumn(table, cols[0][2], types.get(cols[0][2], ""), False))
+    return out
+
+
+_CATALOGS: dict[str, Callable[[Executor], list[KeyColumn]]] = {
+    "postgresql": _pg_columns,
+    "mariadb": _mysql_columns,
+    "mysql": _mysql_columns,
+    "sqlite": _sqlite_columns,
+}
+
+
+def _quote(vendor: str, name: str) -> str:
+    if vendor in ("mariadb", "mysql"):
+        return "`" + name.replace("`", "``") + "`"
+    return '"' + name.replace('"', '""') + '"'
+
+
+# --- the sample -------------------------------------------------------------------------------
+
+
+_PREFIX = 16  # characters of a text key a pivot is made of
+
+
+def _like(sample: object, n: int) -> object:
+    """``n`` (from :func:`_as_number`) as a parameter of the same shape as ``sample``: a pivot."""
+    if isinstance(sample, int):
+        return n
+    if isinstance(sample, str) and as_uuid(sample) is None:
+        # control characters (PostgreSQL refuses NUL in text) become spaces: still a point between two keys
+        return "".join(chr(max(0x20, (n >> (7 * (_PREFIX - 1 - k))) & 0x7F)) for k in range(_PREFIX)).rstrip()
+    u = uuid.UUID(int=n)
+    if isinstance(sample, uuid.UUID):
+        return u
+    if isinstance(sample, (bytes, bytearray, memoryview)):
+        return u.bytes
+    text = str(u) if len(str(sample)) == 36 else u.hex
+    return text.upper() if str(sample).isupper() else text
+
+
+def _as_number(value: object) -> int | None:
+    """A key as a number to interpolate pivots on: the integer, the UUID's 128 bits, or the first
+    sixteen characters of ASCII text in base 128 (a pivot only has to fall between two keys)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    u = as_uuid(value)
+    if u is not None:
+        return u.int
+    if isinstance(value, str) and value.isascii():
+        return sum(ord(ch) << (7 * (_PREFIX - 1 - k)) for k, ch in enumerate(value[:_PREFIX]))
+    return None
+
+
+def _sample(ex: Executor, vendor: str, column: KeyColumn, size: int) -> list[list[object]]:
+    table, col = _quote(vendor, column.table), _quote(vendor, column.column)
+    per_run = max(10, size // _RUNS)
+    base = f"SELECT {col} FROM {table} WHERE {col} IS NOT NULL"
+    head = [r[0] for r in ex.fetch(f"{base} ORDER BY {col} LIMIT {per_run}", {})]
+    if not head:
+        return []
+    tail = [r[0] for r in ex.fetch(f"{base} ORDER BY {col} DESC LIMIT {per_run}", {})][::-1]
+    runs = [head, tail]
+    low, high = _as_number(head[0]), _as_number(tail[-1])
+    if low is not None and high is not None and high - low > 2 * per_run:
+        for k in range(1, _RUNS - 1):
+            pivot = _like(head[0], low + (high - low) * k // (_RUNS - 1))
+            rows = ex.fetch(f"{base} AND {col} >= :pivot ORDER BY {col} LIMIT {per_run}", {"pivot": pivot})
+            runs.append([r[0] for r in rows])
+    return runs
+
+
+# --- the judgement ----------------------------------------------------------------------------
+
+
+def _storage(vendor: str, sql_type: str, text_form: str | None, sample: object) -> Storage | None:
+    low = sql_type.lower()
+    if low == "uuid":
+        return Storage.NATIVE
+    if text_form == "hex":
+        return Storage.HEX
+    if text_form == "text":
+        return Storage.TEXT
+    if isinstance(sample, (bytes, bytearray, memoryview)):
+        return Storage.BINARY
+    return None
+
+
+def _ideal_index_bytes(vendor: str, column: KeyColumn) -> int | None:
+    """A PostgreSQL B-tree over ``rows`` keys of ``key_width`` bytes built in key order: 8-byte tuple
+    headers, keys aligned to 8, a 4-byte line pointer each, leaves filled to 90 %, plus the metapage."""
+    if vendor != "postgresql" or column.rows is None or column.key_width is None:
+        return None
+    per_tuple = 8 * math.ceil((8 + column.key_width) / 8) + 4
+    per_leaf = int((_PAGE - 24 - 16) * _LEAF_FILL) // per_tuple
+    leaves = max(1, math.ceil(column.rows / per_leaf))
+    return (1 + leaves + math.ceil(leaves / per_leaf)) * _PAGE
+
+
+_KEEP = (
+    "Existing rows keep their ids; new keys append at the end of the index "
+    "(REINDEX to compact what the random keys left)."
+)
+
+
+def _advice(vendor: str, finding: dict[str, Any], storage: Storage | None) -> str:
+    kind, in_order, needed = finding["kind"], finding["in_order"], finding["needed_layout"]
+    store = "" if storage in (None, Storage.NATIVE) else f'storage="{storage.value}"'
+    model = (
+        f"SQLAlchemy: {finding['column']}: Mapped[uuid.UUID] = seq_uuid_pk({store}); "
+        "Django: SeqUUIDField(primary_key=True, editable=False)"
+    )
+    if kind == "random-uuid":
+        return (
+            f"{model}. Migration: Django writes one AlterField, no SQL on PostgreSQL and MariaDB; "
+            f"Alembic: none (the column type stays). {_KEEP}"
+        )
+    if kind == "time-ordered" and in_order is False:
+        where = finding["keys_layout"] or finding["format"]
+        return (
+            f"the keys carry their time where {vendor} does not compare first ({where}); {model} makes "
+            f"them in the layout this column needs{f' ({needed})' if needed else ''}. {_KEEP}"
+        )
+    if kind == "text" and in_order is False:
+        return (
+            "the column's collation does not keep these ids in time order: "
+            "give it a binary collation (SortableText does)."
+        )
+    if kind == "unknown":
+        return "seqid cannot tell what these keys are; nothing to advise."
+    return "fine: new keys append at the end of the index."
+
+
+def _judge(vendor: str, version: tuple[int, ...] | None, column: KeyColumn, runs: list[list[object]]) -> Finding:
+    values = [v for run in runs for v in run]
+    found = classify(values)
+    share, _pairs = in_order_share(runs, found.ms_of) if found.ms_of is not None else (None, 0)
+    in_order = None if share is None else share >= _IN_ORDER
+    storage = _storage(vendor, column.sql_type, found.text_form, values[0] if values else None)
+    needed = None
+    if found.kind in ("random-uuid", "time-ordered") and storage is not None:
+        try:
+            needed = target(vendor, version, storage).layout.value
+        except (UnknownLayoutError, InvalidArgumentError):
+            needed = None
+    fields: dict[str, Any] = {
+        "table": column.table,
+        "column": column.column,
+        "primary": column.primary,
+        "sql_type": column.sql_type,
+        "kind": found.kind,
+        "format": found.format,
+        "in_order": in_order,
+        "in_order_share": None if share is None else round(share, 4),
+        "keys_layout": found.layout,
+        "needed_layout": needed,
+        "rows": column.rows,
+        "index_bytes": column.index_bytes,
+        "ideal_index_bytes": _ideal_index_bytes(vendor, column),
+        "sampled": len(set(map(repr, values))),
+    }
+    return Finding(**fields, advice=_advice(vendor, fields, storage))
+
+
+def examine(
+    ex: Executor, vendor: str, server_version: tuple[int, ...] | None = None, *, sample: int = 1000
+) -> list[Finding]:
+    """Every key column's :class:`Finding`, worst first (random keys, then keys out of order,
+    then unknown ones; the larger table first), reading at most about ``sample`` keys per column."""
+    if vendor not in _CATALOGS:
+        raise _unsupported(vendor)
+    if isinstance(sample, bool) or not isinstance(sample, int) or not 20 <= sample <= 1_000_000:
+        raise InvalidArgumentError(f"sample must be an int from 20 to 1,000,000, got {sample!r}")
+    findings = []
+    for column in _CATALOGS[vendor](ex):
+        if column.table in _SKIP_TABLES or not _keyish(column.sql_type, column.primary):
+            continue
+        findings.append(_judge(vendor, server_version, column, _sample(ex, vendor, column, sample)))
+    order = {"random-uuid": 0, "out-of-order": 1, None: 2}
+    return sorted(findings, key=lambda f: (order[f.problem], f.kind != "unknown", -(f.rows or 0), f.table, f.column))
+
+
+def failing(findings: Sequence[Finding], fail_on: Sequence[str]) -> list[Finding]:
+    """The findings that ``--fail-on`` names (kinds, or ``out-of-order``)."""
+    wrong = [f for f in fail_on if f not in FAIL_ON]
+    if wrong:
+        raise InvalidArgumentError(f"--fail-on takes {', '.join(FAIL_ON)}; not {', '.join(wrong)}")
+    return [f for f in findings if f.kind in fail_on or ("out-of-order" in fail_on and f.in_order is False)]
+
+
+def _size(n: int | None) -> str:
+    if n is None:
+        return "-"
+    size, unit = float(n), "B"
+    for unit in ("B", "kB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            break
+        size /= 1024
+    return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+
+
+def render(findings: Sequence[Finding]) -> str:
+    """One screen for a person: a line per key column, worst first, then the advice for each problem."""
+    if not findings:
+        return "no single-column keys found"
+    head = f"{'table.column':<36} {'kind':<17} {'format':<24} {'in order':<9} {'rows':>11} {'index':>10} {'ideal':>10}"
+    lines = [head]
+    for f in findings:
+        order = "-" if f.in_order is None else ("yes" if f.in_order else f"NO {f.in_order_share:.0%}")
+        rows = "-" if f.rows is None else f"{f.rows:,}"
+        name = f"{f.table}.{f.column}"
+        lines.append(
+            f"{name[:36]:<36} {f.kind:<17} {(f.format or '-')[:24]:<24} {order:<9} {rows:>11} "
+            f"{_size(f.index_bytes):>10} {_size(f.ideal_index_bytes):>10}"
+        )
+    problems = [f for f in findings if f.problem is not None]
+    if problems:
+        lines.append("")
+        lines += [f"{f.table}.{f.column} ({f.problem}): {f.advice}" for f in problems]
+    return "\n".join(lines)
+
+
+def render_json(findings: Sequence[Finding]) -> str:
+    """``--json``: a list of objects with every :class:`Finding` field."""
+    return json.dumps([f.as_dict() for f in findings], indent=2)

@@ -1,0 +1,278 @@
+"""seqid doctor on real PostgreSQL, MariaDB and SQLite databases filled with the keys users arrive with.
+
+Each database gets a private namespace (a PostgreSQL schema, a MariaDB database, a SQLite file) with
+one table per kind of key, 20,000 rows each: random UUIDv4, UUIDv7, a COMB with its time in the last
+six bytes and version nibble 4 (as RT.Comb's SQL Server provider writes them), NHibernate's COMB
+(SQL Server datetime in the last six bytes), a BIGINT identity, Snowflake ids, ULID text, and UUIDv4
+as 32 hex digits (Django's UUIDField off PostgreSQL/MariaDB). Every kind and in_order must come out
+right, as measured by the database's own ORDER BY, and the database must be unchanged.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import secrets
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+sa = pytest.importorskip("sqlalchemy")
+
+import seqid_orm  # noqa: E402
+from seqid_orm.errors import DatabaseUnavailableError, InvalidArgumentError  # noqa: E402
+from seqid_orm.ids.layout import Layout  # noqa: E402
+from seqid_orm.ids.text import encode_base32  # noqa: E402
+from seqid_orm.sqlalchemy.doctor import diagnose  # noqa: E402
+from seqid_orm.vendors.doctor import failing, render  # noqa: E402
+from tests.conftest import MYSQL_URL, POSTGRES_URL  # noqa: E402
+
+ROWS = 20_000
+
+
+def comb_last_v4() -> uuid.UUID:
+    """Unix milliseconds in the last six bytes, version 4 and the RFC variant kept (RT.Comb's SqlCombProvider)."""
+    raw = bytearray(os.urandom(16))
+    raw[10:16] = (time.time_ns() // 1_000_000).to_bytes(6, "big")
+    raw[6] = (raw[6] & 0x0F) | 0x40
+    raw[8] = (raw[8] & 0x3F) | 0x80
+    return uuid.UUID(bytes=bytes(raw))
+
+
+def comb_nhibernate(now: dt.datetime) -> uuid.UUID:
+    """NHibernate's GuidCombGenerator: SQL Server datetime (days since 1900, 1/300 s of the day) in
+    the last six bytes."""
+    naive = now.replace(tzinfo=None)
+    days = (naive - dt.datetime(1900, 1, 1)).days
+    ticks = int((naive - naive.replace(hour=0, minute=0, second=0, microsecond=0)).total_seconds() * 300)
+    raw = bytearray(os.urandom(16))
+    raw[10:12], raw[12:16] = days.to_bytes(2, "big"), ticks.to_bytes(4, "big")
+    raw[6] = (raw[6] & 0x0F) | 0x40
+    raw[8] = (raw[8] & 0x3F) | 0x80
+    return uuid.UUID(bytes=bytes(raw))
+
+
+UUID_TYPE = {"postgresql": "uuid", "mysql": "BINARY(16)", "sqlite": "BLOB"}
+IDENTITY = {
+    "postgresql": "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+    "mysql": "BIGINT AUTO_INCREMENT PRIMARY KEY",
+    "sqlite": "INTEGER PRIMARY KEY",
+}
+
+
+def keys(kind: str, vendor: str) -> list[object]:
+    start = dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=2)
+    snowflake = seqid_orm.Snowflake(worker_id=7)
+    make: object = {
+        "v4": uuid.uuid4,
+        "v7": seqid_orm.uuid7,
+        "comb_last": comb_last_v4,
+        "nhibernate": None,
+        "ulid": None,
+        "snowflake": snowflake.next_id,
+        "hex_v4": lambda: uuid.uuid4().hex,
+    }[kind]
+    spread = [start + dt.timedelta(seconds=n * 0.36) for n in range(ROWS)]  # two hours, as rows written over time
+    if kind == "nhibernate":
+        values: list[object] = [comb_nhibernate(when) for when in spread]
+    elif kind == "ulid":
+        values = [encode_base32(seqid_orm.comb_at(when)) for when in spread]
+    else:
+        assert callable(make)
+        values = [make() for _ in range(ROWS)]
+    if vendor != "postgresql":
+        values = [v.bytes if isinstance(v, uuid.UUID) else v for v in values]
+    return values
+
+
+# kind -> (column type, what the doctor must find: kind, format, in_order)
+TABLES = {
+    "v4": ("uuid", "random-uuid", "uuid4", None),
+    "v7": ("uuid", "time-ordered", "uuid7", True),
+    "comb_last": ("uuid", "time-ordered", "comb-time-last", False),
+    "nhibernate": ("uuid", "time-ordered", "comb-time-last-datetime", False),
+    "ident": ("identity", "integer-sequence", None, None),
+    "snowflake": ("BIGINT", "snowflake", "twitter-snowflake", True),
+    "ulid": ("CHAR(26)", "text", "ulid", True),
+    "hex_v4": ("CHAR(32)", "random-uuid", "uuid4", None),
+}
+
+
+def _fill(engine, vendor: str) -> None:
+    with engine.begin() as conn:
+        for name, (column, *_rest) in TABLES.items():
+            if column == "identity":
+                conn.exec_driver_sql(f"CREATE TABLE {name} (id {IDENTITY[vendor]}, note VARCHAR(10))")
+                conn.execute(sa.text(f"INSERT INTO {name} (note) VALUES (:n)"), [{"n": "x"}] * ROWS)
+                continue
+            sql_type = UUID_TYPE[vendor] if column == "uuid" else column
+            conn.exec_driver_sql(f"CREATE TABLE {name} (id {sql_type} NOT NULL PRIMARY KEY, note VARCHAR(10))")
+            conn.execute(sa.text(f"INSERT INTO {name} (id) VALUES (:id)"), [{"id": k} for k in keys(name, vendor)])
+
+
+@pytest.fixture(scope="module", params=["sqlite_engine", "pg_engine", "mysql_engine"])
+def filled(request, tmp_path_factory):
+    """(vendor, URL of the private namespace, engine on it), the tables filled (the parameter names
+    the server's fixture, so the test earns its server marker)."""
+    request.getfixturevalue(request.param)  # skipped, or failed under SEQID_REQUIRE_DBS=1, when it is down
+    vendor = {"sqlite_engine": "sqlite", "pg_engine": "postgresql", "mysql_engine": "mysql"}[request.param]
+    name = f"seqid_doctor_{secrets.token_hex(3)}"
+    if vendor == "sqlite":
+        url = f"sqlite:///{tmp_path_factory.mktemp('doctor') / 'legacy.db'}"
+        engine = sa.create_engine(url)
+        _fill(engine, vendor)
+        yield vendor, url, engine
+        engine.dispose()
+        return
+    admin = sa.create_engine(POSTGRES_URL if vendor == "postgresql" else MYSQL_URL, poolclass=sa.NullPool)
+    if vendor == "postgresql":
+        with admin.begin() as conn:
+            conn.exec_driver_sql(f"CREATE SCHEMA {name}")
+        url = f"{POSTGRES_URL}?options=-csearch_path%3D{name}"
+    else:
+        with admin.begin() as conn:
+            conn.exec_driver_sql(f"CREATE DATABASE {name}")
+        url = MYSQL_URL.rsplit("/", 1)[0] + f"/{name}"
+    engine = sa.create_engine(url)
+    try:
+        _fill(engine, vendor)
+        if vendor == "postgresql":
+            with engine.begin() as conn:
+                conn.exec_driver_sql("ANALYZE")
+        yield vendor, url, engine
+    finally:
+        engine.dispose()
+        with admin.begin() as conn:
+            conn.exec_driver_sql(f"DROP SCHEMA {name} CASCADE" if vendor == "postgresql" else f"DROP DATABASE {name}")
+        admin.dispose()
+
+
+def _state(vendor: str, url: str, engine) -> object:
+    """What must not change: PostgreSQL's write counters and sequential scans per table, MariaDB's
+    table checksums, the SQLite file's bytes."""
+    if vendor == "sqlite":
+        return hashlib.sha256(Path(url.removeprefix("sqlite:///")).read_bytes()).hexdigest()
+    with engine.connect() as conn:
+        if vendor == "postgresql":
+            conn.exec_driver_sql("SELECT pg_stat_clear_snapshot()")
+            return conn.exec_driver_sql(
+                "SELECT relname, n_tup_ins, n_tup_upd, n_tup_del, n_live_tup, n_dead_tup, seq_scan "
+                "FROM pg_stat_user_tables WHERE schemaname = current_schema() ORDER BY relname"
+            ).all()
+        return conn.exec_driver_sql(f"CHECKSUM TABLE {', '.join(TABLES)}").all()
+
+
+def test_every_kind_and_order_is_found_and_the_database_is_unchanged(filled):
+    vendor, url, engine = filled
+    time.sleep(1.2)  # PostgreSQL's backends report their counters at most once a second
+    before = _state(vendor, url, engine)
+    findings = {f.table: f for f in diagnose(url, sample=500)}
+    time.sleep(1.2)
+    assert _state(vendor, url, engine) == before
+    assert set(findings) == set(TABLES)
+    for table, (_column, kind, fmt, in_order) in TABLES.items():
+        found = findings[table]
+        assert (found.kind, found.format, found.in_order) == (kind, fmt, in_order), (table, found)
+        assert found.primary and found.column == "id" and found.sampled >= 200
+    assert findings["v7"].needed_layout == Layout.TIME_FIRST.value
+    assert findings["comb_last"].keys_layout == Layout.TIME_LAST.value
+    assert findings["comb_last"].in_order_share < 0.7  # PostgreSQL, MariaDB and SQLite compare bytes 0.. first
+    assert "seq_uuid_pk(" in findings["v4"].advice and "SeqUUIDField(primary_key=True" in findings["v4"].advice
+    assert 'storage="hex"' in findings["hex_v4"].advice
+    report = render(list(findings.values()))
+    assert report.splitlines()[1].split()[0] in ("v4.id", "hex_v4.id")  # the worst first
+    if vendor == "postgresql":
+        # the index beside one built in key order: UUIDv7 and the identity sit at the ideal, random keys above it
+        for table in ("v7", "ident", "snowflake"):
+            assert findings[table].index_bytes <= findings[table].ideal_index_bytes * 1.05, findings[table]
+        assert findings["v4"].index_bytes > findings["v4"].ideal_index_bytes * 1.15, findings["v4"]
+        assert findings["v7"].rows == ROWS
+
+
+def test_the_cli_prints_json_and_fails_on_what_it_is_told(filled):
+    _vendor, url, _ = filled
+    run = [sys.executable, "-m", "seqid_orm", "doctor", url]
+    done = subprocess.run([*run, "--json", "--fail-on", "random-uuid"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr
+    rows = json.loads(done.stdout)
+    assert {"table", "column", "kind", "in_order", "advice"} <= set(rows[0])
+    assert {r["table"] for r in rows if r["kind"] == "random-uuid"} == {"v4", "hex_v4"}
+    clean = subprocess.run([*run, "--fail-on", "unknown"], capture_output=True, text=True, timeout=120)
+    assert clean.returncode == 0, clean.stderr
+    assert "v4.id" in clean.stdout and "random-uuid" in clean.stdout
+    ordered = subprocess.run([*run, "--fail-on", "out-of-order"], capture_output=True, text=True, timeout=120)
+    assert ordered.returncode == 1 and "comb_last.id (out-of-order)" in ordered.stdout
+
+
+def test_fail_on_names_only_what_exists():
+    with pytest.raises(InvalidArgumentError, match="--fail-on takes"):
+        failing([], ["random"])
+    done = subprocess.run(
+        [sys.executable, "-m", "seqid_orm", "doctor", "sqlite:///x.db", "--fail-on", "random"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "expected some of random-uuid" in done.stderr
+
+
+def test_bad_urls_and_unreachable_servers_are_typed_errors(tmp_path, pg_engine):
+    with pytest.raises(InvalidArgumentError, match="not a database URL"):
+        diagnose("no url at all")
+    with pytest.raises(InvalidArgumentError, match="SQLite file"):
+        diagnose("sqlite://")
+    missing = tmp_path / "missing.db"
+    with pytest.raises(DatabaseUnavailableError, match="unable to open"):
+        diagnose(f"sqlite:///{missing}")
+    assert not missing.exists()  # opened read-only: nothing is created
+    with pytest.raises(DatabaseUnavailableError, match=r"127\.0\.0\.1") as info:
+        diagnose("postgresql+psycopg://postgres:secret@127.0.0.1:1/test")
+    assert "secret" not in str(info.value)
+    done = subprocess.run(
+        [sys.executable, "-m", "seqid_orm", "doctor", "postgresql+psycopg://postgres@127.0.0.1:1/test"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and done.stderr.startswith("seqid: error:") and "Traceback" not in done.stderr
+
+
+def test_a_read_that_outlives_the_timeout_is_refused_in_time(pg_engine):
+    """A table locked by another transaction blocks the doctor's reads: statement_timeout ends them."""
+    name = f"seqid_doctor_{secrets.token_hex(3)}"
+    with pg_engine.begin() as conn:
+        conn.exec_driver_sql(f"CREATE SCHEMA {name}")
+        conn.exec_driver_sql(f"CREATE TABLE {name}.locked (id uuid PRIMARY KEY)")
+    locker = pg_engine.connect()
+    try:
+        locker.exec_driver_sql(f"LOCK TABLE {name}.locked IN ACCESS EXCLUSIVE MODE")
+        started = time.monotonic()
+        with pytest.raises(DatabaseUnavailableError, match="timeout"):
+            diagnose(f"{POSTGRES_URL}?options=-csearch_path%3D{name}", timeout=1)
+        assert time.monotonic() - started < 10
+    finally:
+        locker.rollback()
+        locker.close()
+        with pg_engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP SCHEMA {name} CASCADE")
+
+
+def test_the_doctor_cannot_write_even_if_it_tried(tmp_path):
+    """The session it reads in refuses writes: SQLite opened mode=ro."""
+    url = f"sqlite:///{tmp_path / 'ro.db'}"
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE t (id INTEGER PRIMARY KEY)")
+    engine.dispose()
+    from seqid_orm.sqlalchemy.doctor import read_only_url
+
+    ro = sa.create_engine(read_only_url(url))
+    with ro.connect() as conn, pytest.raises(sa.exc.OperationalError, match="readonly"):
+        conn.exec_driver_sql("INSERT INTO t VALUES (1)")
+    ro.dispose()

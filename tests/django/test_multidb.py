@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+from io import StringIO
+
 import django
 import pytest
+from django.core.management import call_command
 from django.db import connections
 
 from seqid_orm import Layout
@@ -79,3 +83,19 @@ def test_bulk_insert_draws_keys_again_for_the_database_it_writes_to():
     assert all((r.pk != d) == moved for r, d in zip(built, drawn, strict=True))
     assert db_order(LegacyRecord, "default") == [r.pk for r in built]
     assert LegacyRecord.objects.using("default").count() == 300
+
+
+def _doctor_json(*args: str) -> list[dict[str, object]]:
+    out = StringIO()
+    call_command("seqid_doctor", "--json", *args, stdout=out)
+    return json.loads(out.getvalue())
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", "legacy"])
+def test_seqid_doctor_database_names_the_alias():
+    """MariaDB's native UUID column keeps the time_last layout LegacyRecord asks for in order."""
+    LegacyRecord.objects.using("legacy").bulk_create([LegacyRecord(label=str(n)) for n in range(2000)])
+    found = {f["table"]: f for f in _doctor_json("--database", "legacy")}
+    record = found[LegacyRecord._meta.db_table]
+    assert (record["kind"], record["format"], record["in_order"]) == ("time-ordered", "comb-time-last", True), record
+    assert found["django_migrations"]["kind"] == "integer-sequence"  # every table of that database

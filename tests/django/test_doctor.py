@@ -1,0 +1,58 @@
+"""manage.py seqid_doctor on each settings module's real database: a legacy uuid4 key and seqid's own keys."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.db import connections, models
+from django.test.utils import isolate_apps
+
+from tests.django.testapp.models import Author
+
+pytestmark = pytest.mark.django_db(transaction=True, databases="__all__")
+
+
+def _doctor(*args: str) -> list[dict[str, object]]:
+    out = StringIO()
+    call_command("seqid_doctor", "--json", *args, stdout=out)
+    return json.loads(out.getvalue())
+
+
+@isolate_apps("tests.django.testapp")
+def test_the_legacy_table_comes_first_and_seqids_tables_append():
+    class LegacyOrder(models.Model):
+        id = models.UUIDField(primary_key=True, default=uuid.uuid4)
+
+        class Meta:
+            app_label = "testapp"
+            db_table = "doctor_legacy_order"
+
+    connection = connections["default"]
+    with connection.schema_editor() as editor:
+        editor.create_model(LegacyOrder)
+    try:
+        LegacyOrder.objects.bulk_create([LegacyOrder() for _ in range(3000)])
+        Author.objects.bulk_create([Author(name=f"a{n}") for n in range(3000)])
+        found = {f["table"]: f for f in _doctor()}
+        assert found["doctor_legacy_order"]["kind"] == "random-uuid"
+        assert next(iter(found)) == "doctor_legacy_order"  # the worst first
+        author = found[Author._meta.db_table]
+        assert (author["kind"], author["in_order"]) == ("time-ordered", True), author
+        with pytest.raises(CommandError, match="random-uuid") as info:
+            call_command("seqid_doctor", "--fail-on", "random-uuid", stdout=StringIO())
+        assert info.value.returncode == 1
+        out = StringIO()
+        call_command("seqid_doctor", stdout=out)
+        assert "doctor_legacy_order.id (random-uuid): SQLAlchemy:" in out.getvalue()
+    finally:
+        with connection.schema_editor() as editor:
+            editor.delete_model(LegacyOrder)
+
+
+def test_an_unknown_fail_on_name_is_refused_before_anything_is_read():
+    with pytest.raises(CommandError, match="--fail-on takes"):
+        call_command("seqid_doctor", "--fail-on", "random", stdout=StringIO())

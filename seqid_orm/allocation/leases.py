@@ -43,6 +43,7 @@ Rules that keep ids unique:
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import logging
 import secrets
@@ -429,6 +430,23 @@ class WorkerLease:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+    async def aacquire(self) -> int:
+        """:meth:`acquire` for an event loop: the store's round trips and the waits before the first
+        id (a takeover's fence, a new namespace's cold start: ttl + clock tolerance) run in a worker
+        thread; renewals go on in the lease's own thread, never on the loop."""
+        return await asyncio.to_thread(self.acquire)
+
+    async def arelease(self) -> None:
+        """:meth:`release` in a worker thread (one round trip to the store)."""
+        await asyncio.to_thread(self.release)
+
+    async def __aenter__(self) -> WorkerLease:
+        await self.aacquire()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.arelease()
 
     # --- renewal -------------------------------------------------------------------------
 

@@ -52,9 +52,11 @@ while segments last less than ``segment_seconds`` and halves when one lasts over
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import itertools
 import logging
+import operator
 import os
 import secrets
 import threading
@@ -332,6 +334,68 @@ class TicketSequence:
                 if len(out) < n:
                     self._swap()
         return out
+
+    # --- awaitable: the same decisions, the waits off the event loop -----------------------
+
+    async def anext_id(self) -> int:
+        """:meth:`next_id` for an event loop: from memory when the segment has values (no await of
+        anything), else the reservation, or the wait for the prefetch under way, runs in a worker
+        thread (the stores' drivers are synchronous), so the loop never waits on the network.
+
+        The value at which the next segment is prefetched also goes through the thread, once per
+        segment: the prefetch is requested under the sequence's lock, which another thread may hold
+        while it checks a key floor on its connection.
+        """
+        check_fork()
+        value = next(self._values, None)
+        if value is None or value == self._trigger:
+            return await asyncio.to_thread(self._next_slow, value)
+        return value
+
+    async def anext_ids(self, n: int) -> list[int]:
+        """:meth:`next_ids` for an event loop: from memory when the segment holds ``n`` values before
+        its prefetch point, else in a worker thread."""
+        _int_arg("n", n, 0, _MAX_BATCH)
+        check_fork()
+        if self._in_memory(n):
+            return self.next_ids(n)
+        return await asyncio.to_thread(self.next_ids, n)
+
+    def _in_memory(self, n: int) -> bool:
+        """Whether the current segment holds ``n`` more values, its prefetch point not among them."""
+        segment, trigger, left = self.segment, self._trigger, operator.length_hint(self._values)
+        if segment is None or left < n:
+            return False
+        first = segment.last - (left - 1) * segment.step
+        return trigger is None or n == 0 or not first <= trigger <= first + (n - 1) * segment.step
+
+    async def aprefetch(self) -> None:
+        """Reserve ahead, in a worker thread: the current segment, and the next one when double
+        buffering, so that an ``AsyncSession`` flushing rows keyed by this sequence (its column
+        default calls :meth:`next_id`, which cannot be awaited) finds values in memory.  Call it at
+        start-up; afterwards the prefetch thread keeps a segment ahead while ids are drawn no faster
+        than one segment per reservation's round trip."""
+
+        def fill() -> None:
+            check_fork()
+            with self._cond:
+                if operator.length_hint(self._values) == 0:
+                    self._swap()
+                if self.double_buffer and self._next is None and not self._fetching:
+                    self._fetching = True
+                    self._cond.release()
+                    try:
+                        segment = self._fetch()
+                    except BaseException as exc:
+                        self._cond.acquire()
+                        self._failed(exc)
+                        raise
+                    self._cond.acquire()
+                    self._fetching = False
+                    self._next = segment
+                    self._cond.notify_all()
+
+        await asyncio.to_thread(fill)
 
     def _next_slow(self, value: int | None) -> int:
         with self._cond:

@@ -25,6 +25,7 @@ the protocol only; the leases live in :mod:`seqid_orm.allocation.leases`.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as _dt
 import threading
 import time
@@ -353,6 +354,46 @@ class Snowflake:
         if self._checked != acquisition and self._columns and source is not None:
             self._check_columns(acquisition)
         return made
+
+    # --- awaitable: the same stamping, the waits off the event loop --------------------------
+
+    async def anext_id(self) -> int:
+        """:meth:`next_id` for an event loop.  The wait for the next time unit (a full sequence, a
+        clock a little behind) is an ``await asyncio.sleep``; whatever would wait on a store (taking
+        or renewing the worker id, a new namespace's cold start, the first id's column check, a mark
+        to move past) runs :meth:`next_id` in a worker thread.  Stamping itself is the same code."""
+        if self._store_ahead():
+            return await asyncio.to_thread(self.next_id)
+        while (wait := self._wait_seconds()) > 0:
+            await asyncio.sleep(wait)
+        return self.next_id()
+
+    async def aprefetch(self) -> None:
+        """Take the worker id (and make the first id, whose column check reads the database) in a
+        worker thread, so that an ``AsyncSession`` whose column default calls :meth:`next_id` finds
+        a held worker id; the renewal thread keeps it.  Costs one id."""
+        await asyncio.to_thread(self.next_id)
+
+    def _store_ahead(self) -> bool:
+        """Whether the next id would wait on the worker-id source or the bound columns."""
+        source = self.source
+        if source is None:
+            return False
+        if self._forked or not source.fresh(self._acquisition):
+            return True
+        if self._columns and self._checked != self._acquisition:
+            return True
+        return self._now_units() > self._limit
+
+    def _wait_seconds(self) -> float:
+        """How long the next id would sleep for the clock (0: it can be stamped now).  Read without
+        the lock: a thread that stamps meanwhile makes :meth:`next_id` wait the rest, at most a unit."""
+        now, last = self._now_units(), self._last
+        if now < last and (last - now) * self.time_unit_ms <= self.rollback_tolerance_ms:
+            return (last - now) * self.time_unit_ms / 1000
+        if now == last and self._sequence >= self._sequence_max:
+            return self.time_unit_ms / 4000
+        return 0.0
 
     def _past_limit(self, now: int) -> int:
         """Called (under the lock) when the clock reads past ``_limit``: the time unit to stamp, or a

@@ -15,7 +15,7 @@ except ImportError as exc:  # say which extra brings it, not just "No module nam
 
 from ..allocation.stores.sqlalchemy import ColumnFloor, lease_table, ticket_table
 from ..ids.validate import coerce_uuid
-from .bulk import bulk_insert
+from .bulk import abulk_insert, bulk_insert
 from .defaults import (
     assign_ids_on_init,
     layout_for,
@@ -39,6 +39,7 @@ __all__ = [
     "SnowflakeID",
     "SortableText",
     "TicketID",
+    "abulk_insert",
     "assign_ids_on_init",
     "bulk_insert",
     "coerce_uuid",

@@ -18,7 +18,9 @@ so a load that fails leaves no row of it behind.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
 from operator import attrgetter
 from typing import Any
@@ -30,7 +32,7 @@ from ..errors import ArgumentTypeError, InvalidArgumentError
 from ..ids.comb import MAX_BATCH, CombGenerator, LazyUUIDs
 from .types import SeqUUID, uuid_int_bytes
 
-__all__ = ["bulk_insert"]
+__all__ = ["abulk_insert", "bulk_insert"]
 
 #: Rows per ``executemany`` call (``COPY`` streams every row in one).
 CHUNK = 10_000
@@ -81,10 +83,11 @@ def _checked_columns(table: sa.Table, rows: Iterable[Mapping[str, Any]]) -> dict
 
 
 class _DefaultContext:
-    """What a column default callable reads of SQLAlchemy's execution context (the dialect, the column)."""
+    """What a column default callable reads of SQLAlchemy's execution context (the dialect, the
+    column, the engine: ``ticket_pk`` and ``snowflake_pk`` bind their column's floor on it)."""
 
-    def __init__(self, dialect: Any, column: sa.Column[Any]) -> None:
-        self.dialect, self.current_column, self.compiled_parameters = dialect, column, ()
+    def __init__(self, engine: Any, column: sa.Column[Any]) -> None:
+        self.engine, self.dialect, self.current_column, self.compiled_parameters = engine, engine.dialect, column, ()
 
 
 def bulk_insert(
@@ -106,51 +109,100 @@ def bulk_insert(
     """
     if not isinstance(connection, Connection):
         raise ArgumentTypeError(f"bulk_insert takes a SQLAlchemy Connection, got {type(connection).__name__}")
-    table = _table_of(table)
+    load = _prepare(connection.engine, table, rows, make_keys, copy_ok=True)
+    return _send(connection, load)
+
+
+async def abulk_insert(
+    connection: Any, table: Any, rows: Iterable[Mapping[str, Any]], *, make_keys: bool = True
+) -> Sequence[Any]:
+    """:func:`bulk_insert` through an ``AsyncConnection`` or ``AsyncSession``, the event loop never
+    waiting on anything but the database driver's own awaits.
+
+    Everything before the rows are sent (the checks, the keys, the columns' Python defaults, among
+    them a ticket- or lease-keyed column's, which may reserve a block or take a worker id on a store)
+    runs in a worker thread; the rows then go through the async driver in one transaction
+    (``executemany``; psycopg's binary ``COPY`` is the synchronous driver's path only).
+    """
+    from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+
+    if isinstance(connection, AsyncSession):
+        connection = await connection.connection()
+    if not isinstance(connection, AsyncConnection):
+        raise ArgumentTypeError(
+            f"abulk_insert takes a SQLAlchemy AsyncConnection or AsyncSession, got {type(connection).__name__}"
+        )
+    load = await asyncio.to_thread(_prepare, connection.sync_engine, table, rows, make_keys, copy_ok=False)
+    return await connection.run_sync(_send, load)
+
+
+@dataclass
+class _Load:
+    """A load checked and converted, ready to send (made without a connection: only its dialect)."""
+
+    table: sa.Table
+    columns: list[sa.Column[Any]]
+    converted: list[list[Any]]
+    count: int
+    make: CombGenerator | None
+    copy: bool
+    made: Sequence[Any]
+    given_keys: Sequence[Any] | None
+
+
+def _prepare(engine: Any, target: Any, rows: Iterable[Mapping[str, Any]], make_keys: bool, *, copy_ok: bool) -> _Load:
+    dialect = engine.dialect
+    table = _table_of(target)
     values = _checked_columns(table, rows)
-    if not values:
-        return []
-    count = len(next(iter(values.values())))
+    count = len(next(iter(values.values()))) if values else 0
     key = _key_column(table)
     make: CombGenerator | None = None  # the key column's generator, when the load makes its keys
-    if key is not None and key.name not in values and make_keys:
+    if values and key is not None and key.name not in values and make_keys:
         key_type: SeqUUID = key.type  # type: ignore[assignment]
-        make = key_type.target(connection.dialect).generator
+        make = key_type.target(dialect).generator
         values = {key.name: [], **values}  # filled below: during the COPY on PostgreSQL, before it elsewhere
-    for column in table.columns:  # what an INSERT would give the columns the rows leave out
+    for column in table.columns if values else ():  # what an INSERT would give the columns the rows leave out
         if column.name not in values and column.default is not None and (column is not key or make_keys):
-            values[column.name] = _defaults(connection, column, count)
+            values[column.name] = _defaults(engine, column, count)
     columns = [table.c[name] for name in values]
-    converted = _converted(connection, columns, list(values.values()))  # checked before anything is sent
-    copy = connection.dialect.name == "postgresql" and connection.dialect.driver == "psycopg"
+    converted = _converted(dialect, columns, list(values.values()))  # checked before anything is sent
+    copy = copy_ok and dialect.name == "postgresql" and dialect.driver == "psycopg"
     made: Sequence[Any] = []
     if make is not None and not copy:
-        made, converted[0] = _made_keys(connection, columns[0], make, count)
+        made, converted[0] = _made_keys(dialect, columns[0], make, count)
+    primary = list(table.primary_key.columns)  # the keys the rows gave or their defaults made (tickets, Snowflakes)
+    given = values[primary[0].name] if len(primary) == 1 and primary[0].name in values and make is None else None
+    return _Load(table, columns, converted, count, make, copy, made, given)
+
+
+def _send(connection: Connection, load: _Load) -> Sequence[Any]:
+    if not load.count:
+        return []
+    made = load.made
     with connection.begin_nested() if connection.in_transaction() else connection.begin():
-        if copy:
-            made = _copy(connection, table, columns, converted, count, make)
+        if load.copy:
+            made = _copy(connection, load.table, load.columns, load.converted, load.count, load.make)
         else:
-            _executemany(connection, table, columns, converted)
-    if make is not None:
+            _executemany(connection, load.table, load.columns, load.converted)
+    if load.make is not None:
         return made
-    if key is not None and key.name in values:
-        return values[key.name]
-    return [None] * count
+    if load.given_keys is not None:
+        return load.given_keys
+    return [None] * load.count
 
 
-def _defaults(connection: Connection, column: sa.Column[Any], count: int) -> list[Any]:
+def _defaults(engine: Any, column: sa.Column[Any], count: int) -> list[Any]:
     default: Any = column.default
     if default.is_scalar:
         return [default.arg] * count
     if default.is_callable:
-        context = _DefaultContext(connection.dialect, column)
+        context = _DefaultContext(engine, column)
         return [default.arg(context) for _ in range(count)]
     raise InvalidArgumentError(f"column {column.name!r} has a SQL default; bulk_insert needs its values given")
 
 
-def _converted(connection: Connection, columns: list[sa.Column[Any]], values: list[list[Any]]) -> list[list[Any]]:
+def _converted(dialect: Any, columns: list[sa.Column[Any]], values: list[list[Any]]) -> list[list[Any]]:
     """Each column's values as the driver receives them: through its type's bind processor."""
-    dialect = connection.dialect
     out = []
     for column, column_values in zip(columns, values, strict=True):
         process = column.type._cached_bind_processor(dialect)
@@ -159,7 +211,7 @@ def _converted(connection: Connection, columns: list[sa.Column[Any]], values: li
 
 
 def _made_keys(
-    connection: Connection, column: sa.Column[Any], make: CombGenerator, count: int
+    dialect: Any, column: sa.Column[Any], make: CombGenerator, count: int
 ) -> tuple[Sequence[Any], list[Any]]:
     """``count`` keys from ``make`` for ``column``, and the same keys as the driver receives them.
 
@@ -169,11 +221,11 @@ def _made_keys(
     """
     ints = [i for start in range(0, count, MAX_BATCH) for i in make.batch_ints(min(MAX_BATCH, count - start))]
     key_type: SeqUUID = column.type  # type: ignore[assignment]
-    to_driver = key_type._ints_to_driver(connection.dialect)
+    to_driver = key_type._ints_to_driver(dialect)
     if to_driver is not None:
         return LazyUUIDs(ints), to_driver(ints)
     made = list(LazyUUIDs(ints))
-    return made, _converted(connection, [column], [made])[0]
+    return made, _converted(dialect, [column], [made])[0]
 
 
 #: PostgreSQL's type oids for ``uuid`` and ``bytea`` (``pg_type``).
@@ -239,7 +291,7 @@ def _copy(
         dbapi_error = connection.dialect.loaded_dbapi.Error
         if not all(map(partial(_dumps_binary, cursor), oids)):  # CHAR(n), an enum...: the text form
             if make is not None:
-                made, first = _made_keys(connection, columns[0], make, count)
+                made, first = _made_keys(connection.dialect, columns[0], make, count)
                 values = [first, *values[1:]]
             try:
                 with cursor.copy(sql) as copy:

@@ -5,6 +5,7 @@ client: connects succeed (the proxy accepts), writes succeed (the proxy's kernel
 no answer ever comes.  ``stall()`` stops forwarding in both directions, ``resume()`` lets the held
 bytes through, ``cut()`` closes every link, ``close()`` stops the proxy (also its links).
 ``move_to(port)`` is a virtual IP moved to a promoted server: the links are cut, new ones go there.
+``delay`` holds every chunk that long before it is forwarded: a store across a slow network.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import contextlib
 import select
 import socket
 import threading
+import time
 
 from tests.servers.private import free_port
 
@@ -20,8 +22,9 @@ from tests.servers.private import free_port
 class StallableProxy:
     """Forwards ``127.0.0.1:port`` to ``127.0.0.1:target`` until told otherwise."""
 
-    def __init__(self, target: int, port: int | None = None) -> None:
+    def __init__(self, target: int, port: int | None = None, *, delay: float = 0.0) -> None:
         self.target = target
+        self.delay = delay
         self.port = port or free_port()
         self._forwarding = threading.Event()
         self._forwarding.set()
@@ -65,6 +68,8 @@ class StallableProxy:
                 data = source.recv(65536)
                 if not data:
                     break
+                if self.delay:
+                    time.sleep(self.delay)
                 sink.sendall(data)
         for s in (source, sink):
             with contextlib.suppress(OSError):

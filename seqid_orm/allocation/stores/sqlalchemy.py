@@ -18,6 +18,7 @@ UPDATE name = name``) that hands out nothing; values come only from the ``UPDATE
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import math
 import threading
@@ -449,6 +450,9 @@ def _unavailable(label: str, exc: sa.exc.DBAPIError) -> BackendUnavailableError:
     return BackendUnavailableError(f"lease store {label}: {type(exc.orig).__name__}: {exc.orig}")
 
 
+_FLOOR_TIMEOUT = 30.0  # seconds a worker thread waits for a floor's query on its engine's loop
+
+
 class ColumnFloor:
     """The keys a ticket sequence or a Snowflake fills in one column, read on ``engine`` (a
     :class:`~seqid_orm.allocation.tickets.KeyFloor` and a :class:`~seqid_orm.ids.snowflake.KeyColumn`):
@@ -464,10 +468,33 @@ class ColumnFloor:
         self.engine = engine
         self.column = column
         self.label = f"{column.table.name}.{column.name} on {engine.url.render_as_string(hide_password=True)}"
+        # An asyncio engine (asyncpg, psycopg's async connection, aiomysql) answers the synchronous
+        # API only inside SQLAlchemy's greenlet (an AsyncSession's flush, where this floor is made).
+        # From a worker thread (anext_id, the prefetch thread) a query goes to the loop the engine
+        # serves, as an await there: the loop is never blocked and the driver stays on its loop.
+        self._loop: asyncio.AbstractEventLoop | None = None
+        if getattr(engine.dialect, "is_async", False):
+            with contextlib.suppress(RuntimeError):
+                self._loop = asyncio.get_running_loop()
+
+    def _scalar(self, query: sa.Select[Any]) -> Any:
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            try:
+                asyncio.get_running_loop()
+            except RuntimeError:  # a thread without a loop: ask the engine's loop
+                return asyncio.run_coroutine_threadsafe(self._ascalar(query), loop).result(timeout=_FLOOR_TIMEOUT)
+        with self.engine.connect() as conn:
+            return conn.execute(query).scalar()
+
+    async def _ascalar(self, query: sa.Select[Any]) -> Any:
+        from sqlalchemy.ext.asyncio import AsyncEngine
+
+        async with AsyncEngine(self.engine).connect() as conn:
+            return (await conn.execute(query)).scalar()
 
     def largest(self) -> int | None:
-        with self.engine.connect() as conn:
-            found = conn.execute(sa.select(sa.func.max(self.column))).scalar()
+        found = self._scalar(sa.select(sa.func.max(self.column)))
         return None if found is None else int(found)
 
     def taken_in(self, first: int, last: int, step: int) -> int | None:
@@ -475,8 +502,7 @@ class ColumnFloor:
         query = sa.select(sa.func.max(c)).where(c >= first, c <= last)
         if step > 1:
             query = query.where((c - first) % step == 0)
-        with self.engine.connect() as conn:
-            found = conn.execute(query).scalar()
+        found = self._scalar(query)
         return None if found is None else int(found)
 
     def with_field(self, low: int, high: int, shift: int, mask: int, value: int) -> int | None:
@@ -486,8 +512,7 @@ class ColumnFloor:
         query = (
             sa.select(c).where(c >= low, c < high, c.bitwise_and(mask << shift) == value << shift).order_by(c).limit(1)
         )
-        with self.engine.connect() as conn:
-            found = conn.execute(query).scalar()
+        found = self._scalar(query)
         return None if found is None else int(found)
 
 

@@ -1,0 +1,231 @@
+"""The awaitable API never stalls an event loop: a ticker task that sleeps 10 ms records its longest
+gap while ticket blocks are reserved on PostgreSQL and Redis, a new namespace's leased Snowflake waits
+out its cold start, and AsyncSession loads draw ticket keys; every id is unique."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Iterator
+
+import pytest
+
+sa = pytest.importorskip("sqlalchemy")
+pytest.importorskip("greenlet")
+from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine  # noqa: E402
+from sqlalchemy.orm import DeclarativeBase, Mapped  # noqa: E402
+
+from seqid_orm import Snowflake, TicketSequence, WorkerLease  # noqa: E402
+from seqid_orm.errors import CounterBelowDataError  # noqa: E402
+from seqid_orm.sqlalchemy import abulk_insert, ticket_pk  # noqa: E402
+from tests.conftest import ASYNC_DRIVERS, POSTGRES_URL, volatile_ok  # noqa: E402
+from tests.leases.stores import forget_namespace  # noqa: E402
+from tests.servers.proxy import StallableProxy  # noqa: E402
+
+MAX_GAP = 0.1  # seconds: the issue's bound for a loop that never waits on a store
+
+
+async def longest_gap(work: Callable[[], Awaitable[object]]) -> tuple[float, object]:
+    """Run ``work`` beside a task that sleeps 10 ms at a time; its longest wake-up gap, and the result."""
+    loop = asyncio.get_running_loop()
+    gaps: list[float] = []
+    done = asyncio.Event()
+
+    async def ticker() -> None:
+        last = loop.time()
+        while not done.is_set():
+            await asyncio.sleep(0.01)
+            now = loop.time()
+            gaps.append(now - last)
+            last = now
+
+    tick = asyncio.create_task(ticker())
+    await asyncio.sleep(0.05)
+    try:
+        result = await work()
+    finally:
+        done.set()
+        await tick
+    return max(gaps), result
+
+
+def forget(namespace: str, url: str) -> None:
+    if url == POSTGRES_URL:
+        forget_namespace(namespace, [url], [])
+    else:
+        forget_namespace(namespace, [], [url.partition("?")[0]])
+
+
+@pytest.fixture(params=["pg_engine", "redis_url"])
+def store_url(request) -> str:
+    """A ticket or lease store: the shared PostgreSQL, or the shared Redis (no persistence, accepted)."""
+    request.getfixturevalue(request.param)
+    return POSTGRES_URL if request.param == "pg_engine" else volatile_ok(request.getfixturevalue("redis_url"))
+
+
+@pytest.fixture(params=["pg_engine", "redis_url"])
+def slow_store_url(request) -> Iterator[str]:
+    """The shared PostgreSQL or Redis behind a proxy that holds every chunk 150 ms (a store across a
+    slow network): a reservation takes about half a second, which a loop blocked by it would show."""
+    request.getfixturevalue(request.param)
+    with StallableProxy(5432 if request.param == "pg_engine" else 6379, delay=0.15) as proxy:
+        if request.param == "pg_engine":
+            yield POSTGRES_URL.replace(":5432/", f":{proxy.port}/")
+        else:
+            yield f"redis://127.0.0.1:{proxy.port}/0?accept_state_loss=true"
+
+
+def test_ticket_blocks_reserved_by_many_tasks_never_stall_the_loop(slow_store_url):
+    """Blocks of 200 from a slow store, 50 tasks drawing 40 ids each: every reservation off the loop."""
+    seq = TicketSequence(f"async-{secrets.token_hex(4)}", slow_store_url, block_size=200, timeout=20)
+
+    async def draw() -> list[int]:
+        async def one_task() -> list[int]:
+            return [await seq.anext_id() for _ in range(40)]
+
+        batches = await asyncio.gather(*(one_task() for _ in range(50)))
+        return [i for batch in batches for i in batch] + await seq.anext_ids(250)
+
+    try:
+        started = time.monotonic()
+        gap, ids = asyncio.run(longest_gap(draw))
+        took = time.monotonic() - started
+    finally:
+        seq.close()
+    assert len(ids) == len(set(ids)) == 2250
+    assert seq.fetches >= 11 and took >= 2  # the slow reservations really happened during the run
+    assert gap <= MAX_GAP, f"the loop stalled {gap * 1000:.0f} ms"
+
+
+def test_a_new_namespaces_cold_start_is_awaited_not_blocked(store_url):
+    """A leased Snowflake's first id in a new namespace waits ttl + clock tolerance (1.5 s here)."""
+    namespace = f"async-{secrets.token_hex(4)}"
+    lease = WorkerLease(store_url, namespace, ttl=1.0, clock_tolerance=0.5)
+    gen = Snowflake(worker_id=lease)
+
+    async def first_ids() -> tuple[float, list[int]]:
+        started = time.monotonic()
+        first = await gen.anext_id()
+        waited = time.monotonic() - started
+        return waited, [first] + [await gen.anext_id() for _ in range(20_000)]
+
+    try:
+        gap, (waited, ids) = asyncio.run(longest_gap(first_ids))
+    finally:
+        gen.close()
+        forget(namespace, store_url)
+    assert waited >= 1.4, f"the cold start did not happen ({waited:.2f} s)"
+    assert len(set(ids)) == len(ids) and ids == sorted(ids)
+    assert gap <= MAX_GAP, f"the loop stalled {gap * 1000:.0f} ms"
+
+
+def test_a_configured_snowflake_awaits_the_next_millisecond():
+    """20,000 ids in one task exhaust the 4,096 of a millisecond several times: each wait is an await."""
+    gen = Snowflake(worker_id=5)
+
+    async def draw() -> list[int]:
+        return [await gen.anext_id() for _ in range(20_000)]
+
+    gap, ids = asyncio.run(longest_gap(draw))
+    assert len(set(ids)) == 20_000 and ids == sorted(ids)
+    assert gap <= MAX_GAP
+
+
+def test_async_with_a_lease(store_url):
+    namespace = f"async-{secrets.token_hex(4)}"
+
+    async def hold() -> tuple[int, bool]:
+        async with WorkerLease(store_url, namespace, ttl=1.0, clock_tolerance=0.5) as lease:
+            return lease.worker_id, lease.held
+
+    try:
+        gap, (worker_id, held) = asyncio.run(longest_gap(hold))
+    finally:
+        forget(namespace, store_url)
+    assert held and 0 <= worker_id < 1024
+    assert gap <= MAX_GAP
+
+
+def test_abulk_insert_through_an_async_session_reserves_ticket_keys_off_the_loop(pg_engine):
+    """A ticket-keyed table (ticket_pk binds its floor on the async engine): AsyncSession flushes and
+    abulk_insert loads draw keys; the floor's reads from worker threads go to the engine's loop."""
+    seq = TicketSequence(f"async-{secrets.token_hex(4)}", POSTGRES_URL, block_size=50)
+
+    class Base(DeclarativeBase):
+        pass
+
+    class Order(Base):
+        __tablename__ = f"async_orders_{secrets.token_hex(3)}"
+        id: Mapped[int] = ticket_pk(seq)
+        n: Mapped[int]
+
+    url = pg_engine.url.set(drivername=ASYNC_DRIVERS["postgresql"])
+
+    async def scenario() -> tuple[list[int], list[int], list[int]]:
+        engine = create_async_engine(url)
+        try:
+            async with engine.begin() as conn:
+                await conn.run_sync(Base.metadata.create_all)
+            async with AsyncSession(engine) as session:
+                session.add(Order(n=-1))  # the first flush binds the floor (in SQLAlchemy's greenlet)
+                await session.commit()
+                loaded = []
+                for start in range(0, 1000, 100):
+                    loaded += await abulk_insert(session, Order, [{"n": i} for i in range(start, start + 100)])
+                await session.commit()
+                drawn = [await seq.anext_id() for _ in range(120)]  # crosses segments: floors read from threads
+                stored = (await session.scalars(sa.select(Order.id).order_by(Order.id))).all()
+            return list(loaded), drawn, list(stored)
+        finally:
+            async with engine.begin() as conn:
+                await conn.run_sync(Base.metadata.drop_all)
+            await engine.dispose()
+
+    try:
+        gap, (loaded, drawn, stored) = asyncio.run(longest_gap(scenario))
+    finally:
+        seq.close()
+    assert len(stored) == 1001 and set(loaded) <= set(stored)
+    assert not set(drawn) & set(stored) and len(set(drawn)) == 120
+    assert gap <= MAX_GAP, f"the loop stalled {gap * 1000:.0f} ms"
+
+
+def test_a_counter_behind_the_async_tables_keys_is_refused_from_the_worker_thread(pg_engine):
+    """The floor check still holds when the block is reserved by anext_id in a worker thread."""
+    name = f"async-{secrets.token_hex(4)}"
+    seq = TicketSequence(name, POSTGRES_URL, block_size=10, double_buffer=False)
+
+    class Base(DeclarativeBase):
+        pass
+
+    class Item(Base):
+        __tablename__ = f"async_items_{secrets.token_hex(3)}"
+        id: Mapped[int] = ticket_pk(seq)
+        n: Mapped[int]
+
+    url = pg_engine.url.set(drivername=ASYNC_DRIVERS["postgresql"])
+
+    async def scenario() -> None:
+        engine = create_async_engine(url)
+        try:
+            async with engine.begin() as conn:
+                await conn.run_sync(Base.metadata.create_all)
+                await conn.execute(sa.insert(Item), [{"id": 10_000 + n, "n": n} for n in range(5)])
+            async with AsyncSession(engine) as session:
+                session.add(Item(n=-1))  # binds the floor; the counter starts at 1, below the rows' 10,000
+                await session.commit()
+            async with engine.begin() as conn:  # the counter put back right below the keys
+                await conn.execute(sa.text("UPDATE seqid_tickets SET next_value = 9995 WHERE name = :n"), {"n": name})
+            for _ in range(20):
+                await seq.anext_id()
+        finally:
+            async with engine.begin() as conn:
+                await conn.run_sync(Base.metadata.drop_all)
+            await engine.dispose()
+
+    try:
+        with pytest.raises(CounterBelowDataError):
+            asyncio.run(scenario())
+    finally:
+        seq.close()

@@ -46,11 +46,11 @@ from __future__ import annotations
 import asyncio
 import atexit
 import logging
-import secrets
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 from ..errors import (
     ArgumentTypeError,
@@ -58,14 +58,16 @@ from ..errors import (
     InvalidArgumentError,
     LeaseLostError,
     LeaseUnavailableError,
+    SeqIDError,
 )
 from ..ids.randomness import check_fork, on_fork
 from ..ids.snowflake import Holding
 from ..ids.validate import check_bool, check_seconds
+from . import telemetry
 from .stores import MAX_CONNECT_TIMEOUT, backend_of
-from .stores.base import Grant, LeaseStore, check_name
+from .stores.base import Grant, LeaseStore, check_name, new_token
 
-__all__ = ["WorkerLease", "open_lease_store"]
+__all__ = ["LeaseStats", "WorkerLease", "open_lease_store"]
 
 log = logging.getLogger("seqid_orm.leases")
 
@@ -121,6 +123,29 @@ def open_lease_store(
 
 
 _LIVE: weakref.WeakSet[WorkerLease] = weakref.WeakSet()
+
+
+@dataclass(frozen=True)
+class LeaseStats:
+    """One :class:`WorkerLease` at one moment (:meth:`WorkerLease.stats`).
+
+    ``state``: ``"idle"`` (not taken yet, or released), ``"held"`` or ``"lost"`` (a renewal failed;
+    the renewal thread keeps trying to lease again).  ``expires_in``: seconds until the worker id
+    may no longer be used unless renewed (``None`` unless held).  ``store`` is the store's label,
+    password hidden.
+    """
+
+    namespace: str
+    store: str
+    state: str
+    worker_id: int | None
+    expires_in: float | None
+    mark_ms: int
+    acquisitions: int
+    renewals: int
+    renewal_failures: int
+    last_renewal_seconds: float | None
+    mark_wait: float
 
 
 class WorkerLease:
@@ -193,6 +218,7 @@ class WorkerLease:
         self._bound = False
         self._init_state()
         _LIVE.add(self)
+        telemetry.watch("leases", _observed)
 
     # --- as a Snowflake's worker-id source (seqid_orm.ids.snowflake.WorkerSource) --------------
 
@@ -260,9 +286,40 @@ class WorkerLease:
         """When the store granted the current lease (monotonic seconds)."""
         self.mark_wait = 0.0
         """Seconds the last acquisition waited for the previous holder's clock mark."""
+        self.renewals = 0
+        self.renewal_failures = 0
+        self._last_renewal: float | None = None
         self.clear_since_ms = 0
         """The first Unix millisecond from which no other holder in this namespace can have stamped
         the worker id held now (see :attr:`~seqid_orm.ids.snowflake.Holding.clear_since_ms`)."""
+
+    def _extra(self, **fields: object) -> dict[str, object]:
+        """A log record's ``extra``: the lease's fields under ``seqid_`` names."""
+        out: dict[str, object] = {
+            "seqid_namespace": self.namespace,
+            "seqid_store": self.store.label,
+            "seqid_worker_id": self._worker_id,
+        }
+        out.update({f"seqid_{k}": v for k, v in fields.items()})
+        return out
+
+    def stats(self) -> LeaseStats:
+        """This lease now (for a status page, a log line, metrics)."""
+        state, worker_id = self._state, self._worker_id
+        left = self.valid_until - self._monotonic()
+        return LeaseStats(
+            namespace=self.namespace,
+            store=self.store.label,
+            state=state,
+            worker_id=worker_id if state != "idle" else None,
+            expires_in=left if state == "held" and left > 0 else None,
+            mark_ms=self.mark_ms,
+            acquisitions=self.acquisitions,
+            renewals=self.renewals,
+            renewal_failures=self.renewal_failures,
+            last_renewal_seconds=self._last_renewal,
+            mark_wait=self.mark_wait,
+        )
 
     def __repr__(self) -> str:
         return (
@@ -305,14 +362,25 @@ class WorkerLease:
         with self._lock:
             if self._state == "held":
                 return self.worker_id
-            self._take()
+            try:
+                self._take()
+            except SeqIDError as exc:  # all leased, a clock behind the last holder's mark, a store refused
+                telemetry.record_refusal(exc, namespace=self.namespace)
+                log.warning(
+                    "no worker id leased in %r on %s: %s",
+                    self.namespace,
+                    self.store.label,
+                    exc,
+                    extra=self._extra(error=type(exc).__name__),
+                )
+                raise
             self._start_renewing()
             assert self._worker_id is not None
             return self._worker_id
 
     def _take(self) -> None:
         self.mark_wait = 0.0
-        token = secrets.token_hex(16)
+        token = new_token()
         quarantine_ms = int((self.ttl + self.clock_tolerance) * 1000)
         sent = self._monotonic()
         grant = self.store.acquire(self.namespace, token, self.max_workers, self.ttl_ms, quarantine_ms)
@@ -347,7 +415,13 @@ class WorkerLease:
         self.valid_until = sent + self.ttl * (1 - _MARGIN)
         self._state = "held"
         self.acquisitions += 1
-        log.info("leased worker id %s in %r on %s", grant.worker_id, self.namespace, self.store.label)
+        log.info(
+            "leased worker id %s in %r on %s",
+            grant.worker_id,
+            self.namespace,
+            self.store.label,
+            extra=self._extra(worker_id=grant.worker_id, mark_wait=self.mark_wait),
+        )
 
     def _quarantine(self, grant: Grant, token: str, sent: float) -> float:
         """Wait ``grant.wait_ms`` before the first id (a takeover, whose record may be older than what
@@ -478,19 +552,38 @@ class WorkerLease:
         try:
             renewed = self.store.renew(self.namespace, self._worker_id, self._token, self.ttl_ms, mark)
         except Exception as exc:  # unreachable store: keep trying until the lease runs out
-            log.warning("renewing worker id %s in %r failed: %s", self._worker_id, self.namespace, exc)
+            self.renewal_failures += 1
+            log.warning(
+                "renewing worker id %s in %r failed: %s",
+                self._worker_id,
+                self.namespace,
+                exc,
+                extra=self._extra(error=type(exc).__name__),
+            )
             renewed = None
         if renewed:
             self.valid_until = sent + self.ttl * (1 - _MARGIN)
             self.mark_ms = max(self.mark_ms, mark)
+            self.renewals += 1
+            self._last_renewal = self._monotonic() - sent
+            log.debug(
+                "renewed worker id %s in %r on %s",
+                self._worker_id,
+                self.namespace,
+                self.store.label,
+                extra=self._extra(seconds=self._last_renewal, mark_ms=self.mark_ms),
+            )
             return self.ttl / 3
         if renewed is False or self._monotonic() >= self.valid_until:
             if self._state == "held":
+                error = self.lost_error()
+                telemetry.record_refusal(error, namespace=self.namespace)
                 log.error(
                     "lost the lease of worker id %s in %r on %s: its ids stop until a lease is held again",
                     self._worker_id,
                     self.namespace,
                     self.store.label,
+                    extra=self._extra(error=type(error).__name__),
                 )
             self._state = "lost"
             self.valid_until = float("-inf")
@@ -515,7 +608,9 @@ class WorkerLease:
             if not renewed:
                 self._state = "lost"
                 self.valid_until = float("-inf")
-                raise self.lost_error()
+                error = self.lost_error()
+                telemetry.record_refusal(error, namespace=self.namespace)
+                raise error
             self.valid_until = sent + self.ttl * (1 - _MARGIN)
             self.mark_ms = max(self.mark_ms, mark)
             return self.mark_ms
@@ -547,3 +642,17 @@ def _release_at_exit() -> None:
     for lease in list(_LIVE):
         if lease._state != "idle":
             lease.release()
+
+
+def _observed() -> Iterator[tuple[str, float, dict[str, str | int]]]:
+    """The leases' observations for :mod:`~seqid_orm.allocation.telemetry`."""
+    held: dict[str, int] = {}
+    for lease in list(_LIVE):
+        stats = lease.stats()
+        held.setdefault(stats.namespace, 0)
+        if stats.expires_in is not None and stats.worker_id is not None:
+            held[stats.namespace] += 1
+            labels: dict[str, str | int] = {"seqid.namespace": stats.namespace, "seqid.worker_id": stats.worker_id}
+            yield "seqid.lease.time_left", stats.expires_in, labels
+    for namespace, count in held.items():
+        yield "seqid.leases.held", count, {"seqid.namespace": namespace}

@@ -79,10 +79,11 @@ from ..errors import (
 )
 from ..ids.randomness import check_fork, on_fork
 from ..ids.validate import BIGINT_MAX, check_bool, check_seconds
+from . import telemetry
 from .stores import TicketRow, TicketStore, check_name, open_ticket_store
 from .stores.base import first_value, regressed
 
-__all__ = ["MAX_BLOCK_SIZE", "KeyFloor", "Segment", "TicketSequence"]
+__all__ = ["MAX_BLOCK_SIZE", "KeyFloor", "Segment", "TicketSequence", "TicketStats"]
 
 log = logging.getLogger("seqid_orm.tickets")
 
@@ -107,6 +108,28 @@ class Segment:
     def last(self) -> int:
         """The last value of the segment."""
         return self.first + (self.count - 1) * self.step
+
+
+@dataclass(frozen=True)
+class TicketStats:
+    """What one :class:`TicketSequence` has done and holds, read at one moment (:meth:`TicketSequence.stats`).
+
+    ``servers`` and ``server`` are labels with any password hidden; ``remaining`` counts the values
+    left in the current segment and ``prefetched`` those of the next one, already reserved;
+    ``last_reservation_seconds`` is ``None`` before the first reservation.
+    """
+
+    name: str
+    servers: tuple[str, ...]
+    server: str
+    block_size: int
+    segment: Segment | None
+    remaining: int
+    prefetched: int
+    ids_issued: int
+    reservations: int
+    reservation_failures: int
+    last_reservation_seconds: float | None
 
 
 _T = TypeVar("_T")
@@ -278,6 +301,7 @@ class TicketSequence:
         self._floors: list[KeyFloor] = floors
         self._init_state()
         _LIVE.add(self)
+        telemetry.watch("tickets", _observed)
 
     def _init_state(self) -> None:
         self._cond = threading.Condition(threading.Lock())
@@ -299,6 +323,8 @@ class TicketSequence:
         self._server = secrets.randbelow(len(self._stores)) if self.start_server is None else self.start_server
         self._block = self.block_size
         self._installed_at: float | None = None
+        self._handed = 0  # values of every segment installed since the last fork
+        self._last_seconds: float | None = None  # the last reservation's duration
         self.segment: Segment | None = None
         """The segment values are handed out from now (``None`` before the first id)."""
 
@@ -472,6 +498,7 @@ class TicketSequence:
                 self._block = max(self._block // 2, self.block_size)
         self._installed_at = now
         self._installs += 1
+        self._handed += segment.count
         self.segment = segment
         self._values = iter(range(segment.first, segment.last + 1, segment.step))
         if self.double_buffer:
@@ -515,9 +542,42 @@ class TicketSequence:
                     cond.notify_all()
 
     def _fetch(self) -> Segment:
-        """Reserve a segment, from the current server or, failing that, the others in turn."""
+        """Reserve a segment, from the current server or, failing that, the others in turn; its
+        duration, a log record and the metrics of each reservation (refused ones too)."""
         with self._fetch_lock:
-            return self._fetch_unlocked()
+            began = time.monotonic()
+            try:
+                segment = self._fetch_unlocked()
+            except SeqIDError as exc:
+                seconds = time.monotonic() - began
+                telemetry.record_reservation(self.name, seconds, exc)
+                telemetry.record_refusal(exc, sequence=self.name)
+                log.warning(
+                    "sequence %r: no block reserved (%s: %s)",
+                    self.name,
+                    type(exc).__name__,
+                    exc,
+                    extra={"seqid_sequence": self.name, "seqid_error": type(exc).__name__, "seqid_seconds": seconds},
+                )
+                raise
+            seconds = self._last_seconds = time.monotonic() - began
+            telemetry.record_reservation(self.name, seconds)
+            log.debug(
+                "sequence %r reserved %d values from %d on %s in %.1f ms",
+                self.name,
+                segment.count,
+                segment.first,
+                self._stores[segment.server].label,
+                seconds * 1000,
+                extra={
+                    "seqid_sequence": self.name,
+                    "seqid_server": self._stores[segment.server].label,
+                    "seqid_first": segment.first,
+                    "seqid_count": segment.count,
+                    "seqid_seconds": seconds,
+                },
+            )
+            return segment
 
     def _fetch_unlocked(self) -> Segment:
         if not self._servers_checked:
@@ -650,12 +710,15 @@ class TicketSequence:
         for floor in self._floors:
             taken = floor.taken_in(segment.first, segment.last, segment.step)
             if taken is not None:
-                raise CounterBelowDataError(
+                error = CounterBelowDataError(
                     f"sequence {self.name!r} on {self._stores[segment.server].label} handed out a block from "
                     f"{segment.first}, but {floor.label} already holds the key {taken} that this server would hand "
                     "out again: its counter is behind the data (created anew, or restored from a backup). Move it "
                     "above the largest key with `seqid ticket repair` (TicketSequence.repair())"
                 )
+                telemetry.record_refusal(error, sequence=self.name)
+                log.error("%s", error, extra={"seqid_sequence": self.name, "seqid_error": type(error).__name__})
+                raise error
 
     def bind_floor(self, floor: KeyFloor) -> None:
         """Check this sequence's blocks against one more key column (``ticket_pk`` and ``TicketField``
@@ -692,6 +755,27 @@ class TicketSequence:
         return out
 
     # --- lifecycle -----------------------------------------------------------------------
+
+    def stats(self) -> TicketStats:
+        """What this sequence has done and holds now (for a status page, a log line, metrics).
+
+        Read without waiting for a reservation under way: the figures are each exact, taken a few
+        instructions apart."""
+        segment, following = self.segment, self._next
+        remaining = operator.length_hint(self._values)
+        return TicketStats(
+            name=self.name,
+            servers=tuple(store.label for store in self._stores),
+            server=self._stores[self._server].label,
+            block_size=self._block,
+            segment=segment,
+            remaining=remaining,
+            prefetched=0 if following is None else following.count,
+            ids_issued=self._handed - remaining,
+            reservations=self.fetches,
+            reservation_failures=self._failures,
+            last_reservation_seconds=self._last_seconds,
+        )
 
     def rows(self) -> list[tuple[str, TicketRow]]:
         """Every sequence on every server, as ``(server label, row)`` (what ``seqid ticket status`` shows)."""
@@ -758,3 +842,14 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(
         before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_forget_held_in_child
     )
+
+
+def _observed() -> Iterator[tuple[str, float, dict[str, str | int]]]:
+    """The ticket sequences' observations for :mod:`~seqid_orm.allocation.telemetry`."""
+    for sequence in list(_LIVE):
+        if sequence._closed:
+            continue
+        stats = sequence.stats()
+        labels: dict[str, str | int] = {"seqid.sequence": stats.name}
+        yield "seqid.ids.issued", stats.ids_issued, labels
+        yield "seqid.block.remaining", stats.remaining + stats.prefetched, labels

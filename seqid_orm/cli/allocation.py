@@ -100,7 +100,14 @@ def _lease_status(args: argparse.Namespace) -> int:
     finally:
         store.close()
     found = [
-        {"worker_id": r.worker_id, "held": r.held, "expires_in_ms": r.expires_in_ms, "mark_ms": r.mark_ms} for r in rows
+        {
+            "worker_id": r.worker_id,
+            "held": r.held,
+            "expires_in_ms": r.expires_in_ms,
+            "mark_ms": r.mark_ms,
+            "holder": r.holder,
+        }
+        for r in rows
     ]
     if args.json:
         print(json.dumps(found))
@@ -111,6 +118,53 @@ def _lease_status(args: argparse.Namespace) -> int:
     print(f"{'worker_id':>9}  {'held':5}  {'expires_in_ms':>13}  mark")
     for r in rows:
         print(f"{r.worker_id:>9}  {'yes' if r.held else 'no':5}  {r.expires_in_ms:>13}  {r.mark_ms}")
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    """One store's ticket counters and worker-id leases, read-only."""
+    from ..allocation.leases import open_lease_store
+    from ..allocation.stores import open_ticket_store
+
+    tickets = open_ticket_store(args.url, create_table=False)
+    try:
+        label = tickets.label
+        counters = [
+            {"name": r.name, "next_value": r.next_value, "step": r.step, "offset": r.offset} for r in tickets.rows()
+        ]
+    finally:
+        tickets.close()
+    leases = open_lease_store(args.url, create_table=False)
+    try:
+        names = [args.namespace] if args.namespace else leases.namespaces()
+        held = {
+            ns: [
+                {
+                    "worker_id": r.worker_id,
+                    "held": r.held,
+                    "holder": r.holder,
+                    "expires_in_s": round(r.expires_in_ms / 1000, 3) if r.held else None,
+                    "mark_ms": r.mark_ms,
+                }
+                for r in leases.leases(ns)
+            ]
+            for ns in names
+        }
+    finally:
+        leases.close()
+    if args.json:
+        print(json.dumps({"store": label, "sequences": counters, "namespaces": held}))
+        return 0
+    print(f"store {label}")
+    print(f"ticket sequences: {len(counters) or 'none'}")
+    for c in counters:
+        print(f"  {c['name']}: next value {c['next_value']:,} (step {c['step']}, offset {c['offset']})")
+    print(f"lease namespaces: {len(held) or 'none'}")
+    for ns, rows in held.items():
+        live = [r for r in rows if r["held"]]
+        print(f"  {ns}: {len(live)} worker id(s) held, {len(rows)} known")
+        for r in live:
+            print(f"    worker id {r['worker_id']:>5}  {r['holder'] or '?':<16}  expires in {r['expires_in_s']:.1f} s")
     return 0
 
 
@@ -151,6 +205,14 @@ def add_parsers(sub: Any) -> None:
         "--accept-state-loss", action="store_true", help="allow a Redis server without persistence (see the README)"
     )
     t.set_defaults(func=_ticket_repair)
+
+    p = sub.add_parser(
+        "status", help="a store's ticket counters and held worker-id leases (holder, time left), read-only"
+    )
+    p.add_argument("url", help="SQLAlchemy, Redis or etcd URL of the store")
+    p.add_argument("namespace", nargs="?", help="one lease namespace (default: every one the store knows)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_status)
 
     p = sub.add_parser("lease", help="worker-id leases: who holds which worker id")
     lsub = p.add_subparsers(dest="lease_command", required=True)

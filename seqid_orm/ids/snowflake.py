@@ -158,7 +158,26 @@ class WorkerSource(Protocol):
         """Give the worker id back."""
 
 
+@dataclass(frozen=True)
+class SnowflakeStats:
+    """One :class:`Snowflake` at one moment (:meth:`Snowflake.stats`).  ``worker_id`` is the whole
+    node field (datacenter and worker bits), as a lease hands it out; ``last_ms`` the Unix
+    millisecond at the end of the last id's time unit (``None`` before the first id); ``lease``
+    the worker-id source's own stats (a :class:`~seqid_orm.allocation.leases.LeaseStats`), if it has any."""
+
+    worker_id: int
+    ids_issued: int
+    last_ms: int | None
+    leased: bool
+    lease: object | None
+
+
 _LIVE: weakref.WeakSet[Snowflake] = weakref.WeakSet()
+
+
+def generators() -> list[Snowflake]:
+    """The Snowflake generators alive in this process (what the metrics observe)."""
+    return list(_LIVE)
 
 
 class Snowflake:
@@ -235,6 +254,7 @@ class Snowflake:
         self._lock = threading.Lock()
         self._last = -1
         self._sequence = 0
+        self._issued = 0
         self._forked = False
         self.source = source
         """The worker-id source (a lease), or ``None`` for a configured worker id."""
@@ -347,6 +367,7 @@ class Snowflake:
                 now = self._past_limit(now)
             self._last = now
             self._sequence = sequence
+            self._issued += 1
             made = (now << self._time_shift) | self._node | sequence
             if self._first_unit < 0:
                 self._first_unit = now
@@ -485,6 +506,18 @@ class Snowflake:
                             "store"
                         )
             self._checked = acquisition
+
+    def stats(self) -> SnowflakeStats:
+        """This generator now: its worker id, the ids it made, the last one's time, its lease's stats."""
+        source = self.source
+        lease_stats = getattr(source, "stats", None)
+        return SnowflakeStats(
+            worker_id=(self.datacenter_id << self.worker_bits) | self.worker_id,
+            ids_issued=self._issued,
+            last_ms=self._high_water_ms() or None,
+            leased=source is not None,
+            lease=lease_stats() if callable(lease_stats) else None,
+        )
 
     def close(self) -> None:
         """Give a held worker id back now (a lease is released at exit anyway); nothing for a configured one."""

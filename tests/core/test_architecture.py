@@ -34,6 +34,7 @@ THIRD_PARTY = {
     "allocation.stores.redis": {"redis"},
     "allocation.stores.etcd": {"etcd3gw"},
     "allocation.stores.django": {"django"},
+    "allocation.telemetry": {"opentelemetry"},
 }
 CORE = ("errors", "ids", "vendors", "allocation", "public")
 

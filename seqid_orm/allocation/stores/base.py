@@ -26,7 +26,10 @@ set, and moved up only by :meth:`TicketStore.raise_to` (``seqid ticket repair``)
 
 from __future__ import annotations
 
+import os
 import re
+import secrets
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
@@ -60,8 +63,10 @@ __all__ = [
     "check_name",
     "grantable",
     "hide_password",
+    "holder_of",
     "is_conflict",
     "last_value_limit",
+    "new_token",
     "raise_rows",
     "regressed",
     "split_state_loss_option",
@@ -408,6 +413,25 @@ class LeaseRow:
     held: bool
     expires_in_ms: int
     mark_ms: int
+    holder: str = ""
+    """``pid@host`` of the process holding it (cut to 16 characters), when held and known."""
+
+
+_TOKEN_RANDOM = 16  # hex digits of randomness at the start of a lease token (64 bits)
+_HOST_CHARS = re.compile(r"[^A-Za-z0-9.-]")
+
+
+def new_token() -> str:
+    """A lease token: 64 random bits, then who holds it (``pid@host``), in the 32 characters the
+    tables have always had.  The randomness fences holders apart; the rest is for ``seqid status``."""
+    host = _HOST_CHARS.sub("", socket.gethostname())
+    return (secrets.token_hex(_TOKEN_RANDOM // 2) + f"{os.getpid()}@{host}")[:TOKEN_LENGTH]
+
+
+def holder_of(token: str) -> str:
+    """The ``pid@host`` part of a token :func:`new_token` made (``""`` for any other token)."""
+    tail = token[_TOKEN_RANDOM:]
+    return tail if "@" in tail else ""
 
 
 class LeaseStore(Protocol):
@@ -435,6 +459,9 @@ class LeaseStore(Protocol):
     def release(self, namespace: str, worker_id: int, token: str, mark_ms: int) -> None:
         """Give the worker id back (if ``token`` holds it), leaving the mark for the next holder."""
         ...
+
+    def namespaces(self) -> list[str]:
+        """Every namespace the store holds leases or marks of (read-only: ``seqid status``)."""
 
     def leases(self, namespace: str) -> list[LeaseRow]:
         """Every worker id of ``namespace`` the store knows."""

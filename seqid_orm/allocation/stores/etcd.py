@@ -60,6 +60,7 @@ from .base import (
     check_name,
     grantable,
     hide_password,
+    holder_of,
     last_value_limit,
     vanished,
 )
@@ -655,7 +656,15 @@ class EtcdLeaseStore:
             for k, kv in found.items()
             if k.startswith("w/")
         }
-        return [LeaseRow(namespace, w, w in held, held.get(w, 0), marks.get(w, 0)) for w in sorted({*marks, *held})]
+        holders = {int(k[2:]): holder_of(_text(kv["value"])) for k, kv in found.items() if k.startswith("w/")}
+        return [
+            LeaseRow(namespace, w, w in held, held.get(w, 0), marks.get(w, 0), holders.get(w, ""))
+            for w in sorted({*marks, *held})
+        ]
+
+    def namespaces(self) -> list[str]:
+        root = f"{self.prefix}/leases/"
+        return sorted({_text(kv["key"])[len(root) :].split("/", 1)[0] for kv in self._cluster.range_prefix(root)})
 
     def after_fork(self) -> None:
         self._cluster.after_fork()

@@ -22,8 +22,8 @@ import secrets
 from typing import Any, Protocol
 
 from ...errors import InvalidArgumentError
-from .base import Grant, LeaseRow
-from .history import HistoryGuard, lease_records
+from .base import Grant, LeaseRow, holder_of
+from .history import HISTORY_NAME, HistoryGuard, lease_records
 
 __all__ = ["NOW_MS", "Executor", "LeaseSQL", "SQLLeaseStore", "acquire", "lease_sql", "leases", "release", "renew"]
 
@@ -83,6 +83,9 @@ class LeaseSQL:
         self.rows = (
             f"SELECT worker_id, token, expires_at - {now}, last_timestamp FROM {t} "
             "WHERE namespace = :ns AND worker_id >= 0 ORDER BY worker_id"
+        )
+        self.namespaces = (
+            f"SELECT DISTINCT namespace FROM {t} WHERE worker_id >= 0 AND namespace <> :hist ORDER BY namespace"
         )
 
 
@@ -151,10 +154,15 @@ def release(ex: Executor, sql: LeaseSQL, namespace: str, worker_id: int, token: 
 
 
 def leases(ex: Executor, sql: LeaseSQL, namespace: str) -> list[LeaseRow]:
-    return [
-        LeaseRow(namespace, int(w), bool(token) and int(left) > 0, max(0, int(left)), int(mark))
-        for w, token, left, mark in ex.fetch(sql.rows, {"ns": namespace})
-    ]
+    rows = []
+    for w, token, left, mark in ex.fetch(sql.rows, {"ns": namespace}):
+        held = bool(token) and int(left) > 0
+        rows.append(LeaseRow(namespace, int(w), held, max(0, int(left)), int(mark), holder_of(token) if held else ""))
+    return rows
+
+
+def namespaces(ex: Executor, sql: LeaseSQL) -> list[str]:
+    return [str(ns) for (ns,) in ex.fetch(sql.namespaces, {"hist": HISTORY_NAME})]
 
 
 class SQLLeaseStore:
@@ -193,6 +201,10 @@ class SQLLeaseStore:
 
     def leases(self, namespace: str) -> list[LeaseRow]:
         found: list[LeaseRow] = self._run(leases, namespace)
+        return found
+
+    def namespaces(self) -> list[str]:
+        found: list[str] = self._run(namespaces)
         return found
 
 

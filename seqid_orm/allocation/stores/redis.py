@@ -52,6 +52,7 @@ from .base import (
     LeaseRow,
     TicketRow,
     hide_password,
+    holder_of,
     last_value_limit,
     regressed,
     split_state_loss_option,
@@ -440,10 +441,24 @@ class RedisLeaseStore(_RedisStore):
         prefix, marks = self._keys(namespace)
         with self._errors():
             stored = {int(_text(k)): int(_text(v)) for k, v in self.client.hgetall(marks).items() if _text(k).isdigit()}
-            held = {}
+            held, holders = {}, {}
             for key in self.client.scan_iter(match=prefix + "*", count=500):  # braces are not glob characters
-                held[int(_text(key)[len(prefix) :])] = max(0, int(self.client.pttl(key)))
-        return [LeaseRow(namespace, w, w in held, held.get(w, 0), stored.get(w, 0)) for w in sorted({*stored, *held})]
+                worker_id = int(_text(key)[len(prefix) :])
+                held[worker_id] = max(0, int(self.client.pttl(key)))
+                holders[worker_id] = holder_of(_text(self.client.get(key) or b""))
+        return [
+            LeaseRow(namespace, w, w in held, held.get(w, 0), stored.get(w, 0), holders.get(w, ""))
+            for w in sorted({*stored, *held})
+        ]
+
+    def namespaces(self) -> list[str]:
+        found = set()
+        with self._errors():
+            for pattern in ("seqid:lease:{*}:*", "seqid:lease-marks:{*}"):
+                for key in self.client.scan_iter(match=pattern, count=500):
+                    text = _text(key)
+                    found.add(text[text.index("{") + 1 : text.index("}")])
+        return sorted(found)
 
     @contextlib.contextmanager
     def _errors(self) -> Iterator[None]:

@@ -436,14 +436,18 @@ class SQLAlchemyLeaseStore(_OwnEngineStore, lease_sql.SQLLeaseStore):
         except sa.exc.DBAPIError as exc:
             raise _unavailable(self.label, exc) from exc
 
-    def leases(self, namespace: str) -> list[LeaseRow]:
+    def _has_table(self) -> bool:
         try:
             with self.engine.connect() as conn:
-                if not sa.inspect(conn).has_table(self.table.name):
-                    return []  # a listing creates nothing
+                return bool(sa.inspect(conn).has_table(self.table.name))
         except sa.exc.DBAPIError as exc:
             raise _unavailable(self.label, exc) from exc
-        return super().leases(namespace)
+
+    def leases(self, namespace: str) -> list[LeaseRow]:
+        return super().leases(namespace) if self._has_table() else []  # a listing creates nothing
+
+    def namespaces(self) -> list[str]:
+        return super().namespaces() if self._has_table() else []
 
 
 def _unavailable(label: str, exc: sa.exc.DBAPIError) -> BackendUnavailableError:

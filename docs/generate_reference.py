@@ -112,7 +112,7 @@ def definitions(module: str) -> dict[str, ast.AST]:
     found: dict[str, ast.AST] = {}
     package = module if module_path(module).name == "__init__.py" else module.rpartition(".")[0]
     for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             found[node.name] = node
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]

@@ -39,6 +39,7 @@ from ..ids.snowflake import generators
 
 __all__ = ["enabled", "record_refusal", "record_reservation", "watch"]
 
+_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 _lock = threading.Lock()
 _state: dict[str, Any] = {}
 _sources: dict[str, Callable[[], Iterable[tuple[str, float, dict[str, str | int]]]]] = {}
@@ -59,9 +60,17 @@ def _meter() -> Any:
                 from opentelemetry import metrics
 
                 meter = metrics.get_meter("seqid_orm")
-                _state["reservation"] = meter.create_histogram(
-                    "seqid.reservation.duration", unit="s", description="Time one block reservation took"
-                )
+                try:  # seconds, not the SDK's default buckets (0 to 10,000, made for milliseconds)
+                    _state["reservation"] = meter.create_histogram(
+                        "seqid.reservation.duration",
+                        unit="s",
+                        description="Time one block reservation took",
+                        explicit_bucket_boundaries_advisory=_BUCKETS,
+                    )
+                except TypeError:  # opentelemetry-api before 1.23 takes no advisory
+                    _state["reservation"] = meter.create_histogram(
+                        "seqid.reservation.duration", unit="s", description="Time one block reservation took"
+                    )
                 _state["refusals"] = meter.create_counter(
                     "seqid.refusals", unit="{refusal}", description="Typed refusals: ids not made rather than repeated"
                 )
@@ -103,7 +112,8 @@ def _observe(meter: Any, metrics: Any) -> None:
 def _snowflakes() -> Iterator[tuple[str, float, dict[str, str | int]]]:
     for generator in generators():
         stats = generator.stats()
-        yield "seqid.ids.issued", stats.ids_issued, {"seqid.worker_id": stats.worker_id}
+        if stats.ids_issued:  # a generator that made nothing (a decoder's, say) is no series
+            yield "seqid.ids.issued", stats.ids_issued, {"seqid.worker_id": stats.worker_id}
 
 
 def watch(kind: str, read: Callable[[], Iterable[tuple[str, float, dict[str, str | int]]]]) -> None:

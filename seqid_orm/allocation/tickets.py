@@ -53,6 +53,7 @@ while segments last less than ``segment_seconds`` and halves when one lasts over
 from __future__ import annotations
 
 import asyncio
+import collections
 import copy
 import itertools
 import logging
@@ -324,6 +325,9 @@ class TicketSequence:
         self._block = self.block_size
         self._installed_at: float | None = None
         self._handed = 0  # values of every segment installed since the last fork
+        # anext_id's tasks waiting for a value, and the loop task that refills and hands values out
+        self._waiting: collections.deque[asyncio.Future[int]] = collections.deque()
+        self._refiller: asyncio.Task[None] | None = None
         self._last_seconds: float | None = None  # the last reservation's duration
         self.segment: Segment | None = None
         """The segment values are handed out from now (``None`` before the first id)."""
@@ -365,18 +369,68 @@ class TicketSequence:
 
     async def anext_id(self) -> int:
         """:meth:`next_id` for an event loop: from memory when the segment has values (no await of
-        anything), else the reservation, or the wait for the prefetch under way, runs in a worker
-        thread (the stores' drivers are synchronous), so the loop never waits on the network.
-
-        The value at which the next segment is prefetched also goes through the thread, once per
-        segment: the prefetch is requested under the sequence's lock, which another thread may hold
-        while it checks a key floor on its connection.
-        """
+        anything); else the task queues for a value and one refill per loop, made in a worker thread
+        (the stores' drivers are synchronous), hands the new segment's values to the queued tasks in
+        order: the loop never waits on the network, and a thousand tasks meeting an empty segment
+        cost one thread hop and one wake-up each, every wake-up with its value.  The prefetch point
+        asks the prefetch thread for the next segment without waiting for the sequence's lock."""
         check_fork()
-        value = next(self._values, None)
-        if value is None or value == self._trigger:
-            return await asyncio.to_thread(self._next_slow, value)
-        return value
+        if not self._waiting:
+            value = next(self._values, None)
+            if value is not None:
+                if value == self._trigger:
+                    self._prefetch_without_waiting()
+                return value
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[int] = loop.create_future()
+        self._waiting.append(waiter)
+        if self._refiller is None or self._refiller.done() or self._refiller.get_loop() is not loop:
+            self._refiller = loop.create_task(self._hand_out())
+        return await waiter
+
+    async def _hand_out(self) -> None:
+        """Give queued tasks their values, refilling in a worker thread whenever the segment is empty."""
+        waiting = self._waiting
+        try:
+            while waiting:
+                value = next(self._values, None)
+                if value is None:
+                    await asyncio.to_thread(self._refill_now)
+                    continue
+                if value == self._trigger:
+                    self._prefetch_without_waiting()
+                waiter = waiting.popleft()
+                if waiter.cancelled():
+                    continue  # the value is lost, as a value drawn and not used is: ids are not dense
+                waiter.set_result(value)
+        except BaseException as exc:  # the refill failed: every queued task gets the typed error
+            while waiting:
+                waiter = waiting.popleft()
+                if not waiter.done():
+                    waiter.set_exception(copy.copy(exc) if isinstance(exc, SeqIDError) else exc)
+            if not isinstance(exc, Exception):
+                raise
+
+    def _refill_now(self) -> None:
+        check_fork()
+        with self._cond:
+            if operator.length_hint(self._values) == 0:
+                self._swap()
+
+    def _prefetch_without_waiting(self) -> None:
+        """Request the next segment from the prefetch thread; the lock is taken only if free (another
+        thread may hold it while it checks a key floor on its connection), else from a worker thread."""
+        if self._cond.acquire(blocking=False):
+            try:
+                self._request_prefetch()
+            finally:
+                self._cond.release()
+        else:
+            asyncio.get_running_loop().run_in_executor(None, self._prefetch_locked)
+
+    def _prefetch_locked(self) -> None:
+        with self._cond:
+            self._request_prefetch()
 
     async def anext_ids(self, n: int) -> list[int]:
         """:meth:`next_ids` for an event loop: from memory when the segment holds ``n`` values before

@@ -185,6 +185,17 @@ def redis_url():
     return REDIS_URL
 
 
+@pytest.fixture(scope="module")
+def etcd_cluster():
+    """A private 3-member etcd cluster for one test module (tests/servers/etcd.py), stopped after it."""
+    from tests.servers.etcd import EtcdCluster
+    from tests.system import need
+
+    need("etcd")
+    with EtcdCluster(3) as running:
+        yield running
+
+
 @pytest.fixture(params=["sqlite", "postgresql", "mysql"])
 def engine(request):
     """Each real database in turn."""

@@ -462,18 +462,7 @@ class TicketSequence:
                 if operator.length_hint(self._values) == 0:
                     self._swap()
                 if self.double_buffer and self._next is None and not self._fetching:
-                    self._fetching = True
-                    self._cond.release()
-                    try:
-                        segment = self._fetch()
-                    except BaseException as exc:
-                        self._cond.acquire()
-                        self._failed(exc)
-                        raise
-                    self._cond.acquire()
-                    self._fetching = False
-                    self._next = segment
-                    self._cond.notify_all()
+                    self._next = self._fetch_released()
 
         await asyncio.to_thread(fill)
 
@@ -520,18 +509,24 @@ class TicketSequence:
                 raise copy.copy(self._failure)  # one instance per thread: each raise sets its traceback
         segment, self._next = self._next, None
         if segment is None:
-            self._fetching = True
-            self._cond.release()
-            try:
-                segment = self._fetch()
-            except BaseException as exc:
-                self._cond.acquire()
-                self._failed(exc)
-                raise
-            self._cond.acquire()
-            self._fetching = False
-            self._cond.notify_all()
+            segment = self._fetch_released()
         self._install(segment)
+
+    def _fetch_released(self) -> Segment:
+        """Reserve a segment with the lock released (called and returning with it held), marked as
+        the fetch under way for the threads that wait; a failure is recorded for them too."""
+        self._fetching = True
+        self._cond.release()
+        try:
+            segment = self._fetch()
+        except BaseException as exc:
+            self._cond.acquire()
+            self._failed(exc)
+            raise
+        self._cond.acquire()
+        self._fetching = False
+        self._cond.notify_all()
+        return segment
 
     def _failed(self, exc: BaseException) -> None:
         """Record a failed fetch (lock held) for the threads waiting for it."""

@@ -8,6 +8,7 @@ import asyncio
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -147,19 +148,25 @@ def test_async_with_a_lease(store_url):
     assert gap <= MAX_GAP
 
 
-def test_abulk_insert_through_an_async_session_reserves_ticket_keys_off_the_loop(pg_engine):
-    """A ticket-keyed table (ticket_pk binds its floor on the async engine): AsyncSession flushes and
-    abulk_insert loads draw keys; the floor's reads from worker threads go to the engine's loop."""
-    seq = TicketSequence(f"async-{secrets.token_hex(4)}", POSTGRES_URL, block_size=50)
+def ticket_keyed(seq: TicketSequence) -> tuple[type[DeclarativeBase], type[Any]]:
+    """A declarative base and one model keyed by ``seq`` (``ticket_pk``), in a table of its own."""
 
     class Base(DeclarativeBase):
         pass
 
-    class Order(Base):
-        __tablename__ = f"async_orders_{secrets.token_hex(3)}"
+    class Row(Base):
+        __tablename__ = f"async_rows_{secrets.token_hex(3)}"
         id: Mapped[int] = ticket_pk(seq)
         n: Mapped[int]
 
+    return Base, Row
+
+
+def test_abulk_insert_through_an_async_session_reserves_ticket_keys_off_the_loop(pg_engine):
+    """A ticket-keyed table (ticket_pk binds its floor on the async engine): AsyncSession flushes and
+    abulk_insert loads draw keys; the floor's reads from worker threads go to the engine's loop."""
+    seq = TicketSequence(f"async-{secrets.token_hex(4)}", POSTGRES_URL, block_size=50)
+    Base, Order = ticket_keyed(seq)
     url = pg_engine.url.set(drivername=ASYNC_DRIVERS["postgresql"])
 
     async def scenario() -> tuple[list[int], list[int], list[int]]:
@@ -195,15 +202,7 @@ def test_a_counter_behind_the_async_tables_keys_is_refused_from_the_worker_threa
     """The floor check still holds when the block is reserved by anext_id in a worker thread."""
     name = f"async-{secrets.token_hex(4)}"
     seq = TicketSequence(name, POSTGRES_URL, block_size=10, double_buffer=False)
-
-    class Base(DeclarativeBase):
-        pass
-
-    class Item(Base):
-        __tablename__ = f"async_items_{secrets.token_hex(3)}"
-        id: Mapped[int] = ticket_pk(seq)
-        n: Mapped[int]
-
+    Base, Item = ticket_keyed(seq)
     url = pg_engine.url.set(drivername=ASYNC_DRIVERS["postgresql"])
 
     async def scenario() -> None:

@@ -25,34 +25,27 @@ pytestmark = [pytest.mark.etcd, pytest.mark.system("etcd")]
 TWITTER = Snowflake(worker_id=0)  # decodes any id of the default profile
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    need("etcd")
-    with EtcdCluster(3) as running:
-        yield running
-
-
 @pytest.fixture
 def namespace() -> str:
     return f"ns-{secrets.token_hex(4)}"
 
 
-def test_worker_ids_on_etcd_are_granted_once_and_taken_over_after_one_ttl(cluster, namespace):
+def test_worker_ids_on_etcd_are_granted_once_and_taken_over_after_one_ttl(etcd_cluster, namespace):
     options = {"max_workers": 2, "ttl": 1.0, "clock_tolerance": 0.0, "timeout": 2.0}
-    a, b = WorkerLease(cluster.url, namespace, **options), WorkerLease(cluster.url, namespace, **options)
+    a, b = WorkerLease(etcd_cluster.url, namespace, **options), WorkerLease(etcd_cluster.url, namespace, **options)
     started = time.monotonic()
     a.acquire()
     assert a.mark_wait >= 0.9  # a new namespace: its first holders wait one ttl + tolerance (etcd's clock)
     b.acquire()
     assert {a.worker_id, b.worker_id} == {0, 1}
     with pytest.raises(LeaseUnavailableError, match=rf"all 2 worker ids of namespace '{namespace}'"):
-        WorkerLease(cluster.url, namespace, **options).acquire()
+        WorkerLease(etcd_cluster.url, namespace, **options).acquire()
     rows = a.store.leases(namespace)
     assert [(r.worker_id, r.held) for r in rows] == [(0, True), (1, True)]
     assert all(0 < r.expires_in_ms <= 2000 and r.mark_ms > 0 for r in rows)
     taken = a.worker_id
     a.release()
-    c = WorkerLease(cluster.url, namespace, **options)
+    c = WorkerLease(etcd_cluster.url, namespace, **options)
     c.acquire()  # the released worker id, after one ttl (its record may be a restored copy)
     assert c.worker_id == taken and c.mark_wait >= 0.9
     assert time.monotonic() - started < 15
@@ -61,9 +54,9 @@ def test_worker_ids_on_etcd_are_granted_once_and_taken_over_after_one_ttl(cluste
     assert not any(r.held for r in a.store.leases(namespace))
 
 
-def test_a_lease_renewed_past_etcds_expiry_is_lost(cluster, namespace):
+def test_a_lease_renewed_past_etcds_expiry_is_lost(etcd_cluster, namespace):
     """The holder's view never outlives the store's: a renewal after the etcd lease ended fails."""
-    lease = WorkerLease(cluster.url, namespace, max_workers=1, ttl=1.0, clock_tolerance=0.0)
+    lease = WorkerLease(etcd_cluster.url, namespace, max_workers=1, ttl=1.0, clock_tolerance=0.0)
     lease.acquire()
     token, worker = lease._token, lease.worker_id
     lease._stop.set()  # no more renewals from its thread
@@ -75,8 +68,8 @@ def test_a_lease_renewed_past_etcds_expiry_is_lost(cluster, namespace):
 
 
 @pytest.mark.parametrize("engine", ["postgresql"], indirect=True)
-def test_a_snowflake_leased_from_etcd_fills_a_key_through_the_orm(cluster, namespace, engine, table_name):
-    gen = Snowflake(worker_id=WorkerLease(cluster.url, namespace, ttl=1.0, clock_tolerance=0.0))
+def test_a_snowflake_leased_from_etcd_fills_a_key_through_the_orm(etcd_cluster, namespace, engine, table_name):
+    gen = Snowflake(worker_id=WorkerLease(etcd_cluster.url, namespace, ttl=1.0, clock_tolerance=0.0))
     event = keyed_model(table_name, gen)
     event.metadata.create_all(engine)
     try:
@@ -136,17 +129,17 @@ def test_holders_on_etcd_repeat_no_id_through_the_clusters_faults(fault, namespa
 
 
 @pytest.mark.slow
-def test_a_holder_frozen_past_its_ttl_on_etcd_stamps_nothing_its_successor_stamps(cluster, namespace):
+def test_a_holder_frozen_past_its_ttl_on_etcd_stamps_nothing_its_successor_stamps(etcd_cluster, namespace):
     """SIGSTOP for longer than etcd's lease while a newcomer waits for the only worker id, then SIGCONT:
     the resumed holder's clock is past its confirmed mark, its keep-alive finds the etcd lease gone,
     and it stops (LeaseLostError) without stamping a millisecond the newcomer stamps."""
-    old = holder(cluster.url, namespace, ttl=1.0, max_workers=1)
+    old = holder(etcd_cluster.url, namespace, ttl=1.0, max_workers=1)
     new = None
     try:
         start_together([old])
         old.wait_for_ids(200, timeout=40)
         old.proc.send_signal(signal.SIGSTOP)
-        new = holder(cluster.url, namespace, ttl=1.0, max_workers=1, retry=True, count=300, pace=0)
+        new = holder(etcd_cluster.url, namespace, ttl=1.0, max_workers=1, retry=True, count=300, pace=0)
         start_together([new])
         new.expect("done", 60)
         old.proc.send_signal(signal.SIGCONT)

@@ -30,24 +30,20 @@ TIMEOUT = 2.0
 SLACK = 2.0
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    need("etcd")
-    with EtcdCluster(3) as running:
-        yield running
-
-
 @pytest.fixture
 def name() -> str:
     return f"e-{secrets.token_hex(4)}"
 
 
-def test_a_sequence_on_etcd_hands_out_each_value_once_in_order(cluster, name):
-    with TicketSequence(name, cluster.url, block_size=10) as a, TicketSequence(name, cluster.url, block_size=10) as b:
+def test_a_sequence_on_etcd_hands_out_each_value_once_in_order(etcd_cluster, name):
+    with (
+        TicketSequence(name, etcd_cluster.url, block_size=10) as a,
+        TicketSequence(name, etcd_cluster.url, block_size=10) as b,
+    ):
         drawn = [a.next_id() for _ in range(25)] + [b.next_id() for _ in range(25)]
     assert len(set(drawn)) == 50
     assert drawn[:25] == sorted(drawn[:25]) and drawn[25:] == sorted(drawn[25:])
-    store = open_ticket_store(cluster.url)
+    store = open_ticket_store(etcd_cluster.url)
     try:
         row = store.read(name)
         assert row is not None and row.next_value > max(drawn)
@@ -59,15 +55,15 @@ def test_a_sequence_on_etcd_hands_out_each_value_once_in_order(cluster, name):
         store.close()
 
 
-def test_a_prefix_is_a_namespace_of_its_own(cluster, name):
-    with TicketSequence(name, cluster.url + "/app-a") as a, TicketSequence(name, cluster.url + "/app-b") as b:
+def test_a_prefix_is_a_namespace_of_its_own(etcd_cluster, name):
+    with TicketSequence(name, etcd_cluster.url + "/app-a") as a, TicketSequence(name, etcd_cluster.url + "/app-b") as b:
         assert (a.next_id(), b.next_id()) == (1, 1)
 
 
-def test_a_counter_put_back_is_refused_and_left_where_it_is(cluster, name):
-    with TicketSequence(name, cluster.url, block_size=10) as seq:
+def test_a_counter_put_back_is_refused_and_left_where_it_is(etcd_cluster, name):
+    with TicketSequence(name, etcd_cluster.url, block_size=10) as seq:
         drawn = [seq.next_id() for _ in range(25)]
-        store = open_ticket_store(cluster.url)
+        store = open_ticket_store(etcd_cluster.url)
         try:
             # an operator writes an older value over the counter (etcdctl put)
             from seqid_orm.allocation.stores.etcd import _b64
@@ -83,27 +79,27 @@ def test_a_counter_put_back_is_refused_and_left_where_it_is(cluster, name):
     assert len(drawn) == len(set(drawn))
 
 
-def test_two_servers_offsets_and_a_contradicting_step_are_refused(cluster, name):
-    with TicketSequence(name, [cluster.url + "/one", cluster.url + "/two"]) as pair:
+def test_two_servers_offsets_and_a_contradicting_step_are_refused(etcd_cluster, name):
+    with TicketSequence(name, [etcd_cluster.url + "/one", etcd_cluster.url + "/two"]) as pair:
         values = [pair.next_id() for _ in range(5)]
     assert len({v % 2 for v in values}) == 1 and len(set(values)) == 5  # one server's offset, step 2
-    with TicketSequence(name, cluster.url + "/one") as alone, pytest.raises(BackendMismatchError):
+    with TicketSequence(name, etcd_cluster.url + "/one") as alone, pytest.raises(BackendMismatchError):
         alone.next_id()
 
 
-def test_the_ticket_commands_work_on_etcd(cluster, name, capsys):
+def test_the_ticket_commands_work_on_etcd(etcd_cluster, name, capsys):
     from seqid_orm.cli import main
 
-    with TicketSequence(name, cluster.url + "/cli") as seq:
+    with TicketSequence(name, etcd_cluster.url + "/cli") as seq:
         seq.next_id()
-    assert main(["ticket", "init", cluster.url + "/cli"]) == 0
+    assert main(["ticket", "init", etcd_cluster.url + "/cli"]) == 0
     assert "etcd needs no table" in capsys.readouterr().out
-    assert main(["ticket", "repair", name, cluster.url + "/cli", "--above", "5000"]) == 0
+    assert main(["ticket", "repair", name, etcd_cluster.url + "/cli", "--above", "5000"]) == 0
     assert f"sequence {name!r} next_value 5001" in capsys.readouterr().out
-    assert main(["ticket", "status", cluster.url + "/cli"]) == 0
+    assert main(["ticket", "status", etcd_cluster.url + "/cli"]) == 0
     status = capsys.readouterr().out
     assert name in status and "5001" in status
-    with TicketSequence(name, cluster.url + "/cli") as seq:
+    with TicketSequence(name, etcd_cluster.url + "/cli") as seq:
         assert seq.next_id() == 5001
 
 
@@ -172,17 +168,17 @@ def test_workers_draw_through_the_clusters_faults_and_repeat_no_id(fault, name):
                 w.stop()
 
 
-def test_probe_reports_the_clusters_members_leader_and_health(cluster, capsys):
+def test_probe_reports_the_clusters_members_leader_and_health(etcd_cluster, capsys):
     import json
 
     from seqid_orm.cli import main
 
-    assert main(["probe", cluster.url, "--json"]) == 0
+    assert main(["probe", etcd_cluster.url, "--json"]) == 0
     status = json.loads(capsys.readouterr().out)
     assert status["healthy"] and len(status["members"]) == 3 and all(m["answered"] for m in status["members"])
     assert [m["name"] for m in status["members"] if m["leader"]] == [status["leader"]]
     assert status["version"].startswith("3.") and status["cluster_id"]
-    assert main(["probe", cluster.url]) == 0
+    assert main(["probe", etcd_cluster.url]) == 0
     human = capsys.readouterr().out
     assert "3 members" in human and "healthy" in human and human.count("follower") == 2
 

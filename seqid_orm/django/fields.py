@@ -369,6 +369,7 @@ class SnowflakeField(IntegerKeyField):
             raise ArgumentTypeError(f"generator must be a Snowflake or a dotted path, got {type(generator).__name__}")
         self.generator = generator
         self._bound: weakref.WeakSet[Snowflake] = weakref.WeakSet()
+        self._last_bound: weakref.ref[Snowflake] | None = None  # the generator bound last: no set look-up a row
         if "default" not in kwargs:
             kwargs["default"] = self._next_from_generator
         super().__init__(*args, **kwargs)
@@ -387,17 +388,21 @@ class SnowflakeField(IntegerKeyField):
         if getattr(getattr(self, "default", None), "__func__", None) is SnowflakeField._next_from_generator:
             setattr(self, "default", self._next_from_generator)  # noqa: B010 (the stubs leave `default` untyped)
             self._bound = weakref.WeakSet()
+            self._last_bound = None
         super().contribute_to_class(cls, name, private_only=private_only)
 
     def _next_from_generator(self) -> int:
         gen = settings_snowflake() if self.generator is None else self._resolve()
-        if gen.source is not None and gen not in self._bound and hasattr(self, "model"):
-            # a leased generator checks this column for keys another allocator stamped with its
-            # worker id (two namespaces, or one on two stores, filling one column)
-            from .columns import ModelFloor
+        last = self._last_bound
+        if gen.source is not None and (last is None or last() is not gen) and hasattr(self, "model"):
+            if gen not in self._bound:
+                # a leased generator checks this column for keys another allocator stamped with its
+                # worker id (two namespaces, or one on two stores, filling one column)
+                from .columns import ModelFloor
 
-            gen.bind_column(ModelFloor(self.model, self))
-            self._bound.add(gen)
+                gen.bind_column(ModelFloor(self.model, self))
+                self._bound.add(gen)
+            self._last_bound = weakref.ref(gen)
         return gen.next_id()
 
     def deconstruct(self) -> tuple[str, str, list[Any], dict[str, Any]]:

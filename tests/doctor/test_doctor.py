@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -36,10 +37,10 @@ from tests.conftest import MYSQL_URL, POSTGRES_URL  # noqa: E402
 ROWS = 20_000
 
 
-def comb_last_v4() -> uuid.UUID:
+def comb_last_v4(when: dt.datetime) -> uuid.UUID:
     """Unix milliseconds in the last six bytes, version 4 and the RFC variant kept (RT.Comb's SqlCombProvider)."""
     raw = bytearray(os.urandom(16))
-    raw[10:16] = (time.time_ns() // 1_000_000).to_bytes(6, "big")
+    raw[10:16] = int(when.timestamp() * 1000).to_bytes(6, "big")
     raw[6] = (raw[6] & 0x0F) | 0x40
     raw[8] = (raw[8] & 0x3F) | 0x80
     return uuid.UUID(bytes=bytes(raw))
@@ -67,25 +68,22 @@ IDENTITY = {
 
 
 def keys(kind: str, vendor: str) -> list[object]:
+    """``ROWS`` keys of ``kind``, their times spread over two hours as rows written over time are (a
+    burst of keys made within milliseconds would leave the doctor's pivots little room between them)."""
     start = dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=2)
-    snowflake = seqid_orm.Snowflake(worker_id=7)
-    make: object = {
-        "v4": uuid.uuid4,
-        "v7": seqid_orm.uuid7,
+    spread = [start + dt.timedelta(seconds=n * 0.36) for n in range(ROWS)]
+    ticks = iter(int(when.timestamp() * 1e9) for when in spread)
+    snowflake = seqid_orm.Snowflake(worker_id=7, clock=lambda: next(ticks))
+    make: dict[str, Callable[[dt.datetime], object]] = {
+        "v4": lambda _: uuid.uuid4(),
+        "v7": seqid_orm.comb_at,
         "comb_last": comb_last_v4,
-        "nhibernate": None,
-        "ulid": None,
-        "snowflake": snowflake.next_id,
-        "hex_v4": lambda: uuid.uuid4().hex,
-    }[kind]
-    spread = [start + dt.timedelta(seconds=n * 0.36) for n in range(ROWS)]  # two hours, as rows written over time
-    if kind == "nhibernate":
-        values: list[object] = [comb_nhibernate(when) for when in spread]
-    elif kind == "ulid":
-        values = [encode_base32(seqid_orm.comb_at(when)) for when in spread]
-    else:
-        assert callable(make)
-        values = [make() for _ in range(ROWS)]
+        "nhibernate": comb_nhibernate,
+        "snowflake": lambda _: snowflake.next_id(),
+        "ulid": lambda when: encode_base32(seqid_orm.comb_at(when)),
+        "hex_v4": lambda _: uuid.uuid4().hex,
+    }
+    values = [make[kind](when) for when in spread]
     if vendor != "postgresql":
         values = [v.bytes if isinstance(v, uuid.UUID) else v for v in values]
     return values

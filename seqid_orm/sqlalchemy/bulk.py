@@ -132,6 +132,8 @@ async def abulk_insert(
         raise ArgumentTypeError(
             f"abulk_insert takes a SQLAlchemy AsyncConnection or AsyncSession, got {type(connection).__name__}"
         )
+    # a key floor made while the defaults run (ticket_pk, snowflake_pk) reads through this loop
+    connection.sync_engine.seqid_loop = asyncio.get_running_loop()  # type: ignore[attr-defined]
     load = await asyncio.to_thread(_prepare, connection.sync_engine, table, rows, make_keys, copy_ok=False)
     return await connection.run_sync(_send, load)
 

@@ -198,6 +198,34 @@ def test_abulk_insert_through_an_async_session_reserves_ticket_keys_off_the_loop
     assert gap <= MAX_GAP, f"the loop stalled {gap * 1000:.0f} ms"
 
 
+def test_abulk_insert_as_the_first_insert_binds_the_floor_from_its_worker_thread(pg_engine):
+    """No flush came first: the floor is made in abulk_insert's worker thread, and reads through the loop."""
+    seq = TicketSequence(f"async-{secrets.token_hex(4)}", POSTGRES_URL, block_size=30)
+    Base, Row = ticket_keyed(seq)
+    url = pg_engine.url.set(drivername=ASYNC_DRIVERS["postgresql"])
+
+    async def scenario() -> tuple[list[int], list[int]]:
+        engine = create_async_engine(url)
+        try:
+            async with engine.begin() as conn:
+                await conn.run_sync(Base.metadata.create_all)
+            async with engine.begin() as conn:
+                loaded = list(await abulk_insert(conn, Row, [{"n": i} for i in range(100)]))
+            async with engine.connect() as conn:
+                stored = list((await conn.execute(sa.select(Row.id).order_by(Row.id))).scalars())
+            return loaded, stored
+        finally:
+            async with engine.begin() as conn:
+                await conn.run_sync(Base.metadata.drop_all)
+            await engine.dispose()
+
+    try:
+        loaded, stored = asyncio.run(scenario())
+    finally:
+        seq.close()
+    assert sorted(loaded) == stored and len(set(stored)) == 100
+
+
 def test_a_counter_behind_the_async_tables_keys_is_refused_from_the_worker_thread(pg_engine):
     """The floor check still holds when the block is reserved by anext_id in a worker thread."""
     name = f"async-{secrets.token_hex(4)}"

@@ -476,10 +476,14 @@ class ColumnFloor:
         # API only inside SQLAlchemy's greenlet (an AsyncSession's flush, where this floor is made).
         # From a worker thread (anext_id, the prefetch thread) a query goes to the loop the engine
         # serves, as an await there: the loop is never blocked and the driver stays on its loop.
+        # Made in a worker thread (abulk_insert computes defaults there), it finds the loop on the
+        # engine, where abulk_insert left it.
         self._loop: asyncio.AbstractEventLoop | None = None
         if getattr(engine.dialect, "is_async", False):
-            with contextlib.suppress(RuntimeError):
+            try:
                 self._loop = asyncio.get_running_loop()
+            except RuntimeError:
+                self._loop = getattr(engine, "seqid_loop", None)
 
     def _scalar(self, query: sa.Select[Any]) -> Any:
         loop = self._loop

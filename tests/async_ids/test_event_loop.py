@@ -104,11 +104,11 @@ def slow_store_url(request) -> Iterator[str]:
     """The shared PostgreSQL or Redis behind a proxy that holds every chunk 150 ms (a store across a
     slow network): a reservation takes about half a second, which a loop blocked by it would show."""
     request.getfixturevalue(request.param)
-    with StallableProxy(5432 if request.param == "pg_engine" else 6379, delay=0.15) as proxy:
-        if request.param == "pg_engine":
-            yield POSTGRES_URL.replace(":5432/", f":{proxy.port}/")
-        else:
-            yield f"redis://127.0.0.1:{proxy.port}/0?accept_state_loss=true"
+    # the servers the suite is pointed at (make test-pg18 points it at PostgreSQL 18 on another port)
+    url = sa.engine.make_url(POSTGRES_URL if request.param == "pg_engine" else request.getfixturevalue("redis_url"))
+    with StallableProxy(url.port or (5432 if request.param == "pg_engine" else 6379), delay=0.15) as proxy:
+        slow = url.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
+        yield slow if request.param == "pg_engine" else volatile_ok(slow)
 
 
 def test_ticket_blocks_reserved_by_many_tasks_never_stall_the_loop(slow_store_url):

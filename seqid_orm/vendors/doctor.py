@@ -277,7 +277,7 @@ def _sample(ex: Executor, vendor: str, column: KeyColumn, size: int) -> list[lis
 # --- the judgement ----------------------------------------------------------------------------
 
 
-def _storage(vendor: str, sql_type: str, text_form: str | None, sample: object) -> Storage | None:
+def _storage(sql_type: str, text_form: str | None, sample: object) -> Storage | None:
     low = sql_type.lower()
     if low == "uuid":
         return Storage.NATIVE
@@ -340,7 +340,7 @@ def _judge(vendor: str, version: tuple[int, ...] | None, column: KeyColumn, runs
     found = classify(values)
     share, _pairs = in_order_share(runs, found.ms_of) if found.ms_of is not None else (None, 0)
     in_order = None if share is None else share >= _IN_ORDER
-    storage = _storage(vendor, column.sql_type, found.text_form, values[0] if values else None)
+    storage = _storage(column.sql_type, found.text_form, values[0] if values else None)
     needed = None
     if found.kind in ("random-uuid", "time-ordered") and storage is not None:
         try:

@@ -437,8 +437,13 @@ class TicketSequence:
         its prefetch point, else in a worker thread."""
         _int_arg("n", n, 0, _MAX_BATCH)
         check_fork()
-        if self._in_memory(n):
-            return self.next_ids(n)
+        # the lock only if free: another thread may hold it while it checks a key floor (a database read)
+        if self._in_memory(n) and self._cond.acquire(blocking=False):
+            try:
+                if self._in_memory(n):
+                    return list(itertools.islice(self._values, n))
+            finally:
+                self._cond.release()
         return await asyncio.to_thread(self.next_ids, n)
 
     def _in_memory(self, n: int) -> bool:

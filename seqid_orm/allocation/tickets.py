@@ -462,10 +462,8 @@ class TicketSequence:
         than one segment per reservation's round trip."""
 
         def fill() -> None:
-            check_fork()
+            self._refill_now()
             with self._cond:
-                if operator.length_hint(self._values) == 0:
-                    self._swap()
                 if self.double_buffer and self._next is None and not self._fetching:
                     self._next = self._fetch_released()
 
@@ -584,7 +582,8 @@ class TicketSequence:
             try:
                 segment = self._fetch()
             except Exception as exc:  # a caller waiting for it fails with it; a later one fetches again
-                log.warning("prefetching sequence %r failed: %s", self.name, exc)
+                if not isinstance(exc, SeqIDError):  # a typed refusal _fetch has logged already
+                    log.warning("prefetching sequence %r failed: %s", self.name, exc)
                 with cond:
                     if cond is self._cond:
                         self._failed(exc)

@@ -7,33 +7,14 @@ connection.
 
 from __future__ import annotations
 
-import re
 import time
-from typing import Any
 
+from ..allocation.stores.django import DjangoExecutor
 from ..errors import DatabaseUnavailableError, SeqIDError
 from ..vendors.doctor import Finding, examine, session_statements
 from .connection import server_version, vendor_of
 
 __all__ = ["diagnose_alias"]
-
-_PARAM = re.compile(r":([a-z_]+)\b")
-
-
-class _Executor:
-    """``:name`` parameters become ``%s`` ones, which every Django backend takes."""
-
-    def __init__(self, conn: Any) -> None:
-        self.conn = conn
-
-    def fetch(self, sql: str, params: dict[str, object]) -> list[tuple[Any, ...]]:
-        with self.conn.cursor() as cursor:
-            if params:
-                names = _PARAM.findall(sql)
-                cursor.execute(_PARAM.sub("%s", sql.replace("%", "%%")), [params[n] for n in names])
-            else:
-                cursor.execute(sql)
-            return [tuple(r) for r in cursor.fetchall()]
 
 
 def diagnose_alias(alias: str = "default", *, sample: int = 1000, timeout: float = 5.0) -> list[Finding]:
@@ -56,7 +37,7 @@ def diagnose_alias(alias: str = "default", *, sample: int = 1000, timeout: float
         if vendor == "sqlite":
             deadline = time.monotonic() + timeout
             conn.connection.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
-        return examine(_Executor(conn), vendor, server_version(conn), sample=sample)
+        return examine(DjangoExecutor(conn), vendor, server_version(conn), sample=sample)
     except SeqIDError:
         raise
     except DatabaseError as exc:

@@ -62,7 +62,8 @@ _SKIP_TABLES = frozenset({"seqid_tickets", "seqid_worker_leases"})  # seqid's ow
 
 
 class Executor(Protocol):
-    """How an adapter runs one read-only statement (``:name`` parameters) and returns its rows."""
+    """How an adapter runs one read-only statement (``:name`` parameters) and returns its rows.
+    The statements here write no ``::`` (casts are ``CAST``): Django's executor reads ``:x`` as a parameter."""
 
     def fetch(self, sql: str, params: dict[str, object]) -> list[tuple[Any, ...]]: ...
 
@@ -137,7 +138,7 @@ def _unsupported(vendor: str) -> InvalidArgumentError:
 
 _PG_KEYS = """
 SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod), i.indisprimary,
-       GREATEST(c.reltuples, COALESCE(s.n_live_tup, 0), 0)::bigint, pg_relation_size(i.indexrelid)
+       CAST(GREATEST(c.reltuples, COALESCE(s.n_live_tup, 0), 0) AS bigint), pg_relation_size(i.indexrelid)
 FROM pg_index i
 JOIN pg_class c ON c.oid = i.indrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace

@@ -28,7 +28,7 @@ from .history import HISTORY_NAME
 
 _T = TypeVar("_T")
 
-__all__ = ["DjangoLeaseStore", "DjangoTicketStore"]
+__all__ = ["DjangoExecutor", "DjangoLeaseStore", "DjangoTicketStore"]
 
 _RETURNING = "UPDATE {t} SET next_value = next_value + %s WHERE {cond} RETURNING next_value"
 _ADVANCE = {
@@ -142,8 +142,8 @@ class _Rows:
                 f"not {self.vendor!r}; give TicketField a SQLAlchemy or Redis url= instead"
             )
 
-    def executor(self) -> _DjangoExecutor:
-        return _DjangoExecutor(self.conn)
+    def executor(self) -> DjangoExecutor:
+        return DjangoExecutor(self.conn)
 
     def advance(
         self, name: str, delta: int, step: int, offset: int, lowest_start: int, highest_start: int
@@ -200,7 +200,7 @@ class DjangoLeaseStore(lease_sql.SQLLeaseStore):
                 conn = self._own.get()
                 try:
                     sql = lease_sql.lease_sql(conn.vendor, conn.ops.quote_name(self.table_name))
-                    return fn(_DjangoExecutor(conn), sql, *args)
+                    return fn(DjangoExecutor(conn), sql, *args)
                 except (OperationalError, InterfaceError) as exc:
                     self._own.discard()  # a dropped connection: once more on a fresh one
                     if attempt == 2:
@@ -218,8 +218,9 @@ class DjangoLeaseStore(lease_sql.SQLLeaseStore):
 _NAMED = re.compile(r":(\w+)")
 
 
-class _DjangoExecutor:
-    """:class:`~seqid_orm.allocation.stores.lease_sql.Executor` on a Django connection.
+class DjangoExecutor:
+    """:class:`~seqid_orm.allocation.stores.lease_sql.Executor` on a Django connection (also what
+    ``manage.py seqid_doctor`` reads through).
 
     ``:name`` parameters become positional ``%s`` ones, which every Django backend takes.
     """

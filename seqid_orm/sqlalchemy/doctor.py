@@ -8,26 +8,16 @@ a deadline enforced by SQLite's progress handler), and its transaction is rolled
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine, make_url
 
+from ..allocation.stores.sqlalchemy import SQLAlchemyExecutor
 from ..errors import DatabaseUnavailableError, InvalidArgumentError, SeqIDError
 from ..vendors.doctor import Finding, examine, session_statements
 from .types import dialect_server_version, dialect_vendor
 
 __all__ = ["diagnose", "read_only_url"]
-
-
-class _Executor:
-    def __init__(self, conn: Connection) -> None:
-        self.conn = conn
-
-    def fetch(self, sql: str, params: dict[str, object]) -> list[tuple[Any, ...]]:
-        if not params:  # PRAGMA and catalog text: no bind parameters to parse (":" may appear in names)
-            return [tuple(r) for r in self.conn.exec_driver_sql(sql)]
-        return [tuple(r) for r in self.conn.execute(sa.text(sql), params)]
 
 
 def read_only_url(url: str) -> sa.URL:
@@ -83,7 +73,7 @@ def _diagnose(conn: Connection, sample: int, timeout: float) -> list[Finding]:
         raw = conn.connection.dbapi_connection
         raw.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)  # type: ignore[union-attr]
     try:
-        return examine(_Executor(conn), vendor, dialect_server_version(conn.dialect), sample=sample)
+        return examine(SQLAlchemyExecutor(conn), vendor, dialect_server_version(conn.dialect), sample=sample)
     finally:
         conn.rollback()
         if vendor == "sqlite":

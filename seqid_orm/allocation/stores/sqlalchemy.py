@@ -49,6 +49,7 @@ from .history import HISTORY_NAME
 
 __all__ = [
     "ColumnFloor",
+    "SQLAlchemyExecutor",
     "SQLAlchemyLeaseStore",
     "SQLAlchemyTicketStore",
     "advance_statement",
@@ -367,8 +368,8 @@ class _Rows:
         self.vendor = conn.dialect.name
         self.table = conn.dialect.identifier_preparer.quote(store.table.name)
 
-    def executor(self) -> _Executor:
-        return _Executor(self.conn)
+    def executor(self) -> SQLAlchemyExecutor:
+        return SQLAlchemyExecutor(self.conn)
 
     def advance(
         self, name: str, delta: int, step: int, offset: int, lowest_start: int, highest_start: int
@@ -429,7 +430,7 @@ class SQLAlchemyLeaseStore(_OwnEngineStore, lease_sql.SQLLeaseStore):
     def _run(self, fn: Any, *args: Any) -> Any:
         def run(conn: Connection) -> Any:
             table = conn.dialect.identifier_preparer.quote(self.table.name)
-            return fn(_Executor(conn), lease_sql.lease_sql(conn.dialect.name, table), *args)
+            return fn(SQLAlchemyExecutor(conn), lease_sql.lease_sql(conn.dialect.name, table), *args)
 
         try:
             return self._on_connection(run)
@@ -536,8 +537,9 @@ def sa_column_of(where: str) -> sa.Column[Any]:
     ]
 
 
-class _Executor:
-    """:class:`~seqid_orm.allocation.stores.lease_sql.Executor` on one SQLAlchemy connection."""
+class SQLAlchemyExecutor:
+    """:class:`~seqid_orm.allocation.stores.lease_sql.Executor` on one SQLAlchemy connection (also
+    what ``seqid doctor`` reads through)."""
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn

@@ -102,7 +102,9 @@ def test_holders_on_etcd_repeat_no_id_through_the_clusters_faults(fault, namespa
     again once the cluster answers.  They go on after it heals, and no id repeats."""
     need("etcd")
     with EtcdCluster(3, partitionable=True) as private:
-        group = [holder(private.url, namespace) for _ in range(3)]
+        # relet: a holder whose lease lapsed in the outage (whether it does depends on how long the
+        # restart takes against the ttl) asks again, as an application would, instead of exiting
+        group = [holder(private.url, namespace, relet=True) for _ in range(3)]
         try:
             start_together(group)
             for w in group:

@@ -58,7 +58,9 @@ def main() -> int:
             print(gen.next_id(), flush=True)
         except SeqIDError as exc:
             print(f"error {type(exc).__name__} {exc}", flush=True)
-            return 0
+            if not (opts.get("relet") and type(exc).__name__ == "LeaseLostError"):
+                return 0
+            time.sleep(0.05)  # the renewal thread leases again once the store answers
         if opts.get("pace"):
             time.sleep(opts["pace"])
     print("done", flush=True)

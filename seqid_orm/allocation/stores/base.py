@@ -13,7 +13,8 @@ statement on the store's own connection, outside any caller's transaction; the v
 reserved are ``first, first + step, ..., first + (count - 1) * step``.
 
 SQL stores implement four primitives (:class:`TicketRows`) and share :func:`allocate_rows`,
-which makes the decisions once: refuse a missing row (a reservation never creates one: a
+which makes the decisions once (as :mod:`.steps`, so a synchronous and an asynchronous
+connection run the same code): refuse a missing row (a reservation never creates one: a
 counter that vanished and came back at its start would hand out its ids again), refuse a row
 whose step or offset contradicts the client's, and never move ``next_value`` past the largest
 value allowed (a BIGINT, or a smaller ``max_value``).  Redis does the same in one Lua script.
@@ -32,7 +33,7 @@ import secrets
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ...errors import (
     AllocationError,
@@ -44,7 +45,8 @@ from ...errors import (
     InvalidIDError,
 )
 from ...ids.validate import BIGINT_MAX
-from .history import Executor, HistoryGuard, ticket_records
+from .history import HistoryGuard, ticket_records
+from .steps import Call, Steps
 
 __all__ = [
     "ETCD_SCHEMES",
@@ -216,16 +218,18 @@ def last_value_limit(max_value: int, step: int) -> int:
 
 
 class TicketRows(Protocol):
-    """The statements a SQL ticket store runs, each atomic and committed on its own."""
+    """The statements a SQL ticket store runs, each atomic and committed on its own: the I/O that
+    :func:`allocate_rows`' steps ask for (an asynchronous twin has the same methods, awaitable).
+    ``fetch`` and ``run`` are :class:`~.steps.Executor`'s, on the same connection (the history checks)."""
 
     vendor: str
     """The database (``postgresql``, ``mysql``, ``sqlite``...), for :mod:`.history`."""
     table: str
     """The ticket table's name, quoted for this database."""
 
-    def executor(self) -> Executor:
-        """Text statements on the same connection (the history checks run there)."""
-        ...
+    def fetch(self, sql: str, params: dict[str, object]) -> list[tuple[Any, ...]]: ...
+
+    def run(self, sql: str, params: dict[str, object]) -> int: ...
 
     def advance(
         self, name: str, delta: int, step: int, offset: int, lowest_start: int, highest_start: int
@@ -252,8 +256,9 @@ class TicketRows(Protocol):
 class SQLTicketStore:
     """The :class:`TicketStore` methods of a SQL store, on :func:`allocate_rows` and
     :func:`raise_rows`: a subclass only says how one call reaches its own connection, by
-    ``_with_rows(fn)`` calling ``fn(rows)`` with the :class:`TicketRows` of that connection
-    (retrying a dropped connection).
+    ``_with_rows(steps_of)`` driving ``steps_of(vendor, table)`` on the :class:`TicketRows` of that
+    connection (retrying a dropped connection); an asynchronous twin (``_awith_rows``, where the
+    store has an async driver) drives the same steps on an event loop.
 
     Every reservation first checks the store's history (:mod:`.history`): a server that can lose
     acknowledged writes is refused unless ``accept_state_loss``, one whose history went back is
@@ -264,7 +269,7 @@ class SQLTicketStore:
     accept_state_loss: bool = False
     _guard: HistoryGuard | None = None
 
-    def _with_rows(self, fn: Callable[[TicketRows], _T]) -> _T:
+    def _with_rows(self, steps_of: Callable[[str, str], Steps[_T]]) -> _T:
         raise NotImplementedError
 
     def _history(self) -> HistoryGuard:
@@ -272,36 +277,53 @@ class SQLTicketStore:
             self._guard = HistoryGuard(self.label, "tickets", self.accept_state_loss)
         return self._guard
 
+    def _allocate_steps(
+        self, name: str, count: int, step: int, offset: int, max_value: int, above: int | None
+    ) -> Callable[[str, str], Steps[tuple[int, int]]]:
+        def steps(vendor: str, table: str) -> Steps[tuple[int, int]]:
+            yield from self._history().check(vendor, ticket_records(table))
+            return (yield from allocate_rows(self.label, name, count, step, offset, max_value, above))
+
+        return steps
+
+    def _raise_steps(self, row: TicketRow) -> Callable[[str, str], Steps[TicketRow]]:
+        def steps(vendor: str, table: str) -> Steps[TicketRow]:
+            stored = yield from raise_rows(row)
+            # the counter is above every id in use now: the present history is the one to keep
+            yield from self._history().adopt(vendor, ticket_records(table))
+            return stored
+
+        return steps
+
     def allocate(
         self, name: str, count: int, step: int, offset: int, max_value: int, above: int | None = None
     ) -> tuple[int, int]:
-        def reserve(rows: TicketRows) -> tuple[int, int]:
-            self._history().check(rows.executor(), rows.vendor, ticket_records(rows.table))
-            return allocate_rows(rows, self.label, name, count, step, offset, max_value, above)
-
-        return self._with_rows(reserve)
+        return self._with_rows(self._allocate_steps(name, count, step, offset, max_value, above))
 
     def read(self, name: str) -> TicketRow | None:
-        return self._with_rows(lambda rows: rows.read(name))
+        return self._with_rows(lambda vendor, table: _read(name))
 
     def create(self, row: TicketRow) -> None:
-        self._with_rows(lambda rows: rows.create(row))
+        self._with_rows(lambda vendor, table: _create(row))
 
     def raise_to(self, row: TicketRow) -> TicketRow:
-        def repair(rows: TicketRows) -> TicketRow:
-            stored = raise_rows(rows, row)
-            # the counter is above every id in use now: the present history is the one to keep
-            self._history().adopt(rows.executor(), rows.vendor, ticket_records(rows.table))
-            return stored
-
-        return self._with_rows(repair)
+        return self._with_rows(self._raise_steps(row))
 
 
-def raise_rows(rows: TicketRows, row: TicketRow) -> TicketRow:
+def _read(name: str) -> Steps[TicketRow | None]:
+    found: TicketRow | None = yield Call("read", (name,))
+    return found
+
+
+def _create(row: TicketRow) -> Steps[None]:
+    yield Call("create", (row,))
+
+
+def raise_rows(row: TicketRow) -> Steps[TicketRow]:
     """:meth:`TicketStore.raise_to` for a SQL store."""
-    rows.create(row)
-    rows.raise_next(row)
-    stored = rows.read(row.name)
+    yield Call("create", (row,))
+    yield Call("raise_next", (row,))
+    stored = yield from _read(row.name)
     if stored is None:  # deleted again between the statements
         raise AllocationError(f"sequence {row.name!r} vanished while it was being repaired")
     return stored
@@ -329,7 +351,6 @@ def regressed(name: str, label: str, next_value: int, above: int) -> CounterRegr
 
 
 def allocate_rows(
-    rows: TicketRows,
     label: str,
     name: str,
     count: int,
@@ -337,8 +358,8 @@ def allocate_rows(
     offset: int,
     max_value: int,
     above: int | None = None,
-) -> tuple[int, int]:
-    """:meth:`TicketStore.allocate` for a SQL store, from its three statements.
+) -> Steps[tuple[int, int]]:
+    """:meth:`TicketStore.allocate` for a SQL store, from its :class:`TicketRows` statements.
 
     The fast path is one ``UPDATE`` (one round trip).  Only when it matches no row does this
     read the row to tell a new name (create it, then retry) from a counter that went back below
@@ -350,10 +371,10 @@ def allocate_rows(
     lowest_start = -BIGINT_MAX - 1 if above is None else above + 1
     for _ in range(4):  # shrink, retry: more rounds mean someone keeps changing the row
         highest_start = limit - (count - 1) * step  # the last value reserved must be <= limit
-        new_next = rows.advance(name, count * step, step, offset, lowest_start, highest_start)
+        new_next: int | None = yield Call("advance", (name, count * step, step, offset, lowest_start, highest_start))
         if new_next is not None:
             return new_next - count * step, count
-        row = rows.read(name)
+        row = yield from _read(name)
         if row is None:
             raise vanished(name, label)
         count = grantable(row, label, count, step, offset, limit, above)

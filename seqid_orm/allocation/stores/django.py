@@ -23,8 +23,9 @@ from django.db import IntegrityError, InterfaceError, OperationalError, connecti
 
 from ...errors import BackendUnavailableError, InvalidArgumentError
 from . import lease_sql
-from .base import LEASE_TABLE, TICKET_TABLE, SQLTicketStore, TicketRow, TicketRows, is_conflict
+from .base import LEASE_TABLE, TICKET_TABLE, SQLTicketStore, TicketRow, is_conflict
 from .history import HISTORY_NAME
+from .steps import Steps, drive
 
 _T = TypeVar("_T")
 
@@ -96,12 +97,13 @@ class DjangoTicketStore(SQLTicketStore):
         self.table_name = table_name
         self.label = f"Django database {alias!r}"
 
-    def _with_rows(self, fn: Callable[[TicketRows], _T]) -> _T:
+    def _with_rows(self, steps_of: Callable[[str, str], Steps[_T]]) -> _T:
         with self._own.lock:
             for attempt in (1, 2):
                 conn = self._own.get()
                 try:
-                    return fn(_Rows(self, conn))
+                    rows = _Rows(self, conn)
+                    return drive(steps_of(rows.vendor, rows.table), rows)
                 except (OperationalError, InterfaceError):
                     # the server dropped this long-lived connection (wait_timeout, restart): once
                     # more on a fresh one; values the lost statement reserved are only a gap
@@ -142,8 +144,11 @@ class _Rows:
                 f"not {self.vendor!r}; give TicketField a SQLAlchemy or Redis url= instead"
             )
 
-    def executor(self) -> DjangoExecutor:
-        return DjangoExecutor(self.conn)
+    def fetch(self, sql: str, params: dict[str, object]) -> list[tuple[Any, ...]]:
+        return DjangoExecutor(self.conn).fetch(sql, params)
+
+    def run(self, sql: str, params: dict[str, object]) -> int:
+        return DjangoExecutor(self.conn).run(sql, params)
 
     def advance(
         self, name: str, delta: int, step: int, offset: int, lowest_start: int, highest_start: int
@@ -194,13 +199,13 @@ class DjangoLeaseStore(lease_sql.SQLLeaseStore):
         self.table_name = table_name
         self.label = f"Django database {alias!r}"
 
-    def _run(self, fn: Any, *args: Any) -> Any:
+    def _run(self, steps_of: Callable[[lease_sql.LeaseSQL], Steps[Any]]) -> Any:
         with self._own.lock:
             for attempt in (1, 2):
                 conn = self._own.get()
                 try:
                     sql = lease_sql.lease_sql(conn.vendor, conn.ops.quote_name(self.table_name))
-                    return fn(DjangoExecutor(conn), sql, *args)
+                    return drive(steps_of(sql), DjangoExecutor(conn))
                 except (OperationalError, InterfaceError) as exc:
                     self._own.discard()  # a dropped connection: once more on a fresh one
                     if attempt == 2:

@@ -26,8 +26,8 @@ replication; a Galera node is synchronous).  MariaDB tells no history to compare
 tell that.
 
 The decisions (:func:`judge`, :func:`durability_problem`, :class:`HistoryGuard`) are pure and
-shared by every SQL store (SQLAlchemy's and Django's); the statements are text run through an
-:class:`~seqid_orm.allocation.stores.lease_sql.Executor`.  Only PostgreSQL tells its history;
+shared by every SQL store (SQLAlchemy's and Django's); the statements are text, yielded as
+:mod:`.steps` for a synchronous or an asynchronous connection to run.  Only PostgreSQL tells its history;
 MariaDB, MySQL and SQLite are not tracked (the README says what that leaves to the operator);
 MariaDB's replication is judged.
 
@@ -47,9 +47,10 @@ import functools
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from ...errors import BackendUnavailableError, StoreHistoryError, VolatileStoreError
+from .steps import Steps, fetch, run
 
 __all__ = [
     "HISTORY_NAME",
@@ -64,15 +65,6 @@ __all__ = [
     "read_present",
     "ticket_records",
 ]
-
-
-class Executor(Protocol):
-    """How a store runs one statement on its own connection, in autocommit (as
-    :class:`~seqid_orm.allocation.stores.lease_sql.Executor`)."""
-
-    def fetch(self, sql: str, params: dict[str, object]) -> list[tuple[Any, ...]]: ...
-
-    def run(self, sql: str, params: dict[str, object]) -> int: ...
 
 
 #: The name of the history row in the ticket and lease tables (no sequence or namespace can have it).
@@ -118,11 +110,11 @@ class StoreHistory:
         return f"system {self.system & ((1 << 64) - 1)}, timeline {self.timeline}, {mode} commits"
 
 
-def read_present(ex: Executor, vendor: str) -> StoreHistory | None:
+def read_present(vendor: str) -> Steps[StoreHistory | None]:
     """What the server says of its history (``None`` where the vendor tells none)."""
     if vendor != "postgresql":
         return None
-    system, timeline, names, level, standbys = ex.fetch(_PRESENT_PG, {})[0]
+    system, timeline, names, level, standbys = (yield from fetch(_PRESENT_PG, {}))[0]
     synchronous = bool(str(names).strip()) and str(level) in _WAITING_LEVELS
     return StoreHistory(
         _signed64(int(system)),
@@ -171,10 +163,10 @@ def mariadb_durability_problem(replicas: int, galera: bool, semi_sync: bool, wai
     )
 
 
-def read_mariadb_problem(ex: Executor) -> str | None:
-    """:func:`mariadb_durability_problem` for the server behind ``ex`` (``None`` on MySQL, see above)."""
+def read_mariadb_problem() -> Steps[str | None]:
+    """:func:`mariadb_durability_problem` for the server (``None`` on MySQL, see above)."""
     try:
-        replicas, wsrep, status, wait_point = ex.fetch(_PRESENT_MARIADB, {})[0]
+        replicas, wsrep, status, wait_point = (yield from fetch(_PRESENT_MARIADB, {}))[0]
     except Exception as exc:
         orig = getattr(exc, "orig", None) or exc.__cause__ or exc
         if getattr(orig, "args", (None,))[:1] and orig.args[0] in _NOT_MARIADB:
@@ -275,15 +267,15 @@ def lease_records(table: str, now_ms: str) -> HistoryRecords:
     )
 
 
-def _record(ex: Executor, records: HistoryRecords, recorded: StoreHistory | None, present: StoreHistory) -> bool:
+def _record(records: HistoryRecords, recorded: StoreHistory | None, present: StoreHistory) -> Steps[bool]:
     """Make the history row say ``present`` where it said ``recorded`` (insert it where there was
     none); ``False`` when another process wrote it between the read and this write."""
     if recorded is None:
-        return ex.run(records.insert, records.pack(present)) == 1
+        return (yield from run(records.insert, records.pack(present))) == 1
     if _recorded_form(recorded) == _recorded_form(present):
         return True
     old = {"old_timeline": recorded.timeline, "old_system": recorded.system}
-    return ex.run(records.update, {**records.pack(present), **old}) == 1
+    return (yield from run(records.update, {**records.pack(present), **old})) == 1
 
 
 class HistoryGuard:
@@ -301,12 +293,12 @@ class HistoryGuard:
         self._seen: StoreHistory | None = None
         self._lock = threading.Lock()
 
-    def check(self, ex: Executor, vendor: str, records: HistoryRecords) -> Verdict:
+    def check(self, vendor: str, records: HistoryRecords) -> Steps[Verdict]:
         """Judge the store's history now; raise where it must be refused."""
-        present = read_present(ex, vendor)
+        present = yield from read_present(vendor)
         if present is None:
             if vendor in ("mysql", "mariadb") and not self.accept_state_loss:
-                problem = read_mariadb_problem(ex)
+                problem = yield from read_mariadb_problem()
                 if problem is not None:
                     raise VolatileStoreError(f"{self.label}: {problem}; or pass accept_state_loss=True")
             return Verdict.SAME
@@ -325,32 +317,32 @@ class HistoryGuard:
                     f"{self.label}: {problem}; or pass accept_state_loss=True (?accept_state_loss=true) to accept "
                     "that risk (seqid still refuses a history it sees go back)"
                 )
-        verdict = self._settle(ex, present, records)
+        verdict = yield from self._settle(present, records)
         with self._lock:
             self._seen = present
         return verdict
 
-    def _settle(self, ex: Executor, present: StoreHistory, records: HistoryRecords) -> Verdict:
+    def _settle(self, present: StoreHistory, records: HistoryRecords) -> Steps[Verdict]:
         for _ in range(3):  # another process may write the row between our read and our write
-            rows = ex.fetch(records.select, {})
+            rows = yield from fetch(records.select, {})
             recorded = records.unpack(rows[0]) if rows else None
             verdict = judge(recorded, present)
             if verdict is Verdict.ROLLED_BACK:
                 if self.what == "tickets":
                     raise StoreHistoryError(self._refusal(recorded, present))
-                ex.run(records.rebirth, {})  # every namespace is new again: grants wait the quarantine
-            if _record(ex, records, recorded, present):
+                yield from run(records.rebirth, {})  # every namespace is new again: grants wait the quarantine
+            if (yield from _record(records, recorded, present)):
                 return verdict
         raise BackendUnavailableError(f"{self.label}: its history row changed under every attempt to read it")
 
-    def adopt(self, ex: Executor, vendor: str, records: HistoryRecords) -> None:
+    def adopt(self, vendor: str, records: HistoryRecords) -> Steps[None]:
         """Record the present history whatever was recorded (``seqid ticket repair``, after the
         counters were moved above every id in use)."""
-        present = read_present(ex, vendor)
+        present = yield from read_present(vendor)
         if present is None or present.in_recovery:
             return
-        rows = ex.fetch(records.select, {})
-        _record(ex, records, records.unpack(rows[0]) if rows else None, present)
+        rows = yield from fetch(records.select, {})
+        yield from _record(records, records.unpack(rows[0]) if rows else None, present)
         with self._lock:
             self._seen = present
 

@@ -3,7 +3,8 @@
 Every statement reads the time from the database itself (``NOW_MS``): lease expiry must be
 judged by a clock all nodes share, and a node whose clock is behind would otherwise take over a
 lease that is still live.  Statements use ``:name`` parameters (SQLAlchemy ``text()``); the
-Django store turns them into ``%(name)s``.
+Django store turns them into ``%s``.  The functions below are :mod:`.steps`: they yield the
+statements, and a synchronous or an asynchronous connection runs them.
 
 A worker id's row outlives its holders: on release ``expires_at`` drops to 0 and the token is
 cleared, but ``last_timestamp`` (the high-water mark) stays for the next holder, who must not
@@ -19,13 +20,15 @@ was deleted, and a namespace that is new from one the store forgot (see
 from __future__ import annotations
 
 import secrets
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any
 
 from ...errors import InvalidArgumentError
 from .base import Grant, LeaseRow, holder_of
 from .history import HISTORY_NAME, HistoryGuard, lease_records
+from .steps import Steps, fetch, run
 
-__all__ = ["NOW_MS", "Executor", "LeaseSQL", "SQLLeaseStore", "acquire", "lease_sql", "leases", "release", "renew"]
+__all__ = ["NOW_MS", "LeaseSQL", "SQLLeaseStore", "acquire", "lease_sql", "leases", "release", "renew"]
 
 #: The database's current time in Unix milliseconds.
 NOW_MS = {
@@ -94,21 +97,9 @@ def lease_sql(vendor: str, table: str) -> LeaseSQL:
     return LeaseSQL({"microsoft": "mssql"}.get(vendor, vendor), table)
 
 
-class Executor(Protocol):
-    """How a store runs one statement on its own connection, in autocommit."""
-
-    def fetch(self, sql: str, params: dict[str, object]) -> list[tuple[Any, ...]]:
-        """Rows of a ``SELECT``."""
-        ...
-
-    def run(self, sql: str, params: dict[str, object]) -> int:
-        """Rows changed by ``INSERT``/``UPDATE``; 0 when an ``INSERT`` met an existing key."""
-        ...
-
-
 def acquire(
-    ex: Executor, sql: LeaseSQL, namespace: str, token: str, max_workers: int, ttl_ms: int, quarantine_ms: int
-) -> Grant | None:
+    sql: LeaseSQL, namespace: str, token: str, max_workers: int, ttl_ms: int, quarantine_ms: int
+) -> Steps[Grant | None]:
     """Take a worker id nobody holds: the lowest never used, then one whose lease expired, then one
     whose row was lost.  Only the first is free of waiting: the new holder of an expired or
     released worker id waits one ttl (its record may be a restored copy older than what a live
@@ -118,10 +109,10 @@ def acquire(
     the namespace's highest granted id is raised *before* a never-used id is inserted, so a
     crash between the two can only make an id look lost (a wait), never new.
     """
-    found = ex.fetch(sql.scan, {"ns": namespace})
+    found = yield from fetch(sql.scan, {"ns": namespace})
     if not any(int(r[0]) == -1 for r in found):
-        ex.run(sql.insert_namespace, {"ns": namespace})
-        found = ex.fetch(sql.scan, {"ns": namespace})
+        yield from run(sql.insert_namespace, {"ns": namespace})
+        found = yield from fetch(sql.scan, {"ns": namespace})
     now = int(found[0][3])
     born, highest = next((int(e), int(m)) for w, e, m, _ in found if int(w) == -1)
     fresh = max(0, born + quarantine_ms - now)
@@ -129,46 +120,47 @@ def acquire(
     unknown = [w for w in range(max_workers) if w not in known]
     params = {"ns": namespace, "token": token, "ttl": ttl_ms}
     for wid in (w for w in unknown if w > highest):
-        ex.run(sql.raise_highest, {"ns": namespace, "wid": wid})
-        if ex.run(sql.insert, {**params, "wid": wid}) == 1:
+        yield from run(sql.raise_highest, {"ns": namespace, "wid": wid})
+        if (yield from run(sql.insert, {**params, "wid": wid})) == 1:
             return Grant(wid, 0, fresh)
     for wid in _shuffled([w for w, expires in known.items() if w < max_workers and expires < now]):
-        if ex.run(sql.take, {**params, "wid": wid}) == 1:
-            rows = ex.fetch(sql.mark, {"ns": namespace, "wid": wid, "token": token})
+        if (yield from run(sql.take, {**params, "wid": wid})) == 1:
+            rows = yield from fetch(sql.mark, {"ns": namespace, "wid": wid, "token": token})
             # a takeover is fenced: its record may have been rolled back under a live holder, who
             # stamps at most one ttl past its last renewal, whatever mark the record shows now
             return Grant(wid, int(rows[0][0]) if rows else 0, max(fresh, ttl_ms))
     for wid in (w for w in unknown if w <= highest):  # its row was deleted: its holder may live on
-        if ex.run(sql.insert, {**params, "wid": wid}) == 1:
+        if (yield from run(sql.insert, {**params, "wid": wid})) == 1:
             return Grant(wid, 0, quarantine_ms)
     return None
 
 
-def renew(ex: Executor, sql: LeaseSQL, namespace: str, worker_id: int, token: str, ttl_ms: int, mark_ms: int) -> bool:
+def renew(sql: LeaseSQL, namespace: str, worker_id: int, token: str, ttl_ms: int, mark_ms: int) -> Steps[bool]:
     params = {"ns": namespace, "wid": worker_id, "token": token, "ttl": ttl_ms, "mark": mark_ms}
-    return ex.run(sql.renew, params) == 1
+    return (yield from run(sql.renew, params)) == 1
 
 
-def release(ex: Executor, sql: LeaseSQL, namespace: str, worker_id: int, token: str, mark_ms: int) -> None:
-    ex.run(sql.release, {"ns": namespace, "wid": worker_id, "token": token, "mark": mark_ms})
+def release(sql: LeaseSQL, namespace: str, worker_id: int, token: str, mark_ms: int) -> Steps[None]:
+    yield from run(sql.release, {"ns": namespace, "wid": worker_id, "token": token, "mark": mark_ms})
 
 
-def leases(ex: Executor, sql: LeaseSQL, namespace: str) -> list[LeaseRow]:
+def leases(sql: LeaseSQL, namespace: str) -> Steps[list[LeaseRow]]:
     rows = []
-    for w, token, left, mark in ex.fetch(sql.rows, {"ns": namespace}):
+    for w, token, left, mark in (yield from fetch(sql.rows, {"ns": namespace})):
         held = bool(token) and int(left) > 0
         rows.append(LeaseRow(namespace, int(w), held, max(0, int(left)), int(mark), holder_of(token) if held else ""))
     return rows
 
 
-def namespaces(ex: Executor, sql: LeaseSQL) -> list[str]:
-    return [str(ns) for (ns,) in ex.fetch(sql.namespaces, {"hist": HISTORY_NAME})]
+def namespaces(sql: LeaseSQL) -> Steps[list[str]]:
+    return [str(ns) for (ns,) in (yield from fetch(sql.namespaces, {"hist": HISTORY_NAME}))]
 
 
 class SQLLeaseStore:
-    """The :class:`~seqid_orm.allocation.stores.base.LeaseStore` methods of a SQL store, on the functions
-    above: a subclass only says how one call reaches its own connection, by ``_run(fn, *args)``
-    calling ``fn(executor, lease_sql, *args)`` there (retrying a dropped connection once).
+    """The :class:`~seqid_orm.allocation.stores.base.LeaseStore` methods of a SQL store, on the steps
+    above: a subclass only says how one call reaches its own connection, by ``_run(steps_of)``
+    driving ``steps_of(lease_sql)`` there (retrying a dropped connection once); an asynchronous
+    twin (``_arun``, where the store has an async driver) drives the same steps on an event loop.
 
     Every grant first checks the store's history (:mod:`.history`): a server that can lose
     acknowledged writes is refused unless ``accept_state_loss``; one whose history went back
@@ -180,27 +172,32 @@ class SQLLeaseStore:
     accept_state_loss: bool = False
     _guard: HistoryGuard | None = None
 
-    def _run(self, fn: Any, *args: Any) -> Any:
+    def _run(self, steps_of: Callable[[LeaseSQL], Steps[Any]]) -> Any:
         raise NotImplementedError
 
-    def _checked_acquire(self, ex: Executor, sql: LeaseSQL, *args: Any) -> Grant | None:
-        if self._guard is None:
-            self._guard = HistoryGuard(self.label, "leases", self.accept_state_loss)
-        self._guard.check(ex, sql.vendor, sql.history)
-        return acquire(ex, sql, *args)
+    def _acquire_steps(
+        self, namespace: str, token: str, max_workers: int, ttl_ms: int, quarantine_ms: int
+    ) -> Callable[[LeaseSQL], Steps[Grant | None]]:
+        def steps(sql: LeaseSQL) -> Steps[Grant | None]:
+            if self._guard is None:
+                self._guard = HistoryGuard(self.label, "leases", self.accept_state_loss)
+            yield from self._guard.check(sql.vendor, sql.history)
+            return (yield from acquire(sql, namespace, token, max_workers, ttl_ms, quarantine_ms))
+
+        return steps
 
     def acquire(self, namespace: str, token: str, max_workers: int, ttl_ms: int, quarantine_ms: int) -> Grant | None:
-        found: Grant | None = self._run(self._checked_acquire, namespace, token, max_workers, ttl_ms, quarantine_ms)
+        found: Grant | None = self._run(self._acquire_steps(namespace, token, max_workers, ttl_ms, quarantine_ms))
         return found
 
     def renew(self, namespace: str, worker_id: int, token: str, ttl_ms: int, mark_ms: int) -> bool:
-        return bool(self._run(renew, namespace, worker_id, token, ttl_ms, mark_ms))
+        return bool(self._run(lambda sql: renew(sql, namespace, worker_id, token, ttl_ms, mark_ms)))
 
     def release(self, namespace: str, worker_id: int, token: str, mark_ms: int) -> None:
-        self._run(release, namespace, worker_id, token, mark_ms)
+        self._run(lambda sql: release(sql, namespace, worker_id, token, mark_ms))
 
     def leases(self, namespace: str) -> list[LeaseRow]:
-        found: list[LeaseRow] = self._run(leases, namespace)
+        found: list[LeaseRow] = self._run(lambda sql: leases(sql, namespace))
         return found
 
     def namespaces(self) -> list[str]:

@@ -39,13 +39,13 @@ from .base import (
     LeaseRow,
     SQLTicketStore,
     TicketRow,
-    TicketRows,
     hide_password,
     is_conflict,
     split_state_loss_option,
 )
 from .deadline import watch
 from .history import HISTORY_NAME
+from .steps import Steps, drive
 
 __all__ = [
     "ColumnFloor",
@@ -320,8 +320,12 @@ class SQLAlchemyTicketStore(_OwnEngineStore, SQLTicketStore):
 
     # --- TicketStore ---------------------------------------------------------------------
 
-    def _with_rows(self, fn: Callable[[TicketRows], _T]) -> _T:
-        return self._on_connection(lambda conn: fn(_Rows(self, conn)))
+    def _with_rows(self, steps_of: Callable[[str, str], Steps[_T]]) -> _T:
+        def run(conn: Connection) -> _T:
+            rows = _Rows(self, conn)
+            return drive(steps_of(rows.vendor, rows.table), rows)
+
+        return self._on_connection(run)
 
     def rows(self) -> list[TicketRow]:
         with self.engine.connect() as conn:
@@ -368,8 +372,11 @@ class _Rows:
         self.vendor = conn.dialect.name
         self.table = conn.dialect.identifier_preparer.quote(store.table.name)
 
-    def executor(self) -> SQLAlchemyExecutor:
-        return SQLAlchemyExecutor(self.conn)
+    def fetch(self, sql: str, params: dict[str, object]) -> list[tuple[Any, ...]]:
+        return SQLAlchemyExecutor(self.conn).fetch(sql, params)
+
+    def run(self, sql: str, params: dict[str, object]) -> int:
+        return SQLAlchemyExecutor(self.conn).run(sql, params)
 
     def advance(
         self, name: str, delta: int, step: int, offset: int, lowest_start: int, highest_start: int
@@ -427,10 +434,10 @@ class SQLAlchemyLeaseStore(_OwnEngineStore, lease_sql.SQLLeaseStore):
             target, lease_table(sa.MetaData(), table_name), create_table, connect_timeout, accept_state_loss, timeout
         )
 
-    def _run(self, fn: Any, *args: Any) -> Any:
+    def _run(self, steps_of: Callable[[lease_sql.LeaseSQL], Steps[Any]]) -> Any:
         def run(conn: Connection) -> Any:
             table = conn.dialect.identifier_preparer.quote(self.table.name)
-            return fn(SQLAlchemyExecutor(conn), lease_sql.lease_sql(conn.dialect.name, table), *args)
+            return drive(steps_of(lease_sql.lease_sql(conn.dialect.name, table)), SQLAlchemyExecutor(conn))
 
         try:
             return self._on_connection(run)

@@ -1,0 +1,131 @@
+"""Store logic as generators of I/O requests: one copy of every decision, driven by sync or async I/O.
+
+The decisions of a store — what a reservation reads and writes and in which order, when a
+lease may be granted, what a store's history says — are written once, as generator functions
+that *yield* what they need done (:class:`Call`: "run this statement", "ask that store";
+:class:`Sleep`) and receive its result, or its exception, back at the ``yield``.  They never
+touch a socket.  Two runners carry the requests out:
+
+* :func:`drive` on a synchronous I/O object (a store's connection, through its blocking driver);
+* :func:`adrive` on an asynchronous one (psycopg's async connection, asyncpg, aiomysql through
+  SQLAlchemy's ``AsyncConnection``): the statements are awaited on the event loop, and a
+  :class:`Call` to an object without an awaitable twin (``a`` + its method name) runs in a
+  worker thread — a thread only where no async driver exists.
+
+This is h11's shape (https://h11.readthedocs.io/en/latest/api.html: "bring your own I/O"), for a
+protocol of SQL statements instead of HTTP bytes.  A :class:`Call` whose ``target`` is ``None``
+goes to the runner's own I/O object, so a step function says *what* to run, not *where*.
+
+May import: the standard library only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+__all__ = ["AsyncExecutor", "Call", "Executor", "Sleep", "Steps", "adrive", "drive", "fetch", "run"]
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """Call ``method(*args)`` of ``target`` (``None``: the runner's own I/O object) and send back its result."""
+
+    method: str
+    args: tuple[Any, ...] = ()
+    target: object = None
+
+
+@dataclass(frozen=True, slots=True)
+class Sleep:
+    """Wait ``seconds`` (``time.sleep`` in a thread, ``asyncio.sleep`` on a loop)."""
+
+    seconds: float
+
+
+#: A step function's generator: yields requests, receives their results, returns its outcome.
+Steps = Generator["Call | Sleep", Any, _T]
+
+
+class Executor(Protocol):
+    """The I/O a SQL step function needs: one text statement (``:name`` parameters) on a store's
+    own connection, in autocommit."""
+
+    def fetch(self, sql: str, params: dict[str, object]) -> list[tuple[Any, ...]]:
+        """Rows of a ``SELECT``."""
+        ...
+
+    def run(self, sql: str, params: dict[str, object]) -> int:
+        """Rows changed by ``INSERT``/``UPDATE``; 0 when an ``INSERT`` met an existing key."""
+        ...
+
+
+class AsyncExecutor(Protocol):
+    """:class:`Executor` on an asynchronous connection."""
+
+    async def fetch(self, sql: str, params: dict[str, object]) -> list[tuple[Any, ...]]: ...
+
+    async def run(self, sql: str, params: dict[str, object]) -> int: ...
+
+
+def fetch(sql: str, params: dict[str, object]) -> Steps[list[tuple[Any, ...]]]:
+    """The rows of a ``SELECT`` (``yield from fetch(...)`` in a step function)."""
+    rows: list[tuple[Any, ...]] = yield Call("fetch", (sql, params))
+    return rows
+
+
+def run(sql: str, params: dict[str, object]) -> Steps[int]:
+    """The rows an ``INSERT``/``UPDATE`` changed (0 when an ``INSERT`` met an existing key)."""
+    changed: int = yield Call("run", (sql, params))
+    return changed
+
+
+def drive(steps: Steps[_T], io: object) -> _T:
+    """Carry out ``steps`` with blocking calls on ``io``; its outcome (or its exception)."""
+    result: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            request = steps.send(result) if error is None else steps.throw(error)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        result, error = None, None
+        try:
+            if isinstance(request, Sleep):
+                time.sleep(request.seconds)
+            else:
+                target = io if request.target is None else request.target
+                result = getattr(target, request.method)(*request.args)
+        except Exception as exc:  # the step function decides what a failure means
+            error = exc
+
+
+async def adrive(steps: Steps[_T], aio: object) -> _T:
+    """Carry out ``steps`` on an event loop: ``aio``'s methods are awaited; a :class:`Call` to
+    another target awaits its ``a``-prefixed method where it has one, else runs in a worker thread."""
+    result: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            request = steps.send(result) if error is None else steps.throw(error)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        result, error = None, None
+        try:
+            if isinstance(request, Sleep):
+                await asyncio.sleep(request.seconds)
+            elif request.target is None:
+                result = await getattr(aio, request.method)(*request.args)
+            else:
+                native = getattr(request.target, "a" + request.method, None)
+                if native is not None:
+                    result = await native(*request.args)
+                else:
+                    result = await asyncio.to_thread(getattr(request.target, request.method), *request.args)
+        except Exception as exc:
+            error = exc

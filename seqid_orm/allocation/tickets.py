@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import copy
 import itertools
 import logging
@@ -65,7 +66,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from ..errors import (
     AllocationError,
@@ -83,6 +84,7 @@ from ..ids.validate import BIGINT_MAX, check_bool, check_seconds
 from . import telemetry
 from .stores import TicketRow, TicketStore, check_name, open_ticket_store
 from .stores.base import first_value, regressed
+from .stores.steps import Call, Sleep, Steps, adrive, drive
 
 __all__ = ["MAX_BLOCK_SIZE", "KeyFloor", "Segment", "TicketSequence", "TicketStats"]
 
@@ -136,10 +138,10 @@ class TicketStats:
 _T = TypeVar("_T")
 
 
-def _ask(store: TicketStore, method: Callable[..., _T], *args: object) -> _T:
-    """``method(*args)`` of ``store``, a failure of the server or driver raised as a typed error naming it."""
+def _ask(store: TicketStore, method: str, *args: object) -> Steps[Any]:
+    """``store.method(*args)``, a failure of the server or driver raised as a typed error naming it."""
     try:
-        return method(*args)
+        return (yield Call(method, args, store))
     except SeqIDError:
         raise
     except Exception as exc:
@@ -328,6 +330,7 @@ class TicketSequence:
         # anext_id's tasks waiting for a value, and the loop task that refills and hands values out
         self._waiting: collections.deque[asyncio.Future[int]] = collections.deque()
         self._refiller: asyncio.Task[None] | None = None
+        self._loop_fetch: asyncio.Task[None] | None = None  # a reservation running on a loop
         self._last_seconds: float | None = None  # the last reservation's duration
         self.segment: Segment | None = None
         """The segment values are handed out from now (``None`` before the first id)."""
@@ -369,11 +372,12 @@ class TicketSequence:
 
     async def anext_id(self) -> int:
         """:meth:`next_id` for an event loop: from memory when the segment has values (no await of
-        anything); else the task queues for a value and one refill per loop, made in a worker thread
-        (the stores' drivers are synchronous), hands the new segment's values to the queued tasks in
-        order: the loop never waits on the network, and a thousand tasks meeting an empty segment
-        cost one thread hop and one wake-up each, every wake-up with its value.  The prefetch point
-        asks the prefetch thread for the next segment without waiting for the sequence's lock."""
+        anything); else the task queues for a value and one refill per loop hands the new segment's
+        values to the queued tasks in order, one wake-up each.  Reservations made on a loop (the
+        refill, and the prefetch its prefetch point starts) run the same steps as a thread's
+        (:meth:`_reserve`), awaiting the stores' asynchronous drivers where they have one
+        (``aallocate``) and a worker thread's call where they have not: the loop never waits on
+        the network."""
         check_fork()
         if not self._waiting:
             value = next(self._values, None)
@@ -389,13 +393,13 @@ class TicketSequence:
         return await waiter
 
     async def _hand_out(self) -> None:
-        """Give queued tasks their values, refilling in a worker thread whenever the segment is empty."""
+        """Give queued tasks their values, refilling whenever the segment is empty."""
         waiting = self._waiting
         try:
             while waiting:
                 value = next(self._values, None)
                 if value is None:
-                    await asyncio.to_thread(self._refill_now)
+                    await self._refill()
                     continue
                 if value == self._trigger:
                     self._prefetch_without_waiting()
@@ -411,6 +415,56 @@ class TicketSequence:
             if not isinstance(exc, Exception):
                 raise
 
+    async def _refill(self) -> None:
+        """Install a segment for an empty one: the prefetched one; else wait for the reservation a
+        task of this loop runs; else reserve on the loop (:meth:`_loop_reserve`).  Where a thread is
+        busy with the sequence (a reservation of its own, a key floor's read under the lock), a
+        worker thread waits for it as any thread would: the loop never does."""
+        loop = asyncio.get_running_loop()
+        while True:
+            task = self._loop_fetch
+            if task is not None and not task.done() and task.get_loop() is loop:
+                await asyncio.wait([task])  # its failure is recorded for the waiters; ours comes next
+                continue
+            if not self._cond.acquire(blocking=False):
+                break
+            try:
+                if operator.length_hint(self._values) > 0:
+                    return
+                if self._floors or self._fetching or self._prefetch_wanted():
+                    break  # a floor's reads use the engine's connections, a thread's fetch its lock
+                segment, self._next = self._next, None
+                if segment is not None:
+                    self._install(segment)
+                    return
+                self._fetching = True
+            finally:
+                self._cond.release()
+            await self._loop_reserve(install=True)
+            return
+        await asyncio.to_thread(self._refill_now)
+
+    def _prefetch_wanted(self) -> bool:
+        """A prefetch requested of the prefetch thread and not yet picked up (lock held)."""
+        return self._want_prefetch and self._worker is not None and self._worker.is_alive()
+
+    async def _loop_reserve(self, install: bool) -> None:
+        """Run :meth:`_reserve` on the loop for a caller that set ``_fetching`` (the claim every
+        thread respects); install the segment, or keep it as the next one, as the threads do."""
+        try:
+            segment = await adrive(self._reserve(), None)
+        except BaseException as exc:
+            with self._cond:
+                self._failed(exc)
+            raise
+        with self._cond:
+            self._fetching = False
+            if install:
+                self._install(segment)
+            else:
+                self._next = segment
+            self._cond.notify_all()
+
     def _refill_now(self) -> None:
         check_fork()
         with self._cond:
@@ -418,15 +472,15 @@ class TicketSequence:
                 self._swap()
 
     def _prefetch_without_waiting(self) -> None:
-        """Request the next segment from the prefetch thread; the lock is taken only if free (another
-        thread may hold it while it checks a key floor on its connection), else from a worker thread."""
-        if self._cond.acquire(blocking=False):
-            try:
-                self._request_prefetch()
-            finally:
-                self._cond.release()
-        else:
-            asyncio.get_running_loop().run_in_executor(None, self._prefetch_locked)
+        """Reserve the next segment in a task of this loop (:meth:`_loop_reserve`); where the lock is
+        busy (a thread checking a key floor on its connection holds it) or a key floor is bound,
+        the prefetch thread does, asked from a worker thread."""
+        if self._claim_next():
+            self._loop_fetch = asyncio.get_running_loop().create_task(self._prefetch_on_loop())
+
+    async def _prefetch_on_loop(self) -> None:
+        with contextlib.suppress(Exception):  # recorded for whoever waits for it; the next refill asks again
+            await self._loop_reserve(install=False)
 
     def _prefetch_locked(self) -> None:
         with self._cond:
@@ -455,11 +509,18 @@ class TicketSequence:
         return trigger is None or n == 0 or not first <= trigger <= first + (n - 1) * segment.step
 
     async def aprefetch(self) -> None:
-        """Reserve ahead, in a worker thread: the current segment, and the next one when double
-        buffering, so that an ``AsyncSession`` flushing rows keyed by this sequence (its column
-        default calls :meth:`next_id`, which cannot be awaited) finds values in memory.  Call it at
-        start-up; afterwards the prefetch thread keeps a segment ahead while ids are drawn no faster
-        than one segment per reservation's round trip."""
+        """Reserve ahead: the current segment, and the next one when double buffering, so that an
+        ``AsyncSession`` flushing rows keyed by this sequence (its column default calls
+        :meth:`next_id`, which cannot be awaited) finds values in memory.  Call it at start-up;
+        afterwards the prefetch thread keeps a segment ahead while ids are drawn no faster than one
+        segment per reservation's round trip.  On the loop, as :meth:`anext_id` reserves; in a worker
+        thread where a key floor is bound (the floor reads through the engine's own connections)."""
+        check_fork()
+        if not self._floors:
+            await self._refill()
+            if self.double_buffer and self._claim_next():
+                await self._loop_reserve(install=False)
+            return
 
         def fill() -> None:
             self._refill_now()
@@ -468,6 +529,22 @@ class TicketSequence:
                     self._next = self._fetch_released()
 
         await asyncio.to_thread(fill)
+
+    def _claim_next(self) -> bool:
+        """Claim the next segment's reservation for the loop (``_fetching``), where nobody fetches it;
+        ``False`` where one is ready or coming, or a thread holds the lock (then the prefetch thread
+        is asked, from a worker thread)."""
+        if not self._cond.acquire(blocking=False):
+            asyncio.get_running_loop().run_in_executor(None, self._prefetch_locked)
+            return False
+        try:
+            if self._floors or self._next is not None or self._fetching or self._closed or self._prefetch_wanted():
+                self._request_prefetch()  # (which does nothing where a segment is ready or coming)
+                return False
+            self._fetching = True
+            return True
+        finally:
+            self._cond.release()
 
     def _next_slow(self, value: int | None) -> int:
         with self._cond:
@@ -595,46 +672,52 @@ class TicketSequence:
                     cond.notify_all()
 
     def _fetch(self) -> Segment:
-        """Reserve a segment, from the current server or, failing that, the others in turn; its
-        duration, a log record and the metrics of each reservation (refused ones too)."""
+        """Reserve a segment (:meth:`_reserve`) in this thread, through the stores' blocking calls."""
         with self._fetch_lock:
-            began = time.monotonic()
-            try:
-                segment = self._fetch_unlocked()
-            except SeqIDError as exc:
-                seconds = time.monotonic() - began
-                telemetry.record_reservation(self.name, seconds, exc)
-                telemetry.record_refusal(exc, sequence=self.name)
-                log.warning(
-                    "sequence %r: no block reserved (%s: %s)",
-                    self.name,
-                    type(exc).__name__,
-                    exc,
-                    extra={"seqid_sequence": self.name, "seqid_error": type(exc).__name__, "seqid_seconds": seconds},
-                )
-                raise
-            seconds = self._last_seconds = time.monotonic() - began
-            telemetry.record_reservation(self.name, seconds)
-            log.debug(
-                "sequence %r reserved %d values from %d on %s in %.1f ms",
-                self.name,
-                segment.count,
-                segment.first,
-                self._stores[segment.server].label,
-                seconds * 1000,
-                extra={
-                    "seqid_sequence": self.name,
-                    "seqid_server": self._stores[segment.server].label,
-                    "seqid_first": segment.first,
-                    "seqid_count": segment.count,
-                    "seqid_seconds": seconds,
-                },
-            )
-            return segment
+            return drive(self._reserve(), None)
 
-    def _fetch_unlocked(self) -> Segment:
+    def _reserve(self) -> Steps[Segment]:
+        """Reserve a segment, from the current server or, failing that, the others in turn; its
+        duration, a log record and the metrics of each reservation (refused ones too).  Steps
+        (:mod:`.stores.steps`), so that a thread and an event loop run the same decisions; the
+        caller holds ``_fetch_lock`` or stands for it (``_fetching``)."""
+        began = time.monotonic()
+        try:
+            segment = yield from self._fetch_unlocked()
+        except SeqIDError as exc:
+            seconds = time.monotonic() - began
+            telemetry.record_reservation(self.name, seconds, exc)
+            telemetry.record_refusal(exc, sequence=self.name)
+            log.warning(
+                "sequence %r: no block reserved (%s: %s)",
+                self.name,
+                type(exc).__name__,
+                exc,
+                extra={"seqid_sequence": self.name, "seqid_error": type(exc).__name__, "seqid_seconds": seconds},
+            )
+            raise
+        seconds = self._last_seconds = time.monotonic() - began
+        telemetry.record_reservation(self.name, seconds)
+        log.debug(
+            "sequence %r reserved %d values from %d on %s in %.1f ms",
+            self.name,
+            segment.count,
+            segment.first,
+            self._stores[segment.server].label,
+            seconds * 1000,
+            extra={
+                "seqid_sequence": self.name,
+                "seqid_server": self._stores[segment.server].label,
+                "seqid_first": segment.first,
+                "seqid_count": segment.count,
+                "seqid_seconds": seconds,
+            },
+        )
+        return segment
+
+    def _fetch_unlocked(self) -> Steps[Segment]:
         if not self._servers_checked:
-            self._check_servers()
+            yield from self._check_servers()
         count = self._block
         errors: list[str] = []
         exhausted = stalled = 0
@@ -642,8 +725,8 @@ class TicketSequence:
         for i in [(self._server + j) % k for j in range(k)]:
             store = self._stores[i]
             try:
-                first, granted = store.allocate(
-                    self.name, count, self.step, self.offsets[i], self.max_value, self._high.get(i)
+                first, granted = yield Call(
+                    "allocate", (self.name, count, self.step, self.offsets[i], self.max_value, self._high.get(i)), store
                 )
             except GeneratorExhaustedError as exc:
                 exhausted += 1
@@ -682,7 +765,7 @@ class TicketSequence:
 
     # --- safety checks -------------------------------------------------------------------
 
-    def _check_servers(self) -> None:
+    def _check_servers(self) -> Steps[None]:
         """Check the sequence on every server as a set before the first id (under the fetch lock).
 
         Each server must store the step and offset this client gives it; a sequence present on
@@ -691,14 +774,14 @@ class TicketSequence:
         needs every server to answer.  The next value each server reports is remembered: a
         block below it later means that counter went back.
         """
-        rows, down = self._read_rows()
+        rows, down = yield from self._read_rows()
         for attempt in range(_PARTIAL_RETRIES):
             if not (any(rows.values()) and None in rows.values()):
                 break
             # Present on some servers only: another client may be creating it on its servers right
             # now (one insert after the other); a set that stays partial is refused below.
-            time.sleep(0.05 * (attempt + 1))
-            rows, down = self._read_rows()
+            yield Sleep(0.05 * (attempt + 1))
+            rows, down = yield from self._read_rows()
         if not any(rows.values()):
             if down:
                 raise BackendUnavailableError(
@@ -709,8 +792,10 @@ class TicketSequence:
             for i, store in enumerate(self._stores):
                 offset = self.offsets[i]
                 new = TicketRow(self.name, first_value(offset, self.step, self.start), self.step, offset)
-                _ask(store, store.create, new)
-            rows = {i: _ask(store, store.read, self.name) for i, store in enumerate(self._stores)}
+                yield from _ask(store, "create", new)
+            rows = {}
+            for i, store in enumerate(self._stores):
+                rows[i] = yield from _ask(store, "read", self.name)
         self._check_rows(rows)
         for i, row in rows.items():
             if row is not None and row.next_value > row.offset:
@@ -719,13 +804,13 @@ class TicketSequence:
             log.warning("sequence %r: could not check %s", self.name, "; ".join(down))
         self._servers_checked = True
 
-    def _read_rows(self) -> tuple[dict[int, TicketRow | None], list[str]]:
+    def _read_rows(self) -> Steps[tuple[dict[int, TicketRow | None], list[str]]]:
         """The sequence's row on each server that answers, and what the others said."""
         rows: dict[int, TicketRow | None] = {}
         down: list[str] = []
         for i, store in enumerate(self._stores):
             try:
-                rows[i] = store.read(self.name)
+                rows[i] = yield Call("read", (self.name,), store)
             except BackendUnavailableError as exc:  # unreachable now: judged by the caller
                 down.append(str(exc))
             except SeqIDError:
@@ -803,7 +888,7 @@ class TicketSequence:
             offset = self.offsets[i]
             value = first_value(offset, self.step, max(self.start, highest + 1))
             row = TicketRow(self.name, value, self.step, offset)
-            out.append((store.label, _ask(store, store.raise_to, row)))
+            out.append((store.label, drive(_ask(store, "raise_to", row), None)))
         self._check_rows({i: row for i, (_, row) in enumerate(out)})
         return out
 

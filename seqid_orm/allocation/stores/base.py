@@ -27,6 +27,7 @@ set, and moved up only by :meth:`TicketStore.raise_to` (``seqid ticket repair``)
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import secrets
@@ -272,6 +273,10 @@ class SQLTicketStore:
     def _with_rows(self, steps_of: Callable[[str, str], Steps[_T]]) -> _T:
         raise NotImplementedError
 
+    async def _awith_rows(self, steps_of: Callable[[str, str], Steps[_T]]) -> _T:
+        """:meth:`_with_rows` for an event loop: in a worker thread, unless the store has an async driver."""
+        return await asyncio.to_thread(self._with_rows, steps_of)
+
     def _history(self) -> HistoryGuard:
         if self._guard is None:
             self._guard = HistoryGuard(self.label, "tickets", self.accept_state_loss)
@@ -308,6 +313,19 @@ class SQLTicketStore:
 
     def raise_to(self, row: TicketRow) -> TicketRow:
         return self._with_rows(self._raise_steps(row))
+
+    # awaitable twins: the same steps, on the loop where the store has an asynchronous driver
+
+    async def aallocate(
+        self, name: str, count: int, step: int, offset: int, max_value: int, above: int | None = None
+    ) -> tuple[int, int]:
+        return await self._awith_rows(self._allocate_steps(name, count, step, offset, max_value, above))
+
+    async def aread(self, name: str) -> TicketRow | None:
+        return await self._awith_rows(lambda vendor, table: _read(name))
+
+    async def acreate(self, row: TicketRow) -> None:
+        await self._awith_rows(lambda vendor, table: _create(row))
 
 
 def _read(name: str) -> Steps[TicketRow | None]:

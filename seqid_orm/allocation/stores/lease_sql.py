@@ -19,6 +19,7 @@ was deleted, and a namespace that is new from one the store forgot (see
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from collections.abc import Callable
 from typing import Any
@@ -175,6 +176,10 @@ class SQLLeaseStore:
     def _run(self, steps_of: Callable[[LeaseSQL], Steps[Any]]) -> Any:
         raise NotImplementedError
 
+    async def _arun(self, steps_of: Callable[[LeaseSQL], Steps[Any]]) -> Any:
+        """:meth:`_run` for an event loop: in a worker thread, unless the store has an async driver."""
+        return await asyncio.to_thread(self._run, steps_of)
+
     def _acquire_steps(
         self, namespace: str, token: str, max_workers: int, ttl_ms: int, quarantine_ms: int
     ) -> Callable[[LeaseSQL], Steps[Grant | None]]:
@@ -195,6 +200,20 @@ class SQLLeaseStore:
 
     def release(self, namespace: str, worker_id: int, token: str, mark_ms: int) -> None:
         self._run(lambda sql: release(sql, namespace, worker_id, token, mark_ms))
+
+    async def aacquire(
+        self, namespace: str, token: str, max_workers: int, ttl_ms: int, quarantine_ms: int
+    ) -> Grant | None:
+        found: Grant | None = await self._arun(
+            self._acquire_steps(namespace, token, max_workers, ttl_ms, quarantine_ms)
+        )
+        return found
+
+    async def arenew(self, namespace: str, worker_id: int, token: str, ttl_ms: int, mark_ms: int) -> bool:
+        return bool(await self._arun(lambda sql: renew(sql, namespace, worker_id, token, ttl_ms, mark_ms)))
+
+    async def arelease(self, namespace: str, worker_id: int, token: str, mark_ms: int) -> None:
+        await self._arun(lambda sql: release(sql, namespace, worker_id, token, mark_ms))
 
     def leases(self, namespace: str) -> list[LeaseRow]:
         found: list[LeaseRow] = self._run(lambda sql: leases(sql, namespace))

@@ -23,11 +23,14 @@ import contextlib
 import math
 import threading
 import time
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
+
+if TYPE_CHECKING:  # sqlalchemy.ext.asyncio is imported where a loop runs, not by every store
+    from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from ...errors import BackendUnavailableError, InvalidArgumentError, StoreTimeoutError
 from . import lease_sql
@@ -45,7 +48,7 @@ from .base import (
 )
 from .deadline import watch
 from .history import HISTORY_NAME
-from .steps import Steps, drive
+from .steps import Steps, adrive, drive
 
 __all__ = [
     "ColumnFloor",
@@ -165,20 +168,63 @@ def create_engine_for(url: str, connect_timeout: float = _DEFAULT_TIMEOUT, timeo
     connection instead, so the block is never used.
     """
     parsed = sa.make_url(url)
-    backend = parsed.get_backend_name()
+    connect_args = _connect_args(parsed, connect_timeout, timeout)
+    return sa.create_engine(parsed, isolation_level="AUTOCOMMIT", pool_size=2, connect_args=connect_args)
+
+
+# The asynchronous twin of a synchronous driver, where one exists and is installed: psycopg 3 is
+# both (SQLAlchemy picks its async dialect for create_async_engine); PyMySQL's is aiomysql, the
+# standard library sqlite3's is aiosqlite.  psycopg2 and mysqlclient have none.
+# The twin's SQLAlchemy driver name is its module's.
+_ASYNC_TWIN = {"psycopg": "psycopg", "pymysql": "aiomysql", "pysqlite": "aiosqlite"}
+
+
+def async_url_for(url: str) -> sa.URL | None:
+    """The URL of ``url``'s database through an asynchronous driver, or ``None`` where its driver
+    has no asynchronous twin installed (the store's async methods then use a worker thread)."""
+    parsed = sa.make_url(url)
+    driver = _ASYNC_TWIN.get(parsed.get_driver_name())
+    if driver is None:
+        return None
+    try:
+        __import__(driver)
+        __import__("greenlet")  # SQLAlchemy's asyncio bridge
+    except ImportError:
+        return None
+    return parsed.set(drivername=f"{parsed.get_backend_name()}+{driver}")
+
+
+def create_async_engine_for(url: sa.URL, connect_timeout: float, timeout: float) -> AsyncEngine:
+    """:func:`create_engine_for` through the asynchronous driver of ``url`` (:func:`async_url_for`).
+
+    Without a pool: an asyncio connection belongs to the loop that opened it, and one pooled past
+    its loop's end cannot be closed any more (SQLAlchemy's advice for several loops,
+    https://docs.sqlalchemy.org/en/20/orm/extensions/asyncio.html#using-multiple-asyncio-event-loops).
+    The awaitable calls are a block reservation or a lease acquisition, each worth a connection.
+    """
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    connect_args = _connect_args(url, connect_timeout, timeout)
+    return create_async_engine(url, isolation_level="AUTOCOMMIT", poolclass=sa.NullPool, connect_args=connect_args)
+
+
+def _connect_args(url: sa.URL, connect_timeout: float, timeout: float) -> dict[str, Any]:
+    """The driver's own time-outs and session settings for a store's connections (sync or async driver)."""
+    backend, driver = url.get_backend_name(), url.get_driver_name()
     connect_args: dict[str, Any] = {}
     ms = max(1, math.ceil(timeout * 1000))
-    if backend == "postgresql" and parsed.get_driver_name() in ("psycopg", "psycopg2"):
+    if backend == "postgresql" and driver in ("psycopg", "psycopg2", "psycopg_async"):
         connect_args["connect_timeout"] = max(2, math.ceil(connect_timeout))  # libpq's minimum is 2 s
-        if "options" not in parsed.query:
+        if "options" not in url.query:
             connect_args["options"] = f"-c lock_timeout={ms} -c statement_timeout={2 * ms}"
-    elif backend in ("mysql", "mariadb") and parsed.get_driver_name() in ("pymysql", "mysqldb"):
+    elif backend in ("mysql", "mariadb") and driver in ("pymysql", "mysqldb", "aiomysql"):
         connect_args["connect_timeout"] = max(1, math.ceil(connect_timeout))
-        connect_args["read_timeout"] = max(1, math.ceil(timeout))
+        if driver != "aiomysql":  # which has no read time-out: the store's asyncio deadline bounds a read
+            connect_args["read_timeout"] = max(1, math.ceil(timeout))
         connect_args["init_command"] = f"SET SESSION innodb_lock_wait_timeout = {max(1, math.ceil(timeout))}"
     elif backend == "sqlite":
         connect_args["timeout"] = 30.0  # waits for the file's write lock (many processes, one writer)
-    return sa.create_engine(parsed, isolation_level="AUTOCOMMIT", pool_size=2, connect_args=connect_args)
+    return connect_args
 
 
 class _OwnEngineStore:
@@ -200,6 +246,8 @@ class _OwnEngineStore:
     ) -> None:
         self.timeout = timeout
         self.engine: Engine
+        self._async_url: sa.URL | None = None
+        self._aengine: AsyncEngine | None = None
         if isinstance(target, Engine):
             self._owned = False
             self.engine = target.execution_options(isolation_level="AUTOCOMMIT")
@@ -216,6 +264,8 @@ class _OwnEngineStore:
                     "dialect+driver://user@host:port/database, with an installed driver and a numeric port)"
                 ) from None
             self.label = hide_password(target)
+            self._async_url = async_url_for(target)
+            self._connect_timeout = min(connect_timeout, timeout)
         self.accept_state_loss = accept_state_loss
         self.table = table
         self._create_table = create_table
@@ -276,6 +326,48 @@ class _OwnEngineStore:
                     raise
         raise self.timed_out()
 
+    @property
+    def native_async(self) -> bool:
+        """Whether the awaitable methods run on the event loop through an asynchronous driver (a URL
+        whose driver has a twin: psycopg, PyMySQL's aiomysql, sqlite3's aiosqlite), rather than the
+        synchronous methods in a worker thread (psycopg2, mysqlclient, an ``Engine`` handed in)."""
+        return self._async_url is not None
+
+    def _async_engine(self) -> AsyncEngine:
+        assert self._async_url is not None
+        if self._aengine is None:  # no pool (see create_async_engine_for): any loop may use it
+            self._aengine = create_async_engine_for(self._async_url, self._connect_timeout, self.timeout)
+        return self._aengine
+
+    async def _aon_connection(self, fn: Callable[[AsyncConnection], Awaitable[_T]]) -> _T:
+        """:meth:`_on_connection` on the event loop: the same retries, and the same deadline as an
+        ``asyncio`` time-out, after which the connection is invalidated (never back into the pool)
+        and :class:`StoreTimeoutError` raised; the values a cut-off statement reserved are a gap."""
+        engine = self._async_engine()
+        end = time.monotonic() + self.timeout
+        for attempt in (1, 2, 3, 4):
+            left = end - time.monotonic()
+            if left <= 0:
+                break
+            try:
+                return await asyncio.wait_for(self._aonce(engine, fn), left)
+            except asyncio.TimeoutError:
+                raise self.timed_out() from None
+            except sa.exc.DBAPIError as exc:
+                if attempt == 4 or not (exc.connection_invalidated or is_conflict(exc)):
+                    raise
+        raise self.timed_out()
+
+    async def _aonce(self, engine: AsyncEngine, fn: Callable[[AsyncConnection], Awaitable[_T]]) -> _T:
+        async with engine.connect() as conn:
+            try:
+                await conn.run_sync(self.prepare)
+                return await fn(conn)
+            except asyncio.CancelledError:  # the deadline cut a statement off: the connection is unusable
+                with contextlib.suppress(Exception):
+                    await conn.invalidate()
+                raise
+
     def timed_out(self) -> StoreTimeoutError:
         return StoreTimeoutError(
             f"{self.label} did not answer within {self.timeout:g} s (a stalled server or network, a lock held "
@@ -326,6 +418,16 @@ class SQLAlchemyTicketStore(_OwnEngineStore, SQLTicketStore):
             return drive(steps_of(rows.vendor, rows.table), rows)
 
         return self._on_connection(run)
+
+    async def _awith_rows(self, steps_of: Callable[[str, str], Steps[_T]]) -> _T:
+        if not self.native_async:
+            return await super()._awith_rows(steps_of)
+
+        async def run(conn: AsyncConnection) -> _T:
+            rows = _OnLoop(conn, lambda sync_conn: _Rows(self, sync_conn))
+            return await adrive(steps_of(rows.vendor, _quoted(conn, self.table)), rows)
+
+        return await self._aon_connection(run)
 
     def rows(self) -> list[TicketRow]:
         with self.engine.connect() as conn:
@@ -444,6 +546,19 @@ class SQLAlchemyLeaseStore(_OwnEngineStore, lease_sql.SQLLeaseStore):
         except sa.exc.DBAPIError as exc:
             raise _unavailable(self.label, exc) from exc
 
+    async def _arun(self, steps_of: Callable[[lease_sql.LeaseSQL], Steps[Any]]) -> Any:
+        if not self.native_async:
+            return await super()._arun(steps_of)
+
+        async def run(conn: AsyncConnection) -> Any:
+            sql = lease_sql.lease_sql(conn.dialect.name, _quoted(conn, self.table))
+            return await adrive(steps_of(sql), _OnLoop(conn, SQLAlchemyExecutor))
+
+        try:
+            return await self._aon_connection(run)
+        except sa.exc.DBAPIError as exc:
+            raise _unavailable(self.label, exc) from exc
+
     def _has_table(self) -> bool:
         try:
             with self.engine.connect() as conn:
@@ -456,6 +571,45 @@ class SQLAlchemyLeaseStore(_OwnEngineStore, lease_sql.SQLLeaseStore):
 
     def namespaces(self) -> list[str]:
         return super().namespaces() if self._has_table() else []
+
+
+def _quoted(conn: AsyncConnection, table: sa.Table) -> str:
+    return conn.dialect.identifier_preparer.quote(table.name)
+
+
+class _OnLoop:
+    """The I/O of :class:`_Rows` (or an executor) on an ``AsyncConnection``: each statement runs in
+    SQLAlchemy's asyncio bridge (``run_sync``), awaited on the loop through the asynchronous
+    driver, by the very code the synchronous store runs."""
+
+    def __init__(self, conn: AsyncConnection, make: Callable[[Connection], Any]) -> None:
+        self.conn = conn
+        self.make = make
+        self.vendor = conn.dialect.name
+
+    async def _on(self, method: str, *args: Any) -> Any:
+        return await self.conn.run_sync(lambda sync_conn: getattr(self.make(sync_conn), method)(*args))
+
+    async def fetch(self, sql: str, params: dict[str, object]) -> list[tuple[Any, ...]]:
+        found: list[tuple[Any, ...]] = await self._on("fetch", sql, params)
+        return found
+
+    async def run(self, sql: str, params: dict[str, object]) -> int:
+        return int(await self._on("run", sql, params))
+
+    async def advance(self, *args: Any) -> int | None:
+        found: int | None = await self._on("advance", *args)
+        return found
+
+    async def read(self, name: str) -> TicketRow | None:
+        found: TicketRow | None = await self._on("read", name)
+        return found
+
+    async def create(self, row: TicketRow) -> None:
+        await self._on("create", row)
+
+    async def raise_next(self, row: TicketRow) -> None:
+        await self._on("raise_next", row)
 
 
 def _unavailable(label: str, exc: sa.exc.DBAPIError) -> BackendUnavailableError:

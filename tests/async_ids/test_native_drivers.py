@@ -1,0 +1,141 @@
+"""Where a store's driver has an asynchronous twin (psycopg's async connection, aiomysql, aiosqlite),
+awaitable reservations run the same steps as the synchronous ones, awaited on the event loop: the
+synchronous methods are never called, the loop never waits on the network, and a store that stops
+answering is a typed refusal within the deadline."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from typing import Any
+
+import pytest
+
+sa = pytest.importorskip("sqlalchemy")
+pytest.importorskip("greenlet")
+
+from seqid_orm import TicketSequence  # noqa: E402
+from seqid_orm.allocation.stores.sqlalchemy import SQLAlchemyLeaseStore, SQLAlchemyTicketStore  # noqa: E402
+from seqid_orm.errors import StoreTimeoutError  # noqa: E402
+from tests.async_ids.test_event_loop import MAX_GAP, longest_gap  # noqa: E402
+from tests.conftest import MYSQL_URL, POSTGRES_URL  # noqa: E402
+from tests.servers.proxy import StallableProxy  # noqa: E402
+
+
+@pytest.fixture(params=["postgresql", "mysql", "sqlite"])
+def sql_store_url(request) -> str:
+    """Each SQL server through a driver with an asynchronous twin (the parameter sets the marker)."""
+    if request.param == "postgresql":
+        request.getfixturevalue("pg_engine")
+        return POSTGRES_URL
+    if request.param == "mysql":
+        request.getfixturevalue("mysql_engine")
+        return MYSQL_URL
+    return request.getfixturevalue("sqlite_ticket_url")
+
+
+class Refused:
+    """Replaces a store's synchronous methods by ones that record the call and raise: a test then
+    shows that none of them was needed."""
+
+    def __init__(self, store: object, methods: tuple[str, ...]) -> None:
+        self.called: list[str] = []
+        for name in methods:
+            setattr(store, name, self._refusing(name))
+
+    def _refusing(self, name: str) -> Any:
+        def refused(*args: object, **kwargs: object) -> None:
+            self.called.append(name)
+            raise AssertionError(f"the synchronous {name}() was called")
+
+        return refused
+
+
+def test_tasks_draw_tickets_through_the_async_driver_only(sql_store_url):
+    """Blocks of 50, 20 tasks drawing 30 ids each, double buffered: every reservation (the check of
+    the new sequence, the refills, the prefetches) is awaited on the loop, none made synchronously."""
+    seq = TicketSequence(f"native-{secrets.token_hex(4)}", sql_store_url, block_size=50)
+    store = seq._stores[0]
+    assert isinstance(store, SQLAlchemyTicketStore) and store.native_async
+    refused = Refused(store, ("allocate", "read", "create"))
+
+    async def draw() -> list[int]:
+        async def one_task() -> list[int]:
+            out = []
+            for _ in range(30):
+                out.append(await seq.anext_id())
+                await asyncio.sleep(0)  # let the prefetch task run between draws
+            return out
+
+        batches = await asyncio.gather(*(one_task() for _ in range(20)))
+        if seq._loop_fetch is not None:  # a prefetch still under way: let it end before the loop does
+            await asyncio.wait([seq._loop_fetch])
+        return [i for batch in batches for i in batch]
+
+    try:
+        ids = asyncio.run(draw())
+    finally:
+        seq.close()
+    assert refused.called == []
+    assert seq.fetches >= 12  # 600 ids in blocks of 50
+    assert sorted(ids) == list(range(1, 601))  # one process, one server: the blocks follow each other
+
+
+def test_a_lease_store_grants_renews_and_releases_through_the_async_driver(sql_store_url):
+    """The lease steps (history check, grant, renewal, release) awaited: the same outcomes as the
+    synchronous store's, which is never called."""
+    store = SQLAlchemyLeaseStore(sql_store_url)
+    assert store.native_async
+    refused = Refused(store, ("acquire", "renew", "release"))
+    namespace = f"native-{secrets.token_hex(4)}"
+    token_a, token_b = secrets.token_hex(16), secrets.token_hex(16)
+
+    async def work() -> tuple[Any, ...]:
+        first = await store.aacquire(namespace, token_a, 2, 60_000, 65_000)
+        second = await store.aacquire(namespace, token_b, 2, 60_000, 65_000)
+        none_left = await store.aacquire(namespace, secrets.token_hex(16), 2, 60_000, 65_000)
+        renewed = await store.arenew(namespace, first.worker_id, token_a, 60_000, 123)
+        stolen = await store.arenew(namespace, first.worker_id, token_b, 60_000, 456)
+        await store.arelease(namespace, first.worker_id, token_a, 789)
+        return first, second, none_left, renewed, stolen
+
+    try:
+        first, second, none_left, renewed, stolen = asyncio.run(work())
+        rows = {row.worker_id: row for row in store.leases(namespace)}  # read synchronously, as seqid status does
+    finally:
+        store.close()
+    assert refused.called == []
+    assert {first.worker_id, second.worker_id} == {0, 1} and none_left is None
+    assert renewed is True and stolen is False
+    assert not rows[first.worker_id].held and rows[first.worker_id].mark_ms == 789
+    assert rows[second.worker_id].held
+
+
+def test_a_stalled_server_is_refused_within_the_deadline_without_blocking_the_loop(pg_engine):
+    """PostgreSQL behind a proxy that stops forwarding (its sockets open): the awaited reservation
+    gives up after the store's timeout with StoreTimeoutError, and the loop ticks on meanwhile."""
+    url = sa.engine.make_url(POSTGRES_URL)
+    name = f"native-stall-{secrets.token_hex(4)}"
+    with StallableProxy(url.port or 5432) as proxy:
+        proxied = url.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
+        seq = TicketSequence(name, proxied, block_size=10, timeout=2)
+        try:
+
+            async def stalled() -> float:
+                assert await seq.anext_id() >= 1  # the sequence is checked and a block reserved
+                for _ in range(9):
+                    await seq.anext_id()
+                proxy.stall()
+                began = time.monotonic()
+                with pytest.raises(StoreTimeoutError):
+                    while True:
+                        await seq.anext_id()
+                return time.monotonic() - began
+
+            gap, waited = asyncio.run(longest_gap(stalled))
+        finally:
+            proxy.resume()
+            seq.close()
+    assert 1.5 <= waited <= 6, waited  # the store's 2 s deadline, not a hang
+    assert gap <= MAX_GAP, f"the loop stalled {gap * 1000:.0f} ms"

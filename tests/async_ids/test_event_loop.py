@@ -144,8 +144,8 @@ def test_ticket_blocks_reserved_by_many_tasks_never_stall_the_loop(slow_store_ur
     assert len(ids) == len(set(ids)) == 2250
     assert seq.fetches >= 11 and took >= 2  # the slow reservations really happened during the run
     assert calls.none_on_the_loop()
-    # PostgreSQL through psycopg has an asynchronous driver: the loop's reservations awaited it
-    assert (calls.awaited > 0) == slow_store_url.startswith("postgresql")
+    # psycopg and redis-py have asynchronous drivers: the loop's reservations awaited them
+    assert calls.awaited > 0
     assert gap <= MAX_GAP, f"the loop stalled {gap * 1000:.0f} ms"
 
 

@@ -56,7 +56,8 @@ class StallableProxy:
                 threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
 
     def _pump(self, source: socket.socket, sink: socket.socket) -> None:
-        with contextlib.suppress(OSError):
+        # ValueError: the other direction's pump (or cut()) closed the socket under select()
+        with contextlib.suppress(OSError, ValueError):
             while not self._closed.is_set():
                 ready, _, _ = select.select([source], [], [], 0.2)
                 if not ready:

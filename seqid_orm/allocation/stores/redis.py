@@ -34,9 +34,10 @@ braces make every key of a namespace one Redis Cluster hash slot.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 from ...errors import (
     ArgumentTypeError,
@@ -58,9 +59,11 @@ from .base import (
     split_state_loss_option,
     vanished,
 )
+from .steps import Call, Steps, adrive, drive
 
 try:
     import redis
+    from redis.asyncio.retry import Retry as AsyncRetry
     from redis.backoff import NoBackoff
     from redis.retry import Retry
 except ImportError as exc:  # say which extra brings it
@@ -69,6 +72,7 @@ except ImportError as exc:  # say which extra brings it
 __all__ = ["KEY_PREFIX", "RedisLeaseStore", "RedisTicketStore", "split_state_loss_option"]
 
 KEY_PREFIX = "seqid:tickets:"
+_T = TypeVar("_T")
 
 # KEYS[1]: the sequence's hash.  ARGV: step, offset, delta, above ('' for none).  A missing hash is
 # refused, never created: a counter that vanished (a restart without persistence, eviction,
@@ -119,6 +123,83 @@ return 1
 _DURABLE = {"appendonly": "yes", "appendfsync": "always"}
 
 
+class _Commands:
+    """The I/O the Redis steps ask for, on a redis-py client (:mod:`.steps`: the decisions are
+    :class:`_RedisStore`'s, written once; :class:`_AsyncCommands` is the same on ``redis.asyncio``)."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self.client = client
+        self._scripts: dict[str, Any] = {}
+
+    def config(self, keys: tuple[str, ...]) -> dict[Any, Any]:
+        found: dict[Any, Any] = {}
+        for key in keys:
+            found.update(self.client.config_get(key))
+        return found
+
+    def info(self, section: str) -> dict[str, Any]:
+        return dict(self.client.info(section))
+
+    def hget(self, key: str, field: str) -> Any:
+        return self.client.hget(key, field)
+
+    def hmget(self, key: str, *fields: str) -> list[Any]:
+        return list(self.client.hmget(key, list(fields)))
+
+    def script(self, text: str, keys: list[str], args: list[Any]) -> Any:
+        """Run a script by its digest (``EVALSHA``, loaded on first use)."""
+        registered = self._scripts.get(text)
+        if registered is None:
+            registered = self._scripts[text] = self.client.register_script(text)
+        return registered(keys=keys, args=args)
+
+    def written(self, text: str, keys: list[str], args: list[Any], waited: int, wait_ms: int) -> list[Any]:
+        """``ROLE``, the script and ``WAIT`` pipelined on one connection (see :meth:`_RedisStore.write`)."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.role()
+        pipe.eval(text, len(keys), *keys, *args)
+        if waited:
+            pipe.wait(waited, wait_ms)
+        return list(pipe.execute())
+
+
+class _AsyncCommands:
+    """:class:`_Commands` on a ``redis.asyncio`` client of one event loop."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self._scripts: dict[str, Any] = {}
+
+    async def config(self, keys: tuple[str, ...]) -> dict[Any, Any]:
+        found: dict[Any, Any] = {}
+        for key in keys:
+            found.update(await self.client.config_get(key))
+        return found
+
+    async def info(self, section: str) -> dict[str, Any]:
+        return dict(await self.client.info(section))
+
+    async def hget(self, key: str, field: str) -> Any:
+        return await self.client.hget(key, field)
+
+    async def hmget(self, key: str, *fields: str) -> list[Any]:
+        return list(await self.client.hmget(key, list(fields)))
+
+    async def script(self, text: str, keys: list[str], args: list[Any]) -> Any:
+        registered = self._scripts.get(text)
+        if registered is None:
+            registered = self._scripts[text] = self.client.register_script(text)
+        return await registered(keys=keys, args=args)
+
+    async def written(self, text: str, keys: list[str], args: list[Any], waited: int, wait_ms: int) -> list[Any]:
+        pipe = self.client.pipeline(transaction=False)
+        pipe.role()
+        pipe.eval(text, len(keys), *keys, *args)
+        if waited:
+            pipe.wait(waited, wait_ms)
+        return list(await pipe.execute())
+
+
 class _RedisStore:
     """What both Redis stores share: a client of their own made from a URL (closed by
     :meth:`close`), or a given ``redis.Redis`` (left open); ``read_timeout`` bounds one reply.
@@ -129,6 +210,10 @@ class _RedisStore:
     option ``?accept_state_loss=true``): a counter
     or a lease mark that comes back lower or empty after a restart is how ids repeat.  The
     warning an earlier version logged was not enough: nobody reads it before the duplicates.
+
+    The decisions are steps (:mod:`.steps`): :meth:`_drive` runs them on redis-py's client, and
+    :meth:`_adrive` on a ``redis.asyncio`` client of the running loop (from the same URL), awaited
+    there; a store made from a ``redis.Redis`` object runs them in a worker thread instead.
     """
 
     what = "store"
@@ -138,6 +223,8 @@ class _RedisStore:
     ) -> None:
         if not isinstance(accept_state_loss, bool):
             raise ArgumentTypeError(f"accept_state_loss must be a bool, got {type(accept_state_loss).__name__}")
+        self.timeout = timeout
+        self._url: str | None = None
         if isinstance(target, redis.Redis):
             self.client = target
             kw = target.connection_pool.connection_kwargs
@@ -149,20 +236,20 @@ class _RedisStore:
             accept_state_loss = accept_state_loss or in_url
             # Every command within ``timeout``: half of it a try, and one retry (redis-py's default
             # retries three times with back-off, which multiplied a blackholed server's wait).
-            half = timeout / 2
+            self._client_options: dict[str, Any] = {
+                "socket_connect_timeout": min(connect_timeout, timeout / 2),
+                "socket_timeout": timeout / 2,
+            }
             try:
-                self.client = redis.Redis.from_url(
-                    target,
-                    socket_connect_timeout=min(connect_timeout, half),
-                    socket_timeout=half,
-                    retry=Retry(NoBackoff(), 1),
-                )
+                self.client = redis.Redis.from_url(target, retry=Retry(NoBackoff(), 1), **self._client_options)
             except ValueError as exc:  # a port that is no number, an unknown option
                 raise InvalidArgumentError(
                     f"cannot use {hide_password(target)!r} as a store: {exc} (redis://host:port/db)"
                 ) from None
             self.label = hide_password(target)
             self._owned = True
+            self._url = target
+        self._commands = _Commands(self.client)
         self.accept_state_loss = accept_state_loss
         self._durability_checked = accept_state_loss
         # the replicas every write must reach: the most this store has seen the primary serve
@@ -170,15 +257,36 @@ class _RedisStore:
         # WAIT's own limit: a quarter of the deadline, so its answer arrives within the socket's half
         self._wait_ms = max(1, int(timeout * 250))
 
-    def check_durability(self) -> None:
+    @property
+    def native_async(self) -> bool:
+        """Whether the awaitable methods use ``redis.asyncio`` on the loop (a store made from a URL)."""
+        return self._url is not None
+
+    def _drive(self, steps: Steps[_T]) -> _T:
+        return drive(steps, self._commands)
+
+    async def _adrive(self, steps: Steps[_T]) -> _T:
+        """Run ``steps`` on a ``redis.asyncio`` client opened for this call (its connections belong
+        to the running loop, so none outlives it), within the store's deadline."""
+        if self._url is None:
+            return await asyncio.to_thread(self._drive, steps)
+        import redis.asyncio
+
+        client = redis.asyncio.Redis.from_url(self._url, retry=AsyncRetry(NoBackoff(), 1), **self._client_options)
+        try:
+            return await asyncio.wait_for(adrive(steps, _AsyncCommands(client)), self.timeout)
+        except asyncio.TimeoutError:
+            raise StoreTimeoutError(f"{self.what} {self.label} did not answer within {self.timeout:g} s") from None
+        finally:
+            await client.aclose()
+
+    def check_durability(self) -> Steps[None]:
         """Refuse a server that would lose this store's state on a restart (once per store)."""
         if self._durability_checked:
             return
         try:
-            config: dict[Any, Any] = {}
-            for key in (*_DURABLE, "maxmemory-policy"):
-                config.update(self.client.config_get(key))
-            replication = self.client.info("replication")
+            config = yield Call("config", ((*_DURABLE, "maxmemory-policy"),))
+            replication = yield Call("info", ("replication",))
         except redis.ResponseError as exc:  # CONFIG is often disabled on managed servers
             raise VolatileStoreError(
                 f"{self.label} does not say whether it persists its data (CONFIG GET failed: {exc}), so this "
@@ -212,9 +320,9 @@ class _RedisStore:
         self._replicas = max(self._replicas, int(replication.get("connected_slaves", 0)))
         self._durability_checked = True
 
-    def write(self, script: Any, keys: list[str], args: list[Any]) -> Any:
-        """Run a write ``script`` (a registered ``Script``); where writes may be lost, return its
-        reply only once every replica confirmed it (see the module docstring).
+    def write(self, script: str, keys: list[str], args: list[Any]) -> Steps[Any]:
+        """Run a write ``script``; where writes may be lost, return its reply only once every
+        replica confirmed it (see the module docstring).
 
         One round trip: ``ROLE``, the script and ``WAIT`` are pipelined on one connection (``WAIT``
         counts that connection's writes, so it cannot be sent again later on a pooled one).  When
@@ -223,15 +331,10 @@ class _RedisStore:
         an acquisition's first worker id waits out its ttl; the others are idempotent).
         """
         if self.accept_state_loss:
-            return script(keys=keys, args=args)
+            return (yield Call("script", (script, keys, args)))
         for _ in range(2):
-            pipe = self.client.pipeline(transaction=False)
-            pipe.role()
-            pipe.eval(script.script, len(keys), *keys, *args)
             waited = self._replicas
-            if waited:
-                pipe.wait(waited, self._wait_ms)
-            role, reply, *acked = pipe.execute()
+            role, reply, *acked = yield Call("written", (script, keys, args, waited, self._wait_ms))
             serving = len(role[2]) if len(role) > 2 and _text(role[0]) == "master" else 0
             if serving <= waited:
                 break
@@ -264,38 +367,45 @@ class RedisTicketStore(_RedisStore):
         timeout: float = 5.0,
     ) -> None:
         super().__init__(target, connect_timeout, timeout, accept_state_loss)
-        self._script = self.client.register_script(_ALLOCATE)
-        self._raise = self.client.register_script(_RAISE)
-        self._create = self.client.register_script(_CREATE)
 
     def allocate(
         self, name: str, count: int, step: int, offset: int, max_value: int, above: int | None = None
     ) -> tuple[int, int]:
-        self.check_durability()
+        return self._drive(self._allocate(name, count, step, offset, max_value, above))
+
+    async def aallocate(
+        self, name: str, count: int, step: int, offset: int, max_value: int, above: int | None = None
+    ) -> tuple[int, int]:
+        return await self._adrive(self._allocate(name, count, step, offset, max_value, above))
+
+    def _allocate(
+        self, name: str, count: int, step: int, offset: int, max_value: int, above: int | None
+    ) -> Steps[tuple[int, int]]:
+        yield from self.check_durability()
         limit = last_value_limit(max_value, step)
         key = KEY_PREFIX + name
         try:
-            first = self._reserve(key, name, count, step, offset, above)
+            first = yield from self._reserve(key, name, count, step, offset, above)
         except redis.ResponseError as exc:
             if "overflow" not in str(exc):
                 raise
             # HINCRBY refused to pass 2**63: reserve only what is left below the limit, if anything
-            stored = self.client.hget(key, "next_value")
+            stored = yield Call("hget", (key, "next_value"))
             left = 0 if stored is None else (limit - int(_text(stored))) // step + 1
             if not 0 < left < count:
                 raise GeneratorExhaustedError(f"sequence {name!r} on {self.label} is exhausted: {exc}") from None
             count = left
-            first = self._reserve(key, name, count, step, offset, above)
+            first = yield from self._reserve(key, name, count, step, offset, above)
         if first > limit:
             raise GeneratorExhaustedError(
                 f"sequence {name!r} on {self.label} is exhausted: its next value {first} is past {limit}"
             )
         return first, min(count, (limit - first) // step + 1)
 
-    def _reserve(self, key: str, name: str, count: int, step: int, offset: int, above: int | None) -> int:
+    def _reserve(self, key: str, name: str, count: int, step: int, offset: int, above: int | None) -> Steps[int]:
         """Run the script; the first value reserved."""
         delta = count * step
-        reply = self.write(self._script, [key], [step, offset, delta, "" if above is None else above])
+        reply = yield from self.write(_ALLOCATE, [key], [step, offset, delta, "" if above is None else above])
         status = _text(reply[0])
         if status == "missing":
             raise vanished(name, self.label)
@@ -309,23 +419,38 @@ class RedisTicketStore(_RedisStore):
             )
         return int(_text(reply[1])) - delta
 
-    def read(self, name: str) -> TicketRow | None:
-        self.check_durability()
-        values = self.client.hmget(KEY_PREFIX + name, "next_value", "step", "offset")
+    def _read(self, name: str) -> Steps[TicketRow | None]:
+        yield from self.check_durability()
+        values = yield Call("hmget", (KEY_PREFIX + name, "next_value", "step", "offset"))
         if None in values:
             return None
         next_value, step, offset = (int(_text(v)) for v in values)
         return TicketRow(name, next_value, step, offset)
 
+    def read(self, name: str) -> TicketRow | None:
+        return self._drive(self._read(name))
+
+    async def aread(self, name: str) -> TicketRow | None:
+        return await self._adrive(self._read(name))
+
+    def _create(self, row: TicketRow) -> Steps[None]:
+        yield from self.check_durability()
+        yield from self.write(_CREATE, [KEY_PREFIX + row.name], [row.next_value, row.step, row.offset])
+
     def create(self, row: TicketRow) -> None:
-        self.check_durability()
-        self.write(self._create, [KEY_PREFIX + row.name], [row.next_value, row.step, row.offset])
+        self._drive(self._create(row))
+
+    async def acreate(self, row: TicketRow) -> None:
+        await self._adrive(self._create(row))
 
     def raise_to(self, row: TicketRow) -> TicketRow:
-        self.check_durability()
-        reply = self.write(self._raise, [KEY_PREFIX + row.name], [row.next_value, row.step, row.offset])
-        next_value, step, offset = (int(_text(v)) for v in reply)
-        return TicketRow(row.name, next_value, step, offset)
+        def steps() -> Steps[TicketRow]:
+            yield from self.check_durability()
+            reply = yield from self.write(_RAISE, [KEY_PREFIX + row.name], [row.next_value, row.step, row.offset])
+            next_value, step, offset = (int(_text(v)) for v in reply)
+            return TicketRow(row.name, next_value, step, offset)
+
+        return self._drive(steps())
 
     def rows(self) -> list[TicketRow]:
         found = []
@@ -411,31 +536,55 @@ class RedisLeaseStore(_RedisStore):
         timeout: float = 5.0,
     ) -> None:
         super().__init__(target, connect_timeout, timeout, accept_state_loss)
-        self._acquire = self.client.register_script(_ACQUIRE)
-        self._renew = self.client.register_script(_RENEW_OR_RELEASE)
 
     @staticmethod
     def _keys(namespace: str) -> tuple[str, str]:
         return f"seqid:lease:{{{namespace}}}:", f"seqid:lease-marks:{{{namespace}}}"
 
-    def acquire(self, namespace: str, token: str, max_workers: int, ttl_ms: int, quarantine_ms: int) -> Grant | None:
+    def _acquire(
+        self, namespace: str, token: str, max_workers: int, ttl_ms: int, quarantine_ms: int
+    ) -> Steps[Grant | None]:
         prefix, marks = self._keys(namespace)
-        with self._errors():
-            self.check_durability()
-            reply = self.write(self._acquire, [], [prefix, marks, token, max_workers, ttl_ms, quarantine_ms])
+        yield from self.check_durability()
+        reply = yield from self.write(_ACQUIRE, [], [prefix, marks, token, max_workers, ttl_ms, quarantine_ms])
         if not reply:
             return None
         return Grant(int(reply[0]), int(_text(reply[1])), int(reply[2]))
 
-    def renew(self, namespace: str, worker_id: int, token: str, ttl_ms: int, mark_ms: int) -> bool:
+    def _renew_or_release(
+        self, namespace: str, worker_id: int, token: str, ttl_ms: int | str, mark_ms: int
+    ) -> Steps[bool]:
         prefix, marks = self._keys(namespace)
+        reply = yield from self.write(
+            _RENEW_OR_RELEASE, [f"{prefix}{worker_id}", marks], [token, ttl_ms, worker_id, mark_ms]
+        )
+        return bool(reply)
+
+    def acquire(self, namespace: str, token: str, max_workers: int, ttl_ms: int, quarantine_ms: int) -> Grant | None:
         with self._errors():
-            return bool(self.write(self._renew, [f"{prefix}{worker_id}", marks], [token, ttl_ms, worker_id, mark_ms]))
+            return self._drive(self._acquire(namespace, token, max_workers, ttl_ms, quarantine_ms))
+
+    async def aacquire(
+        self, namespace: str, token: str, max_workers: int, ttl_ms: int, quarantine_ms: int
+    ) -> Grant | None:
+        with self._errors():
+            return await self._adrive(self._acquire(namespace, token, max_workers, ttl_ms, quarantine_ms))
+
+    def renew(self, namespace: str, worker_id: int, token: str, ttl_ms: int, mark_ms: int) -> bool:
+        with self._errors():
+            return self._drive(self._renew_or_release(namespace, worker_id, token, ttl_ms, mark_ms))
+
+    async def arenew(self, namespace: str, worker_id: int, token: str, ttl_ms: int, mark_ms: int) -> bool:
+        with self._errors():
+            return await self._adrive(self._renew_or_release(namespace, worker_id, token, ttl_ms, mark_ms))
 
     def release(self, namespace: str, worker_id: int, token: str, mark_ms: int) -> None:
-        prefix, marks = self._keys(namespace)
         with self._errors():
-            self.write(self._renew, [f"{prefix}{worker_id}", marks], [token, "", worker_id, mark_ms])
+            self._drive(self._renew_or_release(namespace, worker_id, token, "", mark_ms))
+
+    async def arelease(self, namespace: str, worker_id: int, token: str, mark_ms: int) -> None:
+        with self._errors():
+            await self._adrive(self._renew_or_release(namespace, worker_id, token, "", mark_ms))
 
     def leases(self, namespace: str) -> list[LeaseRow]:
         prefix, marks = self._keys(namespace)

@@ -1,4 +1,5 @@
-"""Where a store's driver has an asynchronous twin (psycopg's async connection, aiomysql, aiosqlite),
+"""Where a store's driver has an asynchronous twin (psycopg's async connection, aiomysql, aiosqlite,
+redis.asyncio),
 awaitable reservations run the same steps as the synchronous ones, awaited on the event loop: the
 synchronous methods are never called, the loop never waits on the network, and a store that stops
 answering is a typed refusal within the deadline."""
@@ -16,23 +17,33 @@ sa = pytest.importorskip("sqlalchemy")
 pytest.importorskip("greenlet")
 
 from seqid_orm import TicketSequence  # noqa: E402
-from seqid_orm.allocation.stores.sqlalchemy import SQLAlchemyLeaseStore, SQLAlchemyTicketStore  # noqa: E402
+from seqid_orm.allocation.stores.sqlalchemy import SQLAlchemyLeaseStore  # noqa: E402
 from seqid_orm.errors import StoreTimeoutError  # noqa: E402
 from tests.async_ids.test_event_loop import MAX_GAP, longest_gap  # noqa: E402
-from tests.conftest import MYSQL_URL, POSTGRES_URL  # noqa: E402
+from tests.conftest import MYSQL_URL, POSTGRES_URL, volatile_ok  # noqa: E402
 from tests.servers.proxy import StallableProxy  # noqa: E402
 
 
-@pytest.fixture(params=["postgresql", "mysql", "sqlite"])
-def sql_store_url(request) -> str:
-    """Each SQL server through a driver with an asynchronous twin (the parameter sets the marker)."""
+@pytest.fixture(params=["postgresql", "mysql", "sqlite", "redis"])
+def server(request) -> str:
+    """Each store through a driver with an asynchronous twin (the parameter sets the marker)."""
     if request.param == "postgresql":
         request.getfixturevalue("pg_engine")
         return POSTGRES_URL
     if request.param == "mysql":
         request.getfixturevalue("mysql_engine")
         return MYSQL_URL
+    if request.param == "redis":
+        return volatile_ok(request.getfixturevalue("redis_url"))
     return request.getfixturevalue("sqlite_ticket_url")
+
+
+def lease_store(url: str) -> Any:
+    if url.startswith("redis"):
+        from seqid_orm.allocation.stores.redis import RedisLeaseStore
+
+        return RedisLeaseStore(url)
+    return SQLAlchemyLeaseStore(url)
 
 
 class Refused:
@@ -52,12 +63,12 @@ class Refused:
         return refused
 
 
-def test_tasks_draw_tickets_through_the_async_driver_only(sql_store_url):
+def test_tasks_draw_tickets_through_the_async_driver_only(server):
     """Blocks of 50, 20 tasks drawing 30 ids each, double buffered: every reservation (the check of
     the new sequence, the refills, the prefetches) is awaited on the loop, none made synchronously."""
-    seq = TicketSequence(f"native-{secrets.token_hex(4)}", sql_store_url, block_size=50)
+    seq = TicketSequence(f"native-{secrets.token_hex(4)}", server, block_size=50)
     store = seq._stores[0]
-    assert isinstance(store, SQLAlchemyTicketStore) and store.native_async
+    assert store.native_async
     refused = Refused(store, ("allocate", "read", "create"))
 
     async def draw() -> list[int]:
@@ -82,10 +93,10 @@ def test_tasks_draw_tickets_through_the_async_driver_only(sql_store_url):
     assert sorted(ids) == list(range(1, 601))  # one process, one server: the blocks follow each other
 
 
-def test_a_lease_store_grants_renews_and_releases_through_the_async_driver(sql_store_url):
+def test_a_lease_store_grants_renews_and_releases_through_the_async_driver(server):
     """The lease steps (history check, grant, renewal, release) awaited: the same outcomes as the
     synchronous store's, which is never called."""
-    store = SQLAlchemyLeaseStore(sql_store_url)
+    store = lease_store(server)
     assert store.native_async
     refused = Refused(store, ("acquire", "renew", "release"))
     namespace = f"native-{secrets.token_hex(4)}"
@@ -112,13 +123,17 @@ def test_a_lease_store_grants_renews_and_releases_through_the_async_driver(sql_s
     assert rows[second.worker_id].held
 
 
-def test_a_stalled_server_is_refused_within_the_deadline_without_blocking_the_loop(pg_engine):
-    """PostgreSQL behind a proxy that stops forwarding (its sockets open): the awaited reservation
-    gives up after the store's timeout with StoreTimeoutError, and the loop ticks on meanwhile."""
-    url = sa.engine.make_url(POSTGRES_URL)
+@pytest.mark.parametrize("where", ["pg_engine", "redis_url"])
+def test_a_stalled_server_is_refused_within_the_deadline_without_blocking_the_loop(where, request):
+    """PostgreSQL or Redis behind a proxy that stops forwarding (its sockets open): the awaited
+    reservation gives up after the store's timeout with StoreTimeoutError, and the loop ticks on."""
+    request.getfixturevalue(where)
+    url = sa.engine.make_url(POSTGRES_URL if where == "pg_engine" else request.getfixturevalue("redis_url"))
     name = f"native-stall-{secrets.token_hex(4)}"
-    with StallableProxy(url.port or 5432) as proxy:
+    with StallableProxy(url.port or (5432 if where == "pg_engine" else 6379)) as proxy:
         proxied = url.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
+        if where == "redis_url":
+            proxied = volatile_ok(proxied)
         seq = TicketSequence(name, proxied, block_size=10, timeout=2)
         try:
 

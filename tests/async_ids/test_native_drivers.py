@@ -20,22 +20,11 @@ from seqid_orm import TicketSequence  # noqa: E402
 from seqid_orm.allocation.stores.sqlalchemy import SQLAlchemyLeaseStore  # noqa: E402
 from seqid_orm.errors import StoreTimeoutError  # noqa: E402
 from tests.async_ids.test_event_loop import MAX_GAP, longest_gap  # noqa: E402
-from tests.conftest import MYSQL_URL, POSTGRES_URL, volatile_ok  # noqa: E402
+from tests.conftest import POSTGRES_URL, volatile_ok  # noqa: E402
 from tests.servers.proxy import StallableProxy  # noqa: E402
 
-
-@pytest.fixture(params=["postgresql", "mysql", "sqlite", "redis"])
-def server(request) -> str:
-    """Each store through a driver with an asynchronous twin (the parameter sets the marker)."""
-    if request.param == "postgresql":
-        request.getfixturevalue("pg_engine")
-        return POSTGRES_URL
-    if request.param == "mysql":
-        request.getfixturevalue("mysql_engine")
-        return MYSQL_URL
-    if request.param == "redis":
-        return volatile_ok(request.getfixturevalue("redis_url"))
-    return request.getfixturevalue("sqlite_ticket_url")
+# `server` (tests/conftest.py): each store in turn, PostgreSQL, MariaDB, SQLite and Redis, as a URL
+# whose driver has an asynchronous twin
 
 
 def lease_store(url: str) -> Any:

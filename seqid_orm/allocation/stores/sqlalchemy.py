@@ -227,6 +227,14 @@ def _connect_args(url: sa.URL, connect_timeout: float, timeout: float) -> dict[s
     return connect_args
 
 
+_ATTEMPTS = 4  # a store call's tries: a dropped pooled connection, conflicts another node won
+
+
+def _again(exc: sa.exc.DBAPIError, attempt: int) -> bool:
+    """Whether a store call that failed with ``exc`` is tried again (sync and async alike)."""
+    return attempt < _ATTEMPTS and bool(exc.connection_invalidated or is_conflict(exc))
+
+
 class _OwnEngineStore:
     """What the ticket and lease stores share: an engine of their own in autocommit (or
     connections of a given ``Engine``'s pool, never one the application holds), and their table,
@@ -307,7 +315,7 @@ class _OwnEngineStore:
         a stalled server is not asked again within the same call.
         """
         end = time.monotonic() + self.timeout
-        for attempt in (1, 2, 3, 4):
+        for attempt in range(1, _ATTEMPTS + 1):
             left = end - time.monotonic()
             if left <= 0:
                 break
@@ -322,7 +330,7 @@ class _OwnEngineStore:
                             raise self.timed_out() from None
                         raise
             except sa.exc.DBAPIError as exc:
-                if attempt == 4 or not (exc.connection_invalidated or is_conflict(exc)):
+                if not _again(exc, attempt):
                     raise
         raise self.timed_out()
 
@@ -345,7 +353,7 @@ class _OwnEngineStore:
         and :class:`StoreTimeoutError` raised; the values a cut-off statement reserved are a gap."""
         engine = self._async_engine()
         end = time.monotonic() + self.timeout
-        for attempt in (1, 2, 3, 4):
+        for attempt in range(1, _ATTEMPTS + 1):
             left = end - time.monotonic()
             if left <= 0:
                 break
@@ -354,7 +362,7 @@ class _OwnEngineStore:
             except asyncio.TimeoutError:
                 raise self.timed_out() from None
             except sa.exc.DBAPIError as exc:
-                if attempt == 4 or not (exc.connection_invalidated or is_conflict(exc)):
+                if not _again(exc, attempt):
                     raise
         raise self.timed_out()
 

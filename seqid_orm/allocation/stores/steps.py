@@ -85,15 +85,23 @@ def run(sql: str, params: dict[str, object]) -> Steps[int]:
     return changed
 
 
+def _resume(steps: Steps[_T], result: Any, error: BaseException | None) -> tuple[bool, Any]:
+    """Send ``result`` (or throw ``error``) into ``steps``: ``(True, outcome)`` once it returns,
+    else ``(False, its next request)``."""
+    try:
+        return False, steps.send(result) if error is None else steps.throw(error)
+    except StopIteration as stop:
+        return True, stop.value
+
+
 def drive(steps: Steps[_T], io: object) -> _T:
     """Carry out ``steps`` with blocking calls on ``io``; its outcome (or its exception)."""
     result: Any = None
     error: BaseException | None = None
     while True:
-        try:
-            request = steps.send(result) if error is None else steps.throw(error)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
+        done, request = _resume(steps, result, error)
+        if done:
+            return request  # type: ignore[no-any-return]
         result, error = None, None
         try:
             if isinstance(request, Sleep):
@@ -111,10 +119,9 @@ async def adrive(steps: Steps[_T], aio: object) -> _T:
     result: Any = None
     error: BaseException | None = None
     while True:
-        try:
-            request = steps.send(result) if error is None else steps.throw(error)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
+        done, request = _resume(steps, result, error)
+        if done:
+            return request  # type: ignore[no-any-return]
         result, error = None, None
         try:
             if isinstance(request, Sleep):

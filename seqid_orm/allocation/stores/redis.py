@@ -59,7 +59,7 @@ from .base import (
     split_state_loss_option,
     vanished,
 )
-from .steps import Call, Steps, adrive, drive
+from .steps import Call, PerLoop, Steps, adrive, drive
 
 try:
     import redis
@@ -250,6 +250,8 @@ class _RedisStore:
             self._owned = True
             self._url = target
         self._commands = _Commands(self.client)
+        # a redis.asyncio client per event loop (its connections belong to the loop), closed there
+        self._aclients: PerLoop[_AsyncCommands] = PerLoop(self._new_async_client, lambda c: c.client.aclose())
         self.accept_state_loss = accept_state_loss
         self._durability_checked = accept_state_loss
         # the replicas every write must reach: the most this store has seen the primary serve
@@ -265,20 +267,24 @@ class _RedisStore:
     def _drive(self, steps: Steps[_T]) -> _T:
         return drive(steps, self._commands)
 
-    async def _adrive(self, steps: Steps[_T]) -> _T:
-        """Run ``steps`` on a ``redis.asyncio`` client opened for this call (its connections belong
-        to the running loop, so none outlives it), within the store's deadline."""
-        if self._url is None:
-            return await asyncio.to_thread(self._drive, steps)
+    def _new_async_client(self) -> _AsyncCommands:
         import redis.asyncio
 
-        client = redis.asyncio.Redis.from_url(self._url, retry=AsyncRetry(NoBackoff(), 1), **self._client_options)
+        assert self._url is not None
+        return _AsyncCommands(
+            redis.asyncio.Redis.from_url(self._url, retry=AsyncRetry(NoBackoff(), 1), **self._client_options)
+        )
+
+    async def _adrive(self, steps: Steps[_T]) -> _T:
+        """Run ``steps`` on the running loop's ``redis.asyncio`` client, within the store's deadline
+        (a call cut off by it leaves its connection closed, never back in the pool)."""
+        if self._url is None:
+            return await asyncio.to_thread(self._drive, steps)
+        commands = await self._aclients.get()
         try:
-            return await asyncio.wait_for(adrive(steps, _AsyncCommands(client)), self.timeout)
+            return await asyncio.wait_for(adrive(steps, commands), self.timeout)
         except asyncio.TimeoutError:
             raise StoreTimeoutError(f"{self.what} {self.label} did not answer within {self.timeout:g} s") from None
-        finally:
-            await client.aclose()
 
     def check_durability(self) -> Steps[None]:
         """Refuse a server that would lose this store's state on a restart (once per store)."""
@@ -462,7 +468,8 @@ class RedisTicketStore(_RedisStore):
         return sorted(found, key=lambda r: r.name)
 
     def after_fork(self) -> None:
-        pass  # redis-py's pool notices the new pid and reconnects itself
+        # redis-py's pool notices the new pid and reconnects itself; the loops' clients are the parent's
+        self._aclients.forget()
 
 
 def _text(value: Any) -> str:
@@ -617,4 +624,5 @@ class RedisLeaseStore(_RedisStore):
             raise BackendUnavailableError(f"lease store {self.label}: {type(exc).__name__}: {exc}") from exc
 
     def after_fork(self) -> None:
-        pass  # redis-py's pool notices the new pid and reconnects itself
+        # redis-py's pool notices the new pid and reconnects itself; the loops' clients are the parent's
+        self._aclients.forget()

@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Generator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
-__all__ = ["AsyncExecutor", "Call", "Executor", "Sleep", "Steps", "adrive", "drive", "fetch", "run"]
+__all__ = ["AsyncExecutor", "Call", "Executor", "PerLoop", "Sleep", "Steps", "adrive", "drive", "fetch", "run"]
 
 _T = TypeVar("_T")
+_R = TypeVar("_R")
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,3 +137,43 @@ async def adrive(steps: Steps[_T], aio: object) -> _T:
                     result = await asyncio.to_thread(getattr(request.target, request.method), *request.args)
         except Exception as exc:
             error = exc
+
+
+class PerLoop(Generic[_R]):
+    """One resource per running event loop (a pooled async engine, a ``redis.asyncio`` client),
+    closed on that loop before it closes.
+
+    An asyncio connection belongs to the loop that opened it: pooled past the loop's end it can no
+    longer be closed.  ``asyncio.run`` (and every runner that follows it) finalizes the loop's
+    asynchronous generators before closing it (``loop.shutdown_asyncgens()``), so each resource is
+    kept by a small asynchronous generator whose ``finally`` closes it there.  A loop closed without
+    that step (``loop.close()`` alone) leaves its resource to the garbage collector.
+    """
+
+    def __init__(self, make: Callable[[], _R], close: Callable[[_R], Awaitable[object]]) -> None:
+        self._make = make
+        self._close = close
+        self._items: dict[asyncio.AbstractEventLoop, tuple[_R, AsyncGenerator[None, None]]] = {}
+
+    async def get(self) -> _R:
+        """The running loop's resource, made on first use."""
+        loop = asyncio.get_running_loop()
+        found = self._items.get(loop)
+        if found is not None:
+            return found[0]
+        resource = self._make()
+        keeper = self._keep(loop, resource)
+        self._items[loop] = (resource, keeper)
+        await keeper.__anext__()  # the loop now finalizes it at its shutdown
+        return resource
+
+    async def _keep(self, loop: asyncio.AbstractEventLoop, resource: _R) -> AsyncGenerator[None, None]:
+        try:
+            yield
+        finally:
+            self._items.pop(loop, None)
+            await self._close(resource)
+
+    def forget(self) -> None:
+        """Drop every loop's resource unclosed (after a fork: they belong to the parent)."""
+        self._items = {}

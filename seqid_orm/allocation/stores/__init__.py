@@ -16,6 +16,10 @@ target                            backend                                     ex
 ``etcd://h:p[,h:p...][/prefix]``  :mod:`.etcd` (tickets and leases)           ``etcd``
 a Django database alias           :mod:`.django` (``TicketField``)            ``django``
 ================================  ==========================================  ================
+
+What a store decides is written once, as :mod:`.steps` (generators of statements): a thread runs
+them on the synchronous driver, an event loop awaits them on the asynchronous one where the driver
+has a twin (psycopg 3, aiomysql, aiosqlite, ``redis.asyncio``), else in a worker thread.
 """
 
 from __future__ import annotations

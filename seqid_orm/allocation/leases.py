@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import logging
 import threading
 import time
@@ -66,8 +67,44 @@ from ..ids.validate import check_bool, check_seconds
 from . import telemetry
 from .stores import MAX_CONNECT_TIMEOUT, backend_of
 from .stores.base import Grant, LeaseStore, check_name, new_token
+from .stores.steps import Call, Steps, adrive, drive
 
 __all__ = ["LeaseStats", "WorkerLease", "open_lease_store"]
+
+
+@dataclass(frozen=True)
+class _Taken:
+    """A grant made, fenced and waited for, not yet adopted: the worker id's token, the bound left
+    before the first id, and when the last renewal was sent (monotonic)."""
+
+    grant: Grant
+    token: str
+    bound: int
+    sent: float
+
+
+class _Waits:
+    """The lease's own sleep (a test's clock, or ``time.sleep``; ``bind`` may set it after
+    construction, so it is read at each wait) as a step target: a thread calls it, a loop awaits
+    ``asyncio.sleep`` instead (or the test's clock, which does not block)."""
+
+    def __init__(self, lease: WorkerLease) -> None:
+        self._lease = lease
+
+    def sleep(self, seconds: float) -> None:
+        self._lease._sleep(seconds)
+
+    async def asleep(self, seconds: float) -> None:
+        sleep = self._lease._sleep
+        if sleep is time.sleep:
+            await asyncio.sleep(seconds)
+        else:
+            sleep(seconds)
+
+
+def _give_back(store: LeaseStore, namespace: str, worker_id: int, token: str, mark_ms: int) -> Steps[None]:
+    yield Call("release", (namespace, worker_id, token, mark_ms), store)
+
 
 log = logging.getLogger("seqid_orm.leases")
 
@@ -215,6 +252,7 @@ class WorkerLease:
         self._wall = wall_clock
         self._monotonic = monotonic
         self._sleep = sleep
+        self._waits = _Waits(self)
         self._bound = False
         self._init_state()
         _LIVE.add(self)
@@ -365,25 +403,35 @@ class WorkerLease:
             try:
                 self._take()
             except SeqIDError as exc:  # all leased, a clock behind the last holder's mark, a store refused
-                telemetry.record_refusal(exc, namespace=self.namespace)
-                log.warning(
-                    "no worker id leased in %r on %s: %s",
-                    self.namespace,
-                    self.store.label,
-                    exc,
-                    extra=self._extra(error=type(exc).__name__),
-                )
+                self._refused(exc)
                 raise
             self._start_renewing()
             assert self._worker_id is not None
             return self._worker_id
 
+    def _refused(self, exc: SeqIDError) -> None:
+        telemetry.record_refusal(exc, namespace=self.namespace)
+        log.warning(
+            "no worker id leased in %r on %s: %s",
+            self.namespace,
+            self.store.label,
+            exc,
+            extra=self._extra(error=type(exc).__name__),
+        )
+
     def _take(self) -> None:
+        """Take a worker id (lock held): the grant's steps in this thread, then the lease adopted."""
+        self._adopt(drive(self._grant(), None))
+
+    def _grant(self) -> Steps[_Taken]:
+        """A worker id granted, fenced and waited for, as steps (:mod:`.stores.steps`): a thread runs
+        them on the store's blocking calls, :meth:`aacquire` awaits them on the loop."""
         self.mark_wait = 0.0
         token = new_token()
         quarantine_ms = int((self.ttl + self.clock_tolerance) * 1000)
         sent = self._monotonic()
-        grant = self.store.acquire(self.namespace, token, self.max_workers, self.ttl_ms, quarantine_ms)
+        store = self.store
+        grant = yield Call("acquire", (self.namespace, token, self.max_workers, self.ttl_ms, quarantine_ms), store)
         self.granted_at = self._monotonic()
         if grant is None:
             raise LeaseUnavailableError(
@@ -393,11 +441,16 @@ class WorkerLease:
         # Leave our own bound before the first id: a holder killed before its first renewal
         # must still leave a mark (the store handed us the previous holder's, which stays if higher).
         bound = max(grant.mark_ms, self._wall_ms() + self.ttl_ms)
-        if not self.store.renew(self.namespace, grant.worker_id, token, self.ttl_ms, bound):
+        if not (yield Call("renew", (self.namespace, grant.worker_id, token, self.ttl_ms, bound), store)):
             raise LeaseLostError(f"worker id {grant.worker_id} in {self.namespace!r} was taken again at once")
         if grant.wait_ms > 0:
-            sent = self._quarantine(grant, token, sent)
-        sent = self._wait_for_mark(grant.worker_id, token, grant.mark_ms, sent)
+            sent = yield from self._quarantine(grant, token, sent)
+        sent = yield from self._wait_for_mark(grant.worker_id, token, grant.mark_ms, sent)
+        return _Taken(grant, token, bound, sent)
+
+    def _adopt(self, taken: _Taken) -> None:
+        """Make ``taken`` the lease held (lock held)."""
+        grant = taken.grant
         # From when is a key carrying this worker id foreign (Snowflake.bind_column)?  After a
         # quarantine (longer than a takeover's one-ttl fence: a record lost, a namespace new), only
         # from now: a holder the store forgot may have stamped until then.  Else past the previous
@@ -408,11 +461,11 @@ class WorkerLease:
             self.clear_since_ms = now_ms
         else:
             self.clear_since_ms = max(grant.mark_ms + 1, now_ms - int((self.ttl + self.clock_tolerance) * 1000))
-        self._token = token
+        self._token = taken.token
         self._inherited_mark = grant.mark_ms
         self._worker_id = grant.worker_id
-        self.mark_ms = bound
-        self.valid_until = sent + self.ttl * (1 - _MARGIN)
+        self.mark_ms = taken.bound
+        self.valid_until = taken.sent + self.ttl * (1 - _MARGIN)
         self._state = "held"
         self.acquisitions += 1
         log.info(
@@ -423,7 +476,7 @@ class WorkerLease:
             extra=self._extra(worker_id=grant.worker_id, mark_wait=self.mark_wait),
         )
 
-    def _quarantine(self, grant: Grant, token: str, sent: float) -> float:
+    def _quarantine(self, grant: Grant, token: str, sent: float) -> Steps[float]:
         """Wait ``grant.wait_ms`` before the first id (a takeover, whose record may be older than what
         a live holder confirmed; a store that forgot a live holder), renewing the lease meanwhile;
         the time the last renewal was sent."""
@@ -438,12 +491,12 @@ class WorkerLease:
         began = self._monotonic()
         until = began + grant.wait_ms / 1000
         while (now := self._monotonic()) < until:
-            self._sleep(min(self.ttl / 3, until - now))
-            sent = self._keep(grant.worker_id, token, sent)
+            yield Call("sleep", (min(self.ttl / 3, until - now),), self._waits)
+            sent = yield from self._keep(grant.worker_id, token, sent)
         self.mark_wait += self._monotonic() - began
         return sent
 
-    def _wait_for_mark(self, worker_id: int, token: str, mark_ms: int, sent: float) -> float:
+    def _wait_for_mark(self, worker_id: int, token: str, mark_ms: int, sent: float) -> Steps[float]:
         """Make no id until this clock has passed what the previous holder may have used, renewing
         the lease meanwhile (the wait may outlast a ttl); the time the last renewal was sent."""
         if self._wall_ms() > mark_ms:
@@ -452,24 +505,25 @@ class WorkerLease:
         deadline = began + self.clock_tolerance
         while (now := self._wall_ms()) <= mark_ms:
             if self._monotonic() >= deadline:
-                self.store.release(self.namespace, worker_id, token, mark_ms)
+                yield Call("release", (self.namespace, worker_id, token, mark_ms), self.store)
                 raise ClockMovedBackwardsError(
                     f"this node's clock reads {now} ms, {mark_ms - now + 1} ms before the mark the previous holder "
                     f"of worker id {worker_id} in {self.namespace!r} left ({mark_ms} ms); waited "
                     f"{self.clock_tolerance} s (clock_tolerance). Fix this node's clock (NTP) or raise the tolerance"
                 )
-            self._sleep(min(0.05, (mark_ms - now + 1) / 1000))
-            sent = self._keep(worker_id, token, sent)
+            yield Call("sleep", (min(0.05, (mark_ms - now + 1) / 1000),), self._waits)
+            sent = yield from self._keep(worker_id, token, sent)
         self.mark_wait += self._monotonic() - began
         return sent
 
-    def _keep(self, worker_id: int, token: str, sent: float) -> float:
+    def _keep(self, worker_id: int, token: str, sent: float) -> Steps[float]:
         """Renew a lease taken but not yet used once a third of the ttl has passed since ``sent``;
         the time the last renewal was sent."""
         if self._monotonic() - sent < self.ttl / 3:
             return sent
         sent = self._monotonic()
-        if not self.store.renew(self.namespace, worker_id, token, self.ttl_ms, self._wall_ms() + self.ttl_ms):
+        mark = self._wall_ms() + self.ttl_ms
+        if not (yield Call("renew", (self.namespace, worker_id, token, self.ttl_ms, mark), self.store)):
             raise LeaseLostError(
                 f"the lease of worker id {worker_id} in {self.namespace!r} was lost while it waited before its first id"
             )
@@ -506,10 +560,50 @@ class WorkerLease:
         self.release()
 
     async def aacquire(self) -> int:
-        """:meth:`acquire` for an event loop: the store's round trips and the waits before the first
-        id (a takeover's fence, a new namespace's cold start: ttl + clock tolerance) run in a worker
-        thread; renewals go on in the lease's own thread, never on the loop."""
-        return await asyncio.to_thread(self.acquire)
+        """:meth:`acquire` for an event loop: the grant's steps (:meth:`_grant`) awaited there, the
+        store's round trips through its asynchronous driver where it has one and the waits before the
+        first id (a takeover's fence, a new namespace's cold start: ttl + clock tolerance) as
+        ``asyncio.sleep``; renewals go on in the lease's own thread, which keeps renewing while user
+        code blocks the loop.
+
+        The lock is not held across an ``await`` (a synchronous ``next_id()`` on the loop's thread would
+        re-enter it): the lease is adopted under the lock afterwards, and where another thread took
+        one meanwhile, the grant made here is given back and that worker id returned."""
+        check_fork()
+        # The loop never waits for the lock: a thread may hold it through a whole acquisition.
+        if not self._lock.acquire(blocking=False):
+            return await asyncio.to_thread(self.acquire)  # a thread is leasing: wait for it there
+        try:
+            if self._state == "held":
+                return self.worker_id
+        finally:
+            self._lock.release()
+        try:
+            taken = await adrive(self._grant(), None)
+        except SeqIDError as exc:
+            self._refused(exc)
+            raise
+        if self._lock.acquire(blocking=False):
+            try:
+                adopted = self._adopt_if_idle(taken)
+            finally:
+                self._lock.release()
+        else:
+            adopted = await asyncio.to_thread(self._adopt_if_idle, taken)
+        if not adopted:  # another thread leased one meanwhile: ours goes back, its mark unused
+            grant = taken.grant
+            with contextlib.suppress(Exception):
+                await adrive(_give_back(self.store, self.namespace, grant.worker_id, taken.token, grant.mark_ms), None)
+        return self.worker_id
+
+    def _adopt_if_idle(self, taken: _Taken) -> bool:
+        """Adopt ``taken`` and start renewing it unless a lease is held already (then ``False``)."""
+        with self._lock:
+            if self._state == "held":
+                return False
+            self._adopt(taken)
+            self._start_renewing()
+            return True
 
     async def arelease(self) -> None:
         """:meth:`release` in a worker thread (one round trip to the store)."""

@@ -380,10 +380,12 @@ class Snowflake:
 
     async def anext_id(self) -> int:
         """:meth:`next_id` for an event loop.  The wait for the next time unit (a full sequence, a
-        clock a little behind) is an ``await asyncio.sleep``; whatever would wait on a store (taking
-        or renewing the worker id, a new namespace's cold start, the first id's column check, a mark
-        to move past) runs :meth:`next_id` in a worker thread.  Stamping itself is the same code."""
+        clock a little behind) is an ``await asyncio.sleep``; taking the worker id (a new namespace's
+        cold start included) is the source's ``aacquire()`` where it has one (a lease: awaited on
+        the loop); what else would wait on a store (the first id's column check, a mark to move
+        past) runs :meth:`next_id` in a worker thread.  Stamping itself is the same code."""
         if self._store_ahead():
+            await self._atake()
             return await asyncio.to_thread(self.next_id)
         while (wait := self._wait_seconds()) > 0:
             await asyncio.sleep(wait)
@@ -393,7 +395,15 @@ class Snowflake:
         """Take the worker id (and make the first id, whose column check reads the database) in a
         worker thread, so that an ``AsyncSession`` whose column default calls :meth:`next_id` finds
         a held worker id; the renewal thread keeps it.  Costs one id."""
+        await self._atake()
         await asyncio.to_thread(self.next_id)
+
+    async def _atake(self) -> None:
+        """Await the worker id's acquisition where the source can (``aacquire``) and holds none now."""
+        source = self.source
+        acquire = getattr(source, "aacquire", None)
+        if source is not None and acquire is not None and not self._forked and not source.fresh(self._acquisition):
+            await acquire()
 
     def _store_ahead(self) -> bool:
         """Whether the next id would wait on the worker-id source or the bound columns."""

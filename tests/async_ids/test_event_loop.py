@@ -5,6 +5,7 @@ out its cold start, and AsyncSession loads draw ticket keys; every id is unique.
 from __future__ import annotations
 
 import asyncio
+import collections
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
@@ -39,6 +40,7 @@ class StoreCalls:
 
     def __init__(self, stores: Iterable[object], methods: Iterable[str]) -> None:
         self.calls = self.on_loop = self.awaited = 0
+        self.by_name: collections.Counter[str] = collections.Counter()
         for store in stores:
             for name in methods:
                 self._record(store, name)
@@ -50,6 +52,7 @@ class StoreCalls:
 
         async def recorded(*args: Any, **kwargs: Any) -> Any:
             self.awaited += 1
+            self.by_name[name] += 1
             return await method(*args, **kwargs)
 
         setattr(store, name, recorded)
@@ -59,6 +62,7 @@ class StoreCalls:
 
         def recorded(*args: Any, **kwargs: Any) -> Any:
             self.calls += 1
+            self.by_name[name] += 1
             if asyncio._get_running_loop() is not None:  # on a loop's thread, while it runs
                 self.on_loop += 1
             return method(*args, **kwargs)
@@ -170,6 +174,8 @@ def test_a_new_namespaces_cold_start_is_awaited_not_blocked(store_url):
     assert waited >= 1.4, f"the cold start did not happen ({waited:.2f} s)"
     assert len(set(ids)) == len(ids) and ids == sorted(ids)
     assert calls.none_on_the_loop()
+    # the grant and the renewals of its cold start were awaited through the store's async driver
+    assert calls.by_name["aacquire"] == 1 and calls.by_name["acquire"] == 0 and calls.by_name["arenew"] >= 2
     assert gap <= MAX_GAP, f"the loop stalled {gap * 1000:.0f} ms"
 
 

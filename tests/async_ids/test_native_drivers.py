@@ -16,11 +16,12 @@ import pytest
 sa = pytest.importorskip("sqlalchemy")
 pytest.importorskip("greenlet")
 
-from seqid_orm import TicketSequence  # noqa: E402
+from seqid_orm import TicketSequence, WorkerLease  # noqa: E402
 from seqid_orm.allocation.stores.sqlalchemy import SQLAlchemyLeaseStore  # noqa: E402
 from seqid_orm.errors import BackendUnavailableError  # noqa: E402
 from tests.async_ids.test_event_loop import MAX_GAP, longest_gap  # noqa: E402
 from tests.conftest import POSTGRES_URL, volatile_ok  # noqa: E402
+from tests.leases.stores import forget_namespace  # noqa: E402
 from tests.servers.proxy import StallableProxy  # noqa: E402
 
 # `server` (tests/conftest.py): each store in turn, PostgreSQL, MariaDB, SQLite and Redis, as a URL
@@ -145,3 +146,25 @@ def test_a_stalled_server_is_refused_within_the_deadline_without_blocking_the_lo
             seq.close()
     assert 1.5 <= waited <= 6, waited  # the store's 2 s deadline, not a hang
     assert gap <= MAX_GAP, f"the loop stalled {gap * 1000:.0f} ms"
+
+
+def test_an_awaited_lease_and_a_threads_lease_at_once_leave_one_worker_id_held(pg_engine):
+    """A thread calls acquire() while a task awaits aacquire() on the same lease, both in a new
+    namespace's cold start: whichever finishes second finds the lease held; an awaited grant that
+    lost is given back, so the store shows one worker id held, the one the lease reports."""
+    namespace = f"native-race-{secrets.token_hex(4)}"
+    lease = WorkerLease(POSTGRES_URL, namespace, ttl=1.0, clock_tolerance=0.5)
+
+    async def both() -> tuple[int, int]:
+        thread = asyncio.ensure_future(asyncio.to_thread(lease.acquire))
+        awaited = await lease.aacquire()
+        return awaited, await thread
+
+    try:
+        awaited, threaded = asyncio.run(both())
+        held = [row for row in lease.store.leases(namespace) if row.held]
+        assert awaited == threaded == lease.worker_id
+        assert [row.worker_id for row in held] == [lease.worker_id]
+    finally:
+        lease.release()
+        forget_namespace(namespace, [POSTGRES_URL], [])

@@ -24,6 +24,7 @@ May import the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.ids` a
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import uuid
@@ -228,33 +229,51 @@ def _quote(vendor: str, name: str) -> str:
 _PREFIX = 16  # characters of a text key a pivot is made of
 
 
-def _like(sample: object, n: int) -> object:
-    """``n`` (from :func:`_as_number`) as a parameter of the same shape as ``sample``: a pivot."""
-    if isinstance(sample, int):
-        return n
-    if isinstance(sample, str) and as_uuid(sample) is None:
-        # control characters (PostgreSQL refuses NUL in text) become spaces: still a point between two keys
-        return "".join(chr(max(0x20, (n >> (7 * (_PREFIX - 1 - k))) & 0x7F)) for k in range(_PREFIX)).rstrip()
-    u = uuid.UUID(int=n)
-    if isinstance(sample, uuid.UUID):
-        return u
-    if isinstance(sample, (bytes, bytearray, memoryview)):
-        return u.bytes
-    text = str(u) if len(str(sample)) == 36 else u.hex
-    return text.upper() if str(sample).isupper() else text
+class _Digits:
+    """How keys become numbers to interpolate pivots on, and pivots become keys again: integers as
+    they are, UUIDs by their 128 bits, text by its first sixteen characters as digits of the keys'
+    own alphabet (the characters the lowest and highest keys use, in order).  ASCII codes as digits
+    left most pivots of base32 text (ULID, bsv) in the gaps between '9' and 'A' or past 'Z', where no
+    key is: with keys spread over two hours, 10 runs sampled 136 keys instead of 500."""
 
+    def __init__(self, samples: list[object]) -> None:
+        chars = {ch for value in samples if isinstance(value, str) for ch in value[:_PREFIX]}
+        self.alphabet = "".join(sorted(chars)) or " "
 
-def _as_number(value: object) -> int | None:
-    """A key as a number to interpolate pivots on: the integer, the UUID's 128 bits, or the first
-    sixteen characters of ASCII text in base 128 (a pivot only has to fall between two keys)."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    u = as_uuid(value)
-    if u is not None:
-        return u.int
-    if isinstance(value, str) and value.isascii():
-        return sum(ord(ch) << (7 * (_PREFIX - 1 - k)) for k, ch in enumerate(value[:_PREFIX]))
-    return None
+    def number(self, value: object) -> int | None:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        u = as_uuid(value)
+        if u is not None:
+            return u.int
+        if isinstance(value, str):
+            base, text = len(self.alphabet), value[:_PREFIX].ljust(_PREFIX, self.alphabet[0])
+            number = 0
+            for ch in text:
+                number = number * base + self._rank(ch)
+            return number
+        return None
+
+    def _rank(self, ch: str) -> int:
+        return min(bisect.bisect_left(self.alphabet, ch), len(self.alphabet) - 1)
+
+    def like(self, sample: object, n: int) -> object:
+        """``n`` as a parameter of the same shape as ``sample``: a pivot."""
+        if isinstance(sample, int):
+            return n
+        if isinstance(sample, str) and as_uuid(sample) is None:
+            base, out = len(self.alphabet), []
+            for _ in range(_PREFIX):
+                n, digit = divmod(n, base)
+                out.append(self.alphabet[digit])
+            return "".join(reversed(out))
+        u = uuid.UUID(int=n)
+        if isinstance(sample, uuid.UUID):
+            return u
+        if isinstance(sample, (bytes, bytearray, memoryview)):
+            return u.bytes
+        text = str(u) if len(str(sample)) == 36 else u.hex
+        return text.upper() if str(sample).isupper() else text
 
 
 def _sample(ex: Executor, vendor: str, column: KeyColumn, size: int) -> list[list[object]]:
@@ -266,10 +285,11 @@ def _sample(ex: Executor, vendor: str, column: KeyColumn, size: int) -> list[lis
         return []
     tail = [r[0] for r in ex.fetch(f"{base} ORDER BY {col} DESC LIMIT {per_run}", {})][::-1]
     runs = [head, tail]
-    low, high = _as_number(head[0]), _as_number(tail[-1])
+    digits = _Digits([*head, *tail])
+    low, high = digits.number(head[0]), digits.number(tail[-1])
     if low is not None and high is not None and high - low > 2 * per_run:
         for k in range(1, _RUNS - 1):
-            pivot = _like(head[0], low + (high - low) * k // (_RUNS - 1))
+            pivot = digits.like(head[0], low + (high - low) * k // (_RUNS - 1))
             rows = ex.fetch(f"{base} AND {col} >= :pivot ORDER BY {col} LIMIT {per_run}", {"pivot": pivot})
             runs.append([r[0] for r in rows])
     return runs

@@ -67,7 +67,7 @@ from ..ids.validate import check_bool, check_seconds
 from . import telemetry
 from .stores import MAX_CONNECT_TIMEOUT, backend_of
 from .stores.base import Grant, LeaseStore, check_name, new_token
-from .stores.steps import Call, Steps, adrive, drive
+from .stores.steps import Call, Steps, adrive, call, drive
 
 __all__ = ["LeaseStats", "WorkerLease", "open_lease_store"]
 
@@ -100,10 +100,6 @@ class _Waits:
             await asyncio.sleep(seconds)
         else:
             sleep(seconds)
-
-
-def _give_back(store: LeaseStore, namespace: str, worker_id: int, token: str, mark_ms: int) -> Steps[None]:
-    yield Call("release", (namespace, worker_id, token, mark_ms), store)
 
 
 log = logging.getLogger("seqid_orm.leases")
@@ -593,7 +589,10 @@ class WorkerLease:
         if not adopted:  # another thread leased one meanwhile: ours goes back, its mark unused
             grant = taken.grant
             with contextlib.suppress(Exception):
-                await adrive(_give_back(self.store, self.namespace, grant.worker_id, taken.token, grant.mark_ms), None)
+                release = call(
+                    "release", self.namespace, grant.worker_id, taken.token, grant.mark_ms, target=self.store
+                )
+                await adrive(release, None)
         return self.worker_id
 
     def _adopt_if_idle(self, taken: _Taken) -> bool:

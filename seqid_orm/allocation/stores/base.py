@@ -47,7 +47,7 @@ from ...errors import (
 )
 from ...ids.validate import BIGINT_MAX
 from .history import HistoryGuard, ticket_records
-from .steps import Call, Steps
+from .steps import Call, Steps, call
 
 __all__ = [
     "ETCD_SCHEMES",
@@ -309,7 +309,7 @@ class SQLTicketStore:
         return self._with_rows(lambda vendor, table: _read(name))
 
     def create(self, row: TicketRow) -> None:
-        self._with_rows(lambda vendor, table: _create(row))
+        self._with_rows(lambda vendor, table: call("create", row))
 
     def raise_to(self, row: TicketRow) -> TicketRow:
         return self._with_rows(self._raise_steps(row))
@@ -325,16 +325,12 @@ class SQLTicketStore:
         return await self._awith_rows(lambda vendor, table: _read(name))
 
     async def acreate(self, row: TicketRow) -> None:
-        await self._awith_rows(lambda vendor, table: _create(row))
+        await self._awith_rows(lambda vendor, table: call("create", row))
 
 
 def _read(name: str) -> Steps[TicketRow | None]:
     found: TicketRow | None = yield Call("read", (name,))
     return found
-
-
-def _create(row: TicketRow) -> Steps[None]:
-    yield Call("create", (row,))
 
 
 def raise_rows(row: TicketRow) -> Steps[TicketRow]:

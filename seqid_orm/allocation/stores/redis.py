@@ -125,11 +125,28 @@ _DURABLE = {"appendonly": "yes", "appendfsync": "always"}
 
 class _Commands:
     """The I/O the Redis steps ask for, on a redis-py client (:mod:`.steps`: the decisions are
-    :class:`_RedisStore`'s, written once; :class:`_AsyncCommands` is the same on ``redis.asyncio``)."""
+    :class:`_RedisStore`'s, written once; :class:`_AsyncCommands` awaits the same commands on
+    ``redis.asyncio``, whose client builds them alike)."""
 
-    def __init__(self, client: redis.Redis) -> None:
+    def __init__(self, client: Any) -> None:
         self.client = client
         self._scripts: dict[str, Any] = {}
+
+    def _registered(self, text: str) -> Any:
+        """The script of ``text``, registered once (run by its digest, ``EVALSHA``, loaded on first use)."""
+        registered = self._scripts.get(text)
+        if registered is None:
+            registered = self._scripts[text] = self.client.register_script(text)
+        return registered
+
+    def _pipeline(self, text: str, keys: list[str], args: list[Any], waited: int, wait_ms: int) -> Any:
+        """``ROLE``, the script and ``WAIT`` queued on one pipeline (see :meth:`_RedisStore.write`)."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.role()
+        pipe.eval(text, len(keys), *keys, *args)
+        if waited:
+            pipe.wait(waited, wait_ms)
+        return pipe
 
     def config(self, keys: tuple[str, ...]) -> dict[Any, Any]:
         found: dict[Any, Any] = {}
@@ -147,57 +164,37 @@ class _Commands:
         return list(self.client.hmget(key, list(fields)))
 
     def script(self, text: str, keys: list[str], args: list[Any]) -> Any:
-        """Run a script by its digest (``EVALSHA``, loaded on first use)."""
-        registered = self._scripts.get(text)
-        if registered is None:
-            registered = self._scripts[text] = self.client.register_script(text)
-        return registered(keys=keys, args=args)
+        return self._registered(text)(keys=keys, args=args)
 
     def written(self, text: str, keys: list[str], args: list[Any], waited: int, wait_ms: int) -> list[Any]:
-        """``ROLE``, the script and ``WAIT`` pipelined on one connection (see :meth:`_RedisStore.write`)."""
-        pipe = self.client.pipeline(transaction=False)
-        pipe.role()
-        pipe.eval(text, len(keys), *keys, *args)
-        if waited:
-            pipe.wait(waited, wait_ms)
-        return list(pipe.execute())
+        return list(self._pipeline(text, keys, args, waited, wait_ms).execute())
 
 
-class _AsyncCommands:
-    """:class:`_Commands` on a ``redis.asyncio`` client of one event loop."""
+class _AsyncCommands(_Commands):
+    """:class:`_Commands` on a ``redis.asyncio`` client of one event loop: the same commands, awaited."""
 
-    def __init__(self, client: Any) -> None:
-        self.client = client
-        self._scripts: dict[str, Any] = {}
-
-    async def config(self, keys: tuple[str, ...]) -> dict[Any, Any]:
+    async def config(self, keys: tuple[str, ...]) -> dict[Any, Any]:  # type: ignore[override]
         found: dict[Any, Any] = {}
         for key in keys:
             found.update(await self.client.config_get(key))
         return found
 
-    async def info(self, section: str) -> dict[str, Any]:
+    async def info(self, section: str) -> dict[str, Any]:  # type: ignore[override]
         return dict(await self.client.info(section))
 
     async def hget(self, key: str, field: str) -> Any:
         return await self.client.hget(key, field)
 
-    async def hmget(self, key: str, *fields: str) -> list[Any]:
+    async def hmget(self, key: str, *fields: str) -> list[Any]:  # type: ignore[override]
         return list(await self.client.hmget(key, list(fields)))
 
     async def script(self, text: str, keys: list[str], args: list[Any]) -> Any:
-        registered = self._scripts.get(text)
-        if registered is None:
-            registered = self._scripts[text] = self.client.register_script(text)
-        return await registered(keys=keys, args=args)
+        return await self._registered(text)(keys=keys, args=args)
 
-    async def written(self, text: str, keys: list[str], args: list[Any], waited: int, wait_ms: int) -> list[Any]:
-        pipe = self.client.pipeline(transaction=False)
-        pipe.role()
-        pipe.eval(text, len(keys), *keys, *args)
-        if waited:
-            pipe.wait(waited, wait_ms)
-        return list(await pipe.execute())
+    async def written(  # type: ignore[override]
+        self, text: str, keys: list[str], args: list[Any], waited: int, wait_ms: int
+    ) -> list[Any]:
+        return list(await self._pipeline(text, keys, args, waited, wait_ms).execute())
 
 
 class _RedisStore:

@@ -486,7 +486,7 @@ class _Rows:
         self.store = store
         self.conn = conn
         self.vendor = conn.dialect.name
-        self.table = conn.dialect.identifier_preparer.quote(store.table.name)
+        self.table = _quoted(conn, store.table)
 
     def fetch(self, sql: str, params: dict[str, object]) -> list[tuple[Any, ...]]:
         return SQLAlchemyExecutor(self.conn).fetch(sql, params)
@@ -552,8 +552,9 @@ class SQLAlchemyLeaseStore(_OwnEngineStore, lease_sql.SQLLeaseStore):
 
     def _run(self, steps_of: Callable[[lease_sql.LeaseSQL], Steps[Any]]) -> Any:
         def run(conn: Connection) -> Any:
-            table = conn.dialect.identifier_preparer.quote(self.table.name)
-            return drive(steps_of(lease_sql.lease_sql(conn.dialect.name, table)), SQLAlchemyExecutor(conn))
+            return drive(
+                steps_of(lease_sql.lease_sql(conn.dialect.name, _quoted(conn, self.table))), SQLAlchemyExecutor(conn)
+            )
 
         try:
             return self._on_connection(run)
@@ -587,7 +588,8 @@ class SQLAlchemyLeaseStore(_OwnEngineStore, lease_sql.SQLLeaseStore):
         return super().namespaces() if self._has_table() else []
 
 
-def _quoted(conn: AsyncConnection, table: sa.Table) -> str:
+def _quoted(conn: Connection | AsyncConnection, table: sa.Table) -> str:
+    """``table``'s name quoted for ``conn``'s database, as the text statements name it."""
     return conn.dialect.identifier_preparer.quote(table.name)
 
 

@@ -7,8 +7,8 @@ that *yield* what they need done (:class:`Call`: "run this statement", "ask that
 touch a socket.  Two runners carry the requests out:
 
 * :func:`drive` on a synchronous I/O object (a store's connection, through its blocking driver);
-* :func:`adrive` on an asynchronous one (psycopg's async connection, asyncpg, aiomysql through
-  SQLAlchemy's ``AsyncConnection``): the statements are awaited on the event loop, and a
+* :func:`adrive` on an asynchronous one (psycopg's async connection, aiomysql or aiosqlite through
+  SQLAlchemy's ``AsyncConnection``, ``redis.asyncio``): the statements are awaited on the event loop, and a
   :class:`Call` to an object without an awaitable twin (``a`` + its method name) runs in a
   worker thread — a thread only where no async driver exists.
 
@@ -27,7 +27,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-__all__ = ["AsyncExecutor", "Call", "Executor", "PerLoop", "Sleep", "Steps", "adrive", "drive", "fetch", "run"]
+__all__ = ["Call", "Executor", "PerLoop", "Sleep", "Steps", "adrive", "call", "drive", "fetch", "run"]
 
 _T = TypeVar("_T")
 _R = TypeVar("_R")
@@ -66,12 +66,10 @@ class Executor(Protocol):
         ...
 
 
-class AsyncExecutor(Protocol):
-    """:class:`Executor` on an asynchronous connection."""
-
-    async def fetch(self, sql: str, params: dict[str, object]) -> list[tuple[Any, ...]]: ...
-
-    async def run(self, sql: str, params: dict[str, object]) -> int: ...
+def call(method: str, *args: Any, target: object = None) -> Steps[Any]:
+    """The result of one :class:`Call` (``yield from call(...)`` in a step function, or a step
+    function of its own for a single call)."""
+    return (yield Call(method, args, target))
 
 
 def fetch(sql: str, params: dict[str, object]) -> Steps[list[tuple[Any, ...]]]:

@@ -54,7 +54,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import copy
 import itertools
 import logging
@@ -146,6 +145,12 @@ def _ask(store: TicketStore, method: str, *args: object) -> Steps[Any]:
         raise
     except Exception as exc:
         raise BackendUnavailableError(f"ticket server {store.label}: {type(exc).__name__}: {exc}") from exc
+
+
+def _retrieve(task: asyncio.Task[None]) -> None:
+    """Mark a background task's failure as seen (asyncio logs one nobody retrieved)."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _check_floor(floor: object) -> None:
@@ -476,11 +481,16 @@ class TicketSequence:
         busy (a thread checking a key floor on its connection holds it) or a key floor is bound,
         the prefetch thread does, asked from a worker thread."""
         if self._claim_next():
-            self._loop_fetch = asyncio.get_running_loop().create_task(self._prefetch_on_loop())
+            self._prefetch_on_loop()
 
-    async def _prefetch_on_loop(self) -> None:
-        with contextlib.suppress(Exception):  # recorded for whoever waits for it; the next refill asks again
-            await self._loop_reserve(install=False)
+    def _prefetch_on_loop(self) -> asyncio.Task[None]:
+        """Reserve the next segment in a task of this loop (the caller claimed it), recorded so that a
+        refill on this loop awaits it rather than a thread waiting for it.  A failure is recorded for
+        whoever waits for it (the next refill asks again); awaiting the task raises it."""
+        task = asyncio.get_running_loop().create_task(self._loop_reserve(install=False))
+        task.add_done_callback(_retrieve)
+        self._loop_fetch = task
+        return task
 
     def _prefetch_locked(self) -> None:
         with self._cond:
@@ -519,7 +529,7 @@ class TicketSequence:
         if not self._floors:
             await self._refill()
             if self.double_buffer and self._claim_next():
-                await self._loop_reserve(install=False)
+                await self._prefetch_on_loop()
             return
 
         def fill() -> None:

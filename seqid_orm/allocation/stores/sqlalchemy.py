@@ -23,7 +23,7 @@ import contextlib
 import math
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import sqlalchemy as sa
@@ -303,6 +303,16 @@ class _OwnEngineStore:
                         raise
             self._ready = True
 
+    def _tries(self) -> Iterator[tuple[int, float]]:
+        """Each try of a store call (its number, the seconds left of the call's deadline), for the
+        blocking and the awaited path alike: at most :data:`_ATTEMPTS`, none past the deadline."""
+        end = time.monotonic() + self.timeout
+        for attempt in range(1, _ATTEMPTS + 1):
+            left = end - time.monotonic()
+            if left <= 0:
+                return
+            yield attempt, left
+
     def _on_connection(self, fn: Callable[[Connection], _T]) -> _T:
         """``fn(conn)`` on a connection of the store's engine, within the store's deadline.
 
@@ -312,11 +322,7 @@ class _OwnEngineStore:
         connection's socket is shut down (:mod:`.deadline`) and :class:`StoreTimeoutError` raised:
         a stalled server is not asked again within the same call.
         """
-        end = time.monotonic() + self.timeout
-        for attempt in range(1, _ATTEMPTS + 1):
-            left = end - time.monotonic()
-            if left <= 0:
-                break
+        for attempt, left in self._tries():
             try:
                 with self.engine.connect() as conn, watch(conn.connection.dbapi_connection, left) as alarm:
                     try:
@@ -350,11 +356,7 @@ class _OwnEngineStore:
         stalled network holds too (14 s measured behind a stalled proxy); an ``asyncio`` time-out a
         second later bounds the drivers that give no socket (aiosqlite's thread, aiomysql's streams)."""
         engine = await self._aengines.get()
-        end = time.monotonic() + self.timeout
-        for attempt in range(1, _ATTEMPTS + 1):
-            left = end - time.monotonic()
-            if left <= 0:
-                break
+        for attempt, left in self._tries():
             try:
                 return await asyncio.wait_for(self._aonce(engine, fn, left), left + _BACKSTOP)
             except asyncio.TimeoutError:

@@ -53,11 +53,8 @@ while segments last less than ``segment_seconds`` and halves when one lasts over
 from __future__ import annotations
 
 import asyncio
-import collections
-import copy
-import itertools
+import contextlib
 import logging
-import operator
 import os
 import secrets
 import threading
@@ -81,6 +78,8 @@ from ..errors import (
 from ..ids.randomness import check_fork, on_fork
 from ..ids.validate import BIGINT_MAX, check_bool, check_seconds
 from . import telemetry
+from .flight import Abandoned, Claim, Flight
+from .segments import Segment, SegmentBuffer
 from .stores import TicketRow, TicketStore, check_name, open_ticket_store
 from .stores.base import first_value, regressed
 from .stores.steps import Call, Sleep, Steps, adrive, drive
@@ -95,21 +94,6 @@ MAX_BLOCK_SIZE = 1 << 30
 _MAX_BATCH = 1 << 24  # next_ids() per call, as comb_batch
 _GRACE = 0.5  # seconds a thread waits beyond the timeout for a fetch under way to report
 _PARTIAL_RETRIES = 8  # re-reads (about 1.8 s in all) of a set present on some servers only
-
-
-@dataclass(frozen=True)
-class Segment:
-    """Values ``first, first + step, ..., first + (count - 1) * step`` reserved from ``server``."""
-
-    first: int
-    count: int
-    step: int
-    server: int
-
-    @property
-    def last(self) -> int:
-        """The last value of the segment."""
-        return self.first + (self.count - 1) * self.step
 
 
 @dataclass(frozen=True)
@@ -312,39 +296,42 @@ class TicketSequence:
         telemetry.watch("tickets", _observed)
 
     def _init_state(self) -> None:
-        self._cond = threading.Condition(threading.Lock())
-        # Held for a whole reservation, so a fork can wait until no thread of ours is inside a
-        # database driver (a C library's mutex held at the instant of fork() stays held forever
-        # in the child: libsqlite3's allocator did exactly that in our tests).
+        # Guards the buffer for a few in-memory steps only: never held across a round trip, a
+        # floor's read, a greenlet switch or an await, so an event loop's thread may take it.
+        self._mutex = threading.Lock()
+        # Held for a whole reservation made in a thread, so a fork can wait until no thread of
+        # ours is inside a database driver (a C library's mutex held at the instant of fork()
+        # stays held forever in the child: libsqlite3's allocator did exactly that in our tests).
         self._fetch_lock = threading.Lock()
-        self._values: Iterator[int] = iter(())
-        self._trigger: int | None = None
-        self._next: Segment | None = None
-        self._fetching = False
-        self._want_prefetch = False
-        self._installs = 0  # segments installed: a waiting thread sees another thread's
-        self._failures = 0  # fetches that failed, and the last one's error
-        self._failure: BaseException | None = None
-        self._worker: threading.Thread | None = None
+        self._buffer = SegmentBuffer(
+            block_size=self.block_size,
+            max_block_size=self.max_block_size,
+            prefetch_at=self.prefetch_at,
+            segment_seconds=self.segment_seconds,
+            clock=self._clock,
+            double_buffer=self.double_buffer,
+        )
+        # One reservation at a time, led by the thread or loop that needed it first; the others
+        # follow it (flight.py: a claim ends with its owner, each follower owns its own wait).
+        self._flight: Flight[Segment] = Flight()
+        self._failures = 0  # reservations that failed
+        self._worker: threading.Thread | None = None  # the last prefetch thread
+        self._tasks: set[asyncio.Task[None]] = set()  # prefetch tasks on event loops, kept referenced
         self._closed = False
         # spread processes over the servers
         self._server = secrets.randbelow(len(self._stores)) if self.start_server is None else self.start_server
-        self._block = self.block_size
-        self._installed_at: float | None = None
-        self._handed = 0  # values of every segment installed since the last fork
-        # anext_id's tasks waiting for a value, and the loop task that refills and hands values out
-        self._waiting: collections.deque[asyncio.Future[int]] = collections.deque()
-        self._refiller: asyncio.Task[None] | None = None
-        self._loop_fetch: asyncio.Task[None] | None = None  # a reservation running on a loop
         self._last_seconds: float | None = None  # the last reservation's duration
-        self.segment: Segment | None = None
+
+    @property
+    def segment(self) -> Segment | None:
         """The segment values are handed out from now (``None`` before the first id)."""
+        return self._buffer.segment
 
     def __repr__(self) -> str:
         servers = ", ".join(s.label for s in self._stores)
         return f"TicketSequence({self.name!r}, [{servers}], block_size={self.block_size}, step={self.step})"
 
-    # --- handing out ---------------------------------------------------------------------
+    # --- handing out: threads --------------------------------------------------------------
 
     def __call__(self) -> int:
         return self.next_id()
@@ -352,339 +339,208 @@ class TicketSequence:
     def next_id(self) -> int:
         """The next id: from memory, except when a segment runs out and none was prefetched."""
         check_fork()
-        value = next(self._values, None)  # a range iterator: atomic under the GIL
-        if value is None or value == self._trigger:
+        buffer = self._buffer
+        value = next(buffer.values, None)  # a range iterator: atomic under the GIL
+        if value is None or value == buffer.trigger:
             return self._next_slow(value)
         return value
+
+    def _next_slow(self, value: int | None) -> int:
+        if value is not None:  # the trigger: reserve the next segment in the background
+            self._prefetch_in_thread()
+            return value
+        while True:
+            with self._mutex:
+                value = self._buffer.take()
+                prefetch = value is not None and self._buffer.wants_prefetch()
+            if value is not None:
+                if prefetch:
+                    self._prefetch_in_thread()
+                return value
+            self._reserve_now()
 
     def next_ids(self, n: int) -> list[int]:
         """``n`` increasing ids at once (what ``n`` calls of :meth:`next_id` would give)."""
         _int_arg("n", n, 0, _MAX_BATCH)
         check_fork()
         out: list[int] = []
-        with self._cond:
-            while len(out) < n:
-                chunk = list(itertools.islice(self._values, n - len(out)))
-                trigger = self._trigger
-                if chunk and trigger is not None and chunk[0] <= trigger <= chunk[-1]:
-                    self._request_prefetch()
-                out.extend(chunk)
-                if len(out) < n:
-                    self._swap()
-        return out
+        while True:
+            with self._mutex:
+                out.extend(self._buffer.take_many(n - len(out)))
+                prefetch = self._buffer.wants_prefetch()
+            if prefetch and len(out) == n:
+                self._prefetch_in_thread()
+            if len(out) == n:
+                return out
+            self._reserve_now()
 
-    # --- awaitable: the same decisions, the waits off the event loop -----------------------
+    def _reserve_now(self) -> None:
+        """Memory is empty: lead a reservation, or follow the one in flight (at most :attr:`timeout`
+        and a grace for its outcome to arrive).  A reservation that fails fails its followers too:
+        it already asked every server.  One whose leader stopped without an outcome is led again."""
+        claim, leads = self._flight.join(self.timeout + _GRACE)
+        if leads:
+            self._lead(claim)
+            return
+        with contextlib.suppress(Abandoned):
+            self._flight.wait(claim, time.monotonic() + self.timeout + _GRACE, self._waited_too_long)
+
+    def _lead(self, claim: Claim[Segment]) -> None:
+        """Reserve a segment in this thread for ``claim`` and put it in the buffer."""
+        try:
+            with self._fetch_lock:
+                segment = drive(self._reserve_checked(), None)
+        except BaseException as exc:
+            self._failed(claim, exc)
+            raise
+        self._deliver(claim, segment)
+
+    def _prefetch_in_thread(self) -> None:
+        """Reserve the next segment in a thread of its own, unless a reservation is in flight."""
+        if self._closed or self._flight.busy():
+            return
+        worker = threading.Thread(target=self._prefetch, name=f"seqid-tickets-{self.name}", daemon=True)
+        self._worker = worker
+        worker.start()
+
+    def _prefetch(self) -> None:
+        with self._mutex:
+            wanted = not self._closed and self._buffer.wants_prefetch()
+        claim = self._flight.lead(self.timeout + _GRACE) if wanted else None
+        if claim is None:
+            return
+        try:
+            self._lead(claim)
+        except Exception as exc:  # a caller waiting for it fails with it; a later one reserves again
+            if not isinstance(exc, SeqIDError):  # a typed refusal _reserve has logged already
+                log.warning("prefetching sequence %r failed: %s", self.name, exc)
+
+    def _deliver(self, claim: Claim[Segment], segment: Segment) -> None:
+        """Put a reserved segment in the buffer, then wake the claim's followers.  A claim given up
+        meanwhile (its deadline passed and another caller leads now) keeps its segment out: values
+        from it could come after higher ones (ids are unique, not dense)."""
+        with self._mutex:
+            if self._flight.leads(claim) and not self._closed:
+                self._buffer.add(segment)
+        self._flight.finish(claim, segment)
+
+    def _failed(self, claim: Claim[Segment], exc: BaseException) -> None:
+        if isinstance(exc, Exception):
+            self._failures += 1
+        self._flight.finish(claim, error=exc)
+
+    def _waited_too_long(self) -> StoreTimeoutError:
+        return StoreTimeoutError(
+            f"sequence {self.name!r}: the reservation under way did not finish within {self.timeout:g} s"
+        )
+
+    # --- handing out: event loops (the same decisions; the waits are awaits) --------------------
 
     async def anext_id(self) -> int:
         """:meth:`next_id` for an event loop: from memory when the segment has values (no await of
-        anything); else the task queues for a value and one refill per loop hands the new segment's
-        values to the queued tasks in order, one wake-up each.  Reservations made on a loop (the
-        refill, and the prefetch its prefetch point starts) run the same steps as a thread's
-        (:meth:`_reserve`), awaiting the stores' asynchronous drivers where they have one
-        (``aallocate``) and a worker thread's call where they have not: the loop never waits on
-        the network."""
+        anything).  Else the task leads a reservation on its loop, awaiting the stores'
+        asynchronous drivers where they have one (``aallocate``) and a worker thread's call where
+        they have not, or follows the one in flight, from whichever thread or loop it runs.  A
+        reservation belongs to the task that leads it: cancelled, or its loop closed, it ends
+        with it, and a follower leads the next."""
         check_fork()
-        if not self._waiting:
-            value = next(self._values, None)
-            if value is not None:
-                if value == self._trigger:
-                    self._prefetch_without_waiting()
-                return value
-        loop = asyncio.get_running_loop()
-        waiter: asyncio.Future[int] = loop.create_future()
-        self._waiting.append(waiter)
-        if self._refiller is None or self._refiller.done() or self._refiller.get_loop() is not loop:
-            self._refiller = loop.create_task(self._hand_out())
-        return await waiter
-
-    async def _hand_out(self) -> None:
-        """Give queued tasks their values, refilling whenever the segment is empty."""
-        waiting = self._waiting
-        try:
-            while waiting:
-                value = next(self._values, None)
-                if value is None:
-                    await self._refill()
-                    continue
-                if value == self._trigger:
-                    self._prefetch_without_waiting()
-                waiter = waiting.popleft()
-                if waiter.cancelled():
-                    continue  # the value is lost, as a value drawn and not used is: ids are not dense
-                waiter.set_result(value)
-        except BaseException as exc:  # the refill failed: every queued task gets the typed error
-            while waiting:
-                waiter = waiting.popleft()
-                if not waiter.done():
-                    waiter.set_exception(copy.copy(exc) if isinstance(exc, SeqIDError) else exc)
-            if not isinstance(exc, Exception):
-                raise
-
-    async def _refill(self) -> None:
-        """Install a segment for an empty one: the prefetched one; else wait for the reservation a
-        task of this loop runs; else reserve on the loop (:meth:`_loop_reserve`).  Where a thread is
-        busy with the sequence (a reservation of its own, a key floor's read under the lock), a
-        worker thread waits for it as any thread would: the loop never does."""
-        loop = asyncio.get_running_loop()
+        buffer = self._buffer
+        value = next(buffer.values, None)
+        if value is not None:
+            if value == buffer.trigger:
+                self._prefetch_on_loop()
+            return value
         while True:
-            task = self._loop_fetch
-            if task is not None and not task.done() and task.get_loop() is loop:
-                await asyncio.wait([task])  # its failure is recorded for the waiters; ours comes next
-                continue
-            if not self._cond.acquire(blocking=False):
-                break
-            try:
-                if operator.length_hint(self._values) > 0:
-                    return
-                if self._floors or self._fetching or self._prefetch_wanted():
-                    break  # a floor's reads use the engine's connections, a thread's fetch its lock
-                segment, self._next = self._next, None
-                if segment is not None:
-                    self._install(segment)
-                    return
-                self._fetching = True
-            finally:
-                self._cond.release()
-            await self._loop_reserve(install=True)
-            return
-        await asyncio.to_thread(self._refill_now)
-
-    def _prefetch_wanted(self) -> bool:
-        """A prefetch requested of the prefetch thread and not yet picked up (lock held)."""
-        return self._want_prefetch and self._worker is not None and self._worker.is_alive()
-
-    async def _loop_reserve(self, install: bool) -> None:
-        """Run :meth:`_reserve` on the loop for a caller that set ``_fetching`` (the claim every
-        thread respects); install the segment, or keep it as the next one, as the threads do."""
-        try:
-            segment = await adrive(self._reserve(), None)
-        except BaseException as exc:
-            with self._cond:
-                self._failed(exc)
-            raise
-        with self._cond:
-            self._fetching = False
-            if install:
-                self._install(segment)
-            else:
-                self._next = segment
-            self._cond.notify_all()
-
-    def _refill_now(self) -> None:
-        check_fork()
-        with self._cond:
-            if operator.length_hint(self._values) == 0:
-                self._swap()
-
-    def _prefetch_without_waiting(self) -> None:
-        """Reserve the next segment in a task of this loop (:meth:`_loop_reserve`); where the lock is
-        busy (a thread checking a key floor on its connection holds it) or a key floor is bound,
-        the prefetch thread does, asked from a worker thread."""
-        if self._claim_next():
-            self._prefetch_on_loop()
-
-    def _prefetch_on_loop(self) -> asyncio.Task[None]:
-        """Reserve the next segment in a task of this loop (the caller claimed it), recorded so that a
-        refill on this loop awaits it rather than a thread waiting for it.  A failure is recorded for
-        whoever waits for it (the next refill asks again); awaiting the task raises it."""
-        task = asyncio.get_running_loop().create_task(self._loop_reserve(install=False))
-        task.add_done_callback(_retrieve)
-        self._loop_fetch = task
-        return task
-
-    def _prefetch_locked(self) -> None:
-        with self._cond:
-            self._request_prefetch()
+            with self._mutex:
+                value = buffer.take()
+                prefetch = value is not None and buffer.wants_prefetch()
+            if value is not None:
+                if prefetch:
+                    self._prefetch_on_loop()
+                return value
+            await self._areserve_now()
 
     async def anext_ids(self, n: int) -> list[int]:
-        """:meth:`next_ids` for an event loop: from memory when the segment holds ``n`` values before
-        its prefetch point, else in a worker thread."""
+        """:meth:`next_ids` for an event loop, reserving as :meth:`anext_id` does."""
         _int_arg("n", n, 0, _MAX_BATCH)
         check_fork()
-        # the lock only if free: another thread may hold it while it checks a key floor (a database read)
-        if self._in_memory(n) and self._cond.acquire(blocking=False):
-            try:
-                if self._in_memory(n):
-                    return list(itertools.islice(self._values, n))
-            finally:
-                self._cond.release()
-        return await asyncio.to_thread(self.next_ids, n)
-
-    def _in_memory(self, n: int) -> bool:
-        """Whether the current segment holds ``n`` more values, its prefetch point not among them."""
-        segment, trigger, left = self.segment, self._trigger, operator.length_hint(self._values)
-        if segment is None or left < n:
-            return False
-        first = segment.last - (left - 1) * segment.step
-        return trigger is None or n == 0 or not first <= trigger <= first + (n - 1) * segment.step
+        out: list[int] = []
+        while True:
+            with self._mutex:
+                out.extend(self._buffer.take_many(n - len(out)))
+                prefetch = self._buffer.wants_prefetch()
+            if prefetch and len(out) == n:
+                self._prefetch_on_loop()
+            if len(out) == n:
+                return out
+            await self._areserve_now()
 
     async def aprefetch(self) -> None:
         """Reserve ahead: the current segment, and the next one when double buffering, so that an
         ``AsyncSession`` flushing rows keyed by this sequence (its column default calls
         :meth:`next_id`, which cannot be awaited) finds values in memory.  Call it at start-up;
         afterwards the prefetch thread keeps a segment ahead while ids are drawn no faster than one
-        segment per reservation's round trip.  On the loop, as :meth:`anext_id` reserves; in a worker
-        thread where a key floor is bound (the floor reads through the engine's own connections)."""
+        segment per reservation's round trip."""
         check_fork()
-        if not self._floors:
-            await self._refill()
-            if self.double_buffer and self._claim_next():
-                await self._prefetch_on_loop()
-            return
-
-        def fill() -> None:
-            self._refill_now()
-            with self._cond:
-                if self.double_buffer and self._next is None and not self._fetching:
-                    self._next = self._fetch_released()
-
-        await asyncio.to_thread(fill)
-
-    def _claim_next(self) -> bool:
-        """Claim the next segment's reservation for the loop (``_fetching``), where nobody fetches it;
-        ``False`` where one is ready or coming, or a thread holds the lock (then the prefetch thread
-        is asked, from a worker thread)."""
-        if not self._cond.acquire(blocking=False):
-            asyncio.get_running_loop().run_in_executor(None, self._prefetch_locked)
-            return False
-        try:
-            if self._floors or self._next is not None or self._fetching or self._closed or self._prefetch_wanted():
-                self._request_prefetch()  # (which does nothing where a segment is ready or coming)
-                return False
-            self._fetching = True
-            return True
-        finally:
-            self._cond.release()
-
-    def _next_slow(self, value: int | None) -> int:
-        with self._cond:
-            if value is not None:  # the value at which the next segment is to be prefetched
-                self._request_prefetch()
-                return value
-            while True:
-                value = next(self._values, None)
-                if value is not None:
-                    if value == self._trigger:
-                        self._request_prefetch()
-                    return value
-                self._swap()
-
-    # --- segments (called with the lock held) --------------------------------------------
-
-    def _swap(self) -> None:
-        """Install the next segment: the prefetched one, the one being fetched, or a new one.
-
-        Called with the lock held; never holds it across a round trip (a stalled server would
-        hold every thread of the process behind it): a fetch runs with the lock released, and a
-        thread that finds one under way waits for it, at most :attr:`timeout`.  A fetch that fails
-        while a thread waits for it fails that thread too: it already asked every server.
-        """
-        # a fetch under way is bounded by the same timeout from its own start, earlier than ours:
-        # the grace lets its outcome (a segment, or its error) arrive before ours is given up
-        deadline = time.monotonic() + self.timeout + _GRACE
-        installs, failures = self._installs, self._failures
-        # A prefetch requested but not yet picked up by the thread counts as being fetched:
-        # fetching here as well would reserve a segment twice.
-        while self._fetching or (self._want_prefetch and self._worker is not None and self._worker.is_alive()):
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise StoreTimeoutError(
-                    f"sequence {self.name!r}: the reservation under way did not finish within {self.timeout:g} s"
-                )
-            self._cond.wait(left)
-            if self._installs != installs:
-                return  # another thread installed a segment: the caller reads it
-            if self._failures != failures and self._next is None:
-                assert self._failure is not None
-                raise copy.copy(self._failure)  # one instance per thread: each raise sets its traceback
-        segment, self._next = self._next, None
-        if segment is None:
-            segment = self._fetch_released()
-        self._install(segment)
-
-    def _fetch_released(self) -> Segment:
-        """Reserve a segment with the lock released (called and returning with it held), marked as
-        the fetch under way for the threads that wait; a failure is recorded for them too."""
-        self._fetching = True
-        self._cond.release()
-        try:
-            segment = self._fetch()
-        except BaseException as exc:
-            self._cond.acquire()
-            self._failed(exc)
-            raise
-        self._cond.acquire()
-        self._fetching = False
-        self._cond.notify_all()
-        return segment
-
-    def _failed(self, exc: BaseException) -> None:
-        """Record a failed fetch (lock held) for the threads waiting for it."""
-        self._fetching = False
-        self._failure = exc if isinstance(exc, SeqIDError) else BackendUnavailableError(str(exc))
-        self._failures += 1
-        self._cond.notify_all()
-
-    def _install(self, segment: Segment) -> None:
-        if self._floors:
-            self._check_floors(segment)  # in the caller's thread: a floor may use its connection
-        now = self._clock()
-        if self._installed_at is not None and self.max_block_size > self.block_size:
-            lasted = now - self._installed_at  # Leaf's rule: double when fast, halve when slow
-            if lasted < self.segment_seconds:
-                self._block = min(self._block * 2, self.max_block_size)
-            elif lasted > 2 * self.segment_seconds:
-                self._block = max(self._block // 2, self.block_size)
-        self._installed_at = now
-        self._installs += 1
-        self._handed += segment.count
-        self.segment = segment
-        self._values = iter(range(segment.first, segment.last + 1, segment.step))
-        if self.double_buffer:
-            index = min(segment.count - 1, int(segment.count * self.prefetch_at))
-            self._trigger = segment.first + index * segment.step
-        else:
-            self._trigger = None
-
-    def _request_prefetch(self) -> None:
-        if self._next is not None or self._fetching or self._closed:
-            return
-        self._want_prefetch = True
-        if self._worker is None or not self._worker.is_alive():
-            self._worker = threading.Thread(target=self._prefetch_loop, name=f"seqid-tickets-{self.name}", daemon=True)
-            self._worker.start()
-        self._cond.notify_all()
-
-    def _prefetch_loop(self) -> None:
-        cond = self._cond
         while True:
-            with cond:
-                while not self._want_prefetch and not self._closed:
-                    cond.wait()
-                if self._closed or cond is not self._cond:  # closed, or this process forked
-                    return
-                self._want_prefetch = False
-                self._fetching = True
-            segment = None
-            try:
-                segment = self._fetch()
-            except Exception as exc:  # a caller waiting for it fails with it; a later one fetches again
-                if not isinstance(exc, SeqIDError):  # a typed refusal _fetch has logged already
-                    log.warning("prefetching sequence %r failed: %s", self.name, exc)
-                with cond:
-                    if cond is self._cond:
-                        self._failed(exc)
-                continue
-            with cond:
-                if cond is self._cond:
-                    self._next = segment
-                    self._fetching = False
-                    cond.notify_all()
+            with self._mutex:
+                empty = self._buffer.empty()
+            if not empty:
+                break
+            await self._areserve_now()
+        with self._mutex:
+            ahead = bool(self._buffer.ready) or not self.double_buffer
+        if not ahead:
+            await self._areserve_now()  # with values in memory, a segment reserved now waits behind them
 
-    def _fetch(self) -> Segment:
-        """Reserve a segment (:meth:`_reserve`) in this thread, through the stores' blocking calls."""
-        with self._fetch_lock:
-            return drive(self._reserve(), None)
+    async def _areserve_now(self) -> None:
+        """:meth:`_reserve_now` on the running loop."""
+        claim, leads = self._flight.join(self.timeout + _GRACE)
+        if leads:
+            await self._alead(claim)
+            return
+        with contextlib.suppress(Abandoned):
+            await self._flight.await_(claim, time.monotonic() + self.timeout + _GRACE, self._waited_too_long)
+
+    async def _alead(self, claim: Claim[Segment]) -> None:
+        """Reserve a segment on the loop for ``claim`` (:meth:`_reserve_checked`'s steps, awaited)."""
+        try:
+            segment = await adrive(self._reserve_checked(), None)
+        except BaseException as exc:  # a cancellation too: the claim ends with its task
+            self._failed(claim, exc)
+            raise
+        self._deliver(claim, segment)
+
+    def _prefetch_on_loop(self) -> None:
+        """Reserve the next segment in a task of the running loop, unless a reservation is in
+        flight.  The task claims the reservation when it runs, not before: a loop that ends
+        before it starts leaves no claim behind."""
+        if self._closed or self._flight.busy():
+            return
+        task = asyncio.get_running_loop().create_task(self._aprefetch_once())
+        self._tasks = {t for t in self._tasks if not t.done() and not t.get_loop().is_closed()}
+        self._tasks.add(task)
+        task.add_done_callback(_retrieve)
+
+    async def _aprefetch_once(self) -> None:
+        with self._mutex:
+            wanted = not self._closed and self._buffer.wants_prefetch()
+        claim = self._flight.lead(self.timeout + _GRACE) if wanted else None
+        if claim is not None:
+            await self._alead(claim)
+
+    # --- reserving (the same steps for a thread and a loop) ---------------------------------
+
+    def _reserve_checked(self) -> Steps[Segment]:
+        """Reserve a segment (:meth:`_reserve`) and refuse it where a bound key column already
+        holds one of its values (every block: one index range read, in the caller's thread or,
+        from a loop, a worker thread, since a floor reads through its engine's connections)."""
+        segment = yield from self._reserve()
+        for floor in list(self._floors):
+            taken = yield Call("taken_in", (segment.first, segment.last, segment.step), floor)
+            if taken is not None:
+                raise self._below_data(floor, taken, segment)
+        return segment
 
     def _reserve(self) -> Steps[Segment]:
         """Reserve a segment, from the current server or, failing that, the others in turn; its
@@ -728,7 +584,7 @@ class TicketSequence:
     def _fetch_unlocked(self) -> Steps[Segment]:
         if not self._servers_checked:
             yield from self._check_servers()
-        count = self._block
+        count = self._buffer.block
         errors: list[str] = []
         exhausted = stalled = 0
         k = len(self._stores)
@@ -850,34 +706,34 @@ class TicketSequence:
                 "with `seqid ticket repair` (TicketSequence.repair())"
             )
 
-    def _check_floors(self, segment: Segment) -> None:
-        """Refuse a block whose own values are keys already (every block: one index range read).
+    def _below_data(self, floor: KeyFloor, taken: int, segment: Segment) -> CounterBelowDataError:
+        """The refusal of a block whose own values are keys already (logged and counted here).
 
         Only the block's own range counts: keys above it are other processes' later blocks, which
         refused nothing wrong (a faster worker's keys made slower ones refuse at start before)."""
-        for floor in self._floors:
-            taken = floor.taken_in(segment.first, segment.last, segment.step)
-            if taken is not None:
-                error = CounterBelowDataError(
-                    f"sequence {self.name!r} on {self._stores[segment.server].label} handed out a block from "
-                    f"{segment.first}, but {floor.label} already holds the key {taken} that this server would hand "
-                    "out again: its counter is behind the data (created anew, or restored from a backup). Move it "
-                    "above the largest key with `seqid ticket repair` (TicketSequence.repair())"
-                )
-                telemetry.record_refusal(error, sequence=self.name)
-                log.error("%s", error, extra={"seqid_sequence": self.name, "seqid_error": type(error).__name__})
-                raise error
+        error = CounterBelowDataError(
+            f"sequence {self.name!r} on {self._stores[segment.server].label} handed out a block from "
+            f"{segment.first}, but {floor.label} already holds the key {taken} that this server would hand "
+            "out again: its counter is behind the data (created anew, or restored from a backup). Move it "
+            "above the largest key with `seqid ticket repair` (TicketSequence.repair())"
+        )
+        telemetry.record_refusal(error, sequence=self.name)
+        log.error("%s", error, extra={"seqid_sequence": self.name, "seqid_error": type(error).__name__})
+        return error
 
     def bind_floor(self, floor: KeyFloor) -> None:
         """Check this sequence's blocks against one more key column (``ticket_pk`` and ``TicketField``
         call it for the column they fill): every block from now on, and the one in use now."""
         _check_floor(floor)
-        with self._cond:
+        with self._mutex:
             if any(f.label == floor.label for f in self._floors):
                 return
             self._floors.append(floor)
-            if self.segment is not None:  # handed out before the binding: check what is left of it
-                self._check_floors(self.segment)
+            segment = self._buffer.segment
+        if segment is not None:  # handed out before the binding: check what is left of it (outside the lock)
+            taken = floor.taken_in(segment.first, segment.last, segment.step)
+            if taken is not None:
+                raise self._below_data(floor, taken, segment)
 
     def repair(self, above: int | None = None) -> list[tuple[str, TicketRow]]:
         """Move the counter on every server above ``above`` and above the largest key of the bound
@@ -909,17 +765,17 @@ class TicketSequence:
 
         Read without waiting for a reservation under way: the figures are each exact, taken a few
         instructions apart."""
-        segment, following = self.segment, self._next
-        remaining = operator.length_hint(self._values)
+        buffer = self._buffer
+        segment, remaining, prefetched = buffer.segment, buffer.remaining(), buffer.prefetched()
         return TicketStats(
             name=self.name,
             servers=tuple(store.label for store in self._stores),
             server=self._stores[self._server].label,
-            block_size=self._block,
+            block_size=buffer.block,
             segment=segment,
             remaining=remaining,
-            prefetched=0 if following is None else following.count,
-            ids_issued=self._handed - remaining,
+            prefetched=prefetched,
+            ids_issued=buffer.handed - remaining,
             reservations=self.fetches,
             reservation_failures=self._failures,
             last_reservation_seconds=self._last_seconds,
@@ -932,12 +788,10 @@ class TicketSequence:
     def close(self) -> None:
         """Stop the prefetch thread (after a reservation in flight returns) and release the servers'
         connections.  Unused values are lost, as when the process ends."""
-        with self._cond:
+        with self._mutex:
             self._closed = True
-            self._values = iter(())
-            self._next = None
+            self._buffer.clear()
             worker = self._worker
-            self._cond.notify_all()
         if worker is not None and worker is not threading.current_thread():
             worker.join()
         for store in self._stores:

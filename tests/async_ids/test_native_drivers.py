@@ -70,8 +70,6 @@ def test_tasks_draw_tickets_through_the_async_driver_only(server):
             return out
 
         batches = await asyncio.gather(*(one_task() for _ in range(20)))
-        if seq._loop_fetch is not None:  # a prefetch still under way: let it end before the loop does
-            await asyncio.wait([seq._loop_fetch])
         return [i for batch in batches for i in batch]
 
     try:

@@ -191,13 +191,13 @@ def test_adaptive_block_size_follows_how_long_segments_last(sqlite_ticket_url, s
     sizes = []
     for _ in range(6):  # fast segments: the block doubles up to the bound
         seq.next_ids(seq.segment.count if seq.segment else 1)
-        sizes.append(seq._block)
+        sizes.append(seq.stats().block_size)
         now[0] += 1
     assert sizes[-1] == 80 and sizes == sorted(sizes)
     for _ in range(4):  # slow segments (over twice segment_seconds): it halves down to block_size
         now[0] += 200
         seq.next_ids(seq.segment.count)
-    assert seq._block == 10
+    assert seq.stats().block_size == 10
     seq.close()
 
 

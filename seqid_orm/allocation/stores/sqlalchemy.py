@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -276,32 +275,34 @@ class _OwnEngineStore:
         self.table = table
         self._create_table = create_table
         self._ready = False
-        self._lock = threading.Lock()
 
     def _first_use(self, conn: Connection) -> None:
-        """Run once, under the lock, before the table check (a store's own preparation)."""
+        """Run before the table check, until one succeeds (a store's own preparation; idempotent)."""
 
     def prepare(self, conn: Connection) -> None:
-        """Check once per store that the table exists (and create it when allowed)."""
+        """Check that the table exists (and create it when allowed), until once succeeds.
+
+        No lock: callers that arrive together each check, which is harmless (the ``CREATE`` is
+        ``checkfirst`` and a lost race is read as success).  A lock here would be held across the
+        statements, and an awaited call runs this through ``AsyncConnection.run_sync``, whose
+        statements switch back to the event loop: a second task taking the lock then blocks the
+        loop's thread for good (4 of 4 concurrent first ids froze the loop)."""
         if self._ready:
             return
-        with self._lock:
-            if self._ready:
-                return
-            self._first_use(conn)
-            if not sa.inspect(conn).has_table(self.table.name):
-                if not self._create_table:
-                    raise InvalidArgumentError(
-                        f"{self.label} has no table {self.table.name!r}; create it with {self.create_hint}, "
-                        "or pass create_table=True"
-                    )
-                try:
-                    self.table.create(conn, checkfirst=True)
-                except sa.exc.DBAPIError:
-                    # another process created it between the check and the CREATE
-                    if not sa.inspect(conn).has_table(self.table.name):
-                        raise
-            self._ready = True
+        self._first_use(conn)
+        if not sa.inspect(conn).has_table(self.table.name):
+            if not self._create_table:
+                raise InvalidArgumentError(
+                    f"{self.label} has no table {self.table.name!r}; create it with {self.create_hint}, "
+                    "or pass create_table=True"
+                )
+            try:
+                self.table.create(conn, checkfirst=True)
+            except sa.exc.DBAPIError:
+                # another process created it between the check and the CREATE
+                if not sa.inspect(conn).has_table(self.table.name):
+                    raise
+        self._ready = True
 
     def _tries(self) -> Iterator[tuple[int, float]]:
         """Each try of a store call (its number, the seconds left of the call's deadline), for the
@@ -393,7 +394,6 @@ class _OwnEngineStore:
         # the parent's sockets stay open for the parent; the child opens its own
         self.engine.dispose(close=False)
         self._aengines.forget()
-        self._lock = threading.Lock()
 
     def close(self) -> None:
         if self._owned:

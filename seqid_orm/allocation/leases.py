@@ -65,6 +65,7 @@ from ..ids.randomness import check_fork, on_fork
 from ..ids.snowflake import Holding
 from ..ids.validate import check_bool, check_seconds
 from . import telemetry
+from .flight import Abandoned, Claim, Flight
 from .stores import MAX_CONNECT_TIMEOUT, backend_of
 from .stores.base import Grant, LeaseStore, check_name, new_token
 from .stores.steps import Call, Steps, adrive, call, drive
@@ -235,6 +236,7 @@ class WorkerLease:
             if fn is not None and not callable(fn):
                 raise ArgumentTypeError(f"{name} must be callable, got {type(fn).__name__}")
         self.max_workers = max_workers
+        self._timeout = check_seconds("timeout", timeout, 0.1, 3600.0)
         self.store = open_lease_store(
             store,
             connect_timeout=connect_timeout,
@@ -290,10 +292,11 @@ class WorkerLease:
     def hold(self) -> Holding:
         """The worker id held now with its acquisition and mark, read together under the lock, leasing
         one if none is yet (:class:`LeaseLostError` while the lease is lost)."""
-        with self._lock:
-            if self._state == "idle":
-                self.acquire()
-            return Holding(self.worker_id, self.acquisitions, self.mark_ms, self.clear_since_ms)
+        while True:
+            with self._lock:
+                if self._state != "idle":
+                    return Holding(self.worker_id, self.acquisitions, self.mark_ms, self.clear_since_ms)
+            self.acquire()  # outside the lock: a grant waits on the store (and a cold start)
 
     def mark_for(self, acquisition: int) -> int | None:
         """The confirmed mark while ``acquisition`` is the lease held now; ``None`` once it is not."""
@@ -303,7 +306,14 @@ class WorkerLease:
             return self.mark_ms
 
     def _init_state(self) -> None:
+        # The lease's state, read and written in a few steps: never held across a store round trip,
+        # so hold(), mark_for() and fresh() never wait behind a stalled store, and an event loop may
+        # take it.  Store writes for the lease held (renew, extend, release) take _io in turn.
         self._lock = threading.RLock()
+        self._io = threading.Lock()
+        # One grant at a time for the whole process, led by the first caller, however many threads
+        # and tasks ask at once: a namespace's cold start costs one worker id and one wait.
+        self._grants: Flight[_Taken] = Flight()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._state = "idle"  # idle (not taken yet, or released), held, lost (renewal failed)
@@ -391,19 +401,55 @@ class WorkerLease:
         )
 
     def acquire(self) -> int:
-        """Take a worker id (waiting for its previous holder's clock mark) and start renewing it."""
+        """Take a worker id (waiting for its previous holder's clock mark) and start renewing it.
+
+        Callers that ask together share one grant: the first leads it, the others wait for it."""
         check_fork()
-        with self._lock:
-            if self._state == "held":
-                return self.worker_id
-            try:
-                self._take()
-            except SeqIDError as exc:  # all leased, a clock behind the last holder's mark, a store refused
+        while True:
+            with self._lock:
+                if self._state == "held":
+                    return self.worker_id
+            claim, leads = self._grants.join(self._grant_seconds())
+            if leads:
+                self._lead_grant(claim)
+            else:
+                with contextlib.suppress(Abandoned):
+                    self._grants.wait(claim, claim.deadline, self._grant_timed_out)
+
+    def _grant_seconds(self) -> float:
+        """The longest a grant may take: its round trips, a quarantine and a wait for the clock mark."""
+        return 4 * self._timeout + self.ttl + 2 * self.clock_tolerance + 1.0
+
+    def _grant_timed_out(self) -> LeaseLostError:
+        return LeaseLostError(
+            f"no worker id was leased in namespace {self.namespace!r} on {self.store.label} within "
+            f"{self._grant_seconds():g} s (the grant under way did not finish)"
+        )
+
+    def _lead_grant(self, claim: Claim[_Taken]) -> None:
+        """Run a grant in this thread for ``claim`` and adopt it."""
+        try:
+            taken = drive(self._grant(), None)
+        except BaseException as exc:
+            if isinstance(exc, SeqIDError):  # all leased, a clock behind the last holder's mark, a store refused
                 self._refused(exc)
-                raise
-            self._start_renewing()
-            assert self._worker_id is not None
-            return self._worker_id
+            self._grants.finish(claim, error=exc)
+            raise
+        self._settle(taken)
+        self._grants.finish(claim, taken)
+
+    def _settle(self, taken: _Taken) -> None:
+        """Adopt ``taken`` and start renewing it; where a lease is held already (a grant given up for a
+        late one), give ``taken`` back, its mark unused."""
+        with self._lock:
+            adopted = self._state != "held"
+            if adopted:
+                self._adopt(taken)
+                self._start_renewing()
+        if not adopted:
+            grant = taken.grant
+            with contextlib.suppress(Exception):
+                self.store.release(self.namespace, grant.worker_id, taken.token, grant.mark_ms)
 
     def _refused(self, exc: SeqIDError) -> None:
         telemetry.record_refusal(exc, namespace=self.namespace)
@@ -414,10 +460,6 @@ class WorkerLease:
             exc,
             extra=self._extra(error=type(exc).__name__),
         )
-
-    def _take(self) -> None:
-        """Take a worker id (lock held): the grant's steps in this thread, then the lease adopted."""
-        self._adopt(drive(self._grant(), None))
 
     def _grant(self) -> Steps[_Taken]:
         """A worker id granted, fenced and waited for, as steps (:mod:`.stores.steps`): a thread runs
@@ -530,21 +572,22 @@ class WorkerLease:
         # Stop the lease's user first, outside our lock (a generator holds its own lock and then
         # ours when it must move the mark): nothing is stamped after the figure it returns.
         used = self._on_release()
-        with self._lock:
-            self._stop.set()
-            thread, self._thread = self._thread, None
-            state, self._state = self._state, "idle"
-            if state == "idle" or self._worker_id is None:
-                return
-            # our own bound (clock + ttl) is replaced by what we really used (after stopping the
-            # generator for good), but never below the mark we inherited: the next holder then
-            # waits only as long as it must
-            mark = max(self._inherited_mark, used)
-            try:
-                self.store.release(self.namespace, self._worker_id, self._token, mark)
-            except Exception as exc:  # the store is gone: the lease simply expires there
-                log.warning("releasing worker id %s in %r failed: %s", self._worker_id, self.namespace, exc)
-            self.valid_until = float("-inf")
+        with self._io:  # after a renewal in flight, before any other
+            with self._lock:
+                self._stop.set()
+                thread, self._thread = self._thread, None
+                state, self._state = self._state, "idle"
+                worker_id, token = self._worker_id, self._token
+                # our own bound (clock + ttl) is replaced by what we really used (after stopping the
+                # generator for good), but never below the mark we inherited: the next holder then
+                # waits only as long as it must
+                mark = max(self._inherited_mark, used)
+                self.valid_until = float("-inf")
+            if state != "idle" and worker_id is not None:
+                try:
+                    self.store.release(self.namespace, worker_id, token, mark)
+                except Exception as exc:  # the store is gone: the lease simply expires there
+                    log.warning("releasing worker id %s in %r failed: %s", worker_id, self.namespace, exc)
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=5)
 
@@ -560,49 +603,38 @@ class WorkerLease:
         store's round trips through its asynchronous driver where it has one and the waits before the
         first id (a takeover's fence, a new namespace's cold start: ttl + clock tolerance) as
         ``asyncio.sleep``; renewals go on in the lease's own thread, which keeps renewing while user
-        code blocks the loop.
-
-        The lock is not held across an ``await`` (a synchronous ``next_id()`` on the loop's thread would
-        re-enter it): the lease is adopted under the lock afterwards, and where another thread took
-        one meanwhile, the grant made here is given back and that worker id returned."""
+        code blocks the loop.  Tasks and threads that ask together share one grant (the first
+        leads; a task that leads and is cancelled, or whose loop ends, hands the lead on)."""
         check_fork()
-        # The loop never waits for the lock: a thread may hold it through a whole acquisition.
-        if not self._lock.acquire(blocking=False):
-            return await asyncio.to_thread(self.acquire)  # a thread is leasing: wait for it there
-        try:
-            if self._state == "held":
-                return self.worker_id
-        finally:
-            self._lock.release()
-        try:
-            taken = await adrive(self._grant(), None)
-        except SeqIDError as exc:
-            self._refused(exc)
-            raise
-        if self._lock.acquire(blocking=False):
+        while True:
+            with self._lock:
+                if self._state == "held":
+                    return self.worker_id
+            claim, leads = self._grants.join(self._grant_seconds())
+            if not leads:
+                with contextlib.suppress(Abandoned):
+                    await self._grants.await_(claim, claim.deadline, self._grant_timed_out)
+                continue
             try:
-                adopted = self._adopt_if_idle(taken)
-            finally:
-                self._lock.release()
-        else:
-            adopted = await asyncio.to_thread(self._adopt_if_idle, taken)
-        if not adopted:  # another thread leased one meanwhile: ours goes back, its mark unused
-            grant = taken.grant
-            with contextlib.suppress(Exception):
-                release = call(
-                    "release", self.namespace, grant.worker_id, taken.token, grant.mark_ms, target=self.store
-                )
-                await adrive(release, None)
-        return self.worker_id
-
-    def _adopt_if_idle(self, taken: _Taken) -> bool:
-        """Adopt ``taken`` and start renewing it unless a lease is held already (then ``False``)."""
-        with self._lock:
-            if self._state == "held":
-                return False
-            self._adopt(taken)
-            self._start_renewing()
-            return True
+                taken = await adrive(self._grant(), None)
+            except BaseException as exc:
+                if isinstance(exc, SeqIDError):
+                    self._refused(exc)
+                self._grants.finish(claim, error=exc)
+                raise
+            with self._lock:
+                adopted = self._state != "held"
+                if adopted:
+                    self._adopt(taken)
+                    self._start_renewing()
+            if not adopted:  # a grant given up for a late one: ours goes back, its mark unused
+                grant = taken.grant
+                with contextlib.suppress(Exception):
+                    release = call(
+                        "release", self.namespace, grant.worker_id, taken.token, grant.mark_ms, target=self.store
+                    )
+                    await adrive(release, None)
+            self._grants.finish(claim, taken)
 
     async def arelease(self) -> None:
         """:meth:`release` in a worker thread (one round trip to the store)."""
@@ -618,6 +650,9 @@ class WorkerLease:
     # --- renewal -------------------------------------------------------------------------
 
     def _start_renewing(self) -> None:
+        """Start the renewal thread (lock held), unless one is running (a lease lost and taken again)."""
+        if self._thread is not None and self._thread.is_alive() and not self._stop.is_set():
+            return
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._renew_loop, args=(self._stop,), daemon=True, name="seqid-lease")
         self._thread.start()
@@ -625,35 +660,63 @@ class WorkerLease:
     def _renew_loop(self, stop: threading.Event) -> None:
         interval = self.ttl / 3
         while not stop.wait(interval):
-            with self._lock:
-                if stop.is_set():
-                    return
-                interval = self._renew_once()
+            interval = self._renew_once(stop)
 
-    def _renew_once(self) -> float:
+    def _renew_once(self, stop: threading.Event) -> float:
         """One renewal (or, once lost, one attempt to lease again); the seconds until the next."""
         if self._state == "lost":
-            try:
-                self._take()
-            except Exception as exc:  # all taken, the store down, a clock behind: try again later
-                log.warning("leasing a worker id in %r again failed: %s", self.namespace, exc)
-                return self.ttl / 3
+            self._lease_again(stop)
             return self.ttl / 3
-        assert self._worker_id is not None
-        sent = self._monotonic()
-        mark = max(self.high_water(), self._wall_ms() + self.ttl_ms)  # the most it may use before renewing
+        with self._io:
+            with self._lock:
+                if stop.is_set() or self._state != "held" or self._worker_id is None:
+                    return self.ttl / 3
+                worker_id, token, acquisition = self._worker_id, self._token, self.acquisitions
+            sent = self._monotonic()
+            mark = max(self.high_water(), self._wall_ms() + self.ttl_ms)  # the most it may use before renewing
+            try:
+                renewed = self.store.renew(self.namespace, worker_id, token, self.ttl_ms, mark)
+            except Exception as exc:  # unreachable store: keep trying until the lease runs out
+                self.renewal_failures += 1
+                log.warning(
+                    "renewing worker id %s in %r failed: %s",
+                    worker_id,
+                    self.namespace,
+                    exc,
+                    extra=self._extra(error=type(exc).__name__),
+                )
+                renewed = None
+            with self._lock:
+                if self.acquisitions != acquisition or self._state != "held":
+                    return self.ttl / 3  # released meanwhile
+                return self._renewed(renewed, sent, mark)
+
+    def _lease_again(self, stop: threading.Event) -> None:
+        """Lease a worker id again after the lease was lost (from the renewal thread).  Callers keep
+        getting :class:`LeaseLostError` meanwhile, not a wait; a grant that ends after the lease was
+        released is given back."""
+        claim = self._grants.lead(self._grant_seconds())
+        if claim is None:  # a caller is leasing already
+            return
         try:
-            renewed = self.store.renew(self.namespace, self._worker_id, self._token, self.ttl_ms, mark)
-        except Exception as exc:  # unreachable store: keep trying until the lease runs out
-            self.renewal_failures += 1
-            log.warning(
-                "renewing worker id %s in %r failed: %s",
-                self._worker_id,
-                self.namespace,
-                exc,
-                extra=self._extra(error=type(exc).__name__),
-            )
-            renewed = None
+            taken = drive(self._grant(), None)
+        except BaseException as exc:  # all taken, the store down, a clock behind: try again later
+            self._grants.finish(claim, error=exc)
+            if not isinstance(exc, Exception):
+                raise
+            log.warning("leasing a worker id in %r again failed: %s", self.namespace, exc)
+            return
+        with self._lock:
+            adopted = not stop.is_set() and self._state == "lost"
+            if adopted:
+                self._adopt(taken)
+        if not adopted:
+            with contextlib.suppress(Exception):
+                self.store.release(self.namespace, taken.grant.worker_id, taken.token, taken.grant.mark_ms)
+        self._grants.finish(claim, taken)
+
+    def _renewed(self, renewed: bool | None, sent: float, mark: int) -> float:
+        """Apply a renewal's outcome (lock held): the seconds until the next."""
         if renewed:
             self.valid_until = sent + self.ttl * (1 - _MARGIN)
             self.mark_ms = max(self.mark_ms, mark)
@@ -668,16 +731,15 @@ class WorkerLease:
             )
             return self.ttl / 3
         if renewed is False or self._monotonic() >= self.valid_until:
-            if self._state == "held":
-                error = self.lost_error()
-                telemetry.record_refusal(error, namespace=self.namespace)
-                log.error(
-                    "lost the lease of worker id %s in %r on %s: its ids stop until a lease is held again",
-                    self._worker_id,
-                    self.namespace,
-                    self.store.label,
-                    extra=self._extra(error=type(error).__name__),
-                )
+            error = self.lost_error()
+            telemetry.record_refusal(error, namespace=self.namespace)
+            log.error(
+                "lost the lease of worker id %s in %r on %s: its ids stop until a lease is held again",
+                self._worker_id,
+                self.namespace,
+                self.store.label,
+                extra=self._extra(error=type(error).__name__),
+            )
             self._state = "lost"
             self.valid_until = float("-inf")
             return self.ttl / 10
@@ -687,26 +749,31 @@ class WorkerLease:
     def extend_mark(self, at_least_ms: int) -> int:
         """Renew now, recording a mark of at least ``at_least_ms`` (the generator's clock went past
         the confirmed one); the new confirmed mark, or :class:`LeaseLostError` if the lease is gone."""
-        with self._lock:
-            if self._state != "held" or self._worker_id is None:
-                raise self.lost_error()
+        with self._io:
+            with self._lock:
+                if self._state != "held" or self._worker_id is None:
+                    raise self.lost_error()
+                worker_id, token, acquisition = self._worker_id, self._token, self.acquisitions
             sent = self._monotonic()
             mark = max(at_least_ms, self.high_water(), self._wall_ms() + self.ttl_ms)
             try:
-                renewed = self.store.renew(self.namespace, self._worker_id, self._token, self.ttl_ms, mark)
+                renewed = self.store.renew(self.namespace, worker_id, token, self.ttl_ms, mark)
             except Exception as exc:
                 raise LeaseLostError(
-                    f"renewing worker id {self._worker_id} in {self.namespace!r} to move its clock mark failed: {exc}"
+                    f"renewing worker id {worker_id} in {self.namespace!r} to move its clock mark failed: {exc}"
                 ) from exc
-            if not renewed:
-                self._state = "lost"
-                self.valid_until = float("-inf")
-                error = self.lost_error()
-                telemetry.record_refusal(error, namespace=self.namespace)
-                raise error
-            self.valid_until = sent + self.ttl * (1 - _MARGIN)
-            self.mark_ms = max(self.mark_ms, mark)
-            return self.mark_ms
+            with self._lock:
+                if self.acquisitions != acquisition or self._state != "held":
+                    raise self.lost_error()
+                if not renewed:
+                    self._state = "lost"
+                    self.valid_until = float("-inf")
+                    error = self.lost_error()
+                    telemetry.record_refusal(error, namespace=self.namespace)
+                    raise error
+                self.valid_until = sent + self.ttl * (1 - _MARGIN)
+                self.mark_ms = max(self.mark_ms, mark)
+                return self.mark_ms
 
     def lost_error(self) -> LeaseLostError:
         """The error for ids asked while no worker id is held."""

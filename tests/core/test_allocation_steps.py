@@ -1,0 +1,253 @@
+"""The allocation core's decisions with scripted input and no socket (h11's way of testing): the
+segment buffer (seqid_orm/allocation/segments.py) fed scripted segments and clock readings, and the
+single flight (seqid_orm/allocation/flight.py) with scripted leaders and followers in threads and
+event loops."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+from seqid_orm.allocation.flight import Abandoned, Flight
+from seqid_orm.allocation.segments import Segment, SegmentBuffer
+from seqid_orm.errors import BackendUnavailableError, StoreTimeoutError
+
+
+def buffer(block: int = 10, most: int = 10, prefetch_at: float = 0.1, clock=lambda: 0.0, **kw) -> SegmentBuffer:
+    return SegmentBuffer(
+        block_size=block, max_block_size=most, prefetch_at=prefetch_at, segment_seconds=60.0, clock=clock, **kw
+    )
+
+
+# --- the segment buffer ---------------------------------------------------------------------
+
+
+def test_an_empty_buffer_asks_for_a_segment_and_hands_it_out_in_order():
+    buf = buffer()
+    assert buf.empty() and buf.take() is None and buf.wants_prefetch()
+    buf.add(Segment(first=5, count=3, step=2, server=1))
+    assert [buf.take(), buf.take(), buf.take(), buf.take()] == [5, 7, 9, None]
+    assert buf.handed == 3 and buf.installs == 1 and buf.segment == Segment(5, 3, 2, 1)
+
+
+def test_the_trigger_asks_for_the_next_segment_once_it_is_handed_out():
+    buf = buffer(prefetch_at=0.3)
+    buf.add(Segment(first=1, count=10, step=1, server=0))
+    assert buf.trigger == 4
+    seen = []
+    for _ in range(4):
+        seen.append((buf.take(), buf.wants_prefetch()))
+    assert seen == [(1, False), (2, False), (3, False), (4, True)]
+    buf.add(Segment(first=101, count=10, step=1, server=0))  # kept behind the current one
+    assert not buf.wants_prefetch() and buf.prefetched() == 10 and buf.remaining() == 6
+    assert buf.take_many(8) == [5, 6, 7, 8, 9, 10, 101, 102]
+    assert buf.trigger == 104 and not buf.wants_prefetch()
+    assert buf.take_many(2) == [103, 104] and buf.wants_prefetch()
+
+
+def test_without_double_buffering_nothing_is_prefetched():
+    buf = buffer(double_buffer=False)
+    buf.add(Segment(first=1, count=3, step=1, server=0))
+    assert buf.trigger is None
+    assert [buf.take() for _ in range(3)] == [1, 2, 3] and not buf.wants_prefetch()
+
+
+def test_holds_says_whether_n_values_are_in_memory_before_the_trigger():
+    buf = buffer(prefetch_at=0.5)
+    buf.add(Segment(first=1, count=10, step=1, server=0))  # trigger 6
+    assert buf.holds(5) and not buf.holds(6) and buf.holds(0)
+    buf.take_many(6)
+    assert buf.holds(4) and not buf.holds(5)
+
+
+def test_take_many_stops_at_what_memory_holds():
+    buf = buffer()
+    buf.add(Segment(first=1, count=3, step=1, server=0))
+    assert buf.take_many(5) == [1, 2, 3] and buf.empty()
+
+
+def test_leafs_adaptive_block_doubles_when_fast_and_halves_when_slow():
+    now = [0.0]
+    buf = buffer(block=10, most=80, clock=lambda: now[0])
+    sizes = []
+    for i in range(6):  # each segment lasts 1 s, far below segment_seconds (60)
+        buf.add(Segment(first=1 + 100 * i, count=buf.block, step=1, server=0))
+        buf.take_many(buf.remaining())
+        sizes.append(buf.block)
+        now[0] += 1.0
+    assert sizes == [10, 20, 40, 80, 80, 80]
+    for i in range(4):  # each lasts 200 s, over twice segment_seconds
+        now[0] += 200.0
+        buf.add(Segment(first=10_000 + 100 * i, count=buf.block, step=1, server=0))
+        buf.take_many(buf.remaining())
+    assert buf.block == 10
+
+
+def test_clear_drops_every_value():
+    buf = buffer()
+    buf.add(Segment(first=1, count=5, step=1, server=0))
+    buf.add(Segment(first=6, count=5, step=1, server=0))
+    buf.clear()
+    assert buf.empty() and buf.take() is None
+
+
+# --- the single flight ----------------------------------------------------------------------
+
+
+def _timed_out() -> StoreTimeoutError:
+    return StoreTimeoutError("waited too long")
+
+
+def test_the_first_caller_leads_and_the_others_follow_its_outcome():
+    flight: Flight[int] = Flight()
+    claim, leads = flight.join(5.0)
+    assert leads and flight.busy() and flight.leads(claim)
+    again, leads_again = flight.join(5.0)
+    assert again is claim and not leads_again
+    assert flight.lead(5.0) is None  # a prefetch finds the work in flight: nothing to do
+    got: list[int] = []
+    follower = threading.Thread(target=lambda: got.append(flight.wait(claim, time.monotonic() + 5, _timed_out)))
+    follower.start()
+    assert flight.finish(claim, 42)
+    follower.join(5)
+    assert got == [42] and not flight.busy()
+
+
+def test_a_leaders_failure_reaches_each_follower_as_its_own_copy():
+    flight: Flight[int] = Flight()
+    claim, _ = flight.join(5.0)
+    error = BackendUnavailableError("no ticket server answered")
+    caught: list[BaseException] = []
+
+    def follow() -> None:
+        try:
+            flight.wait(claim, time.monotonic() + 5, _timed_out)
+        except BackendUnavailableError as exc:
+            caught.append(exc)
+
+    followers = [threading.Thread(target=follow) for _ in range(3)]
+    for t in followers:
+        t.start()
+    flight.finish(claim, error=error)
+    for t in followers:
+        t.join(5)
+    assert len(caught) == 3 and all(str(e) == str(error) for e in caught)
+    assert len({id(e) for e in caught}) == 3 and error not in caught
+
+
+def test_a_leaders_timeout_error_is_its_outcome_not_the_followers_wait():
+    """From 3.11 ``concurrent.futures.TimeoutError`` is ``TimeoutError``: a leader failing with one
+    (StoreTimeoutError is one) must not read as "keep waiting"."""
+    flight: Flight[int] = Flight()
+    claim, _ = flight.join(5.0)
+    flight.finish(claim, error=StoreTimeoutError("the store did not answer"))
+    started = time.monotonic()
+    with pytest.raises(StoreTimeoutError, match="did not answer"):
+        flight.wait(claim, time.monotonic() + 5, _timed_out)
+    assert time.monotonic() - started < 1
+
+
+def test_a_cancelled_leader_abandons_its_claim_and_a_follower_leads_next():
+    flight: Flight[int] = Flight()
+    claim, _ = flight.join(5.0)
+    flight.finish(claim, error=asyncio.CancelledError())
+    with pytest.raises(Abandoned):
+        flight.wait(claim, time.monotonic() + 5, _timed_out)
+    _, leads = flight.join(5.0)
+    assert leads
+
+
+def test_a_claim_whose_thread_died_is_taken_over():
+    flight: Flight[int] = Flight()
+    claims = []
+    owner = threading.Thread(target=lambda: claims.append(flight.join(5.0)[0]))
+    owner.start()
+    owner.join()  # it led and ended without an outcome
+    claim = claims[0]
+    assert not claim.alive() and not flight.busy()
+    with pytest.raises(Abandoned):
+        flight.wait(claim, time.monotonic() + 5, _timed_out)
+    successor, leads = flight.join(5.0)
+    assert leads and successor is not claim
+    assert not flight.finish(claim, 1)  # a late outcome of the dead claim is not the live one's
+
+
+def test_a_claim_past_its_deadline_is_taken_over():
+    flight: Flight[int] = Flight()
+    claim, _ = flight.join(0.05)
+    time.sleep(0.1)
+    successor, leads = flight.join(5.0)
+    assert leads and successor is not claim and not flight.leads(claim)
+    with pytest.raises(Abandoned):
+        claim.future.result(timeout=1)
+
+
+def test_a_follower_gives_up_at_its_own_deadline():
+    flight: Flight[int] = Flight()
+    claim, _ = flight.join(60.0)
+    started = time.monotonic()
+    with pytest.raises(StoreTimeoutError):
+        flight.wait(claim, time.monotonic() + 0.2, _timed_out)
+    assert 0.2 <= time.monotonic() - started < 1
+    assert flight.busy()  # the leader goes on
+
+
+def test_followers_on_two_loops_each_get_the_outcome_on_their_own_loop():
+    """A leader in a thread ends the claim; each loop's follower is woken through its own loop
+    (debug mode raises on a loop touched from another thread)."""
+    flight: Flight[int] = Flight()
+    claim, _ = flight.join(5.0)
+    results: dict[str, object] = {}
+
+    def follow(name: str) -> None:
+        async def main() -> int:
+            return await flight.await_(claim, time.monotonic() + 5, _timed_out)
+
+        results[name] = asyncio.run(main(), debug=True)
+
+    loops = [threading.Thread(target=follow, args=(f"loop-{i}",)) for i in range(2)]
+    for t in loops:
+        t.start()
+    time.sleep(0.1)
+    flight.finish(claim, 7)
+    for t in loops:
+        t.join(5)
+    assert results == {"loop-0": 7, "loop-1": 7}
+
+
+def test_a_cancelled_follower_cancels_its_own_wait_only():
+    flight: Flight[int] = Flight()
+
+    async def main() -> tuple[bool, int]:
+        claim, _ = flight.join(5.0)
+        first = asyncio.ensure_future(flight.await_(claim, time.monotonic() + 5, _timed_out))
+        second = asyncio.ensure_future(flight.await_(claim, time.monotonic() + 5, _timed_out))
+        await asyncio.sleep(0.02)
+        first.cancel()
+        await asyncio.sleep(0.02)
+        flight.finish(claim, 3)
+        return first.cancelled(), await second
+
+    assert asyncio.run(main(), debug=True) == (True, 3)
+
+
+def test_a_claim_led_by_a_closed_loop_is_taken_over():
+    flight: Flight[int] = Flight()
+    loop = asyncio.new_event_loop()
+
+    async def lead() -> None:
+        flight.join(60.0)
+        await asyncio.Event().wait()  # suspended with its claim
+
+    task = loop.create_task(lead())
+    loop.run_until_complete(asyncio.sleep(0.01))
+    claim = flight._claim
+    assert claim is not None and claim.alive()
+    loop.close()  # its task never resumes
+    del task
+    assert not claim.alive()
+    _, leads = flight.join(5.0)
+    assert leads

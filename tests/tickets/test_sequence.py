@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import ctypes
 import logging
 import os
@@ -246,6 +247,28 @@ def test_exhaustion_shrinks_the_last_segment_then_raises(server, seq_name):
         assert rest == list(range(2, 11)) and tail == list(range(BIGINT_MAX - 5, BIGINT_MAX))
         with pytest.raises(GeneratorExhaustedError, match=seq_name):
             seq.next_id()
+
+
+@pytest.mark.parametrize("awaited", [False, True], ids=["next_id", "anext_id"])
+def test_a_sequence_started_at_the_bigint_edge_ends_exhausted_on_every_store(server, seq_name, awaited):
+    """The issue's shape (start=2**63-1000, the default block and double buffering): every store
+    ends with GeneratorExhaustedError (Redis's own overflow answer included), never as a server
+    that did not answer."""
+    drawn: list[int] = []
+
+    async def draw_all(seq: TicketSequence) -> None:
+        while True:
+            drawn.append(await seq.anext_id())
+
+    with (
+        TicketSequence(seq_name, server, start=BIGINT_MAX - 1000) as seq,
+        pytest.raises(GeneratorExhaustedError, match=seq_name),
+    ):
+        if awaited:
+            asyncio.run(draw_all(seq))
+        while True:
+            drawn.append(seq.next_id())
+    assert drawn == list(range(BIGINT_MAX - 1000, BIGINT_MAX))
 
 
 def test_max_value_bounds_a_sequence(server, seq_name):

@@ -403,7 +403,8 @@ class WorkerLease:
     def acquire(self) -> int:
         """Take a worker id (waiting for its previous holder's clock mark) and start renewing it.
 
-        Callers that ask together share one grant: the first leads it, the others wait for it."""
+        Callers that ask together share one grant: the first leads it, the others wait for it
+        (except on an event loop's thread, which must not wait for a task of its own loop)."""
         check_fork()
         while True:
             with self._lock:
@@ -412,6 +413,11 @@ class WorkerLease:
             claim, leads = self._grants.join(self._grant_seconds())
             if leads:
                 self._lead_grant(claim)
+            elif asyncio._get_running_loop() is not None:
+                # On an event loop's thread (a column default in an AsyncSession's flush): the grant in
+                # flight may be a task of this very loop, which cannot run while we wait. Grant here
+                # too; whichever ends second is given back (_settle).
+                self._settle(drive(self._grant(), None))
             else:
                 with contextlib.suppress(Abandoned):
                     self._grants.wait(claim, claim.deadline, self._grant_timed_out)

@@ -377,18 +377,34 @@ class TicketSequence:
     def _reserve_now(self) -> None:
         """Memory is empty: lead a reservation, or follow the one in flight (at most :attr:`timeout`
         and a grace for its outcome to arrive).  A reservation that fails fails its followers too:
-        it already asked every server.  One whose leader stopped without an outcome is led again."""
-        claim, leads = self._flight.join(self.timeout + _GRACE)
-        if leads:
-            self._lead(claim)
-            return
-        with contextlib.suppress(Abandoned):
-            self._flight.wait(claim, time.monotonic() + self.timeout + _GRACE, self._waited_too_long)
+        it already asked every server.  One whose leader stopped without an outcome is led again.
 
-    def _lead(self, claim: Claim[Segment]) -> None:
-        """Reserve a segment in this thread for ``claim`` and put it in the buffer."""
+        A call on an event loop's thread (a column default in an ``AsyncSession``'s flush) never
+        follows: the reservation in flight may need that very loop (a key floor on an asyncio
+        engine reads there; a task of the loop may lead it), so it reserves beside it instead."""
+        claim, leads = self._flight.join(self.timeout + _GRACE)
+        on_loop = asyncio._get_running_loop() is not None
+        if leads:
+            self._lead(claim, fork_lock=not on_loop)
+        elif on_loop:
+            try:
+                segment = drive(self._reserve_checked(), None)
+            except Exception:
+                self._failures += 1
+                raise
+            with self._mutex:
+                if not self._closed:
+                    self._buffer.add(segment)
+        else:
+            with contextlib.suppress(Abandoned):
+                self._flight.wait(claim, time.monotonic() + self.timeout + _GRACE, self._waited_too_long)
+
+    def _lead(self, claim: Claim[Segment], fork_lock: bool = True) -> None:
+        """Reserve a segment in this thread for ``claim`` and put it in the buffer.  The fork lock is
+        not taken on an event loop's thread: a prefetch thread may hold it while its floor's read
+        waits for that loop."""
         try:
-            with self._fetch_lock:
+            with self._fetch_lock if fork_lock else contextlib.nullcontext():
                 segment = drive(self._reserve_checked(), None)
         except BaseException as exc:
             self._failed(claim, exc)

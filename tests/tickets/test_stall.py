@@ -115,3 +115,31 @@ def test_a_url_with_an_unknown_driver_or_a_bad_port_is_a_typed_error_naming_it(u
     with pytest.raises(InvalidArgumentError, match=r"cannot use .* as a store") as caught:
         TicketSequence("orders", url).next_id() if make == "tickets" else WorkerLease(url, "ns").acquire()
     assert "secret" not in str(caught.value)
+
+
+@pytest.mark.parametrize("awaited", [False, True], ids=["next_id", "anext_id"])
+def test_sqlite_locked_by_another_connection_is_a_typed_error_within_the_deadline(tmp_path, awaited):
+    """SQLite's busy wait follows the call's deadline (before: 12.1 s for timeout=1, with a message
+    saying "within 1 s"); the lock released, the same sequence goes on."""
+    import asyncio
+    import sqlite3
+
+    path = tmp_path / "tickets.sqlite3"
+    with TicketSequence(
+        f"busy-{secrets.token_hex(4)}", f"sqlite:///{path}", block_size=5, timeout=1.0, double_buffer=False
+    ) as seq:
+        first = seq.next_ids(5)  # the table and the sequence exist; the next id reserves
+        holder = sqlite3.connect(path, isolation_level=None)
+        holder.execute("BEGIN EXCLUSIVE")
+        started = time.monotonic()
+        with pytest.raises(StoreTimeoutError, match="within 1 s"):
+            if awaited:
+                asyncio.run(seq.anext_id())
+            else:
+                seq.next_id()
+        took = time.monotonic() - started
+        holder.execute("ROLLBACK")
+        holder.close()
+        later = seq.next_ids(3)
+    assert took < 2.5, f"the locked store held the caller {took:.1f} s with timeout=1"
+    assert len(set(first + later)) == 8

@@ -219,7 +219,9 @@ def _connect_args(url: sa.URL, connect_timeout: float, timeout: float) -> dict[s
             connect_args["read_timeout"] = max(1, math.ceil(timeout))
         connect_args["init_command"] = f"SET SESSION innodb_lock_wait_timeout = {max(1, math.ceil(timeout))}"
     elif backend == "sqlite":
-        connect_args["timeout"] = 30.0  # waits for the file's write lock (many processes, one writer)
+        # waits for the file's write lock (many processes, one writer); each call then sets the
+        # wait to what is left of its deadline (_OwnEngineStore._busy_wait)
+        connect_args["timeout"] = timeout
     return connect_args
 
 
@@ -272,6 +274,7 @@ class _OwnEngineStore:
             self._async_url = async_url_for(target)
             self._connect_timeout = min(connect_timeout, timeout)
         self.accept_state_loss = accept_state_loss
+        self._sqlite = self.engine.dialect.name == "sqlite"
         self.table = table
         self._create_table = create_table
         self._ready = False
@@ -327,6 +330,8 @@ class _OwnEngineStore:
             try:
                 with self.engine.connect() as conn, watch(conn.connection.dbapi_connection, left) as alarm:
                     try:
+                        if self._sqlite:
+                            conn.exec_driver_sql(self._busy_wait(left))
                         self.prepare(conn)
                         return fn(conn)
                     except Exception:
@@ -335,9 +340,20 @@ class _OwnEngineStore:
                             raise self.timed_out() from None
                         raise
             except sa.exc.DBAPIError as exc:
+                if self._still_locked(exc):
+                    raise self.timed_out() from None
                 if not _again(exc, attempt):
                     raise
         raise self.timed_out()
+
+    def _busy_wait(self, left: float) -> str:
+        """SQLite's wait for another connection's write lock, set to what is left of the deadline
+        (a lock has no socket to shut down: without this a call waited out the driver's own 30 s)."""
+        return f"PRAGMA busy_timeout = {max(1, int(left * 1000))}"
+
+    def _still_locked(self, exc: sa.exc.DBAPIError) -> bool:
+        """Whether SQLite gave up waiting for another connection's lock (at the deadline)."""
+        return self._sqlite and "database is locked" in str(exc.orig)
 
     @property
     def native_async(self) -> bool:
@@ -363,6 +379,8 @@ class _OwnEngineStore:
             except asyncio.TimeoutError:
                 raise self.timed_out() from None
             except sa.exc.DBAPIError as exc:
+                if self._still_locked(exc):
+                    raise self.timed_out() from None
                 if not _again(exc, attempt):
                     raise
         raise self.timed_out()
@@ -372,6 +390,8 @@ class _OwnEngineStore:
             raw = await conn.get_raw_connection()
             with watch(getattr(raw, "driver_connection", None), left) as alarm:
                 try:
+                    if self._sqlite:
+                        await conn.exec_driver_sql(self._busy_wait(left))
                     await conn.run_sync(self.prepare)
                     return await fn(conn)
                 except Exception:

@@ -74,23 +74,27 @@ test: $(STAMP) mysqlclient
 
 # The main suite in two parts at once: the tests of shared state (every MariaDB test, and the
 # Alembic migrations, which share the databases' alembic_version table; tests/conftest.py) in one
-# process, one after the other, its output printed when it ends; and the rest in TEST_WORKERS
-# pytest-xdist processes. Most of the suite waits on servers, child processes and leases, not on
-# the CPU: on two cores the whole took 566 s in one process. TEST_WORKERS=0: the rest in one process too.
+# pytest-xdist worker, one after the other; and the rest in TEST_WORKERS workers. Most of the suite
+# waits on servers, child processes and leases, not on the CPU: on two cores the whole took 566 s
+# in one process. Both stream their progress as they go, a test a line, the shared-state part's
+# lines marked [shared-state], so a log always shows where each stands; a worker ended by
+# pytest-timeout (a hung test, with its threads' stacks) is replaced and the part goes on. The
+# slowest tests of each part are listed at its end. TEST_WORKERS=0: the rest in one process too.
 TEST_WORKERS ?= 3
+PART_ARGS := -v --durations=10
 test-core: $(STAMP) mysqlclient
-	@out="$$(mktemp)"; \
-	{ $(BIN)/python -m pytest --part shared-state $(PYTEST_ARGS) >"$$out" 2>&1; echo $$? >"$$out.status"; } & \
-	$(BIN)/python -m pytest --part rest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS); rest=$$?; \
-	wait; echo "== the tests of shared state (MariaDB, Alembic), one after the other:"; cat "$$out"; \
-	shared="$$(cat "$$out.status")"; rm -f "$$out" "$$out.status"; \
+	@status="$$(mktemp)"; \
+	{ $(BIN)/python -m pytest --part shared-state -n 1 $(PART_ARGS) $(PYTEST_ARGS) 2>&1; echo $$? >"$$status"; } \
+	  | sed -u 's/^/[shared-state] /' & \
+	$(BIN)/python -m pytest --part rest -n $(TEST_WORKERS) --dist worksteal $(PART_ARGS) $(PYTEST_ARGS); rest=$$?; \
+	wait; shared="$$(cat "$$status")"; rm -f "$$status"; \
 	case "$$rest,$$shared" in 0,0|0,5|5,0) ;; *) exit 1 ;; esac  # 5: the arguments select none of a part
 
 # The MariaDB settings need mysqlclient (see system-deps): without it they are skipped, saying so,
 # except under SEQID_REQUIRE_DBS=1 (CI), where every test must run. The settings modules run side by
-# side (each has test databases of its own, tests/django/settings/base.py), their output printed
-# one after the other; every one runs even when another fails, and the target fails at the end,
-# naming them.
+# side (each has test databases of its own, tests/django/settings/base.py), each line of their
+# output streamed as it comes, marked [django-NAME]; every one runs even when another fails, and
+# the target fails at the end, naming them.
 test-django: $(STAMP) mysqlclient
 	@failed=""; out="$$(mktemp -d)"; \
 	for s in $(DJANGO_SETTINGS); do \
@@ -99,13 +103,12 @@ test-django: $(STAMP) mysqlclient
 	      "(as root: apt-get install libmariadb-dev pkg-config, then make test)"; \
 	    [ "$$SEQID_REQUIRE_DBS" != 1 ] || failed="$$failed $$s"; continue; \
 	  fi; \
-	  { DJANGO_SETTINGS_MODULE=tests.django.settings.$$s $(BIN)/python -m pytest tests/django $(PYTEST_ARGS) \
-	      >"$$out/$$s.log" 2>&1; echo $$? >"$$out/$$s.status"; } & \
+	  { { DJANGO_SETTINGS_MODULE=tests.django.settings.$$s $(BIN)/python -m pytest tests/django -n 1 \
+	      -v --durations=5 $(PYTEST_ARGS) 2>&1; echo $$? >"$$out/$$s.status"; } | sed -u "s/^/[django-$$s] /"; } & \
 	done; \
 	wait; \
 	for s in $(DJANGO_SETTINGS); do \
 	  [ -f "$$out/$$s.status" ] || continue; \
-	  echo "== Django tests with tests.django.settings.$$s"; cat "$$out/$$s.log"; \
 	  [ "$$(cat "$$out/$$s.status")" = 0 ] || failed="$$failed $$s"; \
 	done; \
 	rm -rf "$$out"; \

@@ -1,13 +1,19 @@
 """A FastAPI service on SQLAlchemy with seqid keys: ordered in the database, opaque outside.
 
-Run: ``pip install 'seqid-orm[sqlalchemy,pydantic]' fastapi uvicorn`` then
-``SEQID_EXAMPLE_URL=sqlite:///shop.db uvicorn examples.fastapi_app:app`` (any SQLAlchemy URL).
+Run: ``pip install 'seqid-orm[sqlalchemy,postgres,pydantic]' fastapi uvicorn`` then
+``SEQID_EXAMPLE_URL=postgresql+psycopg://app@db/shop uvicorn examples.fastapi_app:app --workers 4``
+(any SQLAlchemy URL; ``sqlite:///shop.db`` for one worker on a laptop).
 
 * ``Customer.id`` is a time-ordered UUID (``seq_uuid_pk``): new rows land at the end of the
   index.  The API never shows it: clients see ``public_id`` masks, which reveal no creation time
   (``seqid_orm.mask``), and the routes turn them back into keys.
 * ``Order.id`` is a Snowflake BIGINT; JSON carries it as a string (``SnowflakeID``), because a
-  JavaScript number would lose its last digits.
+  JavaScript number would lose its last digits.  Its worker id is **leased** from the database
+  (``WorkerLease``), so every worker process of the server has its own, however many run: a
+  configured ``Snowflake(worker_id=1)`` in four workers makes four generators stamp the same ids,
+  and about one insert in twenty fails on a duplicate key.  The first process of a new namespace
+  waits one ttl plus the clock tolerance (35 s with the defaults) before its first order id: the
+  time a holder the store may have forgotten needs to stop; later processes wait nothing.
 
 (No ``from __future__ import annotations`` here: FastAPI reads the route annotations, some of
 which are types made inside ``create_app``.)
@@ -23,14 +29,18 @@ from fastapi import Depends, FastAPI, HTTPException
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
-from seqid_orm import Snowflake
+from seqid_orm import Snowflake, WorkerLease
 from seqid_orm.pydantic import SnowflakeID, public_id
 from seqid_orm.sqlalchemy import layout_for, seq_uuid_fk, seq_uuid_pk, snowflake_pk
 
 # In production the key comes from a secret store; the previous key stays while links made with
 # it are still around (public_id() masks with the first and accepts all).
 MASK_KEYS = [os.environ.get("SEQID_EXAMPLE_MASK_KEY", "example-key-change-me-0123456789").encode()]
-ORDER_IDS = Snowflake(worker_id=1)  # or Snowflake(worker_id=WorkerLease(url, "orders")) with many processes
+# One worker id per process, leased from the lease table in the app's own database (or another
+# store: a Redis URL); a process takes it at its first order id and gives it back at exit.
+LEASE_URL = os.environ.get("SEQID_EXAMPLE_LEASE_URL") or os.environ.get("SEQID_EXAMPLE_URL", "sqlite:///shop.db")
+LEASE_NAMESPACE = os.environ.get("SEQID_EXAMPLE_NAMESPACE", "example-shop-orders")
+ORDER_IDS = Snowflake(worker_id=WorkerLease(LEASE_URL, LEASE_NAMESPACE))
 
 
 class Base(DeclarativeBase):

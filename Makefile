@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-test
 DEMO_STAMP := $(VENV)/.installed-demo
 DJANGO_SETTINGS := sqlite postgres mysql multidb
 
-.PHONY: demo test test-core test-django test-peers lint bench matrix system-deps mysqlclient clean galera-up galera-down test-galera \
+.PHONY: demo test test-core test-django test-async-debug test-peers lint bench matrix system-deps mysqlclient clean galera-up galera-down test-galera \
 	pg18-up pg18-down test-pg18 test-pg18-alone test-pg18-beside-15 test-valgrind
 
 $(BIN)/python:
@@ -113,6 +113,11 @@ test-django: $(STAMP) mysqlclient
 	done; \
 	rm -rf "$$out"; \
 	if [ -n "$$failed" ]; then echo "== Django tests FAILED with settings:$$failed" >&2; exit 1; fi
+
+# The awaitable API's tests again in asyncio's debug mode, which raises where a loop is touched from
+# another thread and logs every callback that holds a loop over 100 ms (CI runs it once).
+test-async-debug: $(STAMP)
+	PYTHONASYNCIODEBUG=1 $(BIN)/python -m pytest tests/async_ids -n 2 $(PYTEST_ARGS)
 
 # The peers' own test suites as judges (Django's test_uuid.py with SeqUUIDField swapped in, Pydantic's
 # UUID tests with SeqUUID): part of test-core; alone here.

@@ -122,13 +122,9 @@ _T = TypeVar("_T")
 
 
 def _ask(store: TicketStore, method: str, *args: object) -> Steps[Any]:
-    """``store.method(*args)``, a failure of the server or driver raised as a typed error naming it."""
-    try:
-        return (yield Call(method, args, store))
-    except SeqIDError:
-        raise
-    except Exception as exc:
-        raise BackendUnavailableError(f"ticket server {store.label}: {type(exc).__name__}: {exc}") from exc
+    """``store.method(*args)``: a store raises seqid's typed errors for its server and driver
+    (:class:`~seqid_orm.allocation.stores.TicketStore`); anything else is a bug and surfaces as itself."""
+    return (yield Call(method, args, store))
 
 
 def _retrieve(task: asyncio.Task[None]) -> None:
@@ -620,13 +616,8 @@ class TicketSequence:
                 if k > 1:
                     log.warning("ticket server %s failed (%s); trying the next", store.label, exc)
                 continue
-            except SeqIDError:
-                raise  # a contradicting server, a vanished counter, a history gone back: going on could repeat ids
-            except Exception as exc:  # the server is unreachable or failing: ask the next one
-                errors.append(f"{store.label}: {type(exc).__name__}: {exc}")
-                if k > 1:
-                    log.warning("ticket server %s failed (%s); trying the next", store.label, exc)
-                continue
+            # Any other typed error (a contradicting server, a vanished counter, a history gone back)
+            # stops here: going on could repeat ids. Anything untyped is a bug: it surfaces as itself.
             segment = Segment(first, granted, self.step, i)
             high = self._high.get(i)
             if high is not None and first <= high:  # a store that did not check ``above`` itself
@@ -695,10 +686,6 @@ class TicketSequence:
                 rows[i] = yield Call("read", (self.name,), store)
             except BackendUnavailableError as exc:  # unreachable now: judged by the caller
                 down.append(str(exc))
-            except SeqIDError:
-                raise
-            except Exception as exc:  # unreachable now: judged by the caller
-                down.append(f"{store.label}: {type(exc).__name__}: {exc}")
         return rows, down
 
     def _check_rows(self, rows: dict[int, TicketRow | None]) -> None:

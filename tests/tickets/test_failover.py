@@ -16,7 +16,8 @@ import time
 import pytest
 
 from seqid_orm import TicketSequence
-from seqid_orm.errors import VolatileStoreError
+from seqid_orm.errors import BackendUnavailableError, VolatileStoreError
+from tests.conftest import POSTGRES_URL, volatile_ok
 from tests.tickets.procs import Worker, start_together
 
 sa = pytest.importorskip("sqlalchemy")
@@ -289,3 +290,44 @@ def wait_for(engine, sql: str, value: str | None, column: int = 0, timeout: floa
             return
         assert time.monotonic() < deadline, f"{sql!r} did not give {value!r}: {row}"
         time.sleep(0.1)
+
+
+def test_a_driver_error_reads_as_the_servers_answer_and_a_bug_as_itself(pg_engine, redis_url):
+    """The store contract (stores/base.TicketStore): each store turns its driver's errors into
+    BackendUnavailableError, and the set fails over on typed errors alone. A connection the server
+    ends is the next server's turn; an untyped exception (a bug) stops the reservation as itself,
+    where it used to read as 'no ticket server answered' and send every call to the next server."""
+    name = f"contract-{secrets.token_hex(4)}"
+    servers = [POSTGRES_URL, volatile_ok(redis_url)]
+    with TicketSequence(name, servers, block_size=5, start_server=0, double_buffer=False) as seq:
+        seq.next_ids(5)
+        pg_store = seq._stores[0]
+        real = pg_store.allocate
+
+        def buggy(*args):
+            raise TypeError("a bug in the store's code")
+
+        pg_store.allocate = buggy
+        try:
+            with pytest.raises(TypeError, match="a bug in the store's code"):
+                seq.next_id()
+            assert seq.stats().server == pg_store.label  # not failed over to Redis
+        finally:
+            pg_store.allocate = real
+        down = _unreachable_store_error()
+        assert isinstance(down, BackendUnavailableError) and "OperationalError" in str(down)
+
+
+def _unreachable_store_error() -> BaseException:
+    """What a store's driver error becomes: the SQLAlchemy store on a port nobody listens on."""
+    from seqid_orm.allocation.stores.sqlalchemy import SQLAlchemyTicketStore
+    from tests.servers.private import free_port
+
+    store = SQLAlchemyTicketStore(f"postgresql+psycopg://postgres@127.0.0.1:{free_port()}/test", timeout=2.0)
+    try:
+        store.read("anything")
+    except BaseException as exc:  # the typed error, checked by the caller
+        return exc
+    finally:
+        store.close()
+    raise AssertionError("a store on a closed port answered")

@@ -157,7 +157,14 @@ class TicketRow:
 
 
 class TicketStore(Protocol):
-    """One ticket server.  Implementations must be safe to call from several threads."""
+    """One ticket server.  Implementations must be safe to call from several threads.
+
+    The contract on errors: a store turns its driver's errors into seqid's typed ones in one place
+    (:class:`~seqid_orm.errors.BackendUnavailableError` for a server that did not answer or
+    refused, :class:`~seqid_orm.errors.StoreTimeoutError` past the deadline), and a sequence fails
+    over to its next server on those alone.  Any other exception is a bug and reaches the caller
+    as itself, never read as a server that did not answer.
+    """
 
     label: str
     """The server as messages name it (no password)."""

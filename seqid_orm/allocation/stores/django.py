@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from django.db import IntegrityError, InterfaceError, OperationalError, connections
+from django.db import DatabaseError, IntegrityError, InterfaceError, OperationalError, connections
 
 from ...errors import BackendUnavailableError, InvalidArgumentError
 from . import lease_sql
@@ -104,12 +104,14 @@ class DjangoTicketStore(SQLTicketStore):
                 try:
                     rows = _Rows(self, conn)
                     return drive(steps_of(rows.vendor, rows.table), rows)
-                except (OperationalError, InterfaceError):
+                except (OperationalError, InterfaceError) as exc:
                     # the server dropped this long-lived connection (wait_timeout, restart): once
                     # more on a fresh one; values the lost statement reserved are only a gap
                     self._own.discard()
                     if attempt == 2:
-                        raise
+                        raise _unavailable("ticket server", self.label, exc) from exc
+                except DatabaseError as exc:  # the server's answer: seqid's error, the one place here
+                    raise _unavailable("ticket server", self.label, exc) from exc
         raise AssertionError("unreachable")
 
     def rows(self) -> list[TicketRow]:
@@ -209,8 +211,16 @@ class DjangoLeaseStore(lease_sql.SQLLeaseStore):
                 except (OperationalError, InterfaceError) as exc:
                     self._own.discard()  # a dropped connection: once more on a fresh one
                     if attempt == 2:
-                        raise BackendUnavailableError(f"lease store {self.label}: {type(exc).__name__}: {exc}") from exc
+                        raise _unavailable("lease store", self.label, exc) from exc
+                except DatabaseError as exc:
+                    raise _unavailable("lease store", self.label, exc) from exc
         raise AssertionError("unreachable")
+
+
+def _unavailable(what: str, label: str, exc: Exception) -> BackendUnavailableError:
+    """Django's database error as seqid's (each store's one translation): callers fail over on it;
+    anything else that escapes a store call is a bug and surfaces as itself."""
+    return BackendUnavailableError(f"{what} {label}: {type(exc).__name__}: {exc}")
 
     def after_fork(self) -> None:
         self._own.after_fork()

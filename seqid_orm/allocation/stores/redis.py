@@ -262,7 +262,8 @@ class _RedisStore:
         return self._url is not None
 
     def _drive(self, steps: Steps[_T]) -> _T:
-        return drive(steps, self._commands)
+        with self._errors():
+            return drive(steps, self._commands)
 
     def _new_async_client(self) -> _AsyncCommands:
         import redis.asyncio
@@ -279,9 +280,22 @@ class _RedisStore:
             return await asyncio.to_thread(self._drive, steps)
         commands = await self._aclients.get()
         try:
-            return await asyncio.wait_for(adrive(steps, commands), self.timeout)
+            with self._errors():
+                return await asyncio.wait_for(adrive(steps, commands), self.timeout)
         except asyncio.TimeoutError:
             raise StoreTimeoutError(f"{self.what} {self.label} did not answer within {self.timeout:g} s") from None
+
+    @contextlib.contextmanager
+    def _errors(self) -> Iterator[None]:
+        """redis-py's errors as seqid's (the one place this store translates them; its steps see
+        redis-py's own first, to read an overflow as exhaustion): callers fail over on them, and
+        anything else that escapes is a bug and surfaces as itself."""
+        try:
+            yield
+        except redis.RedisError as exc:
+            if isinstance(exc, redis.TimeoutError):  # redis.asyncio raises the same classes
+                raise StoreTimeoutError(f"{self.what} {self.label} did not answer within {self.timeout:g} s") from exc
+            raise BackendUnavailableError(f"{self.what} {self.label}: {type(exc).__name__}: {exc}") from exc
 
     def check_durability(self) -> Steps[None]:
         """Refuse a server that would lose this store's state on a restart (once per store)."""
@@ -612,13 +626,6 @@ class RedisLeaseStore(_RedisStore):
                     text = _text(key)
                     found.add(text[text.index("{") + 1 : text.index("}")])
         return sorted(found)
-
-    @contextlib.contextmanager
-    def _errors(self) -> Iterator[None]:
-        try:
-            yield
-        except redis.RedisError as exc:
-            raise BackendUnavailableError(f"lease store {self.label}: {type(exc).__name__}: {exc}") from exc
 
     def after_fork(self) -> None:
         # redis-py's pool notices the new pid and reconnects itself; the loops' clients are the parent's

@@ -241,6 +241,8 @@ class _OwnEngineStore:
 
     #: how to create the table, named in the error when it is missing and may not be created
     create_hint = ""
+    #: what the store is, as its errors name it
+    what = "store"
 
     def __init__(
         self,
@@ -343,8 +345,14 @@ class _OwnEngineStore:
                 if self._still_locked(exc):
                     raise self.timed_out() from None
                 if not _again(exc, attempt):
-                    raise
+                    raise self.unavailable(exc) from exc
         raise self.timed_out()
+
+    def unavailable(self, exc: sa.exc.DBAPIError) -> BackendUnavailableError:
+        """The driver's error as seqid's (the one place this store translates them): the server's
+        own class and message, the password hidden.  Callers fail over on it; anything else that
+        escapes a store call is a bug and surfaces as itself."""
+        return BackendUnavailableError(f"{self.what} {self.label}: {type(exc.orig).__name__}: {exc.orig}")
 
     def _busy_wait(self, left: float) -> str:
         """SQLite's wait for another connection's write lock, set to what is left of the deadline
@@ -382,7 +390,7 @@ class _OwnEngineStore:
                 if self._still_locked(exc):
                     raise self.timed_out() from None
                 if not _again(exc, attempt):
-                    raise
+                    raise self.unavailable(exc) from exc
         raise self.timed_out()
 
     async def _aonce(self, engine: AsyncEngine, fn: Callable[[AsyncConnection], Awaitable[_T]], left: float) -> _T:
@@ -430,6 +438,7 @@ class SQLAlchemyTicketStore(_OwnEngineStore, SQLTicketStore):
     create_hint = (
         "an Alembic migration (op.create_ticket_table()), the Django app seqid_orm.django, `seqid ticket init URL`"
     )
+    what = "ticket server"
 
     def __init__(
         self,
@@ -466,12 +475,15 @@ class SQLAlchemyTicketStore(_OwnEngineStore, SQLTicketStore):
         return await self._aon_connection(run)
 
     def rows(self) -> list[TicketRow]:
-        with self.engine.connect() as conn:
-            if not sa.inspect(conn).has_table(self.table.name):
-                return []
-            c = self.table.c
-            query = sa.select(c.name, c.next_value, c.step, c.value_offset).where(c.name != HISTORY_NAME)
-            return [TicketRow(*r) for r in conn.execute(query.order_by(c.name))]
+        try:
+            with self.engine.connect() as conn:
+                if not sa.inspect(conn).has_table(self.table.name):
+                    return []
+                c = self.table.c
+                query = sa.select(c.name, c.next_value, c.step, c.value_offset).where(c.name != HISTORY_NAME)
+                return [TicketRow(*r) for r in conn.execute(query.order_by(c.name))]
+        except sa.exc.DBAPIError as exc:
+            raise self.unavailable(exc) from exc
 
     # --- internals -----------------------------------------------------------------------
 
@@ -557,6 +569,7 @@ class SQLAlchemyLeaseStore(_OwnEngineStore, lease_sql.SQLLeaseStore):
     """
 
     create_hint = "op.create_lease_table(), the Django app seqid_orm.django"
+    what = "lease store"
 
     def __init__(
         self,
@@ -578,10 +591,7 @@ class SQLAlchemyLeaseStore(_OwnEngineStore, lease_sql.SQLLeaseStore):
                 steps_of(lease_sql.lease_sql(conn.dialect.name, _quoted(conn, self.table))), SQLAlchemyExecutor(conn)
             )
 
-        try:
-            return self._on_connection(run)
-        except sa.exc.DBAPIError as exc:
-            raise _unavailable(self.label, exc) from exc
+        return self._on_connection(run)
 
     async def _arun(self, steps_of: Callable[[lease_sql.LeaseSQL], Steps[Any]]) -> Any:
         if not self.native_async:
@@ -591,17 +601,14 @@ class SQLAlchemyLeaseStore(_OwnEngineStore, lease_sql.SQLLeaseStore):
             sql = lease_sql.lease_sql(conn.dialect.name, _quoted(conn, self.table))
             return await adrive(steps_of(sql), _OnLoop(conn, SQLAlchemyExecutor))
 
-        try:
-            return await self._aon_connection(run)
-        except sa.exc.DBAPIError as exc:
-            raise _unavailable(self.label, exc) from exc
+        return await self._aon_connection(run)
 
     def _has_table(self) -> bool:
         try:
             with self.engine.connect() as conn:
                 return bool(sa.inspect(conn).has_table(self.table.name))
         except sa.exc.DBAPIError as exc:
-            raise _unavailable(self.label, exc) from exc
+            raise self.unavailable(exc) from exc
 
     def leases(self, namespace: str) -> list[LeaseRow]:
         return super().leases(namespace) if self._has_table() else []  # a listing creates nothing
@@ -648,10 +655,6 @@ class _OnLoop:
 
     async def raise_next(self, row: TicketRow) -> None:
         await self._on("raise_next", row)
-
-
-def _unavailable(label: str, exc: sa.exc.DBAPIError) -> BackendUnavailableError:
-    return BackendUnavailableError(f"lease store {label}: {type(exc.orig).__name__}: {exc.orig}")
 
 
 _FLOOR_TIMEOUT = 30.0  # seconds a worker thread waits for a floor's query on its engine's loop

@@ -346,14 +346,24 @@ class TicketSequence:
             self._prefetch_in_thread()
             return value
         while True:
-            with self._mutex:
-                value = self._buffer.take()
-                prefetch = value is not None and self._buffer.wants_prefetch()
+            value, prefetch = self._take()
             if value is not None:
                 if prefetch:
                     self._prefetch_in_thread()
                 return value
             self._reserve_now()
+
+    def _take(self) -> tuple[int | None, bool]:
+        """A value from memory (``None``: reserve first), and whether to reserve the next segment now."""
+        with self._mutex:
+            value = self._buffer.take()
+            return value, value is not None and self._buffer.wants_prefetch()
+
+    def _take_into(self, out: list[int], n: int) -> bool:
+        """Values from memory into ``out``, up to ``n``; whether, ``out`` full, to reserve the next segment now."""
+        with self._mutex:
+            out.extend(self._buffer.take_many(n - len(out)))
+            return len(out) == n and self._buffer.wants_prefetch()
 
     def next_ids(self, n: int) -> list[int]:
         """``n`` increasing ids at once (what ``n`` calls of :meth:`next_id` would give)."""
@@ -361,10 +371,7 @@ class TicketSequence:
         check_fork()
         out: list[int] = []
         while True:
-            with self._mutex:
-                out.extend(self._buffer.take_many(n - len(out)))
-                prefetch = self._buffer.wants_prefetch()
-            if prefetch and len(out) == n:
+            if self._take_into(out, n):
                 self._prefetch_in_thread()
             if len(out) == n:
                 return out
@@ -463,9 +470,7 @@ class TicketSequence:
                 self._prefetch_on_loop()
             return value
         while True:
-            with self._mutex:
-                value = buffer.take()
-                prefetch = value is not None and buffer.wants_prefetch()
+            value, prefetch = self._take()
             if value is not None:
                 if prefetch:
                     self._prefetch_on_loop()
@@ -478,10 +483,7 @@ class TicketSequence:
         check_fork()
         out: list[int] = []
         while True:
-            with self._mutex:
-                out.extend(self._buffer.take_many(n - len(out)))
-                prefetch = self._buffer.wants_prefetch()
-            if prefetch and len(out) == n:
+            if self._take_into(out, n):
                 self._prefetch_on_loop()
             if len(out) == n:
                 return out

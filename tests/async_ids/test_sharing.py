@@ -105,9 +105,6 @@ def test_a_thread_and_tasks_asking_together_share_one_grant(pg_engine):
     assert lease.acquisitions == 1 and grants == [1] and len(held) == 1
 
 
-# aiosqlite's worker thread reports (as an unhandled thread exception) a reply it cannot deliver to
-# the loop closed under it: that closed loop is this test's point
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_a_loop_closed_before_its_prefetch_ran_wedges_nothing(server):
     """Before: a loop that ended after a draw claimed the prefetch, before the prefetch task ran,
     left every later call failing with StoreTimeoutError after timeout + 0.5 s (6 of 6)."""

@@ -19,7 +19,7 @@ a Django database alias           :mod:`.django` (``TicketField``)            ``
 
 What a store decides is written once, as :mod:`.steps` (generators of statements): a thread runs
 them on the synchronous driver, an event loop awaits them on the asynchronous one where the driver
-has a twin (psycopg 3, aiomysql, aiosqlite, ``redis.asyncio``), else in a worker thread.
+has a twin (psycopg 3, aiomysql, ``redis.asyncio``), else in a worker thread (SQLite among them).
 """
 
 from __future__ import annotations

@@ -172,10 +172,14 @@ def create_engine_for(url: str, connect_timeout: float = _DEFAULT_TIMEOUT, timeo
 
 
 # The asynchronous twin of a synchronous driver, where one exists and is installed: psycopg 3 is
-# both (SQLAlchemy picks its async dialect for create_async_engine); PyMySQL's is aiomysql, the
-# standard library sqlite3's is aiosqlite.  psycopg2 and mysqlclient have none.
-# The twin's SQLAlchemy driver name is its module's.
-_ASYNC_TWIN = {"psycopg": "psycopg", "pymysql": "aiomysql", "pysqlite": "aiosqlite"}
+# both (SQLAlchemy picks its async dialect for create_async_engine); PyMySQL's is aiomysql.
+# psycopg2 and mysqlclient have none.  The twin's SQLAlchemy driver name is its module's.
+# SQLite is awaited through the blocking driver in a worker thread, not aiosqlite: SQLAlchemy's
+# aiosqlite adapter awaits a statement's execute and its fetch apart, and SQLite holds the file's
+# write lock while an UPDATE ... RETURNING is unfetched, so a loop closed between the two left the
+# file locked for every other connection (seen in CI under asyncio's debug mode).  A worker thread
+# finishes its statement whatever becomes of the loop; SQLite has no network to await anyway.
+_ASYNC_TWIN = {"psycopg": "psycopg", "pymysql": "aiomysql"}
 
 
 def async_url_for(url: str) -> sa.URL | None:
@@ -366,8 +370,8 @@ class _OwnEngineStore:
     @property
     def native_async(self) -> bool:
         """Whether the awaitable methods run on the event loop through an asynchronous driver (a URL
-        whose driver has a twin: psycopg, PyMySQL's aiomysql, sqlite3's aiosqlite), rather than the
-        synchronous methods in a worker thread (psycopg2, mysqlclient, an ``Engine`` handed in)."""
+        whose driver has a twin: psycopg, PyMySQL's aiomysql), rather than the synchronous methods in
+        a worker thread (SQLite, psycopg2, mysqlclient, an ``Engine`` handed in)."""
         return self._async_url is not None
 
     def _new_async_engine(self) -> AsyncEngine:
@@ -379,7 +383,7 @@ class _OwnEngineStore:
         shuts the connection's socket down (:mod:`.deadline`) as in a thread.  Cancelling the task
         instead would make psycopg send PostgreSQL a cancel request over a new connection, which a
         stalled network holds too (14 s measured behind a stalled proxy); an ``asyncio`` time-out a
-        second later bounds the drivers that give no socket (aiosqlite's thread, aiomysql's streams)."""
+        second later bounds the drivers that give no socket (aiomysql's streams)."""
         engine = await self._aengines.get()
         for attempt, left in self._tries():
             try:

@@ -7,7 +7,7 @@ that *yield* what they need done (:class:`Call`: "run this statement", "ask that
 touch a socket.  Two runners carry the requests out:
 
 * :func:`drive` on a synchronous I/O object (a store's connection, through its blocking driver);
-* :func:`adrive` on an asynchronous one (psycopg's async connection, aiomysql or aiosqlite through
+* :func:`adrive` on an asynchronous one (psycopg's async connection, aiomysql through
   SQLAlchemy's ``AsyncConnection``, ``redis.asyncio``): the statements are awaited on the event loop, and a
   :class:`Call` to an object without an awaitable twin (``a`` + its method name) runs in a
   worker thread — a thread only where no async driver exists.

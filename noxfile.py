@@ -46,7 +46,7 @@ NO_DJANGO = ["-m", "not django and not slow and not mysqlclient and not etcd"]
 @nox.session(python=["3.10", "3.13"])
 def core(session: nox.Session) -> None:
     """Oldest and newest supported Python: core first with no extras, then the SQLAlchemy adapter."""
-    session.install("-e", ".", "pytest", "hypothesis", "python-ulid")
+    session.install("-e", ".", "pytest", "pytest-timeout", "hypothesis", "python-ulid")
     session.run("python", "-c", "import seqid_orm, sys; assert 'sqlalchemy' not in sys.modules")
     session.run("pytest", "-q", "-p", "no:django", CORE, *session.posargs)
     session.install(
@@ -81,6 +81,7 @@ def sqlalchemy20(session: nox.Session) -> None:
         "sqlalchemy-cockroachdb",
         "sqlmodel",
         "pytest",
+        "pytest-timeout",
         "hypothesis",
         "python-ulid",
     )
@@ -95,6 +96,7 @@ def _django_suite(session: nox.Session, spec: str, settings_modules: list[str], 
         ".[django,mysqlclient,postgres,mysql,sqlalchemy,redis,drf]",  # the ticket tests start SQLAlchemy workers
         spec,
         "pytest",
+        "pytest-timeout",
         "pytest-django",
         "hypothesis",
         "oracledb",

@@ -53,11 +53,13 @@ class SegmentBuffer:
     >>> buf.take() is None                 # nothing reserved yet: the caller reserves a segment
     True
     >>> buf.add(Segment(first=1, count=4, step=1, server=0))
+    True
     >>> [buf.take(), buf.take()], buf.trigger, buf.wants_prefetch()
     ([1, 2], 3, False)
     >>> buf.take(), buf.wants_prefetch()   # the trigger handed out: reserve the next segment now
     (3, True)
     >>> buf.add(Segment(first=9, count=4, step=1, server=0))
+    True
     >>> buf.take_many(3)                   # the rest of the first segment, then the reserved one
     [4, 9, 10]
     """
@@ -92,6 +94,8 @@ class SegmentBuffer:
         """Segments handed out from so far."""
         self.handed = 0
         """Values of every segment installed (handed out or still in memory)."""
+        self.dropped = 0
+        """Values of segments refused by :meth:`add` (reserved below the one in use)."""
         self._clock = clock  # monotonic seconds: when a segment starts being handed out
         self._installed_at: float | None = None
 
@@ -131,12 +135,20 @@ class SegmentBuffer:
 
     # --- deciding -------------------------------------------------------------------------
 
-    def add(self, segment: Segment) -> None:
+    def add(self, segment: Segment) -> bool:
         """A segment reserved: handed out from at once when the current one is empty, else kept
-        for when it is."""
+        for when it is.  Returns ``False``, keeping nothing, for a segment of the same server that
+        starts below the one in use: two reservations made side by side (a synchronous call on an
+        event loop's thread never waits for another's) can arrive in either order, and values from
+        one server increase within a process.  Its values are lost, as unused values are."""
+        current = self.ready[-1] if self.ready else self.segment
+        if current is not None and segment.server == current.server and segment.first < current.first:
+            self.dropped += segment.count
+            return False
         self.ready.append(segment)
         if self.remaining() == 0:
             self._install_next()
+        return True
 
     def take(self) -> int | None:
         """The next value, moving to a reserved segment when the current one is used up; ``None``

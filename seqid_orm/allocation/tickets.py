@@ -397,7 +397,7 @@ class TicketSequence:
                 raise
             with self._mutex:
                 if not self._closed:
-                    self._buffer.add(segment)
+                    self._buffer.add(segment)  # (refused if the flight's, lower, was installed meanwhile)
         else:
             with contextlib.suppress(Abandoned):
                 self._flight.wait(claim, time.monotonic() + self.timeout + _GRACE, self._waited_too_long)

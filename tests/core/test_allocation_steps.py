@@ -86,6 +86,21 @@ def test_leafs_adaptive_block_doubles_when_fast_and_halves_when_slow():
     assert buf.block == 10
 
 
+def test_a_segment_arriving_below_the_one_in_use_is_refused_and_order_holds():
+    """Two reservations side by side (a synchronous call on a loop's thread reserves beside the
+    prefetch in flight) arrive in either order: values of one server still increase."""
+    buf = buffer()
+    buf.add(Segment(first=1, count=10, step=1, server=0))
+    buf.take_many(10)
+    assert buf.add(Segment(first=21, count=10, step=1, server=0))  # the caller's own, first
+    assert not buf.add(Segment(first=11, count=10, step=1, server=0))  # the prefetch, late and lower
+    assert buf.dropped == 10 and buf.take_many(3) == [21, 22, 23]
+    # behind a segment kept ahead too; another server may be lower (a failover continues lower)
+    assert buf.add(Segment(first=41, count=10, step=1, server=0))
+    assert not buf.add(Segment(first=31, count=10, step=1, server=0))
+    assert buf.add(Segment(first=5, count=10, step=1, server=1))
+
+
 def test_clear_drops_every_value():
     buf = buffer()
     buf.add(Segment(first=1, count=5, step=1, server=0))
@@ -251,3 +266,12 @@ def test_a_claim_led_by_a_closed_loop_is_taken_over():
     assert not claim.alive()
     _, leads = flight.join(5.0)
     assert leads
+
+
+def test_the_buffers_docstring_example_runs():
+    import doctest
+
+    from seqid_orm.allocation import segments
+
+    result = doctest.testmod(segments)
+    assert result.attempted >= 7 and result.failed == 0

@@ -50,6 +50,11 @@ RFC_V7_VECTOR = uuid.UUID("017f22e2-79b0-7cc3-98c4-dc0c0c07398f")  # RFC 9562 ap
 # --- 1. fork() made in C, without Python's at-fork hooks ---------------------------------
 
 
+# pytest-timeout's signal method in this module, not the suite's thread method: its timer thread
+# would be a Python thread alive at the libc forks below, which such children must not have
+pytestmark = pytest.mark.timeout(300, method="signal")
+
+
 def _raw_fork_children(make_ids, children: int = 4, per_child: int = 200) -> list[list[str]]:
     """Fork ``children`` processes with libc's fork() (no os.register_at_fork hooks run, as in
     uWSGI's prefork) right after the parent drew an id; collect what each child made."""

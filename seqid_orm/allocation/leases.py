@@ -68,7 +68,7 @@ from . import telemetry
 from .flight import Abandoned, Claim, Flight
 from .stores import MAX_CONNECT_TIMEOUT, backend_of
 from .stores.base import Grant, LeaseStore, check_name, new_token
-from .stores.steps import Call, Steps, adrive, call, drive
+from .stores.steps import Call, Steps, adrive, drive
 
 __all__ = ["LeaseStats", "WorkerLease", "open_lease_store"]
 
@@ -417,7 +417,7 @@ class WorkerLease:
                 # On an event loop's thread (a column default in an AsyncSession's flush): the grant in
                 # flight may be a task of this very loop, which cannot run while we wait. Grant here
                 # too; whichever ends second is given back (_settle).
-                self._settle(drive(self._grant(), None))
+                drive(self._settle(drive(self._grant(), None)), None)
             else:
                 with contextlib.suppress(Abandoned):
                     self._grants.wait(claim, claim.deadline, self._grant_timed_out)
@@ -441,12 +441,12 @@ class WorkerLease:
                 self._refused(exc)
             self._grants.finish(claim, error=exc)
             raise
-        self._settle(taken)
+        drive(self._settle(taken), None)
         self._grants.finish(claim, taken)
 
-    def _settle(self, taken: _Taken) -> None:
+    def _settle(self, taken: _Taken) -> Steps[None]:
         """Adopt ``taken`` and start renewing it; where a lease is held already (a grant given up for a
-        late one), give ``taken`` back, its mark unused."""
+        late one), give ``taken`` back, its mark unused (steps: a thread drives them, a loop awaits)."""
         with self._lock:
             adopted = self._state != "held"
             if adopted:
@@ -454,8 +454,8 @@ class WorkerLease:
                 self._start_renewing()
         if not adopted:
             grant = taken.grant
-            with contextlib.suppress(Exception):
-                self.store.release(self.namespace, grant.worker_id, taken.token, grant.mark_ms)
+            with contextlib.suppress(Exception):  # the store is gone: the lease simply expires there
+                yield Call("release", (self.namespace, grant.worker_id, taken.token, grant.mark_ms), self.store)
 
     def _refused(self, exc: SeqIDError) -> None:
         telemetry.record_refusal(exc, namespace=self.namespace)
@@ -628,18 +628,7 @@ class WorkerLease:
                     self._refused(exc)
                 self._grants.finish(claim, error=exc)
                 raise
-            with self._lock:
-                adopted = self._state != "held"
-                if adopted:
-                    self._adopt(taken)
-                    self._start_renewing()
-            if not adopted:  # a grant given up for a late one: ours goes back, its mark unused
-                grant = taken.grant
-                with contextlib.suppress(Exception):
-                    release = call(
-                        "release", self.namespace, grant.worker_id, taken.token, grant.mark_ms, target=self.store
-                    )
-                    await adrive(release, None)
+            await adrive(self._settle(taken), None)
             self._grants.finish(claim, taken)
 
     async def arelease(self) -> None:

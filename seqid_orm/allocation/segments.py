@@ -125,14 +125,6 @@ class SegmentBuffer:
         next_value = self.segment.last - (left - 1) * self.segment.step
         return self.trigger is None or next_value > self.trigger
 
-    def holds(self, n: int) -> bool:
-        """Whether the current segment holds ``n`` more values, its trigger not among them."""
-        segment, trigger, left = self.segment, self.trigger, self.remaining()
-        if segment is None or left < n:
-            return False
-        first = segment.last - (left - 1) * segment.step
-        return trigger is None or n == 0 or not first <= trigger <= first + (n - 1) * segment.step
-
     # --- deciding -------------------------------------------------------------------------
 
     def add(self, segment: Segment) -> bool:
@@ -164,11 +156,6 @@ class SegmentBuffer:
         while len(out) < n and self._install_next():
             out.extend(itertools.islice(self.values, n - len(out)))
         return out
-
-    def crossed_trigger(self, values: list[int]) -> bool:
-        """Whether ``values`` (just taken) include the trigger."""
-        trigger = self.trigger
-        return bool(values) and trigger is not None and trigger in values
 
     def clear(self) -> None:
         """Drop every value in memory (a closed sequence: unused values are lost, as at exit)."""

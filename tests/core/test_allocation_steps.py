@@ -55,14 +55,6 @@ def test_without_double_buffering_nothing_is_prefetched():
     assert [buf.take() for _ in range(3)] == [1, 2, 3] and not buf.wants_prefetch()
 
 
-def test_holds_says_whether_n_values_are_in_memory_before_the_trigger():
-    buf = buffer(prefetch_at=0.5)
-    buf.add(Segment(first=1, count=10, step=1, server=0))  # trigger 6
-    assert buf.holds(5) and not buf.holds(6) and buf.holds(0)
-    buf.take_many(6)
-    assert buf.holds(4) and not buf.holds(5)
-
-
 def test_take_many_stops_at_what_memory_holds():
     buf = buffer()
     buf.add(Segment(first=1, count=3, step=1, server=0))

@@ -141,7 +141,7 @@ class EtcdCluster:
         deadline = time.monotonic() + timeout
         for m in members or self.members:
             while not self.healthy(m):
-                if time.monotonic() > deadline:
+                if time.monotonic() > deadline or (m.process is not None and m.process.poll() is not None):
                     raise BackendUnavailableError(f"etcd member {m.name} is not healthy: {self._log(m)}")
                 time.sleep(0.1)
 
@@ -271,8 +271,39 @@ class EtcdCluster:
         live = next(o for o in self.members if o is not m and o.process is not None and o.process.poll() is None)
         self._reconfigure(live, "/v3/cluster/member/remove", {"ID": member_id}, done_if="member not found")
         self._reconfigure(live, "/v3/cluster/member/add", {"peerURLs": [self.peer_url(i)]}, done_if="already exists")
-        self._spawn(m, "existing")
-        self.wait_healthy(timeout, [m])
+        # the newcomer checks its --initial-cluster against the member list of a peer it asks; a peer
+        # that has not applied the add yet answers the old list and the newcomer exits ("error
+        # validating peerURLs ... member count is unequal", seen on a loaded machine): wait until every
+        # live member lists it, and start it again if it still lost that race
+        deadline = time.monotonic() + timeout
+        self._wait_listed(self.peer_url(i), deadline)
+        while True:
+            self._spawn(m, "existing")
+            try:
+                self.wait_healthy(max(1.0, deadline - time.monotonic()), [m])
+                return
+            except BackendUnavailableError:
+                assert m.process is not None
+                if m.process.poll() is None or "peerURLs" not in self._log(m) or time.monotonic() > deadline:
+                    raise
+                shutil.rmtree(m.data, ignore_errors=True)
+                time.sleep(0.5)
+
+    def _wait_listed(self, peer_url: str, deadline: float) -> None:
+        """Wait until every live member's member list holds ``peer_url``."""
+        for o in self.members:
+            if o.process is None or o.process.poll() is not None:
+                continue
+            while True:
+                try:
+                    listed = self._post(o, "/v3/cluster/member/list", {}).get("members", [])
+                    if any(peer_url in member.get("peerURLs", []) for member in listed):
+                        break
+                except (OSError, ValueError):
+                    pass
+                if time.monotonic() > deadline:
+                    raise BackendUnavailableError(f"etcd member {o.name} never listed {peer_url}")
+                time.sleep(0.1)
 
     def _reconfigure(self, m: Member, path: str, body: dict, done_if: str, timeout: float = 30.0) -> None:
         """A membership change, tried again while etcd answers 503 ("unhealthy cluster": it refuses a

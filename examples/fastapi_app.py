@@ -11,25 +11,31 @@ Run: ``pip install 'seqid-orm[sqlalchemy,postgres,pydantic]' fastapi uvicorn`` t
   JavaScript number would lose its last digits.  Its worker id is **leased** from the database
   (``WorkerLease``), so every worker process of the server has its own, however many run: a
   configured ``Snowflake(worker_id=1)`` in four workers makes four generators stamp the same ids,
-  and about one insert in twenty fails on a duplicate key.  The first process of a new namespace
-  waits one ttl plus the clock tolerance (35 s with the defaults) before its first order id: the
-  time a holder the store may have forgotten needs to stop; later processes wait nothing.
+  and about one insert in twenty fails on a duplicate key.  Each process takes its worker id at
+  start-up (the lifespan below), before it accepts requests: the first process of a new namespace
+  waits one ttl plus the clock tolerance there (35 s with the defaults), the time a holder the
+  store may have forgotten needs to stop; later processes wait nothing.  A request never waits on
+  the lease: while none is held (the store unreachable past the lease's ttl) it gets a 503.
 
 (No ``from __future__ import annotations`` here: FastAPI reads the route annotations, some of
 which are types made inside ``create_app``.)
 """
 
+import math
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from typing import Annotated
 
 import sqlalchemy as sa
-from fastapi import Depends, FastAPI, HTTPException
+from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from seqid_orm import Snowflake, WorkerLease
+from seqid_orm.errors import LeaseLostError
 from seqid_orm.pydantic import SnowflakeID, public_id
 from seqid_orm.sqlalchemy import layout_for, seq_uuid_fk, seq_uuid_pk, snowflake_pk
 
@@ -37,10 +43,11 @@ from seqid_orm.sqlalchemy import layout_for, seq_uuid_fk, seq_uuid_pk, snowflake
 # it are still around (public_id() masks with the first and accepts all).
 MASK_KEYS = [os.environ.get("SEQID_EXAMPLE_MASK_KEY", "example-key-change-me-0123456789").encode()]
 # One worker id per process, leased from the lease table in the app's own database (or another
-# store: a Redis URL); a process takes it at its first order id and gives it back at exit.
+# store: a Redis URL); a process takes it at start-up and gives it back at exit.
 LEASE_URL = os.environ.get("SEQID_EXAMPLE_LEASE_URL") or os.environ.get("SEQID_EXAMPLE_URL", "sqlite:///shop.db")
 LEASE_NAMESPACE = os.environ.get("SEQID_EXAMPLE_NAMESPACE", "example-shop-orders")
-ORDER_IDS = Snowflake(worker_id=WorkerLease(LEASE_URL, LEASE_NAMESPACE))
+ORDER_LEASE = WorkerLease(LEASE_URL, LEASE_NAMESPACE)
+ORDER_IDS = Snowflake(worker_id=ORDER_LEASE)
 
 
 class Base(DeclarativeBase):
@@ -91,8 +98,20 @@ def create_app(url: str) -> FastAPI:
             yield s
 
     Db = Annotated[Session, Depends(session)]
-    app = FastAPI(title="seqid example shop")
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await ORDER_IDS.aprefetch()  # the worker id, its fence waited out here rather than in a request
+        yield
+
+    app = FastAPI(title="seqid example shop", lifespan=lifespan)
     app.state.engine = engine
+
+    @app.exception_handler(LeaseLostError)
+    def no_worker_id(request: Request, exc: LeaseLostError) -> JSONResponse:
+        # no lease held now (the renewal thread is leasing again); WorkerIdNotReadyError says when
+        retry = getattr(exc, "safe_in", None) or ORDER_LEASE.ttl / 3
+        return JSONResponse({"detail": str(exc)}, status_code=503, headers={"Retry-After": str(math.ceil(retry))})
 
     @app.post("/customers", response_model=CustomerOut, status_code=201)
     def add_customer(body: CustomerIn, db: Db) -> Customer:

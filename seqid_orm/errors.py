@@ -116,6 +116,30 @@ class LeaseLostError(AllocationError):
     """
 
 
+class WorkerIdNotReadyError(LeaseLostError):
+    """A worker id is granted but not safe to stamp before the call's deadline: its fence (a
+    takeover's or a new namespace's wait of ``ttl + clock_tolerance``, a previous holder's clock
+    mark) ends later than ``timeout`` allows.
+
+    Raised by a leased generator's first id, which does not wait past its deadline unless the
+    lease was made with ``first_id_waits=True``; ``acquire()``, ``aacquire()`` and ``with lease:``
+    wait it out, which is what an application's start-up should call.  The grant goes on in the
+    background, renewing its lease, so a call after ``safe_in`` seconds finds the worker id held.
+    ``safe_in`` is ``None`` where the grant had not yet answered.
+    """
+
+    def __init__(self, message: str, *, safe_in: float | None = None) -> None:
+        super().__init__(message)
+        self.safe_in = safe_in
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_not_ready, (str(self), self.safe_in))
+
+
+def _not_ready(message: str, safe_in: float | None) -> WorkerIdNotReadyError:
+    return WorkerIdNotReadyError(message, safe_in=safe_in)
+
+
 class CounterRegressedError(AllocationError):
     """A ticket server handed out a block at or below one this process already drew from it.
 

@@ -60,6 +60,7 @@ from ..errors import (
     LeaseLostError,
     LeaseUnavailableError,
     SeqIDError,
+    WorkerIdNotReadyError,
 )
 from ..ids.randomness import check_fork, on_fork
 from ..ids.snowflake import Holding
@@ -84,6 +85,10 @@ class _Taken:
     sent: float
 
 
+class _Slice(Exception):
+    """One look of a lazy caller at the grant it follows has ended (:meth:`WorkerLease._follow`)."""
+
+
 class _Waits:
     """The lease's own sleep (a test's clock, or ``time.sleep``; ``bind`` may set it after
     construction, so it is read at each wait) as a step target: a thread calls it, a loop awaits
@@ -106,6 +111,7 @@ class _Waits:
 log = logging.getLogger("seqid_orm.leases")
 
 _MARGIN = 0.1  # the share of the ttl a holder gives up, so it stops before the store's expiry
+_LOOK = 0.05  # seconds between a lazy caller's looks at the grant it follows (has its fence a known end?)
 MAX_TTL = 86400.0  # seconds: a lease or a tolerance longer than a day is a mistake in units
 
 
@@ -196,6 +202,13 @@ class WorkerLease:
     user has used; ``on_release`` is called before the lease is given back and returns the same
     after stopping its user for good, for the mark left on release (default: ``high_water``, which
     is now for a lease without a generator).
+
+    ``first_id_waits``: whether a generator's first id (:meth:`hold`, :meth:`ahold`, which lease
+    lazily) waits out a fence that ends after its ``timeout`` — a new namespace's cold start or a
+    takeover's wait, ``ttl + clock_tolerance`` (35 s with the defaults).  By default it does not:
+    it raises :class:`~seqid_orm.errors.WorkerIdNotReadyError` saying when the worker id will be
+    safe, while the grant goes on in the background, so a request never waits past its deadline.
+    :meth:`acquire`, :meth:`aacquire` and ``with lease:`` always wait (call one at start-up).
     """
 
     def __init__(
@@ -215,8 +228,10 @@ class WorkerLease:
         wall_clock: Callable[[], int] = time.time_ns,
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], object] = time.sleep,
+        first_id_waits: bool = False,
     ) -> None:
         self.namespace = check_name(namespace, "lease namespace")
+        self.first_id_waits = check_bool("first_id_waits", first_id_waits)
         self._max_workers_given = max_workers is not None
         if max_workers is None:
             max_workers = 1024
@@ -291,12 +306,21 @@ class WorkerLease:
 
     def hold(self) -> Holding:
         """The worker id held now with its acquisition and mark, read together under the lock, leasing
-        one if none is yet (:class:`LeaseLostError` while the lease is lost)."""
+        one if none is yet (:class:`LeaseLostError` while the lease is lost).  Leasing here is lazy:
+        within ``timeout`` unless ``first_id_waits`` (:class:`~seqid_orm.errors.WorkerIdNotReadyError`)."""
         while True:
             with self._lock:
                 if self._state != "idle":
                     return Holding(self.worker_id, self.acquisitions, self.mark_ms, self.clear_since_ms)
-            self.acquire()  # outside the lock: a grant waits on the store (and a cold start)
+            self.acquire(wait=self.first_id_waits)  # outside the lock: a grant waits on the store
+
+    async def ahold(self) -> Holding:
+        """:meth:`hold` for an event loop (the grant awaited, or followed, on the loop)."""
+        while True:
+            with self._lock:
+                if self._state != "idle":
+                    return Holding(self.worker_id, self.acquisitions, self.mark_ms, self.clear_since_ms)
+            await self.aacquire(wait=self.first_id_waits)
 
     def mark_for(self, acquisition: int) -> int | None:
         """The confirmed mark while ``acquisition`` is the lease held now; ``None`` once it is not."""
@@ -317,6 +341,9 @@ class WorkerLease:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._state = "idle"  # idle (not taken yet, or released), held, lost (renewal failed)
+        # When the fence of the grant under way ends (monotonic), once the store has answered: what
+        # a caller that does not wait past its deadline tells its user (WorkerIdNotReadyError).
+        self._fence_until: float | None = None
         self._worker_id: int | None = None
         self._token = ""
         self._inherited_mark = 0  # the previous holder's mark, which our own release never lowers
@@ -400,17 +427,37 @@ class WorkerLease:
             "thread keeps trying)"
         )
 
-    def acquire(self) -> int:
+    def acquire(self, *, wait: bool = True) -> int:
         """Take a worker id (waiting for its previous holder's clock mark) and start renewing it.
 
         Callers that ask together share one grant: the first leads it, the others wait for it
-        (except on an event loop's thread, which must not wait for a task of its own loop)."""
+        (except on an event loop's thread, which must not wait for a task of its own loop).
+
+        ``wait=False`` (a generator's lazy first id): return within ``timeout``; the grant runs in a
+        thread of its own, and a fence that ends later raises
+        :class:`~seqid_orm.errors.WorkerIdNotReadyError` while the grant goes on."""
         check_fork()
+        deadline = self._monotonic() + self._timeout
         while True:
             with self._lock:
                 if self._state == "held":
                     return self.worker_id
             claim, leads = self._grants.join(self._grant_seconds())
+            if not wait:
+                if leads:
+                    self._lead_in_thread(claim)
+                elif claim.owner is asyncio._get_running_loop():
+                    # a task of this very loop leads (an aacquire() under way): it cannot run while
+                    # this thread waits, so say so now rather than at the deadline
+                    raise WorkerIdNotReadyError(
+                        f"a worker id in namespace {self.namespace!r} is being leased by a task of this event "
+                        "loop, which cannot go on while a synchronous call (an AsyncSession flush's column "
+                        "default) waits on the loop's thread: await snowflake.aprefetch() or lease.aacquire() "
+                        "before the flush"
+                    )
+                with contextlib.suppress(Abandoned):
+                    self._follow(claim, deadline)
+                continue
             if leads:
                 self._lead_grant(claim)
             elif asyncio._get_running_loop() is not None:
@@ -425,6 +472,64 @@ class WorkerLease:
     def _grant_seconds(self) -> float:
         """The longest a grant may take: its round trips, a quarantine and a wait for the clock mark."""
         return 4 * self._timeout + self.ttl + 2 * self.clock_tolerance + 1.0
+
+    def _lead_in_thread(self, claim: Claim[_Taken]) -> None:
+        """Hand ``claim`` to a thread of its own that runs the grant (a lazy caller will not wait out
+        its fence; the grant goes on, renewing, and the worker id is held when it ends)."""
+
+        def lead() -> None:
+            with contextlib.suppress(Exception):  # its followers get the error; _refused logged it
+                self._lead_grant(claim)
+
+        worker = threading.Thread(target=lead, name=f"seqid-lease-grant-{self.namespace}", daemon=True)
+        self._fence_until = None  # not yet known (a previous grant's is over)
+        claim.owner = worker  # the claim lives and dies with the thread that does the work
+        worker.start()
+
+    def _past_deadline(self, deadline: float) -> WorkerIdNotReadyError | None:
+        """The refusal of a lazy caller whose deadline (the lease's monotonic clock) has passed, or
+        comes before the end of the fence the grant under way waits for; ``None``: look again."""
+        fence = self._fence_until
+        if (fence is not None and fence > deadline) or self._monotonic() >= deadline:
+            return self._not_ready(fence)
+        return None
+
+    def _follow(self, claim: Claim[_Taken], deadline: float) -> None:
+        """Follow ``claim`` in this thread until it ends or :meth:`_past_deadline` refuses."""
+        while (refused := self._past_deadline(deadline)) is None:
+            try:
+                self._grants.wait(claim, time.monotonic() + _LOOK, _Slice)
+                return
+            except _Slice:
+                continue
+        raise refused
+
+    async def _afollow(self, claim: Claim[_Taken], deadline: float) -> None:
+        """:meth:`_follow` on the running loop (its own future; cancelling it ends this wait only)."""
+        while (refused := self._past_deadline(deadline)) is None:
+            try:
+                await self._grants.await_(claim, time.monotonic() + _LOOK, _Slice)
+                return
+            except _Slice:
+                continue
+        raise refused
+
+    def _not_ready(self, fence: float | None) -> WorkerIdNotReadyError:
+        if fence is None:
+            return WorkerIdNotReadyError(
+                f"no worker id was leased in namespace {self.namespace!r} on {self.store.label} within "
+                f"timeout={self._timeout:g} s; the grant under way goes on in the background"
+            )
+        safe_in = max(0.0, fence - self._monotonic())
+        at = time.strftime("%H:%M:%S", time.gmtime(self._wall() / 1e9 + safe_in))
+        return WorkerIdNotReadyError(
+            f"the worker id leased in namespace {self.namespace!r} on {self.store.label} is safe to use in "
+            f"{safe_in:.1f} s (at {at} UTC): a holder the store cannot rule out may stamp it until then (a "
+            "new namespace's cold start, a takeover); a first id waits at most timeout="
+            f"{self._timeout:g} s. The lease stays taken meanwhile. Take it at start-up (lease.acquire(), "
+            "await lease.aacquire(), await snowflake.aprefetch()), which waits, or pass first_id_waits=True",
+            safe_in=safe_in,
+        )
 
     def _grant_timed_out(self) -> LeaseLostError:
         return LeaseLostError(
@@ -471,6 +576,7 @@ class WorkerLease:
         """A worker id granted, fenced and waited for, as steps (:mod:`.stores.steps`): a thread runs
         them on the store's blocking calls, :meth:`aacquire` awaits them on the loop."""
         self.mark_wait = 0.0
+        self._fence_until = None
         token = new_token()
         quarantine_ms = int((self.ttl + self.clock_tolerance) * 1000)
         sent = self._monotonic()
@@ -533,7 +639,7 @@ class WorkerLease:
             grant.wait_ms / 1000,
         )
         began = self._monotonic()
-        until = began + grant.wait_ms / 1000
+        until = self._fence_until = began + grant.wait_ms / 1000
         while (now := self._monotonic()) < until:
             yield Call("sleep", (min(self.ttl / 3, until - now),), self._waits)
             sent = yield from self._keep(grant.worker_id, token, sent)
@@ -547,6 +653,9 @@ class WorkerLease:
             return sent
         began = self._monotonic()
         deadline = began + self.clock_tolerance
+        # the fence ends at the mark, or at the tolerance with a refusal (ClockMovedBackwardsError)
+        ends = began + min((mark_ms - self._wall_ms() + 1) / 1000, self.clock_tolerance)
+        self._fence_until = max(self._fence_until or 0.0, ends)
         while (now := self._wall_ms()) <= mark_ms:
             if self._monotonic() >= deadline:
                 yield Call("release", (self.namespace, worker_id, token, mark_ms), self.store)
@@ -604,32 +713,47 @@ class WorkerLease:
     def __exit__(self, *exc: object) -> None:
         self.release()
 
-    async def aacquire(self) -> int:
+    async def aacquire(self, *, wait: bool = True) -> int:
         """:meth:`acquire` for an event loop: the grant's steps (:meth:`_grant`) awaited there, the
         store's round trips through its asynchronous driver where it has one and the waits before the
         first id (a takeover's fence, a new namespace's cold start: ttl + clock tolerance) as
         ``asyncio.sleep``; renewals go on in the lease's own thread, which keeps renewing while user
         code blocks the loop.  Tasks and threads that ask together share one grant (the first
-        leads; a task that leads and is cancelled, or whose loop ends, hands the lead on)."""
+        leads; a task that leads and is cancelled, or whose loop ends, hands the lead on).
+        ``wait=False`` (:meth:`ahold`, a generator's lazy first id): as :meth:`acquire`'s, the grant
+        in a thread of its own, which outlives the loop, and this task awaiting it until ``timeout``
+        at most."""
         check_fork()
+        deadline = self._monotonic() + self._timeout
         while True:
             with self._lock:
                 if self._state == "held":
                     return self.worker_id
             claim, leads = self._grants.join(self._grant_seconds())
-            if not leads:
-                with contextlib.suppress(Abandoned):
-                    await self._grants.await_(claim, claim.deadline, self._grant_timed_out)
+            if leads and not wait:
+                # a thread of its own leads, not a task: a short asyncio.run() that ends before the
+                # fence would cancel a task's grant, and every such run would start one again
+                self._lead_in_thread(claim)
+            elif leads:
+                await self._alead_grant(claim)
                 continue
-            try:
-                taken = await adrive(self._grant(), None)
-            except BaseException as exc:
-                if isinstance(exc, SeqIDError):
-                    self._refused(exc)
-                self._grants.finish(claim, error=exc)
-                raise
-            await adrive(self._settle(taken), None)
-            self._grants.finish(claim, taken)
+            with contextlib.suppress(Abandoned):
+                if wait:
+                    await self._grants.await_(claim, claim.deadline, self._grant_timed_out)
+                else:
+                    await self._afollow(claim, deadline)
+
+    async def _alead_grant(self, claim: Claim[_Taken]) -> None:
+        """Run a grant on the loop for ``claim`` and adopt it (a cancellation ends the claim too)."""
+        try:
+            taken = await adrive(self._grant(), None)
+        except BaseException as exc:
+            if isinstance(exc, SeqIDError):
+                self._refused(exc)
+            self._grants.finish(claim, error=exc)
+            raise
+        await adrive(self._settle(taken), None)
+        self._grants.finish(claim, taken)
 
     async def arelease(self) -> None:
         """:meth:`release` in a worker thread (one round trip to the store)."""

@@ -380,12 +380,13 @@ class Snowflake:
 
     async def anext_id(self) -> int:
         """:meth:`next_id` for an event loop.  The wait for the next time unit (a full sequence, a
-        clock a little behind) is an ``await asyncio.sleep``; taking the worker id (a new namespace's
-        cold start included) is the source's ``aacquire()`` where it has one (a lease: awaited on
-        the loop); what else would wait on a store (the first id's column check, a mark to move
-        past) runs :meth:`next_id` in a worker thread.  Stamping itself is the same code."""
+        clock a little behind) is an ``await asyncio.sleep``; taking the worker id is the source's
+        ``ahold()`` where it has one (a lease: awaited on the loop, within the lease's ``timeout``,
+        as :meth:`next_id`'s ``hold()``); what else would wait on a store (the first id's column
+        check, a mark to move past) runs :meth:`next_id` in a worker thread.  Stamping itself is the
+        same code."""
         if self._store_ahead():
-            await self._atake()
+            await self._atake("ahold")
             return await asyncio.to_thread(self.next_id)
         while (wait := self._wait_seconds()) > 0:
             await asyncio.sleep(wait)
@@ -394,14 +395,16 @@ class Snowflake:
     async def aprefetch(self) -> None:
         """Take the worker id (and make the first id, whose column check reads the database) in a
         worker thread, so that an ``AsyncSession`` whose column default calls :meth:`next_id` finds
-        a held worker id; the renewal thread keeps it.  Costs one id."""
-        await self._atake()
+        a held worker id; the renewal thread keeps it.  Costs one id.  A start-up call: it waits out
+        the worker id's fence (a new namespace's cold start), which a lazy first id does not."""
+        await self._atake("aacquire")
         await asyncio.to_thread(self.next_id)
 
-    async def _atake(self) -> None:
-        """Await the worker id's acquisition where the source can (``aacquire``) and holds none now."""
+    async def _atake(self, method: str) -> None:
+        """Await the worker id's acquisition where the source can (``method``: ``ahold``, lazy, or
+        ``aacquire``, waiting) and holds none now."""
         source = self.source
-        acquire = getattr(source, "aacquire", None)
+        acquire = getattr(source, method, None) or getattr(source, "aacquire", None)
         if source is not None and acquire is not None and not self._forked and not source.fresh(self._acquisition):
             await acquire()
 

@@ -59,14 +59,26 @@ def age_namespace(namespace: str, sql_urls: list[str], redis_urls: list[str]) ->
             client.close()
 
 
-LEASE_OPTIONS = ("ttl", "max_workers", "clock_tolerance", "create_table", "accept_state_loss", "connect_timeout")
+LEASE_OPTIONS = (
+    "ttl",
+    "max_workers",
+    "clock_tolerance",
+    "create_table",
+    "accept_state_loss",
+    "connect_timeout",
+    "first_id_waits",
+    "timeout",
+)
 
 
 def leased(store: object, namespace: str, **kwargs: object):
     """``Snowflake(worker_id=WorkerLease(store, namespace, ...), ...)``: the lease's options (and its
-    ``monotonic`` clock) go to the lease, the rest to the generator."""
+    ``monotonic`` clock) go to the lease, the rest to the generator.  The first id waits out its
+    fence (``first_id_waits=True`` unless given): these tests are about the store's faults, whose
+    fences outlast a call's deadline; test_first_id_deadline.py tests the refusal without it."""
     from seqid_orm import Snowflake, WorkerLease
 
+    kwargs.setdefault("first_id_waits", True)
     lease_kw = {k: kwargs.pop(k) for k in (*LEASE_OPTIONS, "monotonic") if k in kwargs}
     return Snowflake(worker_id=WorkerLease(store, namespace, **lease_kw), **kwargs)
 

@@ -483,8 +483,10 @@ class WorkerLease:
 
         worker = threading.Thread(target=lead, name=f"seqid-lease-grant-{self.namespace}", daemon=True)
         self._fence_until = None  # not yet known (a previous grant's is over)
-        claim.owner = worker  # the claim lives and dies with the thread that does the work
         worker.start()
+        # the claim lives and dies with the thread that does the work (from its start: a thread not
+        # yet started reads as dead, and a caller meanwhile would abandon the claim and grant again)
+        claim.owner = worker
 
     def _past_deadline(self, deadline: float) -> WorkerIdNotReadyError | None:
         """The refusal of a lazy caller whose deadline (the lease's monotonic clock) has passed, or

@@ -56,21 +56,16 @@ import asyncio
 import contextlib
 import logging
 import os
-import secrets
 import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar, cast
+from typing import Protocol, TypeVar, cast
 
 from ..errors import (
-    AllocationError,
     ArgumentTypeError,
-    BackendMismatchError,
-    BackendUnavailableError,
     CounterBelowDataError,
-    GeneratorExhaustedError,
     InvalidArgumentError,
     SeqIDError,
     StoreTimeoutError,
@@ -80,9 +75,9 @@ from ..ids.validate import BIGINT_MAX, check_bool, check_seconds
 from . import telemetry
 from .flight import Abandoned, Claim, Flight
 from .segments import Segment, SegmentBuffer
+from .servers import ServerSet
 from .stores import TicketRow, TicketStore, check_name, open_ticket_store
-from .stores.base import first_value, regressed
-from .stores.steps import Call, Sleep, Steps, adrive, drive
+from .stores.steps import Call, Steps, adrive, drive
 
 __all__ = ["MAX_BLOCK_SIZE", "KeyFloor", "Segment", "TicketSequence", "TicketStats"]
 
@@ -93,7 +88,6 @@ MAX_BLOCK_SIZE = 1 << 30
 
 _MAX_BATCH = 1 << 24  # next_ids() per call, as comb_batch
 _GRACE = 0.5  # seconds a thread waits beyond the timeout for a fetch under way to report
-_PARTIAL_RETRIES = 8  # re-reads (about 1.8 s in all) of a set present on some servers only
 
 
 @dataclass(frozen=True)
@@ -119,12 +113,6 @@ class TicketStats:
 
 
 _T = TypeVar("_T")
-
-
-def _ask(store: TicketStore, method: str, *args: object) -> Steps[Any]:
-    """``store.method(*args)``: a store raises seqid's typed errors for its server and driver
-    (:class:`~seqid_orm.allocation.stores.TicketStore`); anything else is a bug and surfaces as itself."""
-    return (yield Call(method, args, store))
 
 
 def _retrieve(task: asyncio.Task[None]) -> None:
@@ -257,7 +245,7 @@ class TicketSequence:
         if not callable(clock):
             raise ArgumentTypeError(f"clock must be callable, got {type(clock).__name__}")
         self._clock = clock
-        self._stores: list[TicketStore] = [
+        stores: list[TicketStore] = [
             open_ticket_store(
                 t,
                 connect_timeout=connect_timeout,
@@ -267,25 +255,26 @@ class TicketSequence:
             )
             for t in targets
         ]
-        labels = [store.label for store in self._stores]
+        labels = [store.label for store in stores]
         twice = sorted({label for label in labels if labels.count(label) > 1})
         if twice:
-            for store in self._stores:
+            for store in stores:
                 store.close()
             raise InvalidArgumentError(
                 f"ticket server {', '.join(twice)} is listed more than once: one server keeps one counter per "
                 "sequence, with one offset; list each server once"
             )
-        self.start_server = (
-            None if start_server is None else _int_arg("start_server", start_server, 0, len(self._stores) - 1)
+        self.start_server = None if start_server is None else _int_arg("start_server", start_server, 0, len(stores) - 1)
+        # which server next and what to refuse after a failover: servers.py
+        self.servers = ServerSet(
+            self.name,
+            stores,
+            step=self.step,
+            offsets=self.offsets,
+            start=self.start,
+            max_value=self.max_value,
+            start_server=self.start_server,
         )
-        self.fetches = 0
-        """Reservations made (round trips that returned a segment), for benchmarks and tests."""
-        # What this process knows of each server, kept across forks (a child knows what its
-        # parent saw): whether the servers were checked as a set, and per server the highest
-        # value it is known to have handed out.
-        self._servers_checked = False
-        self._high: dict[int, int] = {}
         self._floors: list[KeyFloor] = floors
         self._init_state()
         _LIVE.add(self)
@@ -314,8 +303,6 @@ class TicketSequence:
         self._worker: threading.Thread | None = None  # the last prefetch thread
         self._tasks: set[asyncio.Task[None]] = set()  # prefetch tasks on event loops, kept referenced
         self._closed = False
-        # spread processes over the servers
-        self._server = secrets.randbelow(len(self._stores)) if self.start_server is None else self.start_server
         self._last_seconds: float | None = None  # the last reservation's duration
 
     @property
@@ -323,8 +310,13 @@ class TicketSequence:
         """The segment values are handed out from now (``None`` before the first id)."""
         return self._buffer.segment
 
+    @property
+    def fetches(self) -> int:
+        """Reservations made (round trips that returned a segment), for benchmarks and tests."""
+        return self.servers.reservations
+
     def __repr__(self) -> str:
-        servers = ", ".join(s.label for s in self._stores)
+        servers = ", ".join(self.servers.labels)
         return f"TicketSequence({self.name!r}, [{servers}], block_size={self.block_size}, step={self.step})"
 
     # --- handing out: threads --------------------------------------------------------------
@@ -563,7 +555,7 @@ class TicketSequence:
         caller holds ``_fetch_lock`` or stands for it (``_fetching``)."""
         began = time.monotonic()
         try:
-            segment = yield from self._fetch_unlocked()
+            segment = yield from self.servers.reserve(self._buffer.block)
         except SeqIDError as exc:
             seconds = time.monotonic() - began
             telemetry.record_reservation(self.name, seconds, exc)
@@ -583,11 +575,11 @@ class TicketSequence:
             self.name,
             segment.count,
             segment.first,
-            self._stores[segment.server].label,
+            self.servers.label(segment.server),
             seconds * 1000,
             extra={
                 "seqid_sequence": self.name,
-                "seqid_server": self._stores[segment.server].label,
+                "seqid_server": self.servers.label(segment.server),
                 "seqid_first": segment.first,
                 "seqid_count": segment.count,
                 "seqid_seconds": seconds,
@@ -595,121 +587,7 @@ class TicketSequence:
         )
         return segment
 
-    def _fetch_unlocked(self) -> Steps[Segment]:
-        if not self._servers_checked:
-            yield from self._check_servers()
-        count = self._buffer.block
-        errors: list[str] = []
-        exhausted = stalled = 0
-        k = len(self._stores)
-        for i in [(self._server + j) % k for j in range(k)]:
-            store = self._stores[i]
-            try:
-                first, granted = yield Call(
-                    "allocate", (self.name, count, self.step, self.offsets[i], self.max_value, self._high.get(i)), store
-                )
-            except GeneratorExhaustedError as exc:
-                exhausted += 1
-                errors.append(str(exc))
-                continue
-            except BackendUnavailableError as exc:  # unreachable, stalled past its deadline: the next one
-                errors.append(str(exc))
-                stalled += isinstance(exc, StoreTimeoutError)
-                if k > 1:
-                    log.warning("ticket server %s failed (%s); trying the next", store.label, exc)
-                continue
-            # Any other typed error (a contradicting server, a vanished counter, a history gone back)
-            # stops here: going on could repeat ids. Anything untyped is a bug: it surfaces as itself.
-            segment = Segment(first, granted, self.step, i)
-            high = self._high.get(i)
-            if high is not None and first <= high:  # a store that did not check ``above`` itself
-                raise regressed(self.name, store.label, first, high)
-            self._high[i] = segment.last
-            if i != self._server:
-                log.warning("sequence %r now draws from %s", self.name, store.label)
-            self._server = i
-            self.fetches += 1
-            return segment
-        if exhausted == k:
-            raise GeneratorExhaustedError("; ".join(errors))
-        if stalled == k:
-            raise StoreTimeoutError(
-                f"no ticket server answered for sequence {self.name!r} in time: " + "; ".join(errors)
-            )
-        raise BackendUnavailableError(f"no ticket server answered for sequence {self.name!r}: " + "; ".join(errors))
-
     # --- safety checks -------------------------------------------------------------------
-
-    def _check_servers(self) -> Steps[None]:
-        """Check the sequence on every server as a set before the first id (under the fetch lock).
-
-        Each server must store the step and offset this client gives it; a sequence present on
-        some servers and missing on others is refused (a server that lost its state, or one
-        added to the list, would start over); a new sequence is created on all of them, which
-        needs every server to answer.  The next value each server reports is remembered: a
-        block below it later means that counter went back.
-        """
-        rows, down = yield from self._read_rows()
-        for attempt in range(_PARTIAL_RETRIES):
-            if not (any(rows.values()) and None in rows.values()):
-                break
-            # Present on some servers only: another client may be creating it on its servers right
-            # now (one insert after the other); a set that stays partial is refused below.
-            yield Sleep(0.05 * (attempt + 1))
-            rows, down = yield from self._read_rows()
-        if not any(rows.values()):
-            if down:
-                raise BackendUnavailableError(
-                    f"sequence {self.name!r} is new on every ticket server that answered, and a new sequence is "
-                    "created on all of its servers at once (else two clients listing them differently could both "
-                    "start it); not answering: " + "; ".join(down)
-                )
-            for i, store in enumerate(self._stores):
-                offset = self.offsets[i]
-                new = TicketRow(self.name, first_value(offset, self.step, self.start), self.step, offset)
-                yield from _ask(store, "create", new)
-            rows = {}
-            for i, store in enumerate(self._stores):
-                rows[i] = yield from _ask(store, "read", self.name)
-        self._check_rows(rows)
-        for i, row in rows.items():
-            if row is not None and row.next_value > row.offset:
-                self._high[i] = max(self._high.get(i, 0), row.next_value - row.step)
-        if down:
-            log.warning("sequence %r: could not check %s", self.name, "; ".join(down))
-        self._servers_checked = True
-
-    def _read_rows(self) -> Steps[tuple[dict[int, TicketRow | None], list[str]]]:
-        """The sequence's row on each server that answers, and what the others said."""
-        rows: dict[int, TicketRow | None] = {}
-        down: list[str] = []
-        for i, store in enumerate(self._stores):
-            try:
-                rows[i] = yield Call("read", (self.name,), store)
-            except BackendUnavailableError as exc:  # unreachable now: judged by the caller
-                down.append(str(exc))
-        return rows, down
-
-    def _check_rows(self, rows: dict[int, TicketRow | None]) -> None:
-        labels = [s.label for s in self._stores]
-        recorded = [f"{labels[i]}: step={row.step} offset={row.offset}" for i, row in rows.items() if row is not None]
-        ours = ", ".join(f"{label}: offset={o}" for label, o in zip(labels, self.offsets, strict=True))
-        for i, row in rows.items():
-            if row is not None and (row.step, row.offset) != (self.step, self.offsets[i]):
-                raise BackendMismatchError(
-                    f"sequence {self.name!r}: this client gives {self._stores[i].label} step={self.step} "
-                    f"offset={self.offsets[i]}, but the servers recorded {'; '.join(recorded)}. Clients must list "
-                    f"the same servers in the same order (or pass the same step= and offsets=); this client: {ours}"
-                )
-        missing = [self._stores[i].label for i, row in rows.items() if row is None]
-        if missing:
-            present = [self._stores[i].label for i, row in rows.items() if row is not None]
-            raise AllocationError(
-                f"sequence {self.name!r} exists on {', '.join(present)} but not on {', '.join(missing)}: that server "
-                "lost its state (a restart without persistence, a restore, a deleted row) or is new in the list; "
-                "started at its first value it would hand out ids again. Create it above the largest id in use "
-                "with `seqid ticket repair` (TicketSequence.repair())"
-            )
 
     def _below_data(self, floor: KeyFloor, taken: int, segment: Segment) -> CounterBelowDataError:
         """The refusal of a block whose own values are keys already (logged and counted here).
@@ -717,7 +595,7 @@ class TicketSequence:
         Only the block's own range counts: keys above it are other processes' later blocks, which
         refused nothing wrong (a faster worker's keys made slower ones refuse at start before)."""
         error = CounterBelowDataError(
-            f"sequence {self.name!r} on {self._stores[segment.server].label} handed out a block from "
+            f"sequence {self.name!r} on {self.servers.label(segment.server)} handed out a block from "
             f"{segment.first}, but {floor.label} already holds the key {taken} that this server would hand "
             "out again: its counter is behind the data (created anew, or restored from a backup). Move it "
             "above the largest key with `seqid ticket repair` (TicketSequence.repair())"
@@ -754,14 +632,7 @@ class TicketSequence:
                 f"repairing sequence {self.name!r} needs the largest id in use: pass above= (--above) or bind the "
                 "key columns it fills (floor=, --table)"
             )
-        out = []
-        for i, store in enumerate(self._stores):
-            offset = self.offsets[i]
-            value = first_value(offset, self.step, max(self.start, highest + 1))
-            row = TicketRow(self.name, value, self.step, offset)
-            out.append((store.label, drive(_ask(store, "raise_to", row), None)))
-        self._check_rows({i: row for i, (_, row) in enumerate(out)})
-        return out
+        return drive(self.servers.repair(highest), None)
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -774,8 +645,8 @@ class TicketSequence:
         segment, remaining, prefetched = buffer.segment, buffer.remaining(), buffer.prefetched()
         return TicketStats(
             name=self.name,
-            servers=tuple(store.label for store in self._stores),
-            server=self._stores[self._server].label,
+            servers=self.servers.labels,
+            server=self.servers.label(),
             block_size=buffer.block,
             segment=segment,
             remaining=remaining,
@@ -788,7 +659,7 @@ class TicketSequence:
 
     def rows(self) -> list[tuple[str, TicketRow]]:
         """Every sequence on every server, as ``(server label, row)`` (what ``seqid ticket status`` shows)."""
-        return [(store.label, row) for store in self._stores for row in store.rows()]
+        return self.servers.rows()
 
     def close(self) -> None:
         """Stop the prefetch thread (after a reservation in flight returns) and release the servers'
@@ -799,8 +670,7 @@ class TicketSequence:
             worker = self._worker
         if worker is not None and worker is not threading.current_thread():
             worker.join()
-        for store in self._stores:
-            store.close()
+        self.servers.close()
 
     def __enter__(self) -> TicketSequence:
         return self
@@ -811,8 +681,7 @@ class TicketSequence:
     def _after_fork(self) -> None:
         """In a forked child: drop the parent's segments, thread and connections."""
         self._init_state()
-        for store in self._stores:
-            store.after_fork()
+        self.servers.after_fork()
 
 
 def _after_fork_in_child() -> None:

@@ -130,7 +130,7 @@ def slow_store_url(request) -> Iterator[str]:
 def test_ticket_blocks_reserved_by_many_tasks_never_stall_the_loop(slow_store_url):
     """Blocks of 200 from a slow store, 50 tasks drawing 40 ids each: every reservation off the loop."""
     seq = TicketSequence(f"async-{secrets.token_hex(4)}", slow_store_url, block_size=200, timeout=20)
-    calls = StoreCalls(seq._stores, TICKET_CALLS)
+    calls = StoreCalls(seq.servers.stores, TICKET_CALLS)
 
     async def draw() -> list[int]:
         async def one_task() -> list[int]:
@@ -244,7 +244,7 @@ def test_abulk_insert_through_an_async_session_reserves_ticket_keys_off_the_loop
     """A ticket-keyed table (ticket_pk binds its floor on the async engine): AsyncSession flushes and
     abulk_insert loads draw keys; the floor's reads from worker threads go to the engine's loop."""
     seq = TicketSequence(f"async-{secrets.token_hex(4)}", POSTGRES_URL, block_size=50)
-    calls = StoreCalls(seq._stores, TICKET_CALLS)
+    calls = StoreCalls(seq.servers.stores, TICKET_CALLS)
     Base, Order = ticket_keyed(seq)
     url = pg_engine.url.set(drivername=ASYNC_DRIVERS["postgresql"])
 

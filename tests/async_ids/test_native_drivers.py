@@ -50,8 +50,8 @@ def test_sqlite_is_awaited_in_a_worker_thread(sqlite_ticket_url):
     """Not through aiosqlite, whose execute and fetch are awaited apart: a loop closed between them
     left SQLite's file write-locked (test_sharing.py closes loops mid-reservation)."""
     seq = TicketSequence(f"native-{secrets.token_hex(4)}", sqlite_ticket_url, block_size=5)
-    assert not seq._stores[0].native_async
-    calls = StoreCalls(seq._stores, ("_with_rows",))  # every statement of the store runs through it
+    assert not seq.servers.stores[0].native_async
+    calls = StoreCalls(seq.servers.stores, ("_with_rows",))  # every statement of the store runs through it
 
     async def draw() -> list[int]:
         return [await seq.anext_id() for _ in range(12)]
@@ -93,7 +93,7 @@ def test_tasks_draw_tickets_through_the_async_driver_only(server):
     """Blocks of 50, 20 tasks drawing 30 ids each, double buffered: every reservation (the check of
     the new sequence, the refills, the prefetches) is awaited on the loop, none made synchronously."""
     seq = TicketSequence(f"native-{secrets.token_hex(4)}", server, block_size=50)
-    store = seq._stores[0]
+    store = seq.servers.stores[0]
     assert store.native_async
     refused = Refused(store, ("allocate", "read", "create"))
 

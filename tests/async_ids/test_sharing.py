@@ -135,7 +135,7 @@ def test_a_loop_closed_in_the_middle_of_its_reservation_hands_the_lead_on(pg_eng
     name = f"midclaim-{secrets.token_hex(4)}"
     seq = TicketSequence(name, POSTGRES_URL, block_size=10, timeout=3.0, double_buffer=False)
     seq.next_id()  # the set check and the table: done, so the next reservation is one allocate
-    store = seq._stores[0]
+    store = seq.servers.stores[0]
     inside = threading.Event()
     real = store.aallocate
 

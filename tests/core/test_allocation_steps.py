@@ -267,3 +267,149 @@ def test_the_buffers_docstring_example_runs():
 
     result = doctest.testmod(segments)
     assert result.attempted >= 7 and result.failed == 0
+
+
+# --- the server set: which server next, what is refused ----------------------------------------
+
+
+class Scripted:
+    """A ticket server that answers what the test scripted, by method: a value, an exception to
+    raise, or a callable of the arguments.  Only a label: nothing here opens a socket."""
+
+    def __init__(self, label: str, **replies: object) -> None:
+        self.label = label
+        self.replies = replies
+        self.asked: list[tuple[str, tuple[object, ...]]] = []
+
+
+def run_script(steps):
+    """Carry out ``steps`` against :class:`Scripted` targets; the outcome and the sleeps asked."""
+    from seqid_orm.allocation.stores.steps import Call, Sleep
+
+    slept: list[float] = []
+    reply: object = None
+    error: BaseException | None = None
+    while True:
+        try:
+            request = steps.throw(error) if error is not None else steps.send(reply)
+        except StopIteration as stop:
+            return stop.value, slept
+        reply, error = None, None
+        if isinstance(request, Sleep):
+            slept.append(request.seconds)
+            continue
+        assert isinstance(request, Call)
+        server = request.target
+        server.asked.append((request.method, request.args))
+        answer = server.replies[request.method]
+        if callable(answer) and not isinstance(answer, type):
+            answer = answer(*request.args)
+        if isinstance(answer, BaseException):
+            error = answer
+        else:
+            reply = answer
+
+
+def counter(first: int, step: int):
+    """A scripted ``allocate`` that hands out consecutive blocks from ``first``, as a server does."""
+    nxt = [first]
+
+    def allocate(name, count, step_, offset, most, above):
+        begin = nxt[0]
+        nxt[0] += count * step
+        return begin, count
+
+    return allocate
+
+
+def servers(*stores: Scripted, checked: bool = True, start: int = 0):
+    from seqid_orm.allocation.servers import ServerSet
+
+    k = len(stores)
+    s = ServerSet(
+        "orders", list(stores), step=k, offsets=range(1, k + 1), start=1, max_value=2**63 - 1, start_server=start
+    )
+    s.checked = checked
+    return s
+
+
+def test_a_server_that_does_not_answer_is_skipped_and_the_one_that_did_is_asked_first_next():
+    down = Scripted("a", allocate=BackendUnavailableError("a: refused"))
+    up = Scripted("b", allocate=counter(2002, 2))
+    s = servers(down, up)
+    segment, _ = run_script(s.reserve(10))
+    assert (segment.first, segment.count, segment.step, segment.server) == (2002, 10, 2, 1)
+    assert s.current == 1 and s.high == {1: segment.last}
+    run_script(s.reserve(10))
+    assert len(down.asked) == 1 and len(up.asked) == 2  # b first now; a not asked again
+    assert up.asked[1][1][-1] == segment.last  # the next reservation tells b what it handed out
+
+
+def test_a_block_at_or_below_what_the_server_handed_out_is_refused():
+    from seqid_orm.errors import CounterRegressedError
+
+    given = iter([(1, 10), (5, 10)])  # the second starts inside the first: a counter put back
+    s = servers(Scripted("a", allocate=lambda *args: next(given)))
+    run_script(s.reserve(10))
+    with pytest.raises(CounterRegressedError, match="went back"):
+        run_script(s.reserve(10))
+
+
+def test_every_server_stalled_exhausted_or_a_mix_says_which():
+    from seqid_orm.errors import GeneratorExhaustedError
+
+    def stalled(label):
+        return Scripted(label, allocate=StoreTimeoutError(f"{label}: no answer in 2 s"))
+
+    def exhausted(label):
+        return Scripted(label, allocate=GeneratorExhaustedError(f"{label}: no values left"))
+
+    with pytest.raises(StoreTimeoutError, match="in time: a: no answer in 2 s; b: no answer"):
+        run_script(servers(stalled("a"), stalled("b")).reserve(10))
+    with pytest.raises(GeneratorExhaustedError, match="a: no values left; b: no values left"):
+        run_script(servers(exhausted("a"), exhausted("b")).reserve(10))
+    with pytest.raises(BackendUnavailableError) as mixed:
+        run_script(servers(stalled("a"), Scripted("b", allocate=BackendUnavailableError("b: refused"))).reserve(10))
+    assert type(mixed.value) is BackendUnavailableError and "b: refused" in str(mixed.value)
+
+
+def test_a_typed_refusal_or_a_bug_stops_the_reservation_at_that_server():
+    from seqid_orm.errors import StoreHistoryError
+
+    for raised in (StoreHistoryError("a: a new timeline"), KeyError("a bug")):
+        a = Scripted("a", allocate=raised)
+        b = Scripted("b", allocate=(2, 10))
+        with pytest.raises(type(raised)):
+            run_script(servers(a, b).reserve(10))
+        assert b.asked == []  # going on could repeat ids (or hide the bug)
+
+
+def test_the_set_is_checked_once_a_new_sequence_is_created_on_every_server_and_a_partial_one_refused():
+    from seqid_orm.allocation.stores import TicketRow
+    from seqid_orm.errors import AllocationError, BackendMismatchError
+
+    rows: dict[str, TicketRow] = {}
+
+    def store(label):
+        return Scripted(
+            label,
+            read=lambda name: rows.get(label),
+            create=lambda row: rows.setdefault(label, row) and None,
+            allocate=counter(1 if label == "a" else 2, 2),
+        )
+
+    a, b = store("a"), store("b")
+    s = servers(a, b, checked=False)
+    run_script(s.reserve(5))
+    assert rows == {"a": TicketRow("orders", 1, 2, 1), "b": TicketRow("orders", 2, 2, 2)} and s.checked
+    run_script(s.reserve(5))
+    assert [m for m, _ in a.asked].count("read") == 2  # read, created, read back: once
+
+    del rows["b"]  # b lost its state: present on a only, read again with a pause, then refused
+    b.asked.clear()
+    with pytest.raises(AllocationError, match="exists on a but not on b"):
+        run_script(servers(a, b, checked=False).reserve(5))
+    assert [m for m, _ in b.asked] == ["read"] * 9  # read again 8 times (another client may be creating it)
+    rows["b"] = TicketRow("orders", 2, 3, 2)  # b created by a client that lists three servers
+    with pytest.raises(BackendMismatchError, match="this client gives b step=2 offset=2"):
+        run_script(servers(a, b, checked=False).reserve(5))

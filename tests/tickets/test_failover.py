@@ -301,7 +301,7 @@ def test_a_driver_error_reads_as_the_servers_answer_and_a_bug_as_itself(pg_engin
     servers = [POSTGRES_URL, volatile_ok(redis_url)]
     with TicketSequence(name, servers, block_size=5, start_server=0, double_buffer=False) as seq:
         seq.next_ids(5)
-        pg_store = seq._stores[0]
+        pg_store = seq.servers.stores[0]
         real = pg_store.allocate
 
         def buggy(*args):

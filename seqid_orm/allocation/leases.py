@@ -111,6 +111,7 @@ class _Waits:
 log = logging.getLogger("seqid_orm.leases")
 
 _MARGIN = 0.1  # the share of the ttl a holder gives up, so it stops before the store's expiry
+_LATE = -1  # WorkerLease._held: a lease held whose time ran out before its first use
 _LOOK = 0.05  # seconds between a lazy caller's looks at the grant it follows (has its fence a known end?)
 MAX_TTL = 86400.0  # seconds: a lease or a tolerance longer than a day is a mistake in units
 
@@ -439,9 +440,12 @@ class WorkerLease:
         check_fork()
         deadline = self._monotonic() + self._timeout
         while True:
-            with self._lock:
-                if self._state == "held":
-                    return self.worker_id
+            held = self._held()
+            if held == _LATE:
+                self._renew_late()  # live again, or lost: granted again below
+                continue
+            if held is not None:
+                return held
             claim, leads = self._grants.join(self._grant_seconds())
             if not wait:
                 if leads:
@@ -468,6 +472,29 @@ class WorkerLease:
             else:
                 with contextlib.suppress(Abandoned):
                     self._grants.wait(claim, claim.deadline, self._grant_timed_out)
+
+    def _held(self) -> int | None:
+        """The worker id held and live now; :data:`_LATE` where one is held but its time ran out
+        before it could be used (a grant slower than its ttl, on a loaded machine); ``None`` where
+        none is."""
+        with self._lock:
+            if self._state != "held" or self._worker_id is None:
+                return None
+            return self._worker_id if self._monotonic() < self.valid_until else _LATE
+
+    def _renew_late(self) -> None:
+        """Renew a lease whose time ran out before its first use, where the store still gives it to
+        this holder; where it does not (expired there too, taken over, the store unreachable) the
+        lease is lost, and the caller grants again."""
+        with self._lock:
+            acquisition = self.acquisitions
+        try:
+            self.extend_mark(0)
+        except LeaseLostError:
+            with self._lock:
+                if self.acquisitions == acquisition and self._state == "held":
+                    self._state = "lost"
+                    self.valid_until = float("-inf")
 
     def _grant_seconds(self) -> float:
         """The longest a grant may take: its round trips, a quarantine and a wait for the clock mark."""
@@ -728,9 +755,12 @@ class WorkerLease:
         check_fork()
         deadline = self._monotonic() + self._timeout
         while True:
-            with self._lock:
-                if self._state == "held":
-                    return self.worker_id
+            held = self._held()
+            if held == _LATE:
+                await asyncio.to_thread(self._renew_late)
+                continue
+            if held is not None:
+                return held
             claim, leads = self._grants.join(self._grant_seconds())
             if leads and not wait:
                 # a thread of its own leads, not a task: a short asyncio.run() that ends before the

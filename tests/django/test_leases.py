@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+import time
 
 import pytest
 from django.core.management import call_command
@@ -18,7 +19,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def leased_settings(settings):
-    settings.SEQID = {"SNOWFLAKE": {"lease": {"namespace": "dj-events", "using": "default", "ttl": 5}}}
+    # a first id waits out the namespace's cold start (ttl + tolerance: 10 s, past the 5 s timeout)
+    lease = {"namespace": "dj-events", "using": "default", "ttl": 5, "first_id_waits": True}
+    settings.SEQID = {"SNOWFLAKE": {"lease": lease}}
     yield settings
     for key, gen in list(_generators.items()):
         if isinstance(gen.source, WorkerLease):
@@ -42,6 +45,23 @@ def test_snowflake_field_draws_from_a_leased_worker_id(leased_settings):
     rows = gen.source.store.leases("dj-events")
     assert [r.worker_id for r in rows if r.held] == [worker]
     assert settings_snowflake() is gen  # one generator per process and configuration
+
+
+def test_without_first_id_waits_a_first_id_in_a_cold_start_is_refused_at_once(settings):
+    """The lease settings reach the lease: without ``first_id_waits`` a save during the cold start
+    fails within the lease's timeout (WorkerIdNotReadyError, no row), it does not hold the request."""
+    from seqid_orm.errors import WorkerIdNotReadyError
+
+    lease = {"namespace": f"dj-cold-{secrets.token_hex(4)}", "using": "default", "ttl": 5, "timeout": 1}
+    settings.SEQID = {"SNOWFLAKE": {"lease": lease}}
+    try:
+        before = Event.objects.count()
+        began = time.monotonic()
+        with pytest.raises(WorkerIdNotReadyError, match="safe to use in"):
+            Event.objects.create(name="cold")
+        assert time.monotonic() - began < 3 and Event.objects.count() == before
+    finally:
+        _drop_leased_generators()
 
 
 def test_a_lease_and_a_worker_id_together_are_refused(settings):

@@ -359,7 +359,11 @@ def _convert_uuid_storage(operations: Operations, operation: ConvertUUIDStorageO
     references = []
     for table in inspector.get_table_names():
         columns = None
-        for fk in inspector.get_foreign_keys(table):
+        try:
+            foreign_keys = inspector.get_foreign_keys(table)
+        except sa.exc.NoSuchTableError:  # dropped since it was listed (by another session): nothing refers
+            continue
+        for fk in foreign_keys:
             if fk["referred_table"] == operation.table and fk["referred_columns"] == [operation.column]:
                 columns = columns or {c["name"]: c["nullable"] for c in inspector.get_columns(table)}
                 (name,) = fk["constrained_columns"]

@@ -114,3 +114,32 @@ def test_a_key_and_its_foreign_keys_change_storage_and_back(request, tmp_path, e
         with engine.begin() as conn:
             conn.execute(sa.text("DROP TABLE IF EXISTS alembic_version"))
         md.drop_all(engine)
+
+
+def test_a_table_dropped_by_another_session_during_the_scan_is_skipped(pg_engine, tmp_path, monkeypatch):
+    """The conversion reads every table's foreign keys to find those referring to the key; a table
+    another session drops between the listing and its read (seen in CI, a parallel test's table) is
+    skipped: it refers to nothing any more.  The listing is made to name such a table; the database
+    answers for it as it would."""
+    from sqlalchemy.engine.reflection import Inspector
+
+    prefix = f"cv{secrets.token_hex(3)}"
+    md, parent, book, note = schema(prefix, "text")
+    md.create_all(pg_engine)
+    listed = Inspector.get_table_names
+
+    def with_a_dropped_table(self, *args, **kw):
+        return [f"{prefix}_dropped_meanwhile", *listed(self, *args, **kw)]
+
+    monkeypatch.setattr(Inspector, "get_table_names", with_a_dropped_table)
+    write(tmp_path, MIGRATION.format(table=parent.name, source="text", target="native"))
+    try:
+        migrate(pg_engine, tmp_path, "up")
+        fks = {fk["name"] for t in (book.name, note.name) for fk in sa.inspect(pg_engine).get_foreign_keys(t)}
+        assert fks == {f"{prefix}_fk_book", f"{prefix}_fk_note"}  # the others were still found and converted
+        kind = str(sa.inspect(pg_engine).get_columns(parent.name)[0]["type"]).lower()
+        assert "uuid" in kind
+    finally:
+        with pg_engine.begin() as conn:
+            for t in (note.name, book.name, parent.name, "alembic_version"):
+                conn.execute(sa.text(f"DROP TABLE IF EXISTS {t}"))

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from seqid_orm.allocation.stores import open_ticket_store
-from seqid_orm.allocation.stores.sqlalchemy import SQLAlchemyTicketStore, advance_statement, ticket_table
+from seqid_orm.allocation.stores.sqlalchemy import SQLAlchemyTicketStore
 from seqid_orm.allocation.tickets import TicketSequence
 from seqid_orm.errors import (
     AllocationError,
@@ -418,22 +418,38 @@ def test_any_mix_of_calls_gives_one_dense_increasing_run(sqlite_ticket_url, bloc
 @pytest.mark.parametrize(
     ("dialect", "expected"),
     [
-        ("mssql", "OUTPUT inserted.next_value WHERE"),
-        ("oracle", "RETURNING seqid_tickets.next_value INTO :ret_0"),
-        ("postgresql", "RETURNING seqid_tickets.next_value"),
+        ("mssql", "SET next_value = next_value + :delta OUTPUT inserted.next_value WHERE"),
+        ("oracle", "RETURNING next_value INTO :new_next"),
+        ("postgresql", "RETURNING next_value"),
         ("sqlite", "RETURNING next_value"),
-        ("mysql", "SET next_value=last_insert_id(seqid_tickets.next_value + %s) WHERE"),
+        ("mysql", "SET next_value = LAST_INSERT_ID(next_value + :delta) WHERE"),
+        ("mariadb", "SET next_value = LAST_INSERT_ID(next_value + :delta) WHERE"),
     ],
 )
-def test_the_atomic_statement_compiled_for_each_dialect(dialect, expected):
+def test_the_atomic_statement_of_each_vendor_compiles_with_its_dialect(dialect, expected):
+    """Every vendor's reservation is one UPDATE (ticket_sql.py, the one home of the ticket SQL),
+    bounded by the largest start allowed; SQLAlchemy's dialect compiles it with its parameters, the
+    out bind of Oracle's RETURNING INTO included (no SQL Server or Oracle server here)."""
     from sqlalchemy.dialects import mssql, mysql, oracle, postgresql, sqlite
 
-    d = {"mssql": mssql, "oracle": oracle, "postgresql": postgresql, "sqlite": sqlite, "mysql": mysql}[dialect]
-    stmt = advance_statement(ticket_table(sa.MetaData()), d.dialect())
-    sql = " ".join(str(stmt.compile(dialect=d.dialect())).split())
-    assert sql.startswith("UPDATE seqid_tickets SET next_value=")
-    assert expected in sql
-    assert "seqid_tickets.next_value <=" in sql  # never past the largest value allowed
+    from seqid_orm.allocation.stores.ticket_sql import ticket_sql
+
+    sql = ticket_sql(dialect, "seqid_tickets")
+    assert sql.advance.startswith("UPDATE seqid_tickets SET next_value = ") and expected in sql.advance
+    assert "next_value <= :highest_start" in sql.advance  # never past the largest value allowed
+    d = {"mssql": mssql, "oracle": oracle, "postgresql": postgresql, "sqlite": sqlite, "mysql": mysql}
+    stmt = sa.text(sql.advance)
+    if dialect == "oracle":
+        stmt = stmt.bindparams(sa.bindparam("new_next", isoutparam=True, type_=sa.BigInteger))
+    compiled = stmt.compile(dialect=d.get(dialect, mysql).dialect())
+    assert set(compiled.params) >= {"delta", "seq_name", "seq_step", "seq_offset", "lowest_start", "highest_start"}
+
+
+def test_a_vendor_without_an_atomic_idiom_is_refused_by_name():
+    from seqid_orm.allocation.stores.ticket_sql import ticket_sql
+
+    with pytest.raises(InvalidArgumentError, match="not 'firebird'"):
+        ticket_sql("firebird", "t")
 
 
 def test_a_password_never_appears_in_a_label():

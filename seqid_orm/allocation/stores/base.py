@@ -27,14 +27,12 @@ set, and moved up only by :meth:`TicketStore.raise_to` (``seqid ticket repair``)
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 import secrets
 import socket
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from ...errors import (
     AllocationError,
@@ -46,8 +44,6 @@ from ...errors import (
     InvalidIDError,
 )
 from ...ids.validate import BIGINT_MAX
-from .history import HistoryGuard, ticket_records
-from .steps import Call, Steps, call
 
 __all__ = [
     "ETCD_SCHEMES",
@@ -58,11 +54,8 @@ __all__ = [
     "Grant",
     "LeaseRow",
     "LeaseStore",
-    "SQLTicketStore",
     "TicketRow",
-    "TicketRows",
     "TicketStore",
-    "allocate_rows",
     "check_name",
     "grantable",
     "hide_password",
@@ -70,7 +63,6 @@ __all__ = [
     "is_conflict",
     "last_value_limit",
     "new_token",
-    "raise_rows",
     "regressed",
     "split_state_loss_option",
     "vanished",
@@ -225,131 +217,6 @@ def last_value_limit(max_value: int, step: int) -> int:
     return min(max_value, BIGINT_MAX - step)
 
 
-class TicketRows(Protocol):
-    """The statements a SQL ticket store runs, each atomic and committed on its own: the I/O that
-    :func:`allocate_rows`' steps ask for (an asynchronous twin has the same methods, awaitable).
-    ``fetch`` and ``run`` are :class:`~.steps.Executor`'s, on the same connection (the history checks)."""
-
-    vendor: str
-    """The database (``postgresql``, ``mysql``, ``sqlite``...), for :mod:`.history`."""
-    table: str
-    """The ticket table's name, quoted for this database."""
-
-    def fetch(self, sql: str, params: dict[str, object]) -> list[tuple[Any, ...]]: ...
-
-    def run(self, sql: str, params: dict[str, object]) -> int: ...
-
-    def advance(
-        self, name: str, delta: int, step: int, offset: int, lowest_start: int, highest_start: int
-    ) -> int | None:
-        """``UPDATE ... SET next_value = next_value + delta WHERE name = :name AND step = :step
-        AND value_offset = :offset AND next_value BETWEEN :lowest_start AND :highest_start``,
-        returning the new ``next_value``; ``None`` when no row matched."""
-        ...
-
-    def read(self, name: str) -> TicketRow | None:
-        """The row of ``name``, if any."""
-        ...
-
-    def create(self, row: TicketRow) -> None:
-        """Insert ``row`` unless a row of that name exists (never an error on a race)."""
-        ...
-
-    def raise_next(self, row: TicketRow) -> None:
-        """``UPDATE ... SET next_value = :next WHERE name = :name AND step = :step AND
-        value_offset = :offset AND next_value < :next``."""
-        ...
-
-
-class SQLTicketStore:
-    """The :class:`TicketStore` methods of a SQL store, on :func:`allocate_rows` and
-    :func:`raise_rows`: a subclass only says how one call reaches its own connection, by
-    ``_with_rows(steps_of)`` driving ``steps_of(vendor, table)`` on the :class:`TicketRows` of that
-    connection (retrying a dropped connection); an asynchronous twin (``_awith_rows``, where the
-    store has an async driver) drives the same steps on an event loop.
-
-    Every reservation first checks the store's history (:mod:`.history`): a server that can lose
-    acknowledged writes is refused unless ``accept_state_loss``, one whose history went back is
-    refused until :meth:`raise_to` (``seqid ticket repair``) records the new one.
-    """
-
-    label: str
-    accept_state_loss: bool = False
-    _guard: HistoryGuard | None = None
-
-    def _with_rows(self, steps_of: Callable[[str, str], Steps[_T]]) -> _T:
-        raise NotImplementedError
-
-    async def _awith_rows(self, steps_of: Callable[[str, str], Steps[_T]]) -> _T:
-        """:meth:`_with_rows` for an event loop: in a worker thread, unless the store has an async driver."""
-        return await asyncio.to_thread(self._with_rows, steps_of)
-
-    def _history(self) -> HistoryGuard:
-        if self._guard is None:
-            self._guard = HistoryGuard(self.label, "tickets", self.accept_state_loss)
-        return self._guard
-
-    def _allocate_steps(
-        self, name: str, count: int, step: int, offset: int, max_value: int, above: int | None
-    ) -> Callable[[str, str], Steps[tuple[int, int]]]:
-        def steps(vendor: str, table: str) -> Steps[tuple[int, int]]:
-            yield from self._history().check(vendor, ticket_records(table))
-            return (yield from allocate_rows(self.label, name, count, step, offset, max_value, above))
-
-        return steps
-
-    def _raise_steps(self, row: TicketRow) -> Callable[[str, str], Steps[TicketRow]]:
-        def steps(vendor: str, table: str) -> Steps[TicketRow]:
-            stored = yield from raise_rows(row)
-            # the counter is above every id in use now: the present history is the one to keep
-            yield from self._history().adopt(vendor, ticket_records(table))
-            return stored
-
-        return steps
-
-    def allocate(
-        self, name: str, count: int, step: int, offset: int, max_value: int, above: int | None = None
-    ) -> tuple[int, int]:
-        return self._with_rows(self._allocate_steps(name, count, step, offset, max_value, above))
-
-    def read(self, name: str) -> TicketRow | None:
-        return self._with_rows(lambda vendor, table: _read(name))
-
-    def create(self, row: TicketRow) -> None:
-        self._with_rows(lambda vendor, table: call("create", row))
-
-    def raise_to(self, row: TicketRow) -> TicketRow:
-        return self._with_rows(self._raise_steps(row))
-
-    # awaitable twins: the same steps, on the loop where the store has an asynchronous driver
-
-    async def aallocate(
-        self, name: str, count: int, step: int, offset: int, max_value: int, above: int | None = None
-    ) -> tuple[int, int]:
-        return await self._awith_rows(self._allocate_steps(name, count, step, offset, max_value, above))
-
-    async def aread(self, name: str) -> TicketRow | None:
-        return await self._awith_rows(lambda vendor, table: _read(name))
-
-    async def acreate(self, row: TicketRow) -> None:
-        await self._awith_rows(lambda vendor, table: call("create", row))
-
-
-def _read(name: str) -> Steps[TicketRow | None]:
-    found: TicketRow | None = yield Call("read", (name,))
-    return found
-
-
-def raise_rows(row: TicketRow) -> Steps[TicketRow]:
-    """:meth:`TicketStore.raise_to` for a SQL store."""
-    yield Call("create", (row,))
-    yield Call("raise_next", (row,))
-    stored = yield from _read(row.name)
-    if stored is None:  # deleted again between the statements
-        raise AllocationError(f"sequence {row.name!r} vanished while it was being repaired")
-    return stored
-
-
 def vanished(name: str, label: str) -> AllocationError:
     """The error for a sequence whose stored counter disappeared after this process checked it."""
     return AllocationError(
@@ -369,37 +236,6 @@ def regressed(name: str, label: str, next_value: int, above: int) -> CounterRegr
         "was left where it is. Move it above the largest id in use (`seqid ticket repair`); this process "
         "refuses until then"
     )
-
-
-def allocate_rows(
-    label: str,
-    name: str,
-    count: int,
-    step: int,
-    offset: int,
-    max_value: int,
-    above: int | None = None,
-) -> Steps[tuple[int, int]]:
-    """:meth:`TicketStore.allocate` for a SQL store, from its :class:`TicketRows` statements.
-
-    The fast path is one ``UPDATE`` (one round trip).  Only when it matches no row does this
-    read the row to tell a new name (create it, then retry) from a counter that went back below
-    ``above`` (refuse, the counter unmoved) from a contradicting step/offset (refuse) from too few
-    values left (shrink the reservation, or refuse when none is left).  A missing row is refused,
-    never created: a counter started over would repeat every id it handed out.
-    """
-    limit = last_value_limit(max_value, step)
-    lowest_start = -BIGINT_MAX - 1 if above is None else above + 1
-    for _ in range(4):  # shrink, retry: more rounds mean someone keeps changing the row
-        highest_start = limit - (count - 1) * step  # the last value reserved must be <= limit
-        new_next: int | None = yield Call("advance", (name, count * step, step, offset, lowest_start, highest_start))
-        if new_next is not None:
-            return new_next - count * step, count
-        row = yield from _read(name)
-        if row is None:
-            raise vanished(name, label)
-        count = grantable(row, label, count, step, offset, limit, above)
-    raise AllocationError(f"sequence {name!r} on {label} changed under every attempt to reserve values")
 
 
 def grantable(row: TicketRow, label: str, count: int, step: int, offset: int, limit: int, above: int | None) -> int:

@@ -4,7 +4,7 @@ Django hands every thread one connection per alias, and that is the connection a
 ``transaction.atomic()`` block runs on.  Reserving values there would hold the ticket row's lock
 until the view commits, serialising every writer; so this store opens a *second* connection
 for the alias (``connections.create_connection``), in autocommit, shared by the process's
-threads under a lock.  The SQL is the same as the SQLAlchemy store's, as text per vendor.
+threads under a lock.  The SQL is the SQLAlchemy store's: :mod:`.ticket_sql` and :mod:`.lease_sql`.
 
 The table is the ``seqid_orm.django`` app's migration (add ``"seqid_orm.django"`` to
 ``INSTALLED_APPS`` and run ``migrate``); it has the shape of the SQLAlchemy/Alembic one, so
@@ -23,28 +23,17 @@ from django.db import DatabaseError, IntegrityError, InterfaceError, Operational
 
 from ...errors import BackendUnavailableError, InvalidArgumentError
 from . import lease_sql
-from .base import LEASE_TABLE, TICKET_TABLE, SQLTicketStore, TicketRow, is_conflict
-from .history import HISTORY_NAME
+from .base import LEASE_TABLE, TICKET_TABLE, TicketRow, is_conflict
 from .steps import Steps, drive
+from .ticket_sql import SQLTicketStore, TicketSQL, ticket_sql
+from .ticket_sql import rows as ticket_sql_rows
 
 _T = TypeVar("_T")
 
 __all__ = ["DjangoExecutor", "DjangoLeaseStore", "DjangoTicketStore"]
 
-_RETURNING = "UPDATE {t} SET next_value = next_value + %s WHERE {cond} RETURNING next_value"
-_ADVANCE = {
-    "postgresql": _RETURNING,
-    "sqlite": _RETURNING,
-    "mysql": "UPDATE {t} SET next_value = LAST_INSERT_ID(next_value + %s) WHERE {cond}",
-    "microsoft": "UPDATE {t} SET next_value = next_value + %s OUTPUT inserted.next_value WHERE {cond}",
-}
-_CONDITION = "name = %s AND step = %s AND value_offset = %s AND next_value >= %s AND next_value <= %s"
-_INSERT = "INSERT INTO {t} (name, next_value, step, value_offset) VALUES (%s, %s, %s, %s)"
-_INSERT_IF_ABSENT = {
-    "postgresql": _INSERT + " ON CONFLICT (name) DO NOTHING",
-    "sqlite": _INSERT + " ON CONFLICT (name) DO NOTHING",
-    "mysql": _INSERT + " ON DUPLICATE KEY UPDATE name = name",
-}
+#: The vendors whose ticket statements Django can run (Oracle's needs an out bind: SQLAlchemy only).
+_TICKET_VENDORS = ("postgresql", "sqlite", "mysql", "microsoft")
 
 # Connections inherited from a parent process: never closed nor collected here (closing would
 # end the parent's session on the shared socket).
@@ -97,13 +86,20 @@ class DjangoTicketStore(SQLTicketStore):
         self.table_name = table_name
         self.label = f"Django database {alias!r}"
 
-    def _with_rows(self, steps_of: Callable[[str, str], Steps[_T]]) -> _T:
+    def _sql(self, conn: Any) -> TicketSQL:
+        if conn.vendor not in _TICKET_VENDORS:
+            raise InvalidArgumentError(
+                f"ticket sequences through Django support PostgreSQL, MySQL/MariaDB, SQLite and SQL Server, "
+                f"not {conn.vendor!r}; give TicketField a SQLAlchemy or Redis url= instead"
+            )
+        return ticket_sql(conn.vendor, conn.ops.quote_name(self.table_name))
+
+    def _with_rows(self, steps_of: Callable[[TicketSQL], Steps[_T]]) -> _T:
         with self._own.lock:
             for attempt in (1, 2):
                 conn = self._own.get()
                 try:
-                    rows = _Rows(self, conn)
-                    return drive(steps_of(rows.vendor, rows.table), rows)
+                    return drive(steps_of(self._sql(conn)), DjangoExecutor(conn))
                 except (OperationalError, InterfaceError) as exc:
                     # the server dropped this long-lived connection (wait_timeout, restart): once
                     # more on a fresh one; values the lost statement reserved are only a gap
@@ -119,13 +115,7 @@ class DjangoTicketStore(SQLTicketStore):
             conn = self._own.get()
             if self.table_name not in conn.introspection.table_names():
                 return []
-            with conn.cursor() as cursor:
-                cursor.execute(
-                    f"SELECT name, next_value, step, value_offset FROM {conn.ops.quote_name(self.table_name)} "
-                    "WHERE name <> %s ORDER BY name",
-                    [HISTORY_NAME],
-                )
-                return [TicketRow(*r) for r in cursor.fetchall()]
+            return drive(ticket_sql_rows(self._sql(conn)), DjangoExecutor(conn))
 
     def after_fork(self) -> None:
         self._own.after_fork()
@@ -133,60 +123,6 @@ class DjangoTicketStore(SQLTicketStore):
     def close(self) -> None:
         with self._own.lock:
             self._own.discard()
-
-
-class _Rows:
-    def __init__(self, store: DjangoTicketStore, conn: Any) -> None:
-        self.conn = conn
-        self.vendor = conn.vendor
-        self.table = conn.ops.quote_name(store.table_name)
-        if self.vendor not in _ADVANCE:
-            raise InvalidArgumentError(
-                f"ticket sequences through Django support PostgreSQL, MySQL/MariaDB, SQLite and SQL Server, "
-                f"not {self.vendor!r}; give TicketField a SQLAlchemy or Redis url= instead"
-            )
-
-    def fetch(self, sql: str, params: dict[str, object]) -> list[tuple[Any, ...]]:
-        return DjangoExecutor(self.conn).fetch(sql, params)
-
-    def run(self, sql: str, params: dict[str, object]) -> int:
-        return DjangoExecutor(self.conn).run(sql, params)
-
-    def advance(
-        self, name: str, delta: int, step: int, offset: int, lowest_start: int, highest_start: int
-    ) -> int | None:
-        sql = _ADVANCE[self.vendor].format(t=self.table, cond=_CONDITION)
-        with self.conn.cursor() as cursor:
-            cursor.execute(sql, [delta, name, step, offset, lowest_start, highest_start])
-            if self.vendor == "mysql":
-                # LAST_INSERT_ID(expr) comes back in this statement's OK packet, on this connection
-                return int(cursor.lastrowid) if cursor.rowcount else None
-            row = cursor.fetchone()
-            return None if row is None else int(row[0])
-
-    def read(self, name: str) -> TicketRow | None:
-        with self.conn.cursor() as cursor:
-            cursor.execute(f"SELECT name, next_value, step, value_offset FROM {self.table} WHERE name = %s", [name])
-            row = cursor.fetchone()
-        return None if row is None else TicketRow(*row)
-
-    def create(self, row: TicketRow) -> None:
-        params = [row.name, row.next_value, row.step, row.offset]
-        sql = _INSERT_IF_ABSENT.get(self.vendor)
-        with self.conn.cursor() as cursor:
-            if sql is not None:
-                cursor.execute(sql.format(t=self.table), params)
-                return
-            with contextlib.suppress(IntegrityError):  # created by another client meanwhile
-                cursor.execute(_INSERT.format(t=self.table), params)
-
-    def raise_next(self, row: TicketRow) -> None:
-        with self.conn.cursor() as cursor:
-            cursor.execute(
-                f"UPDATE {self.table} SET next_value = %s WHERE name = %s AND step = %s AND value_offset = %s "
-                "AND next_value < %s",
-                [row.next_value, row.name, row.step, row.offset, row.next_value],
-            )
 
 
 class DjangoLeaseStore(lease_sql.SQLLeaseStore):
@@ -269,3 +205,11 @@ class DjangoExecutor:
             if is_conflict(exc):
                 return 0  # another node (Galera) or transaction took this worker id first
             raise
+
+    def run_last_id(self, sql: str, params: dict[str, object]) -> tuple[int, int | None]:
+        """Run ``sql`` (MySQL's ``LAST_INSERT_ID(expr)``): the rows it changed and the value it set,
+        from the statement's own OK packet, on this connection."""
+        with self.conn.cursor() as cursor:
+            cursor.execute(*self._positional(sql, params))
+            changed = int(cursor.rowcount)
+            return (changed, int(cursor.lastrowid)) if changed else (0, None)

@@ -1,19 +1,12 @@
-"""Ticket server on a SQL database, through SQLAlchemy (PostgreSQL, MariaDB/MySQL, SQLite; SQL
-Server and Oracle by the same Core statements, compiled by their dialects).
+"""Ticket server and worker-id leases on a SQL database, through SQLAlchemy (PostgreSQL,
+MariaDB/MySQL, SQLite; SQL Server and Oracle by the same statements, compiled only).
 
 Each reservation is one statement on this store's *own* engine, in autocommit: it never joins a
 caller's transaction, so a business transaction that drew ids and is still open holds no lock
 on the ticket row (the warning in the comments on Flickr's ticket servers: a row lock held until
-the business commit serialises every writer).  The atomic idiom is the engine's own:
-
-* PostgreSQL, SQLite 3.35+: ``UPDATE ... RETURNING next_value``;
-* SQL Server: ``UPDATE ... OUTPUT inserted.next_value``; Oracle: ``RETURNING ... INTO``;
-* MariaDB/MySQL (no ``UPDATE ... RETURNING``): ``SET next_value = LAST_INSERT_ID(next_value + n)``,
-  whose value comes back in the same statement's OK packet (the cursor's ``lastrowid``), read on
-  the same connection, so no other session's value can be seen.
-
-A new name is created with an insert-if-absent (``ON CONFLICT DO NOTHING``, ``ON DUPLICATE KEY
-UPDATE name = name``) that hands out nothing; values come only from the ``UPDATE``.
+the business commit serialises every writer).  The statements, per vendor, are
+:mod:`.ticket_sql`'s and :mod:`.lease_sql`'s, shared with the Django store; this module brings
+the connections, the deadlines and the error translation.
 """
 
 from __future__ import annotations
@@ -39,22 +32,21 @@ from .base import (
     TICKET_TABLE,
     TOKEN_LENGTH,
     LeaseRow,
-    SQLTicketStore,
     TicketRow,
     hide_password,
     is_conflict,
     split_state_loss_option,
 )
 from .deadline import watch
-from .history import HISTORY_NAME
 from .steps import PerLoop, Steps, adrive, drive
+from .ticket_sql import SQLTicketStore, TicketSQL, ticket_sql
+from .ticket_sql import rows as ticket_sql_rows
 
 __all__ = [
     "ColumnFloor",
     "SQLAlchemyExecutor",
     "SQLAlchemyLeaseStore",
     "SQLAlchemyTicketStore",
-    "advance_statement",
     "create_engine_for",
     "lease_columns",
     "lease_table",
@@ -103,53 +95,6 @@ def lease_columns() -> list[sa.Column[Any]]:
         sa.Column("expires_at", sa.BigInteger, nullable=False),
         sa.Column("last_timestamp", sa.BigInteger, nullable=False),
     ]
-
-
-def _is_mysql(dialect: sa.engine.Dialect) -> bool:
-    return dialect.name in ("mysql", "mariadb")
-
-
-def advance_statement(table: sa.Table, dialect: sa.engine.Dialect) -> sa.Update:
-    """The conditional ``UPDATE`` that reserves values, in the idiom ``dialect`` needs.
-
-    Bind parameters: ``seq_name``, ``delta``, ``seq_step``, ``seq_offset``, ``lowest_start``,
-    ``highest_start`` (column names are reserved for the SET clause).
-    """
-    c = table.c
-    new_value = c.next_value + sa.bindparam("delta", type_=sa.BigInteger)
-    stmt = sa.update(table).where(
-        c.name == sa.bindparam("seq_name"),
-        c.step == sa.bindparam("seq_step", type_=sa.BigInteger),
-        c.value_offset == sa.bindparam("seq_offset", type_=sa.BigInteger),
-        c.next_value >= sa.bindparam("lowest_start", type_=sa.BigInteger),
-        c.next_value <= sa.bindparam("highest_start", type_=sa.BigInteger),
-    )
-    if _is_mysql(dialect):
-        return stmt.values(next_value=sa.func.last_insert_id(new_value, type_=sa.BigInteger))
-    if not dialect.update_returning:
-        raise InvalidArgumentError(
-            f"{dialect.name} {'.'.join(map(str, getattr(dialect, 'server_version_info', None) or ()))} cannot "
-            "return an updated value in the same statement (SQLite needs 3.35+); no atomic ticket allocation"
-        )
-    return stmt.values(next_value=new_value).returning(c.next_value)
-
-
-def _insert_if_absent(table: sa.Table, dialect: sa.engine.Dialect, row: TicketRow) -> sa.Executable | None:
-    values = {"name": row.name, "next_value": row.next_value, "step": row.step, "value_offset": row.offset}
-    if dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as pg_insert
-
-        return pg_insert(table).values(values).on_conflict_do_nothing(index_elements=["name"])
-    if dialect.name == "sqlite":
-        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-
-        return sqlite_insert(table).values(values).on_conflict_do_nothing(index_elements=["name"])
-    if _is_mysql(dialect):
-        from sqlalchemy.dialects.mysql import insert as mysql_insert
-
-        stmt = mysql_insert(table).values(values)
-        return stmt.on_duplicate_key_update(name=stmt.inserted.name)
-    return None  # elsewhere: a plain INSERT, a duplicate-key error meaning "already there"
 
 
 _DEFAULT_TIMEOUT = 5.0
@@ -457,24 +402,23 @@ class SQLAlchemyTicketStore(_OwnEngineStore, SQLTicketStore):
         super().__init__(
             target, ticket_table(sa.MetaData(), table_name), create_table, connect_timeout, accept_state_loss, timeout
         )
-        self._advance: sa.Update | None = None
 
     # --- TicketStore ---------------------------------------------------------------------
 
-    def _with_rows(self, steps_of: Callable[[str, str], Steps[_T]]) -> _T:
-        def run(conn: Connection) -> _T:
-            rows = _Rows(self, conn)
-            return drive(steps_of(rows.vendor, rows.table), rows)
+    def _sql(self, conn: Connection | AsyncConnection) -> TicketSQL:
+        """The ticket statements for ``conn``'s database, on this store's table."""
+        self._check_returning(conn.dialect)
+        return ticket_sql(conn.dialect.name, _quoted(conn, self.table))
 
-        return self._on_connection(run)
+    def _with_rows(self, steps_of: Callable[[TicketSQL], Steps[_T]]) -> _T:
+        return self._on_connection(lambda conn: drive(steps_of(self._sql(conn)), SQLAlchemyExecutor(conn)))
 
-    async def _awith_rows(self, steps_of: Callable[[str, str], Steps[_T]]) -> _T:
+    async def _awith_rows(self, steps_of: Callable[[TicketSQL], Steps[_T]]) -> _T:
         if not self.native_async:
             return await super()._awith_rows(steps_of)
 
         async def run(conn: AsyncConnection) -> _T:
-            rows = _OnLoop(conn, lambda sync_conn: _Rows(self, sync_conn))
-            return await adrive(steps_of(rows.vendor, _quoted(conn, self.table)), rows)
+            return await adrive(steps_of(self._sql(conn)), _OnLoop(conn))
 
         return await self._aon_connection(run)
 
@@ -483,85 +427,21 @@ class SQLAlchemyTicketStore(_OwnEngineStore, SQLTicketStore):
             with self.engine.connect() as conn:
                 if not sa.inspect(conn).has_table(self.table.name):
                     return []
-                c = self.table.c
-                query = sa.select(c.name, c.next_value, c.step, c.value_offset).where(c.name != HISTORY_NAME)
-                return [TicketRow(*r) for r in conn.execute(query.order_by(c.name))]
+                return drive(ticket_sql_rows(self._sql(conn)), SQLAlchemyExecutor(conn))
         except sa.exc.DBAPIError as exc:
             raise self.unavailable(exc) from exc
 
     # --- internals -----------------------------------------------------------------------
 
-    def _first_use(self, conn: Connection) -> None:
-        self._advance = advance_statement(self.table, conn.dialect)
-
-    def advance(self, conn: Connection, params: dict[str, Any]) -> int | None:
-        assert self._advance is not None
-        result = conn.execute(self._advance, params)
-        if _is_mysql(conn.dialect):
-            if result.rowcount == 0:
-                return None
-            value = result.lastrowid  # LAST_INSERT_ID(expr), from this statement's OK packet
-            if not value:  # a driver that does not pass it on: ask on the same connection
-                value = conn.execute(sa.text("SELECT LAST_INSERT_ID()")).scalar_one()
-            return int(value)
-        found = result.scalar_one_or_none()
-        return None if found is None else int(found)
-
-    def insert_if_absent(self, conn: Connection, row: TicketRow) -> None:
-        stmt = _insert_if_absent(self.table, conn.dialect, row)
-        if stmt is not None:
-            conn.execute(stmt)
-            return
-        values = {"name": row.name, "next_value": row.next_value, "step": row.step, "value_offset": row.offset}
-        with contextlib.suppress(sa.exc.IntegrityError):  # created by another client meanwhile
-            conn.execute(sa.insert(self.table).values(values))
-
-
-class _Rows:
-    """:class:`~seqid_orm.allocation.stores.base.TicketRows` on one checked-out connection."""
-
-    def __init__(self, store: SQLAlchemyTicketStore, conn: Connection) -> None:
-        self.store = store
-        self.conn = conn
-        self.vendor = conn.dialect.name
-        self.table = _quoted(conn, store.table)
-
-    def fetch(self, sql: str, params: dict[str, object]) -> list[tuple[Any, ...]]:
-        return SQLAlchemyExecutor(self.conn).fetch(sql, params)
-
-    def run(self, sql: str, params: dict[str, object]) -> int:
-        return SQLAlchemyExecutor(self.conn).run(sql, params)
-
-    def advance(
-        self, name: str, delta: int, step: int, offset: int, lowest_start: int, highest_start: int
-    ) -> int | None:
-        params = {
-            "seq_name": name,
-            "delta": delta,
-            "seq_step": step,
-            "seq_offset": offset,
-            "lowest_start": lowest_start,
-            "highest_start": highest_start,
-        }
-        return self.store.advance(self.conn, params)
-
-    def read(self, name: str) -> TicketRow | None:
-        c = self.store.table.c
-        found = self.conn.execute(
-            sa.select(c.name, c.next_value, c.step, c.value_offset).where(c.name == name)
-        ).one_or_none()
-        return None if found is None else TicketRow(*found)
-
-    def create(self, row: TicketRow) -> None:
-        self.store.insert_if_absent(self.conn, row)
-
-    def raise_next(self, row: TicketRow) -> None:
-        c = self.store.table.c
-        self.conn.execute(
-            sa.update(self.store.table)
-            .where(c.name == row.name, c.step == row.step, c.value_offset == row.offset, c.next_value < row.next_value)
-            .values(next_value=row.next_value)
-        )
+    @staticmethod
+    def _check_returning(dialect: sa.engine.Dialect) -> None:
+        """Refuse a database that cannot return what its ``UPDATE`` wrote (SQLite before 3.35)."""
+        if dialect.name == "sqlite" and not dialect.update_returning:
+            version = ".".join(map(str, getattr(dialect, "server_version_info", None) or ()))
+            raise InvalidArgumentError(
+                f"SQLite {version} cannot return an updated value in the same statement (SQLite needs 3.35+); "
+                "no atomic ticket allocation"
+            )
 
 
 class SQLAlchemyLeaseStore(_OwnEngineStore, lease_sql.SQLLeaseStore):
@@ -603,7 +483,7 @@ class SQLAlchemyLeaseStore(_OwnEngineStore, lease_sql.SQLLeaseStore):
 
         async def run(conn: AsyncConnection) -> Any:
             sql = lease_sql.lease_sql(conn.dialect.name, _quoted(conn, self.table))
-            return await adrive(steps_of(sql), _OnLoop(conn, SQLAlchemyExecutor))
+            return await adrive(steps_of(sql), _OnLoop(conn))
 
         return await self._aon_connection(run)
 
@@ -627,17 +507,15 @@ def _quoted(conn: Connection | AsyncConnection, table: sa.Table) -> str:
 
 
 class _OnLoop:
-    """The I/O of :class:`_Rows` (or an executor) on an ``AsyncConnection``: each statement runs in
-    SQLAlchemy's asyncio bridge (``run_sync``), awaited on the loop through the asynchronous
-    driver, by the very code the synchronous store runs."""
+    """:class:`SQLAlchemyExecutor` on an ``AsyncConnection``: each statement runs in SQLAlchemy's
+    asyncio bridge (``run_sync``), awaited on the loop through the asynchronous driver, by the very
+    code the synchronous store runs."""
 
-    def __init__(self, conn: AsyncConnection, make: Callable[[Connection], Any]) -> None:
+    def __init__(self, conn: AsyncConnection) -> None:
         self.conn = conn
-        self.make = make
-        self.vendor = conn.dialect.name
 
     async def _on(self, method: str, *args: Any) -> Any:
-        return await self.conn.run_sync(lambda sync_conn: getattr(self.make(sync_conn), method)(*args))
+        return await self.conn.run_sync(lambda sync_conn: getattr(SQLAlchemyExecutor(sync_conn), method)(*args))
 
     async def fetch(self, sql: str, params: dict[str, object]) -> list[tuple[Any, ...]]:
         found: list[tuple[Any, ...]] = await self._on("fetch", sql, params)
@@ -646,19 +524,12 @@ class _OnLoop:
     async def run(self, sql: str, params: dict[str, object]) -> int:
         return int(await self._on("run", sql, params))
 
-    async def advance(self, *args: Any) -> int | None:
-        found: int | None = await self._on("advance", *args)
+    async def run_last_id(self, sql: str, params: dict[str, object]) -> tuple[int, int | None]:
+        found: tuple[int, int | None] = await self._on("run_last_id", sql, params)
         return found
 
-    async def read(self, name: str) -> TicketRow | None:
-        found: TicketRow | None = await self._on("read", name)
-        return found
-
-    async def create(self, row: TicketRow) -> None:
-        await self._on("create", row)
-
-    async def raise_next(self, row: TicketRow) -> None:
-        await self._on("raise_next", row)
+    async def run_returning_into(self, sql: str, params: dict[str, object], out: str) -> Any:
+        return await self._on("run_returning_into", sql, params, out)
 
 
 _FLOOR_TIMEOUT = 30.0  # seconds a worker thread waits for a floor's query on its engine's loop
@@ -762,3 +633,21 @@ class SQLAlchemyExecutor:
             if is_conflict(exc):
                 return 0  # another node (Galera) or transaction took this worker id first
             raise
+
+    def run_last_id(self, sql: str, params: dict[str, object]) -> tuple[int, int | None]:
+        """Run ``sql`` (MySQL's ``LAST_INSERT_ID(expr)``): the rows it changed and the value it set,
+        from the statement's own OK packet (``lastrowid``), else asked on the same connection."""
+        result = self.conn.execute(sa.text(sql), params)
+        if not result.rowcount:
+            return 0, None
+        value = result.lastrowid
+        if not value:  # a driver that does not pass it on
+            value = self.conn.execute(sa.text("SELECT LAST_INSERT_ID()")).scalar_one()
+        return int(result.rowcount), int(value)
+
+    def run_returning_into(self, sql: str, params: dict[str, object], out: str) -> Any:
+        """Run ``sql`` with ``:out`` an out bind (Oracle's ``RETURNING ... INTO``): its value, or
+        ``None`` where no row matched."""
+        stmt = sa.text(sql).bindparams(sa.bindparam(out, isoutparam=True, type_=sa.BigInteger))
+        result: Any = self.conn.execute(stmt, params)  # out_parameters: a CursorResult of an out-bind dialect
+        return result.out_parameters.get(out) if result.rowcount else None

@@ -37,7 +37,6 @@ a new cluster (``etcdctl snapshot restore`` makes a new cluster id) starts that 
 from __future__ import annotations
 
 import base64
-import contextlib
 import secrets
 import threading
 import time
@@ -64,6 +63,7 @@ from .base import (
     last_value_limit,
     vanished,
 )
+from .steps import Call, Steps, drive
 
 try:
     from etcd3gw import exceptions as etcd_errors
@@ -271,16 +271,6 @@ class _Cluster:
                 )
             self._revision = revision
 
-    def range(self, key: str) -> dict[str, Any] | None:
-        """The key's record (linearizable), or ``None``."""
-        kvs = self.call("/kv/range", {"key": _b64(key)}).get("kvs") or []
-        return kvs[0] if kvs else None
-
-    def range_prefix(self, start: str) -> list[dict[str, Any]]:
-        """Every key that starts with ``start`` (one linearizable read)."""
-        end = start[:-1] + chr(ord(start[-1]) + 1)
-        return self.call("/kv/range", {"key": _b64(start), "range_end": _b64(end)}).get("kvs") or []
-
     def after_fork(self) -> None:
         # requests' pooled sockets are the parent's: new sessions, with the same TLS files and token
         for client in self._clients:
@@ -310,7 +300,45 @@ class _Cluster:
             client.session.close()
 
 
-class EtcdTicketStore:
+class _Steps:
+    """What the etcd stores share: the cluster's calls as :mod:`.steps` (each store's decisions are
+    step functions, run by :func:`~.steps.drive` on its :class:`_Cluster`, and fed scripted replies
+    in ``tests/core/test_etcd_steps.py``), and the cluster id the replies carry."""
+
+    cluster_id = ""
+    """The id of the cluster that answered last (a snapshot restored starts a new one)."""
+
+    def _post(self, path: str, body: dict[str, Any]) -> Steps[dict[str, Any]]:
+        reply: dict[str, Any] = yield Call("call", (path, body))
+        # a streamed reply (a lease keep-alive) carries its header inside "result"
+        header = reply.get("header") or (reply.get("result") or {}).get("header") or {}
+        if header.get("cluster_id"):
+            self.cluster_id = str(header["cluster_id"])
+        return reply
+
+    def _range(self, key: str) -> Steps[dict[str, Any] | None]:
+        """The key's record (linearizable), or ``None``."""
+        kvs = (yield from self._post("/kv/range", {"key": _b64(key)})).get("kvs") or []
+        return kvs[0] if kvs else None
+
+    def _range_prefix(self, start: str) -> Steps[list[dict[str, Any]]]:
+        """Every key that starts with ``start`` (one linearizable read)."""
+        end = start[:-1] + chr(ord(start[-1]) + 1)
+        found: list[dict[str, Any]] = (
+            yield from self._post("/kv/range", {"key": _b64(start), "range_end": _b64(end)})
+        ).get("kvs") or []
+        return found
+
+    def _txn(
+        self, compare: list[dict[str, Any]], success: list[dict[str, Any]], failure: list[dict[str, Any]] | None = None
+    ) -> Steps[dict[str, Any]]:
+        body: dict[str, Any] = {"compare": compare, "success": success}
+        if failure:
+            body["failure"] = failure
+        return (yield from self._post("/kv/txn", body))
+
+
+class EtcdTicketStore(_Steps):
     """A ticket server on an etcd cluster: see the module docstring.  ``target``: an ``etcd://`` URL.
 
     ``timeout`` bounds every call (:class:`~seqid_orm.errors.StoreTimeoutError` past it), members
@@ -324,25 +352,26 @@ class EtcdTicketStore:
         self.timeout = timeout
         self._cached: dict[str, tuple[TicketRow, int]] = {}  # name -> (row, its mod_revision)
 
-    def _call(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        return self._cluster.call(path, body)
-
     def _key(self, name: str) -> str:
         return f"{self.prefix}/tickets/{name}"
-
-    def _range(self, key: str) -> dict[str, Any] | None:
-        return self._cluster.range(key)
 
     # --- the TicketStore protocol --------------------------------------------------------
 
     def allocate(
         self, name: str, count: int, step: int, offset: int, max_value: int, above: int | None = None
     ) -> tuple[int, int]:
+        return drive(self.allocate_steps(name, count, step, offset, max_value, above), self._cluster)
+
+    def allocate_steps(
+        self, name: str, count: int, step: int, offset: int, max_value: int, above: int | None = None
+    ) -> Steps[tuple[int, int]]:
+        """:meth:`allocate` as steps: one transaction on the counter's ``mod_revision`` while this
+        store wins (its last write's revision cached), the counter as it is now on a lost race."""
         key = self._key(name)
         limit = last_value_limit(max_value, step)
         cached = self._cached.get(name)
         if cached is None:
-            kv = self._range(key)
+            kv = yield from self._range(key)
             if kv is None:
                 raise vanished(name, self.label)
             self._check_cluster(name, kv)
@@ -351,13 +380,10 @@ class EtcdTicketStore:
             row, revision = cached
             granted = grantable(row, self.label, count, step, offset, limit, above)
             moved = TicketRow(name, row.next_value + granted * step, step, offset)
-            reply = self._call(
-                "/kv/txn",
-                {
-                    "compare": [{"key": _b64(key), "result": "EQUAL", "target": "MOD", "mod_revision": revision}],
-                    "success": [{"request_put": {"key": _b64(key), "value": _value(moved, self._cluster.cluster_id)}}],
-                    "failure": [{"request_range": {"key": _b64(key)}}],
-                },
+            reply = yield from self._txn(
+                [{"key": _b64(key), "result": "EQUAL", "target": "MOD", "mod_revision": revision}],
+                [{"request_put": {"key": _b64(key), "value": _value(moved, self.cluster_id)}}],
+                [{"request_range": {"key": _b64(key)}}],
             )
             if reply.get("succeeded"):
                 self._cached[name] = (moved, int(reply["header"]["revision"]))
@@ -377,38 +403,40 @@ class EtcdTicketStore:
         snapshot restore`` makes a new cluster id) holds counters as old as the snapshot, and a process
         started since has no revision of its own to see it by."""
         written = _cluster_of(kv)
-        if written and self._cluster.cluster_id and written != self._cluster.cluster_id:
+        if written and self.cluster_id and written != self.cluster_id:
             raise StoreHistoryError(
                 f"sequence {name!r} on etcd {self.label} was last written on cluster {written}, and cluster "
-                f"{self._cluster.cluster_id} answers now: a snapshot was restored into a new cluster, and its counter "
+                f"{self.cluster_id} answers now: a snapshot was restored into a new cluster, and its counter "
                 "may be older than ids in use. Move it above the largest id in use with `seqid ticket repair` "
                 "(TicketSequence.repair()), which records this cluster"
             )
 
     def read(self, name: str) -> TicketRow | None:
-        kv = self._range(self._key(check_name(name)))
+        kv = drive(self._range(self._key(check_name(name))), self._cluster)
         return None if kv is None else _row(name, kv)
 
     def create(self, row: TicketRow) -> None:
         key = _b64(self._key(row.name))
-        self._call(
-            "/kv/txn",
-            {
-                "compare": [{"key": key, "result": "EQUAL", "target": "CREATE", "create_revision": "0"}],
-                "success": [{"request_put": {"key": key, "value": _value(row, self._cluster.cluster_id)}}],
-            },
+        created = self._txn(
+            [{"key": key, "result": "EQUAL", "target": "CREATE", "create_revision": "0"}],
+            [{"request_put": {"key": key, "value": _value(row, self.cluster_id)}}],
         )
+        drive(created, self._cluster)
 
     def raise_to(self, row: TicketRow) -> TicketRow:
+        return drive(self.raise_steps(row), self._cluster)
+
+    def raise_steps(self, row: TicketRow) -> Steps[TicketRow]:
+        """:meth:`raise_to` as steps: the counter raised (never lowered) and this cluster recorded."""
         key = _b64(self._key(row.name))
         for _ in range(_RACES):
-            kv = self._range(self._key(row.name))
+            kv = yield from self._range(self._key(row.name))
             if kv is None:
                 compare = {"key": key, "result": "EQUAL", "target": "CREATE", "create_revision": "0"}
                 stored = row
             else:
                 stored = _row(row.name, kv)
-                same_cluster = _cluster_of(kv) == self._cluster.cluster_id
+                same_cluster = _cluster_of(kv) == self.cluster_id
                 if (stored.step, stored.offset) != (row.step, row.offset) or (
                     stored.next_value >= row.next_value and same_cluster
                 ):
@@ -416,12 +444,8 @@ class EtcdTicketStore:
                 # raised (never lowered), and this cluster recorded: a repair after a restore
                 stored = TicketRow(row.name, max(row.next_value, stored.next_value), row.step, row.offset)
                 compare = {"key": key, "result": "EQUAL", "target": "MOD", "mod_revision": kv["mod_revision"]}
-            reply = self._call(
-                "/kv/txn",
-                {
-                    "compare": [compare],
-                    "success": [{"request_put": {"key": key, "value": _value(stored, self._cluster.cluster_id)}}],
-                },
+            reply = yield from self._txn(
+                [compare], [{"request_put": {"key": key, "value": _value(stored, self.cluster_id)}}]
             )
             if reply.get("succeeded"):
                 self._cached.pop(row.name, None)
@@ -430,7 +454,7 @@ class EtcdTicketStore:
 
     def rows(self) -> list[TicketRow]:
         start = f"{self.prefix}/tickets/"
-        kvs = self._cluster.range_prefix(start)
+        kvs = drive(self._range_prefix(start), self._cluster)
         return sorted((_row(_text(kv["key"])[len(start) :], kv) for kv in kvs), key=lambda r: r.name)
 
     def after_fork(self) -> None:
@@ -453,11 +477,12 @@ def _seconds(ms: int) -> int:
     return max(1, -(-ms // 1000))
 
 
-class EtcdLeaseStore:
+class EtcdLeaseStore(_Steps):
     """Worker-id leases on an etcd cluster: see the module docstring.  ``target``: an ``etcd://`` URL.
 
     Implements :class:`~seqid_orm.allocation.stores.base.LeaseStore`; every call is bounded by
-    ``timeout`` as on :class:`EtcdTicketStore`.
+    ``timeout`` as on :class:`EtcdTicketStore`.  Its decisions are steps (``acquire_steps``,
+    ``renew_steps``, ``release_steps``).
     """
 
     def __init__(self, target: str, *, connect_timeout: float = 5.0, timeout: float = 5.0) -> None:
@@ -470,75 +495,78 @@ class EtcdLeaseStore:
     def _ns(self, namespace: str) -> str:
         return f"{self.prefix}/leases/{namespace}/"
 
-    def _txn(
-        self, compare: list[dict[str, Any]], success: list[dict[str, Any]], failure: list[dict[str, Any]] | None = None
-    ) -> dict[str, Any]:
-        body: dict[str, Any] = {"compare": compare, "success": success}
-        if failure:
-            body["failure"] = failure
-        return self._cluster.call("/kv/txn", body)
+    def _grant(self, ttl_ms: int) -> Steps[str]:
+        return str((yield from self._post("/lease/grant", {"TTL": _seconds(ttl_ms), "ID": 0}))["ID"])
 
-    def _grant(self, ttl_ms: int) -> str:
-        return str(self._cluster.call("/lease/grant", {"TTL": _seconds(ttl_ms), "ID": 0})["ID"])
+    def _revoke(self, lease: str) -> Steps[None]:
+        try:
+            yield from self._post("/kv/lease/revoke", {"ID": lease})
+        except Exception:  # expired already, or the cluster is away: it expires by itself
+            return
 
-    def _revoke(self, lease: str) -> None:
-        with contextlib.suppress(Exception):  # expired already, or the cluster is away: it expires by itself
-            self._cluster.call("/kv/lease/revoke", {"ID": lease})
-
-    def _left_ms(self, lease: str) -> int:
+    def _left_ms(self, lease: str) -> Steps[int]:
         """At most what is left of an etcd lease by the leader's clock (0 once it has ended).  etcd
         counts whole seconds, rounded down (and leaves out a 0): the upper bound, never the lower."""
-        reply = self._cluster.call("/kv/lease/timetolive", {"ID": lease})
+        reply = yield from self._post("/kv/lease/timetolive", {"ID": lease})
         ttl = int(reply.get("TTL", 0))
         if ttl < 0:
             return 0
         return min(ttl + 1, int(reply.get("grantedTTL", ttl + 1))) * 1000
 
     def acquire(self, namespace: str, token: str, max_workers: int, ttl_ms: int, quarantine_ms: int) -> Grant | None:
+        return drive(self.acquire_steps(namespace, token, max_workers, ttl_ms, quarantine_ms), self._cluster)
+
+    def acquire_steps(
+        self, namespace: str, token: str, max_workers: int, ttl_ms: int, quarantine_ms: int
+    ) -> Steps[Grant | None]:
+        """:meth:`acquire` as steps: an etcd lease granted, the namespace started where it is new (or
+        from another cluster), a worker id taken in one transaction (read again on a lost race)."""
         ns = self._ns(namespace)
-        lease = self._grant(ttl_ms)
+        lease = yield from self._grant(ttl_ms)
         try:
             for _ in range(_RACES):
-                found = {_text(kv["key"])[len(ns) :]: kv for kv in self._cluster.range_prefix(ns)}
+                found = {_text(kv["key"])[len(ns) :]: kv for kv in (yield from self._range_prefix(ns))}
                 meta = found.get("meta")
-                if meta is None or _text(meta["value"]) != self._cluster.cluster_id:
+                if meta is None or _text(meta["value"]) != self.cluster_id:
                     # a new namespace, or one a restored snapshot brought into a new cluster: every
                     # grant waits ttl + tolerance from now (a holder the cluster forgot may still stamp)
-                    self._start_namespace(ns, meta, quarantine_ms)
+                    yield from self._start_namespace(ns, meta, quarantine_ms)
                     continue
                 young = found.get("young")
-                fresh = self._left_ms(young["lease"]) if young is not None and young.get("lease") else 0
+                fresh = (yield from self._left_ms(young["lease"])) if young is not None and young.get("lease") else 0
                 high = int(_text(found["high"]["value"])) if "high" in found else -1
-                grant = self._take(ns, found, token, lease, max_workers, high, ttl_ms, quarantine_ms, fresh)
+                grant = yield from self._take(ns, found, token, lease, max_workers, high, ttl_ms, quarantine_ms, fresh)
                 if grant is None:
                     continue  # lost a race: read again
                 if grant.worker_id < 0:
-                    self._revoke(lease)
+                    yield from self._revoke(lease)
                     return None
                 with self._lock:
                     self._held[(namespace, grant.worker_id, token)] = lease
                 return grant
-        except BaseException:
-            self._revoke(lease)
+        except GeneratorExit:  # dropped unfinished: no more steps can run (the lease expires by itself)
             raise
-        self._revoke(lease)
+        except BaseException:
+            yield from self._revoke(lease)
+            raise
+        yield from self._revoke(lease)
         raise AllocationError(f"lease namespace {namespace!r} on {self.label} changed under {_RACES} attempts")
 
-    def _start_namespace(self, ns: str, meta: dict[str, Any] | None, quarantine_ms: int) -> None:
-        young = self._grant(quarantine_ms)
+    def _start_namespace(self, ns: str, meta: dict[str, Any] | None, quarantine_ms: int) -> Steps[None]:
+        young = yield from self._grant(quarantine_ms)
         compare = (
             {"key": _b64(ns + "meta"), "result": "EQUAL", "target": "CREATE", "create_revision": "0"}
             if meta is None
             else {"key": _b64(ns + "meta"), "result": "EQUAL", "target": "MOD", "mod_revision": meta["mod_revision"]}
         )
         put = [
-            {"request_put": {"key": _b64(ns + "meta"), "value": _b64(self._cluster.cluster_id)}},
+            {"request_put": {"key": _b64(ns + "meta"), "value": _b64(self.cluster_id)}},
             {"request_put": {"key": _b64(ns + "young"), "value": _b64("1"), "lease": young}},
         ]
         if meta is None:
             put.append({"request_put": {"key": _b64(ns + "high"), "value": _b64("-1")}})
-        if not self._txn([compare], put).get("succeeded"):
-            self._revoke(young)  # another process started it first
+        if not (yield from self._txn([compare], put)).get("succeeded"):
+            yield from self._revoke(young)  # another process started it first
 
     def _take(
         self,
@@ -551,14 +579,14 @@ class EtcdLeaseStore:
         ttl_ms: int,
         quarantine_ms: int,
         fresh: int,
-    ) -> Grant | None:
+    ) -> Steps[Grant | None]:
         """One attempt: a ``Grant``, ``None`` after a lost race, or worker id -1 when all are held.
         Never-used worker ids first (no previous holder to wait for), lowest first."""
         holder = {"value": _b64(token), "lease": lease}
         if high + 1 < max_workers:
             wid = high + 1
             seen = found.get("high")
-            reply = self._txn(
+            reply = yield from self._txn(
                 [
                     {"key": _b64(ns + "high"), "result": "EQUAL", "target": "CREATE", "create_revision": "0"}
                     if seen is None
@@ -589,7 +617,7 @@ class EtcdLeaseStore:
             put = [{"request_put": {"key": _b64(f"{ns}w/{wid}"), **holder}}]
             if mark is None:  # its record is gone (deleted by hand): a holder may be out there
                 put.append({"request_put": {"key": _b64(f"{ns}m/{wid}"), "value": _b64(_mark_text(0))}})
-            reply = self._txn(
+            reply = yield from self._txn(
                 [
                     {"key": _b64(f"{ns}w/{wid}"), "result": "EQUAL", "target": "CREATE", "create_revision": "0"},
                     mark_compare,
@@ -605,16 +633,20 @@ class EtcdLeaseStore:
         return Grant(-1, 0)
 
     def renew(self, namespace: str, worker_id: int, token: str, ttl_ms: int, mark_ms: int) -> bool:
+        return drive(self.renew_steps(namespace, worker_id, token, ttl_ms, mark_ms), self._cluster)
+
+    def renew_steps(self, namespace: str, worker_id: int, token: str, ttl_ms: int, mark_ms: int) -> Steps[bool]:
+        """:meth:`renew` as steps: the etcd lease kept alive, then the mark raised while the key is ours."""
         with self._lock:
             lease = self._held.get((namespace, worker_id, token))
         if lease is None:
             return False
-        reply = self._cluster.call("/lease/keepalive", {"ID": lease})
+        reply = yield from self._post("/lease/keepalive", {"ID": lease})
         if int(reply.get("result", reply).get("TTL", 0)) <= 0:
             return False  # the etcd lease ended: the worker id is free for others now
         ns = self._ns(namespace)
         holder = {"key": _b64(f"{ns}w/{worker_id}"), "result": "EQUAL", "target": "VALUE", "value": _b64(token)}
-        reply = self._txn(
+        reply = yield from self._txn(
             [
                 holder,
                 {
@@ -634,10 +666,14 @@ class EtcdLeaseStore:
         return bool(kvs) and _text(kvs[0].get("value", "")) == token
 
     def release(self, namespace: str, worker_id: int, token: str, mark_ms: int) -> None:
+        drive(self.release_steps(namespace, worker_id, token, mark_ms), self._cluster)
+
+    def release_steps(self, namespace: str, worker_id: int, token: str, mark_ms: int) -> Steps[None]:
+        """:meth:`release` as steps: the key deleted and the mark left, where the key is still ours."""
         with self._lock:
             lease = self._held.pop((namespace, worker_id, token), None)
         ns = self._ns(namespace)
-        self._txn(
+        yield from self._txn(
             [{"key": _b64(f"{ns}w/{worker_id}"), "result": "EQUAL", "target": "VALUE", "value": _b64(token)}],
             [
                 {"request_delete_range": {"key": _b64(f"{ns}w/{worker_id}")}},
@@ -645,14 +681,14 @@ class EtcdLeaseStore:
             ],
         )
         if lease is not None:
-            self._revoke(lease)
+            yield from self._revoke(lease)
 
     def leases(self, namespace: str) -> list[LeaseRow]:
         ns = self._ns(namespace)
-        found = {_text(kv["key"])[len(ns) :]: kv for kv in self._cluster.range_prefix(ns)}
+        found = {_text(kv["key"])[len(ns) :]: kv for kv in drive(self._range_prefix(ns), self._cluster)}
         marks = {int(k[2:]): int(_text(kv["value"])) for k, kv in found.items() if k.startswith("m/")}
         held = {
-            int(k[2:]): self._left_ms(kv["lease"]) if kv.get("lease") else 0
+            int(k[2:]): drive(self._left_ms(kv["lease"]), self._cluster) if kv.get("lease") else 0
             for k, kv in found.items()
             if k.startswith("w/")
         }
@@ -664,7 +700,9 @@ class EtcdLeaseStore:
 
     def namespaces(self) -> list[str]:
         root = f"{self.prefix}/leases/"
-        return sorted({_text(kv["key"])[len(root) :].split("/", 1)[0] for kv in self._cluster.range_prefix(root)})
+        return sorted(
+            {_text(kv["key"])[len(root) :].split("/", 1)[0] for kv in drive(self._range_prefix(root), self._cluster)}
+        )
 
     def after_fork(self) -> None:
         self._cluster.after_fork()

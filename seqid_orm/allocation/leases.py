@@ -544,7 +544,7 @@ class WorkerLease:
         raise refused
 
     def _not_ready(self, fence: float | None) -> WorkerIdNotReadyError:
-        if fence is None:
+        if fence is None or fence <= self._monotonic():  # unknown, or over with the grant's last steps under way
             return WorkerIdNotReadyError(
                 f"no worker id was leased in namespace {self.namespace!r} on {self.store.label} within "
                 f"timeout={self._timeout:g} s; the grant under way goes on in the background"

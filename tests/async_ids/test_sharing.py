@@ -39,7 +39,9 @@ def test_tasks_taking_a_leased_snowflakes_first_id_at_once_share_one_grant(serve
     """Before: 4 of 4 runs froze the loop on PostgreSQL and SQLite (a lock held across the table
     check's greenlet switch), and each task leased a worker id of its own (50 of 50)."""
     namespace = f"first-{secrets.token_hex(4)}"
-    lease = WorkerLease(server, namespace, ttl=3.0, clock_tolerance=0.3)  # renewals that survive a busy machine
+    # a ttl whose renewals survive a busy machine, and a timeout that lets the lazy first ids wait out
+    # the 3.3 s cold start there (the deadline's refusal is tests/leases/test_first_id_deadline.py's)
+    lease = WorkerLease(server, namespace, ttl=3.0, clock_tolerance=0.3, timeout=15.0)
     gen = Snowflake(worker_id=lease)
     grants = _count_grants(lease)
 
@@ -83,7 +85,7 @@ def _count_grants(lease: WorkerLease) -> list[int]:
 
 def test_a_thread_and_tasks_asking_together_share_one_grant(pg_engine):
     namespace = f"first-{secrets.token_hex(4)}"
-    lease = WorkerLease(POSTGRES_URL, namespace, ttl=3.0, clock_tolerance=0.3)
+    lease = WorkerLease(POSTGRES_URL, namespace, ttl=3.0, clock_tolerance=0.3, timeout=15.0)
     gen = Snowflake(worker_id=lease)
     grants = _count_grants(lease)
     from_thread: list[int] = []

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import os
 import secrets
+import sys
+import threading
+import time
+import traceback
 from collections.abc import Iterator
 
 import pytest
@@ -78,6 +82,54 @@ def _shared_state(item: pytest.Item) -> bool:
     (signal 11 in a DESCRIBE, in ha_maria::drop_table) with four workers creating, describing and
     dropping tables on it at once."""
     return "mysql" in server_marks(item) or getattr(item.module, "__name__", "") in _SHARED_STATE_MODULES
+
+
+_TIMER = pytest.StashKey[threading.Timer]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_timeout_set_timer(item: pytest.Item, settings: object) -> bool | None:
+    """pytest-timeout's thread method, with its report where an xdist worker's output is seen: a
+    hung test (a frozen event loop included) prints every thread's stack to the real stderr and
+    ends its worker, which xdist reports as the test's failure and replaces, so the run goes on.
+    (pytest-timeout's own thread method writes to the worker's terminal writer, whose output an
+    xdist worker does not show: a frozen test failed with no stack.)  Other methods: its own."""
+    seconds = getattr(settings, "timeout", 0) or 0
+    if getattr(settings, "method", None) != "thread" or seconds <= 0:
+        return None
+    timer = threading.Timer(seconds, _report_and_exit, (item, seconds))
+    timer.name = "seqid-test-timeout"
+    timer.daemon = True
+    timer.start()
+    item.stash[_TIMER] = timer
+    return True
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_timeout_cancel_timer(item: pytest.Item) -> bool | None:
+    timer = item.stash.get(_TIMER, None)
+    if timer is None:
+        return None
+    timer.cancel()
+    del item.stash[_TIMER]
+    return True
+
+
+def _report_and_exit(item: pytest.Item, seconds: float) -> None:
+    capman = item.config.pluginmanager.getplugin("capturemanager")
+    if capman is not None:
+        capman.suspend_global_capture(in_=True)  # the real stderr again, not the test's capture
+    names = {t.ident: t.name for t in threading.enumerate()}
+    lines = [f"\n{'+' * 30} Timeout: {item.nodeid} ran past {seconds:g} s {'+' * 30}\n"]
+    for ident, frame in sys._current_frames().items():
+        if ident == threading.get_ident():
+            continue
+        lines.append(f"--- thread {names.get(ident, ident)} ---\n")
+        lines.extend(traceback.format_stack(frame))
+    sys.stderr.write("".join(lines))
+    sys.stderr.flush()
+    time.sleep(0.2)  # let the controller read it before the worker goes
+    os._exit(1)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -7,13 +7,14 @@ test_sqlalchemy_orm.py and tests/django/test_fields.py.
 
 from __future__ import annotations
 
-import ctypes
 import datetime as dt
+import json
 import math
 import mmap
 import os
 import pathlib
 import re
+import subprocess
 import sys
 import threading
 import uuid
@@ -42,6 +43,7 @@ from seqid_orm.ids.comb import _MS_LIMIT, _MS_MAX, CombGenerator, decode_comb
 from seqid_orm.ids.randomness import POOL, RandomPool
 from seqid_orm.ids.text import check_text_id, decode_base32, decode_bsv
 
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 needs_fork = pytest.mark.skipif(not hasattr(os, "fork") or sys.platform != "linux", reason="libc fork() on Linux")
 
 RFC_V7_VECTOR = uuid.UUID("017f22e2-79b0-7cc3-98c4-dc0c0c07398f")  # RFC 9562 appendix A.6
@@ -50,61 +52,36 @@ RFC_V7_VECTOR = uuid.UUID("017f22e2-79b0-7cc3-98c4-dc0c0c07398f")  # RFC 9562 ap
 # --- 1. fork() made in C, without Python's at-fork hooks ---------------------------------
 
 
-# pytest-timeout's signal method in this module, not the suite's thread method: its timer thread
-# would be a Python thread alive at the libc forks below, which such children must not have
-pytestmark = pytest.mark.timeout(300, method="signal")
-
-
-def _raw_fork_children(make_ids, children: int = 4, per_child: int = 200) -> list[list[str]]:
-    """Fork ``children`` processes with libc's fork() (no os.register_at_fork hooks run, as in
-    uWSGI's prefork) right after the parent drew an id; collect what each child made."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.fork.restype = ctypes.c_int
-    make_ids(1)  # the master drew one id: its state and random buffer are now warm
-    pipes, pids = [], []
-    for _ in range(children):
-        r, w = os.pipe()
-        pid = libc.fork()
-        if pid == 0:  # the child: no Python fork hooks have run
-            try:
-                os.close(r)
-                payload = "\n".join(map(str, make_ids(per_child))).encode()
-                view = memoryview(payload)
-                while view:
-                    view = view[os.write(w, view) :]
-            finally:
-                os._exit(0)
-        os.close(w)
-        pipes.append(r)
-        pids.append(pid)
-    out = []
-    for r, pid in zip(pipes, pids, strict=True):
-        chunks = []
-        while chunk := os.read(r, 65536):
-            chunks.append(chunk)
-        os.close(r)
-        _, status = os.waitpid(pid, 0)
-        assert os.waitstatus_to_exitcode(status) == 0
-        out.append(b"".join(chunks).decode().split("\n"))
-    return out
+def _raw_fork_children(kind: str, arg: str = "", children: int = 4, per_child: int = 200) -> dict:
+    """Children of a C-level fork of a parent set up as ``kind`` (tests/core/raw_fork.py), run in a
+    fresh interpreter with no other Python thread, which such a fork needs; what they made, and
+    what the parent saw after."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.core.raw_fork", kind, arg, str(children), str(per_child)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout)
 
 
 @needs_fork
 @pytest.mark.parametrize("layout", list(Layout))
 def test_children_of_a_c_level_fork_never_share_ids(layout):
-    gen = CombGenerator(layout)
     for _ in range(5):  # several rounds: the clock may or may not tick between fork and first id
-        made = _raw_fork_children(lambda n: [gen() for _ in range(n)])
+        made = _raw_fork_children("comb", layout.value)["children"]
         flat = [i for child in made for i in child]
         assert len(flat) == 4 * 200 and len(set(flat)) == len(flat)
 
 
 @needs_fork
 def test_children_of_a_c_level_fork_do_not_share_batches_or_the_module_generators():
-    made = _raw_fork_children(lambda n: [*comb_batch(n // 2), *(seqid_orm.uuid7() for _ in range(n // 2))])
+    made = _raw_fork_children("batches")["children"]
     flat = [i for child in made for i in child]
     assert len(set(flat)) == len(flat)
-    made = _raw_fork_children(lambda n: [seqid_orm.bsv() for _ in range(n)])
+    made = _raw_fork_children("bsv")["children"]
     flat = [i for child in made for i in child]
     assert len(set(flat)) == len(flat)
 
@@ -115,34 +92,22 @@ def test_the_fork_mark_is_a_page_the_kernel_wipes_and_reads_zero_in_a_c_level_ch
     check (``if not MARK[0]``) sees the fork before any Python hook could run."""
     assert isinstance(randomness.MARK, mmap.mmap), "MADV_WIPEONFORK refused here: the getpid fallback is in use"
     assert randomness.MARK[0] == 1
-    seen = _raw_fork_children(
-        lambda n: [str(randomness.MARK[0])] + [str(seqid_orm.uuid7()) for _ in range(n - 1)], 2, 3
-    )
-    assert [child[0] for child in seen] == ["0", "0"]  # wiped in the child, before its first id
-    assert randomness.MARK[0] == 1  # the parent's page is untouched
+    seen = _raw_fork_children("mark", "", 2, 3)
+    assert [child[0] for child in seen["children"]] == ["0", "0"]  # wiped in the child, before its first id
+    assert seen["after"] == 1  # the parent's page is untouched
 
 
 @needs_fork
 def test_the_pid_mark_fallback_notices_a_c_level_fork():
-    mark = randomness._PidMark()
-    assert mark[0] == 1
-    seen = _raw_fork_children(lambda n: [str(mark[0])] * n, 2, 1)
-    assert seen == [["0"], ["0"]]
+    assert randomness._PidMark()[0] == 1
+    seen = _raw_fork_children("pidmark", "", 2, 1)
+    assert seen == {"children": [["0"], ["0"]], "after": 1}
 
 
 @needs_fork
 def test_a_snowflake_refuses_to_run_in_a_child_of_a_c_level_fork():
-    gen = Snowflake(worker_id=3)
-
-    def make(n: int) -> list[str]:
-        try:
-            return [str(gen.next_id()) for _ in range(n)]
-        except seqid_orm.errors.ForkedGeneratorError:
-            return ["refused"]
-
-    made = _raw_fork_children(make)
-    assert made == [["refused"]] * 4
-    assert gen.next_id() > 0  # the parent goes on
+    made = _raw_fork_children("snowflake")
+    assert made == {"children": [["refused"]] * 4, "after": True}  # the parent goes on
 
 
 # --- 2. the random pool under concurrent use ----------------------------------------------

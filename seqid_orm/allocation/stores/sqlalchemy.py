@@ -1,11 +1,10 @@
 """Ticket server and worker-id leases on a SQL database, through SQLAlchemy (PostgreSQL,
 MariaDB/MySQL, SQLite; SQL Server and Oracle by the same statements, compiled only).
 
-Each call runs on this store's *own* engine and never joins a caller's transaction, so a business
-transaction that drew ids and is still open holds no lock on the ticket row (the warning in the
-comments on Flickr's ticket servers: a row lock held until the business commit serialises every
-writer): in autocommit, or on PostgreSQL in a short transaction of its own that carries its
-time-outs (:func:`pg_transaction`).  The statements, per vendor, are
+Each reservation is one statement on this store's *own* engine, in autocommit: it never joins a
+caller's transaction, so a business transaction that drew ids and is still open holds no lock
+on the ticket row (the warning in the comments on Flickr's ticket servers: a row lock held until
+the business commit serialises every writer).  The statements, per vendor, are
 :mod:`.ticket_sql`'s and :mod:`.lease_sql`'s, shared with the Django store; this module brings
 the connections, the deadlines and the error translation.
 """

@@ -106,52 +106,14 @@ def create_engine_for(url: str, connect_timeout: float = _DEFAULT_TIMEOUT, timeo
     never shares a connection or a transaction with the application.  No pre-ping: a reservation
     on a connection the server dropped is retried once on a fresh one instead (one round trip, not two).
 
-    PostgreSQL's time-outs are not here: each call sets them in its own transaction
-    (:func:`pg_transaction`), which a pooler in transaction mode keeps.  Driver options in the URL's
-    query reach the driver with their types (:func:`_typed_query`).
+    PostgreSQL's ``statement_timeout`` is set *above* the deadline, never below: cancelling a
+    commit that waits for a synchronous standby makes PostgreSQL report it committed, with only a
+    warning, though the standby may lack it.  The deadline (:mod:`.deadline`) closes the
+    connection instead, so the block is never used.
     """
-    parsed, typed = _typed_query(sa.make_url(url))
-    connect_args = {**_connect_args(parsed, connect_timeout, timeout), **typed}
+    parsed = sa.make_url(url)
+    connect_args = _connect_args(parsed, connect_timeout, timeout)
     return sa.create_engine(parsed, isolation_level="AUTOCOMMIT", pool_size=2, connect_args=connect_args)
-
-
-#: psycopg 3's connection options that a URL's query gives as text, and their types.  SQLAlchemy
-#: passes a query's values to the driver as strings, and psycopg takes ``prepare_threshold="None"``
-#: for a number: every statement then failed with a ``TypeError``.
-_PSYCOPG_TYPED = {"prepare_threshold"}
-
-
-def _typed_query(url: sa.URL) -> tuple[sa.URL, dict[str, Any]]:
-    """``url`` without the driver options that must not stay text, and those options typed."""
-    if url.get_backend_name() != "postgresql" or url.get_driver_name() not in ("psycopg", "psycopg_async"):
-        return url, {}
-    typed: dict[str, Any] = {}
-    for name in _PSYCOPG_TYPED & set(url.query):
-        raw = url.query[name]
-        text = raw if isinstance(raw, str) else raw[-1]
-        if text.strip().lower() in ("none", "null", ""):
-            typed[name] = None
-        elif text.strip().isdigit():
-            typed[name] = int(text)
-        else:
-            raise InvalidArgumentError(f"{name} in the URL must be a whole number or None, got {text!r}")
-    return url.difference_update_query(typed), typed
-
-
-def pg_transaction(left: float, timeout: float) -> str:
-    """What a store call on PostgreSQL sends first: a transaction of its own with its time-outs as
-    ``SET LOCAL``, which hold for that transaction only.  Not libpq's ``options`` startup parameter:
-    PgBouncer refuses it (``unsupported startup parameter: options``), and where configured to
-    ignore it the time-outs were silently lost; a session ``SET`` would outlive the call on a
-    pooled server connection that other clients then use.  ``lock_timeout`` is what is left of the
-    deadline (a reservation waiting on a locked row gives up on the server too, instead of
-    staying there and burning a block when the lock goes); ``statement_timeout`` is *above* the
-    deadline, never below: cancelling a commit that waits for a synchronous standby makes
-    PostgreSQL report it committed, with only a warning, though the standby may lack it.  The
-    deadline (:mod:`.deadline`) closes the connection instead, so the block is never used."""
-    lock_ms = max(1, math.ceil(left * 1000))
-    statement_ms = max(1, math.ceil(2 * timeout * 1000))
-    return f"BEGIN; SET LOCAL lock_timeout = {lock_ms}; SET LOCAL statement_timeout = {statement_ms}"
 
 
 # The asynchronous twin of a synchronous driver, where one exists and is installed: psycopg 3 is
@@ -187,8 +149,7 @@ def create_async_engine_for(url: sa.URL, connect_timeout: float, timeout: float)
     instead cost 6.0 ms a reservation against 0.7 ms pooled (PostgreSQL here, psycopg)."""
     from sqlalchemy.ext.asyncio import create_async_engine
 
-    url, typed = _typed_query(url)
-    connect_args = {**_connect_args(url, connect_timeout, timeout), **typed}
+    connect_args = _connect_args(url, connect_timeout, timeout)
     return create_async_engine(url, isolation_level="AUTOCOMMIT", pool_size=2, connect_args=connect_args)
 
 
@@ -196,12 +157,11 @@ def _connect_args(url: sa.URL, connect_timeout: float, timeout: float) -> dict[s
     """The driver's own time-outs and session settings for a store's connections (sync or async driver)."""
     backend, driver = url.get_backend_name(), url.get_driver_name()
     connect_args: dict[str, Any] = {}
+    ms = max(1, math.ceil(timeout * 1000))
     if backend == "postgresql" and driver in ("psycopg", "psycopg2", "psycopg_async"):
         connect_args["connect_timeout"] = max(2, math.ceil(connect_timeout))  # libpq's minimum is 2 s
-        if driver != "psycopg2":
-            # no server-side prepared statements on seqid's connections: behind a pooler in
-            # transaction mode, one client's statement was bound on another's server connection
-            connect_args["prepare_threshold"] = None
+        if "options" not in url.query:
+            connect_args["options"] = f"-c lock_timeout={ms} -c statement_timeout={2 * ms}"
     elif backend in ("mysql", "mariadb") and driver in ("pymysql", "mysqldb", "aiomysql"):
         connect_args["connect_timeout"] = max(1, math.ceil(connect_timeout))
         if driver != "aiomysql":  # which has no read time-out: the store's asyncio deadline bounds a read
@@ -266,7 +226,6 @@ class _OwnEngineStore:
             self._connect_timeout = min(connect_timeout, timeout)
         self.accept_state_loss = accept_state_loss
         self._sqlite = self.engine.dialect.name == "sqlite"
-        self._postgres = self.engine.dialect.name == "postgresql"
         self.table = table
         self._create_table = create_table
         self._ready = False
@@ -325,18 +284,7 @@ class _OwnEngineStore:
                         if self._sqlite:
                             conn.exec_driver_sql(self._busy_wait(left))
                         self.prepare(conn)
-                        if not self._postgres:
-                            return fn(conn)
-                        conn.exec_driver_sql(pg_transaction(left, self.timeout))
-                        try:
-                            done = fn(conn)
-                        except BaseException:
-                            if alarm is None or not alarm.fired:
-                                with contextlib.suppress(Exception):
-                                    conn.exec_driver_sql("ROLLBACK")  # a refused call leaves nothing
-                            raise
-                        conn.exec_driver_sql("COMMIT")
-                        return done
+                        return fn(conn)
                     except Exception:
                         if alarm is not None and alarm.fired:
                             conn.invalidate()  # its socket is shut: never back into the pool
@@ -361,11 +309,8 @@ class _OwnEngineStore:
         return f"PRAGMA busy_timeout = {max(1, int(left * 1000))}"
 
     def _still_locked(self, exc: sa.exc.DBAPIError) -> bool:
-        """Whether the database gave up waiting for another connection's lock at the deadline:
-        SQLite's busy wait, PostgreSQL's ``lock_timeout`` (SQLSTATE 55P03, ``lock_not_available``)."""
-        if self._sqlite:
-            return "database is locked" in str(exc.orig)
-        return self._postgres and getattr(exc.orig, "sqlstate", getattr(exc.orig, "pgcode", None)) == "55P03"
+        """Whether SQLite gave up waiting for another connection's lock (at the deadline)."""
+        return self._sqlite and "database is locked" in str(exc.orig)
 
     @property
     def native_async(self) -> bool:
@@ -405,18 +350,7 @@ class _OwnEngineStore:
                     if self._sqlite:
                         await conn.exec_driver_sql(self._busy_wait(left))
                     await conn.run_sync(self.prepare)
-                    if not self._postgres:
-                        return await fn(conn)
-                    await conn.exec_driver_sql(pg_transaction(left, self.timeout))
-                    try:
-                        done = await fn(conn)
-                    except Exception:
-                        if alarm is None or not alarm.fired:
-                            with contextlib.suppress(Exception):
-                                await conn.exec_driver_sql("ROLLBACK")  # a refused call leaves nothing
-                        raise
-                    await conn.exec_driver_sql("COMMIT")
-                    return done
+                    return await fn(conn)
                 except Exception:
                     if alarm is not None and alarm.fired:
                         await conn.invalidate()  # its socket is shut: never back into the pool

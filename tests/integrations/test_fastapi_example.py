@@ -149,8 +149,32 @@ def test_the_example_under_several_worker_processes_repeats_no_order_id(pg_engin
                     assert server.poll() is None and time.monotonic() < deadline, "uvicorn did not start"
                     time.sleep(0.2)
 
+        decode = Snowflake(worker_id=0).decode
+
+        def worker_of(order_id: int) -> tuple[int, int]:
+            part = decode(order_id)
+            return part.datacenter_id, part.worker_id
+
+        # Every request on a connection of its own, so that each lands on whichever worker accepts
+        # it: with keep-alive, eight connections opened while only one worker had started stay on
+        # that worker for the whole run (a CI run saw every order from one worker id). And the load
+        # starts once a second worker has answered: on a busy machine the others start late.
+        fresh = {"Connection": "close"}
+        seen: set[tuple[int, int]] = set()
+        warm_ids: list[int] = []
+        with httpx.Client(base_url=base, timeout=10, headers=fresh) as client:
+            deadline = time.monotonic() + 60
+            while len(seen) < 2:
+                assert server.poll() is None and time.monotonic() < deadline, f"only worker ids {seen} answered"
+                reply = client.post("/orders", json={"customer_id": customer, "total_cents": 100})
+                if reply.status_code == 201:
+                    warm_ids.append(int(reply.json()["id"]))
+                    seen.add(worker_of(warm_ids[-1]))
+                else:
+                    time.sleep(0.05)
+
         def post_orders(until: float) -> None:
-            with httpx.Client(base_url=base, timeout=30) as client:
+            with httpx.Client(base_url=base, timeout=30, headers=fresh) as client:
                 while time.monotonic() < until:
                     reply = client.post("/orders", json={"customer_id": customer, "total_cents": 100})
                     statuses.append(reply.status_code)
@@ -179,7 +203,7 @@ def test_the_example_under_several_worker_processes_repeats_no_order_id(pg_engin
         admin.dispose()
     failed = [s for s in statuses if s != 201]
     assert len(order_ids) > 200 and failed == [], f"{len(failed)} of {len(statuses)} POSTs failed: {failed[:5]}"
-    assert len(set(order_ids)) == len(order_ids) and (rows, distinct) == (len(order_ids), len(order_ids))
-    decode = Snowflake(worker_id=0).decode
-    workers = {(p.datacenter_id, p.worker_id) for p in map(decode, order_ids)}
+    every_id = warm_ids + order_ids
+    assert len(set(every_id)) == len(every_id) and (rows, distinct) == (len(every_id), len(every_id))
+    workers = set(map(worker_of, order_ids))
     assert len(workers) >= 2, f"the orders came from {len(workers)} worker id(s): one process served them all"

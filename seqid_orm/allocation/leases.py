@@ -83,6 +83,12 @@ class _Taken:
     token: str
     bound: int
     sent: float
+    releases: int  # WorkerLease._releases when the grant began: moved, the grant is given back
+
+
+class _Released(LeaseLostError):
+    """:meth:`WorkerLease.release` was called while a grant was under way: it gave its worker id
+    back rather than hold it with no one to use or release it (callers waiting on it get this)."""
 
 
 class _Slice(Exception):
@@ -97,13 +103,18 @@ class _Waits:
     def __init__(self, lease: WorkerLease) -> None:
         self._lease = lease
 
-    def sleep(self, seconds: float) -> None:
-        self._lease._sleep(seconds)
+    def sleep(self, seconds: float, releases: int) -> None:
+        lease = self._lease
+        if lease._sleep is not time.sleep:
+            lease._sleep(seconds)
+            return
+        with lease._released:  # release() ends the wait at once (then the grant gives its id back)
+            lease._released.wait_for(lambda: lease._releases != releases, seconds)
 
-    async def asleep(self, seconds: float) -> None:
+    async def asleep(self, seconds: float, releases: int) -> None:
         sleep = self._lease._sleep
         if sleep is time.sleep:
-            await asyncio.sleep(seconds)
+            await asyncio.sleep(seconds)  # a release() meanwhile is seen after it
         else:
             sleep(seconds)
 
@@ -253,7 +264,7 @@ class WorkerLease:
                 raise ArgumentTypeError(f"{name} must be callable, got {type(fn).__name__}")
         self.max_workers = max_workers
         self._timeout = check_seconds("timeout", timeout, 0.1, 3600.0)
-        self.store = open_lease_store(
+        self.store: LeaseStore = open_lease_store(
             store,
             connect_timeout=connect_timeout,
             create_table=create_table,
@@ -261,6 +272,7 @@ class WorkerLease:
             timeout=timeout,
         )
         # Without a generator's own figure, "now" is the safe high-water mark at release.
+        self._opened_store = self.store is not store  # made here from a URL, an Engine, a client
         self.high_water = high_water or self._wall_ms
         self._on_release = on_release or self.high_water
         self._wall = wall_clock
@@ -339,6 +351,11 @@ class WorkerLease:
         # One grant at a time for the whole process, led by the first caller, however many threads
         # and tasks ask at once: a namespace's cold start costs one worker id and one wait.
         self._grants: Flight[_Taken] = Flight()
+        # release() counts here and wakes a grant's waits: a grant that sees the count move gives its
+        # worker id back (a lease released during its cold start leaves nothing taken or renewing)
+        self._releases = 0
+        self._released = threading.Condition(self._lock)
+        self._grant_thread: threading.Thread | None = None  # a lazy caller's grant (_lead_in_thread)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._state = "idle"  # idle (not taken yet, or released), held, lost (renewal failed)
@@ -510,6 +527,7 @@ class WorkerLease:
 
         worker = threading.Thread(target=lead, name=f"seqid-lease-grant-{self.namespace}", daemon=True)
         self._fence_until = None  # not yet known (a previous grant's is over)
+        self._grant_thread = worker  # release() waits for it
         worker.start()
         # the claim lives and dies with the thread that does the work (from its start: a thread not
         # yet started reads as dead, and a caller meanwhile would abandon the claim and grant again)
@@ -570,26 +588,50 @@ class WorkerLease:
         """Run a grant in this thread for ``claim`` and adopt it."""
         try:
             taken = drive(self._grant(), None)
+            drive(self._settle(taken), None)
         except BaseException as exc:
-            if isinstance(exc, SeqIDError):  # all leased, a clock behind the last holder's mark, a store refused
-                self._refused(exc)
-            self._grants.finish(claim, error=exc)
+            self._grant_failed(claim, exc)
             raise
-        drive(self._settle(taken), None)
         self._grants.finish(claim, taken)
+
+    def _grant_failed(self, claim: Claim[_Taken], exc: BaseException) -> None:
+        # all leased, a clock behind the last holder's mark, a store refused: said once, in the log
+        if isinstance(exc, SeqIDError) and not isinstance(exc, _Released):
+            self._refused(exc)
+        self._grants.finish(claim, error=exc)
 
     def _settle(self, taken: _Taken) -> Steps[None]:
         """Adopt ``taken`` and start renewing it; where a lease is held already (a grant given up for a
-        late one), give ``taken`` back, its mark unused (steps: a thread drives them, a loop awaits)."""
+        late one), give ``taken`` back, its mark unused (steps: a thread drives them, a loop awaits);
+        where the lease was released since the grant began, give it back and raise :class:`_Released`."""
         with self._lock:
-            adopted = self._state != "held"
+            released = self._releases != taken.releases
+            adopted = self._state != "held" and not released
             if adopted:
                 self._adopt(taken)
                 self._start_renewing()
         if not adopted:
-            grant = taken.grant
-            with contextlib.suppress(Exception):  # the store is gone: the lease simply expires there
-                yield Call("release", (self.namespace, grant.worker_id, taken.token, grant.mark_ms), self.store)
+            yield from self._give_back(taken.grant, taken.token)
+        if released:
+            raise self._released_error()
+
+    def _give_back(self, grant: Grant, token: str) -> Steps[None]:
+        """Give a worker id taken but never used back, its mark as the store handed it over."""
+        with contextlib.suppress(Exception):  # the store is gone: the lease simply expires there
+            yield Call("release", (self.namespace, grant.worker_id, token, grant.mark_ms), self.store)
+
+    def _unless_released(self, releases: int, grant: Grant, token: str) -> Steps[None]:
+        """Go on with a grant unless :meth:`release` was called since it began; if it was, give the
+        worker id back and raise :class:`_Released`."""
+        if self._releases != releases:
+            yield from self._give_back(grant, token)
+            raise self._released_error()
+
+    def _released_error(self) -> _Released:
+        return _Released(
+            f"the lease in namespace {self.namespace!r} was released while its grant was under way; "
+            "the worker id went back to the store unused"
+        )
 
     def _refused(self, exc: SeqIDError) -> None:
         telemetry.record_refusal(exc, namespace=self.namespace)
@@ -606,6 +648,7 @@ class WorkerLease:
         them on the store's blocking calls, :meth:`aacquire` awaits them on the loop."""
         self.mark_wait = 0.0
         self._fence_until = None
+        releases = self._releases
         token = new_token()
         quarantine_ms = int((self.ttl + self.clock_tolerance) * 1000)
         sent = self._monotonic()
@@ -620,12 +663,13 @@ class WorkerLease:
         # Leave our own bound before the first id: a holder killed before its first renewal
         # must still leave a mark (the store handed us the previous holder's, which stays if higher).
         bound = max(grant.mark_ms, self._wall_ms() + self.ttl_ms)
+        yield from self._unless_released(releases, grant, token)
         if not (yield Call("renew", (self.namespace, grant.worker_id, token, self.ttl_ms, bound), store)):
             raise LeaseLostError(f"worker id {grant.worker_id} in {self.namespace!r} was taken again at once")
         if grant.wait_ms > 0:
-            sent = yield from self._quarantine(grant, token, sent)
-        sent = yield from self._wait_for_mark(grant.worker_id, token, grant.mark_ms, sent)
-        return _Taken(grant, token, bound, sent)
+            sent = yield from self._quarantine(grant, token, sent, releases)
+        sent = yield from self._wait_for_mark(grant, token, sent, releases)
+        return _Taken(grant, token, bound, sent, releases)
 
     def _adopt(self, taken: _Taken) -> None:
         """Make ``taken`` the lease held (lock held)."""
@@ -655,7 +699,7 @@ class WorkerLease:
             extra=self._extra(worker_id=grant.worker_id, mark_wait=self.mark_wait),
         )
 
-    def _quarantine(self, grant: Grant, token: str, sent: float) -> Steps[float]:
+    def _quarantine(self, grant: Grant, token: str, sent: float, releases: int) -> Steps[float]:
         """Wait ``grant.wait_ms`` before the first id (a takeover, whose record may be older than what
         a live holder confirmed; a store that forgot a live holder), renewing the lease meanwhile;
         the time the last renewal was sent."""
@@ -670,14 +714,16 @@ class WorkerLease:
         began = self._monotonic()
         until = self._fence_until = began + grant.wait_ms / 1000
         while (now := self._monotonic()) < until:
-            yield Call("sleep", (min(self.ttl / 3, until - now),), self._waits)
+            yield Call("sleep", (min(self.ttl / 3, until - now), releases), self._waits)
+            yield from self._unless_released(releases, grant, token)
             sent = yield from self._keep(grant.worker_id, token, sent)
         self.mark_wait += self._monotonic() - began
         return sent
 
-    def _wait_for_mark(self, worker_id: int, token: str, mark_ms: int, sent: float) -> Steps[float]:
+    def _wait_for_mark(self, grant: Grant, token: str, sent: float, releases: int) -> Steps[float]:
         """Make no id until this clock has passed what the previous holder may have used, renewing
         the lease meanwhile (the wait may outlast a ttl); the time the last renewal was sent."""
+        worker_id, mark_ms = grant.worker_id, grant.mark_ms
         if self._wall_ms() > mark_ms:
             return sent
         began = self._monotonic()
@@ -693,7 +739,8 @@ class WorkerLease:
                     f"of worker id {worker_id} in {self.namespace!r} left ({mark_ms} ms); waited "
                     f"{self.clock_tolerance} s (clock_tolerance). Fix this node's clock (NTP) or raise the tolerance"
                 )
-            yield Call("sleep", (min(0.05, (mark_ms - now + 1) / 1000),), self._waits)
+            yield Call("sleep", (min(0.05, (mark_ms - now + 1) / 1000), releases), self._waits)
+            yield from self._unless_released(releases, grant, token)
             sent = yield from self._keep(worker_id, token, sent)
         self.mark_wait += self._monotonic() - began
         return sent
@@ -718,6 +765,9 @@ class WorkerLease:
         used = self._on_release()
         with self._io:  # after a renewal in flight, before any other
             with self._lock:
+                self._releases += 1  # a grant under way gives its worker id back (_unless_released)
+                self._released.notify_all()
+                granting, self._grant_thread = self._grant_thread, None
                 self._stop.set()
                 thread, self._thread = self._thread, None
                 state, self._state = self._state, "idle"
@@ -732,8 +782,17 @@ class WorkerLease:
                     self.store.release(self.namespace, worker_id, token, mark)
                 except Exception as exc:  # the store is gone: the lease simply expires there
                     log.warning("releasing worker id %s in %r failed: %s", worker_id, self.namespace, exc)
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout=5)
+        for ending in (thread, granting):
+            if ending is not None and ending is not threading.current_thread():
+                ending.join(timeout=self._timeout + 5)  # a store round trip under way ends by its timeout
+
+    def close(self) -> None:
+        """:meth:`release`, then close the connections of the store this lease opened from a URL (an
+        Engine or a client passed in stays open: it is the caller's), so that nothing of the lease
+        outlives it: a test database can then be dropped."""
+        self.release()
+        if self._opened_store:
+            self.store.close()
 
     def __enter__(self) -> WorkerLease:
         self.acquire()
@@ -779,12 +838,10 @@ class WorkerLease:
         """Run a grant on the loop for ``claim`` and adopt it (a cancellation ends the claim too)."""
         try:
             taken = await adrive(self._grant(), None)
+            await adrive(self._settle(taken), None)
         except BaseException as exc:
-            if isinstance(exc, SeqIDError):
-                self._refused(exc)
-            self._grants.finish(claim, error=exc)
+            self._grant_failed(claim, exc)
             raise
-        await adrive(self._settle(taken), None)
         self._grants.finish(claim, taken)
 
     async def arelease(self) -> None:
@@ -951,7 +1008,7 @@ on_fork(_after_fork_in_child)
 @atexit.register
 def _release_at_exit() -> None:
     for lease in list(_LIVE):
-        if lease._state != "idle":
+        if lease._state != "idle" or lease._grant_thread is not None:
             lease.release()
 
 

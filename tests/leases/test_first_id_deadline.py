@@ -10,6 +10,7 @@ once the fence has passed the next call stamps at once.  ``acquire()``, ``aprefe
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
 import pytest
@@ -153,3 +154,38 @@ def test_short_asyncio_runs_during_a_cold_start_share_one_grant_that_outlives_th
         assert lease.acquisitions == 1 and len(_holders(lease)) == 1
     finally:
         lease.release()
+
+
+def test_a_lease_released_during_its_cold_start_gives_its_worker_id_back(server, new_namespace):
+    """release() (a Snowflake closed, a test's teardown) while a lazy first id's grant waits out its
+    fence: the grant ends then, not at the fence, and gives its worker id back; nothing adopts and
+    renews it afterwards (before, the grant went on and held the worker id with no one to release it)."""
+    lease = _lease(server, new_namespace)
+    gen = Snowflake(worker_id=lease)
+    with pytest.raises(WorkerIdNotReadyError) as refused:
+        gen.next_id()
+    assert refused.value.safe_in is not None and len(_holders(lease)) == 1  # taken, fenced
+    began = time.monotonic()
+    lease.release()
+    assert time.monotonic() - began < TTL + TOLERANCE - 1.0  # it ended the grant's wait, not the fence
+    grants = [t for t in threading.enumerate() if t.name == f"seqid-lease-grant-{new_namespace}"]
+    assert grants == [] and _holders(lease) == [] and lease.stats().state == "idle"
+    time.sleep(TTL + TOLERANCE)  # past the fence the grant would have ended at
+    assert _holders(lease) == [] and not lease.held
+
+
+def test_an_awaited_grant_released_from_another_thread_ends_with_a_typed_error(server, new_namespace):
+    """aacquire() leading a cold start on a loop, release() from a thread: the awaited grant ends at
+    its next step with LeaseLostError, its worker id given back; the loop was never blocked."""
+    lease = _lease(server, new_namespace)
+
+    async def main() -> None:
+        task = asyncio.create_task(lease.aacquire())
+        while not await asyncio.to_thread(_holders, lease):  # taken, waiting out the fence
+            await asyncio.sleep(0.05)
+        await asyncio.to_thread(lease.release)
+        with pytest.raises(LeaseLostError, match="released while its grant was under way"):
+            await asyncio.wait_for(task, TTL)
+
+    WatchedLoop(main).start().join(60)  # a frozen loop fails here, not the run
+    assert _holders(lease) == [] and not lease.held

@@ -9,6 +9,7 @@ database in ``pre_save``; an id you set yourself is never touched.
 
 from __future__ import annotations
 
+import threading
 import uuid
 import weakref
 from collections.abc import Callable
@@ -251,6 +252,9 @@ def reissue_for_database(instance: models.Model, using: str) -> None:
 # --- Snowflake -------------------------------------------------------------------------
 
 _generators: dict[str, Snowflake] = {}
+# Held while a generator is looked up and built: two threads making the first call at once would
+# otherwise build two generators on one configured worker id, and they could make the same id.
+_generators_lock = threading.Lock()
 
 
 #: What to add to the settings for SnowflakeField (in its errors and checks).
@@ -277,6 +281,11 @@ def settings_snowflake() -> Snowflake:
             f"SnowflakeField needs a worker id, and settings.SEQID has none: {SNOWFLAKE_SETTING}"
         )
     key = repr(sorted((k, repr(v)) for k, v in config.items()))
+    with _generators_lock:
+        return _settings_snowflake(key, config)
+
+
+def _settings_snowflake(key: str, config: dict[str, Any]) -> Snowflake:
     gen = _generators.get(key)
     if gen is not None and (not gen.forked or gen.source is not None):  # a leased one takes its own lease
         return gen
@@ -298,6 +307,26 @@ def settings_snowflake() -> Snowflake:
         gen = Snowflake(**config)
     _generators[key] = gen
     return gen
+
+
+def close_snowflakes() -> None:
+    """Close every leased Snowflake :func:`settings_snowflake` made in this process and forget them.
+
+    Each gives its worker id back (a grant under way included) and closes its lease store's
+    connection, so a test database can then be dropped; the next id leases again.  Call it in a
+    test's teardown after changing ``SEQID``, as :func:`~seqid_orm.django.close_ticket_sequences`
+    for ticket sequences.  A generator on a configured worker id stays: it holds nothing, and a
+    second one on the same worker id could make its ids again within the same millisecond.
+    """
+    leases: list[WorkerLease] = []
+    with _generators_lock:
+        for key, gen in list(_generators.items()):
+            if isinstance(gen.source, WorkerLease):
+                leases.append(gen.source)
+                del _generators[key]
+    for lease in leases:
+        lease.close()
+        lease.store.close()  # built here (a DjangoLeaseStore), not by the lease
 
 
 def snowflake_default() -> int:

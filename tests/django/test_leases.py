@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 import time
 
@@ -10,8 +11,7 @@ from django.core.management import call_command
 from django.db import connection, transaction
 
 from seqid_orm.allocation.leases import WorkerLease
-from seqid_orm.django import settings_snowflake
-from seqid_orm.django.fields import _generators
+from seqid_orm.django import close_snowflakes, settings_snowflake
 from tests.django.testapp.models import Event
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -23,10 +23,7 @@ def leased_settings(settings):
     lease = {"namespace": "dj-events", "using": "default", "ttl": 5, "first_id_waits": True}
     settings.SEQID = {"SNOWFLAKE": {"lease": lease}}
     yield settings
-    for key, gen in list(_generators.items()):
-        if isinstance(gen.source, WorkerLease):
-            gen.close()
-            del _generators[key]
+    close_snowflakes()
 
 
 def test_the_lease_table_comes_from_the_app_migration():
@@ -61,7 +58,7 @@ def test_without_first_id_waits_a_first_id_in_a_cold_start_is_refused_at_once(se
             Event.objects.create(name="cold")
         assert time.monotonic() - began < 3 and Event.objects.count() == before
     finally:
-        _drop_leased_generators()
+        close_snowflakes()
 
 
 def test_a_lease_and_a_worker_id_together_are_refused(settings):
@@ -73,13 +70,6 @@ def test_a_lease_and_a_worker_id_together_are_refused(settings):
     settings.SEQID = {"SNOWFLAKE": {"lease": {"using": "default"}}}
     with pytest.raises(ImproperlyConfigured, match="namespace"):
         settings_snowflake()
-
-
-def _drop_leased_generators() -> None:
-    for key, gen in list(_generators.items()):
-        if isinstance(gen.source, WorkerLease):
-            gen.close()
-            del _generators[key]
 
 
 def test_two_namespaces_filling_one_column_are_refused(settings):
@@ -97,7 +87,7 @@ def test_two_namespaces_filling_one_column_are_refused(settings):
     try:
         settings.SEQID = lease("b")  # the second namespace exists already (its cold start is over)
         settings_snowflake().source.acquire()
-        _drop_leased_generators()
+        close_snowflakes()
         settings.SEQID = lease("a")
         first = [Event.objects.create(name=str(i)) for i in range(3)]
         settings.SEQID = lease("b")
@@ -105,4 +95,61 @@ def test_two_namespaces_filling_one_column_are_refused(settings):
             Event.objects.create(name="b")
         assert sorted(Event.objects.values_list("name", flat=True)) == ["0", "1", "2"]
     finally:
-        _drop_leased_generators()
+        close_snowflakes()
+
+
+def test_a_forked_child_leases_a_worker_id_of_its_own(settings):
+    """gunicorn --preload: a leased generator taken in the parent, ids made in a forked child. The
+    child's generator takes its own worker id over its own connection (before, the inherited
+    Django lease store had no after_fork(), and every id in the child raised AttributeError)."""
+    lease = {"namespace": f"dj-fork-{secrets.token_hex(4)}", "using": "default", "ttl": 1, "clock_tolerance": 0}
+    settings.SEQID = {"SNOWFLAKE": {"lease": {**lease, "first_id_waits": True}}}
+    try:
+        parent = settings_snowflake()
+        parent.source.acquire()
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: report its worker id, or the error, and leave at once
+            code = 1
+            try:
+                child = settings_snowflake()
+                os.write(write, str(child.decode(child.next_id()).worker_id).encode())
+                child.close()
+                code = 0
+            except BaseException as exc:
+                os.write(write, repr(exc).encode()[:500])
+            finally:
+                os._exit(code)
+        os.close(write)
+        _, status = os.waitpid(pid, 0)
+        said = os.read(read, 1000).decode()
+        os.close(read)
+        assert os.waitstatus_to_exitcode(status) == 0, said
+        assert int(said) != parent.source.worker_id
+    finally:
+        close_snowflakes()
+
+
+def test_threads_making_the_first_call_at_once_share_one_generator(settings):
+    """Sixteen threads ask for the settings' generator at once: one is built (two on one worker id
+    could make the same ids; two leases would take two worker ids for one process)."""
+    import threading
+
+    lease = {"namespace": f"dj-first-{secrets.token_hex(4)}", "using": "default"}
+    settings.SEQID = {"SNOWFLAKE": {"lease": lease}}
+    start = threading.Barrier(16)
+    made: list[object] = []
+
+    def first() -> None:
+        start.wait()
+        made.append(settings_snowflake())
+
+    threads = [threading.Thread(target=first) for _ in range(16)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert len(made) == 16 and len({id(g) for g in made}) == 1
+    finally:
+        close_snowflakes()

@@ -175,9 +175,7 @@ def test_a_ticket_field_and_a_leased_snowflake_on_etcd(settings):
     """url= puts a TicketField's sequence on etcd; a lease url puts SnowflakeField's worker id there."""
     import secrets
 
-    from seqid_orm.allocation.leases import WorkerLease
-    from seqid_orm.django import settings_snowflake
-    from seqid_orm.django.fields import _generators
+    from seqid_orm.django import close_snowflakes, settings_snowflake
     from tests.django.testapp.models import Event
     from tests.servers.etcd import EtcdCluster
     from tests.system import need
@@ -195,8 +193,5 @@ def test_a_ticket_field_and_a_leased_snowflake_on_etcd(settings):
             assert {gen.decode(e.id).worker_id for e in events} == {gen.source.worker_id}
             assert [r.worker_id for r in gen.source.store.leases(name) if r.held] == [gen.source.worker_id]
         finally:
-            for key, made in list(_generators.items()):
-                if isinstance(made.source, WorkerLease):
-                    made.close()
-                    del _generators[key]
+            close_snowflakes()
             field.sequence().close()

@@ -17,13 +17,13 @@ import contextlib
 import re
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.db import DatabaseError, IntegrityError, InterfaceError, OperationalError, connections
 
 from ...errors import BackendUnavailableError, InvalidArgumentError
 from . import lease_sql
-from .base import LEASE_TABLE, TICKET_TABLE, TicketRow, is_conflict
+from .base import LEASE_TABLE, TICKET_TABLE, LeaseStore, TicketRow, TicketStore, is_conflict
 from .steps import Steps, drive
 from .ticket_sql import SQLTicketStore, TicketSQL, ticket_sql
 from .ticket_sql import rows as ticket_sql_rows
@@ -152,18 +152,18 @@ class DjangoLeaseStore(lease_sql.SQLLeaseStore):
                     raise _unavailable("lease store", self.label, exc) from exc
         raise AssertionError("unreachable")
 
-
-def _unavailable(what: str, label: str, exc: Exception) -> BackendUnavailableError:
-    """Django's database error as seqid's (each store's one translation): callers fail over on it;
-    anything else that escapes a store call is a bug and surfaces as itself."""
-    return BackendUnavailableError(f"{what} {label}: {type(exc).__name__}: {exc}")
-
     def after_fork(self) -> None:
         self._own.after_fork()
 
     def close(self) -> None:
         with self._own.lock:
             self._own.discard()
+
+
+def _unavailable(what: str, label: str, exc: Exception) -> BackendUnavailableError:
+    """Django's database error as seqid's (each store's one translation): callers fail over on it;
+    anything else that escapes a store call is a bug and surfaces as itself."""
+    return BackendUnavailableError(f"{what} {label}: {type(exc).__name__}: {exc}")
 
 
 _NAMED = re.compile(r":(\w+)")
@@ -213,3 +213,8 @@ class DjangoExecutor:
             cursor.execute(*self._positional(sql, params))
             changed = int(cursor.rowcount)
             return (changed, int(cursor.lastrowid)) if changed else (0, None)
+
+
+if TYPE_CHECKING:  # mypy holds both stores to the protocols the core calls (a lease store once lost close())
+    _ticket_store: type[TicketStore] = DjangoTicketStore
+    _lease_store: type[LeaseStore] = DjangoLeaseStore

@@ -142,6 +142,13 @@ PARTS: dict[str, Part] = {
             for_make_test=True,  # the etcd ticket store's tests are part of make test
         ),
         Part(
+            "pgbouncer",
+            ("pgbouncer",),
+            "the PgBouncer tests (a private pooler in front of PostgreSQL)",
+            _binary("pgbouncer", dirs=("/usr/sbin",)),
+            for_make_test=True,
+        ),
+        Part(
             "openssl",
             ("openssl",),
             "the private CA of the etcd TLS test",

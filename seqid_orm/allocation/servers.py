@@ -133,7 +133,8 @@ class ServerSet:
             raise StoreTimeoutError(
                 f"no ticket server answered for sequence {self.name!r} in time: " + "; ".join(errors)
             )
-        raise BackendUnavailableError(f"no ticket server answered for sequence {self.name!r}: " + "; ".join(errors))
+        # each error says what its server (or its driver) answered: a refusal is not silence
+        raise BackendUnavailableError(f"no ticket server gave sequence {self.name!r} a block: " + "; ".join(errors))
 
     def _taken(self, i: int, segment: Segment) -> Segment:
         """Accept server ``i``'s segment, unless it starts at or below what that server handed out

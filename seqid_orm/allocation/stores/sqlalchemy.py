@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import re
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -106,14 +107,64 @@ def create_engine_for(url: str, connect_timeout: float = _DEFAULT_TIMEOUT, timeo
     never shares a connection or a transaction with the application.  No pre-ping: a reservation
     on a connection the server dropped is retried once on a fresh one instead (one round trip, not two).
 
-    PostgreSQL's ``statement_timeout`` is set *above* the deadline, never below: cancelling a
-    commit that waits for a synchronous standby makes PostgreSQL report it committed, with only a
-    warning, though the standby may lack it.  The deadline (:mod:`.deadline`) closes the
-    connection instead, so the block is never used.
+    PostgreSQL's time-outs are not here: they travel with each statement (:func:`pg_bounds`), which
+    a pooler in transaction mode keeps.  Driver options in the URL's query reach the driver with
+    their types (:func:`_typed_query`).
     """
-    parsed = sa.make_url(url)
-    connect_args = _connect_args(parsed, connect_timeout, timeout)
+    parsed, typed = _typed_query(sa.make_url(url))
+    connect_args = {**_connect_args(parsed, connect_timeout, timeout), **typed}
     return sa.create_engine(parsed, isolation_level="AUTOCOMMIT", pool_size=2, connect_args=connect_args)
+
+
+#: psycopg 3's connection options that a URL's query gives as text, and their types.  SQLAlchemy
+#: passes a query's values to the driver as strings, and psycopg takes ``prepare_threshold="None"``
+#: for a number: every statement then failed with a ``TypeError``.
+_PSYCOPG_TYPED = {"prepare_threshold"}
+
+
+def _typed_query(url: sa.URL) -> tuple[sa.URL, dict[str, Any]]:
+    """``url`` without the driver options that must not stay text, and those options typed."""
+    if url.get_backend_name() != "postgresql" or url.get_driver_name() not in ("psycopg", "psycopg_async"):
+        return url, {}
+    typed: dict[str, Any] = {}
+    for name in _PSYCOPG_TYPED & set(url.query):
+        raw = url.query[name]
+        text = raw if isinstance(raw, str) else raw[-1]
+        if text.strip().lower() in ("none", "null", ""):
+            typed[name] = None
+        elif text.strip().isdigit():
+            typed[name] = int(text)
+        else:
+            raise InvalidArgumentError(f"{name} in the URL must be a whole number or None, got {text!r}")
+    return url.difference_update_query(typed), typed
+
+
+def pg_bounds(left: float, timeout: float) -> str:
+    """What a store statement on PostgreSQL is sent after, in the same message: its time-outs as
+    ``SET LOCAL``.  One message of several statements is one transaction that the server runs to
+    its end whatever the client does meanwhile, so the time-outs hold for that statement only, and
+    no transaction ever waits on the client: not one held open by an explicit ``BEGIN``, whose
+    client (a task of an event loop that was closed) never sent its ``COMMIT`` and left the ticket
+    row locked until the next reservation's deadline.
+
+    Not libpq's ``options`` startup parameter: PgBouncer refuses it (``unsupported startup
+    parameter: options``), and where configured to ignore it the time-outs were silently lost; a
+    session ``SET`` would outlive the call on a pooled server connection that other clients then
+    use.  ``lock_timeout`` is what is left of the deadline (a reservation waiting on a locked row
+    gives up on the server too, instead of staying there and burning a block when the lock goes);
+    ``statement_timeout`` is *above* the deadline, never below: cancelling a commit that waits for
+    a synchronous standby makes PostgreSQL report it committed, with only a warning, though the
+    standby may lack it.  The deadline (:mod:`.deadline`) closes the connection instead, so the
+    block is never used."""
+    lock_ms = max(1, math.ceil(left * 1000))
+    statement_ms = max(1, math.ceil(2 * timeout * 1000))
+    return f"SET LOCAL lock_timeout = {lock_ms}; SET LOCAL statement_timeout = {statement_ms}; "
+
+
+#: The PostgreSQL drivers whose statements carry their time-outs (:func:`pg_bounds`): they can send
+#: several statements with parameters in one message (client-side binding).  asyncpg and pg8000
+#: cannot; their statements go without, as SQLite's do.
+_BOUNDED_DRIVERS = ("psycopg", "psycopg2", "psycopg_async")
 
 
 # The asynchronous twin of a synchronous driver, where one exists and is installed: psycopg 3 is
@@ -149,7 +200,8 @@ def create_async_engine_for(url: sa.URL, connect_timeout: float, timeout: float)
     instead cost 6.0 ms a reservation against 0.7 ms pooled (PostgreSQL here, psycopg)."""
     from sqlalchemy.ext.asyncio import create_async_engine
 
-    connect_args = _connect_args(url, connect_timeout, timeout)
+    url, typed = _typed_query(url)
+    connect_args = {**_connect_args(url, connect_timeout, timeout), **typed}
     return create_async_engine(url, isolation_level="AUTOCOMMIT", pool_size=2, connect_args=connect_args)
 
 
@@ -157,11 +209,12 @@ def _connect_args(url: sa.URL, connect_timeout: float, timeout: float) -> dict[s
     """The driver's own time-outs and session settings for a store's connections (sync or async driver)."""
     backend, driver = url.get_backend_name(), url.get_driver_name()
     connect_args: dict[str, Any] = {}
-    ms = max(1, math.ceil(timeout * 1000))
     if backend == "postgresql" and driver in ("psycopg", "psycopg2", "psycopg_async"):
         connect_args["connect_timeout"] = max(2, math.ceil(connect_timeout))  # libpq's minimum is 2 s
-        if "options" not in url.query:
-            connect_args["options"] = f"-c lock_timeout={ms} -c statement_timeout={2 * ms}"
+        if driver != "psycopg2":
+            # no server-side prepared statements on seqid's connections: behind a pooler in
+            # transaction mode, one client's statement was bound on another's server connection
+            connect_args["prepare_threshold"] = None
     elif backend in ("mysql", "mariadb") and driver in ("pymysql", "mysqldb", "aiomysql"):
         connect_args["connect_timeout"] = max(1, math.ceil(connect_timeout))
         if driver != "aiomysql":  # which has no read time-out: the store's asyncio deadline bounds a read
@@ -226,6 +279,7 @@ class _OwnEngineStore:
             self._connect_timeout = min(connect_timeout, timeout)
         self.accept_state_loss = accept_state_loss
         self._sqlite = self.engine.dialect.name == "sqlite"
+        self._postgres = self.engine.dialect.name == "postgresql"
         self.table = table
         self._create_table = create_table
         self._ready = False
@@ -268,8 +322,9 @@ class _OwnEngineStore:
                 return
             yield attempt, left
 
-    def _on_connection(self, fn: Callable[[Connection], _T]) -> _T:
-        """``fn(conn)`` on a connection of the store's engine, within the store's deadline.
+    def _on_connection(self, fn: Callable[[Connection, str | None], _T]) -> _T:
+        """``fn(conn, bounds)`` on a connection of the store's engine, within the store's deadline
+        (``bounds``: what its statements are sent after, :meth:`_bounds`).
 
         A pooled connection the server closed (idle time-out, restart) is retried on a fresh one;
         if the lost statement did reserve values, they are only a gap.  A conflict (another node of
@@ -284,7 +339,7 @@ class _OwnEngineStore:
                         if self._sqlite:
                             conn.exec_driver_sql(self._busy_wait(left))
                         self.prepare(conn)
-                        return fn(conn)
+                        return fn(conn, self._bounds(conn, left))
                     except Exception:
                         if alarm is not None and alarm.fired:
                             conn.invalidate()  # its socket is shut: never back into the pool
@@ -308,9 +363,18 @@ class _OwnEngineStore:
         (a lock has no socket to shut down: without this a call waited out the driver's own 30 s)."""
         return f"PRAGMA busy_timeout = {max(1, int(left * 1000))}"
 
+    def _bounds(self, conn: Connection | AsyncConnection, left: float) -> str | None:
+        """What this call's statements are sent after (:func:`pg_bounds`), or ``None``."""
+        if self._postgres and conn.dialect.driver in _BOUNDED_DRIVERS:
+            return pg_bounds(left, self.timeout)
+        return None
+
     def _still_locked(self, exc: sa.exc.DBAPIError) -> bool:
-        """Whether SQLite gave up waiting for another connection's lock (at the deadline)."""
-        return self._sqlite and "database is locked" in str(exc.orig)
+        """Whether the database gave up waiting for another connection's lock at the deadline:
+        SQLite's busy wait, PostgreSQL's ``lock_timeout`` (SQLSTATE 55P03, ``lock_not_available``)."""
+        if self._sqlite:
+            return "database is locked" in str(exc.orig)
+        return self._postgres and getattr(exc.orig, "sqlstate", getattr(exc.orig, "pgcode", None)) == "55P03"
 
     @property
     def native_async(self) -> bool:
@@ -323,7 +387,7 @@ class _OwnEngineStore:
         assert self._async_url is not None
         return create_async_engine_for(self._async_url, self._connect_timeout, self.timeout)
 
-    async def _aon_connection(self, fn: Callable[[AsyncConnection], Awaitable[_T]]) -> _T:
+    async def _aon_connection(self, fn: Callable[[AsyncConnection, str | None], Awaitable[_T]]) -> _T:
         """:meth:`_on_connection` on the event loop: the same retries and the same deadline, which
         shuts the connection's socket down (:mod:`.deadline`) as in a thread.  Cancelling the task
         instead would make psycopg send PostgreSQL a cancel request over a new connection, which a
@@ -342,7 +406,9 @@ class _OwnEngineStore:
                     raise self.unavailable(exc) from exc
         raise self.timed_out()
 
-    async def _aonce(self, engine: AsyncEngine, fn: Callable[[AsyncConnection], Awaitable[_T]], left: float) -> _T:
+    async def _aonce(
+        self, engine: AsyncEngine, fn: Callable[[AsyncConnection, str | None], Awaitable[_T]], left: float
+    ) -> _T:
         async with engine.connect() as conn:
             raw = await conn.get_raw_connection()
             with watch(getattr(raw, "driver_connection", None), left) as alarm:
@@ -350,7 +416,7 @@ class _OwnEngineStore:
                     if self._sqlite:
                         await conn.exec_driver_sql(self._busy_wait(left))
                     await conn.run_sync(self.prepare)
-                    return await fn(conn)
+                    return await fn(conn, self._bounds(conn, left))
                 except Exception:
                     if alarm is not None and alarm.fired:
                         await conn.invalidate()  # its socket is shut: never back into the pool
@@ -411,14 +477,16 @@ class SQLAlchemyTicketStore(_OwnEngineStore, SQLTicketStore):
         return ticket_sql(conn.dialect.name, _quoted(conn, self.table))
 
     def _with_rows(self, steps_of: Callable[[TicketSQL], Steps[_T]]) -> _T:
-        return self._on_connection(lambda conn: drive(steps_of(self._sql(conn)), SQLAlchemyExecutor(conn)))
+        return self._on_connection(
+            lambda conn, bounds: drive(steps_of(self._sql(conn)), SQLAlchemyExecutor(conn, bounds))
+        )
 
     async def _awith_rows(self, steps_of: Callable[[TicketSQL], Steps[_T]]) -> _T:
         if not self.native_async:
             return await super()._awith_rows(steps_of)
 
-        async def run(conn: AsyncConnection) -> _T:
-            return await adrive(steps_of(self._sql(conn)), _OnLoop(conn))
+        async def run(conn: AsyncConnection, bounds: str | None) -> _T:
+            return await adrive(steps_of(self._sql(conn)), _OnLoop(conn, bounds))
 
         return await self._aon_connection(run)
 
@@ -470,10 +538,9 @@ class SQLAlchemyLeaseStore(_OwnEngineStore, lease_sql.SQLLeaseStore):
         )
 
     def _run(self, steps_of: Callable[[lease_sql.LeaseSQL], Steps[Any]]) -> Any:
-        def run(conn: Connection) -> Any:
-            return drive(
-                steps_of(lease_sql.lease_sql(conn.dialect.name, _quoted(conn, self.table))), SQLAlchemyExecutor(conn)
-            )
+        def run(conn: Connection, bounds: str | None) -> Any:
+            sql = lease_sql.lease_sql(conn.dialect.name, _quoted(conn, self.table))
+            return drive(steps_of(sql), SQLAlchemyExecutor(conn, bounds))
 
         return self._on_connection(run)
 
@@ -481,9 +548,9 @@ class SQLAlchemyLeaseStore(_OwnEngineStore, lease_sql.SQLLeaseStore):
         if not self.native_async:
             return await super()._arun(steps_of)
 
-        async def run(conn: AsyncConnection) -> Any:
+        async def run(conn: AsyncConnection, bounds: str | None) -> Any:
             sql = lease_sql.lease_sql(conn.dialect.name, _quoted(conn, self.table))
-            return await adrive(steps_of(sql), _OnLoop(conn))
+            return await adrive(steps_of(sql), _OnLoop(conn, bounds))
 
         return await self._aon_connection(run)
 
@@ -506,22 +573,86 @@ def _quoted(conn: Connection | AsyncConnection, table: sa.Table) -> str:
     return conn.dialect.identifier_preparer.quote(table.name)
 
 
+# A bind name in a text statement, as ``sa.text()`` reads one (not a ``::`` cast): rewritten in
+# the driver's own style where a statement goes to the driver directly (:func:`_pyformat`).
+_NAMED = re.compile(r"(?<![:\w\\]):(\w+)(?!:)")
+
+
+def _pyformat(sql: str) -> str:
+    """``sql``'s ``:name`` binds as ``%(name)s`` (psycopg's and psycopg2's style), its ``%`` doubled."""
+    return _NAMED.sub(r"%(\1)s", sql.replace("%", "%%"))
+
+
+def _last_result(cursor: Any, driver: str) -> tuple[list[tuple[Any, ...]], int]:
+    """The rows (none where it returns none) and the row count of the last statement a cursor ran:
+    psycopg 3 stands on the first result of several (its ``SET``), psycopg2 on the last."""
+    if driver != "psycopg2":
+        while cursor.nextset():
+            pass
+    return ([tuple(r) for r in cursor.fetchall()] if cursor.description else []), int(cursor.rowcount)
+
+
+def _as_sqlalchemy_error(
+    exc: Exception, statement: str, params: dict[str, object], dialect: sa.engine.Dialect, invalidated: bool
+) -> sa.exc.DBAPIError:
+    """A driver's error raised outside SQLAlchemy's execution, as SQLAlchemy would have raised it
+    (``IntegrityError`` and the others by the driver's class), so the store reads it as always."""
+    error = sa.exc.DBAPIError.instance(
+        statement, params, exc, dialect.loaded_dbapi.Error, connection_invalidated=invalidated, dialect=dialect
+    )
+    assert isinstance(error, sa.exc.DBAPIError)  # a DBAPI error in, a DBAPIError out
+    return error
+
+
 class _OnLoop:
     """:class:`SQLAlchemyExecutor` on an ``AsyncConnection``: each statement runs in SQLAlchemy's
     asyncio bridge (``run_sync``), awaited on the loop through the asynchronous driver, by the very
-    code the synchronous store runs."""
+    code the synchronous store runs; with ``bounds`` (:func:`pg_bounds`), on psycopg's own
+    asynchronous connection, in one message with its time-outs."""
 
-    def __init__(self, conn: AsyncConnection) -> None:
+    def __init__(self, conn: AsyncConnection, bounds: str | None = None) -> None:
         self.conn = conn
+        self.bounds = bounds
 
     async def _on(self, method: str, *args: Any) -> Any:
         return await self.conn.run_sync(lambda sync_conn: getattr(SQLAlchemyExecutor(sync_conn), method)(*args))
 
+    async def _bounded(self, sql: str, params: dict[str, object]) -> tuple[list[tuple[Any, ...]], int]:
+        import psycopg
+
+        assert self.bounds is not None
+        raw = await self.conn.get_raw_connection()
+        driver_conn: Any = raw.driver_connection
+        statement = self.bounds + _pyformat(sql)
+        cursor = psycopg.AsyncClientCursor(driver_conn)
+        try:
+            await cursor.execute(statement, params)
+            while cursor.nextset():
+                pass
+            rows = [tuple(r) for r in await cursor.fetchall()] if cursor.description else []
+            return rows, int(cursor.rowcount)
+        except psycopg.Error as exc:
+            dialect = self.conn.dialect
+            invalidated = dialect.is_disconnect(exc, driver_conn, None)  # type: ignore[arg-type]
+            if invalidated:
+                await self.conn.invalidate(exc)
+            raise _as_sqlalchemy_error(exc, statement, params, dialect, invalidated) from exc
+        finally:
+            with contextlib.suppress(Exception):
+                await cursor.close()
+
     async def fetch(self, sql: str, params: dict[str, object]) -> list[tuple[Any, ...]]:
+        if self.bounds is not None:
+            return (await self._bounded(sql, params))[0]
         found: list[tuple[Any, ...]] = await self._on("fetch", sql, params)
         return found
 
     async def run(self, sql: str, params: dict[str, object]) -> int:
+        if self.bounds is not None:
+            try:
+                return (await self._bounded(sql, params))[1]
+            except sa.exc.DBAPIError as exc:
+                return _run_refused(exc)
         return int(await self._on("run", sql, params))
 
     async def run_last_id(self, sql: str, params: dict[str, object]) -> tuple[int, int | None]:
@@ -614,25 +745,61 @@ def sa_column_of(where: str) -> sa.Column[Any]:
     ]
 
 
+def _run_refused(exc: sa.exc.DBAPIError) -> int:
+    """What :meth:`SQLAlchemyExecutor.run` makes of a refused statement: 0 rows where another node
+    got there first, else the error again."""
+    if isinstance(exc, sa.exc.IntegrityError):
+        return 0  # an INSERT that met the key another node inserted first
+    if is_conflict(exc):
+        return 0  # another node (Galera) or transaction took this worker id first
+    raise exc
+
+
 class SQLAlchemyExecutor:
     """:class:`~seqid_orm.allocation.stores.lease_sql.Executor` on one SQLAlchemy connection (also
-    what ``seqid doctor`` reads through)."""
+    what ``seqid doctor`` reads through).  With ``bounds`` (:func:`pg_bounds`) each statement goes to
+    the driver on a cursor that binds on the client, in one message after its time-outs."""
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, bounds: str | None = None) -> None:
         self.conn = conn
+        self.bounds = bounds
+
+    def _bounded(self, sql: str, params: dict[str, object]) -> tuple[list[tuple[Any, ...]], int]:
+        assert self.bounds is not None
+        conn = self.conn
+        driver = conn.dialect.driver
+        driver_conn: Any = conn.connection.driver_connection
+        statement = self.bounds + _pyformat(sql)
+        if driver == "psycopg2":
+            cursor = driver_conn.cursor()  # binds on the client; keeps the last statement's result
+        else:
+            import psycopg
+
+            cursor = psycopg.ClientCursor(driver_conn)
+        try:
+            cursor.execute(statement, params)
+            return _last_result(cursor, driver)
+        except conn.dialect.loaded_dbapi.Error as exc:
+            invalidated = conn.dialect.is_disconnect(exc, driver_conn, cursor)
+            if invalidated:
+                conn.invalidate(exc)
+            raise _as_sqlalchemy_error(exc, statement, params, conn.dialect, invalidated) from exc
+        finally:
+            with contextlib.suppress(Exception):
+                cursor.close()
 
     def fetch(self, sql: str, params: dict[str, object]) -> list[tuple[Any, ...]]:
+        if self.bounds is not None:
+            return self._bounded(sql, params)[0]
         return [tuple(r) for r in self.conn.execute(sa.text(sql), params)]
 
     def run(self, sql: str, params: dict[str, object]) -> int:
         try:
+            if self.bounds is not None:
+                return self._bounded(sql, params)[1]
             return int(self.conn.execute(sa.text(sql), params).rowcount)
-        except sa.exc.IntegrityError:
-            return 0  # an INSERT that met the key another node inserted first
         except sa.exc.DBAPIError as exc:
-            if is_conflict(exc):
-                return 0  # another node (Galera) or transaction took this worker id first
-            raise
+            return _run_refused(exc)
 
     def run_last_id(self, sql: str, params: dict[str, object]) -> tuple[int, int | None]:
         """Run ``sql`` (MySQL's ``LAST_INSERT_ID(expr)``): the rows it changed and the value it set,

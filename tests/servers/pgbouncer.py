@@ -1,0 +1,105 @@
+"""A private PgBouncer (Debian's package) in front of the shared PostgreSQL, for the tests of
+issue 45: its own port and directory, stopped by the code that started it.
+
+Its configuration is the packaged ``/etc/pgbouncer/pgbouncer.ini``'s settings (no
+``ignore_startup_parameters``: a client that sends libpq's ``options`` is refused, as production's
+default is), with only what a private instance needs changed: the database, the port, the files,
+``auth_type = trust`` (the shared server trusts loopback) and the pool mode under test.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+
+from seqid_orm.errors import BackendUnavailableError
+from tests.servers.private import free_port
+
+PACKAGED = "/etc/pgbouncer/pgbouncer.ini"
+
+
+class PrivatePgBouncer:
+    """``pgbouncer`` on a free port, pooling ``test`` on 127.0.0.1:5432 in ``pool_mode``."""
+
+    def __init__(self, pool_mode: str = "transaction", pool_size: int = 4, binary: str = "pgbouncer") -> None:
+        self.binary = shutil.which(binary, path="/usr/sbin:/usr/bin:" + os.environ.get("PATH", "")) or binary
+        self.pool_mode = pool_mode
+        self.pool_size = pool_size
+        self.tmp = tempfile.mkdtemp(prefix="seqid-pgbouncer-")
+        self.port = free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/test"
+
+    def _config(self) -> str:
+        packaged = ""
+        if os.path.exists(PACKAGED):
+            with open(PACKAGED) as f:
+                keep = ("pool_mode", "ignore_startup_parameters", "max_client_conn", "default_pool_size")
+                packaged = "".join(
+                    line for line in f if line.split("=")[0].strip() in keep and not line.startswith(";")
+                )
+        return (
+            "[databases]\n"
+            f"test = host=127.0.0.1 port=5432 dbname=test pool_size={self.pool_size}\n"
+            "[pgbouncer]\n"
+            f"{packaged}"
+            f"listen_addr = 127.0.0.1\nlisten_port = {self.port}\nunix_socket_dir =\n"
+            f"logfile = {self.tmp}/pgbouncer.log\npidfile = {self.tmp}/pgbouncer.pid\n"
+            "auth_type = trust\n"
+            f"auth_file = {self.tmp}/userlist.txt\n"
+            f"pool_mode = {self.pool_mode}\n"
+        )
+
+    def start(self) -> PrivatePgBouncer:
+        with open(os.path.join(self.tmp, "userlist.txt"), "w") as f:
+            f.write('"postgres" ""\n')
+        ini = os.path.join(self.tmp, "pgbouncer.ini")
+        with open(ini, "w") as f:
+            f.write(self._config())
+        user = ["-u", "postgres"] if os.geteuid() == 0 else []  # it refuses to run as root
+        if user:
+            shutil.chown(self.tmp, "postgres")
+            for name in os.listdir(self.tmp):
+                shutil.chown(os.path.join(self.tmp, name), "postgres")
+        self.process = subprocess.Popen(
+            [self.binary, *user, ini], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return self
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise BackendUnavailableError(f"pgbouncer did not listen on port {self.port}: {self.log()[-1500:]}")
+
+    def log(self) -> str:
+        try:
+            with open(os.path.join(self.tmp, "pgbouncer.log"), errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def __enter__(self) -> PrivatePgBouncer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)

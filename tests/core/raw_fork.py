@@ -84,6 +84,19 @@ def main(kind: str, arg: str, children: int, per_child: int) -> dict[str, object
                 return ["refused"]
 
         after = lambda: flake.next_id() > 0  # noqa: E731  (the parent goes on)
+    elif kind == "tickets":  # arg: a SQLite URL (no socket, so no deadline thread beside the fork)
+        import secrets
+
+        from seqid_orm import TicketSequence
+
+        seq = TicketSequence(f"raw-fork-{secrets.token_hex(4)}", arg, block_size=100, double_buffer=False)
+        drawn: list[int] = []
+
+        def make(n: int) -> list[str]:
+            drawn.extend(seq.next_id() for _ in range(n))
+            return [str(i) for i in drawn[-n:]]
+
+        after = lambda: drawn + [seq.next_id() for _ in range(300)]  # noqa: E731  (the parent's, before and after)
     else:
         raise SystemExit(f"unknown kind {kind!r}")
     made = _fork_children(make, children, per_child)

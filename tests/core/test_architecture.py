@@ -30,7 +30,9 @@ ALLOWED = {
 # Outside the standard library, only these may be imported, and only by these modules (the stores
 # of allocation load their driver when a store of that kind is opened).
 THIRD_PARTY = {
-    "allocation.stores.sqlalchemy": {"sqlalchemy"},
+    # and psycopg, imported where the engine's driver is psycopg: its client-side-binding cursor
+    # sends a statement and its time-outs in one message (pg_bounds)
+    "allocation.stores.sqlalchemy": {"sqlalchemy", "psycopg"},
     "allocation.stores.redis": {"redis"},
     "allocation.stores.etcd": {"etcd3gw"},
     "allocation.stores.django": {"django"},

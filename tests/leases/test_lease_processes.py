@@ -49,8 +49,12 @@ def test_a_killed_holders_id_goes_to_a_newcomer_only_after_its_ttl_and_after_its
     """SIGKILL: no release, no last mark.  The newcomer, whose clock runs 1.5 s behind, gets the only
     worker id once the lease expires on the store, then waits until its clock passes the mark the dead
     holder left at its last renewal, so its ids are later than every id the dead one made."""
-    ttl = 2.0
-    holder = lease_worker(store=server, namespace=namespace, max_workers=1, ttl=ttl, count=100_000, pace=0.002)
+    # ttl 3 s and relet: on a loaded two-core machine one MySQL renewal took longer than a 2 s lease,
+    # and the holder, which stopped at its first lost lease, never drew its 300 ids
+    ttl = 3.0
+    holder = lease_worker(
+        store=server, namespace=namespace, max_workers=1, ttl=ttl, relet=True, count=100_000, pace=0.002
+    )
     newcomer = None
     try:
         start_together([holder])

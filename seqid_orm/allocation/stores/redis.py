@@ -30,6 +30,11 @@ with ``SET NX PX`` to the holder's random token, so Redis's clock expires it; re
 are scripts that act only when the key still holds the caller's token.  The high-water marks live
 in a hash without expiry, ``seqid:lease-marks:{<namespace>}``, so they outlive the leases.  The
 braces make every key of a namespace one Redis Cluster hash slot.
+
+Sentinel: ``redis+sentinel://[:password@]host[:port][,host[:port]...]/service[/db]`` (port 26379
+by default; ``?sentinel_password=`` for Sentinels that ask for one) reaches the primary of
+``service`` through redis-py's Sentinel client, which asks the Sentinels again after a failover;
+the ``WAIT`` above is what makes the promoted replica safe.
 """
 
 from __future__ import annotations
@@ -37,7 +42,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any, TypeVar
+from urllib.parse import parse_qsl, unquote
 
 from ...errors import (
     ArgumentTypeError,
@@ -69,7 +76,7 @@ try:
 except ImportError as exc:  # say which extra brings it
     raise ImportError("Redis ticket servers need redis-py: pip install 'seqid-orm[redis]'") from exc
 
-__all__ = ["KEY_PREFIX", "RedisLeaseStore", "RedisTicketStore", "split_state_loss_option"]
+__all__ = ["KEY_PREFIX", "RedisLeaseStore", "RedisTicketStore", "SentinelURL", "split_state_loss_option"]
 
 KEY_PREFIX = "seqid:tickets:"
 _T = TypeVar("_T")
@@ -173,6 +180,16 @@ class _Commands:
 class _AsyncCommands(_Commands):
     """:class:`_Commands` on a ``redis.asyncio`` client of one event loop: the same commands, awaited."""
 
+    def __init__(self, client: Any, sentinels: list[Any]) -> None:
+        super().__init__(client)
+        self._sentinels = sentinels
+
+    async def aclose(self) -> None:
+        """Close the client and the Sentinel clients behind it, on their loop."""
+        for each in (self.client, *self._sentinels):
+            with contextlib.suppress(Exception):
+                await each.aclose()
+
     async def config(self, keys: tuple[str, ...]) -> dict[Any, Any]:  # type: ignore[override]
         found: dict[Any, Any] = {}
         for key in keys:
@@ -195,6 +212,102 @@ class _AsyncCommands(_Commands):
         self, text: str, keys: list[str], args: list[Any], waited: int, wait_ms: int
     ) -> list[Any]:
         return list(await self._pipeline(text, keys, args, waited, wait_ms).execute())
+
+
+SENTINEL_SCHEME = "redis+sentinel"
+_SENTINEL_PORT = 26379
+
+
+@dataclass(frozen=True)
+class SentinelURL:
+    """A ``redis+sentinel://`` URL read: the Sentinels, the service whose primary to use, its
+    database and credentials (the password is the primary's; ``sentinel_password`` the Sentinels')."""
+
+    sentinels: tuple[tuple[str, int], ...]
+    service: str
+    db: int = 0
+    username: str | None = None
+    password: str | None = None
+    sentinel_password: str | None = None
+
+    @classmethod
+    def parse(cls, url: str) -> SentinelURL:
+        """Read ``redis+sentinel://[[user]:password@]host[:port][,...]/service[/db][?sentinel_password=]``.
+
+        redis-py has no Sentinel URL of its own (``from_url`` refuses the scheme), so this is the
+        one place one is read; every mistake is named, nothing is guessed."""
+        head, sep, rest = url.partition("://")
+        if not sep or head.lower() != SENTINEL_SCHEME:
+            raise InvalidArgumentError(f"a Sentinel URL starts with {SENTINEL_SCHEME}://, got {hide_password(url)!r}")
+        rest, _, query = rest.partition("?")
+        netloc, _, path = rest.partition("/")
+        userinfo, _, hosts = netloc.rpartition("@")
+        username = password = None
+        if userinfo:
+            user, has_password, secret = userinfo.partition(":")
+            username = unquote(user) or None
+            password = unquote(secret) if has_password else None
+        sentinels = tuple(_host_port(part, url) for part in hosts.split(","))
+        names = [unquote(p) for p in path.split("/") if p]
+        if not names or len(names) > 2:
+            raise InvalidArgumentError(
+                "a Sentinel URL names one service and optionally a database, "
+                f"redis+sentinel://host:26379/mymaster/0, got {hide_password(url)!r}"
+            )
+        db = 0
+        if len(names) == 2:
+            if not names[1].isdigit():
+                raise InvalidArgumentError(f"the database in a Sentinel URL is a number, got {names[1]!r}")
+            db = int(names[1])
+        sentinel_password = None
+        for key, value in parse_qsl(query, keep_blank_values=True):
+            if key != "sentinel_password":
+                raise InvalidArgumentError(
+                    f"unknown option {key!r} in a Sentinel URL (it takes sentinel_password and accept_state_loss)"
+                )
+            sentinel_password = value
+        return cls(sentinels, names[0], db, username, password, sentinel_password)
+
+
+def _host_port(part: str, url: str) -> tuple[str, int]:
+    host, port = part, ""
+    if part.startswith("["):  # [::1]:26379
+        host, _, after = part[1:].partition("]")
+        port = after.removeprefix(":")
+    elif ":" in part:
+        host, _, port = part.rpartition(":")
+    if not host or (port and not port.isdigit()) or not 0 < int(port or _SENTINEL_PORT) < 65536:
+        raise InvalidArgumentError(f"cannot read Sentinel host {part!r} in {hide_password(url)!r} (host:port)")
+    return host, int(port or _SENTINEL_PORT)
+
+
+def _client_for(url: str, options: dict[str, Any], aio: bool) -> tuple[Any, list[Any]]:
+    """A redis-py client for a store's URL, and the Sentinel clients behind it (closed with it):
+    ``redis://``, ``rediss://`` and ``unix://`` by redis-py's own ``from_url``;
+    ``redis+sentinel://`` the primary of its service, through redis-py's Sentinel client."""
+    retry = AsyncRetry(NoBackoff(), 1) if aio else Retry(NoBackoff(), 1)
+    if not url.lower().startswith(SENTINEL_SCHEME + "://"):
+        if aio:
+            from redis.asyncio import Redis as AsyncRedis
+
+            return AsyncRedis.from_url(url, retry=retry, **options), []
+        return redis.Redis.from_url(url, retry=retry, **options), []
+    target = SentinelURL.parse(url)
+    sentinel_options = dict(options)
+    if target.sentinel_password is not None:
+        sentinel_options["password"] = target.sentinel_password
+    if aio:
+        from redis.asyncio.sentinel import Sentinel as AsyncSentinel
+
+        sentinel: Any = AsyncSentinel(list(target.sentinels), sentinel_kwargs=sentinel_options, **options)  # type: ignore[no-untyped-call]
+    else:
+        from redis.sentinel import Sentinel
+
+        sentinel = Sentinel(list(target.sentinels), sentinel_kwargs=sentinel_options, **options)  # type: ignore[no-untyped-call]
+    client = sentinel.master_for(
+        target.service, db=target.db, username=target.username, password=target.password, retry=retry
+    )
+    return client, list(sentinel.sentinels)
 
 
 class _RedisStore:
@@ -222,6 +335,7 @@ class _RedisStore:
             raise ArgumentTypeError(f"accept_state_loss must be a bool, got {type(accept_state_loss).__name__}")
         self.timeout = timeout
         self._url: str | None = None
+        self._sentinels: list[Any] = []
         if isinstance(target, redis.Redis):
             self.client = target
             kw = target.connection_pool.connection_kwargs
@@ -238,7 +352,7 @@ class _RedisStore:
                 "socket_timeout": timeout / 2,
             }
             try:
-                self.client = redis.Redis.from_url(target, retry=Retry(NoBackoff(), 1), **self._client_options)
+                self.client, self._sentinels = _client_for(target, self._client_options, aio=False)
             except ValueError as exc:  # a port that is no number, an unknown option
                 raise InvalidArgumentError(
                     f"cannot use {hide_password(target)!r} as a store: {exc} (redis://host:port/db)"
@@ -248,7 +362,7 @@ class _RedisStore:
             self._url = target
         self._commands = _Commands(self.client)
         # a redis.asyncio client per event loop (its connections belong to the loop), closed there
-        self._aclients: PerLoop[_AsyncCommands] = PerLoop(self._new_async_client, lambda c: c.client.aclose())
+        self._aclients: PerLoop[_AsyncCommands] = PerLoop(self._new_async_client, _AsyncCommands.aclose)
         self.accept_state_loss = accept_state_loss
         self._durability_checked = accept_state_loss
         # the replicas every write must reach: the most this store has seen the primary serve
@@ -266,12 +380,9 @@ class _RedisStore:
             return drive(steps, self._commands)
 
     def _new_async_client(self) -> _AsyncCommands:
-        import redis.asyncio
-
         assert self._url is not None
-        return _AsyncCommands(
-            redis.asyncio.Redis.from_url(self._url, retry=AsyncRetry(NoBackoff(), 1), **self._client_options)
-        )
+        client, sentinels = _client_for(self._url, self._client_options, aio=True)
+        return _AsyncCommands(client, sentinels)
 
     async def _adrive(self, steps: Steps[_T]) -> _T:
         """Run ``steps`` on the running loop's ``redis.asyncio`` client, within the store's deadline
@@ -367,7 +478,8 @@ class _RedisStore:
 
     def close(self) -> None:
         if self._owned:
-            self.client.close()
+            for each in (self.client, *self._sentinels):
+                each.close()
 
 
 class RedisTicketStore(_RedisStore):

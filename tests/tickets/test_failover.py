@@ -155,6 +155,42 @@ def wait_online(url: str, n: int) -> None:
         time.sleep(0.05)
 
 
+def wait_synced(url: str, n: int) -> None:
+    """Until ``url`` serves ``n`` replicas that finished their first sync (``state=online``): only
+    those confirm a WAIT."""
+    import redis
+
+    client = redis.Redis.from_url(url)
+    deadline = time.monotonic() + 20
+    try:
+        while (
+            sum(
+                1
+                for k, v in client.info("replication").items()
+                if k.startswith("slave") and isinstance(v, dict) and v.get("state") == "online"
+            )
+            < n
+        ):
+            assert time.monotonic() < deadline, f"{url} has not {n} replica(s) in sync"
+            time.sleep(0.05)
+    finally:
+        client.close()
+
+
+def _persisting(draw, n: int, within: float = 30.0) -> list[int]:
+    """``draw(n)``, asked again while a replica does not confirm in time (a loaded machine: a
+    refusal is the right answer then, and the test is not about it)."""
+    from seqid_orm.errors import StoreTimeoutError
+
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            return list(draw(n))
+        except StoreTimeoutError:
+            assert time.monotonic() < deadline, "the replica never confirmed a write"
+            time.sleep(0.1)
+
+
 def redis_fail_over(primary, replica, vip) -> None:
     """The failover: the replica promoted, the old primary made its replica (once it has synced, every
     write can be confirmed again), the virtual IP moved to the promoted one."""
@@ -331,3 +367,47 @@ def _unreachable_store_error() -> BaseException:
     finally:
         store.close()
     raise AssertionError("a store on a closed port answered")
+
+
+@pytest.mark.system("redis-server")
+def test_an_old_redis_primary_restarted_alone_is_refused_by_a_store_that_never_saw_its_replica():
+    """Issue 45: kill -9 of the primary, its replica promoted, then the old primary restarted from
+    its AOF as a primary with no replica (the seconds before Sentinel demotes it).  A process
+    started then on a plain URL naming it repeated 12,850-16,100 ids in 3 of 3 runs: it had never
+    seen a replica, so it did not WAIT, and the resync from the promoted replica dropped its blocks.
+    The data set records the replicas its writes waited for, so such a store now refuses, and the
+    work goes on on the promoted replica once the old primary serves it."""
+    import redis
+
+    from seqid_orm import TicketSequence
+    from seqid_orm.errors import StoreTimeoutError
+    from tests.servers.private import PrivateRedis
+
+    name = f"restarted-{secrets.token_hex(4)}"
+    with (
+        PrivateRedis("redis-server", *REDIS_DURABLE) as old,
+        PrivateRedis("redis-server", *REDIS_DURABLE, "--replicaof", "127.0.0.1", str(old.port)) as new,
+    ):
+        wait_synced(old.url, 1)
+        first = TicketSequence(name, old.url, block_size=10, timeout=5.0, double_buffer=False)
+        drawn = _persisting(first.next_ids, 25)  # three blocks, each confirmed by the replica (WAIT 1)
+        first.close()
+        old.stop()  # kill -9
+        promoted = redis.Redis.from_url(new.url)
+        promoted.replicaof("NO", "ONE")
+        old.start()  # from its AOF: a primary again, with no replica
+        late = TicketSequence(name, old.url, block_size=10, timeout=1.0, double_buffer=False)
+        try:
+            with pytest.raises(StoreTimeoutError, match=r"0 of 1 replica\(s\) confirmed"):
+                late.next_id()
+        finally:
+            late.close()
+        demoted = redis.Redis.from_url(old.url)  # what Sentinel does next
+        demoted.replicaof("127.0.0.1", str(new.port))
+        demoted.close()
+        promoted.close()
+        wait_synced(new.url, 1)  # the demoted one has loaded the promoted one's data
+        after = TicketSequence(name, new.url, block_size=10, timeout=5.0, double_buffer=False)
+        drawn += _persisting(after.next_ids, 25)
+        after.close()
+    assert len(drawn) == 50 and len(set(drawn)) == 50

@@ -19,7 +19,8 @@ Replication is asynchronous: a replica promoted after a failover (Sentinel, an o
 back.  So every write goes out with ``WAIT`` in the same round trip (``WAIT`` counts the replicas
 that received *this connection's* writes, https://redis.io/docs/latest/commands/wait/), for every
 replica this store has seen the primary serve (``ROLE``, sent in the same round trip, so a replica
-that attaches later is waited for from then on, and one that drops away is still waited for): a
+that attaches later is waited for from then on, and one that drops away is still waited for; the
+data set records that number, ``seqid:replication``, so a store started later waits for as many): a
 write not confirmed within the deadline is refused with
 :class:`~seqid_orm.errors.StoreTimeoutError` and its values are never handed out, so whichever
 replica is promoted holds every value, mark and grant the clients used.  The price: while a
@@ -128,6 +129,20 @@ return 1
 """
 
 _DURABLE = {"appendonly": "yes", "appendfsync": "always"}
+
+# The most replicas any seqid write on this data set waited for, kept in the data set itself
+# (so in its AOF, and in its replicas): a store that starts finds it there, not only in the memory
+# of the process that saw them.  An old primary restarted from its AOF as a primary with no replica
+# (the seconds before Sentinel demotes it) then refuses, where a process that had never seen its
+# replicas wrote there and the resync from the promoted replica dropped those writes: ids repeated.
+REPLICATION_KEY = "seqid:replication"
+# KEYS[1]: the record.  ARGV[1]: replicas now waited for.  Raised, never lowered (an operator who
+# removes replicas for good lowers it: HSET seqid:replication replicas N).
+_RECORD_REPLICAS = """
+local n = tonumber(redis.call('HGET', KEYS[1], 'replicas') or '0')
+if tonumber(ARGV[1]) > n then redis.call('HSET', KEYS[1], 'replicas', ARGV[1]) end
+return 1
+"""
 
 
 class _Commands:
@@ -365,8 +380,10 @@ class _RedisStore:
         self._aclients: PerLoop[_AsyncCommands] = PerLoop(self._new_async_client, _AsyncCommands.aclose)
         self.accept_state_loss = accept_state_loss
         self._durability_checked = accept_state_loss
-        # the replicas every write must reach: the most this store has seen the primary serve
+        # the replicas every write must reach: the most this store has seen the primary serve, or
+        # its data set records (REPLICATION_KEY); and how many that record holds
         self._replicas = 0
+        self._recorded = 0
         # WAIT's own limit: a quarter of the deadline, so its answer arrives within the socket's half
         self._wait_ms = max(1, int(timeout * 250))
 
@@ -445,7 +462,9 @@ class _RedisStore:
             raise VolatileStoreError(
                 f"{self.label} is a replica (role {role}): point the URL at the primary (Redis Sentinel names it)"
             )
-        self._replicas = max(self._replicas, int(replication.get("connected_slaves", 0)))
+        recorded = yield Call("hget", (REPLICATION_KEY, "replicas"))
+        self._recorded = int(_text(recorded)) if recorded is not None else 0
+        self._replicas = max(self._replicas, self._recorded, int(replication.get("connected_slaves", 0)))
         self._durability_checked = True
 
     def write(self, script: str, keys: list[str], args: list[Any]) -> Steps[Any]:
@@ -462,6 +481,9 @@ class _RedisStore:
             return (yield Call("script", (script, keys, args)))
         for _ in range(2):
             waited = self._replicas
+            if waited > self._recorded:  # before the write, whose WAIT then confirms the record too
+                yield Call("script", (_RECORD_REPLICAS, [REPLICATION_KEY], [waited]))
+                self._recorded = waited
             role, reply, *acked = yield Call("written", (script, keys, args, waited, self._wait_ms))
             serving = len(role[2]) if len(role) > 2 and _text(role[0]) == "master" else 0
             if serving <= waited:
@@ -472,7 +494,9 @@ class _RedisStore:
             raise StoreTimeoutError(
                 f"{self.what} {self.label}: {confirmed} of {self._replicas} replica(s) confirmed a write within "
                 f"{self._wait_ms} ms, so its values are not used (a replica promoted now would lack them). Writes go "
-                "on once every replica confirms again, or pass accept_state_loss=True to stop waiting"
+                "on once every replica confirms again. A primary that serves fewer replicas than its data set has had "
+                f"({REPLICATION_KEY}) may be an old primary restarted alone, soon demoted: use the Sentinel URL. "
+                f"Replicas removed for good: HSET {REPLICATION_KEY} replicas N; or pass accept_state_loss=True"
             )
         return reply
 

@@ -12,7 +12,7 @@ import time
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine, make_url
 
-from ..allocation.stores.sqlalchemy import SQLAlchemyExecutor
+from ..allocation.stores.sqlalchemy import SQLAlchemyExecutor, driver_deadlines
 from ..errors import DatabaseUnavailableError, InvalidArgumentError, SeqIDError
 from ..vendors.doctor import Finding, examine, session_statements
 from .types import dialect_server_version, dialect_vendor
@@ -46,7 +46,13 @@ def diagnose(bind: str | Engine, *, sample: int = 1000, timeout: float = 5.0) ->
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 3600:
         raise InvalidArgumentError(f"timeout must be seconds between 0 and 3600, got {timeout!r}")
     owned = isinstance(bind, str)
-    engine = sa.create_engine(read_only_url(bind), poolclass=sa.NullPool) if isinstance(bind, str) else bind
+    if isinstance(bind, str):
+        url = sa.make_url(read_only_url(bind))
+        # a server that accepts TCP and never answers is given up on within the timeout too
+        deadlines = driver_deadlines(url, timeout, timeout)
+        engine = sa.create_engine(url, poolclass=sa.NullPool, connect_args=deadlines)
+    else:
+        engine = bind
     label = engine.url.render_as_string(hide_password=True)
     try:
         with engine.connect() as conn:

@@ -274,3 +274,26 @@ def test_the_doctor_cannot_write_even_if_it_tried(tmp_path):
     with ro.connect() as conn, pytest.raises(sa.exc.OperationalError, match="readonly"):
         conn.exec_driver_sql("INSERT INTO t VALUES (1)")
     ro.dispose()
+
+
+@pytest.mark.parametrize("vendor", ["postgresql", "mysql"])
+def test_a_server_that_accepts_and_never_answers_is_given_up_on_in_time(vendor, request):
+    """Issue 46: killed at 90 s with --timeout 2 (no connect or handshake deadline).  A proxy that
+    accepts the connection and forwards nothing, as a frozen server or a dropped link looks."""
+    from tests.servers.proxy import StallableProxy
+
+    request.getfixturevalue("pg_engine" if vendor == "postgresql" else "mysql_engine")
+    proxy = StallableProxy(5432 if vendor == "postgresql" else 3306)
+    proxy.stall()
+    url = (
+        f"postgresql+psycopg://postgres@127.0.0.1:{proxy.port}/test"
+        if vendor == "postgresql"
+        else f"mysql+pymysql://root@127.0.0.1:{proxy.port}/test"
+    )
+    try:
+        started = time.monotonic()
+        with pytest.raises(DatabaseUnavailableError):
+            diagnose(url, timeout=2)
+        assert time.monotonic() - started < 2 + 3  # its connect deadline, not forever
+    finally:
+        proxy.close()

@@ -49,6 +49,7 @@ __all__ = [
     "SQLAlchemyLeaseStore",
     "SQLAlchemyTicketStore",
     "create_engine_for",
+    "driver_deadlines",
     "lease_columns",
     "lease_table",
     "sa_column_of",
@@ -205,20 +206,31 @@ def create_async_engine_for(url: sa.URL, connect_timeout: float, timeout: float)
     return create_async_engine(url, isolation_level="AUTOCOMMIT", pool_size=2, connect_args=connect_args)
 
 
+def driver_deadlines(url: sa.URL, connect_timeout: float, timeout: float) -> dict[str, Any]:
+    """The driver's own connect and read time-outs for ``url`` (``connect_args``): what bounds a
+    connection to a server that accepts TCP and never answers, where the driver gives one (libpq's
+    ``connect_timeout`` covers the whole start-up, PyMySQL's and mysqlclient's the handshake; their
+    ``read_timeout`` each reply).  The stores and ``seqid doctor`` read it here."""
+    backend, driver = url.get_backend_name(), url.get_driver_name()
+    if backend == "postgresql" and driver in ("psycopg", "psycopg2", "psycopg_async"):
+        return {"connect_timeout": max(2, math.ceil(connect_timeout))}  # libpq's minimum is 2 s
+    if backend in ("mysql", "mariadb") and driver in ("pymysql", "mysqldb", "aiomysql"):
+        deadlines: dict[str, Any] = {"connect_timeout": max(1, math.ceil(connect_timeout))}
+        if driver != "aiomysql":  # which has no read time-out: the store's asyncio deadline bounds a read
+            deadlines["read_timeout"] = max(1, math.ceil(timeout))
+        return deadlines
+    return {}
+
+
 def _connect_args(url: sa.URL, connect_timeout: float, timeout: float) -> dict[str, Any]:
     """The driver's own time-outs and session settings for a store's connections (sync or async driver)."""
     backend, driver = url.get_backend_name(), url.get_driver_name()
-    connect_args: dict[str, Any] = {}
-    if backend == "postgresql" and driver in ("psycopg", "psycopg2", "psycopg_async"):
-        connect_args["connect_timeout"] = max(2, math.ceil(connect_timeout))  # libpq's minimum is 2 s
-        if driver != "psycopg2":
-            # no server-side prepared statements on seqid's connections: behind a pooler in
-            # transaction mode, one client's statement was bound on another's server connection
-            connect_args["prepare_threshold"] = None
+    connect_args = driver_deadlines(url, connect_timeout, timeout)
+    if backend == "postgresql" and driver in ("psycopg", "psycopg_async"):
+        # no server-side prepared statements on seqid's connections: behind a pooler in
+        # transaction mode, one client's statement was bound on another's server connection
+        connect_args["prepare_threshold"] = None
     elif backend in ("mysql", "mariadb") and driver in ("pymysql", "mysqldb", "aiomysql"):
-        connect_args["connect_timeout"] = max(1, math.ceil(connect_timeout))
-        if driver != "aiomysql":  # which has no read time-out: the store's asyncio deadline bounds a read
-            connect_args["read_timeout"] = max(1, math.ceil(timeout))
         connect_args["init_command"] = f"SET SESSION innodb_lock_wait_timeout = {max(1, math.ceil(timeout))}"
     elif backend == "sqlite":
         # waits for the file's write lock (many processes, one writer); each call then sets the

@@ -10,8 +10,8 @@ from __future__ import annotations
 import time
 
 from ..allocation.stores.django import DjangoExecutor
-from ..errors import DatabaseUnavailableError, SeqIDError
-from ..vendors.doctor import Finding, examine, session_statements
+from ..errors import DatabaseUnavailableError, InvalidArgumentError, SeqIDError
+from ..vendors.doctor import Finding, check_timeout, examine, session_statements
 from .connection import server_version, vendor_of
 
 __all__ = ["diagnose_alias"]
@@ -25,6 +25,10 @@ def diagnose_alias(alias: str = "default", *, sample: int = 1000, timeout: float
     """
     from django.db import DatabaseError, connections
 
+    check_timeout(timeout)
+    if alias not in connections.databases:
+        known = ", ".join(sorted(connections.databases)) or "none"
+        raise InvalidArgumentError(f"no database alias {alias!r} in settings.DATABASES (it has: {known})")
     conn = connections.create_connection(alias)
     try:
         vendor = vendor_of(conn)

@@ -14,7 +14,7 @@ from sqlalchemy.engine import Connection, Engine, make_url
 
 from ..allocation.stores.sqlalchemy import SQLAlchemyExecutor, driver_deadlines
 from ..errors import DatabaseUnavailableError, InvalidArgumentError, SeqIDError
-from ..vendors.doctor import Finding, examine, session_statements
+from ..vendors.doctor import Finding, check_timeout, examine, session_statements
 from .types import dialect_server_version, dialect_vendor
 
 __all__ = ["diagnose", "read_only_url"]
@@ -43,8 +43,7 @@ def diagnose(bind: str | Engine, *, sample: int = 1000, timeout: float = 5.0) ->
     :class:`~seqid_orm.errors.DatabaseUnavailableError` when the database cannot be reached, opened,
     or read within ``timeout`` seconds per statement.
     """
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 3600:
-        raise InvalidArgumentError(f"timeout must be seconds between 0 and 3600, got {timeout!r}")
+    check_timeout(timeout)
     owned = isinstance(bind, str)
     if isinstance(bind, str):
         url = sa.make_url(read_only_url(bind))

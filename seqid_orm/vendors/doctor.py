@@ -116,10 +116,18 @@ class Finding:
         return asdict(self)
 
 
+def check_timeout(timeout_s: object) -> float:
+    """The doctor's ``timeout`` (seconds per statement), or :class:`InvalidArgumentError` naming it:
+    both adapters' doors ask here before they connect."""
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not 0 < timeout_s <= 3600:
+        raise InvalidArgumentError(f"timeout must be seconds between 0 and 3600, got {timeout_s!r}")
+    return float(timeout_s)
+
+
 def session_statements(vendor: str, timeout_s: float) -> list[str]:
     """What to run first on the doctor's own connection (committed before the reads): read-only
     transactions and a statement timeout, so no read it makes can write or run away."""
-    ms = max(1, math.ceil(timeout_s * 1000))
+    ms = max(1, math.ceil(check_timeout(timeout_s) * 1000))
     if vendor == "postgresql":
         return ["SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY", f"SET statement_timeout = {ms}"]
     if vendor == "mariadb":

@@ -56,3 +56,19 @@ def test_the_legacy_table_comes_first_and_seqids_tables_append():
 def test_an_unknown_fail_on_name_is_refused_before_anything_is_read():
     with pytest.raises(CommandError, match="--fail-on takes"):
         call_command("seqid_doctor", "--fail-on", "random", stdout=StringIO())
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("--database", "nope"), r"no database alias 'nope' in settings.DATABASES \(it has: default"),
+        (("--timeout", "-1"), "timeout must be seconds between 0 and 3600, got -1.0"),
+        (("--timeout", "0"), "timeout must be seconds between 0 and 3600"),
+    ],
+)
+def test_bad_input_is_a_command_error_that_exits_2(args, says):
+    """Issue 46: --database nope was a KeyError traceback, --timeout -1 was not checked, and an
+    error exited 1, which --fail-on uses for "found".  Now each is named, with exit status 2."""
+    with pytest.raises(CommandError, match=says) as info:
+        call_command("seqid_doctor", *args, stdout=StringIO())
+    assert info.value.returncode == 2

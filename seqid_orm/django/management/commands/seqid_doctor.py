@@ -36,8 +36,8 @@ class Command(BaseCommand):
         try:
             failing([], fail_on)  # refuses an unknown name before anything is read
             findings = diagnose_alias(options["database"], sample=options["sample"], timeout=options["timeout"])
-        except SeqIDError as exc:
-            raise CommandError(str(exc)) from exc
+        except SeqIDError as exc:  # exit 2, as `seqid doctor`: 1 says --fail-on found something
+            raise CommandError(str(exc), returncode=2) from exc
         self.stdout.write(render_json(findings) if options["json"] else render(findings))
         bad = failing(findings, fail_on)
         if bad:

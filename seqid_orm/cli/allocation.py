@@ -93,7 +93,9 @@ def _ticket_repair(args: argparse.Namespace) -> int:
 
 def _lease_status(args: argparse.Namespace) -> int:
     from ..allocation.leases import open_lease_store
+    from ..allocation.stores import check_name
 
+    check_name(args.namespace, "lease namespace")  # a name no store can hold is refused, not "none held"
     store = open_lease_store(args.url, create_table=False)
     try:
         rows = store.leases(args.namespace)
@@ -124,8 +126,10 @@ def _lease_status(args: argparse.Namespace) -> int:
 def _status(args: argparse.Namespace) -> int:
     """One store's ticket counters and worker-id leases, read-only."""
     from ..allocation.leases import open_lease_store
-    from ..allocation.stores import open_ticket_store
+    from ..allocation.stores import check_name, open_ticket_store
 
+    if args.namespace:
+        check_name(args.namespace, "lease namespace")  # refused before any store is asked
     tickets = open_ticket_store(args.url, create_table=False)
     try:
         label = tickets.label

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -55,3 +56,30 @@ def test_repair_moves_the_counter_above_the_largest_key_and_never_lowers_it(serv
         assert seq.next_id() == 5001
     assert main(["ticket", "repair", seq_name, server]) == 2
     assert "needs the largest id in use" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("redis://127.0.0.1:1/0", "Connection refused"),
+        ("redis://127.0.0.1:6379/99", "DB index is out of range"),
+        ("unix:///nonexistent/seqid.sock", "No such file or directory"),
+        ("redis://u:p@ss@127.0.0.1:6379/0", r"redis://u:\*\*\*@127\.0\.0\.1:6379/0"),
+    ],
+)
+def test_status_of_a_redis_store_it_cannot_read_is_a_clear_error(redis_url, url, says, capsys):
+    """Issue 46: these were untyped tracebacks (exit 1); a password holding an unescaped @ was
+    printed in part.  Now each is seqid's one-line error, exit 2, the password hidden whole."""
+    assert main(["status", url]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("seqid: error:") and "Traceback" not in err and "ss@" not in err
+    assert re.search(says, err), err
+
+
+@pytest.mark.parametrize(
+    "command", [["status", "{url}", "BAD NAMESPACE"], ["lease", "status", "{url}", "--namespace", "BAD NAMESPACE"]]
+)
+def test_a_namespace_no_store_can_hold_is_refused(redis_url, command, capsys):
+    """Issue 46: `status URL "BAD NAMESPACE"` exited 0 saying nothing was held there."""
+    assert main([part.format(url=redis_url) for part in command]) == 2
+    assert "invalid lease namespace 'BAD NAMESPACE'" in capsys.readouterr().err

@@ -232,16 +232,24 @@ def test_tls_with_client_certificates_and_a_user_password(name):
             assert "s3cret" not in str(info.value) and "wrong" not in str(info.value), why  # no password shown
 
 
-def test_etcd_url_options_are_checked():
+def test_etcd_url_options_are_checked(tmp_path):
     from seqid_orm.allocation.stores.etcd import etcd_options
 
-    found = etcd_options("etcd://u:p%40ss@h1:1,h2:2/app?ca=/c&cert=/x&key=/y")
+    ca, cert, key = (tmp_path / n for n in ("ca.pem", "client.pem", "client-key.pem"))
+    for f in (ca, cert, key):
+        f.write_text("-")
+    found = etcd_options(f"etcd://u:p%40ss@h1:1,h2:2/app?ca={ca}&cert={cert}&key={key}")
     assert found.members == (("h1", 1), ("h2", 2)) and found.prefix == "app"
-    assert (found.tls, found.ca, found.user, found.password) == (True, "/c", "u", "p@ss")
+    assert (found.tls, found.ca, found.user, found.password) == (True, str(ca), "u", "p@ss")
     with pytest.raises(InvalidArgumentError, match="unknown etcd URL option 'cacert'"):
         etcd_options("etcd://h:1?cacert=/c")
     with pytest.raises(InvalidArgumentError, match="needs both cert= and key="):
-        etcd_options("etcd://h:1?cert=/x")
+        etcd_options(f"etcd://h:1?cert={cert}")
+    # issue 46: tls=maybe was taken, and a missing file was requests' OSError at the first call
+    with pytest.raises(InvalidArgumentError, match="tls in an etcd URL must be true or false, got 'maybe'"):
+        etcd_options("etcd://h:1?tls=maybe")
+    with pytest.raises(InvalidArgumentError, match=r"ca=/nonexistent/ca.pem in an etcd URL is not a file"):
+        etcd_options("etcd://h:1?ca=/nonexistent/ca.pem")
 
 
 @pytest.mark.slow

@@ -105,7 +105,7 @@ def is_conflict(exc: BaseException) -> bool:
     return state in ("40001", "40P01")  # PostgreSQL: serialization failure, deadlock
 
 
-_PASSWORD = re.compile(r"(://[^:/@]*:)[^@/]*@")
+_PASSWORD = re.compile(r"(://[^:/@]*:)[^/]*@")  # to the last @ of the authority: a password may hold an unescaped @
 
 
 def hide_password(url: str) -> str:

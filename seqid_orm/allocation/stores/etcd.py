@@ -37,6 +37,7 @@ a new cluster (``etcdctl snapshot restore`` makes a new cluster id) starts that 
 from __future__ import annotations
 
 import base64
+import os
 import secrets
 import threading
 import time
@@ -129,9 +130,16 @@ def etcd_options(url: str) -> EtcdOptions:
                 f"unknown etcd URL option {name!r} in {hide_password(url)!r}: the options are tls, ca, cert and key"
             )
         found[name] = unquote(value)
-    tls = found.get("tls", "").lower() in ("1", "true", "yes", "on") or any(k in found for k in ("ca", "cert", "key"))
+    said = found.get("tls", "false").lower()
+    if said not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+        raise InvalidArgumentError(f"tls in an etcd URL must be true or false, got {said!r} ({hide_password(url)!r})")
+    tls = said in ("1", "true", "yes", "on") or any(k in found for k in ("ca", "cert", "key"))
     if ("cert" in found) != ("key" in found):
         raise InvalidArgumentError(f"an etcd client certificate needs both cert= and key= ({hide_password(url)!r})")
+    for option in ("ca", "cert", "key"):  # named now, not as requests' OSError at the first call
+        if option in found and not os.path.isfile(found[option]):
+            where = hide_password(url)
+            raise InvalidArgumentError(f"{option}={found[option]} in an etcd URL is not a file ({where!r})")
     return EtcdOptions(
         tuple(members), prefix, tls, found.get("ca"), found.get("cert"), found.get("key"), user or None, password
     )

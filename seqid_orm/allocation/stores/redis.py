@@ -607,11 +607,12 @@ class RedisTicketStore(_RedisStore):
 
     def rows(self) -> list[TicketRow]:
         found = []
-        for key in self.client.scan_iter(match=KEY_PREFIX + "*", count=500):
-            name = _text(key)[len(KEY_PREFIX) :]
-            values = self.client.hmget(key, "next_value", "step", "offset")
-            if None not in values:
-                found.append(TicketRow(name, *(int(_text(v)) for v in values)))
+        with self._errors():
+            for key in self.client.scan_iter(match=KEY_PREFIX + "*", count=500):
+                name = _text(key)[len(KEY_PREFIX) :]
+                values = self.client.hmget(key, "next_value", "step", "offset")
+                if None not in values:
+                    found.append(TicketRow(name, *(int(_text(v)) for v in values)))
         return sorted(found, key=lambda r: r.name)
 
     def after_fork(self) -> None:

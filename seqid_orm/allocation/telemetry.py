@@ -30,7 +30,7 @@ May import the standard library and :mod:`seqid_orm.ids`; ``opentelemetry`` when
 
 from __future__ import annotations
 
-import importlib.util
+import contextlib
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -56,9 +56,12 @@ def _meter() -> Any:
     with _lock:
         if "meter" not in _state:
             meter = None
-            if importlib.util.find_spec("opentelemetry") is not None:
+            metrics: Any = None
+            # no opentelemetry-api: none at all, or only other parts of its namespace package
+            # (opentelemetry-proto alone, as some exporters install, made every call fail: issue 46)
+            with contextlib.suppress(ImportError):
                 from opentelemetry import metrics
-
+            if metrics is not None:
                 meter = metrics.get_meter("seqid_orm")
                 try:  # seconds, not the SDK's default buckets (0 to 10,000, made for milliseconds)
                     _state["reservation"] = meter.create_histogram(

@@ -220,3 +220,30 @@ def test_seqid_status_lists_counters_namespaces_and_holders(lease_store):
         holder.wait()
         forget_namespace(namespace, *(([read_url], []) if read_url == POSTGRES_URL else ([], [read_url])))
     assert os.getpid() != holder.pid
+
+
+def test_an_opentelemetry_namespace_without_the_api_leaves_allocation_working(tmp_path):
+    """Issue 46: with only another part of the ``opentelemetry`` namespace installed (an exporter's
+    ``opentelemetry-proto``) and no ``opentelemetry-api``, ``TicketSequence(...)`` raised
+    ImportError.  A fresh interpreter that cannot import ``opentelemetry.metrics``."""
+    (tmp_path / "opentelemetry" / "proto").mkdir(parents=True)
+    (tmp_path / "opentelemetry" / "proto" / "__init__.py").write_text("")
+    script = textwrap.dedent(
+        f"""
+        import importlib.abc, sys
+        class NoApi(importlib.abc.MetaPathFinder):
+            def find_spec(self, name, path=None, target=None):
+                if name == "opentelemetry.metrics" or name.startswith("opentelemetry.metrics."):
+                    raise ModuleNotFoundError(f"No module named {{name!r}}")
+        sys.meta_path.insert(0, NoApi())
+        sys.path.insert(0, {str(tmp_path)!r})
+        import opentelemetry.proto  # the namespace is there
+        from seqid_orm import TicketSequence
+        from seqid_orm.allocation import telemetry
+        with TicketSequence("otel-less", "sqlite:///{tmp_path / "t.sqlite3"}", block_size=5) as seq:
+            print(seq.next_ids(7), telemetry.enabled())
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["[1,", "2,", "3,", "4,", "5,", "6,", "7]", "False"]

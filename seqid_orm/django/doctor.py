@@ -8,6 +8,8 @@ connection.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import Any
 
 from ..allocation.stores.django import DjangoExecutor
 from ..errors import DatabaseUnavailableError, InvalidArgumentError, SeqIDError
@@ -38,13 +40,36 @@ def diagnose_alias(alias: str = "default", *, sample: int = 1000, timeout: float
                 cursor.execute(statement)
         if not conn.get_autocommit():
             conn.commit()
+        deadline = [0.0]  # SQLite's, per statement: it has no statement timeout of its own
         if vendor == "sqlite":
-            deadline = time.monotonic() + timeout
-            conn.connection.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
-        return examine(DjangoExecutor(conn), vendor, server_version(conn), sample=sample)
+            conn.connection.set_progress_handler(lambda: int(time.monotonic() > deadline[0]), 10_000)
+        reads = _Reads(conn, lambda: deadline.__setitem__(0, time.monotonic() + timeout))
+        return examine(reads, vendor, server_version(conn), sample=sample)
     except SeqIDError:
         raise
     except DatabaseError as exc:
         raise DatabaseUnavailableError(f"database {alias!r}: {type(exc).__name__}: {exc}") from exc
     finally:
         conn.close()
+
+
+class _Reads(DjangoExecutor):
+    """The doctor's reads on a Django connection: a statement the database refuses is
+    :class:`DatabaseUnavailableError`, which costs that table's line only."""
+
+    def __init__(self, conn: Any, before: Callable[[], object]) -> None:
+        super().__init__(conn)
+        self._before = before
+
+    def fetch(self, sql: str, params: dict[str, object]) -> list[tuple[Any, ...]]:
+        from django.db import DatabaseError
+
+        self._before()
+        try:
+            return super().fetch(sql, params)
+        except DatabaseError as exc:
+            raise DatabaseUnavailableError(f"{type(exc).__name__}: {exc}".strip()) from exc
+
+    def recover(self) -> None:
+        if not self.conn.get_autocommit():
+            self.conn.rollback()

@@ -8,6 +8,8 @@ a deadline enforced by SQLite's progress handler), and its transaction is rolled
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine, make_url
@@ -73,13 +75,37 @@ def _diagnose(conn: Connection, sample: int, timeout: float) -> list[Finding]:
     for statement in statements:
         conn.exec_driver_sql(statement)
     conn.commit()
+    deadline = [0.0]  # SQLite's, per statement: it has no statement timeout of its own
     if vendor == "sqlite":
-        deadline = time.monotonic() + timeout
         raw = conn.connection.dbapi_connection
-        raw.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)  # type: ignore[union-attr]
+        raw.set_progress_handler(lambda: int(time.monotonic() > deadline[0]), 10_000)  # type: ignore[union-attr]
+    reads = _Reads(conn, lambda: deadline.__setitem__(0, time.monotonic() + timeout))
     try:
-        return examine(SQLAlchemyExecutor(conn), vendor, dialect_server_version(conn.dialect), sample=sample)
+        return examine(reads, vendor, dialect_server_version(conn.dialect), sample=sample)
     finally:
         conn.rollback()
         if vendor == "sqlite":
             raw.set_progress_handler(None, 0)  # type: ignore[union-attr]
+
+
+class _Reads(SQLAlchemyExecutor):
+    """The doctor's reads on ``conn``: a statement the database refuses (a table locked past the
+    timeout, one the user may not read) is :class:`DatabaseUnavailableError`, which costs that
+    table's line only (:func:`~seqid_orm.vendors.doctor.examine`); a connection lost fails the run."""
+
+    def __init__(self, conn: Connection, before: Callable[[], object]) -> None:
+        super().__init__(conn)
+        self._before = before
+
+    def fetch(self, sql: str, params: dict[str, object]) -> list[tuple[Any, ...]]:
+        self._before()
+        try:
+            return super().fetch(sql, params)
+        except sa.exc.DBAPIError as exc:
+            if exc.connection_invalidated:
+                raise
+            raise DatabaseUnavailableError(f"{type(exc.orig).__name__}: {exc.orig}".strip()) from exc
+
+    def recover(self) -> None:
+        if self.conn.in_transaction():
+            self.conn.rollback()

@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
-from ..errors import InvalidArgumentError, UnknownLayoutError
+from ..errors import DatabaseUnavailableError, InvalidArgumentError, UnknownLayoutError
 from ..ids.classify import KINDS, as_uuid, classify, in_order_share
 from . import target
 from ._base import Storage
@@ -63,10 +63,17 @@ _SKIP_TABLES = frozenset({"seqid_tickets", "seqid_worker_leases"})  # seqid's ow
 
 
 class Executor(Protocol):
-    """How an adapter runs one read-only statement (``:name`` parameters) and returns its rows.
-    The statements here write no ``::`` (casts are ``CAST``): Django's executor reads ``:x`` as a parameter."""
+    """How an adapter runs one read-only statement (``:name`` parameters; ``\\:`` is a colon) and
+    returns its rows.  The statements here write no ``::`` (casts are ``CAST``): Django's executor
+    reads ``:x`` as a parameter.
+
+    A statement the database refuses (a table locked past the timeout, one the user may not read)
+    raises :class:`~seqid_orm.errors.DatabaseUnavailableError`; :meth:`recover` then readies the
+    connection for the next table (PostgreSQL ignores every statement of a failed transaction)."""
 
     def fetch(self, sql: str, params: dict[str, object]) -> list[tuple[Any, ...]]: ...
+
+    def recover(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -226,9 +233,13 @@ _CATALOGS: dict[str, Callable[[Executor], list[KeyColumn]]] = {
 
 
 def _quote(vendor: str, name: str) -> str:
+    """``name`` as an identifier in an :class:`Executor`'s statement: quoted, and each colon written
+    ``\\:``, which the executors read as a colon, not a parameter (a table ``a :b``: issue 46)."""
     if vendor in ("mariadb", "mysql"):
-        return "`" + name.replace("`", "``") + "`"
-    return '"' + name.replace('"', '""') + '"'
+        quoted = "`" + name.replace("`", "``") + "`"
+    else:
+        quoted = '"' + name.replace('"', '""') + '"'
+    return quoted.replace(":", "\\:")
 
 
 # --- the sample -------------------------------------------------------------------------------
@@ -408,9 +419,36 @@ def examine(
     for column in _CATALOGS[vendor](ex):
         if column.table in _SKIP_TABLES or not _keyish(column.sql_type, column.primary):
             continue
-        findings.append(_judge(vendor, server_version, column, _sample(ex, vendor, column, sample)))
+        try:
+            runs = _sample(ex, vendor, column, sample)
+        except DatabaseUnavailableError as exc:  # one table it cannot read costs its own line, not the report
+            ex.recover()
+            findings.append(_unreadable(column, exc))
+            continue
+        findings.append(_judge(vendor, server_version, column, runs))
     order = {"random-uuid": 0, "out-of-order": 1, None: 2}
     return sorted(findings, key=lambda f: (order[f.problem], f.kind != "unknown", -(f.rows or 0), f.table, f.column))
+
+
+def _unreadable(column: KeyColumn, exc: DatabaseUnavailableError) -> Finding:
+    """The finding for a column whose keys the database would not hand over (locked, not granted)."""
+    return Finding(
+        table=column.table,
+        column=column.column,
+        primary=column.primary,
+        sql_type=column.sql_type,
+        kind="unreadable",
+        format=None,
+        in_order=None,
+        in_order_share=None,
+        keys_layout=None,
+        needed_layout=None,
+        rows=column.rows,
+        index_bytes=column.index_bytes,
+        ideal_index_bytes=None,
+        sampled=0,
+        advice=f"not read: {exc}",
+    )
 
 
 def failing(findings: Sequence[Finding], fail_on: Sequence[str]) -> list[Finding]:
@@ -446,10 +484,10 @@ def render(findings: Sequence[Finding]) -> str:
             f"{name[:36]:<36} {f.kind:<17} {(f.format or '-')[:24]:<24} {order:<9} {rows:>11} "
             f"{_size(f.index_bytes):>10} {_size(f.ideal_index_bytes):>10}"
         )
-    problems = [f for f in findings if f.problem is not None]
-    if problems:
+    said = [f for f in findings if f.problem is not None or f.kind == "unreadable"]
+    if said:
         lines.append("")
-        lines += [f"{f.table}.{f.column} ({f.problem}): {f.advice}" for f in problems]
+        lines += [f"{f.table}.{f.column} ({f.problem or f.kind}): {f.advice}" for f in said]
     return "\n".join(lines)
 
 

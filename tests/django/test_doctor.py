@@ -72,3 +72,21 @@ def test_bad_input_is_a_command_error_that_exits_2(args, says):
     with pytest.raises(CommandError, match=says) as info:
         call_command("seqid_doctor", *args, stdout=StringIO())
     assert info.value.returncode == 2
+
+
+def test_a_table_with_a_colon_in_its_name_is_read_like_any_other():
+    """Issue 46: a table ``a :b`` reached the executor as a parameter ``:b`` and cost the report."""
+    connection = connections["default"]
+    q = connection.ops.quote_name
+    table = "doctor a :b"
+    column_type = "uuid" if connection.vendor == "postgresql" else "char(36)"
+    with connection.cursor() as cursor:
+        cursor.execute(f"CREATE TABLE {q(table)} ({q(':pivot')} {column_type} PRIMARY KEY)")
+        for _ in range(100):
+            cursor.execute(f"INSERT INTO {q(table)} VALUES (%s)", [str(uuid.uuid4())])
+    try:
+        found = {f["table"]: f for f in _doctor()}
+        assert (found[table]["column"], found[table]["kind"]) == (":pivot", "random-uuid"), found[table]
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"DROP TABLE {q(table)}")

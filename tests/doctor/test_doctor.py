@@ -242,18 +242,23 @@ def test_bad_urls_and_unreachable_servers_are_typed_errors(tmp_path, pg_engine):
 
 
 def test_a_read_that_outlives_the_timeout_is_refused_in_time(pg_engine):
-    """A table locked by another transaction blocks the doctor's reads: statement_timeout ends them."""
+    """A table locked by another transaction blocks the doctor's reads: statement_timeout ends them,
+    and that table's line says so (issue 46: it cost the whole report); the other tables are read."""
     name = f"seqid_doctor_{secrets.token_hex(3)}"
     with pg_engine.begin() as conn:
         conn.exec_driver_sql(f"CREATE SCHEMA {name}")
         conn.exec_driver_sql(f"CREATE TABLE {name}.locked (id uuid PRIMARY KEY)")
+        conn.exec_driver_sql(f"CREATE TABLE {name}.readable (id uuid PRIMARY KEY)")
+        conn.exec_driver_sql(f"INSERT INTO {name}.readable SELECT gen_random_uuid() FROM generate_series(1, 300)")
     locker = pg_engine.connect()
     try:
         locker.exec_driver_sql(f"LOCK TABLE {name}.locked IN ACCESS EXCLUSIVE MODE")
         started = time.monotonic()
-        with pytest.raises(DatabaseUnavailableError, match="timeout"):
-            diagnose(f"{POSTGRES_URL}?options=-csearch_path%3D{name}", timeout=1)
+        found = {f.table: f for f in diagnose(f"{POSTGRES_URL}?options=-csearch_path%3D{name}", timeout=1)}
         assert time.monotonic() - started < 10
+        assert found["locked"].kind == "unreadable" and "statement timeout" in found["locked"].advice
+        assert "locked.id (unreadable): not read: QueryCanceled" in render(list(found.values()))
+        assert found["readable"].kind == "random-uuid" and found["readable"].sampled == 300
     finally:
         locker.rollback()
         locker.close()
@@ -297,3 +302,37 @@ def test_a_server_that_accepts_and_never_answers_is_given_up_on_in_time(vendor, 
         assert time.monotonic() - started < 2 + 3  # its connect deadline, not forever
     finally:
         proxy.close()
+
+
+@pytest.mark.parametrize("vendor", ["postgresql", "mariadb", "sqlite"])
+def test_odd_names_and_a_table_it_may_not_read_leave_the_rest_of_the_report(vendor, request, tmp_path):
+    """Issue 46: a table named ``a :b`` with a column ``:pivot`` was "A value is required for bind
+    parameter 'b'" and no report at all; now every table has its line."""
+    import sqlalchemy as sa
+
+    if vendor == "sqlite":
+        url = f"sqlite:///{tmp_path / 'odd.sqlite3'}"
+        engine = sa.create_engine(url)
+    else:
+        engine = request.getfixturevalue("pg_engine" if vendor == "postgresql" else "mysql_engine")
+        url = engine.url.render_as_string(hide_password=False)
+    q = engine.dialect.identifier_preparer.quote
+    odd, plain = f"odd :b {secrets.token_hex(2)}", f"plain_{secrets.token_hex(3)}"
+    uuid_type = "uuid" if vendor == "postgresql" else "char(36)"
+    with engine.begin() as conn:
+        conn.exec_driver_sql(f"CREATE TABLE {q(odd)} ({q(':pivot')} {uuid_type} PRIMARY KEY)")
+        conn.exec_driver_sql(f"CREATE TABLE {q(plain)} (id {uuid_type} PRIMARY KEY)")
+        for table in (odd, plain):
+            rows = [{"v": str(uuid.uuid4())} for _ in range(200)]
+            escaped = q(table).replace(":", "\\:")  # text()'s own way to say a colon is no parameter
+            conn.execute(sa.text(f"INSERT INTO {escaped} VALUES (:v)"), rows)
+    try:
+        found = {f.table: f for f in diagnose(url, timeout=5)}
+        assert found[odd].column == ":pivot" and found[odd].kind == "random-uuid", found[odd]
+        assert found[plain].kind == "random-uuid" and found[plain].sampled == 200
+    finally:
+        with engine.begin() as conn:
+            for table in (odd, plain):
+                conn.exec_driver_sql(f"DROP TABLE {q(table)}")
+        if vendor == "sqlite":
+            engine.dispose()

@@ -166,7 +166,7 @@ def _unavailable(what: str, label: str, exc: Exception) -> BackendUnavailableErr
     return BackendUnavailableError(f"{what} {label}: {type(exc).__name__}: {exc}")
 
 
-_NAMED = re.compile(r":(\w+)")
+_NAMED = re.compile(r"\\?:(\w+)")
 
 
 class DjangoExecutor:
@@ -184,6 +184,8 @@ class DjangoExecutor:
         order: list[object] = []
 
         def place(match: re.Match[str]) -> str:
+            if match.group(0).startswith("\\"):  # ``\:``, a colon (in a quoted identifier), as sa.text() reads it
+                return match.group(0)[1:]
             order.append(params[match.group(1)])
             return "%s"
 

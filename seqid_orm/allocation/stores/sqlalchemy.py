@@ -219,6 +219,8 @@ def driver_deadlines(url: sa.URL, connect_timeout: float, timeout: float) -> dic
         if driver != "aiomysql":  # which has no read time-out: the store's asyncio deadline bounds a read
             deadlines["read_timeout"] = max(1, math.ceil(timeout))
         return deadlines
+    if backend == "sqlite":
+        return {"timeout": timeout}  # the wait for another connection's lock (Python's default: 5 s)
     return {}
 
 
@@ -232,10 +234,8 @@ def _connect_args(url: sa.URL, connect_timeout: float, timeout: float) -> dict[s
         connect_args["prepare_threshold"] = None
     elif backend in ("mysql", "mariadb") and driver in ("pymysql", "mysqldb", "aiomysql"):
         connect_args["init_command"] = f"SET SESSION innodb_lock_wait_timeout = {max(1, math.ceil(timeout))}"
-    elif backend == "sqlite":
-        # waits for the file's write lock (many processes, one writer); each call then sets the
-        # wait to what is left of its deadline (_OwnEngineStore._busy_wait)
-        connect_args["timeout"] = timeout
+    # SQLite's lock wait (driver_deadlines): many processes, one writer; each call then sets the
+    # wait to what is left of its deadline (_OwnEngineStore._busy_wait)
     return connect_args
 
 

@@ -6,6 +6,8 @@ check) alike, so ``TicketField`` and ``SnowflakeField`` share one way of reading
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 __all__ = ["ModelFloor"]
@@ -26,10 +28,27 @@ class ModelFloor:
 
         return self.model._base_manager.using(router.db_for_write(self.model))
 
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[None]:
+        """A read on this thread's connection, closed after it where the read opened it: a
+        sequence's prefetch or a lease's grant reads from a thread of seqid's own, whose Django
+        connection nothing else closes (it kept a test database from being dropped); a request's
+        thread, whose connection is open already, keeps it."""
+        from django.db import connections, router
+
+        conn = connections[router.db_for_write(self.model)]
+        opened_here = conn.connection is None
+        try:
+            yield
+        finally:
+            if opened_here and not conn.in_atomic_block:
+                conn.close()
+
     def largest(self) -> int | None:
         from django.db.models import Max
 
-        found = self._queryset().aggregate(m=Max(self.attname))["m"]
+        with self._reading():
+            found = self._queryset().aggregate(m=Max(self.attname))["m"]
         return None if found is None else int(found)
 
     def taken_in(self, first: int, last: int, step: int) -> int | None:
@@ -39,7 +58,8 @@ class ModelFloor:
         rows = self._queryset().filter(**{f"{self.attname}__gte": first, f"{self.attname}__lte": last})
         if step > 1:
             rows = rows.annotate(_seqid_r=Mod(F(self.attname) - Value(first), Value(step))).filter(_seqid_r=0)
-        found = rows.aggregate(m=Max(self.attname))["m"]
+        with self._reading():
+            found = rows.aggregate(m=Max(self.attname))["m"]
         return None if found is None else int(found)
 
     def with_field(self, low: int, high: int, shift: int, mask: int, value: int) -> int | None:
@@ -55,5 +75,6 @@ class ModelFloor:
             .order_by(self.attname)
             .values_list(self.attname, flat=True)[:1]
         )
-        found = list(rows)
+        with self._reading():
+            found = list(rows)
         return int(found[0]) if found else None

@@ -195,3 +195,32 @@ def test_a_ticket_field_and_a_leased_snowflake_on_etcd(settings):
         finally:
             close_snowflakes()
             field.sequence().close()
+
+
+def test_a_floor_read_from_a_thread_of_seqids_own_leaves_no_connection_open():
+    """A TicketField's next block is reserved, and its floor read, by a thread of seqid's own (the
+    prefetch); the Django connection that read opened there was closed by nothing, and a test
+    database could not be dropped ("being accessed by other users").  Now the read closes what
+    it opened, and once the sequences are closed no session of this process is left on the
+    database but the test's own."""
+    from seqid_orm.django import close_ticket_sequences
+
+    if connection.vendor != "postgresql":
+        pytest.skip("counts sessions in pg_stat_activity")
+    for i in range(35):  # blocks of 10: prefetches run in the sequence's own thread
+        Order(note=str(i)).save()
+    close_ticket_sequences()
+
+    def others() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            return int(cursor.fetchone()[0])
+
+    import time
+
+    deadline = time.monotonic() + 5
+    while (left := others()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert left == 0

@@ -27,10 +27,11 @@ from tests.servers.proxy import StallableProxy  # noqa: E402
 
 # The longest a 10 ms ticker may wait. The issue asks 100 ms, which a quiet machine meets (the note
 # gives the gaps measured); CI runs these beside three other test processes on two cores, whose
-# preemption alone stalled a loop doing only CPU work for up to 285 ms. The stores here answer after
-# 300 ms or more (a slowed proxy, a 1.5 s cold start), so a loop waiting on one would still show; and
-# each test also checks that no store call ran on the loop's thread at all (StoreCalls).
-MAX_GAP = 0.25
+# preemption alone stalled a loop doing only CPU work for up to 285 ms, and 324 ms with two CPU
+# hogs beside the suite (.ci/under-load). The stores here answer after a second or more (a proxy
+# that holds every chunk 300 ms, a 1.5 s cold start), so a loop waiting on one still shows; and each
+# test also checks that no store call ran on the loop's thread at all (StoreCalls).
+MAX_GAP = 0.6
 
 
 class StoreCalls:
@@ -117,12 +118,12 @@ def store_url(request) -> str:
 
 @pytest.fixture(params=["pg_engine", "redis_url"])
 def slow_store_url(request) -> Iterator[str]:
-    """The shared PostgreSQL or Redis behind a proxy that holds every chunk 150 ms (a store across a
-    slow network): a reservation takes about half a second, which a loop blocked by it would show."""
+    """The shared PostgreSQL or Redis behind a proxy that holds every chunk 300 ms (a store across a
+    slow network): a reservation takes about a second, which a loop blocked by it would show."""
     request.getfixturevalue(request.param)
     # the servers the suite is pointed at (make test-pg18 points it at PostgreSQL 18 on another port)
     url = sa.engine.make_url(POSTGRES_URL if request.param == "pg_engine" else request.getfixturevalue("redis_url"))
-    with StallableProxy(url.port or (5432 if request.param == "pg_engine" else 6379), delay=0.15) as proxy:
+    with StallableProxy(url.port or (5432 if request.param == "pg_engine" else 6379), delay=0.3) as proxy:
         slow = url.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
         yield slow if request.param == "pg_engine" else volatile_ok(slow)
 

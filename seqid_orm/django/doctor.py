@@ -7,13 +7,12 @@ connection.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
 from ..allocation.stores.django import DjangoExecutor
 from ..errors import DatabaseUnavailableError, InvalidArgumentError, SeqIDError
-from ..vendors.doctor import Finding, check_timeout, examine, session_statements
+from ..vendors.doctor import Finding, StatementDeadline, check_timeout, examine, session_statements
 from .connection import server_version, vendor_of
 
 __all__ = ["diagnose_alias"]
@@ -40,10 +39,10 @@ def diagnose_alias(alias: str = "default", *, sample: int = 1000, timeout: float
                 cursor.execute(statement)
         if not conn.get_autocommit():
             conn.commit()
-        deadline = [0.0]  # SQLite's, per statement: it has no statement timeout of its own
+        deadline = StatementDeadline(timeout)
         if vendor == "sqlite":
-            conn.connection.set_progress_handler(lambda: int(time.monotonic() > deadline[0]), 10_000)
-        reads = _Reads(conn, lambda: deadline.__setitem__(0, time.monotonic() + timeout))
+            deadline.install(conn.connection)  # a connection of its own, closed below
+        reads = _Reads(conn, deadline.start)
         return examine(reads, vendor, server_version(conn), sample=sample)
     except SeqIDError:
         raise

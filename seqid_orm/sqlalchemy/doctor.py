@@ -7,7 +7,6 @@ a deadline enforced by SQLite's progress handler), and its transaction is rolled
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +15,7 @@ from sqlalchemy.engine import Connection, Engine, make_url
 
 from ..allocation.stores.sqlalchemy import SQLAlchemyExecutor, driver_deadlines
 from ..errors import DatabaseUnavailableError, InvalidArgumentError, SeqIDError
-from ..vendors.doctor import Finding, check_timeout, examine, session_statements
+from ..vendors.doctor import Finding, StatementDeadline, check_timeout, examine, session_statements
 from .types import dialect_server_version, dialect_vendor
 
 __all__ = ["diagnose", "read_only_url"]
@@ -75,17 +74,17 @@ def _diagnose(conn: Connection, sample: int, timeout: float) -> list[Finding]:
     for statement in statements:
         conn.exec_driver_sql(statement)
     conn.commit()
-    deadline = [0.0]  # SQLite's, per statement: it has no statement timeout of its own
+    deadline = StatementDeadline(timeout)
+    raw = conn.connection.dbapi_connection
     if vendor == "sqlite":
-        raw = conn.connection.dbapi_connection
-        raw.set_progress_handler(lambda: int(time.monotonic() > deadline[0]), 10_000)  # type: ignore[union-attr]
-    reads = _Reads(conn, lambda: deadline.__setitem__(0, time.monotonic() + timeout))
+        deadline.install(raw)
+    reads = _Reads(conn, deadline.start)
     try:
         return examine(reads, vendor, dialect_server_version(conn.dialect), sample=sample)
     finally:
         conn.rollback()
         if vendor == "sqlite":
-            raw.set_progress_handler(None, 0)  # type: ignore[union-attr]
+            deadline.uninstall(raw)  # the pool may hand this connection to the caller's engine again
 
 
 class _Reads(SQLAlchemyExecutor):

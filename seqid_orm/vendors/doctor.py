@@ -27,6 +27,7 @@ from __future__ import annotations
 import bisect
 import json
 import math
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -43,6 +44,7 @@ __all__ = [
     "Executor",
     "Finding",
     "KeyColumn",
+    "StatementDeadline",
     "examine",
     "failing",
     "render",
@@ -129,6 +131,41 @@ def check_timeout(timeout_s: object) -> float:
     if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not 0 < timeout_s <= 3600:
         raise InvalidArgumentError(f"timeout must be seconds between 0 and 3600, got {timeout_s!r}")
     return float(timeout_s)
+
+
+class StatementDeadline:
+    """SQLite's per-statement deadline, which it lacks: ``sqlite3``'s progress handler asks
+    :meth:`expired` every 10,000 virtual-machine steps and a true answer interrupts the statement
+    (``OperationalError: interrupted``), and each read arms it with :meth:`start`.  A statement run
+    before the first :meth:`start` is interrupted at once: every read of the doctor goes through an
+    armed :class:`Executor`.  One object here, used by both adapters, so the deadline is decided once.
+
+    See https://docs.python.org/3/library/sqlite3.html#sqlite3.Connection.set_progress_handler.
+    """
+
+    STEPS = 10_000  # virtual-machine steps between two asks: about a millisecond of work
+
+    def __init__(self, timeout_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self._timeout = check_timeout(timeout_s)
+        self._clock = clock
+        self._deadline = 0.0
+
+    def start(self) -> None:
+        """Give the next statement ``timeout_s`` seconds from now."""
+        self._deadline = self._clock() + self._timeout
+
+    def expired(self) -> int:
+        """The progress handler: non-zero interrupts the statement under way."""
+        return int(self._clock() > self._deadline)
+
+    def install(self, sqlite_connection: Any) -> None:
+        """Set :meth:`expired` as ``sqlite_connection``'s progress handler."""
+        sqlite_connection.set_progress_handler(self.expired, self.STEPS)
+
+    @staticmethod
+    def uninstall(sqlite_connection: Any) -> None:
+        """Take the progress handler off again (a connection the caller goes on using)."""
+        sqlite_connection.set_progress_handler(None, 0)
 
 
 def session_statements(vendor: str, timeout_s: float) -> list[str]:

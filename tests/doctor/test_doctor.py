@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import secrets
+import sqlite3
 import subprocess
 import sys
 import time
@@ -31,7 +32,7 @@ from seqid_orm.errors import DatabaseUnavailableError, InvalidArgumentError  # n
 from seqid_orm.ids.layout import Layout  # noqa: E402
 from seqid_orm.ids.text import encode_base32  # noqa: E402
 from seqid_orm.sqlalchemy.doctor import diagnose  # noqa: E402
-from seqid_orm.vendors.doctor import failing, render  # noqa: E402
+from seqid_orm.vendors.doctor import StatementDeadline, failing, render  # noqa: E402
 from tests.conftest import MYSQL_URL, POSTGRES_URL  # noqa: E402
 
 ROWS = 20_000
@@ -336,3 +337,57 @@ def test_odd_names_and_a_table_it_may_not_read_leave_the_rest_of_the_report(vend
                 conn.exec_driver_sql(f"DROP TABLE {q(table)}")
         if vendor == "sqlite":
             engine.dispose()
+
+
+def test_a_sqlite_database_locked_by_another_connection_is_given_up_on_at_the_timeout(tmp_path):
+    """Issue 46: with another connection in `BEGIN EXCLUSIVE` the doctor waited 6.3 s at
+    `--timeout 2` (the driver's own busy wait); now the wait is the doctor's timeout."""
+    path = tmp_path / "locked.sqlite3"
+    holder = sqlite3.connect(path, isolation_level=None)
+    try:
+        holder.execute("CREATE TABLE t (id char(36) PRIMARY KEY)")
+        holder.executemany("INSERT INTO t VALUES (?)", [(str(uuid.uuid4()),) for _ in range(50)])
+        holder.execute("BEGIN EXCLUSIVE")
+        started = time.monotonic()
+        with pytest.raises(DatabaseUnavailableError, match="database is locked"):
+            diagnose(f"sqlite:///{path}", timeout=1)
+        assert time.monotonic() - started < 1 + 3  # its timeout, not the driver's 5 s or more
+        holder.execute("ROLLBACK")
+        assert {f.table: f.kind for f in diagnose(f"sqlite:///{path}", timeout=1)} == {"t": "random-uuid"}
+    finally:
+        holder.close()
+
+
+def test_the_sqlite_statement_deadline_interrupts_a_long_statement_and_each_read_rearms_it():
+    """SQLite has no statement timeout: StatementDeadline, the progress handler both adapters
+    install, ends a statement that runs past the deadline and gives the next read its own."""
+    now = [100.0]
+    deadline = StatementDeadline(2, clock=lambda: now[0])
+    conn = sqlite3.connect(":memory:")
+    endless = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n"
+    try:
+        deadline.install(conn)
+        with pytest.raises(sqlite3.OperationalError, match="interrupted"):  # not armed yet: at once
+            conn.execute(endless).fetchone()
+        deadline.start()
+        assert conn.execute("SELECT count(*) FROM (SELECT 1 UNION ALL SELECT 2)").fetchone() == (2,)
+        now[0] += 1.9  # inside the 2 s
+        assert deadline.expired() == 0
+        now[0] += 0.2
+        assert deadline.expired() == 1
+        with pytest.raises(sqlite3.OperationalError, match="interrupted"):
+            conn.execute(endless).fetchone()  # ends only by the deadline
+        deadline.start()
+        assert deadline.expired() == 0
+        deadline.uninstall(conn)
+        now[0] += 10
+        limited = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 100000) SELECT count(*) FROM n"
+        assert conn.execute(limited).fetchone() == (100000,)  # no handler left to interrupt it
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("bad", [0, -1, float("nan"), True, "2"])
+def test_the_statement_deadline_refuses_a_timeout_that_is_not_seconds(bad):
+    with pytest.raises(InvalidArgumentError, match="timeout must be seconds"):
+        StatementDeadline(bad)

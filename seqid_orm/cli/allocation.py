@@ -9,6 +9,8 @@ import argparse
 import json
 from typing import Any
 
+from .common import seconds
+
 
 def _ticket_status(args: argparse.Namespace) -> int:
     from ..allocation.stores import open_ticket_store
@@ -72,7 +74,7 @@ def _ticket_repair(args: argparse.Namespace) -> int:
     for url, where in args.key or ():
         from ..allocation.stores.sqlalchemy import ColumnFloor, create_engine_for, sa_column_of
 
-        floors.append(ColumnFloor(create_engine_for(url), sa_column_of(where)))
+        floors.append(ColumnFloor(create_engine_for(url), sa_column_of(where), timeout=args.timeout))
     offsets = None if args.offsets is None else [int(o) for o in args.offsets.split(",")]
     with TicketSequence(
         args.name,
@@ -201,6 +203,12 @@ def add_parsers(sub: Any) -> None:
         action="append",
         metavar=("DATABASE_URL", "TABLE.COLUMN"),
         help="a key column the sequence fills (repeat for several tables); its largest value counts",
+    )
+    t.add_argument(
+        "--timeout",
+        type=seconds,
+        default=30.0,
+        help="seconds each --key column's read may take, a lock it waits for included (default 30)",
     )
     t.add_argument("--step", type=int, help="the clients' step (default: the number of servers)")
     t.add_argument("--offsets", help="the clients' offsets, comma-separated (default 1..number of servers)")

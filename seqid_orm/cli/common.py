@@ -6,7 +6,7 @@ import argparse
 import re
 from collections.abc import Callable
 
-__all__ = ["EXTRA_OF", "in_cli_words", "missing_driver", "positive"]
+__all__ = ["EXTRA_OF", "in_cli_words", "missing_driver", "positive", "seconds"]
 
 
 def positive(what: str) -> Callable[[str], int]:
@@ -22,6 +22,17 @@ def positive(what: str) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def seconds(text: str) -> float:
+    """argparse type: a finite number of seconds above 0 (``0.5``, ``30``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"seconds must be above 0 and finite, got {text!r}")
+    return value
 
 
 #: The extra (pyproject.toml) that brings each optional module, for the one-line fix in an error.

@@ -83,3 +83,40 @@ def test_a_namespace_no_store_can_hold_is_refused(redis_url, command, capsys):
     """Issue 46: `status URL "BAD NAMESPACE"` exited 0 saying nothing was held there."""
     assert main([part.format(url=redis_url) for part in command]) == 2
     assert "invalid lease namespace 'BAD NAMESPACE'" in capsys.readouterr().err
+
+
+def test_repair_gives_up_on_a_key_column_locked_past_its_timeout(pg_engine, sqlite_ticket_url, seq_name, capsys):
+    """`--key` reads the column's largest value; with its table held by another session's ACCESS
+    EXCLUSIVE lock, the read is an error at `--timeout` (PostgreSQL's lock_timeout, sent with the
+    read: the store's engine sets none on the connection, which a pooler would drop), and the
+    counters stay as they were."""
+    table = f"locked_{seq_name[-8:]}"
+    url = pg_engine.url.render_as_string(hide_password=False)
+    with pg_engine.begin() as conn:
+        conn.execute(sa.text(f"CREATE TABLE {table} (id BIGINT PRIMARY KEY)"))
+        conn.execute(sa.text(f"INSERT INTO {table} (id) VALUES (9000)"))
+    try:
+        with TicketSequence(seq_name, sqlite_ticket_url) as seq:
+            assert seq.next_id() == 1
+        with pg_engine.connect() as holder:
+            holder.execute(sa.text(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE"))
+            code = main(
+                ["ticket", "repair", seq_name, sqlite_ticket_url, "--key", url, f"{table}.id", "--timeout", "1"]
+            )
+            holder.rollback()
+        err = capsys.readouterr().err
+        assert code == 2, err
+        assert "lock timeout" in err, err
+        assert main(["ticket", "repair", seq_name, sqlite_ticket_url, "--key", url, f"{table}.id"]) == 0
+        assert "next_value 9001" in capsys.readouterr().out
+    finally:
+        with pg_engine.begin() as conn:
+            conn.execute(sa.text(f"DROP TABLE IF EXISTS {table}"))
+
+
+@pytest.mark.parametrize("bad", ["0", "-1", "nan", "inf", "soon"])
+def test_repair_refuses_a_timeout_that_is_not_seconds(bad, sqlite_ticket_url, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["ticket", "repair", "s", sqlite_ticket_url, "--above", "5", "--timeout", bad])
+    assert stop.value.code == 2
+    assert "--timeout" in capsys.readouterr().err

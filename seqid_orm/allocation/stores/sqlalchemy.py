@@ -165,7 +165,7 @@ def pg_bounds(left: float, timeout: float) -> str:
 #: The PostgreSQL drivers whose statements carry their time-outs (:func:`pg_bounds`): they can send
 #: several statements with parameters in one message (client-side binding).  asyncpg and pg8000
 #: cannot; their statements go without, as SQLite's do.
-_BOUNDED_DRIVERS = ("psycopg", "psycopg2", "psycopg_async")
+_BOUNDED_DRIVERS = ("psycopg", "psycopg2")
 
 
 # The asynchronous twin of a synchronous driver, where one exists and is installed: psycopg 3 is
@@ -685,13 +685,25 @@ class ColumnFloor:
 
     Each query is an index range scan from a block's first value up (one per process and server),
     on a connection of the engine's pool, never the caller's transaction.
+
+    With ``timeout`` (seconds), a query on PostgreSQL through psycopg or psycopg2 runs in a
+    transaction of its own after its time-outs (:func:`pg_bounds`): a column whose table another
+    session holds locked is an error at the deadline rather than a wait without end (``seqid ticket
+    repair --key``).  MariaDB's and MySQL's engines of :func:`create_engine_for` bound a read already.
     """
 
-    def __init__(self, engine: Engine, column: sa.Column[Any]) -> None:
+    def __init__(self, engine: Engine, column: sa.Column[Any], *, timeout: float | None = None) -> None:
         if not isinstance(engine, Engine) or not isinstance(column, sa.Column) or column.table is None:
             raise InvalidArgumentError("ColumnFloor needs an Engine and a Column that belongs to a Table")
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
+            raise InvalidArgumentError(f"timeout must be a positive number of seconds or None, got {timeout!r}")
         self.engine = engine
         self.column = column
+        self._bounds = (
+            pg_bounds(timeout, timeout)
+            if timeout is not None and engine.dialect.name == "postgresql" and engine.dialect.driver in _BOUNDED_DRIVERS
+            else None
+        )
         self.label = f"{column.table.name}.{column.name} on {engine.url.render_as_string(hide_password=True)}"
         # An asyncio engine (asyncpg, psycopg's async connection, aiomysql) answers the synchronous
         # API only inside SQLAlchemy's greenlet (an AsyncSession's flush, where this floor is made).
@@ -714,7 +726,13 @@ class ColumnFloor:
             except RuntimeError:  # a thread without a loop: ask the engine's loop
                 return asyncio.run_coroutine_threadsafe(self._ascalar(query), loop).result(timeout=_FLOOR_TIMEOUT)
         with self.engine.connect() as conn:
-            return conn.execute(query).scalar()
+            if self._bounds is None:
+                return conn.execute(query).scalar()
+            # SET LOCAL holds inside a transaction only: one of its own, also on an autocommit engine
+            conn.execution_options(isolation_level="READ COMMITTED")
+            with conn.begin():
+                conn.exec_driver_sql(self._bounds)
+                return conn.execute(query).scalar()
 
     async def _ascalar(self, query: sa.Select[Any]) -> Any:
         from sqlalchemy.ext.asyncio import AsyncEngine

@@ -50,7 +50,12 @@ def core(session: nox.Session) -> None:
     session.run("python", "-c", "import seqid_orm, sys; assert 'sqlalchemy' not in sys.modules")
     session.run("pytest", "-q", "-p", "no:django", CORE, *session.posargs)
     session.install(
-        "-e", ".[sqlalchemy,alembic,postgres,mysql,async,redis,pydantic]", "python-ulid", "sqlmodel", "fastapi", "httpx"
+        "-e",
+        ".[sqlalchemy,alembic,postgres,mysql,async,redis,etcd,pydantic]",
+        "python-ulid",
+        "sqlmodel",
+        "fastapi",
+        "httpx",
     )
     # A Python version changes how this code runs, not how PostgreSQL or MariaDB compare or lock:
     # the adapters run on SQLite and Redis here, every server in the .venv and sqlalchemy20.
@@ -75,7 +80,7 @@ def sqlalchemy20(session: nox.Session) -> None:
     requires SQLAlchemy < 2.1 (its compile tests are marked `cockroachdb`)."""
     session.install(
         "-e",
-        ".[sqlalchemy,postgres,mysql,async,redis]",
+        ".[sqlalchemy,postgres,mysql,async,redis,etcd]",
         "SQLAlchemy>=2.0,<2.1",
         "alembic>=1.13,<1.14",
         "sqlalchemy-cockroachdb",

@@ -311,7 +311,7 @@ class _Cluster:
 class _Steps:
     """What the etcd stores share: the cluster's calls as :mod:`.steps` (each store's decisions are
     step functions, run by :func:`~.steps.drive` on its :class:`_Cluster`, and fed scripted replies
-    in ``tests/core/test_etcd_steps.py``), and the cluster id the replies carry."""
+    in ``tests/tickets/test_etcd_steps.py``), and the cluster id the replies carry."""
 
     cluster_id = ""
     """The id of the cluster that answered last (a snapshot restored starts a new one)."""

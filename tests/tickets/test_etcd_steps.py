@@ -9,7 +9,7 @@ import base64
 
 import pytest
 
-pytest.importorskip("etcd3gw")
+pytest.importorskip("etcd3gw")  # the etcd extra: every session that runs tests/tickets installs it
 
 from seqid_orm.allocation.stores.etcd import EtcdLeaseStore, EtcdTicketStore
 from seqid_orm.allocation.stores.steps import Call

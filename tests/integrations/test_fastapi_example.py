@@ -70,8 +70,12 @@ def test_customers_are_shown_masked_and_found_by_their_public_id(shop):
     assert sorted(public) != public  # the masks themselves are not in creation order (12! to 1)
     one = client.get(f"/customers/{public[3]}")
     assert one.status_code == 200 and one.json() == {"id": str(public[3]), "name": "c3"}
-    other_key = mask(seqid_orm.uuid7(), b"another-key-0123456789abcdef")
-    assert client.get(f"/customers/{other_key}").status_code == 422  # not one of our public ids
+    # another key's masks are not our public ids: refused as such (422), or, for the one in about
+    # 160 that unmask() cannot tell from ours (its time check passes), looked up and not found (404)
+    other_key = b"another-key-0123456789abcdef"
+    codes = [client.get(f"/customers/{mask(seqid_orm.uuid7(), other_key)}").status_code for _ in range(40)]
+    assert set(codes) <= {422, 404}, codes
+    assert codes.count(422) >= 35, codes
     assert client.get("/customers/not-a-uuid").status_code == 422
 
 

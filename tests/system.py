@@ -149,6 +149,13 @@ PARTS: dict[str, Part] = {
             for_make_test=True,
         ),
         Part(
+            "patroni",
+            ("patroni",),
+            "the Patroni tests (a private two-member cluster over a private etcd)",
+            _binary("patroni", dirs=("/usr/bin",)),
+            for_make_test=True,
+        ),
+        Part(
             "openssl",
             ("openssl",),
             "the private CA of the etcd TLS test",

@@ -32,6 +32,19 @@ class Worker:
         self._cond = threading.Condition()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
+        # stderr is read as it comes too: a worker that logs a warning at every refusal (a store
+        # down for a minute) filled the pipe's 64 KB and blocked in its next write, which looked
+        # like a worker that never went on
+        self._errors: list[str] = []
+        self._error_reader = threading.Thread(target=self._read_errors, daemon=True)
+        self._error_reader.start()
+
+    def _read_errors(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            with self._cond:
+                self._errors.append(line)
+                del self._errors[:-400]  # the tail is what a failure message shows
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
@@ -111,10 +124,11 @@ class Worker:
             return next(int(line.split()[1]) for line in self.lines if line.startswith("fetches "))
 
     def stderr(self) -> str:
-        if self.proc.poll() is None:
-            return "(still running)"
-        assert self.proc.stderr is not None
-        return self.proc.stderr.read()[-3000:]
+        """The tail of what the worker wrote to stderr (all of it once it has ended)."""
+        if self.proc.poll() is not None:
+            self._error_reader.join(5)
+        with self._cond:
+            return "".join(self._errors)[-3000:]
 
     def stop(self) -> None:
         if self.proc.poll() is None:

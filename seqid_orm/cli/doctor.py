@@ -25,7 +25,7 @@ def _fail_on(text: str) -> list[str]:
 def _doctor(args: argparse.Namespace) -> int:
     from ..sqlalchemy.doctor import diagnose
 
-    findings = diagnose(args.url, sample=args.sample, timeout=args.timeout)
+    findings = diagnose(args.url, sample=args.sample, timeout=args.timeout, schemas=args.schema)
     print(render_json(findings) if args.json else render(findings))
     return 1 if args.fail_on and failing(findings, args.fail_on) else 0
 
@@ -52,4 +52,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     p.add_argument("--sample", type=positive("keys"), default=1000, help="keys read per column (default 1000)")
     p.add_argument("--timeout", type=float, default=5.0, help="seconds allowed per statement (default 5)")
+    p.add_argument(
+        "--schema",
+        action="append",
+        metavar="NAME",
+        help="PostgreSQL: read only this schema (repeat for several; default: every schema but the system's)",
+    )
     p.set_defaults(func=_doctor)

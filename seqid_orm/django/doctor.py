@@ -7,19 +7,22 @@ connection.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..allocation.stores.django import DjangoExecutor
 from ..errors import DatabaseUnavailableError, InvalidArgumentError, SeqIDError
-from ..vendors.doctor import Finding, StatementDeadline, check_timeout, examine, session_statements
+from ..vendors.doctor import Finding, StatementDeadline, check_schemas, check_timeout, examine, session_statements
 from .connection import server_version, vendor_of
 
 __all__ = ["diagnose_alias"]
 
 
-def diagnose_alias(alias: str = "default", *, sample: int = 1000, timeout: float = 5.0) -> list[Finding]:
-    """The doctor's findings for the database of ``alias``, worst first.
+def diagnose_alias(
+    alias: str = "default", *, sample: int = 1000, timeout: float = 5.0, schemas: Sequence[str] | None = None
+) -> list[Finding]:
+    """The doctor's findings for the database of ``alias``, worst first (``schemas``: PostgreSQL's
+    schemas to read, every one but the system's by default).
 
     Raises :class:`~seqid_orm.errors.DatabaseUnavailableError` when it cannot be reached or a read
     outlives ``timeout`` seconds.
@@ -27,6 +30,7 @@ def diagnose_alias(alias: str = "default", *, sample: int = 1000, timeout: float
     from django.db import DatabaseError, connections
 
     check_timeout(timeout)
+    check_schemas(schemas)
     if alias not in connections.databases:
         known = ", ".join(sorted(connections.databases)) or "none"
         raise InvalidArgumentError(f"no database alias {alias!r} in settings.DATABASES (it has: {known})")
@@ -43,7 +47,7 @@ def diagnose_alias(alias: str = "default", *, sample: int = 1000, timeout: float
         if vendor == "sqlite":
             deadline.install(conn.connection)  # a connection of its own, closed below
         reads = _Reads(conn, deadline.start)
-        return examine(reads, vendor, server_version(conn), sample=sample)
+        return examine(reads, vendor, server_version(conn), sample=sample, schemas=schemas)
     except SeqIDError:
         raise
     except DatabaseError as exc:

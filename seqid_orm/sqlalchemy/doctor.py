@@ -7,7 +7,7 @@ a deadline enforced by SQLite's progress handler), and its transaction is rolled
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -15,7 +15,7 @@ from sqlalchemy.engine import Connection, Engine, make_url
 
 from ..allocation.stores.sqlalchemy import SQLAlchemyExecutor, driver_deadlines
 from ..errors import DatabaseUnavailableError, InvalidArgumentError, SeqIDError
-from ..vendors.doctor import Finding, StatementDeadline, check_timeout, examine, session_statements
+from ..vendors.doctor import Finding, StatementDeadline, check_schemas, check_timeout, examine, session_statements
 from .types import dialect_server_version, dialect_vendor
 
 __all__ = ["diagnose", "read_only_url"]
@@ -36,15 +36,19 @@ def read_only_url(url: str) -> sa.URL:
     return parsed.set(database=f"file:{path}?mode=ro", query={**parsed.query, "uri": "true"})
 
 
-def diagnose(bind: str | Engine, *, sample: int = 1000, timeout: float = 5.0) -> list[Finding]:
+def diagnose(
+    bind: str | Engine, *, sample: int = 1000, timeout: float = 5.0, schemas: Sequence[str] | None = None
+) -> list[Finding]:
     """The doctor's findings for every key column of the database at ``bind`` (a URL or an engine),
-    worst first; see :func:`seqid_orm.vendors.doctor.examine`.
+    worst first; see :func:`seqid_orm.vendors.doctor.examine` (``schemas``: PostgreSQL's schemas
+    to read, every one but the system's by default).
 
     Raises :class:`~seqid_orm.errors.InvalidArgumentError` for a URL that is not one, and
     :class:`~seqid_orm.errors.DatabaseUnavailableError` when the database cannot be reached, opened,
     or read within ``timeout`` seconds per statement.
     """
     check_timeout(timeout)
+    check_schemas(schemas)
     owned = isinstance(bind, str)
     if isinstance(bind, str):
         url = sa.make_url(read_only_url(bind))
@@ -56,7 +60,7 @@ def diagnose(bind: str | Engine, *, sample: int = 1000, timeout: float = 5.0) ->
     label = engine.url.render_as_string(hide_password=True)
     try:
         with engine.connect() as conn:
-            return _diagnose(conn, sample, timeout)
+            return _diagnose(conn, sample, timeout, schemas)
     except SeqIDError:
         raise
     except sa.exc.DBAPIError as exc:
@@ -68,7 +72,7 @@ def diagnose(bind: str | Engine, *, sample: int = 1000, timeout: float = 5.0) ->
             engine.dispose()
 
 
-def _diagnose(conn: Connection, sample: int, timeout: float) -> list[Finding]:
+def _diagnose(conn: Connection, sample: int, timeout: float, schemas: Sequence[str] | None) -> list[Finding]:
     vendor = dialect_vendor(conn.dialect)
     statements = session_statements(vendor, timeout)  # refuses a vendor the doctor does not read
     for statement in statements:
@@ -80,7 +84,7 @@ def _diagnose(conn: Connection, sample: int, timeout: float) -> list[Finding]:
         deadline.install(raw)
     reads = _Reads(conn, deadline.start)
     try:
-        return examine(reads, vendor, dialect_server_version(conn.dialect), sample=sample)
+        return examine(reads, vendor, dialect_server_version(conn.dialect), sample=sample, schemas=schemas)
     finally:
         conn.rollback()
         if vendor == "sqlite":

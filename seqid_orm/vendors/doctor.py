@@ -45,6 +45,7 @@ __all__ = [
     "Finding",
     "KeyColumn",
     "StatementDeadline",
+    "check_schemas",
     "examine",
     "failing",
     "render",
@@ -89,6 +90,13 @@ class KeyColumn:
     rows: int | None = None
     index_bytes: int | None = None
     key_width: int | None = None  # bytes of one key in the index, where fixed (uuid 16, bigint 8)
+    schema: str | None = None  # PostgreSQL: the table's schema
+    in_current_schema: bool = True
+
+    @property
+    def name(self) -> str:
+        """The table as the report names it: ``schema.table`` outside the current schema."""
+        return self.table if self.in_current_schema or self.schema is None else f"{self.schema}.{self.table}"
 
 
 @dataclass(frozen=True)
@@ -189,17 +197,27 @@ def _unsupported(vendor: str) -> InvalidArgumentError:
 
 # --- the catalog ------------------------------------------------------------------------------
 
+# Every schema but the system's, each table once: a partitioned table by its parent, whose rows and
+# index bytes are its partitions' (pg_partition_tree, PostgreSQL 12+), never partition by partition.
 _PG_KEYS = """
-SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod), i.indisprimary,
-       CAST(GREATEST(c.reltuples, COALESCE(s.n_live_tup, 0), 0) AS bigint), pg_relation_size(i.indexrelid)
+SELECT n.nspname = current_schema(), n.nspname, c.relname, a.attname, format_type(a.atttypid, a.atttypmod),
+       i.indisprimary,
+       CAST(COALESCE(
+         (SELECT SUM(GREATEST(pc.reltuples, COALESCE(ps.n_live_tup, 0), 0))
+          FROM pg_partition_tree(c.oid) t JOIN pg_class pc ON pc.oid = t.relid
+          LEFT JOIN pg_stat_user_tables ps ON ps.relid = pc.oid WHERE t.isleaf),
+         GREATEST(c.reltuples, COALESCE(s.n_live_tup, 0), 0)) AS bigint),
+       COALESCE((SELECT SUM(pg_relation_size(t.relid)) FROM pg_partition_tree(i.indexrelid) t),
+                pg_relation_size(i.indexrelid))
 FROM pg_index i
 JOIN pg_class c ON c.oid = i.indrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
 JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = i.indkey[0]
 LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid
 WHERE i.indisunique AND i.indnatts = 1 AND i.indexprs IS NULL AND i.indpred IS NULL
-  AND c.relkind IN ('r', 'p') AND n.nspname = current_schema()
-ORDER BY c.relname, NOT i.indisprimary, a.attname
+  AND c.relkind IN ('r', 'p') AND NOT c.relispartition
+  AND n.nspname <> 'information_schema' AND left(n.nspname, 3) <> 'pg_'
+ORDER BY n.nspname <> current_schema(), n.nspname, c.relname, NOT i.indisprimary, a.attname
 """
 
 _MYSQL_KEYS = """
@@ -225,8 +243,20 @@ def _keyish(sql_type: str, primary: bool) -> bool:
 
 def _pg_columns(ex: Executor) -> list[KeyColumn]:
     out = []
-    for table, column, sql_type, primary, rows, size in ex.fetch(_PG_KEYS, {}):
-        out.append(KeyColumn(table, column, sql_type, bool(primary), int(rows), int(size), _WIDTH.get(sql_type)))
+    for current, schema, table, column, sql_type, primary, rows, size in ex.fetch(_PG_KEYS, {}):
+        out.append(
+            KeyColumn(
+                table,
+                column,
+                sql_type,
+                bool(primary),
+                int(rows),
+                int(size),
+                _WIDTH.get(sql_type),
+                schema=schema,
+                in_current_schema=bool(current),
+            )
+        )
     return out
 
 
@@ -334,6 +364,8 @@ class _Digits:
 
 def _sample(ex: Executor, vendor: str, column: KeyColumn, size: int) -> list[list[object]]:
     table, col = _quote(vendor, column.table), _quote(vendor, column.column)
+    if column.schema is not None:
+        table = f"{_quote(vendor, column.schema)}.{table}"
     per_run = max(10, size // _RUNS)
     base = f"SELECT {col} FROM {table} WHERE {col} IS NOT NULL"
     head = [r[0] for r in ex.fetch(f"{base} ORDER BY {col} LIMIT {per_run}", {})]
@@ -425,7 +457,7 @@ def _judge(vendor: str, version: tuple[int, ...] | None, column: KeyColumn, runs
         except (UnknownLayoutError, InvalidArgumentError):
             needed = None
     fields: dict[str, Any] = {
-        "table": column.table,
+        "table": column.name,
         "column": column.column,
         "primary": column.primary,
         "sql_type": column.sql_type,
@@ -443,18 +475,42 @@ def _judge(vendor: str, version: tuple[int, ...] | None, column: KeyColumn, runs
     return Finding(**fields, advice=_advice(vendor, fields, storage))
 
 
+def check_schemas(schemas: object) -> tuple[str, ...] | None:
+    """The doctor's ``schemas`` (PostgreSQL schema names to read; ``None``: every schema), or
+    :class:`InvalidArgumentError` naming the problem: both adapters' doors ask here before they
+    connect, and :func:`examine` refuses them on another vendor."""
+    if schemas is None:
+        return None
+    if not isinstance(schemas, (list, tuple)) or not schemas or not all(isinstance(x, str) and x for x in schemas):
+        raise InvalidArgumentError(f"schemas must be a list of schema names, got {schemas!r}")
+    return tuple(schemas)
+
+
 def examine(
-    ex: Executor, vendor: str, server_version: tuple[int, ...] | None = None, *, sample: int = 1000
+    ex: Executor,
+    vendor: str,
+    server_version: tuple[int, ...] | None = None,
+    *,
+    sample: int = 1000,
+    schemas: Sequence[str] | None = None,
 ) -> list[Finding]:
     """Every key column's :class:`Finding`, worst first (random keys, then keys out of order,
-    then unknown ones; the larger table first), reading at most about ``sample`` keys per column."""
+    then unknown ones; the larger table first), reading at most about ``sample`` keys per column.
+
+    PostgreSQL: every schema but the system's (a table outside the current schema is named
+    ``schema.table``), or only ``schemas``; a partitioned table once, by its parent."""
     if vendor not in _CATALOGS:
         raise _unsupported(vendor)
     if isinstance(sample, bool) or not isinstance(sample, int) or not 20 <= sample <= 1_000_000:
         raise InvalidArgumentError(f"sample must be an int from 20 to 1,000,000, got {sample!r}")
+    wanted = check_schemas(schemas)
+    if wanted is not None and vendor != "postgresql":
+        raise InvalidArgumentError(f"schemas are PostgreSQL's; on {vendor} the doctor reads the database the URL names")
     findings = []
     for column in _CATALOGS[vendor](ex):
-        if column.table in _SKIP_TABLES or not _keyish(column.sql_type, column.primary):
+        if wanted is not None and column.schema not in wanted:
+            continue
+        if column.table in _SKIP_TABLES or not _keyish(column.sql_type, column.primary):  # seqid's own, any schema
             continue
         try:
             runs = _sample(ex, vendor, column, sample)
@@ -470,7 +526,7 @@ def examine(
 def _unreadable(column: KeyColumn, exc: DatabaseUnavailableError) -> Finding:
     """The finding for a column whose keys the database would not hand over (locked, not granted)."""
     return Finding(
-        table=column.table,
+        table=column.name,
         column=column.column,
         primary=column.primary,
         sql_type=column.sql_type,

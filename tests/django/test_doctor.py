@@ -90,3 +90,21 @@ def test_a_table_with_a_colon_in_its_name_is_read_like_any_other():
     finally:
         with connection.cursor() as cursor:
             cursor.execute(f"DROP TABLE {q(table)}")
+
+
+def test_schema_narrows_the_report_on_postgresql_and_is_refused_elsewhere():
+    """`--schema` (issue 46: the doctor reads every schema now): the test database's own schema
+    holds the legacy table; a schema that does not exist holds nothing; off PostgreSQL a schema
+    is refused with exit status 2 before anything is read."""
+    connection = connections["default"]
+    if connection.vendor != "postgresql":
+        with pytest.raises(CommandError, match="schemas are PostgreSQL's") as info:
+            call_command("seqid_doctor", "--schema", "public", stdout=StringIO())
+        assert info.value.returncode == 2
+        return
+    Author.objects.bulk_create([Author(name=f"a{n}") for n in range(300)])
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_schema()")
+        (schema,) = cursor.fetchone()
+    assert Author._meta.db_table in {row["table"] for row in _doctor("--schema", schema)}
+    assert _doctor("--schema", "no_such_schema") == []

@@ -152,6 +152,17 @@ def filled(request, tmp_path_factory):
         admin.dispose()
 
 
+def scope(url: str) -> dict[str, list[str]]:
+    """The private schema of a PostgreSQL URL of the fixture (its search_path): the doctor reads every
+    schema, and the shared database holds other tests' schemas too."""
+    return {"schemas": [url.rsplit("search_path%3D", 1)[1]]} if "search_path%3D" in url else {}
+
+
+def scope_args(url: str) -> list[str]:
+    """:func:`scope` as the command line's ``--schema``."""
+    return [arg for name in scope(url).get("schemas", []) for arg in ("--schema", name)]
+
+
 def _state(vendor: str, url: str, engine) -> object:
     """What must not change: PostgreSQL's write counters and sequential scans per table, MariaDB's
     table checksums, the SQLite file's bytes."""
@@ -171,7 +182,7 @@ def test_every_kind_and_order_is_found_and_the_database_is_unchanged(filled):
     vendor, url, engine = filled
     time.sleep(1.2)  # PostgreSQL's backends report their counters at most once a second
     before = _state(vendor, url, engine)
-    findings = {f.table: f for f in diagnose(url, sample=500)}
+    findings = {f.table: f for f in diagnose(url, sample=500, **scope(url))}
     time.sleep(1.2)
     assert _state(vendor, url, engine) == before
     assert set(findings) == set(TABLES)
@@ -196,7 +207,7 @@ def test_every_kind_and_order_is_found_and_the_database_is_unchanged(filled):
 
 def test_the_cli_prints_json_and_fails_on_what_it_is_told(filled):
     _vendor, url, _ = filled
-    run = [sys.executable, "-m", "seqid_orm", "doctor", url]
+    run = [sys.executable, "-m", "seqid_orm", "doctor", url, *scope_args(url)]
     done = subprocess.run([*run, "--json", "--fail-on", "random-uuid"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 1, done.stderr
     rows = json.loads(done.stdout)
@@ -255,7 +266,9 @@ def test_a_read_that_outlives_the_timeout_is_refused_in_time(pg_engine):
     try:
         locker.exec_driver_sql(f"LOCK TABLE {name}.locked IN ACCESS EXCLUSIVE MODE")
         started = time.monotonic()
-        found = {f.table: f for f in diagnose(f"{POSTGRES_URL}?options=-csearch_path%3D{name}", timeout=1)}
+        found = {
+            f.table: f for f in diagnose(f"{POSTGRES_URL}?options=-csearch_path%3D{name}", timeout=1, schemas=[name])
+        }
         assert time.monotonic() - started < 10
         assert found["locked"].kind == "unreadable" and "statement timeout" in found["locked"].advice
         assert "locked.id (unreadable): not read: QueryCanceled" in render(list(found.values()))
@@ -391,3 +404,64 @@ def test_the_sqlite_statement_deadline_interrupts_a_long_statement_and_each_read
 def test_the_statement_deadline_refuses_a_timeout_that_is_not_seconds(bad):
     with pytest.raises(InvalidArgumentError, match="timeout must be seconds"):
         StatementDeadline(bad)
+
+
+def test_every_schema_is_read_and_a_partitioned_table_is_one_line(pg_engine):
+    """Issue 46: only current_schema() was read, so 2,000 random keys in another schema passed
+    `--fail-on random-uuid`, and a partitioned table was listed once per partition.  Now every
+    schema is read (outside the current one a table is `schema.table`), `--schema` narrows it,
+    and a partitioned table is one line whose rows and index bytes are its partitions'."""
+    base, other = f"seqid_doc_{secrets.token_hex(3)}", f"seqid_other_{secrets.token_hex(3)}"
+    with pg_engine.begin() as conn:
+        for schema in (base, other):
+            conn.exec_driver_sql(f"CREATE SCHEMA {schema}")
+        conn.exec_driver_sql(f"CREATE TABLE {base}.seq (id bigint PRIMARY KEY)")
+        conn.exec_driver_sql(f"INSERT INTO {base}.seq SELECT g FROM generate_series(1, 500) g")
+        conn.exec_driver_sql(f"CREATE TABLE {other}.legacy (id uuid PRIMARY KEY)")
+        conn.exec_driver_sql(f"INSERT INTO {other}.legacy SELECT gen_random_uuid() FROM generate_series(1, 2000)")
+        conn.exec_driver_sql(
+            f"CREATE TABLE {other}.events (id uuid, at date, PRIMARY KEY (id, at)) PARTITION BY RANGE (at)"
+        )
+        conn.exec_driver_sql(f"CREATE TABLE {other}.logs (id uuid PRIMARY KEY, n int) PARTITION BY HASH (id)")
+        for k in range(3):
+            conn.exec_driver_sql(
+                f"CREATE TABLE {other}.logs_{k} PARTITION OF {other}.logs FOR VALUES WITH (MODULUS 3, REMAINDER {k})"
+            )
+        conn.exec_driver_sql(f"INSERT INTO {other}.logs SELECT gen_random_uuid(), g FROM generate_series(1, 900) g")
+        conn.exec_driver_sql(f"ANALYZE {other}.legacy, {other}.logs")
+    url = f"{POSTGRES_URL}?options=-csearch_path%3D{base}"
+    try:
+        found = {f.table: f for f in diagnose(url, schemas=[base, other])}
+        assert set(found) == {"seq", f"{other}.legacy", f"{other}.logs"}, set(found)
+        assert found[f"{other}.legacy"].kind == "random-uuid" and found[f"{other}.legacy"].sampled >= 200
+        logs = found[f"{other}.logs"]
+        assert logs.kind == "random-uuid" and logs.rows == 900, logs
+        with pg_engine.connect() as conn:
+            leaf_bytes = conn.exec_driver_sql(
+                f"SELECT sum(pg_relation_size(indexrelid)) FROM pg_index WHERE indrelid IN "
+                f"('{other}.logs_0'::regclass, '{other}.logs_1'::regclass, '{other}.logs_2'::regclass)"
+            ).scalar_one()
+        assert logs.index_bytes == leaf_bytes > 0
+        # --schema narrows; without it every schema is read, this one's among them
+        assert {f.table for f in diagnose(url, schemas=[base])} == {"seq"}
+        assert f"{other}.legacy" in {f.table for f in diagnose(url, timeout=5)}
+        cli = [sys.executable, "-m", "seqid_orm", "doctor", url, "--schema", base, "--schema", other]
+        done = subprocess.run([*cli, "--fail-on", "random-uuid"], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 1 and f"{other}.legacy.id (random-uuid)" in done.stdout, done.stdout + done.stderr
+    finally:
+        with pg_engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP SCHEMA {base} CASCADE")
+            conn.exec_driver_sql(f"DROP SCHEMA {other} CASCADE")
+
+
+@pytest.mark.parametrize("bad", ["public", [], [""], [3]])
+def test_schemas_must_be_a_list_of_names(bad, tmp_path):
+    with pytest.raises(InvalidArgumentError, match="schemas must be a list of schema names"):
+        diagnose(f"sqlite:///{tmp_path / 'x.db'}", schemas=bad)
+
+
+def test_schemas_are_refused_off_postgresql(tmp_path):
+    path = tmp_path / "x.db"
+    sqlite3.connect(path).close()
+    with pytest.raises(InvalidArgumentError, match="schemas are PostgreSQL's"):
+        diagnose(f"sqlite:///{path}", schemas=["main"])

@@ -30,12 +30,20 @@ class Command(BaseCommand):
         )
         parser.add_argument("--sample", type=int, default=1000, help="keys read per column")
         parser.add_argument("--timeout", type=float, default=5.0, help="seconds allowed per statement")
+        parser.add_argument(
+            "--schema",
+            action="append",
+            metavar="NAME",
+            help="PostgreSQL: read only this schema (repeat for several; default: every schema but the system's)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         fail_on = [n.strip() for n in options["fail_on"].split(",") if n.strip()]
         try:
             failing([], fail_on)  # refuses an unknown name before anything is read
-            findings = diagnose_alias(options["database"], sample=options["sample"], timeout=options["timeout"])
+            findings = diagnose_alias(
+                options["database"], sample=options["sample"], timeout=options["timeout"], schemas=options["schema"]
+            )
         except SeqIDError as exc:  # exit 2, as `seqid doctor`: 1 says --fail-on found something
             raise CommandError(str(exc), returncode=2) from exc
         self.stdout.write(render_json(findings) if options["json"] else render(findings))

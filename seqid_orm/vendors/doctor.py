@@ -316,23 +316,36 @@ _PREFIX = 16  # characters of a text key a pivot is made of
 
 
 class _Digits:
-    """How keys become numbers to interpolate pivots on, and pivots become keys again: integers as
-    they are, UUIDs by their 128 bits, text by its first sixteen characters as digits of the keys'
-    own alphabet (the characters the lowest and highest keys use, in order).  ASCII codes as digits
-    left most pivots of base32 text (ULID, bsv) in the gaps between '9' and 'A' or past 'Z', where no
-    key is: with keys spread over two hours, 10 runs sampled 136 keys instead of 500."""
+    """How keys become numbers to interpolate pivots on, and pivots become keys again, decided once
+    for the column from the keys at both ends: integers as they are, UUIDs by their 128 bits, text
+    by its first sixteen characters as digits of the keys' own alphabet (the characters the lowest
+    and highest keys use, in order).  ASCII codes as digits left most pivots of base32 text (ULID,
+    bsv) in the gaps between '9' and 'A' or past 'Z', where no key is: with keys spread over two
+    hours, 10 runs sampled 136 keys instead of 500.
+
+    One representation for the whole column: a text column holding one UUID string below keys of
+    many distinct characters mixed the two and made a pivot past 128 bits ("int is out of range",
+    issue 46); a column of several SQLite storage classes (integers, reals, text, blobs) has no
+    numbers at all, and is sampled at its two ends only."""
 
     def __init__(self, samples: list[object]) -> None:
         chars = {ch for value in samples if isinstance(value, str) for ch in value[:_PREFIX]}
         self.alphabet = "".join(sorted(chars)) or " "
+        self.kind: str | None = None
+        if all(isinstance(v, int) and not isinstance(v, bool) for v in samples):
+            self.kind = "int"
+        elif all(as_uuid(v) is not None for v in samples):
+            self.kind = "uuid"
+        elif all(isinstance(v, str) for v in samples):
+            self.kind = "text"
 
     def number(self, value: object) -> int | None:
-        if isinstance(value, int) and not isinstance(value, bool):
+        if self.kind == "int" and isinstance(value, int):
             return value
-        u = as_uuid(value)
-        if u is not None:
-            return u.int
-        if isinstance(value, str):
+        if self.kind == "uuid":
+            u = as_uuid(value)
+            return None if u is None else u.int
+        if self.kind == "text" and isinstance(value, str):
             base, text = len(self.alphabet), value[:_PREFIX].ljust(_PREFIX, self.alphabet[0])
             number = 0
             for ch in text:
@@ -345,9 +358,9 @@ class _Digits:
 
     def like(self, sample: object, n: int) -> object:
         """``n`` as a parameter of the same shape as ``sample``: a pivot."""
-        if isinstance(sample, int):
+        if self.kind == "int":
             return n
-        if isinstance(sample, str) and as_uuid(sample) is None:
+        if self.kind == "text":
             base, out = len(self.alphabet), []
             for _ in range(_PREFIX):
                 n, digit = divmod(n, base)

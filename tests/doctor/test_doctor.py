@@ -465,3 +465,46 @@ def test_schemas_are_refused_off_postgresql(tmp_path):
     sqlite3.connect(path).close()
     with pytest.raises(InvalidArgumentError, match="schemas are PostgreSQL's"):
         diagnose(f"sqlite:///{path}", schemas=["main"])
+
+
+def test_a_text_key_of_one_uuid_and_many_characters_and_a_key_of_mixed_storage_classes_are_read(tmp_path, pg_engine):
+    """Issue 46: a text key column holding one UUID string below keys of many distinct characters
+    made a pivot past 128 bits ("int is out of range", no report at all), and a SQLite key column
+    of several storage classes ended in an untyped OverflowError with exit status 1.  Now each
+    column reads as one kind of value, and both have their line."""
+    rng = secrets.SystemRandom()
+    chars = [chr(0x4E00 + i) for i in range(400)]
+    words = ["".join(rng.choice(chars) for _ in range(20)) for _ in range(500)]
+    low_uuid = str(uuid.UUID(int=1 << 120))  # sorts before every CJK word
+    path = tmp_path / "mixed.sqlite3"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE words (k text PRIMARY KEY)")
+    conn.executemany("INSERT INTO words VALUES (?)", [(low_uuid,), *((w,) for w in words)])
+    conn.execute("CREATE TABLE mixed (k PRIMARY KEY)")  # no type: each value keeps its own storage class
+    values = [*range(1, 300), 2.5e30, 5e30, b"\x01" * 16, *(f"text{i}" for i in range(300)), str(uuid.uuid4())]
+    conn.executemany("INSERT INTO mixed VALUES (?)", [(v,) for v in values])
+    conn.commit()
+    conn.close()
+    found = {f.table: f for f in diagnose(f"sqlite:///{path}")}
+    assert found["words"].kind == "unknown" and found["words"].sampled > 200, found["words"]
+    assert found["mixed"].kind == "unknown" and found["mixed"].sampled > 0, found["mixed"]
+    done = subprocess.run(
+        [sys.executable, "-m", "seqid_orm", "doctor", f"sqlite:///{path}", "--fail-on", "random-uuid"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr  # nothing random, and no error
+    assert "words.k" in done.stdout and "mixed.k" in done.stdout
+
+    schema = f"seqid_doc_{secrets.token_hex(3)}"
+    with pg_engine.begin() as c:
+        c.exec_driver_sql(f"CREATE SCHEMA {schema}")
+        c.exec_driver_sql(f"CREATE TABLE {schema}.words (k text PRIMARY KEY)")
+        c.execute(sa.text(f"INSERT INTO {schema}.words VALUES (:k)"), [{"k": low_uuid}, *({"k": w} for w in words)])
+    try:
+        (words_line,) = diagnose(f"{POSTGRES_URL}?options=-csearch_path%3D{schema}", schemas=[schema])
+        assert words_line.table == "words" and words_line.kind == "unknown" and words_line.sampled > 200
+    finally:
+        with pg_engine.begin() as c:
+            c.exec_driver_sql(f"DROP SCHEMA {schema} CASCADE")

@@ -759,7 +759,9 @@ class WorkerLease:
         return sent
 
     def release(self) -> None:
-        """Give the worker id back now, leaving the high-water mark for the next holder."""
+        """Give the worker id back now, leaving the high-water mark for the next holder; then close
+        the connections of a store this lease opened from a URL (the next :meth:`acquire` opens new
+        ones), so a released lease holds nothing on the server (issue 46: one connection stayed)."""
         # Stop the lease's user first, outside our lock (a generator holds its own lock and then
         # ours when it must move the mark): nothing is stamped after the figure it returns.
         used = self._on_release()
@@ -785,14 +787,13 @@ class WorkerLease:
         for ending in (thread, granting):
             if ending is not None and ending is not threading.current_thread():
                 ending.join(timeout=self._timeout + 5)  # a store round trip under way ends by its timeout
+        if self._opened_store:  # an Engine or a client passed in stays open: it is the caller's
+            self.store.close()
 
     def close(self) -> None:
-        """:meth:`release`, then close the connections of the store this lease opened from a URL (an
-        Engine or a client passed in stays open: it is the caller's), so that nothing of the lease
-        outlives it: a test database can then be dropped."""
+        """:meth:`release` (which also closes the connections of a store this lease opened), so
+        that nothing of the lease outlives it: a test database can then be dropped."""
         self.release()
-        if self._opened_store:
-            self.store.close()
 
     def __enter__(self) -> WorkerLease:
         self.acquire()

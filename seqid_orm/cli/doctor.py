@@ -23,9 +23,14 @@ def _fail_on(text: str) -> list[str]:
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from ..sqlalchemy.doctor import diagnose
+    try:
+        from ..sqlalchemy.doctor import diagnose
 
-    findings = diagnose(args.url, sample=args.sample, timeout=args.timeout, schemas=args.schema)
+        findings = diagnose(args.url, sample=args.sample, timeout=args.timeout, schemas=args.schema)
+    except Exception as exc:
+        if args.json:  # a document on stdout whatever happened; the one-line error and exit 2 follow
+            print(render_json([], [exc]))
+        raise
     print(render_json(findings) if args.json else render(findings))
     return 1 if args.fail_on and failing(findings, args.fail_on) else 0
 

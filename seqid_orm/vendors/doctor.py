@@ -597,6 +597,15 @@ def render(findings: Sequence[Finding]) -> str:
     return "\n".join(lines)
 
 
-def render_json(findings: Sequence[Finding]) -> str:
-    """``--json``: a list of objects with every :class:`Finding` field."""
-    return json.dumps([f.as_dict() for f in findings], indent=2)
+def render_json(findings: Sequence[Finding], errors: Sequence[BaseException] = ()) -> str:
+    """``--json``: always one document, ``{"findings": [...], "errors": [...]}``: every
+    :class:`Finding` field, and what stopped the run (``type``, ``message``) when it could not
+    check (exit status 2), so a script reads one shape whatever happened.  A table it could not
+    read is a finding of kind ``unreadable``, not an error: the rest was checked."""
+    return json.dumps(
+        {
+            "findings": [f.as_dict() for f in findings],
+            "errors": [{"type": type(e).__name__, "message": str(e)} for e in errors],
+        },
+        indent=2,
+    )

@@ -19,7 +19,9 @@ pytestmark = pytest.mark.django_db(transaction=True, databases="__all__")
 def _doctor(*args: str) -> list[dict[str, object]]:
     out = StringIO()
     call_command("seqid_doctor", "--json", *args, stdout=out)
-    return json.loads(out.getvalue())
+    document = json.loads(out.getvalue())
+    assert document["errors"] == []
+    return document["findings"]
 
 
 @isolate_apps("tests.django.testapp")
@@ -68,10 +70,16 @@ def test_an_unknown_fail_on_name_is_refused_before_anything_is_read():
 )
 def test_bad_input_is_a_command_error_that_exits_2(args, says):
     """Issue 46: --database nope was a KeyError traceback, --timeout -1 was not checked, and an
-    error exited 1, which --fail-on uses for "found".  Now each is named, with exit status 2."""
+    error exited 1, which --fail-on uses for "found".  Now each is named, with exit status 2; with
+    --json the same document as ever is printed first, its error listed."""
     with pytest.raises(CommandError, match=says) as info:
         call_command("seqid_doctor", *args, stdout=StringIO())
     assert info.value.returncode == 2
+    out = StringIO()
+    with pytest.raises(CommandError, match=says):
+        call_command("seqid_doctor", "--json", *args, stdout=out)
+    document = json.loads(out.getvalue())
+    assert document["findings"] == [] and len(document["errors"]) == 1
 
 
 def test_a_table_with_a_colon_in_its_name_is_read_like_any_other():

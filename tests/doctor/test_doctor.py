@@ -210,7 +210,9 @@ def test_the_cli_prints_json_and_fails_on_what_it_is_told(filled):
     run = [sys.executable, "-m", "seqid_orm", "doctor", url, *scope_args(url)]
     done = subprocess.run([*run, "--json", "--fail-on", "random-uuid"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 1, done.stderr
-    rows = json.loads(done.stdout)
+    document = json.loads(done.stdout)
+    assert document["errors"] == []
+    rows = document["findings"]
     assert {"table", "column", "kind", "in_order", "advice"} <= set(rows[0])
     assert {r["table"] for r in rows if r["kind"] == "random-uuid"} == {"v4", "hex_v4"}
     clean = subprocess.run([*run, "--fail-on", "unknown"], capture_output=True, text=True, timeout=120)
@@ -508,3 +510,28 @@ def test_a_text_key_of_one_uuid_and_many_characters_and_a_key_of_mixed_storage_c
     finally:
         with pg_engine.begin() as c:
             c.exec_driver_sql(f"DROP SCHEMA {schema} CASCADE")
+
+
+@pytest.mark.parametrize(
+    ("url", "error"),
+    [
+        ("postgresql+psycopg://postgres:secret@127.0.0.1:1/test", "DatabaseUnavailableError"),
+        ("sqlite:///{tmp}/missing.db", "DatabaseUnavailableError"),
+        ("no url at all", "InvalidArgumentError"),
+    ],
+)
+def test_json_is_one_document_also_when_the_run_cannot_check(url, error, tmp_path):
+    """Issue 46: with `--json` a run that could not check printed nothing on stdout; now it prints
+    the same document as ever, no findings and the error that stopped it, with exit status 2 and
+    the one-line error on stderr (no password in either)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "seqid_orm", "doctor", url.format(tmp=tmp_path), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and done.stderr.startswith("seqid: error:"), done.stderr
+    document = json.loads(done.stdout)
+    assert document["findings"] == []
+    assert [e["type"] for e in document["errors"]] == [error] and document["errors"][0]["message"]
+    assert "secret" not in done.stdout + done.stderr

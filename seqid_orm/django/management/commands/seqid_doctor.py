@@ -45,6 +45,8 @@ class Command(BaseCommand):
                 options["database"], sample=options["sample"], timeout=options["timeout"], schemas=options["schema"]
             )
         except SeqIDError as exc:  # exit 2, as `seqid doctor`: 1 says --fail-on found something
+            if options["json"]:  # a document on stdout whatever happened, as `seqid doctor --json`
+                self.stdout.write(render_json([], [exc]))
             raise CommandError(str(exc), returncode=2) from exc
         self.stdout.write(render_json(findings) if options["json"] else render(findings))
         bad = failing(findings, fail_on)

@@ -1015,13 +1015,18 @@ def _release_at_exit() -> None:
 
 def _observed() -> Iterator[tuple[str, float, dict[str, str | int]]]:
     """The leases' observations for :mod:`~seqid_orm.allocation.telemetry`."""
-    held: dict[str, int] = {}
+    held: dict[tuple[str, str], int] = {}
     for lease in list(_LIVE):
         stats = lease.stats()
-        held.setdefault(stats.namespace, 0)
+        key = (stats.namespace, stats.store)  # one namespace on two stores is two namespaces
+        held.setdefault(key, 0)
         if stats.expires_in is not None and stats.worker_id is not None:
-            held[stats.namespace] += 1
-            labels: dict[str, str | int] = {"seqid.namespace": stats.namespace, "seqid.worker_id": stats.worker_id}
+            held[key] += 1
+            labels: dict[str, str | int] = {
+                "seqid.namespace": stats.namespace,
+                "seqid.store": stats.store,
+                "seqid.worker_id": stats.worker_id,
+            }
             yield "seqid.lease.time_left", stats.expires_in, labels
-    for namespace, count in held.items():
-        yield "seqid.leases.held", count, {"seqid.namespace": namespace}
+    for (namespace, store), count in held.items():
+        yield "seqid.leases.held", count, {"seqid.namespace": namespace, "seqid.store": store}

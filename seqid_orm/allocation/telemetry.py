@@ -12,16 +12,17 @@ are *observed* when the reader collects, from the live objects' ``stats()``; onl
 Instruments (names and units after OpenTelemetry's semantic conventions: dot-separated,
 UCUM units, ``{annotation}`` counts, ``error.type`` for the failure's class):
 
-* ``seqid.ids.issued`` — observable counter, ``{id}``: by ``seqid.sequence``, or ``seqid.worker_id``
+* ``seqid.ids.issued`` — observable counter, ``{id}``: by ``seqid.sequence`` and ``seqid.store``, or ``seqid.worker_id``
   for Snowflakes (observed once any ticket sequence or lease exists, or :func:`enabled` was called:
   a process of configured Snowflakes alone calls it once);
 * ``seqid.reservation.duration`` — histogram, ``s``: one per block reservation, by
   ``seqid.sequence`` and ``error.type`` when it failed;
 * ``seqid.block.remaining`` — observable gauge, ``{id}``: values left in memory (current block and
-  the prefetched one), by ``seqid.sequence``;
-* ``seqid.leases.held`` — observable up-down counter, ``{lease}``: by ``seqid.namespace``;
+  the prefetched one), by ``seqid.sequence`` and ``seqid.store`` (its servers), summed over the
+  live objects of one sequence;
+* ``seqid.leases.held`` — observable up-down counter, ``{lease}``: by ``seqid.namespace`` and ``seqid.store``;
 * ``seqid.lease.time_left`` — observable gauge, ``s``: until the held lease must have been
-  renewed, by ``seqid.namespace`` and ``seqid.worker_id``;
+  renewed, by ``seqid.namespace``, ``seqid.store`` and ``seqid.worker_id``;
 * ``seqid.refusals`` — counter, ``{refusal}``: typed refusals (a counter gone back, a lease lost,
   a store that timed out, ...), by ``error.type`` and ``seqid.sequence`` or ``seqid.namespace``.
 
@@ -87,11 +88,21 @@ def _observe(meter: Any, metrics: Any) -> None:
     """The observable instruments: their callbacks read every watched source when collected."""
 
     def callback(instrument: str) -> Callable[[Any], Iterator[Any]]:
+        # Live objects alike (two TicketSequence objects of one sequence on one store, say) are one
+        # series: an observable instrument keeps one value per attribute set, and reporting each
+        # object's in turn showed whichever came last (1,300 where 2,800 ids were in memory).  Counts
+        # add up; a lease's time left is the soonest.
+        combine: Callable[[float, float], float] = min if instrument == "seqid.lease.time_left" else float.__add__
+
         def read(_options: Any) -> Iterator[Any]:
+            series: dict[tuple[tuple[str, str | int], ...], float] = {}
             for source in list(_sources.values()):
                 for name, value, attributes in source():
                     if name == instrument:
-                        yield metrics.Observation(value, attributes)
+                        key = tuple(sorted(attributes.items()))
+                        series[key] = combine(series[key], float(value)) if key in series else float(value)
+            for key, value in series.items():
+                yield metrics.Observation(value, dict(key))
 
         return read
 

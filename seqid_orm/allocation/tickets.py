@@ -726,6 +726,10 @@ def _observed() -> Iterator[tuple[str, float, dict[str, str | int]]]:
         if sequence._closed:
             continue
         stats = sequence.stats()
-        labels: dict[str, str | int] = {"seqid.sequence": stats.name}
+        # by store too: one name on two stores is two sequences (the telemetry sums objects alike)
+        labels: dict[str, str | int] = {
+            "seqid.sequence": stats.name,
+            "seqid.store": ",".join(sequence.servers.labels),
+        }
         yield "seqid.ids.issued", stats.ids_issued, labels
         yield "seqid.block.remaining", stats.remaining + stats.prefetched, labels

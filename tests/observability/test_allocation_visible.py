@@ -109,6 +109,10 @@ OTEL_CHILD = textwrap.dedent(
     pg, redis_url, name, namespace = sys.argv[1:5]
     seq = TicketSequence(name, pg, block_size=100)
     ids = [seq.next_id() for _ in range(250)]
+    twin = TicketSequence(name, pg, block_size=100)  # a second object of the same sequence and store
+    ids += [twin.next_id() for _ in range(30)]
+    elsewhere = TicketSequence(name, redis_url, block_size=100)  # the same name on another store
+    ids += [elsewhere.next_id() for _ in range(10)]
     lease = WorkerLease(redis_url, namespace, ttl=5, clock_tolerance=0.2, max_workers=1)
     lease.acquire()
     try:
@@ -118,8 +122,9 @@ OTEL_CHILD = textwrap.dedent(
     gen = Snowflake(worker_id=4)
     [gen.next_id() for _ in range(1234)]
     import time; time.sleep(0.5)
-    stats = seq.stats()
-    out = {"stats": {"reservations": stats.reservations, "remaining": stats.remaining + stats.prefetched}}
+    stats, twins = seq.stats(), twin.stats()
+    out = {"stats": {"reservations": stats.reservations + twins.reservations,
+                     "remaining": stats.remaining + stats.prefetched + twins.remaining + twins.prefetched}}
     for rm in reader.get_metrics_data().resource_metrics:
         for sm in rm.scope_metrics:
             for m in sm.metrics:
@@ -129,7 +134,8 @@ OTEL_CHILD = textwrap.dedent(
                     for p in m.data.data_points
                 ]
     lease.release()
-    seq.close()
+    for each in (seq, twin, elsewhere):
+        each.close()
     print(json.dumps(out))
     """
 )
@@ -151,16 +157,23 @@ def test_opentelemetry_instruments_report_what_was_drawn(pg_engine, redis_url):
     assert done.returncode == 0, done.stderr
     got = json.loads(done.stdout)
 
-    def point(metric: str, **attributes: object) -> dict[str, object]:
+    def point(metric: str, on: str | None = None, **attributes: object) -> dict[str, object]:
         wanted = {f"seqid.{k}" if k != "error_type" else "error.type": v for k, v in attributes.items()}
-        found = [p for p in got.get(metric, []) if wanted.items() <= p["attributes"].items()]
+        found = [
+            p
+            for p in got.get(metric, [])
+            if wanted.items() <= p["attributes"].items() and (on is None or on in p["attributes"]["seqid.store"])
+        ]
         assert len(found) == 1, (metric, attributes, got.get(metric))
         return found[0]
 
-    assert point("seqid.ids.issued", sequence=name)["value"] == 250
+    # two objects of one sequence on one store are one series, their counts added (issue 46: the
+    # last observed one's); the same name on another store is a series of its own
+    assert point("seqid.ids.issued", "postgresql", sequence=name)["value"] == 250 + 30
+    assert point("seqid.ids.issued", "redis", sequence=name)["value"] == 10
     assert point("seqid.ids.issued", worker_id=4)["value"] == 1234
-    assert point("seqid.reservation.duration", sequence=name)["count"] == got["stats"]["reservations"]
-    assert point("seqid.block.remaining", sequence=name)["value"] == got["stats"]["remaining"]
+    assert point("seqid.reservation.duration", sequence=name)["count"] >= got["stats"]["reservations"]
+    assert point("seqid.block.remaining", "postgresql", sequence=name)["value"] == got["stats"]["remaining"]
     assert point("seqid.leases.held", namespace=namespace)["value"] == 1
     assert 0 < point("seqid.lease.time_left", namespace=namespace, worker_id=0)["value"] <= 5
     assert point("seqid.refusals", namespace=namespace, error_type="LeaseUnavailableError")["value"] == 1

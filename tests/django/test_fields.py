@@ -443,6 +443,78 @@ def test_a_random_uuid_primary_key_gets_seqid_w004_and_the_rest_nothing():
     assert isinstance(found[0], checks.Warning)
 
 
+def _new_key() -> str:  # a project's own function wrapping uuid4, as django-silk's keys are made
+    import uuid
+
+    return str(uuid.uuid4())
+
+
+def _fixed_key() -> str:  # one value: not random keys, whatever it looks like
+    return "0b6a4f5e-9c1d-4a8e-8f00-000000000001"
+
+
+def test_seqid_w004_covers_char_keys_wrapped_defaults_and_installed_packages(settings, monkeypatch):
+    """Issue 46: W004 missed CharField(default=uuid4) keys (django-silk) and a project's function
+    wrapping uuid4; its hint could not be followed for a model of an installed package, and
+    silencing it silenced the project's own models too.  Now each is found; an installed package's
+    model is told so, with SEQID["RANDOM_KEY_APPS"] to silence that app alone; uuid1 is not
+    warned about on SQL Server, which keeps it in order."""
+    import sys
+    import uuid
+
+    from django.db import models as dj
+    from django.test.utils import isolate_apps
+
+    from seqid_orm.django.checks import check_models
+
+    with isolate_apps("tests.django.testapp"):
+
+        class Base(dj.Model):
+            class Meta:
+                abstract = True
+                app_label = "testapp"
+
+        class Silk(Base):
+            id = dj.CharField(primary_key=True, max_length=36, default=uuid.uuid4)
+
+        class Wrapped(Base):
+            id = dj.CharField(primary_key=True, max_length=36, default=_new_key)
+
+        class Lambda(Base):
+            id = dj.UUIDField(primary_key=True, default=lambda: uuid.uuid4())
+
+        class Fixed(Base):
+            id = dj.CharField(primary_key=True, max_length=36, default=_fixed_key)
+
+        class Timed(Base):
+            id = dj.UUIDField(primary_key=True, default=uuid.uuid1)
+
+        models_ = [Silk, Wrapped, Lambda, Fixed]
+        found = check_models(models_)
+        assert [m.obj.model.__name__ for m in found] == ["Silk", "Wrapped", "Lambda"]
+        assert "CharField primary key filled by uuid.uuid4()" in found[0].msg
+        assert "tests.django.test_fields._new_key()" in found[1].msg
+        assert "rewrites the table" in found[0].hint and "AlterField" in found[2].hint
+        assert 'SEQID = {"RANDOM_KEY_APPS": ["testapp"]}' in found[0].hint
+
+        # a model of an installed package: told so, not to edit it
+        monkeypatch.setattr(sys.modules[Silk.__module__], "__file__", "/venv/lib/python3/site-packages/silk/models.py")
+        (third_party,) = check_models([Silk])
+        assert "belongs to an installed package" in third_party.hint and "history_id_field" in third_party.hint
+        monkeypatch.undo()
+
+        settings.SEQID = {"RANDOM_KEY_APPS": ["testapp"]}
+        assert check_models(models_) == []
+        settings.SEQID = {}
+
+        (wraps,) = check_models([Timed])
+        assert "uuid.uuid1()" in wraps.msg and "429 seconds" in wraps.msg
+        from django.db import connections
+
+        monkeypatch.setattr(type(connections["default"]), "vendor", "microsoft", raising=False)
+        assert check_models([Timed]) == []  # SQL Server orders uuid1 by its time
+
+
 def test_manage_py_check_runs_seqid_w004_over_the_project(capsys):
     """The app registers the check: the test project's models (seqid's own keys) pass it silently."""
     from django.core.checks import registry

@@ -27,6 +27,7 @@ from __future__ import annotations
 import bisect
 import json
 import math
+import textwrap
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -576,24 +577,72 @@ def _size(n: int | None) -> str:
     return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
 
 
+_WIDTH_OF_SCREEN = 80
+
+
+def _count(n: int | None) -> str:
+    """A row count in at most six characters: ``512``, ``20.0k``, ``10.0M``."""
+    if n is None:
+        return "-"
+    for scale, unit in ((1_000_000_000, "G"), (1_000_000, "M"), (1_000, "k")):
+        if n >= scale:
+            return f"{n / scale:.1f}{unit}"
+    return str(n)
+
+
 def render(findings: Sequence[Finding]) -> str:
-    """One screen for a person: a line per key column, worst first, then the advice for each problem."""
+    """One screen for a person, readable at 80 columns: a line per key column, worst first, each
+    ``table.column`` whole; the empty tables in one line; then the advice for each problem,
+    wrapped.  ``index`` is the key's index, ``xideal`` how many times the same index built in key
+    order it is (PostgreSQL)."""
     if not findings:
         return "no single-column keys found"
-    head = f"{'table.column':<36} {'kind':<17} {'format':<24} {'in order':<9} {'rows':>11} {'index':>10} {'ideal':>10}"
-    lines = [head]
-    for f in findings:
+    empty = [f for f in findings if f.kind == "unknown" and f.sampled == 0]
+    shown = [f for f in findings if f not in empty]
+    names = [f"{f.table}.{f.column}" for f in shown]
+    fmt_width = max([len("format"), *(len(f.format or "-") for f in shown)])
+    rest = 16 + fmt_width + 8 + 6 + 9 + 6 + 6  # the other columns and the spaces between
+    # names wider than what 80 columns leave get a line of their own, whole, above their row
+    width = max(len("table.column"), min(max(map(len, names), default=0), _WIDTH_OF_SCREEN - rest))
+    lines = [
+        f"{'table.column':<{width}} {'kind':<16} {'format':<{fmt_width}} {'in order':<8} "
+        f"{'rows':>6} {'index':>9} {'xideal':>6}".rstrip()
+    ]
+    for name, f in zip(names, shown, strict=True):
         order = "-" if f.in_order is None else ("yes" if f.in_order else f"NO {f.in_order_share:.0%}")
-        rows = "-" if f.rows is None else f"{f.rows:,}"
-        name = f"{f.table}.{f.column}"
+        ratio = "-"
+        if f.index_bytes and f.ideal_index_bytes:
+            ratio = f"{f.index_bytes / f.ideal_index_bytes:.2f}"
+        if len(name) > width:
+            lines.append(name)
+            name = ""
         lines.append(
-            f"{name[:36]:<36} {f.kind:<17} {(f.format or '-')[:24]:<24} {order:<9} {rows:>11} "
-            f"{_size(f.index_bytes):>10} {_size(f.ideal_index_bytes):>10}"
+            f"{name:<{width}} {f.kind:<16} {(f.format or '-'):<{fmt_width}} {order:<8} "
+            f"{_count(f.rows):>6} {_size(f.index_bytes):>9} {ratio:>6}"
         )
-    said = [f for f in findings if f.problem is not None or f.kind == "unreadable"]
+    if empty:
+        listed = ", ".join(f"{f.table}.{f.column}" for f in empty)
+        lines.append(
+            textwrap.fill(
+                f"{len(empty)} empty table(s), nothing to judge: {listed}",
+                _WIDTH_OF_SCREEN,
+                subsequent_indent="  ",
+                break_on_hyphens=False,
+            )
+        )
+    said = [f for f in shown if f.problem is not None or f.kind == "unreadable"]
     if said:
         lines.append("")
-        lines += [f"{f.table}.{f.column} ({f.problem or f.kind}): {f.advice}" for f in said]
+        for f in said:
+            lines.append(
+                textwrap.fill(
+                    f"{f.table}.{f.column} ({f.problem or f.kind}): {f.advice}",
+                    _WIDTH_OF_SCREEN,
+                    subsequent_indent="  ",
+                    break_long_words=False,
+                    break_on_hyphens=False,
+                )
+            )
     return "\n".join(lines)
 
 

@@ -535,3 +535,56 @@ def test_json_is_one_document_also_when_the_run_cannot_check(url, error, tmp_pat
     assert document["findings"] == []
     assert [e["type"] for e in document["errors"]] == [error] and document["errors"][0]["message"]
     assert "secret" not in done.stdout + done.stderr
+
+
+def _finding(table: str, kind: str = "random-uuid", sampled: int = 500, **extra: object):
+    from seqid_orm.vendors.doctor import Finding
+
+    fields = {
+        "table": table,
+        "column": "id",
+        "primary": True,
+        "sql_type": "uuid",
+        "kind": kind,
+        "format": "uuid4" if kind == "random-uuid" else None,
+        "in_order": None,
+        "in_order_share": None,
+        "keys_layout": None,
+        "needed_layout": None,
+        "rows": 9_999_871 if sampled else 0,
+        "index_bytes": 406_000_000 if sampled else 8192,
+        "ideal_index_bytes": 313_000_000 if sampled else None,
+        "sampled": sampled,
+        "advice": "SQLAlchemy: id: Mapped[uuid.UUID] = seq_uuid_pk(); Django: SeqUUIDField(primary_key=True, "
+        "editable=False). Migration: Django writes one AlterField, no SQL on PostgreSQL and MariaDB; Alembic: "
+        "none (the column type stays). Existing rows keep their keys.",
+    }
+    return Finding(**{**fields, **extra})
+
+
+def test_the_report_reads_at_80_columns_with_every_name_whole_and_empty_tables_in_one_line():
+    """Issue 46: rows were 123 columns wide, advice lines about 400 characters, `table.column` cut at
+    36 characters (two Wagtail rows looked the same), and 43 of 88 rows were empty tables shown as
+    "unknown".  Now a row fits 80 columns, names are whole, advice wraps, and the empty tables
+    share one line."""
+    long_a = "wagtailcore_groupcollectionpermission_a"
+    long_b = "wagtailcore_groupcollectionpermission_b"
+    findings = [
+        _finding("orders"),
+        _finding(long_a, kind="integer-sequence", advice="fine: new keys append at the end of the index."),
+        _finding(long_b, kind="integer-sequence", advice="fine: new keys append at the end of the index."),
+        *(_finding(f"empty_{i}", kind="unknown", sampled=0, advice="nothing") for i in range(40)),
+    ]
+    report = render(findings)
+    lines = report.splitlines()
+    table = lines[: lines.index("")] if "" in lines else lines
+    assert all(len(line) <= 80 for line in lines), [ln for ln in lines if len(ln) > 80]
+    # whole, on a line of its own above its row: the two rows differ
+    assert f"{long_a}.id" in table and f"{long_b}.id" in table
+    row_a = table[table.index(f"{long_a}.id") + 1]
+    assert row_a.startswith(" ") and row_a.split()[0] == "integer-sequence"
+    assert "40 empty table(s)" in report and sum("empty_" in line for line in table[:4]) == 0
+    row = next(line for line in table if line.startswith("orders.id"))
+    assert row.split()[1:] == ["random-uuid", "uuid4", "-", "10.0M", "387.2", "MB", "1.30"]
+    advice = report[report.index("orders.id (random-uuid):") :]
+    assert advice.count("\n") >= 2 and "Existing rows keep their keys." in advice.replace("\n  ", " ")

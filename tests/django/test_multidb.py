@@ -88,7 +88,9 @@ def test_bulk_insert_draws_keys_again_for_the_database_it_writes_to():
 def _doctor_json(*args: str) -> list[dict[str, object]]:
     out = StringIO()
     call_command("seqid_doctor", "--json", *args, stdout=out)
-    return json.loads(out.getvalue())
+    document = json.loads(out.getvalue())
+    assert document["errors"] == []
+    return document["findings"]
 
 
 @pytest.mark.django_db(transaction=True, databases=["default", "legacy"])

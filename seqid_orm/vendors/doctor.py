@@ -93,6 +93,7 @@ class KeyColumn:
     key_width: int | None = None  # bytes of one key in the index, where fixed (uuid 16, bigint 8)
     schema: str | None = None  # PostgreSQL: the table's schema
     in_current_schema: bool = True
+    references: str | None = None  # the table whose key this column copies (a foreign key of its own)
 
     @property
     def name(self) -> str:
@@ -119,6 +120,8 @@ class Finding:
     ideal_index_bytes: int | None
     sampled: int
     advice: str
+    references: str | None = None
+    """The table whose key this column copies (its own foreign key): the fix belongs there."""
 
     @property
     def problem(self) -> str | None:
@@ -209,7 +212,9 @@ SELECT n.nspname = current_schema(), n.nspname, c.relname, a.attname, format_typ
           LEFT JOIN pg_stat_user_tables ps ON ps.relid = pc.oid WHERE t.isleaf),
          GREATEST(c.reltuples, COALESCE(s.n_live_tup, 0), 0)) AS bigint),
        COALESCE((SELECT SUM(pg_relation_size(t.relid)) FROM pg_partition_tree(i.indexrelid) t),
-                pg_relation_size(i.indexrelid))
+                pg_relation_size(i.indexrelid)),
+       (SELECT CAST(CAST(f.confrelid AS regclass) AS text) FROM pg_constraint f
+        WHERE f.contype = 'f' AND f.conrelid = c.oid AND f.conkey = ARRAY[a.attnum] LIMIT 1)
 FROM pg_index i
 JOIN pg_class c ON c.oid = i.indrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -222,7 +227,10 @@ ORDER BY n.nspname <> current_schema(), n.nspname, c.relname, NOT i.indisprimary
 """
 
 _MYSQL_KEYS = """
-SELECT s.TABLE_NAME, s.COLUMN_NAME, c.COLUMN_TYPE, s.INDEX_NAME = 'PRIMARY', t.TABLE_ROWS, s.INDEX_NAME
+SELECT s.TABLE_NAME, s.COLUMN_NAME, c.COLUMN_TYPE, s.INDEX_NAME = 'PRIMARY', t.TABLE_ROWS,
+       (SELECT k.REFERENCED_TABLE_NAME FROM information_schema.KEY_COLUMN_USAGE k
+        WHERE k.TABLE_SCHEMA = s.TABLE_SCHEMA AND k.TABLE_NAME = s.TABLE_NAME AND k.COLUMN_NAME = s.COLUMN_NAME
+          AND k.REFERENCED_TABLE_NAME IS NOT NULL LIMIT 1)
 FROM information_schema.STATISTICS s
 JOIN information_schema.COLUMNS c
   ON c.TABLE_SCHEMA = s.TABLE_SCHEMA AND c.TABLE_NAME = s.TABLE_NAME AND c.COLUMN_NAME = s.COLUMN_NAME
@@ -244,7 +252,7 @@ def _keyish(sql_type: str, primary: bool) -> bool:
 
 def _pg_columns(ex: Executor) -> list[KeyColumn]:
     out = []
-    for current, schema, table, column, sql_type, primary, rows, size in ex.fetch(_PG_KEYS, {}):
+    for current, schema, table, column, sql_type, primary, rows, size, references in ex.fetch(_PG_KEYS, {}):
         out.append(
             KeyColumn(
                 table,
@@ -256,6 +264,7 @@ def _pg_columns(ex: Executor) -> list[KeyColumn]:
                 _WIDTH.get(sql_type),
                 schema=schema,
                 in_current_schema=bool(current),
+                references=references,
             )
         )
     return out
@@ -263,8 +272,15 @@ def _pg_columns(ex: Executor) -> list[KeyColumn]:
 
 def _mysql_columns(ex: Executor) -> list[KeyColumn]:
     return [
-        KeyColumn(str(table), str(column), str(sql_type), bool(primary), None if rows is None else int(rows))
-        for table, column, sql_type, primary, rows, _ in ex.fetch(_MYSQL_KEYS, {})
+        KeyColumn(
+            str(table),
+            str(column),
+            str(sql_type),
+            bool(primary),
+            None if rows is None else int(rows),
+            references=None if references is None else str(references),
+        )
+        for table, column, sql_type, primary, rows, references in ex.fetch(_MYSQL_KEYS, {})
     ]
 
 
@@ -273,22 +289,24 @@ _SQLITE_TABLES = "SELECT name FROM sqlite_master WHERE type = 'table' AND name N
 
 def _sqlite_columns(ex: Executor) -> list[KeyColumn]:
     out = []
-    tables = ex.fetch(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name", {}
-    )
-    for (table,) in tables:
+    for (table,) in ex.fetch(_SQLITE_TABLES, {}):
         quoted = _quote("sqlite", table)
         info = ex.fetch(f"PRAGMA table_info({quoted})", {})  # cid, name, type, notnull, default, pk
         pk = [row for row in info if row[5]]
         types = {row[1]: row[2] for row in info}
+        # id, seq, table, from, to, ...: a single-column foreign key, by the column it starts from
+        links = ex.fetch(f"PRAGMA foreign_key_list({quoted})", {})
+        sizes = {row[0]: sum(1 for r in links if r[0] == row[0]) for row in links}
+        references = {row[3]: row[2] for row in links if sizes[row[0]] == 1}
         if len(pk) == 1:
-            out.append(KeyColumn(table, pk[0][1], pk[0][2] or "", True))
+            out.append(KeyColumn(table, pk[0][1], pk[0][2] or "", True, references=references.get(pk[0][1])))
         for _, index, unique, origin, _partial in ex.fetch(f"PRAGMA index_list({quoted})", {}):
             if not unique or origin == "pk":
                 continue
             cols = ex.fetch(f"PRAGMA index_info({_quote('sqlite', index)})", {})
             if len(cols) == 1 and cols[0][2] is not None:
-                out.append(KeyColumn(table, cols[0][2], types.get(cols[0][2], ""), False))
+                name = cols[0][2]
+                out.append(KeyColumn(table, name, types.get(name, ""), False, references=references.get(name)))
     return out
 
 
@@ -431,17 +449,44 @@ _KEEP = (
 
 
 def _advice(vendor: str, finding: dict[str, Any], storage: Storage | None) -> str:
+    """The one change for this column: for its primary key or, for a unique column that is not
+    the key, the same default without ``primary_key``; and the migration it really runs.  A UUID
+    kept as text (``char(32)``/``char(36)``) stays text in SQLAlchemy (``storage=``), while Django's
+    field is a UUID column: changing a ``CharField`` to it alters the column's type, a table rewrite
+    with each foreign key to it dropped and added again (issue 46: it was said to run no SQL)."""
     kind, in_order, needed = finding["kind"], finding["in_order"], finding["needed_layout"]
-    store = "" if storage in (None, Storage.NATIVE) else f'storage="{storage.value}"'
-    model = (
-        f"SQLAlchemy: {finding['column']}: Mapped[uuid.UUID] = seq_uuid_pk({store}); "
-        "Django: SeqUUIDField(primary_key=True, editable=False)"
-    )
-    if kind == "random-uuid":
+    column = finding["column"]
+    parent = finding.get("references")
+    if parent and (kind == "random-uuid" or in_order is False):
         return (
-            f"{model}. Migration: Django writes one AlterField, no SQL on PostgreSQL and MariaDB; "
-            f"Alembic: none (the column type stays). {_KEEP}"
+            f"{column} is a foreign key to {parent} (a multi-table child's pointer, or a one-to-one): its values "
+            f"are {parent}'s keys, so change the key of {parent}, and this column follows; nothing to change here."
         )
+    store = "" if storage in (None, Storage.NATIVE) else f'storage="{storage.value}"'
+    if finding["primary"]:
+        model = (
+            f"SQLAlchemy: {column}: Mapped[uuid.UUID] = seq_uuid_pk({store}); "
+            "Django: SeqUUIDField(primary_key=True, editable=False)"
+        )
+    else:  # a unique column beside the key: the key is not this one
+        typed = f"SeqUUID({store})" if store else "SeqUUID()"
+        model = (
+            f"SQLAlchemy: {column}: Mapped[uuid.UUID] = mapped_column({typed}, unique=True, "
+            "default=seq_uuid_default); Django: SeqUUIDField(unique=True, editable=False)"
+        )
+    if kind == "random-uuid":
+        if storage in (None, Storage.NATIVE, Storage.BINARY):
+            migration = (
+                "Django writes one AlterField, no SQL on PostgreSQL and MariaDB; Alembic: none (the column type stays)"
+            )
+        else:
+            migration = (
+                "Alembic: none (the column stays text). Django: a CharField becoming SeqUUIDField changes the "
+                "column's type, a rewrite of the table with each foreign key to it dropped and added again "
+                "(sqlmigrate shows it): run it in a maintenance window, or keep the CharField with a default "
+                "of your own returning seqid_orm.uuid7() as text"
+            )
+        return f"{model}. Migration: {migration}. {_KEEP}"
     if kind == "time-ordered" and in_order is False:
         where = finding["keys_layout"] or finding["format"]
         return (
@@ -485,6 +530,7 @@ def _judge(vendor: str, version: tuple[int, ...] | None, column: KeyColumn, runs
         "index_bytes": column.index_bytes,
         "ideal_index_bytes": _ideal_index_bytes(vendor, column),
         "sampled": len(set(map(repr, values))),
+        "references": column.references,
     }
     return Finding(**fields, advice=_advice(vendor, fields, storage))
 

@@ -588,3 +588,72 @@ def test_the_report_reads_at_80_columns_with_every_name_whole_and_empty_tables_i
     assert row.split()[1:] == ["random-uuid", "uuid4", "-", "10.0M", "387.2", "MB", "1.30"]
     advice = report[report.index("orders.id (random-uuid):") :]
     assert advice.count("\n") >= 2 and "Existing rows keep their keys." in advice.replace("\n  ", " ")
+
+
+def test_the_advice_fits_a_unique_column_beside_the_key_and_a_key_kept_as_text(tmp_path):
+    """Issue 46: a unique column that is not the key was told `primary_key=True`, and a UUID key kept
+    as `char(36)` (django-silk's, django-q2's) was told its change runs no SQL, where Django alters
+    the column's type and drops and re-adds each foreign key to it."""
+    path = tmp_path / "advice.sqlite3"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE requests (id char(36) PRIMARY KEY)")
+    conn.execute("CREATE TABLE tokens (id integer PRIMARY KEY, token char(36) UNIQUE)")
+    conn.executemany("INSERT INTO requests VALUES (?)", [(str(uuid.uuid4()),) for _ in range(300)])
+    conn.executemany("INSERT INTO tokens (token) VALUES (?)", [(str(uuid.uuid4()),) for _ in range(300)])
+    conn.commit()
+    conn.close()
+    found = {(f.table, f.column): f for f in diagnose(f"sqlite:///{path}")}
+    key = found[("requests", "id")]
+    assert key.kind == "random-uuid" and key.primary
+    assert 'seq_uuid_pk(storage="text")' in key.advice and "SeqUUIDField(primary_key=True" in key.advice
+    assert "changes the column's type" in key.advice and "no SQL" not in key.advice
+    token = found[("tokens", "token")]
+    assert token.kind == "random-uuid" and not token.primary
+    assert "primary_key" not in token.advice and "seq_uuid_pk" not in token.advice
+    assert 'SeqUUID(storage="text"), unique=True' in token.advice and "SeqUUIDField(unique=True" in token.advice
+
+
+@pytest.mark.parametrize("vendor", ["postgresql", "mariadb", "sqlite"])
+def test_a_multi_table_childs_pointer_is_sent_to_its_parent(vendor, request, tmp_path):
+    """Issue 46: a multi-table child's pointer (its key, a foreign key to its parent's) was given
+    the fix that belongs on the parent.  Now the child's line names the parent and changes nothing
+    there."""
+    name = f"seqid_mti_{secrets.token_hex(3)}"
+    if vendor == "sqlite":
+        url = f"sqlite:///{tmp_path / 'mti.sqlite3'}"
+        admin, key_type = None, "char(36)"
+    elif vendor == "postgresql":
+        admin, key_type = request.getfixturevalue("pg_engine"), "uuid"
+        with admin.begin() as conn:
+            conn.exec_driver_sql(f"CREATE SCHEMA {name}")
+        url = f"{POSTGRES_URL}?options=-csearch_path%3D{name}"
+    else:
+        admin, key_type = request.getfixturevalue("mysql_engine"), "char(36)"
+        with admin.begin() as conn:
+            conn.exec_driver_sql(f"CREATE DATABASE {name}")
+        url = MYSQL_URL.rsplit("/", 1)[0] + f"/{name}"
+    engine = sa.create_engine(url)
+    try:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f"CREATE TABLE place (id {key_type} PRIMARY KEY)")
+            conn.exec_driver_sql(
+                f"CREATE TABLE restaurant (place_ptr_id {key_type} PRIMARY KEY, "
+                "FOREIGN KEY (place_ptr_id) REFERENCES place (id))"
+            )
+            keys = [{"k": str(uuid.uuid4())} for _ in range(300)]
+            conn.execute(sa.text("INSERT INTO place VALUES (:k)"), keys)
+            conn.execute(sa.text("INSERT INTO restaurant VALUES (:k)"), keys)
+        found = {f.table: f for f in diagnose(url, **({"schemas": [name]} if vendor == "postgresql" else {}))}
+        parent, child = found["place"], found["restaurant"]
+        assert parent.kind == child.kind == "random-uuid"
+        assert parent.references is None and "SeqUUIDField(primary_key=True" in parent.advice
+        assert child.references == "place", child
+        assert "foreign key to place" in child.advice and "SeqUUIDField" not in child.advice
+    finally:
+        engine.dispose()
+        if vendor == "postgresql":
+            with admin.begin() as conn:
+                conn.exec_driver_sql(f"DROP SCHEMA {name} CASCADE")
+        elif vendor == "mariadb":
+            with admin.begin() as conn:
+                conn.exec_driver_sql(f"DROP DATABASE {name}")

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import Layout, Snowflake, base32, bsv, comb, uuid7, uuid_sequence_nextval, uuid_time_nextval
-from ..errors import SeqIDError
+from ..errors import InvalidArgumentError, SeqIDError
 from ..ids.decode import describe
 from ..vendors import VENDORS
 from .common import positive
@@ -109,10 +109,16 @@ def _probe_etcd(args: argparse.Namespace) -> int:
 
 
 def _probe(args: argparse.Namespace) -> int:
-    from ..allocation.stores import ETCD_SCHEMES, scheme_of
+    from ..allocation.stores import ETCD_SCHEMES, REDIS_SCHEMES, scheme_of
 
-    if scheme_of(args.url) in ETCD_SCHEMES:
+    scheme = scheme_of(args.url)
+    if scheme in ETCD_SCHEMES:
         return _probe_etcd(args)
+    if scheme in REDIS_SCHEMES:  # it was told "not a database URL SQLAlchemy knows", which helps no one
+        raise InvalidArgumentError(
+            f"seqid probe reads a SQL database (the id layout it needs) or an etcd cluster; "
+            f"{args.url.split(':', 1)[0]}:// is a Redis store: `seqid status URL` shows its counters and leases"
+        )
     from sqlalchemy import create_engine
 
     from ..sqlalchemy import SeqUUID, probe_layout, probe_order

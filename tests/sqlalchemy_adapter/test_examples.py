@@ -88,8 +88,11 @@ def test_cli_refuses_a_url_that_is_no_database_in_plain_words(capsys):
     from seqid_orm.cli import main
 
     assert main(["probe", "redis://127.0.0.1:6379/0"]) == 2
+    err = capsys.readouterr().err  # a Redis store is named as one, with the command that reads it
+    assert "redis:// is a Redis store: `seqid status URL`" in err and "Can't load plugin" not in err
+    assert main(["probe", "ftp://example.org/x"]) == 2
     err = capsys.readouterr().err
-    assert "'redis' is not a database URL SQLAlchemy knows" in err and "Can't load plugin" not in err
+    assert "'ftp' is not a database URL SQLAlchemy knows" in err and "Can't load plugin" not in err
 
 
 @pytest.mark.django

@@ -228,6 +228,7 @@ ORDER BY n.nspname <> current_schema(), n.nspname, c.relname, NOT i.indisprimary
 
 _MYSQL_KEYS = """
 SELECT s.TABLE_NAME, s.COLUMN_NAME, c.COLUMN_TYPE, s.INDEX_NAME = 'PRIMARY', t.TABLE_ROWS,
+       CASE WHEN s.INDEX_NAME = 'PRIMARY' AND t.ENGINE = 'InnoDB' THEN t.DATA_LENGTH END,
        (SELECT k.REFERENCED_TABLE_NAME FROM information_schema.KEY_COLUMN_USAGE k
         WHERE k.TABLE_SCHEMA = s.TABLE_SCHEMA AND k.TABLE_NAME = s.TABLE_NAME AND k.COLUMN_NAME = s.COLUMN_NAME
           AND k.REFERENCED_TABLE_NAME IS NOT NULL LIMIT 1)
@@ -271,6 +272,9 @@ def _pg_columns(ex: Executor) -> list[KeyColumn]:
 
 
 def _mysql_columns(ex: Executor) -> list[KeyColumn]:
+    """MariaDB's and MySQL's key columns.  InnoDB's primary key is the table (its clustered index),
+    so its size is the table's ``DATA_LENGTH``; a unique index beside it has no size of its own in
+    ``information_schema`` (``INDEX_LENGTH`` adds up every secondary index), and no ideal is given."""
     return [
         KeyColumn(
             str(table),
@@ -278,9 +282,10 @@ def _mysql_columns(ex: Executor) -> list[KeyColumn]:
             str(sql_type),
             bool(primary),
             None if rows is None else int(rows),
+            None if size is None else int(size),
             references=None if references is None else str(references),
         )
-        for table, column, sql_type, primary, rows, references in ex.fetch(_MYSQL_KEYS, {})
+        for table, column, sql_type, primary, rows, size, references in ex.fetch(_MYSQL_KEYS, {})
     ]
 
 

@@ -32,6 +32,7 @@ from django.conf import settings
 from django.core import checks
 from django.db import connections, models, router
 
+from ..ids.classify import as_uuid
 from .fields import SeqUUIDField
 
 __all__ = ["random_uuid_keys"]
@@ -47,17 +48,6 @@ def random_uuid_keys(app_configs: Iterable[Any] | None = None, **kwargs: Any) ->
     return check_models(apps.get_models())
 
 
-def _as_uuid(value: object) -> uuid.UUID | None:
-    if isinstance(value, uuid.UUID):
-        return value
-    if isinstance(value, str) and len(value) in (32, 36):
-        try:
-            return uuid.UUID(value)
-        except ValueError:
-            return None
-    return None
-
-
 def _random_default(default: object) -> str | None:
     """The name of ``default`` when it fills a key with random UUIDs, else ``None``.
 
@@ -71,7 +61,7 @@ def _random_default(default: object) -> str | None:
     if not isinstance(default, types.FunctionType):
         return None
     try:
-        first, second = (_as_uuid(default()) for _ in range(2))
+        first, second = (as_uuid(default()) for _ in range(2))
     except Exception:  # a default that needs what a check does not have (a request, a database)
         return None
     if first is None or second is None or first == second or first.version != 4 or second.version != 4:

@@ -331,4 +331,4 @@ def pair_factory(pg_engine):
 
     yield make
     for pair in made:
-        pair.close()
+        pair.stop()

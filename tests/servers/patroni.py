@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 
 from seqid_orm.errors import BackendUnavailableError
 from tests.servers.etcd import EtcdCluster
-from tests.servers.private import free_port, pg_bindir
+from tests.servers.lifecycle import StartedAndStopped
+from tests.servers.private import _as_postgres, free_port, pg_bindir
 
 
 @dataclass
@@ -48,11 +49,7 @@ class PatroniMember:
         return os.path.join(self.home, "patroni.yml")
 
 
-def _as_postgres(cmd: list[str]) -> list[str]:
-    return ["runuser", "-u", "postgres", "--", *cmd] if os.geteuid() == 0 else cmd
-
-
-class PatroniCluster:
+class PatroniCluster(StartedAndStopped):
     """Two Patroni members over a private etcd (see the module docstring)."""
 
     def __init__(self, *, synchronous: bool, members: int = 2, major: int = 15) -> None:
@@ -264,13 +261,3 @@ class PatroniCluster:
                 os.kill(self.postmaster_pid(m), signal.SIGKILL)
         self.etcd.stop()
         shutil.rmtree(self.tmp, ignore_errors=True)
-
-    def __enter__(self) -> PatroniCluster:
-        try:
-            return self.start()
-        except BaseException:
-            self.stop()
-            raise
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()

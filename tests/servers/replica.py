@@ -18,6 +18,7 @@ import time
 
 import sqlalchemy as sa
 
+from tests.servers.lifecycle import StartedAndStopped
 from tests.servers.private import PrivatePostgres, _as_postgres
 from tests.servers.proxy import StallableProxy
 
@@ -46,7 +47,7 @@ class PrivateStandby(PrivatePostgres):
         )
 
 
-class PrimaryAndStandby:
+class PrimaryAndStandby(StartedAndStopped):
     """A primary, a proxy in front of it for the standby's replication, and the standby."""
 
     def __init__(self, bindir: str, synchronous: bool = False) -> None:
@@ -92,19 +93,9 @@ class PrimaryAndStandby:
         self.primary.stop("immediate")
         self.standby.promote()
 
-    def close(self) -> None:
+    def stop(self) -> None:
         if self.link is not None:
             self.link.close()
         if self.standby is not None:
             self.standby.remove()
         self.primary.remove()
-
-    def __enter__(self) -> PrimaryAndStandby:
-        try:
-            return self.start()
-        except BaseException:
-            self.close()
-            raise
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

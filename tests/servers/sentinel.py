@@ -12,13 +12,14 @@ import tempfile
 import time
 
 from seqid_orm.errors import BackendUnavailableError
+from tests.servers.lifecycle import StartedAndStopped
 from tests.servers.private import PrivateRedis, free_port
 from tests.tickets.test_failover import REDIS_DURABLE, wait_online
 
 SERVICE = "seqid"
 
 
-class PrivateSentinelCell:
+class PrivateSentinelCell(StartedAndStopped):
     """A primary, a replica and ``sentinels`` Sentinels (quorum 1) watching them as ``service``;
     a node is down for them after ``down_after_ms``."""
 
@@ -110,13 +111,3 @@ class PrivateSentinelCell:
             self.replica.__exit__()
         self.primary.__exit__()
         shutil.rmtree(self.tmp, ignore_errors=True)
-
-    def __enter__(self) -> PrivateSentinelCell:
-        try:
-            return self.start()
-        except BaseException:
-            self.stop()
-            raise
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()

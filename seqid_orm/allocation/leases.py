@@ -55,10 +55,8 @@ from dataclasses import dataclass
 
 from ..errors import (
     ArgumentTypeError,
-    ClockMovedBackwardsError,
     InvalidArgumentError,
     LeaseLostError,
-    LeaseUnavailableError,
     SeqIDError,
     WorkerIdNotReadyError,
 )
@@ -67,28 +65,12 @@ from ..ids.snowflake import Holding
 from ..ids.validate import check_bool, check_seconds
 from . import telemetry
 from .flight import Abandoned, Claim, Flight
+from .grants import GrantRun, Released, Taken, Terms, clear_since, give_back, released_error
 from .stores import MAX_CONNECT_TIMEOUT, backend_of
-from .stores.base import Grant, LeaseStore, check_name, new_token
-from .stores.steps import Call, Steps, adrive, drive
+from .stores.base import LeaseStore, check_name
+from .stores.steps import Steps, adrive, drive
 
 __all__ = ["LeaseStats", "WorkerLease", "open_lease_store"]
-
-
-@dataclass(frozen=True)
-class _Taken:
-    """A grant made, fenced and waited for, not yet adopted: the worker id's token, the bound left
-    before the first id, and when the last renewal was sent (monotonic)."""
-
-    grant: Grant
-    token: str
-    bound: int
-    sent: float
-    releases: int  # WorkerLease._releases when the grant began: moved, the grant is given back
-
-
-class _Released(LeaseLostError):
-    """:meth:`WorkerLease.release` was called while a grant was under way: it gave its worker id
-    back rather than hold it with no one to use or release it (callers waiting on it get this)."""
 
 
 class _Slice(Exception):
@@ -350,7 +332,7 @@ class WorkerLease:
         self._io = threading.Lock()
         # One grant at a time for the whole process, led by the first caller, however many threads
         # and tasks ask at once: a namespace's cold start costs one worker id and one wait.
-        self._grants: Flight[_Taken] = Flight()
+        self._grants: Flight[Taken] = Flight()
         # release() counts here and wakes a grant's waits: a grant that sees the count move gives its
         # worker id back (a lease released during its cold start leaves nothing taken or renewing)
         self._releases = 0
@@ -359,9 +341,10 @@ class WorkerLease:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._state = "idle"  # idle (not taken yet, or released), held, lost (renewal failed)
-        # When the fence of the grant under way ends (monotonic), once the store has answered: what
-        # a caller that does not wait past its deadline tells its user (WorkerIdNotReadyError).
-        self._fence_until: float | None = None
+        # The grant under way or last run (grants.py): when its fence ends, once the store has
+        # answered, is what a caller that does not wait past its deadline tells its user
+        # (WorkerIdNotReadyError).
+        self._run: GrantRun | None = None
         self._worker_id: int | None = None
         self._token = ""
         self._inherited_mark = 0  # the previous holder's mark, which our own release never lowers
@@ -517,7 +500,7 @@ class WorkerLease:
         """The longest a grant may take: its round trips, a quarantine and a wait for the clock mark."""
         return 4 * self._timeout + self.ttl + 2 * self.clock_tolerance + 1.0
 
-    def _lead_in_thread(self, claim: Claim[_Taken]) -> None:
+    def _lead_in_thread(self, claim: Claim[Taken]) -> None:
         """Hand ``claim`` to a thread of its own that runs the grant (a lazy caller will not wait out
         its fence; the grant goes on, renewing, and the worker id is held when it ends)."""
 
@@ -526,7 +509,7 @@ class WorkerLease:
                 self._lead_grant(claim)
 
         worker = threading.Thread(target=lead, name=f"seqid-lease-grant-{self.namespace}", daemon=True)
-        self._fence_until = None  # not yet known (a previous grant's is over)
+        self._run = None  # its fence is not yet known (a previous grant's is over)
         self._grant_thread = worker  # release() waits for it
         worker.start()
         # the claim lives and dies with the thread that does the work (from its start: a thread not
@@ -536,12 +519,13 @@ class WorkerLease:
     def _past_deadline(self, deadline: float) -> WorkerIdNotReadyError | None:
         """The refusal of a lazy caller whose deadline (the lease's monotonic clock) has passed, or
         comes before the end of the fence the grant under way waits for; ``None``: look again."""
-        fence = self._fence_until
+        run = self._run
+        fence = None if run is None else run.fence_until
         if (fence is not None and fence > deadline) or self._monotonic() >= deadline:
             return self._not_ready(fence)
         return None
 
-    def _follow(self, claim: Claim[_Taken], deadline: float) -> None:
+    def _follow(self, claim: Claim[Taken], deadline: float) -> None:
         """Follow ``claim`` in this thread until it ends or :meth:`_past_deadline` refuses."""
         while (refused := self._past_deadline(deadline)) is None:
             try:
@@ -551,7 +535,7 @@ class WorkerLease:
                 continue
         raise refused
 
-    async def _afollow(self, claim: Claim[_Taken], deadline: float) -> None:
+    async def _afollow(self, claim: Claim[Taken], deadline: float) -> None:
         """:meth:`_follow` on the running loop (its own future; cancelling it ends this wait only)."""
         while (refused := self._past_deadline(deadline)) is None:
             try:
@@ -584,7 +568,7 @@ class WorkerLease:
             f"{self._grant_seconds():g} s (the grant under way did not finish)"
         )
 
-    def _lead_grant(self, claim: Claim[_Taken]) -> None:
+    def _lead_grant(self, claim: Claim[Taken]) -> None:
         """Run a grant in this thread for ``claim`` and adopt it."""
         try:
             taken = drive(self._grant(), None)
@@ -594,16 +578,16 @@ class WorkerLease:
             raise
         self._grants.finish(claim, taken)
 
-    def _grant_failed(self, claim: Claim[_Taken], exc: BaseException) -> None:
+    def _grant_failed(self, claim: Claim[Taken], exc: BaseException) -> None:
         # all leased, a clock behind the last holder's mark, a store refused: said once, in the log
-        if isinstance(exc, SeqIDError) and not isinstance(exc, _Released):
+        if isinstance(exc, SeqIDError) and not isinstance(exc, Released):
             self._refused(exc)
         self._grants.finish(claim, error=exc)
 
-    def _settle(self, taken: _Taken) -> Steps[None]:
+    def _settle(self, taken: Taken) -> Steps[None]:
         """Adopt ``taken`` and start renewing it; where a lease is held already (a grant given up for a
         late one), give ``taken`` back, its mark unused (steps: a thread drives them, a loop awaits);
-        where the lease was released since the grant began, give it back and raise :class:`_Released`."""
+        where the lease was released since the grant began, give it back and raise :class:`Released`."""
         with self._lock:
             released = self._releases != taken.releases
             adopted = self._state != "held" and not released
@@ -611,27 +595,9 @@ class WorkerLease:
                 self._adopt(taken)
                 self._start_renewing()
         if not adopted:
-            yield from self._give_back(taken.grant, taken.token)
+            yield from give_back(self.namespace, self.store, taken.grant, taken.token)
         if released:
-            raise self._released_error()
-
-    def _give_back(self, grant: Grant, token: str) -> Steps[None]:
-        """Give a worker id taken but never used back, its mark as the store handed it over."""
-        with contextlib.suppress(Exception):  # the store is gone: the lease simply expires there
-            yield Call("release", (self.namespace, grant.worker_id, token, grant.mark_ms), self.store)
-
-    def _unless_released(self, releases: int, grant: Grant, token: str) -> Steps[None]:
-        """Go on with a grant unless :meth:`release` was called since it began; if it was, give the
-        worker id back and raise :class:`_Released`."""
-        if self._releases != releases:
-            yield from self._give_back(grant, token)
-            raise self._released_error()
-
-    def _released_error(self) -> _Released:
-        return _Released(
-            f"the lease in namespace {self.namespace!r} was released while its grant was under way; "
-            "the worker id went back to the store unused"
-        )
+            raise released_error(self.namespace)
 
     def _refused(self, exc: SeqIDError) -> None:
         telemetry.record_refusal(exc, namespace=self.namespace)
@@ -643,47 +609,33 @@ class WorkerLease:
             extra=self._extra(error=type(exc).__name__),
         )
 
-    def _grant(self) -> Steps[_Taken]:
-        """A worker id granted, fenced and waited for, as steps (:mod:`.stores.steps`): a thread runs
-        them on the store's blocking calls, :meth:`aacquire` awaits them on the loop."""
-        self.mark_wait = 0.0
-        self._fence_until = None
-        releases = self._releases
-        token = new_token()
-        quarantine_ms = int((self.ttl + self.clock_tolerance) * 1000)
-        sent = self._monotonic()
-        store = self.store
-        grant = yield Call("acquire", (self.namespace, token, self.max_workers, self.ttl_ms, quarantine_ms), store)
-        self.granted_at = self._monotonic()
-        if grant is None:
-            raise LeaseUnavailableError(
-                f"all {self.max_workers} worker ids of namespace {self.namespace!r} on {self.store.label} are "
-                "leased (max_workers); stop a process, wait for a dead one's lease to expire, or allow more workers"
+    def _grant(self) -> Steps[Taken]:
+        """A worker id granted, fenced and waited for (grants.py decides when it is safe), as steps
+        (:mod:`.stores.steps`): a thread runs them on the store's blocking calls, :meth:`aacquire`
+        awaits them on the loop."""
+        run = self._run = GrantRun(
+            Terms(
+                namespace=self.namespace,
+                max_workers=self.max_workers,
+                ttl=self.ttl,
+                clock_tolerance=self.clock_tolerance,
+                store=self.store,
+                waits=self._waits,
+                monotonic=self._monotonic,
+                wall_ms=self._wall_ms,
+                releases=lambda: self._releases,
             )
-        # Leave our own bound before the first id: a holder killed before its first renewal
-        # must still leave a mark (the store handed us the previous holder's, which stays if higher).
-        bound = max(grant.mark_ms, self._wall_ms() + self.ttl_ms)
-        yield from self._unless_released(releases, grant, token)
-        if not (yield Call("renew", (self.namespace, grant.worker_id, token, self.ttl_ms, bound), store)):
-            raise LeaseLostError(f"worker id {grant.worker_id} in {self.namespace!r} was taken again at once")
-        if grant.wait_ms > 0:
-            sent = yield from self._quarantine(grant, token, sent, releases)
-        sent = yield from self._wait_for_mark(grant, token, sent, releases)
-        return _Taken(grant, token, bound, sent, releases)
+        )
+        try:
+            return (yield from run.steps())
+        finally:
+            self.granted_at, self.mark_wait = run.granted_at, run.mark_wait
 
-    def _adopt(self, taken: _Taken) -> None:
+    def _adopt(self, taken: Taken) -> None:
         """Make ``taken`` the lease held (lock held)."""
         grant = taken.grant
-        # From when is a key carrying this worker id foreign (Snowflake.bind_column)?  After a
-        # quarantine (longer than a takeover's one-ttl fence: a record lost, a namespace new), only
-        # from now: a holder the store forgot may have stamped until then.  Else past the previous
-        # holder's mark, and within the last ttl + tolerance only, so ids of an old configuration
-        # (worker ids configured before leases) are not taken for a live allocator.
-        now_ms = self._wall_ms()
-        if grant.wait_ms > self.ttl_ms:
-            self.clear_since_ms = now_ms
-        else:
-            self.clear_since_ms = max(grant.mark_ms + 1, now_ms - int((self.ttl + self.clock_tolerance) * 1000))
+        # from when a key carrying this worker id is foreign (Snowflake.bind_column): grants.py
+        self.clear_since_ms = clear_since(grant, self._wall_ms(), self.ttl, self.clock_tolerance)
         self._token = taken.token
         self._inherited_mark = grant.mark_ms
         self._worker_id = grant.worker_id
@@ -698,65 +650,6 @@ class WorkerLease:
             self.store.label,
             extra=self._extra(worker_id=grant.worker_id, mark_wait=self.mark_wait),
         )
-
-    def _quarantine(self, grant: Grant, token: str, sent: float, releases: int) -> Steps[float]:
-        """Wait ``grant.wait_ms`` before the first id (a takeover, whose record may be older than what
-        a live holder confirmed; a store that forgot a live holder), renewing the lease meanwhile;
-        the time the last renewal was sent."""
-        log.warning(
-            "worker id %s in %r on %s may still be stamped by a holder the store does not show (a takeover of "
-            "an expired lease, a record lost or rolled back, a new namespace): waiting %.1f s before its first id",
-            grant.worker_id,
-            self.namespace,
-            self.store.label,
-            grant.wait_ms / 1000,
-        )
-        began = self._monotonic()
-        until = self._fence_until = began + grant.wait_ms / 1000
-        while (now := self._monotonic()) < until:
-            yield Call("sleep", (min(self.ttl / 3, until - now), releases), self._waits)
-            yield from self._unless_released(releases, grant, token)
-            sent = yield from self._keep(grant.worker_id, token, sent)
-        self.mark_wait += self._monotonic() - began
-        return sent
-
-    def _wait_for_mark(self, grant: Grant, token: str, sent: float, releases: int) -> Steps[float]:
-        """Make no id until this clock has passed what the previous holder may have used, renewing
-        the lease meanwhile (the wait may outlast a ttl); the time the last renewal was sent."""
-        worker_id, mark_ms = grant.worker_id, grant.mark_ms
-        if self._wall_ms() > mark_ms:
-            return sent
-        began = self._monotonic()
-        deadline = began + self.clock_tolerance
-        # the fence ends at the mark, or at the tolerance with a refusal (ClockMovedBackwardsError)
-        ends = began + min((mark_ms - self._wall_ms() + 1) / 1000, self.clock_tolerance)
-        self._fence_until = max(self._fence_until or 0.0, ends)
-        while (now := self._wall_ms()) <= mark_ms:
-            if self._monotonic() >= deadline:
-                yield Call("release", (self.namespace, worker_id, token, mark_ms), self.store)
-                raise ClockMovedBackwardsError(
-                    f"this node's clock reads {now} ms, {mark_ms - now + 1} ms before the mark the previous holder "
-                    f"of worker id {worker_id} in {self.namespace!r} left ({mark_ms} ms); waited "
-                    f"{self.clock_tolerance} s (clock_tolerance). Fix this node's clock (NTP) or raise the tolerance"
-                )
-            yield Call("sleep", (min(0.05, (mark_ms - now + 1) / 1000), releases), self._waits)
-            yield from self._unless_released(releases, grant, token)
-            sent = yield from self._keep(worker_id, token, sent)
-        self.mark_wait += self._monotonic() - began
-        return sent
-
-    def _keep(self, worker_id: int, token: str, sent: float) -> Steps[float]:
-        """Renew a lease taken but not yet used once a third of the ttl has passed since ``sent``;
-        the time the last renewal was sent."""
-        if self._monotonic() - sent < self.ttl / 3:
-            return sent
-        sent = self._monotonic()
-        mark = self._wall_ms() + self.ttl_ms
-        if not (yield Call("renew", (self.namespace, worker_id, token, self.ttl_ms, mark), self.store)):
-            raise LeaseLostError(
-                f"the lease of worker id {worker_id} in {self.namespace!r} was lost while it waited before its first id"
-            )
-        return sent
 
     def release(self) -> None:
         """Give the worker id back now, leaving the high-water mark for the next holder; then close
@@ -835,7 +728,7 @@ class WorkerLease:
                 else:
                     await self._afollow(claim, deadline)
 
-    async def _alead_grant(self, claim: Claim[_Taken]) -> None:
+    async def _alead_grant(self, claim: Claim[Taken]) -> None:
         """Run a grant on the loop for ``claim`` and adopt it (a cancellation ends the claim too)."""
         try:
             taken = await adrive(self._grant(), None)

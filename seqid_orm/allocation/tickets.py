@@ -61,11 +61,10 @@ import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol, TypeVar, cast
+from typing import TypeVar
 
 from ..errors import (
     ArgumentTypeError,
-    CounterBelowDataError,
     InvalidArgumentError,
     SeqIDError,
     StoreTimeoutError,
@@ -74,10 +73,11 @@ from ..ids.randomness import check_fork, on_fork
 from ..ids.validate import BIGINT_MAX, check_bool, check_seconds
 from . import telemetry
 from .flight import Abandoned, Claim, Flight
+from .floors import Floors, KeyFloor
 from .segments import Segment, SegmentBuffer
 from .servers import ServerSet
 from .stores import TicketRow, TicketStore, check_name, open_ticket_store
-from .stores.steps import Call, Steps, adrive, drive
+from .stores.steps import Steps, adrive, drive
 
 __all__ = ["MAX_BLOCK_SIZE", "KeyFloor", "Segment", "TicketSequence", "TicketStats"]
 
@@ -121,37 +121,12 @@ def _retrieve(task: asyncio.Task[None]) -> None:
         task.exception()
 
 
-def _check_floor(floor: object) -> None:
-    if not all(hasattr(floor, a) for a in ("label", "largest", "taken_in")):
-        raise ArgumentTypeError(f"floor must be a KeyFloor (label, largest(), taken_in()), got {type(floor).__name__}")
-
-
 def _int_arg(name: str, value: object, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ArgumentTypeError(f"{name} must be an int, got {type(value).__name__}")
     if not low <= value <= high:
         raise InvalidArgumentError(f"{name} must be between {low:,} and {high:,}, got {value:,}")
     return value
-
-
-class KeyFloor(Protocol):
-    """The keys a ticket sequence fills, as far as its safety checks need them (one table's column).
-
-    The SQLAlchemy adapter's ``ticket_pk`` and Django's ``TicketField`` make these; any object
-    with the two methods will do.
-    """
-
-    label: str
-    """The column as messages name it (``orders.id``)."""
-
-    def largest(self) -> int | None:
-        """The largest key in the column (``None`` when empty)."""
-        ...
-
-    def taken_in(self, first: int, last: int, step: int) -> int | None:
-        """The largest key in ``first..last`` congruent to ``first`` modulo ``step`` (``None`` if none):
-        a key that the block ``first, first + step, ..., last`` would hand out again."""
-        ...
 
 
 _LIVE: weakref.WeakSet[TicketSequence] = weakref.WeakSet()
@@ -237,11 +212,9 @@ class TicketSequence:
         self.timeout = check_seconds("timeout", timeout, 0.1, 3600.0)
         check_bool("create_table", create_table)
         check_bool("accept_state_loss", accept_state_loss)
-        floors: list[KeyFloor] = []
         given: Sequence[object] = () if floor is None else floor if isinstance(floor, (list, tuple)) else (floor,)
-        for f in given:
-            _check_floor(f)
-            floors.append(cast(KeyFloor, f))
+        # what a floor checks, and the refusal: floors.py
+        self.floors = Floors(self.name, given)
         if not callable(clock):
             raise ArgumentTypeError(f"clock must be callable, got {type(clock).__name__}")
         self._clock = clock
@@ -275,7 +248,6 @@ class TicketSequence:
             max_value=self.max_value,
             start_server=self.start_server,
         )
-        self._floors: list[KeyFloor] = floors
         self._init_state()
         _LIVE.add(self)
         telemetry.watch("tickets", _observed)
@@ -542,10 +514,7 @@ class TicketSequence:
         holds one of its values (every block: one index range read, in the caller's thread or,
         from a loop, a worker thread, since a floor reads through its engine's connections)."""
         segment = yield from self._reserve()
-        for floor in list(self._floors):
-            taken = yield Call("taken_in", (segment.first, segment.last, segment.step), floor)
-            if taken is not None:
-                raise self._below_data(floor, taken, segment)
+        yield from self.floors.check(segment, self.servers.label(segment.server))
         return segment
 
     def _reserve(self) -> Steps[Segment]:
@@ -589,34 +558,16 @@ class TicketSequence:
 
     # --- safety checks -------------------------------------------------------------------
 
-    def _below_data(self, floor: KeyFloor, taken: int, segment: Segment) -> CounterBelowDataError:
-        """The refusal of a block whose own values are keys already (logged and counted here).
-
-        Only the block's own range counts: keys above it are other processes' later blocks, which
-        refused nothing wrong (a faster worker's keys made slower ones refuse at start before)."""
-        error = CounterBelowDataError(
-            f"sequence {self.name!r} on {self.servers.label(segment.server)} handed out a block from "
-            f"{segment.first}, but {floor.label} already holds the key {taken} that this server would hand "
-            "out again: its counter is behind the data (created anew, or restored from a backup). Move it "
-            "above the largest key with `seqid ticket repair` (TicketSequence.repair())"
-        )
-        telemetry.record_refusal(error, sequence=self.name)
-        log.error("%s", error, extra={"seqid_sequence": self.name, "seqid_error": type(error).__name__})
-        return error
-
     def bind_floor(self, floor: KeyFloor) -> None:
         """Check this sequence's blocks against one more key column (``ticket_pk`` and ``TicketField``
         call it for the column they fill): every block from now on, and the one in use now."""
-        _check_floor(floor)
+        added = self.floors.add(floor)
+        if added is None:
+            return
         with self._mutex:
-            if any(f.label == floor.label for f in self._floors):
-                return
-            self._floors.append(floor)
             segment = self._buffer.segment
         if segment is not None:  # handed out before the binding: check what is left of it (outside the lock)
-            taken = floor.taken_in(segment.first, segment.last, segment.step)
-            if taken is not None:
-                raise self._below_data(floor, taken, segment)
+            self.floors.check_one(added, segment, self.servers.label(segment.server))
 
     def repair(self, above: int | None = None) -> list[tuple[str, TicketRow]]:
         """Move the counter on every server above ``above`` and above the largest key of the bound
@@ -625,13 +576,12 @@ class TicketSequence:
         What ``seqid ticket repair`` runs after a restore, a lost Redis, or when a server joins the list.
         """
         highest = 0 if above is None else _int_arg("above", above, 0, self.max_value)
-        for floor in self._floors:
-            highest = max(highest, floor.largest() or 0)
-        if above is None and not self._floors:
+        if above is None and not self.floors:
             raise InvalidArgumentError(
                 f"repairing sequence {self.name!r} needs the largest id in use: pass above= (--above) or bind the "
                 "key columns it fills (floor=, --table)"
             )
+        highest = max(highest, self.floors.largest())
         return drive(self.servers.repair(highest), None)
 
     # --- lifecycle -----------------------------------------------------------------------

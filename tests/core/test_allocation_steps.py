@@ -413,3 +413,196 @@ def test_the_set_is_checked_once_a_new_sequence_is_created_on_every_server_and_a
     rows["b"] = TicketRow("orders", 2, 3, 2)  # b created by a client that lists three servers
     with pytest.raises(BackendMismatchError, match="this client gives b step=2 offset=2"):
         run_script(servers(a, b, checked=False).reserve(5))
+
+
+# --- a worker id's grant: when a leased id is safe to stamp with (grants.py) ---------------------
+
+
+class Clocks:
+    """A scripted pair of clocks: monotonic seconds and wall milliseconds, moved only by the
+    scripted sleeps (so a fence's length is exact)."""
+
+    def __init__(self, wall_ms: int = 1_000_000) -> None:
+        self.mono = 100.0
+        self.wall = wall_ms
+        self.slept: list[float] = []
+
+    def sleep(self, seconds: float, releases: int) -> None:
+        self.slept.append(seconds)
+        self.mono += seconds
+        self.wall += int(seconds * 1000)
+
+
+def grant_run(store: Scripted, clocks: Clocks, releases=lambda: 0, ttl: float = 3.0, tolerance: float = 1.0):
+    from seqid_orm.allocation.grants import GrantRun, Terms
+
+    return GrantRun(
+        Terms(
+            namespace="api",
+            max_workers=4,
+            ttl=ttl,
+            clock_tolerance=tolerance,
+            store=store,  # type: ignore[arg-type]
+            waits=clocks,
+            monotonic=lambda: clocks.mono,
+            wall_ms=lambda: clocks.wall,
+            releases=releases,
+        )
+    )
+
+
+def drive_grant(run, clocks: Clocks):
+    """Run a grant's steps: the store's calls go to its Scripted target, the sleeps to the clocks."""
+    from seqid_orm.allocation.stores.steps import Call
+
+    steps = run.steps()
+    reply: object = None
+    error: BaseException | None = None
+    while True:
+        try:
+            request = steps.throw(error) if error is not None else steps.send(reply)
+        except StopIteration as stop:
+            return stop.value
+        reply, error = None, None
+        assert isinstance(request, Call)
+        target = request.target
+        if target is clocks:
+            reply = getattr(clocks, request.method)(*request.args)
+            continue
+        target.asked.append((request.method, request.args))
+        answer = target.replies[request.method]
+        answer = answer(*request.args) if callable(answer) else answer
+        if isinstance(answer, BaseException):
+            error = answer
+        else:
+            reply = answer
+
+
+def test_a_never_used_worker_id_is_safe_at_once_and_its_bound_is_left_before_the_first_id():
+    from seqid_orm.allocation.stores.base import Grant
+
+    clocks = Clocks()
+    store = Scripted("store", acquire=Grant(worker_id=2, mark_ms=0), renew=True)
+    run = grant_run(store, clocks)
+    taken = drive_grant(run, clocks)
+    assert taken.grant.worker_id == 2 and taken.bound == clocks.wall + 3000
+    assert [m for m, _ in store.asked] == ["acquire", "renew"]  # the bound is in the store before any id
+    assert run.fence_until is None and run.mark_wait == 0 and clocks.slept == []
+
+
+def test_a_quarantined_id_waits_its_fence_renewing_and_says_when_it_ends_from_the_first_reply():
+    from seqid_orm.allocation.stores.base import Grant
+
+    clocks = Clocks()
+    seen_fence: list[float | None] = []
+    store = Scripted("store", acquire=Grant(worker_id=1, mark_ms=0, wait_ms=4000), renew=True)
+    run = grant_run(store, clocks)
+    store.replies["renew"] = lambda *a: seen_fence.append(run.fence_until) or True
+    drive_grant(run, clocks)
+    assert run.fence_until == pytest.approx(104.0)  # 100 s when asked + 4 s, known from the first sleep on
+    assert seen_fence[0] is None and seen_fence[-1] == pytest.approx(104.0)
+    assert sum(clocks.slept) == pytest.approx(4.0) and max(clocks.slept) <= 1.0  # ttl / 3 at most
+    assert [m for m, _ in store.asked].count("renew") >= 4  # kept alive through the wait
+    assert run.mark_wait == pytest.approx(4.0)
+
+
+def test_a_clock_behind_the_previous_holders_mark_waits_for_it_or_gives_the_id_back():
+    from seqid_orm.allocation.stores.base import Grant
+    from seqid_orm.errors import ClockMovedBackwardsError
+
+    clocks = Clocks(wall_ms=1_000_000)
+    store = Scripted("store", acquire=Grant(worker_id=1, mark_ms=1_000_500), renew=True, release=None)
+    run = grant_run(store, clocks, tolerance=1.0)
+    drive_grant(run, clocks)
+    assert clocks.wall > 1_000_500 and run.mark_wait == pytest.approx(0.5, abs=0.06)
+
+    clocks = Clocks(wall_ms=1_000_000)  # 3 s behind the mark, 1 s of tolerance
+    store = Scripted("store", acquire=Grant(worker_id=1, mark_ms=1_003_000), renew=True, release=None)
+    run = grant_run(store, clocks, tolerance=1.0)
+    with pytest.raises(ClockMovedBackwardsError, match="before the mark the previous holder"):
+        drive_grant(run, clocks)
+    assert store.asked[-1][0] == "release"  # given back, its mark as handed over
+    assert run.fence_until == pytest.approx(101.0)  # the fence ended at the tolerance, with this refusal
+
+
+def test_a_lease_released_during_its_grant_gives_the_id_back_at_the_next_step():
+    from seqid_orm.allocation.grants import Released
+    from seqid_orm.allocation.stores.base import Grant
+
+    clocks = Clocks()
+    count = [0]
+    store = Scripted("store", acquire=Grant(worker_id=3, mark_ms=0, wait_ms=4000), renew=True, release=None)
+    run = grant_run(store, clocks, releases=lambda: count[0])
+    clocks_sleep = clocks.sleep
+
+    def sleep_then_release(seconds, releases):
+        clocks_sleep(seconds, releases)
+        count[0] += 1  # release() was called meanwhile
+
+    clocks.sleep = sleep_then_release  # type: ignore[method-assign]
+    with pytest.raises(Released, match="released while its grant was under way"):
+        drive_grant(run, clocks)
+    assert store.asked[-1] == ("release", ("api", 3, store.asked[0][1][1], 0))
+
+
+def test_a_full_namespace_is_refused_by_name():
+    from seqid_orm.errors import LeaseUnavailableError
+
+    clocks = Clocks()
+    store = Scripted("store", acquire=None)
+    with pytest.raises(LeaseUnavailableError, match="all 4 worker ids of namespace 'api'"):
+        drive_grant(grant_run(store, clocks), clocks)
+
+
+def test_the_grants_docstring_examples_run():
+    import doctest
+
+    from seqid_orm.allocation import grants
+
+    result = doctest.testmod(grants)
+    assert result.attempted >= 3 and result.failed == 0
+
+
+# --- key floors: what a block is checked against (floors.py) ------------------------------------
+
+
+class Column:
+    """A key column holding ``keys``, answering a floor's two questions as the SQL ones do."""
+
+    def __init__(self, label: str, keys: list[int]) -> None:
+        self.label, self.keys, self.reads = label, keys, 0
+
+    def largest(self) -> int | None:
+        return max(self.keys, default=None)
+
+    def taken_in(self, first: int, last: int, step: int) -> int | None:
+        self.reads += 1
+        hits = [k for k in self.keys if first <= k <= last and (k - first) % step == 0]
+        return max(hits, default=None)
+
+
+def test_a_block_whose_own_values_are_keys_is_refused_and_keys_above_it_are_not():
+    from seqid_orm.allocation.floors import Floors
+    from seqid_orm.allocation.stores.steps import drive
+    from seqid_orm.errors import CounterBelowDataError
+
+    column = Column("orders.id", [3, 9, 5000])
+    floors = Floors("orders", [column])
+    drive(floors.check(Segment(first=2, count=4, step=2, server=0), "pg"), None)  # 2,4,6,8: passes
+    assert column.reads == 1  # 5000 is another process's later block; 3 and 9 are another offset's
+    with pytest.raises(CounterBelowDataError, match=r"orders.id already holds the key 9 .* repair"):
+        drive(floors.check(Segment(first=1, count=5, step=2, server=0), "pg"), None)  # 1,3,5,7,9
+
+
+def test_a_column_is_bound_once_and_a_repair_reads_the_largest_key_of_all():
+    from seqid_orm.allocation.floors import Floors
+    from seqid_orm.errors import ArgumentTypeError
+
+    floors = Floors("orders")
+    assert not floors and floors.largest() == 0
+    first = Column("orders.id", [7])
+    assert floors.add(first) is first and floors.add(Column("orders.id", [1])) is None
+    floors.add(Column("lines.order_id", [42]))
+    assert floors.largest() == 42
+    with pytest.raises(ArgumentTypeError, match="floor must be a KeyFloor"):
+        floors.add("orders.id")

@@ -1,0 +1,223 @@
+"""One grant of a worker id, as steps: when a newly leased worker id is safe to stamp with.
+
+A store hands out a worker id (:meth:`~.stores.base.LeaseStore.acquire`) with what it knows of the
+id's past: the previous holder's clock mark and, where the store cannot rule out a holder it
+forgot (a takeover of an expired lease, a record lost or rolled back, a new namespace), a
+quarantine to wait.  The new holder makes no id until both have passed:
+
+1. **the quarantine** (``grant.wait_ms``), renewing the lease meanwhile: a holder the store does not
+   show may stamp the id for up to one ttl past its last renewal (:meth:`GrantRun._quarantine`);
+2. **the previous holder's mark**: the last Unix millisecond it may have stamped.  This node's
+   clock must pass it, within ``clock_tolerance``, or the id is given back and the grant refused
+   as :class:`~seqid_orm.errors.ClockMovedBackwardsError` (:meth:`GrantRun._wait_for_mark`).
+
+The run records when its fence ends (:attr:`GrantRun.fence_until`) as soon as the store has
+answered, so a caller that will not wait past its deadline can say when the id will be safe
+(:class:`~seqid_orm.errors.WorkerIdNotReadyError`'s ``safe_in``).  A release of the lease while the
+grant is under way gives the id back at the grant's next step (:class:`Released`).
+
+Steps (:mod:`.stores.steps`): the store's calls and the sleeps are yielded, so a thread and an
+event loop carry out the same decisions.  :func:`clear_since` is the other half of "when is a
+worker id ours": from which millisecond a key stamped with it cannot be another holder's.
+
+May import: the standard library, :mod:`seqid_orm.errors` and this package's ``stores.base`` and
+``stores.steps``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..errors import ClockMovedBackwardsError, LeaseLostError, LeaseUnavailableError
+from .stores.base import Grant, LeaseStore, new_token
+from .stores.steps import Call, Steps
+
+__all__ = ["GrantRun", "Released", "Taken", "clear_since"]
+
+log = logging.getLogger("seqid_orm.leases")
+
+
+@dataclass(frozen=True)
+class Taken:
+    """A grant made, fenced and waited for, not yet adopted: the worker id's token, the bound left
+    before the first id, and when the last renewal was sent (monotonic)."""
+
+    grant: Grant
+    token: str
+    bound: int
+    sent: float
+    releases: int  # the lease's release count when the grant began: moved, the grant is given back
+
+
+class Released(LeaseLostError):
+    """The lease was released while a grant was under way: the grant gave its worker id back rather
+    than hold it with no one to use or release it (callers waiting on it get this)."""
+
+
+@dataclass(frozen=True)
+class Terms:
+    """What a grant needs of its lease: where, how many ids, how long, and its clocks.
+
+    ``monotonic`` (seconds) times the waits; ``wall_ms`` (Unix milliseconds) is the clock ids are
+    stamped with, compared with the previous holder's mark; ``releases`` reads the lease's release
+    count (moved: give the id back)."""
+
+    namespace: str
+    max_workers: int
+    ttl: float
+    clock_tolerance: float
+    store: LeaseStore
+    waits: object  # a step target with ``sleep(seconds, releases)`` (and ``asleep`` for a loop)
+    monotonic: Callable[[], float]
+    wall_ms: Callable[[], int]
+    releases: Callable[[], int]
+
+    @property
+    def ttl_ms(self) -> int:
+        return int(self.ttl * 1000)
+
+
+class GrantRun:
+    """One grant, run once by :meth:`steps`; its progress is readable from other threads.
+
+    :attr:`fence_until` (monotonic) is when the fence ends, once the store has answered (``None``
+    before); :attr:`mark_wait` the seconds waited for the fence; :attr:`granted_at` when the store's
+    grant arrived (monotonic)."""
+
+    def __init__(self, terms: Terms) -> None:
+        self.terms = terms
+        self.fence_until: float | None = None
+        self.mark_wait = 0.0
+        self.granted_at: float | None = None
+
+    def steps(self) -> Steps[Taken]:
+        """Ask for a worker id, leave this holder's bound, and wait out the fence (renewing)."""
+        t = self.terms
+        releases = t.releases()
+        token = new_token()
+        quarantine_ms = int((t.ttl + t.clock_tolerance) * 1000)
+        sent = t.monotonic()
+        grant = yield Call("acquire", (t.namespace, token, t.max_workers, t.ttl_ms, quarantine_ms), t.store)
+        self.granted_at = t.monotonic()
+        if grant is None:
+            raise LeaseUnavailableError(
+                f"all {t.max_workers} worker ids of namespace {t.namespace!r} on {t.store.label} are "
+                "leased (max_workers); stop a process, wait for a dead one's lease to expire, or allow more workers"
+            )
+        # Leave our own bound before the first id: a holder killed before its first renewal
+        # must still leave a mark (the store handed us the previous holder's, which stays if higher).
+        bound = max(grant.mark_ms, t.wall_ms() + t.ttl_ms)
+        yield from self._unless_released(releases, grant, token)
+        if not (yield Call("renew", (t.namespace, grant.worker_id, token, t.ttl_ms, bound), t.store)):
+            raise LeaseLostError(f"worker id {grant.worker_id} in {t.namespace!r} was taken again at once")
+        if grant.wait_ms > 0:
+            sent = yield from self._quarantine(grant, token, sent, releases)
+        sent = yield from self._wait_for_mark(grant, token, sent, releases)
+        return Taken(grant, token, bound, sent, releases)
+
+    def _quarantine(self, grant: Grant, token: str, sent: float, releases: int) -> Steps[float]:
+        """Wait ``grant.wait_ms`` before the first id (a takeover, whose record may be older than what
+        a live holder confirmed; a store that forgot a live holder), renewing the lease meanwhile;
+        the time the last renewal was sent."""
+        t = self.terms
+        log.warning(
+            "worker id %s in %r on %s may still be stamped by a holder the store does not show (a takeover of "
+            "an expired lease, a record lost or rolled back, a new namespace): waiting %.1f s before its first id",
+            grant.worker_id,
+            t.namespace,
+            t.store.label,
+            grant.wait_ms / 1000,
+        )
+        began = t.monotonic()
+        until = self.fence_until = began + grant.wait_ms / 1000
+        while (now := t.monotonic()) < until:
+            yield Call("sleep", (min(t.ttl / 3, until - now), releases), t.waits)
+            yield from self._unless_released(releases, grant, token)
+            sent = yield from self._keep(grant.worker_id, token, sent)
+        self.mark_wait += t.monotonic() - began
+        return sent
+
+    def _wait_for_mark(self, grant: Grant, token: str, sent: float, releases: int) -> Steps[float]:
+        """Make no id until this clock has passed what the previous holder may have used, renewing
+        the lease meanwhile (the wait may outlast a ttl); the time the last renewal was sent."""
+        t = self.terms
+        worker_id, mark_ms = grant.worker_id, grant.mark_ms
+        if t.wall_ms() > mark_ms:
+            return sent
+        began = t.monotonic()
+        deadline = began + t.clock_tolerance
+        # the fence ends at the mark, or at the tolerance with a refusal (ClockMovedBackwardsError)
+        ends = began + min((mark_ms - t.wall_ms() + 1) / 1000, t.clock_tolerance)
+        self.fence_until = max(self.fence_until or 0.0, ends)
+        while (now := t.wall_ms()) <= mark_ms:
+            if t.monotonic() >= deadline:
+                yield Call("release", (t.namespace, worker_id, token, mark_ms), t.store)
+                raise ClockMovedBackwardsError(
+                    f"this node's clock reads {now} ms, {mark_ms - now + 1} ms before the mark the previous holder "
+                    f"of worker id {worker_id} in {t.namespace!r} left ({mark_ms} ms); waited "
+                    f"{t.clock_tolerance} s (clock_tolerance). Fix this node's clock (NTP) or raise the tolerance"
+                )
+            yield Call("sleep", (min(0.05, (mark_ms - now + 1) / 1000), releases), t.waits)
+            yield from self._unless_released(releases, grant, token)
+            sent = yield from self._keep(worker_id, token, sent)
+        self.mark_wait += t.monotonic() - began
+        return sent
+
+    def _keep(self, worker_id: int, token: str, sent: float) -> Steps[float]:
+        """Renew a lease taken but not yet used once a third of the ttl has passed since ``sent``;
+        the time the last renewal was sent."""
+        t = self.terms
+        if t.monotonic() - sent < t.ttl / 3:
+            return sent
+        sent = t.monotonic()
+        mark = t.wall_ms() + t.ttl_ms
+        if not (yield Call("renew", (t.namespace, worker_id, token, t.ttl_ms, mark), t.store)):
+            raise LeaseLostError(
+                f"the lease of worker id {worker_id} in {t.namespace!r} was lost while it waited before its first id"
+            )
+        return sent
+
+    def _unless_released(self, releases: int, grant: Grant, token: str) -> Steps[None]:
+        """Go on unless the lease was released since the grant began; if it was, give the worker id
+        back and raise :class:`Released`."""
+        if self.terms.releases() != releases:
+            yield from give_back(self.terms.namespace, self.terms.store, grant, token)
+            raise released_error(self.terms.namespace)
+
+
+def give_back(namespace: str, store: LeaseStore, grant: Grant, token: str) -> Steps[None]:
+    """Give a worker id taken but never used back, its mark as the store handed it over."""
+    with contextlib.suppress(Exception):  # the store is gone: the lease simply expires there
+        yield Call("release", (namespace, grant.worker_id, token, grant.mark_ms), store)
+
+
+def released_error(namespace: str) -> Released:
+    return Released(
+        f"the lease in namespace {namespace!r} was released while its grant was under way; "
+        "the worker id went back to the store unused"
+    )
+
+
+def clear_since(grant: Grant, now_ms: int, ttl: float, clock_tolerance: float) -> int:
+    """From which Unix millisecond a key stamped with ``grant``'s worker id cannot be another
+    holder's (what :meth:`~seqid_orm.ids.snowflake.Snowflake.bind_column` checks a column against).
+
+    After a quarantine longer than a takeover's one-ttl fence (a record lost, a namespace new),
+    only from now: a holder the store forgot may have stamped until then.  Else past the previous
+    holder's mark, and within the last ttl + tolerance only, so ids of an old configuration (worker
+    ids configured before leases) are not taken for a live allocator.
+
+    >>> g = Grant(worker_id=3, mark_ms=1_000, wait_ms=0)
+    >>> clear_since(g, now_ms=100_000, ttl=30.0, clock_tolerance=5.0)
+    65000
+    >>> clear_since(Grant(worker_id=3, mark_ms=90_000, wait_ms=0), 100_000, 30.0, 5.0)
+    90001
+    >>> clear_since(Grant(worker_id=3, mark_ms=0, wait_ms=35_000), 100_000, 30.0, 5.0)
+    100000
+    """
+    if grant.wait_ms > int(ttl * 1000):
+        return now_ms
+    return max(grant.mark_ms + 1, now_ms - int((ttl + clock_tolerance) * 1000))

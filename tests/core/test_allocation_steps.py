@@ -418,11 +418,12 @@ def test_the_set_is_checked_once_a_new_sequence_is_created_on_every_server_and_a
 # --- a worker id's grant: when a leased id is safe to stamp with (grants.py) ---------------------
 
 
-class Clocks:
+class Clocks(Scripted):
     """A scripted pair of clocks: monotonic seconds and wall milliseconds, moved only by the
-    scripted sleeps (so a fence's length is exact)."""
+    scripted sleeps (so a fence's length is exact); a grant's waits are its ``sleep`` calls."""
 
     def __init__(self, wall_ms: int = 1_000_000) -> None:
+        super().__init__("clocks", sleep=lambda seconds, releases: self.sleep(seconds, releases))
         self.mono = 100.0
         self.wall = wall_ms
         self.slept: list[float] = []
@@ -453,29 +454,8 @@ def grant_run(store: Scripted, clocks: Clocks, releases=lambda: 0, ttl: float = 
 
 def drive_grant(run, clocks: Clocks):
     """Run a grant's steps: the store's calls go to its Scripted target, the sleeps to the clocks."""
-    from seqid_orm.allocation.stores.steps import Call
-
-    steps = run.steps()
-    reply: object = None
-    error: BaseException | None = None
-    while True:
-        try:
-            request = steps.throw(error) if error is not None else steps.send(reply)
-        except StopIteration as stop:
-            return stop.value
-        reply, error = None, None
-        assert isinstance(request, Call)
-        target = request.target
-        if target is clocks:
-            reply = getattr(clocks, request.method)(*request.args)
-            continue
-        target.asked.append((request.method, request.args))
-        answer = target.replies[request.method]
-        answer = answer(*request.args) if callable(answer) else answer
-        if isinstance(answer, BaseException):
-            error = answer
-        else:
-            reply = answer
+    taken, _ = run_script(run.steps())
+    return taken
 
 
 def test_a_never_used_worker_id_is_safe_at_once_and_its_bound_is_left_before_the_first_id():

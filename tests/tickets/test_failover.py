@@ -16,7 +16,7 @@ import time
 import pytest
 
 from seqid_orm import TicketSequence
-from seqid_orm.errors import BackendUnavailableError, VolatileStoreError
+from seqid_orm.errors import BackendUnavailableError, StoreHistoryError, VolatileStoreError
 from tests.conftest import POSTGRES_URL, volatile_ok
 from tests.tickets.procs import Worker, start_together
 
@@ -411,3 +411,65 @@ def test_an_old_redis_primary_restarted_alone_is_refused_by_a_store_that_never_s
         drawn += _persisting(after.next_ids, 25)
         after.close()
     assert len(drawn) == 50 and len(set(drawn)) == 50
+
+
+def test_a_process_whose_own_reservations_survived_an_asynchronous_failover_must_still_refuse(pair_factory):
+    """Why seqid refuses every process after a lossy promotion, not only those whose own writes were
+    lost (issue 45's "go on when every write *seqid saw* acknowledged lies before the fork").
+
+    Two sequences (two processes' worth: each its own store and connection) share one counter.  A's
+    block commits and reaches the standby; B's commits after the link stalls, acknowledged by the
+    primary alone.  The standby is promoted.  Measured here: the new timeline forks after A's commit
+    and before B's, so A, judging by its own commits, would find nothing lost, and the promoted
+    counter hands out B's block again.  A rule per process would repeat B's ids, so A refuses too."""
+    from sqlalchemy import text
+
+    pair = pair_factory(synchronous=False)
+    name = f"f-{secrets.token_hex(4)}"
+    primary = sa.create_engine(pair.primary.url)
+
+    def lsn() -> int:
+        with primary.connect() as conn:
+            return conn.execute(text("SELECT pg_current_wal_lsn() - '0/0'")).scalar_one()
+
+    options = {"block_size": 100, "double_buffer": False, "timeout": TIMEOUT, "accept_state_loss": True}
+    a = TicketSequence(name, pair.url, **options)
+    b = TicketSequence(name, pair.url, **options)
+    try:
+        first_a = a.next_id()
+        a_commit = lsn()
+        standby = sa.create_engine(pair.standby.url)
+        deadline = time.monotonic() + 20
+        with standby.connect() as conn:  # A's block is on the standby before the link stalls
+            while conn.execute(text("SELECT pg_last_wal_replay_lsn() - '0/0'")).scalar_one() < a_commit:
+                assert time.monotonic() < deadline, "the standby did not replay A's reservation"
+                time.sleep(0.05)
+        standby.dispose()
+        pair.link.stall()
+        first_b = b.next_id()  # acknowledged by the primary alone
+        b_commit = lsn()
+        assert first_b == first_a + 100  # B's block follows A's on the one counter
+        primary.dispose()
+        pair.fail_over()
+
+        promoted = sa.create_engine(pair.standby.url)
+        with promoted.connect() as conn:
+            newest = conn.execute(text("SELECT max(f) FROM pg_ls_dir('pg_wal') AS f WHERE f LIKE '%.history'"))
+            history = conn.execute(text("SELECT pg_read_file(:f)"), {"f": f"pg_wal/{newest.scalar_one()}"})
+            fork_text = history.scalar_one().split()[1]  # "1  0/3000148  no recovery target specified"
+            fork = conn.execute(text("SELECT CAST(:l AS pg_lsn) - '0/0'"), {"l": fork_text}).scalar_one()
+            next_value = conn.execute(
+                text("SELECT next_value FROM seqid_tickets WHERE name = :n"), {"n": name}
+            ).scalar_one()
+        promoted.dispose()
+        print(f"A committed at LSN {a_commit}, the fork at {fork}, B at {b_commit}", end="; ")
+        print(f"B's block from {first_b}, the promoted counter at {next_value}")
+        # the measurement: A's commit before the fork, B's after it, and B's values handed out again
+        assert a_commit <= fork < b_commit, (a_commit, fork, b_commit)
+        assert next_value <= first_b, "the promoted counter kept B's block: nothing would repeat"
+        a.next_ids(99)  # A's block, from memory
+        with pytest.raises(StoreHistoryError, match="timeline"):
+            a.next_id()  # so A, whose own writes all survived, is refused too
+    finally:
+        a.close()
+        b.close()

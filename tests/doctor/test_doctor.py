@@ -661,3 +661,38 @@ def test_a_multi_table_childs_pointer_is_sent_to_its_parent(vendor, request, tmp
         elif vendor == "mariadb":
             with admin.begin() as conn:
                 conn.exec_driver_sql(f"DROP DATABASE {name}")
+
+
+def test_mariadbs_uuid_type_is_sampled_in_its_own_order(mysql_engine):
+    """MariaDB's ``UUID`` type compares versions 1-5 group-swapped (node first, time last) and the
+    others byte by byte: pivots made in the integer order start runs where MariaDB's order does not
+    put them, and the runs overlap (200-800 distinct keys of the 1,000 asked, issue 46).  Made in
+    MariaDB's own order, each run is keys of its own; the kinds and orders stay what they were (a
+    version-4 COMB with its time last *is* in order there)."""
+    with mysql_engine.connect() as conn:
+        version = conn.dialect.server_version_info
+    if not conn.dialect.is_mariadb or tuple(version[:2]) < (10, 7):
+        pytest.fail(f"this test needs MariaDB 10.7 or newer (its UUID type), the server is {version}")
+    name = f"seqid_doctor_{secrets.token_hex(3)}"
+    admin = sa.create_engine(MYSQL_URL, poolclass=sa.NullPool)
+    with admin.begin() as conn:
+        conn.exec_driver_sql(f"CREATE DATABASE {name}")
+    url = MYSQL_URL.rsplit("/", 1)[0] + f"/{name}"
+    engine = sa.create_engine(url)
+    expected = {"v4": ("random-uuid", None), "v7": ("time-ordered", True), "comb_last": ("time-ordered", True)}
+    try:
+        with engine.begin() as conn:
+            for table in expected:
+                conn.exec_driver_sql(f"CREATE TABLE {table} (id UUID NOT NULL PRIMARY KEY)")
+                rows = [{"id": str(k)} for k in keys(table, "postgresql")]  # UUIDs, as text the type parses
+                conn.execute(sa.text(f"INSERT INTO {table} (id) VALUES (:id)"), rows)
+        findings = {f.table: f for f in diagnose(url, sample=1000)}
+        for table, (kind, in_order) in expected.items():
+            found = findings[table]
+            assert (found.kind, found.in_order) == (kind, in_order), found
+            assert found.sampled >= 950, (table, found.sampled)  # of 1,000 asked: the runs do not overlap
+    finally:
+        engine.dispose()
+        with admin.begin() as conn:
+            conn.exec_driver_sql(f"DROP DATABASE {name}")
+        admin.dispose()

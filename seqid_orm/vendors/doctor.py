@@ -95,6 +95,7 @@ class KeyColumn:
     schema: str | None = None  # PostgreSQL: the table's schema
     in_current_schema: bool = True
     references: str | None = None  # the table whose key this column copies (a foreign key of its own)
+    ideal_bytes: int | None = None  # the index built in key order, where the catalog's reader knows it
 
     @property
     def name(self) -> str:
@@ -228,7 +229,8 @@ ORDER BY n.nspname <> current_schema(), n.nspname, c.relname, NOT i.indisprimary
 """
 
 _MYSQL_KEYS = """
-SELECT s.TABLE_NAME, s.COLUMN_NAME, c.COLUMN_TYPE, s.INDEX_NAME = 'PRIMARY', t.TABLE_ROWS,
+SELECT s.TABLE_NAME, s.COLUMN_NAME, c.COLUMN_TYPE, s.INDEX_NAME = 'PRIMARY', t.TABLE_ROWS, s.INDEX_NAME,
+       c.IS_NULLABLE = 'YES',
        CASE WHEN s.INDEX_NAME = 'PRIMARY' AND t.ENGINE = 'InnoDB' THEN t.DATA_LENGTH END,
        (SELECT k.REFERENCED_TABLE_NAME FROM information_schema.KEY_COLUMN_USAGE k
         WHERE k.TABLE_SCHEMA = s.TABLE_SCHEMA AND k.TABLE_NAME = s.TABLE_NAME AND k.COLUMN_NAME = s.COLUMN_NAME
@@ -272,22 +274,84 @@ def _pg_columns(ex: Executor) -> list[KeyColumn]:
     return out
 
 
+# InnoDB's own statistics of each index (ANALYZE TABLE and the background statistics keep them):
+# readable where the user may read the ``mysql`` database, else no size is shown.
+_INNODB_LEAVES = """
+SELECT table_name, index_name, stat_value, @@innodb_page_size FROM mysql.innodb_index_stats
+WHERE database_name = DATABASE() AND stat_name = 'n_leaf_pages'
+"""
+
+#: Bytes of one key in an InnoDB record, by COLUMN_TYPE, where fixed.
+_MYSQL_WIDTH = {"uuid": 16, "binary(16)": 16, "bigint": 8, "int": 4, "mediumint": 3, "smallint": 2}
+
+# An InnoDB page's room for records: 16 KiB less its headers, trailer and the infimum and supremum
+# records (https://dev.mysql.com/doc/refman/8.0/en/innodb-physical-record.html); each record has a
+# 5-byte header and about a third of a 2-byte directory slot.
+_INNODB_PAGE_ROOM = 38 + 56 + 26 + 8
+_INNODB_RECORD = 5 + 2 / 6
+
+
+def _mysql_width(sql_type: str) -> int | None:
+    base = sql_type.lower().split("(")[0] if not sql_type.lower().startswith("binary") else sql_type.lower()
+    return _MYSQL_WIDTH.get(base.split()[0])
+
+
+def _innodb_leaves(ex: Executor) -> tuple[dict[tuple[str, str], int], int]:
+    """Each index's leaf pages in bytes, from InnoDB's statistics (empty where they cannot be read),
+    and the page size."""
+    try:
+        rows = ex.fetch(_INNODB_LEAVES, {})
+    except DatabaseUnavailableError:  # no right to read the mysql database: sizes unknown
+        ex.recover()
+        return {}, 16384
+    page = int(rows[0][3]) if rows else 16384
+    return {(str(t), str(i)): int(pages) * page for t, i, pages, _ in rows}, page
+
+
+def _innodb_ideal(rows: int | None, key: int | None, primary_key: int | None, nullable: bool, page: int) -> int | None:
+    """A unique InnoDB index's leaf pages (bytes) built in key order: each record its header, the key
+    and the primary key it points to (a nullable key one byte more), pages full as key-order inserts
+    leave them (50,000 UUIDs: 92 leaf pages measured, 91 from this)."""
+    if rows is None or key is None or primary_key is None:
+        return None
+    per_record = _INNODB_RECORD + key + primary_key + (1 if nullable else 0)
+    return max(1, math.ceil(rows * per_record / (page - _INNODB_PAGE_ROOM))) * page
+
+
 def _mysql_columns(ex: Executor) -> list[KeyColumn]:
     """MariaDB's and MySQL's key columns.  InnoDB's primary key is the table (its clustered index),
-    so its size is the table's ``DATA_LENGTH``; a unique index beside it has no size of its own in
-    ``information_schema`` (``INDEX_LENGTH`` adds up every secondary index), and no ideal is given."""
-    return [
-        KeyColumn(
-            str(table),
-            str(column),
-            str(sql_type),
-            bool(primary),
-            None if rows is None else int(rows),
-            None if size is None else int(size),
-            references=None if references is None else str(references),
+    so its size is the table's ``DATA_LENGTH``, with no ideal (its records hold every column).  A
+    unique index beside it shows its leaf pages from InnoDB's own statistics, and beside them the
+    leaf pages the same index would take built in key order, where its key and the table's primary
+    key have fixed widths (``information_schema``'s ``INDEX_LENGTH`` adds up every secondary index)."""
+    found = ex.fetch(_MYSQL_KEYS, {})
+    leaves, page = _innodb_leaves(ex) if any(not primary for _t, _c, _s, primary, *_ in found) else ({}, 16384)
+    pk_width = {str(t): _mysql_width(str(sql_type)) for t, _c, sql_type, primary, *_ in found if primary}
+    out = []
+    for table, column, sql_type, primary, rows, index, nullable, size, references in found:
+        key_rows = None if rows is None else int(rows)
+        if primary:
+            index_bytes, ideal = (None if size is None else int(size)), None
+        else:
+            index_bytes = leaves.get((str(table), str(index)))
+            ideal = None
+            if index_bytes is not None:
+                ideal = _innodb_ideal(
+                    key_rows, _mysql_width(str(sql_type)), pk_width.get(str(table)), bool(nullable), page
+                )
+        out.append(
+            KeyColumn(
+                str(table),
+                str(column),
+                str(sql_type),
+                bool(primary),
+                key_rows,
+                index_bytes,
+                references=None if references is None else str(references),
+                ideal_bytes=ideal,
+            )
         )
-        for table, column, sql_type, primary, rows, size, references in ex.fetch(_MYSQL_KEYS, {})
-    ]
+    return out
 
 
 _SQLITE_TABLES = "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
@@ -476,6 +540,8 @@ def _storage(sql_type: str, text_form: str | None, sample: object) -> Storage | 
 def _ideal_index_bytes(vendor: str, column: KeyColumn) -> int | None:
     """A PostgreSQL B-tree over ``rows`` keys of ``key_width`` bytes built in key order: 8-byte tuple
     headers, keys aligned to 8, a 4-byte line pointer each, leaves filled to 90 %, plus the metapage."""
+    if column.ideal_bytes is not None:
+        return column.ideal_bytes
     if vendor != "postgresql" or column.rows is None or column.key_width is None:
         return None
     per_tuple = 8 * math.ceil((8 + column.key_width) / 8) + 4

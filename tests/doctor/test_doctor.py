@@ -696,3 +696,39 @@ def test_mariadbs_uuid_type_is_sampled_in_its_own_order(mysql_engine):
         with admin.begin() as conn:
             conn.exec_driver_sql(f"DROP DATABASE {name}")
         admin.dispose()
+
+
+def test_a_unique_index_beside_an_innodb_key_has_its_size_and_ideal_from_innodbs_statistics(mysql_engine):
+    """Issue 46: MariaDB's index sizes printed as '-'.  A unique BINARY(16) column beside a BIGINT key:
+    its leaf pages come from InnoDB's own statistics, and beside them the pages the same index takes
+    built in key order.  Filled in key order it sits at the ideal; filled with random UUIDs, well above."""
+    name = f"seqid_doctor_{secrets.token_hex(3)}"
+    admin = sa.create_engine(MYSQL_URL, poolclass=sa.NullPool)
+    with admin.begin() as conn:
+        conn.exec_driver_sql(f"CREATE DATABASE {name}")
+    url = MYSQL_URL.rsplit("/", 1)[0] + f"/{name}"
+    engine = sa.create_engine(url)
+    tokens = [uuid.uuid4().bytes for _ in range(ROWS)]
+    try:
+        with engine.begin() as conn:
+            for table, values in (("in_order", sorted(tokens)), ("random", tokens)):
+                conn.exec_driver_sql(
+                    f"CREATE TABLE {table} (id BIGINT AUTO_INCREMENT PRIMARY KEY, token BINARY(16) NOT NULL UNIQUE)"
+                )
+                conn.execute(sa.text(f"INSERT INTO {table} (token) VALUES (:t)"), [{"t": t} for t in values])
+                conn.exec_driver_sql(f"ANALYZE TABLE {table}")
+        found = {(f.table, f.column): f for f in diagnose(url)}
+        ordered, scattered = found[("in_order", "token")], found[("random", "token")]
+        for f in (ordered, scattered):
+            assert not f.primary and f.index_bytes and f.ideal_index_bytes, f
+            assert f.ideal_index_bytes == ordered.ideal_index_bytes  # one ideal for the same keys
+        assert 0.95 <= ordered.index_bytes / ordered.ideal_index_bytes <= 1.08, ordered
+        assert scattered.index_bytes / scattered.ideal_index_bytes >= 1.25, scattered
+        assert found[("random", "id")].index_bytes >= 16384 and found[("random", "id")].ideal_index_bytes is None
+        report = render(list(found.values()))
+        assert any(line.startswith("random.token") and line.split()[-1] != "-" for line in report.splitlines())
+    finally:
+        engine.dispose()
+        with admin.begin() as conn:
+            conn.exec_driver_sql(f"DROP DATABASE {name}")
+        admin.dispose()

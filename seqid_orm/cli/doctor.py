@@ -61,6 +61,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--schema",
         action="append",
         metavar="NAME",
-        help="PostgreSQL: read only this schema (repeat for several; default: every schema but the system's)",
+        help="PostgreSQL: read only this schema (SQLite: this attached database); repeat for several; default: all",
     )
     p.set_defaults(func=_doctor)

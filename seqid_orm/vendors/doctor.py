@@ -354,29 +354,64 @@ def _mysql_columns(ex: Executor) -> list[KeyColumn]:
     return out
 
 
-_SQLITE_TABLES = "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+_SQLITE_TABLES = (
+    "SELECT name FROM {schema}.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+)
 
 
 def _sqlite_columns(ex: Executor) -> list[KeyColumn]:
+    """SQLite's key columns, in the main database and every attached one (``ATTACH DATABASE``: a
+    table there is named ``schema.table``, as PostgreSQL's outside the current schema are)."""
     out = []
-    for (table,) in ex.fetch(_SQLITE_TABLES, {}):
+    # seq, name, file: main first, then temp (connection-private, skipped) and the attached ones
+    for _seq, schema, _file in ex.fetch("PRAGMA database_list", {}):
+        if schema != "temp":
+            out.extend(_sqlite_schema_columns(ex, str(schema)))
+    return out
+
+
+def _sqlite_schema_columns(ex: Executor, schema: str) -> list[KeyColumn]:
+    q = _quote("sqlite", schema)
+    main = schema == "main"
+    out = []
+    for (table,) in ex.fetch(_SQLITE_TABLES.format(schema=q), {}):
         quoted = _quote("sqlite", table)
-        info = ex.fetch(f"PRAGMA table_info({quoted})", {})  # cid, name, type, notnull, default, pk
+        info = ex.fetch(f"PRAGMA {q}.table_info({quoted})", {})  # cid, name, type, notnull, default, pk
         pk = [row for row in info if row[5]]
         types = {row[1]: row[2] for row in info}
         # id, seq, table, from, to, ...: a single-column foreign key, by the column it starts from
-        links = ex.fetch(f"PRAGMA foreign_key_list({quoted})", {})
+        links = ex.fetch(f"PRAGMA {q}.foreign_key_list({quoted})", {})
         sizes = {row[0]: sum(1 for r in links if r[0] == row[0]) for row in links}
         references = {row[3]: row[2] for row in links if sizes[row[0]] == 1}
         if len(pk) == 1:
-            out.append(KeyColumn(table, pk[0][1], pk[0][2] or "", True, references=references.get(pk[0][1])))
-        for _, index, unique, origin, _partial in ex.fetch(f"PRAGMA index_list({quoted})", {}):
+            out.append(
+                KeyColumn(
+                    table,
+                    pk[0][1],
+                    pk[0][2] or "",
+                    True,
+                    references=references.get(pk[0][1]),
+                    schema=schema,
+                    in_current_schema=main,
+                )
+            )
+        for _, index, unique, origin, _partial in ex.fetch(f"PRAGMA {q}.index_list({quoted})", {}):
             if not unique or origin == "pk":
                 continue
-            cols = ex.fetch(f"PRAGMA index_info({_quote('sqlite', index)})", {})
+            cols = ex.fetch(f"PRAGMA {q}.index_info({_quote('sqlite', index)})", {})
             if len(cols) == 1 and cols[0][2] is not None:
                 name = cols[0][2]
-                out.append(KeyColumn(table, name, types.get(name, ""), False, references=references.get(name)))
+                out.append(
+                    KeyColumn(
+                        table,
+                        name,
+                        types.get(name, ""),
+                        False,
+                        references=references.get(name),
+                        schema=schema,
+                        in_current_schema=main,
+                    )
+                )
     return out
 
 
@@ -672,8 +707,11 @@ def examine(
     if isinstance(sample, bool) or not isinstance(sample, int) or not 20 <= sample <= 1_000_000:
         raise InvalidArgumentError(f"sample must be an int from 20 to 1,000,000, got {sample!r}")
     wanted = check_schemas(schemas)
-    if wanted is not None and vendor != "postgresql":
-        raise InvalidArgumentError(f"schemas are PostgreSQL's; on {vendor} the doctor reads the database the URL names")
+    if wanted is not None and vendor not in ("postgresql", "sqlite"):
+        raise InvalidArgumentError(
+            f"schemas are PostgreSQL's schemas and SQLite's attached databases; on {vendor} the doctor reads the "
+            "database the URL names"
+        )
     findings = []
     for column in _CATALOGS[vendor](ex):
         if wanted is not None and column.schema not in wanted:

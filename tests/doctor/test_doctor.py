@@ -466,11 +466,34 @@ def test_schemas_must_be_a_list_of_names(bad, tmp_path):
         diagnose(f"sqlite:///{tmp_path / 'x.db'}", schemas=bad)
 
 
-def test_schemas_are_refused_off_postgresql(tmp_path):
-    path = tmp_path / "x.db"
-    sqlite3.connect(path).close()
-    with pytest.raises(InvalidArgumentError, match="schemas are PostgreSQL's"):
-        diagnose(f"sqlite:///{path}", schemas=["main"])
+def test_schemas_are_refused_where_the_database_has_none(mysql_engine):
+    with pytest.raises(InvalidArgumentError, match="schemas are PostgreSQL's schemas and SQLite's attached"):
+        diagnose(MYSQL_URL, schemas=["test"])
+
+
+def test_sqlites_attached_databases_are_read_and_named_schema_table(tmp_path):
+    """Issue 46: the doctor read SQLite's main database only.  An engine that attaches a second
+    file on each connection: its tables are read too, named ``schema.table``; ``schemas`` narrows."""
+    main, archive = tmp_path / "main.db", tmp_path / "archive.db"
+    for path, table in ((main, "orders"), (archive, "old_orders")):
+        conn = sqlite3.connect(path)
+        conn.execute(f"CREATE TABLE {table} (id char(36) PRIMARY KEY)")
+        conn.executemany(f"INSERT INTO {table} VALUES (?)", [(str(uuid.uuid4()),) for _ in range(300)])
+        conn.commit()
+        conn.close()
+    engine = sa.create_engine(f"sqlite:///{main}")
+
+    @sa.event.listens_for(engine, "connect")
+    def attach(dbapi_connection, _record):
+        dbapi_connection.execute(f"ATTACH DATABASE '{archive}' AS archive")
+
+    try:
+        found = {f.table: f for f in diagnose(engine)}
+        assert set(found) == {"orders", "archive.old_orders"}, found
+        assert all(f.kind == "random-uuid" and f.sampled >= 200 for f in found.values())
+        assert [f.table for f in diagnose(engine, schemas=["archive"])] == ["archive.old_orders"]
+    finally:
+        engine.dispose()
 
 
 def test_a_text_key_of_one_uuid_and_many_characters_and_a_key_of_mixed_storage_classes_are_read(tmp_path, pg_engine):

@@ -8,6 +8,7 @@ connection.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from ..allocation.stores.django import DjangoExecutor
@@ -47,13 +48,47 @@ def diagnose_alias(
         if vendor == "sqlite":
             deadline.install(conn.connection)  # a connection of its own, closed below
         reads = _Reads(conn, deadline.start)
-        return examine(reads, vendor, server_version(conn), sample=sample, schemas=schemas)
+        return _set_by_the_app(examine(reads, vendor, server_version(conn), sample=sample, schemas=schemas))
     except SeqIDError:
         raise
     except DatabaseError as exc:
         raise DatabaseUnavailableError(f"database {alias!r}: {type(exc).__name__}: {exc}") from exc
     finally:
         conn.close()
+
+
+def _set_by_the_app(findings: list[Finding]) -> list[Finding]:
+    """Findings whose column a model gives no default (in Python or in the database): the
+    application sets those ids itself, so the advice to change a default would change nothing
+    (issue 46).  Only Django can tell: from SQL alone such keys look like any random key."""
+    from django.apps import apps
+    from django.db.models.fields import NOT_PROVIDED
+
+    owners: dict[tuple[str, str], tuple[Any, Any]] = {}
+    for model in apps.get_models(include_auto_created=True):
+        for field in model._meta.local_concrete_fields:
+            owners.setdefault((model._meta.db_table, field.column), (model, field))
+    out = []
+    for finding in findings:
+        model, field = owners.get((finding.table, finding.column), (None, None))
+        if (
+            finding.problem is not None
+            and field is not None
+            and not field.has_default()
+            and getattr(field, "db_default", NOT_PROVIDED) is NOT_PROVIDED
+        ):
+            layout = finding.needed_layout
+            call = "seqid_orm.uuid7()" if layout in (None, "time_first") else f'seqid_orm.comb("{layout}")'
+            finding = replace(
+                finding,
+                advice=(
+                    f"{model._meta.label}.{field.name} has no default: the application sets these ids itself, so "
+                    f"there is no default to change. Where it makes them, call {call} instead; or give the field "
+                    "SeqUUIDField's default and stop setting them. Existing rows keep their ids."
+                ),
+            )
+        out.append(finding)
+    return out
 
 
 class _Reads(DjangoExecutor):

@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 from django.db import connections, models
 from django.test.utils import isolate_apps
 
-from tests.django.testapp.models import Author
+from tests.django.testapp.models import Author, Receipt
 
 pytestmark = pytest.mark.django_db(transaction=True, databases="__all__")
 
@@ -100,19 +100,51 @@ def test_a_table_with_a_colon_in_its_name_is_read_like_any_other():
             cursor.execute(f"DROP TABLE {q(table)}")
 
 
-def test_schema_narrows_the_report_on_postgresql_and_is_refused_elsewhere():
+def test_schema_narrows_the_report_on_postgresql_and_sqlite_and_is_refused_on_mariadb():
     """`--schema` (issue 46: the doctor reads every schema now): the test database's own schema
-    holds the legacy table; a schema that does not exist holds nothing; off PostgreSQL a schema
-    is refused with exit status 2 before anything is read."""
+    holds the legacy table; a schema that does not exist holds nothing; on MariaDB, which has no
+    schemas beside its databases, a schema is refused with exit status 2 before anything is read."""
     connection = connections["default"]
-    if connection.vendor != "postgresql":
+    if connection.vendor == "mysql":
         with pytest.raises(CommandError, match="schemas are PostgreSQL's") as info:
             call_command("seqid_doctor", "--schema", "public", stdout=StringIO())
         assert info.value.returncode == 2
         return
     Author.objects.bulk_create([Author(name=f"a{n}") for n in range(300)])
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT current_schema()")
-        (schema,) = cursor.fetchone()
+    schema = "main"  # SQLite's own database (attached ones have their names)
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT current_schema()")
+            (schema,) = cursor.fetchone()
     assert Author._meta.db_table in {row["table"] for row in _doctor("--schema", schema)}
     assert _doctor("--schema", "no_such_schema") == []
+
+
+@isolate_apps("tests.django.testapp")
+def test_ids_the_application_sets_itself_are_said_to_be_the_applications():
+    """Issue 46: a key with no default, filled by the application's own uuid4(), was told to change a
+    default that is never used.  The Django command knows the model (Receipt, in the app's models,
+    as the command reads the project's): it says the ids are the app's."""
+
+    class Defaulted(models.Model):
+        id = models.UUIDField(primary_key=True, default=uuid.uuid4)
+
+        class Meta:
+            app_label = "testapp"
+            db_table = "doctor_defaulted"
+
+    connection = connections["default"]
+    with connection.schema_editor() as editor:
+        editor.create_model(Defaulted)
+    try:
+        Receipt.objects.bulk_create([Receipt(id=uuid.uuid4()) for _ in range(500)])
+        Defaulted.objects.bulk_create([Defaulted() for _ in range(500)])
+        found = {f["table"]: f for f in _doctor()}
+        app_keyed, defaulted = found[Receipt._meta.db_table], found["doctor_defaulted"]
+        assert app_keyed["kind"] == defaulted["kind"] == "random-uuid"
+        assert "testapp.Receipt.id has no default: the application sets these ids itself" in app_keyed["advice"]
+        assert "SeqUUIDField(primary_key=True" not in app_keyed["advice"]
+        assert "SeqUUIDField(primary_key=True" in defaulted["advice"] and "application" not in defaulted["advice"]
+    finally:
+        with connection.schema_editor() as editor:
+            editor.delete_model(Defaulted)

@@ -63,3 +63,10 @@ class Visit(models.Model):
 
     created_at = models.DateTimeField(null=True)
     seq_id = SeqUUIDField(null=True, unique=True)
+
+
+class Receipt(models.Model):
+    """Keyed by ids the application sets itself (no default): the doctor must say so, not advise a
+    default that would never be used."""
+
+    id = models.UUIDField(primary_key=True)

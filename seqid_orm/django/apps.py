@@ -21,9 +21,12 @@ class SeqIDConfig(AppConfig):
         from django.core import checks
 
         from .checks import random_uuid_keys
+        from .swap import swap_random_keys
 
         # seqid.W004: the models whose keys seqid exists to replace (random UUIDField keys)
         checks.register(random_uuid_keys, checks.Tags.models)
+        # SEQID["SWAP_RANDOM_KEY_APPS"]: those keys of apps the project cannot edit, time-ordered
+        swap_random_keys()
         # Django REST framework, when installed: seqid's 64-bit keys travel as JSON strings
         # (seqid_orm.django.rest_framework explains why).
         try:

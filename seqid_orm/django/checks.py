@@ -14,8 +14,10 @@ compares the last six bytes first (the node, constant in one process) and then t
 bits, so there ``uuid1`` keys are in order and W004 is not raised for them.
 
 A model of an installed package (site-packages) cannot be edited by its user: the warning says so
-and names the setting that silences W004 for that app alone, ``SEQID["RANDOM_KEY_APPS"]``, rather
-than ``SILENCED_SYSTEM_CHECKS``, which would silence it for the project's own models too.  The checks
+and names the setting that gives that app's keys time-ordered values without a migration,
+``SEQID["SWAP_RANDOM_KEY_APPS"]`` (:mod:`.swap`), and the one that silences W004 for that app alone,
+``SEQID["RANDOM_KEY_APPS"]``, rather than ``SILENCED_SYSTEM_CHECKS``, which would silence it for the
+project's own models too.  The checks
 of seqid's own fields (``seqid.E001``-``E004``, ``W001``-``W003``) live beside those fields.
 """
 
@@ -39,6 +41,7 @@ __all__ = ["random_uuid_keys"]
 
 _KNOWN = {uuid.uuid4: "uuid.uuid4", uuid.uuid1: "uuid.uuid1"}
 _SETTING = "RANDOM_KEY_APPS"
+_SWAP = "SWAP_RANDOM_KEY_APPS"  # seqid_orm.django.swap
 
 
 def random_uuid_keys(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> list[checks.CheckMessage]:
@@ -83,23 +86,34 @@ def _vendor(model: type[models.Model]) -> str | None:
         return None
 
 
+def eligible_key(model: type[models.Model]) -> Any:
+    """``model``'s primary key where random UUIDs fill it (W004's subject, and what
+    ``SEQID["SWAP_RANDOM_KEY_APPS"]`` swaps), else ``None``."""
+    meta = model._meta
+    pk = meta.pk
+    if meta.proxy or meta.swapped or pk is None or pk.model is not model:
+        return None  # a proxy or a child shares its parent's key: warned once, on the parent
+    if isinstance(pk, SeqUUIDField) or not isinstance(pk, (models.UUIDField, models.CharField)):
+        return None
+    default = _random_default(pk.default)
+    if default is None or (default == "uuid.uuid1" and _vendor(model) == "microsoft"):
+        return None
+    return pk
+
+
 def check_models(found: Iterable[type[models.Model]]) -> list[checks.CheckMessage]:
-    """:func:`random_uuid_keys` over the given models (tests pass models of an isolated registry)."""
-    allowed = set(getattr(settings, "SEQID", {}).get(_SETTING, ()))
+    """:func:`random_uuid_keys` over the given models (tests pass models of an isolated registry).
+    The apps of ``SEQID["RANDOM_KEY_APPS"]`` (accepted) and ``SEQID["SWAP_RANDOM_KEY_APPS"]``
+    (their keys made time-ordered, :mod:`.swap`) are left alone."""
+    seqid = getattr(settings, "SEQID", {})
+    allowed = {*seqid.get(_SETTING, ()), *seqid.get(_SWAP, ())}
     messages: list[checks.CheckMessage] = []
     for model in found:
-        meta = model._meta
-        pk = meta.pk
-        if meta.proxy or meta.swapped or pk is None or pk.model is not model:
-            continue  # a proxy or a child shares its parent's key: warned once, on the parent
-        if meta.app_label in allowed:
+        if model._meta.app_label in allowed:
             continue
-        if isinstance(pk, SeqUUIDField) or not isinstance(pk, (models.UUIDField, models.CharField)):
-            continue
-        default = _random_default(pk.default)
-        if default is None or (default == "uuid.uuid1" and _vendor(model) == "microsoft"):
-            continue
-        messages.append(_warning(model, pk, default))
+        pk = eligible_key(model)
+        if pk is not None:
+            messages.append(_warning(model, pk, _random_default(pk.default) or ""))
     return messages
 
 
@@ -116,9 +130,10 @@ def _warning(model: type[models.Model], pk: Any, default: str) -> checks.Warning
     silence = f'SEQID = {{"{_SETTING}": ["{meta.app_label}"]}} silences W004 for this app alone'
     if _installed_package(model):
         hint = (
-            f"{meta.label} belongs to an installed package, which you cannot edit: ask its maintainers for a "
-            f"setting that picks the key's default (django-simple-history has history_id_field), or accept it: "
-            f"{silence}."
+            f"{meta.label} belongs to an installed package, which you cannot edit: "
+            f'SEQID = {{"{_SWAP}": ["{meta.app_label}"]}} makes its new keys time-ordered with no migration '
+            "(the field and its default stay as they are; read the app for keys it relies on being random "
+            f"first), or ask its maintainers for a setting (django-simple-history has history_id_field), or {silence}."
         )
     else:
         change = (

@@ -18,6 +18,7 @@ INSTALLED_APPS = [
     "seqid_orm.django",  # the ticket table; maps seqid's integer keys in REST framework serializers
     "rest_framework",
     "tests.django.testapp",
+    "tests.django.thirdparty",  # stands for an installed package: its random keys are swapped (SEQID)
 ]
 MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -37,7 +38,7 @@ TEMPLATES = [
         },
     }
 ]
-SEQID = {"SNOWFLAKE": {"worker_id": 3, "datacenter_id": 1}}
+SEQID = {"SNOWFLAKE": {"worker_id": 3, "datacenter_id": 1}, "SWAP_RANDOM_KEY_APPS": ["thirdparty"]}
 
 # Each settings module and Django version has test databases of its own, so that they can run at
 # once (make test-django runs the settings modules side by side; CI runs the nox matrix's Django

@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-test
 DEMO_STAMP := $(VENV)/.installed-demo
 DJANGO_SETTINGS := sqlite postgres mysql multidb
 
-.PHONY: demo test test-core test-django test-async-debug test-peers lint bench matrix system-deps mysqlclient clean galera-up galera-down test-galera \
+.PHONY: demo test test-core test-django test-docs docs test-async-debug test-peers lint bench matrix system-deps mysqlclient clean galera-up galera-down test-galera \
 	pg18-up pg18-down test-pg18 test-pg18-alone test-pg18-beside-15 test-valgrind
 
 $(BIN)/python:
@@ -46,7 +46,7 @@ system-deps:
 # MariaDB headers are, and tried again at every `make test` until it is in.
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(MAKE) --no-print-directory system-deps
-	$(INSTALL) -e '.[test,bench]'
+	$(INSTALL) -e '.[test,bench,docs]'
 	touch $(STAMP)
 
 mysqlclient: $(STAMP)
@@ -66,11 +66,24 @@ demo: $(DEMO_STAMP)
 
 # Everything: the core and SQLAlchemy suite, then the Django suite once per settings module. One
 # failing part does not hide the others: every part runs, and `make test` fails at the end if any did.
+# The documentation's examples run beside the Django suite (they mostly wait: a lease's cold start).
 test: $(STAMP) mysqlclient
-	@failed=""; \
+	@failed=""; docs="$$(mktemp)"; \
 	$(MAKE) --no-print-directory test-core || failed="$$failed test-core"; \
+	{ { $(MAKE) --no-print-directory test-docs 2>&1; echo $$? >"$$docs"; } | sed -u 's/^/[docs] /'; } & \
 	$(MAKE) --no-print-directory test-django || failed="$$failed test-django"; \
+	wait; [ "$$(cat "$$docs")" = 0 ] || failed="$$failed test-docs"; rm -f "$$docs"; \
 	if [ -n "$$failed" ]; then echo "== make test: FAILED:$$failed" >&2; exit 1; fi
+
+# Every code example of README.md and docs/ runs (Sybil; conftest.py and tests/docs_examples say
+# how: SQLite, and the real servers where an example names one).
+test-docs: $(STAMP)
+	$(BIN)/python -m pytest -p no:django -v README.md docs $(PYTEST_ARGS)
+
+# The documentation site (MkDocs, Material, mkdocstrings): any warning, a broken link or reference
+# included, fails the build. It opens at site/index.html.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # The main suite in two parts at once: the tests of shared state (every MariaDB test, and the
 # Alembic migrations, which share the databases' alembic_version table; tests/conftest.py) in one

@@ -32,7 +32,7 @@ What a user running twenty application processes gets:
   answers; when it fails the next one is asked.  :class:`~seqid_orm.errors.BackendUnavailableError`
   is raised only when none answers.
 
-* **Never a block twice** (see "What can go wrong" in the README): before its first id a
+* **Never a block twice** (docs/explanation/what-can-go-wrong.md): before its first id a
   process reads the sequence on *every* server of its list and checks them as a set (each
   server's stored step and offset must be the ones this client gives it; a sequence missing on
   some servers but present on others is refused; a new one is created on all at once).  It then

@@ -6,7 +6,7 @@
 or a function of the project's that returns random UUIDs.  Random keys land all over the primary
 key's B-tree: every insert touches a random leaf page, so the index stops fitting in memory long
 before the table does, pages split half empty, and PostgreSQL writes a full page image into the WAL
-for the first change of each page after a checkpoint (see the README's measurements).
+for the first change of each page after a checkpoint (docs/benchmarks.md has the measurements).
 
 ``uuid.uuid1`` puts the low bits of its time first, so where the database compares a UUID from its
 first byte (PostgreSQL, MariaDB, MySQL, SQLite, Oracle) its keys wrap every 429 seconds; SQL Server

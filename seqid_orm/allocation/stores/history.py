@@ -28,7 +28,7 @@ tell that.
 The decisions (:func:`judge`, :func:`durability_problem`, :class:`HistoryGuard`) are pure and
 shared by every SQL store (SQLAlchemy's and Django's); the statements are text, yielded as
 :mod:`.steps` for a synchronous or an asynchronous connection to run.  Only PostgreSQL tells its history;
-MariaDB, MySQL and SQLite are not tracked (the README says what that leaves to the operator);
+MariaDB, MySQL and SQLite are not tracked (docs/how-to/production.md says what that leaves to the operator);
 MariaDB's replication is judged.
 
 The record lives in the store's own table, in a row no sequence or namespace can be named
@@ -141,7 +141,7 @@ _PRESENT_MARIADB = (
     "WHERE VARIABLE_NAME = 'RPL_SEMI_SYNC_MASTER_WAIT_POINT')"
 )
 # MySQL 5.7+ moved these tables to performance_schema: the query above then fails with one of
-# these errors, and the check is skipped (no MySQL server is tested here; the README says so)
+# these errors, and the check is skipped (no MySQL server is tested here; docs/how-to/production.md says so)
 _NOT_MARIADB = (1109, 1146, 3167)
 
 

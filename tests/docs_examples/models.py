@@ -1,0 +1,1 @@
+"""The app Django models defined in the documentation's examples belong to (their module is this one)."""

@@ -686,7 +686,22 @@ def test_a_multi_table_childs_pointer_is_sent_to_its_parent(vendor, request, tmp
                 conn.exec_driver_sql(f"DROP DATABASE {name}")
 
 
-def test_mariadbs_uuid_type_is_sampled_in_its_own_order(mysql_engine):
+@pytest.fixture
+def mariadb_database(mysql_engine):
+    """The URL of a MariaDB database of the test's own, dropped after it."""
+    name = f"seqid_doctor_{secrets.token_hex(3)}"
+    admin = sa.create_engine(MYSQL_URL, poolclass=sa.NullPool)
+    with admin.begin() as conn:
+        conn.exec_driver_sql(f"CREATE DATABASE {name}")
+    try:
+        yield MYSQL_URL.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        with admin.begin() as conn:
+            conn.exec_driver_sql(f"DROP DATABASE {name}")
+        admin.dispose()
+
+
+def test_mariadbs_uuid_type_is_sampled_in_its_own_order(mysql_engine, mariadb_database):
     """MariaDB's ``UUID`` type compares versions 1-5 group-swapped (node first, time last) and the
     others byte by byte: pivots made in the integer order start runs where MariaDB's order does not
     put them, and the runs overlap (200-800 distinct keys of the 1,000 asked, issue 46).  Made in
@@ -696,11 +711,7 @@ def test_mariadbs_uuid_type_is_sampled_in_its_own_order(mysql_engine):
         version = conn.dialect.server_version_info
     if not conn.dialect.is_mariadb or tuple(version[:2]) < (10, 7):
         pytest.fail(f"this test needs MariaDB 10.7 or newer (its UUID type), the server is {version}")
-    name = f"seqid_doctor_{secrets.token_hex(3)}"
-    admin = sa.create_engine(MYSQL_URL, poolclass=sa.NullPool)
-    with admin.begin() as conn:
-        conn.exec_driver_sql(f"CREATE DATABASE {name}")
-    url = MYSQL_URL.rsplit("/", 1)[0] + f"/{name}"
+    url = mariadb_database
     engine = sa.create_engine(url)
     expected = {"v4": ("random-uuid", None), "v7": ("time-ordered", True), "comb_last": ("time-ordered", True)}
     try:
@@ -716,20 +727,13 @@ def test_mariadbs_uuid_type_is_sampled_in_its_own_order(mysql_engine):
             assert found.sampled >= 950, (table, found.sampled)  # of 1,000 asked: the runs do not overlap
     finally:
         engine.dispose()
-        with admin.begin() as conn:
-            conn.exec_driver_sql(f"DROP DATABASE {name}")
-        admin.dispose()
 
 
-def test_a_unique_index_beside_an_innodb_key_has_its_size_and_ideal_from_innodbs_statistics(mysql_engine):
+def test_a_unique_index_beside_an_innodb_key_has_its_size_and_ideal_from_innodbs_statistics(mariadb_database):
     """Issue 46: MariaDB's index sizes printed as '-'.  A unique BINARY(16) column beside a BIGINT key:
     its leaf pages come from InnoDB's own statistics, and beside them the pages the same index takes
     built in key order.  Filled in key order it sits at the ideal; filled with random UUIDs, well above."""
-    name = f"seqid_doctor_{secrets.token_hex(3)}"
-    admin = sa.create_engine(MYSQL_URL, poolclass=sa.NullPool)
-    with admin.begin() as conn:
-        conn.exec_driver_sql(f"CREATE DATABASE {name}")
-    url = MYSQL_URL.rsplit("/", 1)[0] + f"/{name}"
+    url = mariadb_database
     engine = sa.create_engine(url)
     tokens = [uuid.uuid4().bytes for _ in range(ROWS)]
     try:
@@ -752,6 +756,3 @@ def test_a_unique_index_beside_an_innodb_key_has_its_size_and_ideal_from_innodbs
         assert any(line.startswith("random.token") and line.split()[-1] != "-" for line in report.splitlines())
     finally:
         engine.dispose()
-        with admin.begin() as conn:
-            conn.exec_driver_sql(f"DROP DATABASE {name}")
-        admin.dispose()

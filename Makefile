@@ -78,7 +78,8 @@ test: $(STAMP) mysqlclient
 # Every code example of README.md and docs/ runs (Sybil; conftest.py and tests/docs_examples say
 # how: SQLite, and the real servers where an example names one).
 test-docs: $(STAMP)
-	$(BIN)/python -m pytest -p no:django -v README.md docs $(PYTEST_ARGS)
+	@$(BIN)/python -m pytest -p no:django -v README.md docs $(PYTEST_ARGS); rc=$$?; \
+	[ $$rc = 0 ] || [ $$rc = 5 ]  # 5: the arguments (the newcomer step's -k) select no example
 
 # The documentation site (MkDocs, Material, mkdocstrings): any warning, a broken link or reference
 # included, fails the build. It opens at site/index.html.

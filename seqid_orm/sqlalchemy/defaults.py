@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -215,8 +216,74 @@ def snowflake_pk(generator: Snowflake, **column_kw: Any) -> MappedColumn[Any]:
     if generator.source is not None:
         column_kw.setdefault("default", _bound_default(generator.next_id, generator.bind_column))
     else:
-        column_kw.setdefault("default", generator.next_id)
+        column_kw.setdefault("default", _watched_default(generator))
     return mapped_column(SnowflakeID(), **column_kw)
+
+
+log = logging.getLogger("seqid_orm.snowflake")
+
+
+def _watched_default(generator: Snowflake) -> Callable[[ExecutionContext], int]:
+    """A configured Snowflake's default, which has the column's unique key watch for it: two live
+    processes configured with the same worker id make the same ids, and nothing but that key can see
+    it (a process cannot tell another live process's keys from its own previous run's).  On the
+    first insert over each engine a ``handle_error`` listener is added there; a duplicate of this
+    column's key then logs, once a process, that the worker id is shared, and says so in the
+    ``IntegrityError``'s notes (Python 3.11+).  The error itself stays SQLAlchemy's."""
+    watched: set[tuple[int, int]] = set()
+
+    def default(context: ExecutionContext) -> int:
+        column = context.current_column  # type: ignore[attr-defined]
+        engine = context.engine
+        key = (id(engine), id(column))
+        if key not in watched:
+            watched.add(key)
+            event.listen(engine, "handle_error", _duplicate_watch(generator, column))
+        return generator.next_id()
+
+    return default
+
+
+_told: set[tuple[int, str]] = set()  # (worker field, column) said once a process
+
+
+def _duplicate_watch(generator: Snowflake, column: Any) -> Callable[[Any], None]:
+    label = f"{column.table.name}.{column.name}"
+    field = (generator.datacenter_id << generator.worker_bits) | generator.worker_id
+
+    def on_error(ctx: Any) -> None:
+        statement = getattr(getattr(ctx.execution_context, "compiled", None), "statement", None)
+        if getattr(statement, "table", None) is not column.table or not _duplicate_key(ctx.original_exception, column):
+            return
+        message = (
+            f"seqid: a duplicate key in {label}, which Snowflake(worker_id={generator.worker_id}) fills: a configured "
+            "worker id is used by another live process, and the two make the same ids. Lease it instead "
+            "(Snowflake(worker_id=WorkerLease(url, namespace))) or give each process a worker id of its own"
+        )
+        if (field, label) not in _told:
+            _told.add((field, label))
+            log.warning("%s", message, extra={"seqid_worker_id": generator.worker_id, "seqid_column": label})
+        exc = ctx.sqlalchemy_exception
+        if exc is not None and hasattr(exc, "add_note"):
+            exc.add_note(message)
+
+    return on_error
+
+
+def _duplicate_key(error: BaseException, column: Any) -> bool:
+    """Whether ``error`` is the driver's unique violation of ``column``'s key: PostgreSQL's 23505 on
+    the table's primary key constraint, MariaDB's 1062 on ``PRIMARY``, SQLite's "UNIQUE constraint
+    failed: table.column"."""
+    text = str(error)
+    diag = getattr(error, "diag", None)  # psycopg 3, psycopg2
+    if getattr(error, "sqlstate", None) == "23505" or getattr(error, "pgcode", None) == "23505":
+        constraint = getattr(diag, "constraint_name", None)
+        primary = column.table.primary_key.name or f"{column.table.name}_pkey"
+        return constraint == primary if column.primary_key else constraint is not None and column.name in constraint
+    args = getattr(error, "args", ())
+    if args and args[0] == 1062:  # MariaDB/MySQL: Duplicate entry '...' for key 'PRIMARY'
+        return column.primary_key and ("'PRIMARY'" in text or ".PRIMARY'" in text)
+    return f"UNIQUE constraint failed: {column.table.name}.{column.name}" in text
 
 
 def ticket_pk(sequence: Callable[[], int], **column_kw: Any) -> MappedColumn[Any]:

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from seqid_orm import TicketSequence, WorkerLease
-from seqid_orm.errors import LeaseLostError, StoreTimeoutError
+from seqid_orm.errors import BackendUnavailableError, LeaseLostError, StoreTimeoutError
 from tests.conftest import POSTGRES_URL, REDIS_URL, volatile_ok
 from tests.servers.proxy import StallableProxy
 
@@ -29,6 +29,21 @@ SLACK = 1.5  # scheduling and the connection's own close, beyond the deadline (t
 
 def proxied(url: str, proxy: StallableProxy) -> str:
     return url.replace(f":{proxy.target}/", f":{proxy.port}/", 1)
+
+
+def warm(call):
+    """``call()``'s result once it succeeds: the first calls through the proxy (a connection, the table
+    and history checks, the sequence created on every server) may outlive the tests' short deadline on
+    a loaded machine, which is not what these tests measure (CI went red on it once, at 2 s). The
+    deadline under test is the one of the call made after the stall."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            return call()
+        except BackendUnavailableError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 @pytest.fixture(params=["postgresql", "redis"])
@@ -48,8 +63,11 @@ def test_a_blackholed_server_costs_one_deadline_and_the_set_moves_on(stalled_fir
     proxy, urls = stalled_first
     name = f"s-{secrets.token_hex(4)}"
     options = {"block_size": 10, "timeout": TIMEOUT, "start_server": 0, "double_buffer": False}
+    direct = [url.replace(f":{proxy.port}/", f":{proxy.target}/") for url in urls]
+    with TicketSequence(name, direct, **{**options, "timeout": 30.0}) as seq:
+        seq.next_id()  # the sequence made on both servers, past the proxy, with time to spare
     with TicketSequence(name, urls, **options) as seq:
-        before = [seq.next_id() for _ in range(25)]
+        before = warm(lambda: [seq.next_id() for _ in range(25)])
         assert seq.segment is not None and seq.segment.server == 0
         proxy.stall()
         slowest, after = 0.0, []
@@ -67,7 +85,7 @@ def test_a_single_blackholed_server_gives_a_typed_error_within_the_deadline(pg_e
     with StallableProxy(5432) as proxy:
         seq = TicketSequence(f"s-{secrets.token_hex(4)}", proxied(POSTGRES_URL, proxy), block_size=5, timeout=TIMEOUT)
         try:
-            [seq.next_id() for _ in range(5)]
+            warm(lambda: [seq.next_id() for _ in range(5)])
             proxy.stall()
             began = time.monotonic()
             with pytest.raises(StoreTimeoutError, match="did not answer within"):
@@ -87,7 +105,7 @@ def test_a_lease_renewed_over_a_blackholed_connection_is_bounded(kind, pg_engine
             store = volatile_ok(store)
         lease = WorkerLease(store, f"stall-{secrets.token_hex(4)}", ttl=5.0, timeout=TIMEOUT, clock_tolerance=0)
         try:
-            lease.acquire()
+            warm(lease.acquire)
             proxy.stall()
             began = time.monotonic()
             with pytest.raises(LeaseLostError):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
+import threading
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -231,14 +232,17 @@ def _watched_default(generator: Snowflake) -> Callable[[ExecutionContext], int]:
     column's key then logs, once a process, that the worker id is shared, and says so in the
     ``IntegrityError``'s notes (Python 3.11+).  The error itself stays SQLAlchemy's."""
     watched: set[tuple[int, int]] = set()
+    lock = threading.Lock()  # two threads' first inserts add one listener
 
     def default(context: ExecutionContext) -> int:
         column = context.current_column  # type: ignore[attr-defined]
         engine = context.engine
         key = (id(engine), id(column))
         if key not in watched:
-            watched.add(key)
-            event.listen(engine, "handle_error", _duplicate_watch(generator, column))
+            with lock:
+                if key not in watched:
+                    event.listen(engine, "handle_error", _duplicate_watch(generator, column))
+                    watched.add(key)
         return generator.next_id()
 
     return default

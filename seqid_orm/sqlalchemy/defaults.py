@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
-import threading
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -216,49 +215,36 @@ def snowflake_pk(generator: Snowflake, **column_kw: Any) -> MappedColumn[Any]:
     column_kw.setdefault("autoincrement", False)
     if generator.source is not None:
         column_kw.setdefault("default", _bound_default(generator.next_id, generator.bind_column))
-    else:
-        column_kw.setdefault("default", _watched_default(generator))
-    return mapped_column(SnowflakeID(), **column_kw)
+        return mapped_column(SnowflakeID(), **column_kw)
+    column_kw.setdefault("default", generator.next_id)
+    mapped = mapped_column(SnowflakeID(), **column_kw)
+    _watch_duplicates(generator, mapped.column)
+    return mapped
 
 
 log = logging.getLogger("seqid_orm.snowflake")
 
 
-def _watched_default(generator: Snowflake) -> Callable[[ExecutionContext], int]:
-    """A configured Snowflake's default, which has the column's unique key watch for it: two live
-    processes configured with the same worker id make the same ids, and nothing but that key can see
-    it (a process cannot tell another live process's keys from its own previous run's).  On the
-    first insert over each engine a ``handle_error`` listener is added there; a duplicate of this
-    column's key then logs, once a process, that the worker id is shared, and says so in the
-    ``IntegrityError``'s notes (Python 3.11+).  The error itself stays SQLAlchemy's."""
-    watched: set[tuple[int, int]] = set()
-    lock = threading.Lock()  # two threads' first inserts add one listener
-
-    def default(context: ExecutionContext) -> int:
-        column = context.current_column  # type: ignore[attr-defined]
-        engine = context.engine
-        key = (id(engine), id(column))
-        if key not in watched:
-            with lock:
-                if key not in watched:
-                    event.listen(engine, "handle_error", _duplicate_watch(generator, column))
-                    watched.add(key)
-        return generator.next_id()
-
-    return default
-
-
 _told: set[tuple[int, str]] = set()  # (worker field, column) said once a process
 
 
-def _duplicate_watch(generator: Snowflake, column: Any) -> Callable[[Any], None]:
-    label = f"{column.table.name}.{column.name}"
+def _watch_duplicates(generator: Snowflake, column: Any) -> None:
+    """Have ``column``'s unique key watch for a configured Snowflake: two live processes configured
+    with the same worker id make the same ids, and nothing but that key can see it (a process cannot
+    tell another live process's keys from its own previous run's).  One ``handle_error`` listener on
+    every engine (``Engine`` itself, so no insert pays for it and no engine is missed); a duplicate
+    of this column's key then logs, once a process, that the worker id is shared, and says so in the
+    ``IntegrityError``'s notes (Python 3.11+).  The error itself stays SQLAlchemy's."""
     field = (generator.datacenter_id << generator.worker_bits) | generator.worker_id
 
     def on_error(ctx: Any) -> None:
         statement = getattr(getattr(ctx.execution_context, "compiled", None), "statement", None)
-        if getattr(statement, "table", None) is not column.table or not _duplicate_key(ctx.original_exception, column):
+        table: Any = getattr(column, "table", None)  # the column joins its table when its class is mapped
+        if table is None or getattr(statement, "table", None) is not table:
             return
+        if not _duplicate_key(ctx.original_exception, column):
+            return
+        label = f"{column.table.name}.{column.name}"
         message = (
             f"seqid: a duplicate key in {label}, which Snowflake(worker_id={generator.worker_id}) fills: a configured "
             "worker id is used by another live process, and the two make the same ids. Lease it instead "
@@ -271,7 +257,7 @@ def _duplicate_watch(generator: Snowflake, column: Any) -> Callable[[Any], None]
         if exc is not None and hasattr(exc, "add_note"):
             exc.add_note(message)
 
-    return on_error
+    event.listen(Engine, "handle_error", on_error)
 
 
 def _duplicate_key(error: BaseException, column: Any) -> bool:

@@ -246,7 +246,14 @@ WHERE s.TABLE_SCHEMA = DATABASE() AND s.NON_UNIQUE = 0 AND t.TABLE_TYPE = 'BASE 
 ORDER BY s.TABLE_NAME, s.INDEX_NAME <> 'PRIMARY', s.COLUMN_NAME
 """
 
-_WIDTH = {"uuid": 16, "bigint": 8, "integer": 4, "smallint": 2}
+#: Bytes of one key in an index, by its column type where that fixes it: PostgreSQL's names and
+#: MariaDB's/MySQL's COLUMN_TYPE (read with its display width and ``unsigned`` left out).
+_WIDTH = {"uuid": 16, "binary(16)": 16, "bigint": 8, "integer": 4, "int": 4, "mediumint": 3, "smallint": 2}
+
+
+def _key_width(sql_type: str) -> int | None:
+    low = sql_type.lower()
+    return _WIDTH.get(low) or _WIDTH.get(low.split("(")[0].split()[0]) if low else None
 
 
 def _keyish(sql_type: str, primary: bool) -> bool:
@@ -265,7 +272,7 @@ def _pg_columns(ex: Executor) -> list[KeyColumn]:
                 bool(primary),
                 int(rows),
                 int(size),
-                _WIDTH.get(sql_type),
+                _key_width(sql_type),
                 schema=schema,
                 in_current_schema=bool(current),
                 references=references,
@@ -281,19 +288,12 @@ SELECT table_name, index_name, stat_value, @@innodb_page_size FROM mysql.innodb_
 WHERE database_name = DATABASE() AND stat_name = 'n_leaf_pages'
 """
 
-#: Bytes of one key in an InnoDB record, by COLUMN_TYPE, where fixed.
-_MYSQL_WIDTH = {"uuid": 16, "binary(16)": 16, "bigint": 8, "int": 4, "mediumint": 3, "smallint": 2}
 
 # An InnoDB page's room for records: 16 KiB less its headers, trailer and the infimum and supremum
 # records (https://dev.mysql.com/doc/refman/8.0/en/innodb-physical-record.html); each record has a
 # 5-byte header and about a third of a 2-byte directory slot.
 _INNODB_PAGE_ROOM = 38 + 56 + 26 + 8
 _INNODB_RECORD = 5 + 2 / 6
-
-
-def _mysql_width(sql_type: str) -> int | None:
-    base = sql_type.lower().split("(")[0] if not sql_type.lower().startswith("binary") else sql_type.lower()
-    return _MYSQL_WIDTH.get(base.split()[0])
 
 
 def _innodb_leaves(ex: Executor) -> tuple[dict[tuple[str, str], int], int]:
@@ -326,7 +326,7 @@ def _mysql_columns(ex: Executor) -> list[KeyColumn]:
     key have fixed widths (``information_schema``'s ``INDEX_LENGTH`` adds up every secondary index)."""
     found = ex.fetch(_MYSQL_KEYS, {})
     leaves, page = _innodb_leaves(ex) if any(not primary for _t, _c, _s, primary, *_ in found) else ({}, 16384)
-    pk_width = {str(t): _mysql_width(str(sql_type)) for t, _c, sql_type, primary, *_ in found if primary}
+    pk_width = {str(t): _key_width(str(sql_type)) for t, _c, sql_type, primary, *_ in found if primary}
     out = []
     for table, column, sql_type, primary, rows, index, nullable, size, references in found:
         key_rows = None if rows is None else int(rows)
@@ -337,7 +337,7 @@ def _mysql_columns(ex: Executor) -> list[KeyColumn]:
             ideal = None
             if index_bytes is not None:
                 ideal = _innodb_ideal(
-                    key_rows, _mysql_width(str(sql_type)), pk_width.get(str(table)), bool(nullable), page
+                    key_rows, _key_width(str(sql_type)), pk_width.get(str(table)), bool(nullable), page
                 )
         out.append(
             KeyColumn(

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
+from collections.abc import Iterator
 from io import StringIO
 
 import pytest
@@ -24,19 +26,26 @@ def _doctor(*args: str) -> list[dict[str, object]]:
     return document["findings"]
 
 
-@isolate_apps("tests.django.testapp")
-def test_the_legacy_table_comes_first_and_seqids_tables_append():
-    class LegacyOrder(models.Model):
-        id = models.UUIDField(primary_key=True, default=uuid.uuid4)
-
-        class Meta:
-            app_label = "testapp"
-            db_table = "doctor_legacy_order"
-
+@contextlib.contextmanager
+def uuid4_keyed(db_table: str) -> Iterator[type[models.Model]]:
+    """A model keyed by ``UUIDField(default=uuid.uuid4)`` (call it inside ``isolate_apps``), its
+    table created on the default database for the block and dropped after it."""
+    meta = type("Meta", (), {"app_label": "testapp", "db_table": db_table})
+    fields = {"id": models.UUIDField(primary_key=True, default=uuid.uuid4), "Meta": meta, "__module__": __name__}
+    model = type(f"Keyed_{db_table}", (models.Model,), fields)
     connection = connections["default"]
     with connection.schema_editor() as editor:
-        editor.create_model(LegacyOrder)
+        editor.create_model(model)
     try:
+        yield model
+    finally:
+        with connection.schema_editor() as editor:
+            editor.delete_model(model)
+
+
+@isolate_apps("tests.django.testapp")
+def test_the_legacy_table_comes_first_and_seqids_tables_append():
+    with uuid4_keyed("doctor_legacy_order") as LegacyOrder:
         LegacyOrder.objects.bulk_create([LegacyOrder() for _ in range(3000)])
         Author.objects.bulk_create([Author(name=f"a{n}") for n in range(3000)])
         found = {f["table"]: f for f in _doctor()}
@@ -50,9 +59,6 @@ def test_the_legacy_table_comes_first_and_seqids_tables_append():
         out = StringIO()
         call_command("seqid_doctor", stdout=out)
         assert "doctor_legacy_order.id (random-uuid): SQLAlchemy:" in out.getvalue()
-    finally:
-        with connection.schema_editor() as editor:
-            editor.delete_model(LegacyOrder)
 
 
 def test_an_unknown_fail_on_name_is_refused_before_anything_is_read():
@@ -125,18 +131,7 @@ def test_ids_the_application_sets_itself_are_said_to_be_the_applications():
     """Issue 46: a key with no default, filled by the application's own uuid4(), was told to change a
     default that is never used.  The Django command knows the model (Receipt, in the app's models,
     as the command reads the project's): it says the ids are the app's."""
-
-    class Defaulted(models.Model):
-        id = models.UUIDField(primary_key=True, default=uuid.uuid4)
-
-        class Meta:
-            app_label = "testapp"
-            db_table = "doctor_defaulted"
-
-    connection = connections["default"]
-    with connection.schema_editor() as editor:
-        editor.create_model(Defaulted)
-    try:
+    with uuid4_keyed("doctor_defaulted") as Defaulted:
         Receipt.objects.bulk_create([Receipt(id=uuid.uuid4()) for _ in range(500)])
         Defaulted.objects.bulk_create([Defaulted() for _ in range(500)])
         found = {f["table"]: f for f in _doctor()}
@@ -145,6 +140,3 @@ def test_ids_the_application_sets_itself_are_said_to_be_the_applications():
         assert "testapp.Receipt.id has no default: the application sets these ids itself" in app_keyed["advice"]
         assert "SeqUUIDField(primary_key=True" not in app_keyed["advice"]
         assert "SeqUUIDField(primary_key=True" in defaulted["advice"] and "application" not in defaulted["advice"]
-    finally:
-        with connection.schema_editor() as editor:
-            editor.delete_model(Defaulted)

@@ -31,7 +31,7 @@ from django.db import connections, models, router
 from ..ids.comb import generator_for
 from ..vendors import Storage
 from .checks import eligible_key
-from .connection import connection_target, storage_of
+from .connection import connection_target, field_target
 
 __all__ = ["SETTING", "swap_random_keys"]
 
@@ -72,8 +72,9 @@ def _time_ordered(model: type[models.Model], field: Any, sample: object) -> Call
         make = made.get(alias)
         if make is None:
             connection = connections[alias]
-            kept = storage if storage is not None else storage_of(field, connection)
-            make = made[alias] = generator_for(connection_target(connection, kept).layout).id_function
+            # text keeps its own storage; a UUIDField's is its column type's, as for SeqUUIDField
+            target = connection_target(connection, storage) if storage is not None else field_target(field, connection)
+            make = made[alias] = generator_for(target.layout).id_function
         return as_text(make())
 
     return new_id

@@ -11,7 +11,9 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import fcntl
 import os
 import secrets
 import shutil
@@ -69,6 +71,54 @@ def _ephemeral_range() -> tuple[int, int]:
         return 49152, 65535
 
 
+# Ports handed out by free_port, kept for the life of the process that took them: one file per port
+# naming its owner's pid, written under one lock file, in a directory of this user's.
+_CLAIMS = os.path.join(tempfile.gettempdir(), f"seqid-test-ports-{os.getuid()}")
+_claimed: set[int] = set()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _claim(port: int) -> bool:
+    """Take ``port`` for this process's life unless this or another live test process took it."""
+    if port in _claimed:
+        return False
+    os.makedirs(_CLAIMS, exist_ok=True)
+    path = os.path.join(_CLAIMS, str(port))
+    with open(os.path.join(_CLAIMS, "lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        try:
+            with open(path) as f:
+                owner = int(f.read() or 0)
+        except (FileNotFoundError, ValueError):
+            owner = 0
+        if owner and owner != os.getpid() and _alive(owner):
+            return False
+        with open(path, "w") as f:
+            f.write(str(os.getpid()))
+    if not _claimed:
+        atexit.register(_release_claims)
+    _claimed.add(port)
+    return True
+
+
+def _release_claims() -> None:
+    for port in _claimed:
+        path = os.path.join(_CLAIMS, str(port))
+        with contextlib.suppress(OSError, ValueError), open(path) as f:
+            mine = int(f.read() or 0) == os.getpid()
+            if mine:
+                os.unlink(path)
+
+
 def free_port(low: int = 20000, high: int = 32767) -> int:
     """A TCP port on loopback that nothing uses right now, outside the kernel's ephemeral range.
 
@@ -76,6 +126,12 @@ def free_port(low: int = 20000, high: int = 32767) -> int:
     outgoing connection's local end, and a server restarted on it later then fails to bind: a
     Galera node's SST daemon died that way in CI.  Ports are drawn at random from ``[low, high]``
     less that range, and each is checked by binding it.
+
+    A port free now is not free for good: between this call and the server's bind, or while a server
+    is stopped to be restarted on its port, another caller could be handed it too (an etcd member
+    failed to bind its peer port that way in CI, the suite's xdist workers and the Django settings
+    modules all drawing ports at once). So a port is handed out once: it stays this process's until
+    it exits, for every test process of this user (``_claim``).
     """
     eph_low, eph_high = _ephemeral_range()
     candidates = [p for p in range(low, high + 1) if not eph_low <= p <= eph_high]
@@ -83,6 +139,8 @@ def free_port(low: int = 20000, high: int = 32767) -> int:
         raise BackendUnavailableError(f"no port in {low}-{high} lies outside the ephemeral range {eph_low}-{eph_high}")
     for _ in range(200):
         port = candidates[secrets.randbelow(len(candidates))]
+        if not _claim(port):
+            continue
         with socket.socket() as s:
             try:
                 s.bind(("127.0.0.1", port))

@@ -4,6 +4,10 @@ An outgoing connection takes its local port from the kernel's ephemeral range
 (``/proc/sys/net/ipv4/ip_local_port_range``, 32768-60999 here); a server that listens on a port
 inside it can find the port held by some client's socket and fail to bind, as a Galera node's SST
 daemon did once in CI.  Fixed ports therefore lie below the range, and are checked before a start.
+
+Fixed ports (Galera's 23061-24263, PostgreSQL 18's 25418) lie below 26000; ``free_port`` draws
+from 26000 up, so a drawn port never meets one of them while its server is down or, as Galera's
+SST daemon, listens only now and then.
 """
 
 from __future__ import annotations

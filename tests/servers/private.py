@@ -119,13 +119,14 @@ def _release_claims() -> None:
                 os.unlink(path)
 
 
-def free_port(low: int = 20000, high: int = 32767) -> int:
+def free_port(low: int = 26000, high: int = 32767) -> int:
     """A TCP port on loopback that nothing uses right now, outside the kernel's ephemeral range.
 
     A port from the ephemeral range (what binding port 0 gives) can be taken at any moment by an
     outgoing connection's local end, and a server restarted on it later then fails to bind: a
     Galera node's SST daemon died that way in CI.  Ports are drawn at random from ``[low, high]``
-    less that range, and each is checked by binding it.
+    less that range (the fixed ports of tests/servers/ports.py lie below ``low``), and each is
+    checked by binding it.
 
     A port free now is not free for good: between this call and the server's bind, or while a server
     is stopped to be restarted on its port, another caller could be handed it too (an etcd member

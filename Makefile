@@ -196,12 +196,20 @@ pg18-down: $(STAMP)
 
 test-pg18: test-pg18-alone test-pg18-beside-15
 
-# PostgreSQL 18 alone (the shared 15 untouched, so CI runs it beside the nox matrix)
+# PostgreSQL 18 alone (the shared 15 untouched, so CI runs it beside the nox matrix), in three parts
+# at once as make test runs them: the Alembic tests (one alembic_version table) one at a time, the
+# rest in two workers, and the Django suite (its own test database).
 test-pg18-alone: $(STAMP)
-	SEQID_PG_BINDIR=$$($(BIN)/python -m tests.servers.pg18 bindir) SEQID_TEST_POSTGRES_URL=$(PG18_URL) \
-	  $(BIN)/python -m pytest -m "postgres and not slow" $(PYTEST_ARGS)
-	SEQID_DJANGO_PG_PORT=25418 DJANGO_SETTINGS_MODULE=tests.django.settings.postgres \
-	  $(BIN)/python -m pytest tests/django $(PYTEST_ARGS)
+	@export SEQID_PG_BINDIR="$$($(BIN)/python -m tests.servers.pg18 bindir)" SEQID_TEST_POSTGRES_URL=$(PG18_URL); \
+	status="$$(mktemp -d)"; \
+	{ $(BIN)/python -m pytest -m "postgres and not slow" --part shared-state -n 1 -q $(PYTEST_ARGS) 2>&1; \
+	  echo $$? >"$$status/shared-state"; } | sed -u 's/^/[pg18-shared-state] /' & \
+	{ SEQID_DJANGO_PG_PORT=25418 DJANGO_SETTINGS_MODULE=tests.django.settings.postgres \
+	  $(BIN)/python -m pytest tests/django -n 1 -q $(PYTEST_ARGS) 2>&1; \
+	  echo $$? >"$$status/django"; } | sed -u 's/^/[pg18-django] /' & \
+	$(BIN)/python -m pytest -m "postgres and not slow" --part rest -n 2 -q $(PYTEST_ARGS); rest=$$?; \
+	wait; shared="$$(cat "$$status/shared-state")"; django="$$(cat "$$status/django")"; rm -rf "$$status"; \
+	case "$$rest,$$shared,$$django" in 0,0,0|0,5,0|5,0,0) ;; *) exit 1 ;; esac
 
 # Migrations written on one version and run on the other (they write alembic_version on the shared 15)
 test-pg18-beside-15: $(STAMP)

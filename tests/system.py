@@ -156,6 +156,13 @@ PARTS: dict[str, Part] = {
             for_make_test=True,
         ),
         Part(
+            "haproxy",
+            ("haproxy",),
+            "the HAProxy test (a private proxy in front of a Patroni cluster)",
+            _binary("haproxy", dirs=("/usr/sbin",)),
+            for_make_test=True,
+        ),
+        Part(
             "openssl",
             ("openssl",),
             "the private CA of the etcd TLS test",

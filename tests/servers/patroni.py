@@ -11,6 +11,12 @@ failover ends within seconds; everything else is Patroni's default, ``synchronou
 ``switchover()`` is ``patronictl switchover`` (a clean hand-over), ``kill_postmaster()`` a kill -9
 of the leader's postmaster (Patroni restarts it), ``fail_over()`` a kill -9 of the leader's Patroni
 and postmaster (the other member takes over after the ttl), ``leader()`` asks the members' REST API.
+
+With ``stallable=True`` each member's ``connect_address`` (what the others replicate from, and
+pg_rewind reads) is a proxy in front of it (:class:`~tests.servers.proxy.StallableProxy`), and
+``stall_replication()`` stalls the leader's: its commits stop reaching the replicas while every
+socket stays open, as when the link between two data centres drops packets.  Clients connect to
+the members themselves, so they still reach the leader.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from seqid_orm.errors import BackendUnavailableError
 from tests.servers.etcd import EtcdCluster
 from tests.servers.lifecycle import StartedAndStopped
 from tests.servers.private import _as_postgres, free_port, pg_bindir
+from tests.servers.proxy import StallableProxy
 
 
 @dataclass
@@ -52,7 +59,7 @@ class PatroniMember:
 class PatroniCluster(StartedAndStopped):
     """Two Patroni members over a private etcd (see the module docstring)."""
 
-    def __init__(self, *, synchronous: bool, members: int = 2, major: int = 15) -> None:
+    def __init__(self, *, synchronous: bool, members: int = 2, major: int = 15, stallable: bool = False) -> None:
         self.synchronous = synchronous
         self.bindir = pg_bindir(major)
         self.patroni = shutil.which("patroni") or "/usr/bin/patroni"
@@ -70,6 +77,11 @@ class PatroniCluster(StartedAndStopped):
             for i in range(members)
         ]
         self.etcd = EtcdCluster(3)
+        self.proxies = {m.name: StallableProxy(m.pg_port) for m in self.members} if stallable else {}
+
+    def _connect_address(self, m: PatroniMember) -> str:
+        """Where the other members (and pg_rewind) reach ``m``'s PostgreSQL: its proxy, if it has one."""
+        return f"127.0.0.1:{self.proxies[m.name].port if self.proxies else m.pg_port}"
 
     @property
     def url(self) -> str:
@@ -101,7 +113,7 @@ class PatroniCluster(StartedAndStopped):
             },
             "postgresql": {
                 "listen": f"127.0.0.1:{m.pg_port}",
-                "connect_address": f"127.0.0.1:{m.pg_port}",
+                "connect_address": self._connect_address(m),
                 "data_dir": m.data,
                 "bin_dir": self.bindir,
                 "pgpass": os.path.join(m.home, "pgpass"),
@@ -236,6 +248,17 @@ class PatroniCluster(StartedAndStopped):
         self._spawn(old)
         return new
 
+    def stall_replication(self) -> PatroniMember:
+        """Stall the link the replicas stream from the leader through (``stallable`` only); the leader.
+        Its commits go on (asynchronous mode) or wait for the synchronous standby (synchronous mode)."""
+        m = self.wait_leader()
+        self.proxies[m.name].stall()
+        return m
+
+    def resume_replication(self) -> None:
+        for proxy in self.proxies.values():
+            proxy.resume()
+
     def logs(self) -> str:
         out = []
         for m in self.members:
@@ -260,4 +283,6 @@ class PatroniCluster(StartedAndStopped):
             with contextlib.suppress(OSError, ValueError):
                 os.kill(self.postmaster_pid(m), signal.SIGKILL)
         self.etcd.stop()
+        for proxy in self.proxies.values():
+            proxy.close()
         shutil.rmtree(self.tmp, ignore_errors=True)

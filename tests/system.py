@@ -163,6 +163,13 @@ PARTS: dict[str, Part] = {
             for_make_test=True,
         ),
         Part(
+            "pg_auto_failover",
+            ("pg-auto-failover-cli", "postgresql-15-auto-failover"),
+            "the pg_auto_failover test (a private monitor and two nodes)",
+            _binary("pg_autoctl", dirs=("/usr/bin",)),
+            for_make_test=True,
+        ),
+        Part(
             "openssl",
             ("openssl",),
             "the private CA of the etcd TLS test",

@@ -1,0 +1,63 @@
+"""Ticket sequences on a pg_auto_failover formation (Debian's pg_autoctl 2.0: a monitor and two
+PostgreSQL 15 nodes, tests/servers/pgautofailover.py), clients on the libpq multi-host URL that
+``pg_autoctl show uri`` gives (issue 45).  Real worker processes draw ids through the formation's
+own events; every id they print is counted, and a repeat is the one failure.
+
+pg_auto_failover is synchronous by default (the primary's ``synchronous_standby_names`` names its
+secondary), so a switchover, a restart or a failover loses no acknowledged write: the workers must
+go on by themselves, without ``StoreHistoryError`` and without ``seqid ticket repair``.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+import pytest
+
+from tests import system
+from tests.tickets.procs import Worker, start_together
+
+sa = pytest.importorskip("sqlalchemy")
+pytest.importorskip("psycopg")
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]
+
+TIMEOUT = 2.0  # each reservation's deadline, seconds
+
+
+def test_pg_auto_failover_loses_nothing_through_a_switchover_a_killed_postmaster_and_a_failover():
+    system.need("pg_auto_failover")
+    from tests.servers.pgautofailover import PgAutoFailover
+
+    name = f"pgaf-{secrets.token_hex(4)}"
+    with PgAutoFailover() as formation:
+        options = {"block_size": 50, "timeout": TIMEOUT}  # no accept_state_loss: the secondary is synchronous
+        alive = [
+            Worker(servers=formation.url, name=name, count=10**7, pace=0.001, persist=600.0, options=options)
+            for _ in range(3)
+        ]
+        try:
+            start_together(alive)
+            for w in alive:
+                w.wait_for_ids(300)
+            events = [
+                ("switchover", formation.switchover),
+                ("kill -9 of the postmaster", formation.kill_postmaster),
+                ("failover (kill -9 of the primary's pg_autoctl and postmaster)", formation.fail_over),
+            ]
+            for what, act in events:
+                act()
+                counts = {id(w): len(w.ids()) for w in alive}
+                for w in alive:  # the same processes go on, on whichever node is the primary now
+                    try:
+                        w.wait_for_ids(counts[id(w)] + 300, timeout=120)
+                    except AssertionError as exc:
+                        raise AssertionError(f"after the {what}: {exc}\n{formation.logs()}") from None
+                formation.wait_settled(120)  # the other node is back (and synchronous) before the next event
+                ids = [i for w in alive for i in w.ids()]
+                assert len(ids) == len(set(ids)), f"{len(ids) - len(set(ids))} repeats after the {what}"
+            errors = [e for w in alive for e in w.values("error")]
+            assert not [e for e in errors if "StoreHistoryError" in e], errors[:3]
+        finally:
+            for w in alive:
+                w.stop()

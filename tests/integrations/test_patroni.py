@@ -76,6 +76,7 @@ def test_patroni_synchronous_mode_loses_nothing_through_its_events_behind_a_url_
                 cluster.wait_streaming(120)  # the other member is back (and synchronous) before the next event
                 ids = [i for w in alive for i in w.ids()]
                 assert len(ids) == len(set(ids)), f"{len(ids) - len(set(ids))} repeats after the {what}"
+                print(f"after the {what}: {len(ids)} ids, refusals so far {[w.refusals() for w in alive]}")
             errors = [e for w in alive for e in w.values("error")]
             assert not [e for e in errors if "StoreHistoryError" in e], errors[:3]
         finally:

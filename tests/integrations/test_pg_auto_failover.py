@@ -56,6 +56,7 @@ def test_pg_auto_failover_loses_nothing_through_a_switchover_a_killed_postmaster
                 formation.wait_settled(120)  # the other node is back (and synchronous) before the next event
                 ids = [i for w in alive for i in w.ids()]
                 assert len(ids) == len(set(ids)), f"{len(ids) - len(set(ids))} repeats after the {what}"
+                print(f"after the {what}: {len(ids)} ids, refusals so far {[w.refusals() for w in alive]}")
             errors = [e for w in alive for e in w.values("error")]
             assert not [e for e in errors if "StoreHistoryError" in e], errors[:3]
         finally:

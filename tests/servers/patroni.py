@@ -191,14 +191,21 @@ class PatroniCluster(StartedAndStopped):
         raise BackendUnavailableError(f"no Patroni leader (other than {other_than}): {self.logs()}")
 
     def wait_streaming(self, timeout: float = 60.0) -> None:
-        """Until every member runs and each replica streams (in synchronous mode: one is listed as
-        the synchronous standby)."""
+        """Until every member runs and each replica streams on the leader's timeline, caught up
+        (in synchronous mode: one is listed as the synchronous standby).  Right after an event a
+        replica can show a stale lag of megabytes on the old timeline; a stall begun then left it
+        further behind than Patroni's ``maximum_lag_on_failover`` (1 MB), and Patroni, rightly,
+        promoted nothing."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             rows = self.cluster().get("members", [])
             replicas = [r for r in rows if r.get("role") != "leader"]
+            leading = [r.get("timeline") for r in rows if r.get("role") == "leader"]
             running = len(rows) == len(self.members) and all(r.get("state") in ("running", "streaming") for r in rows)
-            streaming = all(r.get("lag") not in (None, "unknown") for r in replicas)
+            streaming = all(
+                isinstance(r.get("lag"), int) and r["lag"] < 256 * 1024 and [r.get("timeline")] == leading
+                for r in replicas
+            )
             synced = not self.synchronous or any(r.get("role") == "sync_standby" for r in rows)
             if running and streaming and synced and self.leader() is not None:
                 return
@@ -236,7 +243,10 @@ class PatroniCluster(StartedAndStopped):
     def fail_over(self) -> PatroniMember:
         """kill -9 of the leader's Patroni and postmaster together (a lost machine): the other
         member takes the leader key when its ttl runs out and promotes itself; the lost member is
-        then started again and re-joins as a replica.  The new leader."""
+        then started again and re-joins as a replica.  The new leader.
+
+        A link stalled in front of the lost leader (``stall_replication``) is cut once it is dead: the
+        WAL it held is never delivered, as with a machine that is gone."""
         old = self.wait_leader()
         assert old.process is not None
         pid = self.postmaster_pid(old)
@@ -244,6 +254,8 @@ class PatroniCluster(StartedAndStopped):
         old.process.wait()
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+        if self.proxies:
+            self.proxies[old.name].cut()
         new = self.wait_leader(90, other_than=old.name)
         self._spawn(old)
         return new

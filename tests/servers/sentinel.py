@@ -102,6 +102,16 @@ class PrivateSentinelCell(StartedAndStopped):
         self._wait_for_primary(self.replica.port)
         wait_online(self.replica.url, 1)
 
+    def kill_primary(self) -> PrivateRedis:
+        """kill -9 of the primary; returns once the Sentinels name the replica the primary (after
+        ``down_after_ms`` and their election).  The old primary, stopped: ``start()`` it again to have
+        it come back from its AOF."""
+        assert self.replica is not None
+        old, self.primary, self.replica = self.primary, self.replica, self.primary
+        old.stop()
+        self._wait_for_primary(self.primary.port)
+        return old
+
     def stop(self) -> None:
         for process in self.processes:
             if process.poll() is None:

@@ -119,6 +119,14 @@ class Worker:
         with self._cond:
             return [line.split(" ", 1)[1] for line in self.lines if line.startswith(key + " ")]
 
+    def refusals(self) -> dict[str, int]:
+        """How many times each error type refused this worker so far (what a failover cost it)."""
+        counts: dict[str, int] = {}
+        for error in self.values("error"):
+            kind = error.split(" ", 1)[0]
+            counts[kind] = counts.get(kind, 0) + 1
+        return counts
+
     def fetches(self) -> int:
         with self._cond:
             return next(int(line.split()[1]) for line in self.lines if line.startswith("fetches "))

@@ -15,6 +15,7 @@ import secrets
 import pytest
 
 from tests import system
+from tests.integrations.events import go_on_through
 from tests.tickets.procs import Worker, start_together
 
 sa = pytest.importorskip("sqlalchemy")
@@ -45,20 +46,7 @@ def test_pg_auto_failover_loses_nothing_through_a_switchover_a_killed_postmaster
                 ("kill -9 of the postmaster", formation.kill_postmaster),
                 ("failover (kill -9 of the primary's pg_autoctl and postmaster)", formation.fail_over),
             ]
-            for what, act in events:
-                act()
-                counts = {id(w): len(w.ids()) for w in alive}
-                for w in alive:  # the same processes go on, on whichever node is the primary now
-                    try:
-                        w.wait_for_ids(counts[id(w)] + 300, timeout=120)
-                    except AssertionError as exc:
-                        raise AssertionError(f"after the {what}: {exc}\n{formation.logs()}") from None
-                formation.wait_settled(120)  # the other node is back (and synchronous) before the next event
-                ids = [i for w in alive for i in w.ids()]
-                assert len(ids) == len(set(ids)), f"{len(ids) - len(set(ids))} repeats after the {what}"
-                print(f"after the {what}: {len(ids)} ids, refusals so far {[w.refusals() for w in alive]}")
-            errors = [e for w in alive for e in w.values("error")]
-            assert not [e for e in errors if "StoreHistoryError" in e], errors[:3]
+            go_on_through(alive, events, lambda: formation.wait_settled(120), formation.logs)
         finally:
             for w in alive:
                 w.stop()

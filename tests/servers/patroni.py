@@ -6,7 +6,8 @@ stopped and deleted by the code that started it, also when a test fails.
 Clients connect as production's do with Patroni and no proxy: a libpq multi-host URL with
 ``target_session_attrs=read-write``, which finds the member that leads now.  The timings are
 Patroni's defaults scaled down (``ttl`` 10 s, ``loop_wait`` 1 s, ``retry_timeout`` 4 s) so a
-failover ends within seconds; everything else is Patroni's default, ``synchronous_mode`` as asked.
+failover ends within seconds; everything else is Patroni's default, ``synchronous_mode`` and
+``synchronous_mode_strict`` as asked.
 
 ``switchover()`` is ``patronictl switchover`` (a clean hand-over), ``kill_postmaster()`` a kill -9
 of the leader's postmaster (Patroni restarts it), ``fail_over()`` a kill -9 of the leader's Patroni
@@ -59,8 +60,11 @@ class PatroniMember:
 class PatroniCluster(StartedAndStopped):
     """Two Patroni members over a private etcd (see the module docstring)."""
 
-    def __init__(self, *, synchronous: bool, members: int = 2, major: int = 15, stallable: bool = False) -> None:
+    def __init__(
+        self, *, synchronous: bool, strict: bool = False, members: int = 2, major: int = 15, stallable: bool = False
+    ) -> None:
         self.synchronous = synchronous
+        self.strict = strict
         self.bindir = pg_bindir(major)
         self.patroni = shutil.which("patroni") or "/usr/bin/patroni"
         self.patronictl = shutil.which("patronictl") or "/usr/bin/patronictl"
@@ -104,6 +108,7 @@ class PatroniCluster(StartedAndStopped):
                     "loop_wait": 1,
                     "retry_timeout": 4,
                     "synchronous_mode": self.synchronous,
+                    "synchronous_mode_strict": self.strict,
                     "postgresql": {
                         "use_pg_rewind": True,
                         "parameters": {"wal_log_hints": "on", "max_wal_senders": 5, "max_replication_slots": 5},

@@ -28,8 +28,6 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-import sqlalchemy as sa
-
 from seqid_orm.errors import BackendUnavailableError
 from tests.servers.lifecycle import StartedAndStopped
 from tests.servers.private import free_port, pg_bindir
@@ -147,14 +145,16 @@ class PgAutoFailover(StartedAndStopped):
                         f"the pg_auto_failover monitor did not start: {self.logs()}"
                     ) from None
                 time.sleep(0.5)
-        engine = sa.create_engine(f"postgresql+psycopg://postgres@127.0.0.1:{m.port}/pg_auto_failover")
-        try:
-            with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-                for name, value in _MONITOR_SETTINGS.items():
-                    conn.exec_driver_sql(f"ALTER SYSTEM SET {name} = '{value}'")
-                conn.exec_driver_sql("SELECT pg_reload_conf()")
-        finally:
-            engine.dispose()
+        # ALTER SYSTEM runs outside a transaction block: a connection that autocommits from its start
+        # (switching a SQLAlchemy connection to AUTOCOMMIT once failed in CI: psycopg found it INTRANS)
+        import psycopg
+
+        with psycopg.connect(
+            f"host=127.0.0.1 port={m.port} user=postgres dbname=pg_auto_failover", autocommit=True
+        ) as conn:
+            for name, value in _MONITOR_SETTINGS.items():
+                conn.execute(f"ALTER SYSTEM SET {name} = '{value}'")  # type: ignore[arg-type]
+            conn.execute("SELECT pg_reload_conf()")
         for node in self.nodes:  # one at a time: the first becomes the primary
             self._create_node(node)
             self.wait_settled(timeout, len(self.nodes[: self.nodes.index(node) + 1]))

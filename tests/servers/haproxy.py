@@ -16,7 +16,7 @@ import tempfile
 import time
 
 from seqid_orm.errors import BackendUnavailableError
-from tests.servers.lifecycle import StartedAndStopped
+from tests.servers.lifecycle import StartedAndStopped, end, read_log
 from tests.servers.private import free_port
 
 
@@ -77,18 +77,8 @@ listen primary
                 time.sleep(0.1)
 
     def log(self) -> str:
-        try:
-            with open(os.path.join(self.tmp, "haproxy.log"), errors="replace") as f:
-                return f.read()[-3000:]
-        except OSError:
-            return ""
+        return read_log(os.path.join(self.tmp, "haproxy.log"), 3000)
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        end(self.process)
         shutil.rmtree(self.tmp, ignore_errors=True)

@@ -17,6 +17,7 @@ import tempfile
 import time
 
 from seqid_orm.errors import BackendUnavailableError
+from tests.servers.lifecycle import end, read_log
 from tests.servers.private import free_port
 
 PACKAGED = "/etc/pgbouncer/pgbouncer.ini"
@@ -82,20 +83,10 @@ class PrivatePgBouncer:
         raise BackendUnavailableError(f"pgbouncer did not listen on port {self.port}: {self.log()[-1500:]}")
 
     def log(self) -> str:
-        try:
-            with open(os.path.join(self.tmp, "pgbouncer.log"), errors="replace") as f:
-                return f.read()
-        except OSError:
-            return ""
+        return read_log(os.path.join(self.tmp, "pgbouncer.log"))
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        end(self.process)
 
     def __enter__(self) -> PrivatePgBouncer:
         return self.start()

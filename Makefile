@@ -70,22 +70,18 @@ $(DEMO_STAMP): pyproject.toml | $(BIN)/python
 demo: $(DEMO_STAMP)
 	$(BIN)/seqid demo
 
-# Everything: the main suite in its two parts (test-core); when its shared-state part ends (about
-# half-way through the rest), side by side with the rest: the Django suite once per settings module,
-# the awaitable API's tests in asyncio's debug mode and the documentation's examples (they mostly wait
-# on servers, a lease's cold start among them). MariaDB sees no more at once than before: the
-# shared-state part holds every MariaDB test of the main suite. One failing part does not hide the
+# Everything: the core and SQLAlchemy suite; then, side by side, the Django suite once per settings
+# module, the awaitable API's tests in asyncio's debug mode and the documentation's examples (they
+# mostly wait on servers, a lease's cold start among them). One failing part does not hide the
 # others: every part runs, and `make test` fails at the end if any did.
 test: $(STAMP) mysqlclient
 	@failed=""; status="$$(mktemp -d)"; \
-	{ $(REST_PART); echo $$? >"$$status/rest"; } & \
-	{ $(SHARED_STATE_PART) 2>&1; echo $$? >"$$status/shared"; } | sed -u 's/^/[shared-state] /'; \
+	$(MAKE) --no-print-directory test-core || failed="$$failed test-core"; \
 	for part in test-async-debug test-docs; do \
 	  { { $(MAKE) --no-print-directory $$part 2>&1; echo $$? >"$$status/$$part"; } | sed -u "s/^/[$$part] /"; } & \
 	done; \
 	$(MAKE) --no-print-directory test-django || failed="$$failed test-django"; \
 	wait; \
-	case "$$(cat "$$status/rest"),$$(cat "$$status/shared")" in 0,0|0,5|5,0) ;; *) failed="$$failed test-core" ;; esac; \
 	for part in test-async-debug test-docs; do [ "$$(cat "$$status/$$part")" = 0 ] || failed="$$failed $$part"; done; \
 	rm -rf "$$status"; \
 	if [ -n "$$failed" ]; then echo "== make test: FAILED:$$failed" >&2; exit 1; fi
@@ -113,12 +109,11 @@ TEST_WORKERS ?= 3
 PART_ARGS := -v --durations=10
 # tests/async_ids run once, in asyncio's debug mode (test-async-debug, a part of make test)
 CORE_ARGS := --ignore=tests/async_ids
-SHARED_STATE_PART = $(BIN)/python -m pytest --part shared-state -n 1 $(PART_ARGS) $(CORE_ARGS) $(PYTEST_ARGS)
-REST_PART = $(BIN)/python -m pytest --part rest -n $(TEST_WORKERS) --dist worksteal $(PART_ARGS) $(CORE_ARGS) $(PYTEST_ARGS)
 test-core: $(STAMP) mysqlclient
 	@status="$$(mktemp)"; \
-	{ $(SHARED_STATE_PART) 2>&1; echo $$? >"$$status"; } | sed -u 's/^/[shared-state] /' & \
-	$(REST_PART); rest=$$?; \
+	{ $(BIN)/python -m pytest --part shared-state -n 1 $(PART_ARGS) $(CORE_ARGS) $(PYTEST_ARGS) 2>&1; echo $$? >"$$status"; } \
+	  | sed -u 's/^/[shared-state] /' & \
+	$(BIN)/python -m pytest --part rest -n $(TEST_WORKERS) --dist worksteal $(PART_ARGS) $(CORE_ARGS) $(PYTEST_ARGS); rest=$$?; \
 	wait; shared="$$(cat "$$status")"; rm -f "$$status"; \
 	case "$$rest,$$shared" in 0,0|0,5|5,0) ;; *) exit 1 ;; esac  # 5: the arguments select none of a part
 

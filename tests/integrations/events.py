@@ -6,7 +6,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tests.tickets.procs import Worker
+from tests.tickets.procs import Worker, start_together
+
+
+def drawing(urls: list[str], name: str, options: dict[str, object], first: int = 300) -> list[Worker]:
+    """One ticket worker process per URL on sequence ``name``, started together, each past its
+    ``first`` ids; they keep asking through refusals for 600 s (a stack's events)."""
+    workers = [Worker(servers=url, name=name, count=10**7, pace=0.001, persist=600.0, options=options) for url in urls]
+    start_together(workers)
+    for w in workers:
+        w.wait_for_ids(first)
+    return workers
 
 
 def go_on_through(

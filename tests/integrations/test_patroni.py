@@ -16,8 +16,8 @@ import time
 import pytest
 
 from tests import system
-from tests.integrations.events import go_on_through
-from tests.tickets.procs import Worker, start_together
+from tests.integrations.events import drawing, go_on_through
+from tests.tickets.procs import Worker
 
 sa = pytest.importorskip("sqlalchemy")
 pytest.importorskip("psycopg")
@@ -47,14 +47,8 @@ def test_patroni_synchronous_mode_loses_nothing_through_its_events_behind_a_url_
         HAProxy([(m.pg_port, m.rest_port) for m in cluster.members]) as haproxy,
     ):
         options = {"block_size": 50, "timeout": TIMEOUT}  # no accept_state_loss: the sync standby covers it
-        alive = [
-            Worker(servers=url, name=name, count=10**7, pace=0.001, persist=600.0, options=options)
-            for url in (cluster.url, cluster.url, haproxy.url())
-        ]
+        alive = drawing([cluster.url, cluster.url, haproxy.url()], name, options)
         try:
-            start_together(alive)
-            for w in alive:
-                w.wait_for_ids(300)
             events = [
                 ("switchover", cluster.switchover),
                 ("kill -9 of the postmaster", cluster.kill_postmaster),
@@ -87,14 +81,8 @@ def test_patroni_strict_synchronous_mode_has_callers_wait_instead_of_refusing_th
     name = f"patroni-{secrets.token_hex(4)}"
     with PatroniCluster(synchronous=True, strict=True) as cluster:
         options = {"block_size": 50, "timeout": TIMEOUT}
-        alive = [
-            Worker(servers=cluster.url, name=name, count=10**7, pace=0.001, persist=600.0, options=options)
-            for _ in range(3)
-        ]
+        alive = drawing([cluster.url] * 3, name, options)
         try:
-            start_together(alive)
-            for w in alive:
-                w.wait_for_ids(300)
             events = [
                 ("switchover", cluster.switchover),
                 ("failover (kill -9 of the leader's Patroni and postmaster)", cluster.fail_over),
@@ -157,14 +145,7 @@ def test_patroni_asynchronous_mode_refuses_after_each_event_until_repaired_and_r
         options = {"block_size": 50, "timeout": TIMEOUT, "accept_state_loss": True}
 
         def workers() -> list[Worker]:
-            started = [
-                Worker(servers=cluster.url, name=name, count=10**7, pace=0.001, persist=600.0, options=options)
-                for _ in range(3)
-            ]
-            start_together(started)
-            for w in started:
-                w.wait_for_ids(200)
-            return started
+            return drawing([cluster.url] * 3, name, options, first=200)
 
         every: list[Worker] = []
         try:

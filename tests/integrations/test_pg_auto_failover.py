@@ -15,8 +15,7 @@ import secrets
 import pytest
 
 from tests import system
-from tests.integrations.events import go_on_through
-from tests.tickets.procs import Worker, start_together
+from tests.integrations.events import drawing, go_on_through
 
 sa = pytest.importorskip("sqlalchemy")
 pytest.importorskip("psycopg")
@@ -33,14 +32,8 @@ def test_pg_auto_failover_loses_nothing_through_a_switchover_a_killed_postmaster
     name = f"pgaf-{secrets.token_hex(4)}"
     with PgAutoFailover() as formation:
         options = {"block_size": 50, "timeout": TIMEOUT}  # no accept_state_loss: the secondary is synchronous
-        alive = [
-            Worker(servers=formation.url, name=name, count=10**7, pace=0.001, persist=600.0, options=options)
-            for _ in range(3)
-        ]
+        alive = drawing([formation.url] * 3, name, options)
         try:
-            start_together(alive)
-            for w in alive:
-                w.wait_for_ids(300)
             events = [
                 ("switchover", formation.switchover),
                 ("kill -9 of the postmaster", formation.kill_postmaster),

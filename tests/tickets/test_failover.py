@@ -413,6 +413,88 @@ def test_an_old_redis_primary_restarted_alone_is_refused_by_a_store_that_never_s
     assert len(drawn) == 50 and len(set(drawn)) == 50
 
 
+@pytest.mark.system("redis-server")
+def test_a_replica_promoted_without_a_confirmed_write_is_refused_by_every_process_until_repair():
+    """Issue 45, item 3: ``WAIT`` counts replicas, not which ones.  Replica B detaches (an operator's
+    ``REPLICAOF NO ONE``: its history forks there) and C attaches in its place, so the primary serves
+    two again and writes go on, confirmed by A and C.  Then B is made the primary (the clients' address
+    moved to it, the other replicas following it, as Sentinel does).  B lacks blocks handed out: its
+    counter stands below them (asserted), so going on would repeat them.  The store that saw them
+    confirmed refuses, from Redis's own record of where B left the old history, and marks the data
+    set: a process started afterwards, which saw nothing, refuses too, and a lease namespace's next
+    holder waits the quarantine.  After ``repair`` every id is new."""
+    import asyncio
+
+    import redis
+
+    from seqid_orm.allocation.stores.redis import KEY_PREFIX, RedisLeaseStore
+    from tests.servers.private import PrivateRedis
+    from tests.servers.proxy import StallableProxy
+
+    name = f"forked-{secrets.token_hex(4)}"
+    namespace = f"ns-{secrets.token_hex(4)}"
+    quarantine = 400  # ms: what a reborn namespace's next holder waits
+
+    def follow(replica, primary) -> None:
+        client = redis.Redis.from_url(replica.url)
+        client.replicaof("127.0.0.1", str(primary.port))
+        client.close()
+
+    with (
+        PrivateRedis("redis-server", *REDIS_DURABLE) as primary,
+        PrivateRedis("redis-server", *REDIS_DURABLE, "--replicaof", "127.0.0.1", str(primary.port)) as a,
+        PrivateRedis("redis-server", *REDIS_DURABLE, "--replicaof", "127.0.0.1", str(primary.port)) as b,
+        StallableProxy(primary.port) as vip,
+    ):
+        url = f"redis://127.0.0.1:{vip.port}/0"
+        wait_synced(primary.url, 2)
+        seq = TicketSequence(name, url, block_size=10, timeout=5.0, double_buffer=False)
+        leases = RedisLeaseStore(url)
+        try:
+            drawn = _persisting(seq.next_ids, 20)  # two blocks, each confirmed by A and B
+            assert leases.acquire(namespace, "t1", 8, 5_000, quarantine) is not None
+            promoted = redis.Redis.from_url(b.url)
+            promoted.replicaof("NO", "ONE")
+            wait_synced(primary.url, 1)
+            with PrivateRedis("redis-server", *REDIS_DURABLE, "--replicaof", "127.0.0.1", str(primary.port)) as c:
+                wait_synced(primary.url, 2)
+                drawn += _persisting(seq.next_ids, 20)  # confirmed by A and C: B forked before them
+                time.sleep(quarantine / 1000)
+                assert leases.acquire(namespace, "t2", 8, 5_000, quarantine).wait_ms == 0  # the namespace is old
+                stored = int(promoted.hget(KEY_PREFIX + name, "next_value"))
+                assert stored <= max(drawn), "B has every block: the test did not fork it before them"
+                vip.move_to(b.port)
+                follow(a, b)
+                follow(c, b)
+                wait_synced(b.url, 2)
+
+                with pytest.raises(StoreHistoryError, match=r"left replication history \w+ at offset \d+"):
+                    seq.next_ids(20)
+                # what the store knew, the data set now says to every process
+                assert promoted.hget(KEY_PREFIX + name, "lost") is not None
+                late = TicketSequence(name, url, block_size=10, timeout=5.0, double_buffer=False)
+                try:
+                    with pytest.raises(StoreHistoryError, match="marked lost"):
+                        late.next_id()
+                    with pytest.raises(StoreHistoryError, match="marked lost"):
+                        asyncio.run(late.anext_id())
+                    # the lease store saw its own grant confirmed after B forked: the promotion is
+                    # reported already, so it goes on, and its next holder waits the quarantine
+                    grant = leases.acquire(namespace, "t3", 8, 5_000, quarantine)
+                    assert grant is not None and grant.wait_ms > quarantine / 2
+                    late.repair(above=max(drawn))
+                    assert promoted.hget(KEY_PREFIX + name, "lost") is None
+                    after = _persisting(late.next_ids, 20)
+                finally:
+                    late.close()
+            promoted.close()
+        finally:
+            seq.close()
+            leases.close()
+    assert min(after) > max(drawn)
+    assert len(set(drawn + after)) == len(drawn + after) == 60
+
+
 def test_a_process_whose_own_reservations_survived_an_asynchronous_failover_must_still_refuse(pair_factory):
     """Why seqid refuses every process after a lossy promotion, not only those whose own writes were
     lost (issue 45's "go on when every write *seqid saw* acknowledged lies before the fork").

@@ -36,6 +36,17 @@ Sentinel: ``redis+sentinel://[:password@]host[:port][,host[:port]...]/service[/d
 by default; ``?sentinel_password=`` for Sentinels that ask for one) reaches the primary of
 ``service`` through redis-py's Sentinel client, which asks the Sentinels again after a failover;
 the ``WAIT`` above is what makes the promoted replica safe.
+
+What a promoted replica lacks is known only to the processes that saw it confirmed (a record in the
+data set cannot witness its own loss): every store remembers where its last confirmed write began in
+the primary's replication stream (``INFO replication``, sent in the same round trip instead of
+``ROLE``), and a primary promoted from a replica that left that history before it
+(:func:`~.history.fork_before`: ``WAIT`` counted other replicas, or an operator promoted a detached
+one) is refused with :class:`~seqid_orm.errors.StoreHistoryError`.  The store then marks the data set
+for every process: each ticket counter refuses (``lost``) until ``seqid ticket repair`` moves it
+above the ids in use, and each lease namespace counts as new, so its next holders wait the quarantine.
+A restart cannot be judged so (Redis starts a new replication id at every start); the replica count
+above is what refuses an old primary restarted alone.
 """
 
 from __future__ import annotations
@@ -53,6 +64,7 @@ from ...errors import (
     BackendUnavailableError,
     GeneratorExhaustedError,
     InvalidArgumentError,
+    StoreHistoryError,
     StoreTimeoutError,
     VolatileStoreError,
 )
@@ -67,6 +79,7 @@ from .base import (
     split_state_loss_option,
     vanished,
 )
+from .history import ReplicationPoint, fork_before
 from .steps import Call, PerLoop, Steps, adrive, drive
 
 try:
@@ -84,9 +97,11 @@ _T = TypeVar("_T")
 
 # KEYS[1]: the sequence's hash.  ARGV: step, offset, delta, above ('' for none).  A missing hash is
 # refused, never created: a counter that vanished (a restart without persistence, eviction,
-# FLUSHALL) and started over would hand out its ids again.  A counter at or below ``above`` (what
-# the caller saw it hand out) went back: refused unmoved.  Decimal strings are compared as text
-# (sign, then length, then digits): Lua's numbers are doubles, exact only below 2**53.
+# FLUSHALL) and started over would hand out its ids again.  A counter marked ``lost`` (a store saw
+# that this primary lacks a confirmed write, see _MARK_LOST) is refused until repaired.  A counter
+# at or below ``above`` (what the caller saw it hand out) went back: refused unmoved.  Decimal
+# strings are compared as text (sign, then length, then digits): Lua's numbers are doubles, exact
+# only below 2**53.
 _ALLOCATE = """
 local function at_most(a, b)
   local na, nb = a:sub(1, 1) == '-', b:sub(1, 1) == '-'
@@ -96,8 +111,9 @@ local function at_most(a, b)
   if #x ~= #y then return #x < #y end
   return x <= y
 end
-local stored = redis.call('HMGET', KEYS[1], 'step', 'offset', 'next_value')
+local stored = redis.call('HMGET', KEYS[1], 'step', 'offset', 'next_value', 'lost')
 if not stored[1] then return {'missing'} end
+if stored[4] then return {'lost', stored[4]} end
 if stored[1] ~= ARGV[1] or stored[2] ~= ARGV[2] then
   return {'mismatch', stored[1], stored[2]}
 end
@@ -108,7 +124,8 @@ return {'ok', redis.call('HGET', KEYS[1], 'next_value')}
 
 # KEYS[1]: the sequence's hash.  ARGV: next_value, step, offset.  Creates the row if absent, else
 # raises next_value to ARGV[1] (never lowers it) when step and offset match (decimal strings,
-# compared by length first: Lua's numbers are doubles, exact only below 2**53).
+# compared by length first: Lua's numbers are doubles, exact only below 2**53), and clears the
+# ``lost`` mark: ARGV[1] is above every id in use (``seqid ticket repair``).
 _RAISE = """
 local stored = redis.call('HMGET', KEYS[1], 'next_value', 'step', 'offset')
 if not stored[1] then
@@ -116,6 +133,7 @@ if not stored[1] then
 elseif stored[2] == ARGV[2] and stored[3] == ARGV[3] then
   local old, new = stored[1], ARGV[1]
   if #new > #old or (#new == #old and new > old) then redis.call('HSET', KEYS[1], 'next_value', new) end
+  redis.call('HDEL', KEYS[1], 'lost')
 end
 return redis.call('HMGET', KEYS[1], 'next_value', 'step', 'offset')
 """
@@ -145,6 +163,43 @@ return 1
 """
 
 
+# KEYS[1]: the replication record.  ARGV[1]: the replication id of a promoted primary found lacking
+# confirmed writes.  1 for the first store to report that promotion, which marks the data set; 0 for
+# the others (once marked, or repaired since, the data set says what to do, and marking it again would
+# undo a repair).
+_CLAIM_FORK = """
+if redis.call('HGET', KEYS[1], 'reported') == ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'reported', ARGV[1])
+return 1
+"""
+
+# KEYS[1]: a ticket counter.  ARGV[1]: why.  Marks it lost (refused until repaired), if it is a counter.
+_MARK_LOST = """
+if redis.call('HEXISTS', KEYS[1], 'next_value') == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'lost', ARGV[1])
+return 1
+"""
+
+# KEYS[1]: a lease namespace's marks.  The namespace counts as new from now (Redis's clock): its next
+# holders wait the quarantine, as for a namespace whose holders the store cannot know (_ACQUIRE).
+_REBIRTH = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local t = redis.call('TIME')
+redis.call('HSET', KEYS[1], '_born', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+return 1
+"""
+
+_LEASE_MARKS = "seqid:lease-marks:{*}"
+
+
+def _online(info: dict[str, Any]) -> int:
+    """The replicas an ``INFO replication`` reply lists as in sync (``state=online``): as ``ROLE``,
+    the ones a ``WAIT`` can count."""
+    return sum(
+        1 for k, v in info.items() if k.startswith("slave") and isinstance(v, dict) and v.get("state") == "online"
+    )
+
+
 class _Commands:
     """The I/O the Redis steps ask for, on a redis-py client (:mod:`.steps`: the decisions are
     :class:`_RedisStore`'s, written once; :class:`_AsyncCommands` awaits the same commands on
@@ -162,9 +217,9 @@ class _Commands:
         return registered
 
     def _pipeline(self, text: str, keys: list[str], args: list[Any], waited: int, wait_ms: int) -> Any:
-        """``ROLE``, the script and ``WAIT`` queued on one pipeline (see :meth:`_RedisStore.write`)."""
+        """``INFO replication``, the script and ``WAIT`` queued on one pipeline (see :meth:`_RedisStore.write`)."""
         pipe = self.client.pipeline(transaction=False)
-        pipe.role()
+        pipe.info("replication")
         pipe.eval(text, len(keys), *keys, *args)
         if waited:
             pipe.wait(waited, wait_ms)
@@ -190,6 +245,18 @@ class _Commands:
 
     def written(self, text: str, keys: list[str], args: list[Any], waited: int, wait_ms: int) -> list[Any]:
         return list(self._pipeline(text, keys, args, waited, wait_ms).execute())
+
+    def mark_lost(self, why: str, replid: str) -> int:
+        """Every ticket counter marked lost, every lease namespace reborn; the counters marked, or
+        -1 where another store reported this promotion first."""
+        if not int(self.script(_CLAIM_FORK, [REPLICATION_KEY], [replid])):
+            return -1
+        marked = 0
+        for key in self.client.scan_iter(match=KEY_PREFIX + "*", count=500):
+            marked += int(self.script(_MARK_LOST, [key], [why]))
+        for key in self.client.scan_iter(match=_LEASE_MARKS, count=500):
+            self.script(_REBIRTH, [key], [])
+        return marked
 
 
 class _AsyncCommands(_Commands):
@@ -227,6 +294,16 @@ class _AsyncCommands(_Commands):
         self, text: str, keys: list[str], args: list[Any], waited: int, wait_ms: int
     ) -> list[Any]:
         return list(await self._pipeline(text, keys, args, waited, wait_ms).execute())
+
+    async def mark_lost(self, why: str, replid: str) -> int:  # type: ignore[override]
+        if not int(await self.script(_CLAIM_FORK, [REPLICATION_KEY], [replid])):
+            return -1
+        marked = 0
+        async for key in self.client.scan_iter(match=KEY_PREFIX + "*", count=500):
+            marked += int(await self.script(_MARK_LOST, [key], [why]))
+        async for key in self.client.scan_iter(match=_LEASE_MARKS, count=500):
+            await self.script(_REBIRTH, [key], [])
+        return marked
 
 
 SENTINEL_SCHEME = "redis+sentinel"
@@ -384,6 +461,8 @@ class _RedisStore:
         # its data set records (REPLICATION_KEY); and how many that record holds
         self._replicas = 0
         self._recorded = 0
+        # where the last write every replica confirmed began in the primary's replication stream
+        self._confirmed: ReplicationPoint | None = None
         # WAIT's own limit: a quarter of the deadline, so its answer arrives within the socket's half
         self._wait_ms = max(1, int(timeout * 250))
 
@@ -467,15 +546,18 @@ class _RedisStore:
         self._replicas = max(self._replicas, self._recorded, int(replication.get("connected_slaves", 0)))
         self._durability_checked = True
 
-    def write(self, script: str, keys: list[str], args: list[Any]) -> Steps[Any]:
+    def write(self, script: str, keys: list[str], args: list[Any], *, repair: bool = False) -> Steps[Any]:
         """Run a write ``script``; where writes may be lost, return its reply only once every
         replica confirmed it (see the module docstring).
 
-        One round trip: ``ROLE``, the script and ``WAIT`` are pipelined on one connection (``WAIT``
-        counts that connection's writes, so it cannot be sent again later on a pooled one).  When
-        ``ROLE`` shows a replica this store had not waited for, the write runs once more, waiting
-        for it: every script is safe to run again (a reservation's first block is then never used,
-        an acquisition's first worker id waits out its ttl; the others are idempotent).
+        One round trip: ``INFO replication``, the script and ``WAIT`` are pipelined on one
+        connection (``WAIT`` counts that connection's writes, so it cannot be sent again later on a
+        pooled one).  When the primary serves a replica this store had not waited for, the write
+        runs once more, waiting for it: every script is safe to run again (a reservation's first
+        block is then never used, an acquisition's first worker id waits out its ttl; the others
+        are idempotent).  A primary promoted from a replica that lacks this store's last confirmed
+        write is refused, and the data set marked for every process (the module docstring), except
+        by a ``repair``, which is the answer to that.
         """
         if self.accept_state_loss:
             return (yield Call("script", (script, keys, args)))
@@ -484,11 +566,15 @@ class _RedisStore:
             if waited > self._recorded:  # before the write, whose WAIT then confirms the record too
                 yield Call("script", (_RECORD_REPLICAS, [REPLICATION_KEY], [waited]))
                 self._recorded = waited
-            role, reply, *acked = yield Call("written", (script, keys, args, waited, self._wait_ms))
-            serving = len(role[2]) if len(role) > 2 and _text(role[0]) == "master" else 0
+            info, reply, *acked = yield Call("written", (script, keys, args, waited, self._wait_ms))
+            serving = _online(info) if info.get("role") == "master" else 0
             if serving <= waited:
                 break
             self._replicas = serving  # from now on; this write was not waited for: again
+        known = self._confirmed
+        fork = fork_before(known, info)
+        if known is not None and fork is not None and not repair:
+            yield from self._history_lost(known, fork, str(info.get("master_replid")))
         confirmed = int(acked[0]) if acked else 0
         if confirmed < self._replicas:
             raise StoreTimeoutError(
@@ -498,7 +584,35 @@ class _RedisStore:
                 f"({REPLICATION_KEY}) may be an old primary restarted alone, soon demoted: use the Sentinel URL. "
                 f"Replicas removed for good: HSET {REPLICATION_KEY} replicas N; or pass accept_state_loss=True"
             )
+        if self._replicas:
+            self._remember(ReplicationPoint(str(info.get("master_replid")), int(info.get("master_repl_offset", 0))))
         return reply
+
+    def _remember(self, point: ReplicationPoint) -> None:
+        """Keep the later of two points of one history (threads confirm writes in any order)."""
+        known = self._confirmed
+        if known is None or known.replid != point.replid or known.offset < point.offset:
+            self._confirmed = point
+
+    def _history_lost(self, known: ReplicationPoint, fork: int, replid: str) -> Steps[None]:
+        """Mark the data set for every process (counters refused until repaired, lease namespaces
+        reborn), then refuse: the primary now serving (``replid``) lacks a write this store saw
+        confirmed.  Where another store reported that promotion first, the data set already says
+        what to do (refuse until repaired, or go on after the repair): the write's reply stands."""
+        why = (
+            f"the primary at {self.label} was promoted from a replica that left replication history "
+            f"{known.replid} at offset {fork}, before a write confirmed there (after offset {known.offset}): "
+            "it lacks acknowledged writes, and its counters may hand out ids already in use"
+        )
+        self._confirmed = None  # the data set says it from now on
+        marked = yield Call("mark_lost", (why, replid))
+        if marked < 0:
+            return
+        raise StoreHistoryError(
+            f"{self.what} {self.label}: {why}. Every ticket counter there ({marked}) refuses until `seqid ticket "
+            "repair` moves it above the largest id in use; lease namespaces make their next holders wait the "
+            "quarantine"
+        )
 
     def close(self) -> None:
         if self._owned:
@@ -562,6 +676,11 @@ class RedisTicketStore(_RedisStore):
         status = _text(reply[0])
         if status == "missing":
             raise vanished(name, self.label)
+        if status == "lost":
+            raise StoreHistoryError(
+                f"sequence {name!r} on {self.label} is marked lost: {_text(reply[1])}. Move it above the largest id "
+                "in use with `seqid ticket repair` (TicketSequence.repair()), which clears the mark"
+            )
         if status == "regressed":
             raise regressed(name, self.label, int(_text(reply[1])), above or 0)
         if status == "mismatch":
@@ -599,7 +718,9 @@ class RedisTicketStore(_RedisStore):
     def raise_to(self, row: TicketRow) -> TicketRow:
         def steps() -> Steps[TicketRow]:
             yield from self.check_durability()
-            reply = yield from self.write(_RAISE, [KEY_PREFIX + row.name], [row.next_value, row.step, row.offset])
+            reply = yield from self.write(
+                _RAISE, [KEY_PREFIX + row.name], [row.next_value, row.step, row.offset], repair=True
+            )
             next_value, step, offset = (int(_text(v)) for v in reply)
             return TicketRow(row.name, next_value, step, offset)
 
@@ -758,7 +879,7 @@ class RedisLeaseStore(_RedisStore):
     def namespaces(self) -> list[str]:
         found = set()
         with self._errors():
-            for pattern in ("seqid:lease:{*}:*", "seqid:lease-marks:{*}"):
+            for pattern in ("seqid:lease:{*}:*", _LEASE_MARKS):
                 for key in self.client.scan_iter(match=pattern, count=500):
                     text = _text(key)
                     found.add(text[text.index("{") + 1 : text.index("}")])

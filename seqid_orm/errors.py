@@ -192,7 +192,10 @@ class StoreHistoryError(AllocationError):
     values that processes already used.  Ticket sequences refuse such a store until ``seqid ticket
     repair`` moves the counters above the largest id in use and records the new history.  Where
     every write seqid made waited for a synchronous standby, a promotion loses nothing and is
-    accepted.  The message names the store, both histories and the command to run.
+    accepted.  A Redis primary promoted from a replica that had not received a write a store saw
+    every replica confirm (Redis's ``master_replid2`` and ``second_repl_offset`` say where it left
+    the old history) is refused alike, and its counters marked for every process until repaired.
+    The message names the store, both histories and the command to run.
     """
 
 

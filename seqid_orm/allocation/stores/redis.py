@@ -193,8 +193,8 @@ _LEASE_MARKS = "seqid:lease-marks:{*}"
 
 
 def _online(info: dict[str, Any]) -> int:
-    """The replicas an ``INFO replication`` reply lists as in sync (``state=online``): as ``ROLE``,
-    the ones a ``WAIT`` can count."""
+    """The replicas an ``INFO replication`` reply lists as in sync (``state=online``): the ones a
+    ``WAIT`` can count (one still loading its first copy confirms nothing until it is online)."""
     return sum(
         1 for k, v in info.items() if k.startswith("slave") and isinstance(v, dict) and v.get("state") == "online"
     )

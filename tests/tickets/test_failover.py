@@ -177,18 +177,23 @@ def wait_synced(url: str, n: int) -> None:
         client.close()
 
 
-def _persisting(draw, n: int, within: float = 30.0) -> list[int]:
-    """``draw(n)``, asked again while a replica does not confirm in time (a loaded machine: a
-    refusal is the right answer then, and the test is not about it)."""
+def _answered(call, within: float = 30.0):
+    """``call()``, made again while a replica does not confirm in time (a loaded machine: a refusal
+    is the right answer then, and the test is not about it); any other error is raised."""
     from seqid_orm.errors import StoreTimeoutError
 
     deadline = time.monotonic() + within
     while True:
         try:
-            return list(draw(n))
+            return call()
         except StoreTimeoutError:
             assert time.monotonic() < deadline, "the replica never confirmed a write"
             time.sleep(0.1)
+
+
+def _persisting(draw, n: int, within: float = 30.0) -> list[int]:
+    """``draw(n)`` as :func:`_answered` makes it."""
+    return list(_answered(lambda: draw(n), within))
 
 
 def redis_fail_over(primary, replica, vip) -> None:
@@ -453,7 +458,7 @@ def test_a_replica_promoted_without_a_confirmed_write_is_refused_by_every_proces
         leases = RedisLeaseStore(url)
         try:
             drawn = _persisting(seq.next_ids, 20)  # two blocks, each confirmed by A and B
-            assert leases.acquire(namespace, "t1", 8, 5_000, quarantine) is not None
+            assert _answered(lambda: leases.acquire(namespace, "t1", 8, 5_000, quarantine)) is not None
             promoted = redis.Redis.from_url(b.url)
             promoted.replicaof("NO", "ONE")
             wait_synced(primary.url, 1)
@@ -461,7 +466,8 @@ def test_a_replica_promoted_without_a_confirmed_write_is_refused_by_every_proces
                 wait_synced(primary.url, 2)
                 drawn += _persisting(seq.next_ids, 20)  # confirmed by A and C: B forked before them
                 time.sleep(quarantine / 1000)
-                assert leases.acquire(namespace, "t2", 8, 5_000, quarantine).wait_ms == 0  # the namespace is old
+                # the namespace is old: no wait
+                assert _answered(lambda: leases.acquire(namespace, "t2", 8, 5_000, quarantine)).wait_ms == 0
                 stored = int(promoted.hget(KEY_PREFIX + name, "next_value"))
                 assert stored <= max(drawn), "B has every block: the test did not fork it before them"
                 vip.move_to(b.port)
@@ -475,23 +481,23 @@ def test_a_replica_promoted_without_a_confirmed_write_is_refused_by_every_proces
                 found_at = seconds * 1000 + micros // 1000  # B's clock, before the store finds the loss
                 with pytest.raises(StoreHistoryError, match=r"left replication history \w+ at offset \d+"):
                     if awaited:  # found, and the data set marked, on the loop's redis.asyncio client
-                        asyncio.run(seq.anext_ids(20))
+                        _answered(lambda: asyncio.run(seq.anext_ids(20)))
                     else:
-                        seq.next_ids(20)
+                        _answered(lambda: seq.next_ids(20))
                 # what the store knew, the data set now says to every process
                 assert promoted.hget(KEY_PREFIX + name, "lost") is not None
                 late = TicketSequence(name, url, block_size=10, timeout=5.0, double_buffer=False)
                 try:
                     with pytest.raises(StoreHistoryError, match="marked lost"):
-                        late.next_id()
+                        _answered(late.next_id)
                     with pytest.raises(StoreHistoryError, match="marked lost"):
-                        asyncio.run(late.anext_id())
+                        _answered(lambda: asyncio.run(late.anext_id()))
                     # the lease store saw its own grant confirmed after B forked: the promotion is
                     # reported already, so it goes on, and its next holder waits the quarantine
                     assert born < found_at <= int(promoted.hget(marks, "_born"))  # new from the finding on
-                    grant = leases.acquire(namespace, "t3", 8, 5_000, 60_000)
+                    grant = _answered(lambda: leases.acquire(namespace, "t3", 8, 5_000, 60_000))
                     assert grant is not None and grant.wait_ms > 0
-                    late.repair(above=max(drawn))
+                    _answered(lambda: late.repair(above=max(drawn)))
                     assert promoted.hget(KEY_PREFIX + name, "lost") is None
                     after = _persisting(late.next_ids, 20)
                 finally:

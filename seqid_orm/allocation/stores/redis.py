@@ -246,17 +246,9 @@ class _Commands:
     def written(self, text: str, keys: list[str], args: list[Any], waited: int, wait_ms: int) -> list[Any]:
         return list(self._pipeline(text, keys, args, waited, wait_ms).execute())
 
-    def mark_lost(self, why: str, replid: str) -> int:
-        """Every ticket counter marked lost, every lease namespace reborn; the counters marked, or
-        -1 where another store reported this promotion first."""
-        if not int(self.script(_CLAIM_FORK, [REPLICATION_KEY], [replid])):
-            return -1
-        marked = 0
-        for key in self.client.scan_iter(match=KEY_PREFIX + "*", count=500):
-            marked += int(self.script(_MARK_LOST, [key], [why]))
-        for key in self.client.scan_iter(match=_LEASE_MARKS, count=500):
-            self.script(_REBIRTH, [key], [])
-        return marked
+    def keys(self, pattern: str) -> list[Any]:
+        """Every key matching ``pattern`` (``SCAN``, never ``KEYS``, which blocks the server)."""
+        return list(self.client.scan_iter(match=pattern, count=500))
 
 
 class _AsyncCommands(_Commands):
@@ -295,15 +287,8 @@ class _AsyncCommands(_Commands):
     ) -> list[Any]:
         return list(await self._pipeline(text, keys, args, waited, wait_ms).execute())
 
-    async def mark_lost(self, why: str, replid: str) -> int:  # type: ignore[override]
-        if not int(await self.script(_CLAIM_FORK, [REPLICATION_KEY], [replid])):
-            return -1
-        marked = 0
-        async for key in self.client.scan_iter(match=KEY_PREFIX + "*", count=500):
-            marked += int(await self.script(_MARK_LOST, [key], [why]))
-        async for key in self.client.scan_iter(match=_LEASE_MARKS, count=500):
-            await self.script(_REBIRTH, [key], [])
-        return marked
+    async def keys(self, pattern: str) -> list[Any]:  # type: ignore[override]
+        return [key async for key in self.client.scan_iter(match=pattern, count=500)]
 
 
 SENTINEL_SCHEME = "redis+sentinel"
@@ -571,10 +556,11 @@ class _RedisStore:
             if serving <= waited:
                 break
             self._replicas = serving  # from now on; this write was not waited for: again
+        replid = str(info.get("master_replid"))
         known = self._confirmed
         fork = fork_before(known, info)
         if known is not None and fork is not None and not repair:
-            yield from self._history_lost(known, fork, str(info.get("master_replid")))
+            yield from self._history_lost(known, fork, replid)
         confirmed = int(acked[0]) if acked else 0
         if confirmed < self._replicas:
             raise StoreTimeoutError(
@@ -585,7 +571,7 @@ class _RedisStore:
                 f"Replicas removed for good: HSET {REPLICATION_KEY} replicas N; or pass accept_state_loss=True"
             )
         if self._replicas:
-            self._remember(ReplicationPoint(str(info.get("master_replid")), int(info.get("master_repl_offset", 0))))
+            self._remember(ReplicationPoint(replid, int(info.get("master_repl_offset", 0))))
         return reply
 
     def _remember(self, point: ReplicationPoint) -> None:
@@ -605,9 +591,13 @@ class _RedisStore:
             "it lacks acknowledged writes, and its counters may hand out ids already in use"
         )
         self._confirmed = None  # the data set says it from now on
-        marked = yield Call("mark_lost", (why, replid))
-        if marked < 0:
-            return
+        if not int((yield Call("script", (_CLAIM_FORK, [REPLICATION_KEY], [replid])))):
+            return  # another store reported this promotion first
+        marked = 0
+        for key in (yield Call("keys", (KEY_PREFIX + "*",))):
+            marked += int((yield Call("script", (_MARK_LOST, [key], [why]))))
+        for key in (yield Call("keys", (_LEASE_MARKS,))):
+            yield Call("script", (_REBIRTH, [key], []))
         raise StoreHistoryError(
             f"{self.what} {self.label}: {why}. Every ticket counter there ({marked}) refuses until `seqid ticket "
             "repair` moves it above the largest id in use; lease namespaces make their next holders wait the "

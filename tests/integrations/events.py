@@ -1,4 +1,4 @@
-"""What the tests of the production stacks (Patroni, pg_auto_failover) ask of worker processes
+"""What the tests of the production stacks (Patroni, pg_auto_failover, Redis Sentinel) ask of worker processes
 through a stack's own events: the same processes go on by themselves after each one, no id repeats,
 and none is refused for its store's history (no ``seqid ticket repair`` needed)."""
 
@@ -13,9 +13,14 @@ def drawing(urls: list[str], name: str, options: dict[str, object], first: int =
     """One ticket worker process per URL on sequence ``name``, started together, each past its
     ``first`` ids; they keep asking through refusals for 600 s (a stack's events)."""
     workers = [Worker(servers=url, name=name, count=10**7, pace=0.001, persist=600.0, options=options) for url in urls]
-    start_together(workers)
-    for w in workers:
-        w.wait_for_ids(first)
+    try:
+        start_together(workers)
+        for w in workers:
+            w.wait_for_ids(first)
+    except BaseException:  # none is left drawing for its 600 s after the test
+        for w in workers:
+            w.stop()
+        raise
     return workers
 
 

@@ -15,6 +15,7 @@ pytest.importorskip("redis")
 from seqid_orm import Snowflake, TicketSequence, WorkerLease
 from seqid_orm.allocation.stores.redis import SentinelURL
 from seqid_orm.errors import InvalidArgumentError
+from tests.integrations.events import drawing
 from tests.tickets.procs import Worker, start_together
 
 
@@ -128,15 +129,9 @@ def test_a_killed_primary_restarted_beside_its_successor_repeats_nothing_on_a_pl
     name = f"sentinel-{secrets.token_hex(4)}"
     options = {"block_size": 50, "timeout": 2.0}
     with PrivateSentinelCell(down_after_ms=3000) as cell:
-        workers = [
-            Worker(servers=[cell.url], name=name, count=10**7, pace=0.001, persist=200, options=options)
-            for _ in range(3)
-        ]
+        workers = drawing([cell.url] * 3, name, options)
         late: Worker | None = None
         try:
-            start_together(workers)
-            for w in workers:
-                w.wait_for_ids(300)
             old = cell.kill_primary()
             old.start()  # from its AOF: a primary with no replica, until Sentinel demotes it
             late = Worker(servers=[old.url], name=name, count=10**7, pace=0.001, persist=200, options=options)

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 from seqid_orm.errors import BackendUnavailableError
 from tests.servers.etcd import EtcdCluster
-from tests.servers.lifecycle import StartedAndStopped
+from tests.servers.lifecycle import StartedAndStopped, read_log
 from tests.servers.private import _as_postgres, free_port, pg_bindir
 from tests.servers.proxy import StallableProxy
 
@@ -277,11 +277,8 @@ class PatroniCluster(StartedAndStopped):
             proxy.resume()
 
     def logs(self) -> str:
-        out = []
-        for m in self.members:
-            with contextlib.suppress(OSError), open(os.path.join(self.tmp, f"{m.name}.log"), errors="replace") as f:
-                out.append(f"{m.name}: {f.read()[-6000:]}")
-        return "\n".join(out)
+        paths = {m.name: os.path.join(self.tmp, f"{m.name}.log") for m in self.members}
+        return "\n".join(f"{name}: {read_log(path, 6000)}" for name, path in paths.items() if os.path.exists(path))
 
     def stop(self) -> None:
         """Stop every Patroni (each stops its PostgreSQL), then etcd; kill what does not stop."""

@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass, field
 
 from seqid_orm.errors import BackendUnavailableError
-from tests.servers.lifecycle import StartedAndStopped
+from tests.servers.lifecycle import StartedAndStopped, read_log
 from tests.servers.private import free_port, pg_bindir
 
 # the monitor's health checks and its wait for a lost primary to demote itself, scaled down
@@ -229,11 +229,8 @@ class PgAutoFailover(StartedAndStopped):
         return new
 
     def logs(self) -> str:
-        out = []
-        for n in (self.monitor, *self.nodes):
-            with contextlib.suppress(OSError), open(os.path.join(self.tmp, f"{n.name}.log"), errors="replace") as f:
-                out.append(f"{n.name}: {f.read()[-4000:]}")
-        return "\n".join(out)
+        paths = {n.name: os.path.join(self.tmp, f"{n.name}.log") for n in (self.monitor, *self.nodes)}
+        return "\n".join(f"{name}: {read_log(path, 4000)}" for name, path in paths.items() if os.path.exists(path))
 
     def stop(self) -> None:
         """Stop every node's pg_autoctl (each stops its PostgreSQL), then the monitor; kill what does not stop."""

@@ -3,6 +3,7 @@ print, with time-outs."""
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import signal
@@ -121,11 +122,7 @@ class Worker:
 
     def refusals(self) -> dict[str, int]:
         """How many times each error type refused this worker so far (what a failover cost it)."""
-        counts: dict[str, int] = {}
-        for error in self.values("error"):
-            kind = error.split(" ", 1)[0]
-            counts[kind] = counts.get(kind, 0) + 1
-        return counts
+        return dict(collections.Counter(error.split(" ", 1)[0] for error in self.values("error")))
 
     def fetches(self) -> int:
         with self._cond:

@@ -12,7 +12,8 @@ actually use, whatever the version nibble says (many COMB generators keep versio
   first six of ``bytes_le`` (.NET ``Guid`` order, seqid's ``TIME_FIRST_LE``);
 * the last six as SQL Server ``datetime`` (two bytes of days since 1900, four of 1/300 s), as
   NHibernate's ``GuidCombGenerator`` writes them (Jimmy Nilsson's original COMB, 2002);
-* UUID versions 1 and 6 (RFC 9562 section 5.1 and 5.6), seqid's ``SHARDED`` layout;
+* UUID versions 1 and 6 (RFC 9562 section 5.1 and 5.6), seqid's ``SHARDED`` layout, and seqid's
+  adopted keys (version 8 after 16 to 32 one bits, :mod:`seqid_orm.ids.adopted`);
 * integers: Snowflake ids of Twitter's layout (also seqid's default), Discord's epoch, Sonyflake;
 * text: ULID (Crockford base32, time in the first ten characters), bsv, and UUIDs as text.
 
@@ -34,7 +35,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from ..errors import SeqIDError
+from .adopted import recognise
 from .comb import swap_le
+from .layout import Layout
 from .snowflake import SONYFLAKE_EPOCH_MS, TWITTER_EPOCH_MS
 from .text import BASE32_LENGTH, BSV_LENGTH, bsv_parts, decode_base32
 
@@ -133,6 +136,18 @@ def _sharded(i: int) -> int | None:
     return (i >> 80) & ((1 << 44) - 1) if _nibble(i) == 8 and _rfc_variant(i) else None
 
 
+def _adopted(layout: Layout) -> Callable[[int], int | None]:
+    """The time of seqid's adopted keys made for engines of ``layout``'s order (:mod:`.adopted`)."""
+
+    def decode(i: int) -> int | None:
+        fmt = recognise(i)
+        if fmt is None or fmt.order != layout.order:
+            return None
+        return fmt.decode(fmt.from_uuid_int(i))[0]
+
+    return decode
+
+
 def _sqlserver_datetime(i: int) -> int | None:
     days, ticks = (i >> 32) & 0xFFFF, i & 0xFFFF_FFFF
     if ticks >= _SQLSERVER_TICKS_PER_DAY:
@@ -145,6 +160,8 @@ _UUID_FORMATS: tuple[tuple[str, str | None, Callable[[int], int | None]], ...] =
     ("uuid7", "time_first", _v7),
     ("uuid6", "time_first", _v6),
     ("uuid1", None, _v1),
+    ("adopted", "time_first", _adopted(Layout.TIME_FIRST)),
+    ("adopted-time-last", "time_last", _adopted(Layout.TIME_LAST)),
     ("sharded", "sharded", _sharded),
     ("comb-time-first", "time_first", lambda i: i >> 80),
     ("comb-time-first-le", "time_first_le", lambda i: swap_le(i) >> 80),

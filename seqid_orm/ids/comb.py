@@ -48,6 +48,7 @@ from typing import Any, Literal, overload
 
 from ..errors import ArgumentTypeError, GeneratorExhaustedError, InvalidArgumentError, InvalidIDError, SeqIDError
 from . import _uuid, randomness
+from .adopted import AdoptedFormat, adopted_format, recognise
 from .layout import Layout, as_layout
 from .randomness import POOL, on_fork
 
@@ -269,8 +270,11 @@ _COMPOSE: dict[Layout, Callable[[int, int, int], int]] = {
 }
 
 
-def decode_comb(value: uuid.UUID, layout: Layout) -> tuple[int, int]:
-    """Return ``(unix_ms, counter)`` of a value generated in ``layout``."""
+def decode_comb(value: uuid.UUID, layout: Layout, above: int = 0) -> tuple[int, int]:
+    """Return ``(unix_ms, counter)`` of a value generated in ``layout`` (with ``above`` one bits first)."""
+    if above:
+        fmt = adopted_format(layout, above)
+        return fmt.decode(fmt.from_uuid_int(value.int))
     return _decode_int(value.int, layout)
 
 
@@ -291,7 +295,8 @@ def _decode_int(i: int, layout: Layout) -> tuple[int, int]:
 def layout_of(value: uuid.UUID) -> Layout | None:
     """The layout a seqid time-ordered UUID was generated in, read from its fixed bits.
 
-    ``None`` when the bits match no layout (a UUIDv4, a wrapping-prefix id, a foreign id).
+    ``None`` when the bits match no layout (a UUIDv4, a wrapping-prefix id, a foreign id).  An
+    adopted key (:func:`adopted_of`) is version 8 as ``SHARDED`` ids are, and reads as that here.
     """
     i = value.int
     variant3 = (i >> 61) & 0b111
@@ -305,6 +310,15 @@ def layout_of(value: uuid.UUID) -> Layout | None:
     if variant3 == 0b110 and nibble == 5:
         return Layout.TIME_FIRST_LE
     return None
+
+
+def adopted_of(value: uuid.UUID) -> tuple[Layout, int] | None:
+    """``(layout, above)`` of an adopted key (a version 8 with 16 to 32 leading one bits in byte order
+    or in SQL Server's, :mod:`seqid_orm.ids.adopted`), else ``None``."""
+    fmt = recognise(value.int)
+    if fmt is None:
+        return None
+    return (Layout.TIME_FIRST if fmt.identity else Layout.TIME_LAST), fmt.above
 
 
 _LIVE: weakref.WeakSet[CombGenerator] = weakref.WeakSet()
@@ -327,6 +341,10 @@ class CombGenerator:
 
     ``shards`` (``SHARDED`` only: 2, 4, 8 or 16, the default) is how many key ranges the ids
     spread over; each id draws its shard at random, and within a shard ids strictly increase.
+
+    ``above`` (0, or one of :data:`~seqid_orm.ids.adopted.ABOVE_BITS`) makes the keys of a column
+    that already held keys: that many one bits first, then the time, so that they sort after the
+    old keys (see :mod:`seqid_orm.ids.adopted`; the adapters choose it from the column's keys).
     """
 
     def __init__(
@@ -335,22 +353,50 @@ class CombGenerator:
         *,
         clock: Callable[[], int] = time.time_ns,
         shards: int | None = None,
+        above: int = 0,
     ) -> None:
         self.layout = as_layout(layout)
-        self._compose = _COMPOSE[self.layout]
-        self._ms_max = _MS_LIMIT[self.layout]
         self.shards = self._check_shards(shards)
+        self.above = self._check_above(above)
         # shard bits < shards, the rest as drawn
         self._shard_keep = ((self.shards - 1) << 60) | ((1 << 60) - 1) if self.layout is Layout.SHARDED else 0
+        self._adopted: AdoptedFormat | None = None
+        self._compose: Callable[[int, int, int], int]
+        self._head: Callable[[int], int]
+        self._decode: Callable[[int, Layout], tuple[int, int]]
+        if self.above:
+            self._adopted = fmt = adopted_format(self.layout, self.above)
+            self._compose, self._head = fmt.compose, fmt.head
+            self._decode = lambda i, _layout: fmt.decode(i)  # the layout is the format's
+            self._ms_max = _MS44_MAX
+            bits = fmt.counter_bits
+            self._step = (fmt.counter_shift, fmt.counter_guard)
+            self._mul_mask = (1, (1 << fmt.random_bits) - 1)
+            # contiguous counter (byte order): a batch steps it; else (SQL Server's) compose each id
+            self._kind = 4 if fmt.counter_guard == fmt.counter_shift + fmt.counter_bits else 5
+        else:
+            self._compose, self._head, self._decode = _COMPOSE[self.layout], _HEAD[self.layout], _decode_int
+            self._ms_max = _MS_LIMIT[self.layout]
+            bits = _COUNTER_BITS[self.layout]
+            self._step = _STEP[self.layout]
+            self._mul_mask = _random_part(self.layout, self._shard_keep)
+            self._kind = _KIND[self.layout]
         if self.layout is Layout.SHARDED and self.shards < MAX_SHARDS:
             keep = self._shard_keep
             self._compose = lambda ms, counter, rnd: _compose_sharded(ms, counter, rnd & keep)
-        bits = _COUNTER_BITS[self.layout]
         self._counter_max = (1 << bits) - 1
         self._seed_mask = (1 << (bits - 1)) - 1
         self._clock = clock
         self._build()
         _LIVE.add(self)
+
+    def _check_above(self, above: object) -> int:
+        if isinstance(above, bool) or not isinstance(above, int):
+            raise ArgumentTypeError(f"above must be an int, got {type(above).__name__}")
+        if above == 0:
+            return 0
+        adopted_format(self.layout, above)  # refuses a width or layout that has no adopted keys
+        return above
 
     def _check_shards(self, shards: object) -> int:
         if shards is None:
@@ -399,16 +445,16 @@ class CombGenerator:
         acquire, release = lock.acquire, lock.release
         clock, ms_max = self._clock, self._ms_max
         counter_max, seed_mask = self._counter_max, self._seed_mask
-        compose, head_of, decode = self._compose, _HEAD[layout], _decode_int
+        compose, head_of, decode = self._compose, self._head, self._decode
         mark = randomness.MARK
         pop, refill = POOL.pop, POOL.refill
         new, set_int, set_safe = _new_object, _SET_INT, _SET_SAFE
         UUID, unknown = uuid.UUID, _SAFE_UNKNOWN
-        lowest, guard_bit = _STEP[layout]
+        lowest, guard_bit = self._step
         step, guard = 1 << lowest, 1 << guard_bit
-        mul, mask = _random_part(layout, self._shard_keep)
+        mul, mask = self._mul_mask
         plain = mul == 1
-        kind = _KIND[layout]
+        kind = self._kind
         m30, m32, m48 = 0x3FFF_FFFF, _MASK32, _MASK48
         below_guard = guard - 1
 
@@ -496,6 +542,10 @@ class CombGenerator:
                         ints = [b | (r & m32) for b, r in zip(steps, words, strict=True)]
                     elif kind == 1 and n >= _BYTES_FROM:
                         ints = _time_last_ints(words, h, first)
+                    elif kind == 4:  # adopted keys in byte order: the counter steps its own field
+                        base = compose(ms, first, 0)
+                        steps = range(base, base + (n << lowest), step)
+                        ints = [b | (r & mask) for b, r in zip(steps, words, strict=True)]
                     elif kind == 1:  # TIME_LAST: the counter steps bits 48-60, the random bits go on top
                         steps = range(h | (first << 48), h | ((first + n) << 48), 1 << 48)
                         ints = [
@@ -536,6 +586,21 @@ class CombGenerator:
 
         def get_counter() -> int:
             return decode(state, layout)[1]
+
+        adopted = self._adopted
+        if adopted is not None and not adopted.identity:
+            # SQL Server's adopted keys are composed in its compare order: their bytes move to
+            # their places in uuid.UUID.bytes last (a dearer id, for an engine seqid cannot measure)
+            to_uuid_int, compared_next, compared_ints = adopted.to_uuid_int, next_id, batch_ints
+
+            def next_id() -> uuid.UUID:
+                return _uuid_from_int(to_uuid_int(compared_next().int))
+
+            def batch_ints(n: int) -> list[int]:
+                return list(map(to_uuid_int, compared_ints(n)))
+
+            def batch(n: int) -> list[uuid.UUID]:
+                return _uuids(batch_ints(n))
 
         self._next = next_id
         self._reset = reset
@@ -663,11 +728,27 @@ _DEFAULT: dict[Layout, CombGenerator] = {lay: CombGenerator(lay) for lay in Layo
 _V7 = _DEFAULT[Layout.TIME_FIRST]
 
 
-def generator_for(layout: Layout | str) -> CombGenerator:
+_ADOPTED: dict[tuple[Layout, int], CombGenerator] = {}
+_ADOPTED_LOCK = threading.Lock()
+
+
+def generator_for(layout: Layout | str, above: int = 0) -> CombGenerator:
     """The process's shared generator of ``layout``: the one :func:`comb` and :func:`comb_batch` use,
-    so ids made through any door of one process are strictly increasing in that layout together."""
-    gen = _DEFAULT.get(layout) if isinstance(layout, Layout) else None
-    return gen if gen is not None else _DEFAULT[as_layout(layout)]
+    so ids made through any door of one process are strictly increasing in that layout together.
+    With ``above``, the shared generator of adopted keys of that width (made at the first ask)."""
+    gen = _DEFAULT.get(layout) if isinstance(layout, Layout) and not above else None
+    if gen is not None:
+        return gen
+    lay = as_layout(layout)
+    if not above:
+        return _DEFAULT[lay]
+    gen = _ADOPTED.get((lay, above))
+    if gen is None:
+        with _ADOPTED_LOCK:  # one per width and layout, however many threads ask first at once
+            gen = _ADOPTED.get((lay, above))
+            if gen is None:
+                gen = _ADOPTED[(lay, above)] = CombGenerator(lay, above=above)
+    return gen
 
 
 def _published(fn: Callable[[], uuid.UUID], name: str, doc: str) -> Callable[[], uuid.UUID]:
@@ -702,26 +783,34 @@ def comb_at(
     when: _dt.datetime,
     layout: Layout | str = Layout.TIME_FIRST,
     bound: Bound = "random",
+    *,
+    above: int = 0,
 ) -> uuid.UUID:
     """An id for the instant ``when``: the smallest, the greatest, or a random one.
 
     ``bound="min"``/``"max"`` give the first and last id any seqid generator can produce in
     that millisecond, so ``min(start) <= id < min(end)`` selects rows created in
     ``[start, end)`` as a primary-key range scan.  ``"random"`` is for backfills; such ids are
-    not ordered against each other inside one millisecond.
+    not ordered against each other inside one millisecond.  ``above``: the same for the adopted
+    keys of a column with that many leading one bits (:mod:`seqid_orm.ids.adopted`).
     """
     lay = as_layout(layout)
     ms = datetime_to_ms(when, "when")
-    if ms > _MS_LIMIT[lay]:
+    fmt = adopted_format(lay, above) if above else None
+    limit = _MS44_MAX if fmt is not None else _MS_LIMIT[lay]
+    if ms > limit:
         raise InvalidArgumentError(f"when {when.isoformat()} is past what the {lay.value} layout's time field holds")
+    bits = fmt.counter_bits if fmt is not None else _COUNTER_BITS[lay]
     if bound == "min":
         counter, rnd = 0, 0
     elif bound == "max":
-        counter, rnd = (1 << _COUNTER_BITS[lay]) - 1, (1 << 64) - 1
+        counter, rnd = (1 << bits) - 1, (1 << 64) - 1
     elif bound == "random":
-        counter, rnd = POOL.word() & ((1 << (_COUNTER_BITS[lay] - 1)) - 1), POOL.word()
+        counter, rnd = POOL.word() & ((1 << (bits - 1)) - 1), POOL.word()
     else:
         raise InvalidArgumentError(f"bound must be 'random', 'min' or 'max', got {bound!r}")
+    if fmt is not None:
+        return _uuid_from_int(fmt.to_uuid_int(fmt.compose(ms, counter, rnd)))
     return _uuid_from_int(_COMPOSE[lay](ms, counter, rnd))
 
 

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ..errors import ArgumentTypeError, InvalidArgumentError, InvalidIDError, NoTimestampError
-from .comb import decode_comb, layout_of, ms_to_datetime
+from .adopted import ABOVE_BITS, adopted_format
+from .comb import adopted_of, decode_comb, layout_of, ms_to_datetime
 from .layout import Layout, as_layout
 from .snowflake import Snowflake
 from .text import BASE32_LENGTH, BSV_LENGTH, bsv_parts, decode_base32
@@ -35,8 +36,9 @@ _GREGORIAN_EPOCH = _dt.datetime(1582, 10, 15, tzinfo=_dt.timezone.utc)
 class IdInfo:
     """What :func:`describe` found in an id.
 
-    ``kind``: ``"uuid7"``, ``"comb"`` (a seqid layout other than ``TIME_FIRST``), ``"uuid1"``
-    (MariaDB's ``UUID()``), ``"uuid"`` (no time in it, e.g. a UUIDv4), ``"snowflake"``,
+    ``kind``: ``"uuid7"``, ``"comb"`` (a seqid layout other than ``TIME_FIRST``), ``"adopted"``
+    (seqid's key for a column that held other keys: one bits first, ``parts["above"]`` of them),
+    ``"uuid1"`` (MariaDB's ``UUID()``), ``"uuid"`` (no time in it, e.g. a UUIDv4), ``"snowflake"``,
     ``"bsv"`` or ``"base32"``.  ``timestamp`` is ``None`` when the id carries no time.
     ``parts`` holds the remaining fields (counter, worker id, ...).  ``assumed`` says what was
     taken on trust rather than read from the value (``None`` when nothing was).
@@ -72,9 +74,10 @@ def describe(
 
     * ``uuid.UUID`` (or its 36-character text): a UUIDv7 or a seqid ``TIME_LAST``/
       ``TIME_FIRST_LE`` id, told apart by their fixed bits (``layout=`` forces one); a
-      version-1 or version-6 UUID is read from its 60-bit time; a version-8 UUID is vendor-specific,
-      so it is read as seqid's ``SHARDED`` layout only with ``layout="sharded"``; any other UUID is
-      ``kind="uuid"``, no time.
+      version-1 or version-6 UUID is read from its 60-bit time; a version-8 UUID is vendor-specific:
+      it is read as seqid's adopted key when it starts with 16 to 32 one bits (as the database
+      compares it: ``layout="time_last"`` for SQL Server's order), as the ``SHARDED`` layout only with
+      ``layout="sharded"``, else without a time; any other UUID is ``kind="uuid"``, no time.
     * ``int``: a Snowflake id of ``snowflake``'s profile (Twitter's if none is given).
     * ``str``: 36 characters is a UUID, 26 a base32/ULID id, 32 a bsv id; 32 hex digits are
       refused as ambiguous unless ``kind="uuid"`` or ``kind="bsv"`` says which.
@@ -115,7 +118,23 @@ def describe(
     )
 
 
+def _adopted(value: uuid.UUID, layout: Layout | None) -> tuple[Layout, int] | None:
+    """``(layout, above)`` of an adopted key: as its bits say, or in the order ``layout`` names."""
+    if layout is None:
+        return adopted_of(value)
+    if layout in (Layout.TIME_FIRST, Layout.TIME_LAST):
+        for above in ABOVE_BITS:
+            if adopted_format(layout, above).matches(value.int):
+                return layout, above
+    return None
+
+
 def _describe_uuid(value: uuid.UUID, layout: Layout | None) -> IdInfo:
+    adopted = _adopted(value, layout)
+    if adopted is not None:
+        order_of, above = adopted
+        ms, counter = decode_comb(value, order_of, above)
+        return IdInfo("adopted", value, ms_to_datetime(ms), order_of, {"counter": counter, "above": above})
     found = layout_of(value)
     lay = layout if layout is not None else None if found is Layout.SHARDED else found
     if lay is not None:

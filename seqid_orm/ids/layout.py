@@ -73,6 +73,11 @@ class Layout(str, enum.Enum):
         """Byte positions (of ``uuid.UUID.bytes``) holding time and counter, most significant first."""
         return _REQUIRES[self]
 
+    @property
+    def order(self) -> tuple[int, ...]:
+        """The comparison order of the engines this layout is meant for (``uuid.UUID.bytes`` positions)."""
+        return _NATIVE_ORDER[self]
+
     def sort_key(self, value: uuid.UUID) -> bytes:
         """The bytes of ``value`` in the order of an engine this layout is meant for."""
         return sort_key(value, _NATIVE_ORDER[self])

@@ -75,6 +75,17 @@ class ServerDefaultUnavailableError(SeqIDError, LookupError, ValueError):
     """The database cannot generate time-ordered UUIDs itself for this version and column type."""
 
 
+class StorageMismatchError(SeqIDError, ValueError):
+    """A key column holds its UUIDs in another form than the seqid type or field would write them.
+
+    A column ``sa.Uuid`` made on SQLite or MySQL holds 32 hex characters, where ``SeqUUID()`` would
+    write 16 raw bytes: on SQLite the new rows would sit beside the old ones in a second storage
+    class, and a look-up of an old key by the new form would find nothing.  Refused at the column's
+    first use, before a row is written; the message names the column, both forms and the two fixes
+    (declare the storage the column has, or convert the column).
+    """
+
+
 class UnknownServerVersionError(ServerDefaultUnavailableError):
     """The SQL depends on the server version, which is unknown (offline DDL); the message says how to give it."""
 

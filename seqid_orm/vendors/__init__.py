@@ -21,13 +21,16 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..errors import ArgumentTypeError, InvalidArgumentError, UnknownLayoutError
-from ..ids.comb import CombGenerator, comb_at, generator_for
-from ..ids.layout import Layout, as_layout, candidates, fits, layout_for_order
+from ..ids.adopted import above_for as adopted_above_for
+from ..ids.adopted import recognise
+from ..ids.comb import CombGenerator, comb_at, decode_comb, generator_for, layout_of
+from ..ids.layout import Layout, as_layout, candidates, fits, layout_for_order, sort_key
 from . import cockroachdb, generic, mariadb, mssql, mysql, oracle, postgresql, sqlite, tidb, yugabytedb
 from ._base import ServerDefault, Storage, TextColumnSpec, VendorRules, as_storage, format_version
 
@@ -103,6 +106,8 @@ def layout_sample(layout: Layout) -> uuid.UUID:
 
 
 _V4_SAMPLE = uuid.UUID(int=(0x4 << 76) | (0b10 << 62))  # the RFC v4 bits wrapping-prefix ids carry
+_V8_SAMPLE = uuid.UUID(int=(0x8 << 76) | (0b10 << 62))  # the bits of adopted keys
+_DAY_MS = 86_400_000
 
 
 @dataclass(frozen=True)
@@ -120,6 +125,10 @@ class Target:
     server_version: tuple[int, ...] | None
     storage: Storage
     preferred: Layout | None = None
+    above: int = 0
+    """The leading one bits of the keys of a column that already held other keys (an *adopted*
+    column, :mod:`seqid_orm.ids.adopted`): ``0`` for a column whose new keys append at the end
+    anyway.  Decided from the column's keys by :meth:`above_for`."""
     rules: VendorRules = field(init=False, repr=False, compare=False)
     native_uuid: bool = field(init=False, repr=False, compare=False)
     """The engine has a UUID column type of its own (SQLAlchemy's ``supports_native_uuid``)."""
@@ -139,7 +148,8 @@ class Target:
         object.__setattr__(self, "text_id_column", rules.TEXT_ID_COLUMN)
 
     def __str__(self) -> str:
-        return f"{self.vendor} {format_version(self.server_version)} with {self.storage.value} storage"
+        adopted = f", keys after {self.above} one bits" if self.above else ""
+        return f"{self.vendor} {format_version(self.server_version)} with {self.storage.value} storage{adopted}"
 
     def order_for(self, value: uuid.UUID) -> tuple[int, ...] | None:
         """The order in which the engine compares the bytes of values shaped like ``value``
@@ -160,8 +170,62 @@ class Target:
 
     @functools.cached_property
     def generator(self) -> CombGenerator:
-        """The process's shared generator for :attr:`layout` (the one ``seqid_orm.comb`` uses)."""
+        """The process's shared generator for :attr:`layout` (the one ``seqid_orm.comb`` uses), or
+        for the adopted keys of :attr:`above` one bits."""
+        if self.above:
+            return generator_for(self.adopted_layout, self.above)
         return generator_for(self.layout)
+
+    @functools.cached_property
+    def adopted_layout(self) -> Layout:
+        """The layout whose engine order the adopted keys follow here: ``TIME_FIRST`` where the column
+        compares a version-8 value's bytes first to last, ``TIME_LAST`` where it compares them as SQL
+        Server does.  Raises :class:`~seqid_orm.errors.UnknownLayoutError` for any other order."""
+        order = self.order_for(_V8_SAMPLE)
+        for layout in (Layout.TIME_FIRST, Layout.TIME_LAST):
+            if order == layout.order:
+                return layout
+        raise UnknownLayoutError(f"no adopted keys are made for the order {self} compares version-8 values in")
+
+    def above_for(self, top: Sequence[uuid.UUID], now_ms: int | None = None) -> int:
+        """The :attr:`above` of this column, from its largest keys as the database orders them
+        (``ORDER BY key DESC``, largest first; a few, so that an old key written above the new ones
+        by code that still makes uuid4 does not hide them).
+
+        ``0`` on an engine that keeps plain keys growing anyway (:attr:`VendorRules.INNER_SPLITS_HALF`
+        false: InnoDB, SQLite, the distributed engines), for an empty column, and where a key made
+        now (at ``now_ms``) would sort after the largest key already; the width of an adopted key
+        among ``top`` where there is one, so every process that comes later agrees with the first;
+        else what :func:`seqid_orm.ids.adopted.above_for` makes of the largest key.
+        """
+        if not self.rules.INNER_SPLITS_HALF or not top:
+            return 0
+        try:
+            layout = self.adopted_layout
+        except UnknownLayoutError:
+            return 0
+        for key in top:
+            found = recognise(key.int)
+            if found is not None and found.order == layout.order:
+                return found.above
+        order = self.order_for(top[0])
+        if order is None:
+            return 0
+        largest = sort_key(top[0], order)
+        when = time.time_ns() // 1_000_000 if now_ms is None else now_ms
+        # a key of this column's own layout is not an old key, whatever clock made it (another
+        # process's, running ahead by less than a day, must not flip this one to adopted keys)
+        if layout_of(top[0]) is self.layout and decode_comb(top[0], self.layout)[0] <= when + _DAY_MS:
+            return 0
+        fresh = comb_at(_dt.datetime.fromtimestamp(when / 1000, _dt.timezone.utc), self.layout, "min")
+        fresh_order = self.order_for(fresh)
+        if fresh_order is not None and sort_key(fresh, fresh_order) > largest:
+            return 0
+        return adopted_above_for(largest)
+
+    def adopted(self, above: int) -> Target:
+        """This target for a column whose keys get ``above`` leading one bits (``0``: plain keys)."""
+        return _target(self.vendor, self.server_version, self.storage, self.preferred, above)
 
     @functools.cached_property
     def prefix_layout(self) -> Layout:
@@ -177,6 +241,8 @@ class Target:
         :class:`~seqid_orm.errors.UnknownServerVersionError` where the SQL depends on a server
         version nobody named (offline DDL must not guess: PostgreSQL 18's default fails on 16).
         """
+        if self.above:
+            return self.rules.adopted_default(self.server_version, self.storage, self.above)
         return self.rules.server_default(self.server_version, self.storage)
 
     def sequential_functions(self) -> list[str]:
@@ -275,7 +341,9 @@ def target(
 
 
 @functools.lru_cache(maxsize=1024)
-def _target(vendor: str, version: tuple[int, ...] | None, storage: Storage | None, preferred: Layout | None) -> Target:
+def _target(
+    vendor: str, version: tuple[int, ...] | None, storage: Storage | None, preferred: Layout | None, above: int = 0
+) -> Target:
     if storage is None:
         storage = default_storage(vendor, version)
     elif storage is Storage.NATIVE and not rules_for(vendor).has_native_uuid(version):
@@ -283,7 +351,7 @@ def _target(vendor: str, version: tuple[int, ...] | None, storage: Storage | Non
             f"storage='native' needs a UUID column type, which {vendor} {format_version(version)} "
             "does not have; use 'binary' or 'text'"
         )
-    return Target(vendor, version, storage, preferred)
+    return Target(vendor, version, storage, preferred, above)
 
 
 def server_default(vendor: str, server_version: Sequence[object] | None, storage: Storage | str) -> ServerDefault:

@@ -94,6 +94,12 @@ class VendorRules(Protocol):
     """Whether a column without a native UUID type holds 16 bytes by default (else canonical text)."""
     DROP_FOREIGN_KEY: str
     """The ``ALTER TABLE`` clause that drops a foreign key constraint by name."""
+    INNER_SPLITS_HALF: bool
+    """Whether the engine's B-tree splits a full page that is not the last of its level 50/50
+    (PostgreSQL, SQL Server, Oracle), rather than where the inserts were going (InnoDB) or by
+    rebalancing siblings (SQLite).  Keys that increase but land before old keys then leave every
+    page they fill half empty: a column that already holds keys gets adopted keys there
+    (:mod:`seqid_orm.ids.adopted`), which sort after the old ones."""
 
     def has_native_uuid(self, version: Version, /) -> bool:
         """Whether this server version has a UUID column type of its own."""
@@ -104,6 +110,10 @@ class VendorRules(Protocol):
 
     def server_default(self, version: Version, storage: Storage, /) -> ServerDefault:
         """The column default that makes time-ordered UUIDs, or a typed refusal saying why not."""
+
+    def adopted_default(self, version: Version, storage: Storage, above: int, /) -> ServerDefault:
+        """The column default that makes adopted keys with ``above`` leading one bits (for a column
+        that holds other keys, on an engine that splits inner pages half), or a typed refusal."""
 
     def sequential_functions(self, prefix_layout: Layout, /) -> list[str]:
         """``CREATE FUNCTION`` statements of the sequential-uuids generators, or a typed refusal."""
@@ -179,6 +189,18 @@ def no_server_default(reason: str) -> Callable[[Version, Storage], ServerDefault
         raise ServerDefaultUnavailableError(reason)
 
     return server_default
+
+
+def no_adopted_default(vendor: str) -> Callable[[Version, Storage, int], ServerDefault]:
+    """An ``adopted_default`` that refuses: the engine makes no adopted keys itself."""
+
+    def adopted_default(version: Version, storage: Storage, above: int) -> ServerDefault:
+        raise ServerDefaultUnavailableError(
+            f"{vendor} cannot make the keys of a column that already holds other keys (which must sort after "
+            "them); make them in Python (seq_uuid_pk(), SeqUUIDField())"
+        )
+
+    return adopted_default
 
 
 def no_sequential_functions(vendor: str) -> tuple[Callable[[Layout], list[str]], Callable[[], list[str]]]:

@@ -18,6 +18,7 @@ from ._base import (
     always_native_uuid,
     bytewise_in_every_storage,
     hot_spot_refusal,
+    no_adopted_default,
     no_conversion,
     no_sequential_functions,
 )
@@ -30,6 +31,7 @@ ROWID_INTEGER_KEY = False
 TEXT_ID_COLUMN = TextColumnSpec(charset=None, collation="C")
 BINARY_FALLBACK = True
 DROP_FOREIGN_KEY = "DROP CONSTRAINT"
+INNER_SPLITS_HALF = False
 
 has_native_uuid = always_native_uuid
 compare_order = bytewise_in_every_storage
@@ -58,3 +60,6 @@ def hash_sharded_primary_key(table: str, column: str = "id", bucket_count: int =
         f"ALTER TABLE {table} ALTER PRIMARY KEY USING COLUMNS ({column}) "
         f"USING HASH WITH (bucket_count = {bucket_count})"
     )
+
+
+adopted_default = no_adopted_default(NAME)

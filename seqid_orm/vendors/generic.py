@@ -10,6 +10,7 @@ from ._base import (
     TextColumnSpec,
     bytewise_order,
     hex_literal,
+    no_adopted_default,
     no_conversion,
     no_native_uuid,
     no_sequential_functions,
@@ -22,6 +23,7 @@ ROWID_INTEGER_KEY = False
 TEXT_ID_COLUMN = TextColumnSpec(charset=None, collation=None)
 BINARY_FALLBACK = False
 DROP_FOREIGN_KEY = "DROP CONSTRAINT"
+INNER_SPLITS_HALF = False
 
 has_native_uuid = no_native_uuid
 compare_order = bytewise_order
@@ -32,3 +34,5 @@ server_default = no_server_default(
 )
 convert_column = no_conversion("this database")
 sequential_functions, drop_sequential_functions = no_sequential_functions("this database")
+
+adopted_default = no_adopted_default("this database")

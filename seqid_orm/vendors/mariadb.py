@@ -24,6 +24,7 @@ from ._base import (
     Version,
     format_version,
     hex_literal,
+    no_adopted_default,
     unknown_version,
     version_at_least,
 )
@@ -34,6 +35,7 @@ ROWID_INTEGER_KEY = False
 TEXT_ID_COLUMN = mysql.TEXT_ID_COLUMN
 BINARY_FALLBACK = True
 DROP_FOREIGN_KEY = "DROP FOREIGN KEY"
+INNER_SPLITS_HALF = False
 
 #: The column type each storage gets (as seqid's ``SeqUUID`` declares it), for conversions.
 COLUMN_TYPES = {Storage.NATIVE: "UUID", Storage.BINARY: "BINARY(16)", Storage.TEXT: "CHAR(36)", Storage.HEX: "CHAR(32)"}
@@ -209,3 +211,6 @@ def convert_column(q: Quote, ref: ColumnRef, src: Storage, dst: Storage, /) -> l
             modify.format("CHAR(32)"),
         ]
     return [modify.format(COLUMN_TYPES[dst])]  # MODIFY converts the values itself
+
+
+adopted_default = no_adopted_default(NAME)

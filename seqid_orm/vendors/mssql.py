@@ -18,6 +18,7 @@ from ._base import (
     TextColumnSpec,
     Version,
     always_native_uuid,
+    no_adopted_default,
     no_conversion,
     no_sequential_functions,
 )
@@ -28,6 +29,7 @@ ROWID_INTEGER_KEY = False
 TEXT_ID_COLUMN = TextColumnSpec(charset=None, collation="Latin1_General_BIN2")
 BINARY_FALLBACK = False
 DROP_FOREIGN_KEY = "DROP CONSTRAINT"
+INNER_SPLITS_HALF = True
 
 convert_column = no_conversion(NAME)
 sequential_functions, drop_sequential_functions = no_sequential_functions(NAME)
@@ -49,3 +51,6 @@ def server_default(version: Version, storage: Storage, /) -> ServerDefault:
 
 def binary_literal(raw: bytes, /) -> str:
     return f"0x{raw.hex().upper()}"
+
+
+adopted_default = no_adopted_default(NAME)

@@ -17,6 +17,7 @@ from ._base import (
     bytewise_order,
     format_version,
     hex_literal,
+    no_adopted_default,
     no_conversion,
     no_native_uuid,
     no_sequential_functions,
@@ -30,6 +31,7 @@ ROWID_INTEGER_KEY = False
 TEXT_ID_COLUMN = TextColumnSpec(charset="ascii", collation="ascii_bin")
 BINARY_FALLBACK = True
 DROP_FOREIGN_KEY = "DROP FOREIGN KEY"
+INNER_SPLITS_HALF = False
 
 has_native_uuid = no_native_uuid
 compare_order = bytewise_order
@@ -73,3 +75,6 @@ def server_default(version: Version, storage: Storage, /) -> ServerDefault:
     if storage is Storage.NATIVE:
         raise ServerDefaultUnavailableError(f"MySQL {format_version(version)} has no UUID column type")
     return v7_default("MySQL", version, (8, 0, 13), storage)
+
+
+adopted_default = no_adopted_default(NAME)

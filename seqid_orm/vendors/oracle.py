@@ -6,6 +6,7 @@ from __future__ import annotations
 from ._base import (
     TextColumnSpec,
     bytewise_order,
+    no_adopted_default,
     no_conversion,
     no_native_uuid,
     no_sequential_functions,
@@ -18,6 +19,7 @@ ROWID_INTEGER_KEY = False
 TEXT_ID_COLUMN = TextColumnSpec(charset=None, collation=None)
 BINARY_FALLBACK = True
 DROP_FOREIGN_KEY = "DROP CONSTRAINT"
+INNER_SPLITS_HALF = True
 
 has_native_uuid = no_native_uuid
 compare_order = bytewise_order
@@ -28,3 +30,6 @@ sequential_functions, drop_sequential_functions = no_sequential_functions(NAME)
 
 def binary_literal(raw: bytes, /) -> str:
     return f"HEXTORAW('{raw.hex().upper()}')"
+
+
+adopted_default = no_adopted_default(NAME)

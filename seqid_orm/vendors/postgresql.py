@@ -28,6 +28,7 @@ ROWID_INTEGER_KEY = False
 TEXT_ID_COLUMN = TextColumnSpec(charset=None, collation="C")
 BINARY_FALLBACK = True
 DROP_FOREIGN_KEY = "DROP CONSTRAINT"
+INNER_SPLITS_HALF = True
 
 #: The column type each storage gets (as seqid's ``SeqUUID`` declares it), for conversions.
 COLUMN_TYPES = {Storage.NATIVE: "uuid", Storage.BINARY: "bytea", Storage.TEXT: "char(36)", Storage.HEX: "char(32)"}
@@ -77,6 +78,45 @@ def server_default(version: Version, storage: Storage, /) -> ServerDefault:
         Storage.HEX: f"encode({V7_BYTES}, 'hex')" if built else f"replace({value}::text, '-', '')",
     }[storage]
     return ServerDefault(sql, 7, generator, "uuidv7(" if generator == "uuidv7()" else "clock_timestamp()")
+
+
+def _adopted_bytes(above: int) -> str:
+    """The 16 bytes of an adopted key (:mod:`seqid_orm.ids.adopted`) with ``above`` leading one bits,
+    as a ``bytea`` expression: the one bits, 44 bits of milliseconds, a 12-bit sub-millisecond
+    fraction where Python-made keys count (RFC 9562 §6.2, method 3, as :data:`V7_BYTES`), then
+    random bits from ``gen_random_uuid()`` (the server's strong random source), with the version 8
+    and the RFC variant.  Two bigints: the one bits and the top of the time in the first (with the
+    version), the rest of the time, the fraction and the random bits in the second (with the
+    variant).  Negative literals: the one bits and the variant set each bigint's sign bit."""
+    ms = "floor(date_part('epoch', clock_timestamp()) * 1000)::bigint"
+    fraction = "(floor(date_part('epoch', clock_timestamp()) * 4096000)::bigint & 4095)"
+    rnd = "('x' || right(replace(gen_random_uuid()::text, '-', ''), 16))::bit(64)::bigint"
+    ones = -(1 << (64 - above))  # `above` one bits at the top of a bigint
+    high = f"({ones}::bigint | (({ms} >> {above - 4}) << 16) | 32768 | (({ms} >> {above - 16}) & 4095))"
+    low_ms = f"(({ms} & {(1 << (above - 16)) - 1}) << {78 - above})" if above > 16 else "0"
+    low = (
+        f"((-9223372036854775807 - 1) | {low_ms} | ({fraction} << {66 - above}) | ({rnd} & {(1 << (66 - above)) - 1}))"
+    )
+    return f"int8send{high} || int8send{low}"
+
+
+def adopted_default(version: Version, storage: Storage, above: int, /) -> ServerDefault:
+    """The default of an adopted column: the same SQL from 13 on (``uuidv7()`` cannot put one bits first)."""
+    if version is None:
+        raise unknown_version(NAME, "16")
+    if not version_at_least(version, (13,)):
+        raise ServerDefaultUnavailableError(
+            f"PostgreSQL {format_version(version)} has no built-in random source for a UUID "
+            "default (gen_random_uuid() arrived in 13); generate ids in Python instead"
+        )
+    raw = _adopted_bytes(above)
+    sql = {
+        Storage.NATIVE: f"encode({raw}, 'hex')::uuid",
+        Storage.BINARY: raw,
+        Storage.TEXT: f"encode({raw}, 'hex')::uuid::text",
+        Storage.HEX: f"encode({raw}, 'hex')",
+    }[storage]
+    return ServerDefault(sql, 8, f"adopted key ({above} one bits)", "clock_timestamp()")
 
 
 # The sequential-uuids extension's two functions in PL/pgSQL, for services where no C extension can be

@@ -16,6 +16,7 @@ from ._base import (
     bytewise_order,
     format_version,
     hex_literal,
+    no_adopted_default,
     no_conversion,
     no_native_uuid,
     no_sequential_functions,
@@ -29,6 +30,7 @@ ROWID_INTEGER_KEY = True
 TEXT_ID_COLUMN = TextColumnSpec(charset=None, collation=None)
 BINARY_FALLBACK = True
 DROP_FOREIGN_KEY = "DROP CONSTRAINT"
+INNER_SPLITS_HALF = False
 
 has_native_uuid = no_native_uuid
 compare_order = bytewise_order
@@ -69,3 +71,6 @@ def server_default(version: Version, storage: Storage, /) -> ServerDefault:
     else:
         raise ServerDefaultUnavailableError("SQLite has no UUID column type")
     return ServerDefault(sql, 7, "UUIDv7 expression", "randomblob(")
+
+
+adopted_default = no_adopted_default(NAME)

@@ -12,6 +12,7 @@ from ._base import (
     bytewise_order,
     hex_literal,
     hot_spot_refusal,
+    no_adopted_default,
     no_conversion,
     no_native_uuid,
     no_sequential_functions,
@@ -23,6 +24,7 @@ ROWID_INTEGER_KEY = False
 TEXT_ID_COLUMN: TextColumnSpec = mysql.TEXT_ID_COLUMN
 BINARY_FALLBACK = True
 DROP_FOREIGN_KEY = "DROP FOREIGN KEY"
+INNER_SPLITS_HALF = False
 
 has_native_uuid = no_native_uuid
 compare_order = bytewise_order
@@ -30,3 +32,5 @@ binary_literal = hex_literal
 server_default = hot_spot_refusal(NAME)
 convert_column = no_conversion(NAME)
 sequential_functions, drop_sequential_functions = no_sequential_functions(NAME)
+
+adopted_default = no_adopted_default(NAME)

@@ -10,6 +10,7 @@ from ._base import (
     always_native_uuid,
     bytewise_in_every_storage,
     hot_spot_refusal,
+    no_adopted_default,
     no_conversion,
     no_sequential_functions,
 )
@@ -21,6 +22,7 @@ ROWID_INTEGER_KEY = False
 TEXT_ID_COLUMN = TextColumnSpec(charset=None, collation="C")
 BINARY_FALLBACK = True
 DROP_FOREIGN_KEY = "DROP CONSTRAINT"
+INNER_SPLITS_HALF = False
 
 has_native_uuid = always_native_uuid
 compare_order = bytewise_in_every_storage
@@ -29,3 +31,5 @@ convert_column = no_conversion(NAME)
 sequential_functions, drop_sequential_functions = no_sequential_functions(NAME)
 
 __all__ = ["binary_literal"]
+
+adopted_default = no_adopted_default(NAME)

@@ -50,14 +50,18 @@ import sqlalchemy as sa
 from ..allocation.stores.base import LEASE_TABLE, TICKET_TABLE
 from ..allocation.stores.sqlalchemy import lease_columns, ticket_columns
 from ..errors import InvalidArgumentError
+from ..vendors import Storage
+from ..vendors.live import declared_storage
 from .server import DatabaseSeqUUID
 from .types import SeqUUID, SnowflakeID, SortableText, TicketID
 
 __all__ = [
+    "ConvertUUIDStorageOp",
     "CreateLeaseTableOp",
     "CreateTicketTableOp",
     "DropLeaseTableOp",
     "DropTicketTableOp",
+    "SetSeqIDDefaultOp",
     "compare_server_default",
     "include_object",
     "offline_server_version",
@@ -132,8 +136,8 @@ def compare_server_default(
         return None
     if inspected_default is None:
         return True
-    expected = element.for_dialect(context.dialect)
-    return expected.signature not in inspected_default.lower()
+    found = inspected_default.lower()
+    return not any(signature in found for signature in element.signatures(context.dialect))
 
 
 class _TableOp(MigrateOperation):
@@ -534,6 +538,101 @@ def _add_seqid_column(operations: Operations, operation: AddSeqIDColumnOp) -> No
     with operations.batch_alter_table(operation.table) as batch:
         batch.alter_column(operation.column, existing_type=type_, nullable=False, server_default=server)
         batch.create_unique_constraint(f"uq_{operation.table}_{operation.column}", [operation.column])
+
+
+@writer.rewrites(ops.AlterColumnOp)
+def _alter_column_as_seqid_ops(context: Any, revision: Any, op: ops.AlterColumnOp) -> Any:
+    """Autogenerate's change of a seqid key column, as seqid's operations that keep the values right.
+
+    * A type change between two storages of a UUID (``sa.Uuid``'s ``CHAR(32)`` on SQLite to
+      ``SeqUUID()``'s BLOB, and back in the downgrade): :class:`ConvertUUIDStorageOp`, which converts
+      every value and each foreign key to it.  Alembic's own ``ALTER COLUMN ... TYPE`` cannot run on
+      SQLite, and a batch copy would cast the 32 characters to 32 bytes.
+    * A :class:`~seqid_orm.sqlalchemy.DatabaseSeqUUID` server default added to a column: :class:`SetSeqIDDefaultOp`,
+      which reads the column's keys when it runs and, on a column that held other keys, sets the default
+      of keys that sort after them.
+    """
+    out: list[Any] = []
+    dialect = context.dialect
+    old, new = op.existing_type, op.modify_type
+    if new is not None and old is not None and (isinstance(new, SeqUUID) or isinstance(old, SeqUUID)):
+        source, target = _storage_of_type(old, dialect), _storage_of_type(new, dialect)
+        if source is not None and target is not None and source is not target:
+            out.append(ConvertUUIDStorageOp(op.table_name, op.column_name, source.value, target.value))
+            op.modify_type = None
+    default = getattr(op.modify_server_default, "arg", None)
+    if isinstance(default, DatabaseSeqUUID):
+        storage = default.seq_type.storage
+        out.append(SetSeqIDDefaultOp(op.table_name, op.column_name, None if storage is None else storage.value))
+        op.modify_server_default = False
+    if not out:
+        return op
+    changes_left = op.modify_type is not None or op.modify_nullable is not None or op.modify_name is not None
+    changes_left = changes_left or op.modify_server_default is not False or op.modify_comment is not False
+    return [*out, op] if changes_left else out
+
+
+def _storage_of_type(type_: Any, dialect: Any) -> Storage | None:
+    """The UUID storage a column type holds on ``dialect``: a seqid type's own, else what its DDL declares."""
+    if isinstance(type_, SeqUUID):
+        return type_.storage_for(dialect)
+    try:
+        return declared_storage(str(type_.compile(dialect=dialect)))
+    except sa.exc.CompileError:
+        return None
+
+
+@renderers.dispatch_for(ConvertUUIDStorageOp)
+def _render_convert(autogen_context: Any, op: ConvertUUIDStorageOp) -> str:
+    autogen_context.imports.add(_IMPORT)
+    to = "" if op.to_storage is None else f", to_storage={op.to_storage!r}"
+    return f"op.convert_uuid_storage({op.table!r}, {op.column!r}, from_storage={op.from_storage!r}{to})"
+
+
+@Operations.register_operation("set_seqid_default")
+class SetSeqIDDefaultOp(MigrateOperation):
+    """``op.set_seqid_default("invoice", "id")``: the database makes the column's keys from now on.
+
+    The keys of :class:`~seqid_orm.sqlalchemy.DatabaseSeqUUID`, chosen when the migration runs: for the
+    server it runs on, and, where the column already holds other keys that new ones would land among
+    (random ``uuid4`` keys on PostgreSQL), keys that sort after them (:mod:`seqid_orm.ids.adopted`), read
+    from the column's largest keys.  Needs a live connection.  Its reverse drops the default.
+    """
+
+    def __init__(self, table: str, column: str, storage: str | None = None, schema: str | None = None) -> None:
+        self.table, self.column, self.storage, self.schema = table, column, storage, schema
+
+    @classmethod
+    def set_seqid_default(
+        cls, operations: Operations, table: str, column: str, storage: str | None = None, schema: str | None = None
+    ) -> None:
+        operations.invoke(cls(table, column, storage, schema))
+
+    def reverse(self) -> MigrateOperation:
+        return ops.AlterColumnOp(self.table, self.column, schema=self.schema, modify_server_default=None)
+
+
+@Operations.implementation_for(SetSeqIDDefaultOp)
+def _set_seqid_default(operations: Operations, operation: SetSeqIDDefaultOp) -> None:
+    from .columns import column_target
+
+    if operations.get_context().as_sql:
+        raise InvalidArgumentError("set_seqid_default reads the column's keys: run it online")
+    conn = operations.get_bind()
+    table = sa.Table(
+        operation.table, sa.MetaData(), sa.Column(operation.column, SeqUUID(operation.storage)), schema=operation.schema
+    )
+    where = column_target(conn.connection.dbapi_connection, conn.dialect, table.c[operation.column])
+    default: Any = DatabaseSeqUUID(operation.storage) if not where.above else sa.text(where.server_default.sql)
+    operations.alter_column(operation.table, operation.column, server_default=default, schema=operation.schema)
+
+
+@renderers.dispatch_for(SetSeqIDDefaultOp)
+def _render_set_default(autogen_context: Any, op: SetSeqIDDefaultOp) -> str:
+    autogen_context.imports.add(_IMPORT)
+    storage = "" if op.storage is None else f", storage={op.storage!r}"
+    schema = "" if op.schema is None else f", schema={op.schema!r}"
+    return f"op.set_seqid_default({op.table!r}, {op.column!r}{storage}{schema})"
 
 
 def include_object(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:

@@ -30,6 +30,8 @@ from sqlalchemy.engine import Connection
 
 from ..errors import ArgumentTypeError, InvalidArgumentError
 from ..ids.comb import MAX_BATCH, CombGenerator, LazyUUIDs
+from ..vendors import Target
+from .columns import column_target
 from .types import SeqUUID, uuid_int_bytes
 
 __all__ = ["abulk_insert", "bulk_insert"]
@@ -109,8 +111,17 @@ def bulk_insert(
     """
     if not isinstance(connection, Connection):
         raise ArgumentTypeError(f"bulk_insert takes a SQLAlchemy Connection, got {type(connection).__name__}")
-    load = _prepare(connection.engine, table, rows, make_keys, copy_ok=True)
+    load = _prepare(connection.engine, table, rows, make_keys, copy_ok=True, key_target=_key_target(connection, table))
     return _send(connection, load)
+
+
+def _key_target(connection: Connection, target: Any) -> Target | None:
+    """The target of the table's SeqUUID key as the live column says (read once per engine,
+    :func:`~seqid_orm.sqlalchemy.columns.column_target`), or ``None`` when it has none."""
+    key = _key_column(_table_of(target))
+    if key is None:
+        return None
+    return column_target(connection.connection.dbapi_connection, connection.dialect, key)
 
 
 async def abulk_insert(
@@ -134,7 +145,10 @@ async def abulk_insert(
         )
     # a key floor made while the defaults run (ticket_pk, snowflake_pk) reads through this loop
     connection.sync_engine.seqid_loop = asyncio.get_running_loop()  # type: ignore[attr-defined]
-    load = await asyncio.to_thread(_prepare, connection.sync_engine, table, rows, make_keys, copy_ok=False)
+    key_target = await connection.run_sync(_key_target, table)  # the live column, read through this loop
+    load = await asyncio.to_thread(
+        _prepare, connection.sync_engine, table, rows, make_keys, copy_ok=False, key_target=key_target
+    )
     return await connection.run_sync(_send, load)
 
 
@@ -152,7 +166,15 @@ class _Load:
     given_keys: Sequence[Any] | None
 
 
-def _prepare(engine: Any, target: Any, rows: Iterable[Mapping[str, Any]], make_keys: bool, *, copy_ok: bool) -> _Load:
+def _prepare(
+    engine: Any,
+    target: Any,
+    rows: Iterable[Mapping[str, Any]],
+    make_keys: bool,
+    *,
+    copy_ok: bool,
+    key_target: Target | None = None,
+) -> _Load:
     dialect = engine.dialect
     table = _table_of(target)
     values = _checked_columns(table, rows)
@@ -161,7 +183,7 @@ def _prepare(engine: Any, target: Any, rows: Iterable[Mapping[str, Any]], make_k
     make: CombGenerator | None = None  # the key column's generator, when the load makes its keys
     if values and key is not None and key.name not in values and make_keys:
         key_type: SeqUUID = key.type  # type: ignore[assignment]
-        make = key_type.target(dialect).generator
+        make = (key_target or key_type.target(dialect)).generator
         values = {key.name: [], **values}  # filled below: during the COPY on PostgreSQL, before it elsewhere
     for column in table.columns if values else ():  # what an INSERT would give the columns the rows leave out
         if column.name not in values and column.default is not None and (column is not key or make_keys):

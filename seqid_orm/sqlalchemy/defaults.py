@@ -23,13 +23,13 @@ from sqlalchemy.orm import Mapper, mapped_column
 from sqlalchemy.orm.properties import MappedColumn
 
 from ..errors import ArgumentTypeError, InvalidArgumentError
-from ..ids.comb import CombGenerator, comb
 from ..ids.layout import Layout
 from ..ids.prefixed import sequence_prefixer
 from ..ids.snowflake import Snowflake
 from ..ids.text import text_id_kind
-from ..vendors import distributed_flavor
-from .types import SeqUUID, SnowflakeID, SortableText, TicketID, dialect_server_version, dialect_target
+from ..vendors import Target, distributed_flavor
+from .columns import column_target, kept_target
+from .types import SeqUUID, SnowflakeID, SortableText, TicketID, dialect_target
 
 
 def layout_for(dialect: Dialect, type_: SeqUUID | None = None) -> Layout:
@@ -110,17 +110,16 @@ def _first_in_statement(context: ExecutionContext) -> uuid.UUID:
     """The first id of a column in a statement: choose its source, and keep it on the context
     when more rows will ask for it."""
     column = getattr(context, "current_column", None)
-    type_ = column.type if column is not None else None
     known = getattr(context.dialect, "seqid_id_functions", None)
-    make = known.get(type_) if known is not None else None
+    make = known.get(column) if known is not None and column is not None else None
     if make is None:
-        make = _id_function(context.dialect, type_)
+        make = _id_function(context, column)
     rows = len(getattr(context, "compiled_parameters", None) or ())
     if rows < 2 or column is None:
         return make()
     if rows >= BATCH_FROM_ROWS:
         # The reserved ids first, then fresh ones should more rows ask than were counted.
-        batch = _generator_of(context.dialect, column.type).batch(rows)
+        batch = _column_target(context, column).generator.batch(rows)
         make = itertools.chain(batch, iter(make, None)).__next__
     memo = getattr(context, "seqid_next", None)
     if memo is None:
@@ -131,22 +130,33 @@ def _first_in_statement(context: ExecutionContext) -> uuid.UUID:
     return make()
 
 
-def _generator_of(dialect: Dialect, type_: object) -> CombGenerator:
-    """The generator of ``type_``'s layout on ``dialect`` (the default type's for a column of another)."""
-    seq_type = type_ if isinstance(type_, SeqUUID) else _DEFAULT_TYPE
-    return seq_type.target(dialect).generator
+def _column_target(context: ExecutionContext, column: Any) -> Target:
+    """The target of the column a default fills: read on the statement's own connection the first
+    time (:func:`~seqid_orm.sqlalchemy.columns.column_target`), the type's alone without one."""
+    dialect = context.dialect
+    if column is not None:
+        kept = kept_target(dialect, column)
+        if kept is not None:
+            return kept
+        connection = getattr(getattr(context, "root_connection", None), "connection", None)
+        dbapi = getattr(connection, "dbapi_connection", None)
+        if dbapi is not None:
+            return column_target(dbapi, dialect, column)
+    seq_type = column.type if column is not None and isinstance(column.type, SeqUUID) else _DEFAULT_TYPE
+    return seq_type.target(dialect)
 
 
-def _id_function(dialect: Dialect, type_: object) -> Callable[[], uuid.UUID]:
-    """The function making ``type_``'s ids on ``dialect``, kept in ``dialect.seqid_id_functions`` (read
-    directly by :func:`_first_in_statement`) once the dialect has seen its server: before the first
+def _id_function(context: ExecutionContext, column: Any) -> Callable[[], uuid.UUID]:
+    """The function making ``column``'s ids, kept in ``dialect.seqid_id_functions`` (read directly by
+    :func:`_first_in_statement`) once the column was read on the dialect's server: before the first
     connection nothing is known, and nothing is kept."""
-    make = _generator_of(dialect, type_).id_function  # the closure: forks reset its state in place
-    if getattr(dialect, "server_version_info", None) is not None:
+    dialect = context.dialect
+    make = _column_target(context, column).generator.id_function  # the closure: forks reset its state in place
+    if column is not None and kept_target(dialect, column) is not None:
         known: dict[object, Callable[[], uuid.UUID]] | None = getattr(dialect, "seqid_id_functions", None)
         if known is None:
             dialect.seqid_id_functions = known = {}  # type: ignore[attr-defined]
-        known[type_] = make
+        known[column] = make
     return make
 
 
@@ -383,16 +393,15 @@ def assign_ids_on_init(mapped_class: type, bind: Engine) -> Callable[..., None]:
     columns = [(c, c.type) for c in mapper.primary_key if isinstance(c.type, SeqUUID)]
     if not columns:
         raise ArgumentTypeError(f"{mapped_class.__name__} has no SeqUUID primary-key column")
-    if dialect_server_version(bind.dialect) is None:
-        with bind.connect():
-            pass
-    layouts = {c.key: layout_for(bind.dialect, type_) for c, type_ in columns}
+    with bind.connect() as conn:  # the server's version, and each key column as it is there
+        dbapi = conn.connection.dbapi_connection
+        makers = {c.key: column_target(dbapi, bind.dialect, c).generator.id_function for c, _ in columns}
     attrs = {c.key: mapper.get_property_by_column(c).key for c, _ in columns}
 
     def listener(target: Any, args: Any, kwargs: dict[str, Any]) -> None:
         for col_key, attr in attrs.items():
             if kwargs.get(attr) is None:
-                kwargs[attr] = comb(layouts[col_key])
+                kwargs[attr] = makers[col_key]()
 
     event.listen(mapped_class, "init", listener, propagate=True)
     return listener

@@ -9,12 +9,15 @@ the column's :class:`~seqid_orm.vendors.Target` chooses the generator (``Target.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.expression import ColumnElement
 
+from ..errors import ServerDefaultUnavailableError
+from ..ids.adopted import ABOVE_BITS
 from ..vendors import ServerDefault, Storage
 from .types import SeqUUID
 
@@ -42,6 +45,17 @@ class DatabaseSeqUUID(ColumnElement[Any]):
     def for_dialect(self, dialect: Any) -> ServerDefault:
         """The generator this element compiles to on ``dialect``."""
         return self.seq_type.target(dialect).server_default
+
+    def signatures(self, dialect: Any) -> list[str]:
+        """What a default of this element shows on ``dialect`` once the server stored it: the plain
+        generator's signature, and that of the keys of a column that held other keys
+        (``op.set_seqid_default``), where the engine has them."""
+        where = self.seq_type.target(dialect)
+        found = [where.server_default.signature]
+        if where.rules.INNER_SPLITS_HALF:
+            with contextlib.suppress(ServerDefaultUnavailableError):
+                found.append(where.adopted(ABOVE_BITS[0]).server_default.signature)
+        return found
 
 
 @compiles(DatabaseSeqUUID)

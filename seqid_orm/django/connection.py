@@ -5,6 +5,10 @@ field's ``db_type`` on that connection: ``uuid`` (PostgreSQL; MariaDB 10.7+ with
 and ``uniqueidentifier`` (mssql-django) are native UUID columns; ``char(32)`` (MySQL, SQLite,
 older Django on MariaDB) and Oracle's ``VARCHAR2(32)`` hold 32 hex digits.  Everything else is
 the target's decision, made once per database and column kind and kept by the field.
+
+:func:`column_target` reads the live column as well (:mod:`seqid_orm.vendors.live`): the form its
+UUIDs are really kept in, which must be the field's, and its largest keys, which say whether new
+keys must sort after old ones (a column that held random keys, :mod:`seqid_orm.ids.adopted`).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Any
 from django.db import models
 
 from ..vendors import Storage, Target, distributed_flavor, normalize_vendor, target
+from ..vendors.live import ColumnReading, judge, reading_from, reading_statements
 
 _NATIVE_TYPES = {"uuid", "uniqueidentifier"}
 
@@ -81,3 +86,49 @@ def connection_target(connection: Any, storage: Storage | None = None, layout: A
 def field_target(field: Any, connection: Any) -> Target:
     """The target of ``field``'s column on ``connection`` (the storage its ``db_type`` says)."""
     return connection_target(connection, storage_of(field, connection), getattr(field, "layout", None))
+
+
+def storage_fix(table: str, column: str, found: Storage) -> str:
+    """What a Django user does about a column that holds ``found`` where the field writes another form."""
+    return (
+        f"Convert the column in a migration: seqid_orm.django.operations.ConvertUUIDStorage(<model>, "
+        f'"{column}", from_storage="{found.value}") (the foreign keys to it follow); or keep it and give the field '
+        f"the column type {table}.{column} has (a subclass whose db_type() returns it, as Django's release notes "
+        "show for char(32) UUIDs on MariaDB)."
+    )
+
+
+def read_column(connection: Any, table: str, column: str) -> ColumnReading | None:
+    """What the live column ``table.column`` says on ``connection`` (declared type, largest keys), or
+    ``None`` where it could not be read (no database access now: a check, a test without one)."""
+    statements = reading_statements(vendor_of(connection), table, column)
+    results: list[list[Any]] = []
+    try:
+        with connection.cursor() as cursor:
+            for n, statement in enumerate(statements):
+                cursor.execute(statement)  # no parameters: the literals are inline, no %-formatting
+                rows = list(cursor.fetchall())
+                results.append(rows)
+                if n == 0 and not rows:
+                    break
+    except Exception:  # pytest-django's block on database access, a database not there yet
+        return None
+    return reading_from(results)
+
+
+def column_target(field: Any, connection: Any) -> tuple[Target, bool]:
+    """The target of ``field``'s column as it is on ``connection``, and whether that is final (the
+    column was read; a table not there yet is judged by the field alone, and read again next time).
+    Raises :class:`~seqid_orm.errors.StorageMismatchError` for a column that holds another form."""
+    where = field_target(field, connection)
+    model = getattr(field, "model", None)
+    if model is None or getattr(field, "column", None) is None:
+        return where, False
+    table = model._meta.db_table
+    reading = read_column(connection, table, field.column)
+    if reading is None or reading.declared is None:
+        return where, False
+    judged = judge(
+        where, reading, label=f"{table}.{field.column}", fix=lambda found: storage_fix(table, field.column, found)
+    )
+    return judged, True

@@ -18,7 +18,7 @@ from django.utils.deconstruct import deconstructible
 
 from ..errors import ArgumentTypeError
 from ..vendors import ServerDefault
-from .connection import field_target
+from .connection import column_target
 
 
 @deconstructible(path="seqid_orm.django.DatabaseSeqUUID")
@@ -37,10 +37,12 @@ class DatabaseSeqUUID(Func):
         return bound
 
     def for_connection(self, connection: Any) -> ServerDefault:
-        """The generator this default compiles to on ``connection``."""
+        """The generator this default compiles to on ``connection``: for the column as it is there, so a
+        column that already holds random keys gets keys that sort after them (read when the migration
+        that sets the default runs, :func:`~seqid_orm.django.connection.column_target`)."""
         if self._field is None:
             raise ArgumentTypeError("DatabaseSeqUUID() works only as the db_default of a SeqUUIDField")
-        return field_target(self._field, connection).server_default
+        return column_target(self._field, connection)[0].server_default
 
     def as_sql(self, compiler: Any, connection: Any, **extra_context: Any) -> tuple[str, list[Any]]:
         # Django formats SQL with %-parameters: SQLite's printf('%012x') must arrive as '%%'

@@ -33,19 +33,19 @@ from ..errors import (
     ServerDefaultUnavailableError,
     UnknownLayoutError,
 )
-from ..ids.comb import comb, generator_for
+from ..ids.comb import comb
 from ..ids.layout import Layout, as_layout
 from ..ids.snowflake import Snowflake
 from ..ids.text import base32, bsv, check_text_id, text_id_kind
 from ..ids.validate import BIGINT_MAX, coerce_int_id
-from ..vendors import Storage, normalize_vendor, rules_for, target
-from .connection import field_target, storage_of
+from ..vendors import Storage, Target, normalize_vendor, rules_for, target
+from .connection import column_target, storage_of
 from .expressions import DatabaseSeqUUID
 
 # Ids this process drew for SeqUUIDFields and has not seen saved yet (compared by value), with the
-# layout each was drawn in; only projects with several databases need them (see
+# target each was drawn for (its layout and adopted keys); only projects with several databases need them (see
 # SeqUUIDField._first_default).
-_DRAWN: weakref.WeakKeyDictionary[uuid.UUID, Layout] = weakref.WeakKeyDictionary()
+_DRAWN: weakref.WeakKeyDictionary[uuid.UUID, Target] = weakref.WeakKeyDictionary()
 
 # Bumped when the test runner changes DATABASES or SEQID, so kept decisions are made again.
 _settings_version = 0
@@ -110,22 +110,31 @@ class SeqUUIDField(models.UUIDField):
             kwargs["layout"] = self.layout.value
         return name, "seqid_orm.django.SeqUUIDField", args, kwargs
 
-    # database alias -> (settings version, layout, id function), kept once decided: a row asks a dictionary
-    _layouts: dict[str, tuple[int, Layout, Callable[[], uuid.UUID]]]
+    # database alias -> (settings version, target, id function), kept once decided: a row asks a dictionary
+    _layouts: dict[str, tuple[int, Target, Callable[[], uuid.UUID]]]
 
-    def _decided(self, alias: str) -> tuple[int, Layout, Callable[[], uuid.UUID]]:
-        """The kept decision for ``alias``, made (from its target) when missing or made under old settings."""
+    def _decided(self, alias: str) -> tuple[int, Target, Callable[[], uuid.UUID]]:
+        """The kept decision for ``alias``, made (from the live column, :func:`column_target`) when
+        missing or made under old settings; a column not there yet is read again next time."""
         kept = self._layouts.get(alias)
         if kept is None or kept[0] != _settings_version:
             from django.db import connections
 
-            layout = field_target(self, connections[alias]).layout
-            kept = self._layouts[alias] = (_settings_version, layout, generator_for(layout).id_function)
+            where, final = column_target(self, connections[alias])
+            kept = (_settings_version, where, where.generator.id_function)
+            if final:
+                self._layouts[alias] = kept
         return kept
 
-    def layout_for(self, alias: str) -> Layout:
-        """The layout of ids for this field on database ``alias`` (its target's, decided once)."""
+    def target_for(self, alias: str) -> Target:
+        """Where this field's ids go on database ``alias``: the column's :class:`~seqid_orm.vendors.Target`,
+        storage, layout and adopted keys included (read from the live column once)."""
         return self._decided(alias)[1]
+
+    def layout_for(self, alias: str) -> Layout:
+        """The layout of ids for this field on database ``alias`` (its target's, decided once); an
+        adopted column's keys are made in it with one bits first (:meth:`target_for`)."""
+        return self._decided(alias)[1].layout
 
     def new_value(self, alias: str | None = None) -> uuid.UUID:
         """A new id for database ``alias`` (default: where the router writes this model)."""
@@ -161,7 +170,8 @@ class SeqUUIDField(models.UUIDField):
             self._default_ids = (_settings_version, None)
             return self.new_value()
         make = self._decided(aliases[0])[2]
-        self._default_ids = (_settings_version, make)
+        if aliases[0] in self._layouts:  # the column was read: the decision is final
+            self._default_ids = (_settings_version, make)
         return make()
 
     def to_python(self, value: Any) -> Any:
@@ -245,7 +255,7 @@ def reissue_for_database(instance: models.Model, using: str) -> None:
         if drawn is None:
             continue
         kept = field._layouts.get(using)
-        if drawn is not (kept[1] if kept is not None and kept[0] == _settings_version else field.layout_for(using)):
+        if drawn != (kept[1] if kept is not None and kept[0] == _settings_version else field.target_for(using)):
             setattr(instance, field.attname, field.new_value(using))
 
 

@@ -42,7 +42,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="read an existing database's keys and say which tables suffer and the fix (read-only)",
         description=(
             "Classify every table's primary key (and unique UUID/integer keys) from a bounded sample: "
-            "random-uuid, time-ordered (with whether this database keeps them in order), integer-sequence, "
+            "random-uuid, adopted (random keys with time-ordered ones made since, and where those land), "
+            "time-ordered (with whether this database keeps them in order), integer-sequence, "
             "snowflake, text, unknown. Read-only, with a statement timeout; never a full scan."
         ),
     )

@@ -25,6 +25,7 @@ May import the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.ids` a
 from __future__ import annotations
 
 import bisect
+import datetime as _dt
 import json
 import math
 import textwrap
@@ -35,9 +36,11 @@ from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from ..errors import DatabaseUnavailableError, InvalidArgumentError, UnknownLayoutError
+from ..ids.adopted import recognise
 from ..ids.classify import KINDS, as_uuid, classify, in_order_share
-from ..ids.layout import sort_key
-from . import compare_order, target
+from ..ids.comb import comb_at
+from ..ids.layout import Layout, sort_key
+from . import compare_order, rules_for, target
 from ._base import Storage
 
 __all__ = [
@@ -57,14 +60,19 @@ __all__ = [
 
 #: The vendors the doctor reads a catalog of.
 DOCTOR_VENDORS = ("postgresql", "mariadb", "mysql", "sqlite")
-#: What ``--fail-on`` takes: a kind, or ``out-of-order`` (time-ordered keys the column does not keep in order).
-FAIL_ON = (*KINDS, "out-of-order")
+#: What ``--fail-on`` takes: a kind (``adopted``: old random keys and new time-ordered ones), ``out-of-order``
+#: (time-ordered keys the column does not keep in order), or ``inside-old-keys`` (new keys landing among
+#: old random ones where the engine splits those pages half).
+FAIL_ON = (*KINDS, "adopted", "out-of-order", "inside-old-keys")
 
 _RUNS = 10  # the low end, the high end and 8 pivots between
 _IN_ORDER = 0.9  # share of adjacent pairs in time order above which a column keeps its keys in order
 _PAGE = 8192  # PostgreSQL's block size (the default build)
 _LEAF_FILL = 0.9  # B-tree leaf pages filled by key-order inserts (btree fillfactor 90)
 _SKIP_TABLES = frozenset({"seqid_tickets", "seqid_worker_leases"})  # seqid's own counters and leases
+_RECENT = _dt.timedelta(days=30)  # how far back the run over recent UUIDv7 keys starts
+_SOME = 0.02  # of a column's sampled keys: enough of a second kind to be a part of its own
+_REINDEX_FROM = 1.25  # an index this many times its key-order size: one REINDEX is worth its while
 
 
 class Executor(Protocol):
@@ -124,14 +132,27 @@ class Finding:
     advice: str
     references: str | None = None
     """The table whose key this column copies (its own foreign key): the fix belongs there."""
+    new_keys: str | None = None
+    """Of a column that holds random keys and time-ordered ones made since (kind ``adopted``): where
+    the time-ordered ones land in the index, ``"after-old-keys"`` (at its right edge, as in a table of
+    their own) or ``"among-old-keys"`` (inside the old keys' range)."""
+    new_keys_format: str | None = None
+    """The time-ordered keys' format there (``adopted``: seqid's keys after one bits; ``uuid7``)."""
+    half_splits: bool | None = None
+    """Whether the engine splits a full index page that is not its level's last 50/50 (PostgreSQL):
+    keys landing among old ones then leave the pages they fill half empty."""
 
     @property
     def problem(self) -> str | None:
-        """``random-uuid`` or ``out-of-order`` (new keys land all over the index), else ``None``."""
+        """``random-uuid`` (new keys land all over the index), ``out-of-order``, or ``inside-old-keys``
+        (time-ordered keys landing among old random ones, on an engine that splits those pages half),
+        else ``None``."""
         if self.kind == "random-uuid":
             return self.kind
         if self.in_order is False:
             return "out-of-order"
+        if self.new_keys == "among-old-keys" and self.half_splits:
+            return "inside-old-keys"
         return None
 
     def as_dict(self) -> dict[str, object]:
@@ -264,6 +285,8 @@ def _keyish(sql_type: str, primary: bool) -> bool:
 def _pg_columns(ex: Executor) -> list[KeyColumn]:
     out = []
     for current, schema, table, column, sql_type, primary, rows, size, references in ex.fetch(_PG_KEYS, {}):
+        if size is None or rows is None:  # dropped while the catalog was read: pg_relation_size() says NULL
+            continue
         out.append(
             KeyColumn(
                 table,
@@ -523,13 +546,17 @@ class _Digits:
                 n, digit = divmod(n, base)
                 out.append(self.alphabet[digit])
             return "".join(reversed(out))
-        u = self._in_compared_order(n)
-        if isinstance(sample, uuid.UUID):
-            return u
-        if isinstance(sample, (bytes, bytearray, memoryview)):
-            return u.bytes
-        text = str(u) if len(str(sample)) == 36 else u.hex
-        return text.upper() if str(sample).isupper() else text
+        return _in_form_of(sample, self._in_compared_order(n))
+
+
+def _in_form_of(sample: object, u: uuid.UUID) -> object:
+    """``u`` as a parameter of ``sample``'s form: the object, 16 bytes, or 36- or 32-character text."""
+    if isinstance(sample, uuid.UUID):
+        return u
+    if isinstance(sample, (bytes, bytearray, memoryview)):
+        return u.bytes
+    text = str(u) if len(str(sample)) == 36 else u.hex
+    return text.upper() if str(sample).isupper() else text
 
 
 def _sample(
@@ -553,6 +580,13 @@ def _sample(
             pivot = digits.like(head[0], low + (high - low) * k // (_RUNS - 1))
             rows = ex.fetch(f"{base} AND {col} >= :pivot ORDER BY {col} LIMIT {per_run}", {"pivot": pivot})
             runs.append([r[0] for r in rows])
+    if digits.kind == "uuid":
+        # the band a UUIDv7 made in the last month sorts in: among random keys it is too narrow for the
+        # pivots to meet (a millionth of the range for a day), and it is where keys adopted in place land
+        recent = comb_at(_dt.datetime.now(_dt.timezone.utc) - _RECENT, Layout.TIME_FIRST, "min")
+        pivot = _in_form_of(head[0], recent)
+        rows = ex.fetch(f"{base} AND {col} >= :pivot ORDER BY {col} LIMIT {per_run}", {"pivot": pivot})
+        runs.append([r[0] for r in rows])
     return runs
 
 
@@ -646,8 +680,95 @@ def _advice(vendor: str, finding: dict[str, Any], storage: Storage | None) -> st
     return "fine: new keys append at the end of the index."
 
 
+@dataclass(frozen=True)
+class _Mixed:
+    """A UUID column's sample that holds random keys and time-ordered ones (kind ``adopted``)."""
+
+    new_keys: str
+    new_format: str
+    ms_of: Callable[[object], int | None]
+
+
+def _new_key_ms(value: object) -> int | None:
+    """The time of a time-ordered key seqid or a UUIDv7 generator made (``None`` for any other)."""
+    u = as_uuid(value)
+    if u is None:
+        return None
+    adopted = recognise(u.int)
+    if adopted is not None:
+        return adopted.decode(adopted.from_uuid_int(u.int))[0]
+    if (u.int >> 76) & 0xF == 7 and (u.int >> 62) & 0b11 == 0b10:
+        return u.int >> 80
+    return None
+
+
+def _mixed(
+    vendor: str, version: tuple[int, ...] | None, storage: Storage | None, values: list[object]
+) -> _Mixed | None:
+    """Whether ``values`` (one sample, in any order) are old random keys and new time-ordered ones, and
+    where the new ones land in the database's order: after every old one, or among them."""
+    if storage is None or not values:
+        return None
+    old: list[bytes] = []
+    new: list[bytes] = []
+    formats: set[str] = set()
+    for value in {repr(v): v for v in values}.values():
+        u = as_uuid(value)
+        if u is None:
+            return None
+        order = compare_order(vendor, version, storage, u)
+        if order is None:
+            return None
+        if _new_key_ms(value) is not None:
+            new.append(sort_key(u, order))
+            formats.add("adopted" if recognise(u.int) is not None else "uuid7")
+        elif (u.int >> 76) & 0xF == 4 and (u.int >> 62) & 0b11 == 0b10:
+            old.append(sort_key(u, order))
+    least = max(3, int(_SOME * (len(old) + len(new))))
+    if len(old) < least or len(new) < least:
+        return None
+    where = "after-old-keys" if min(new) > max(old) else "among-old-keys"
+    return _Mixed(
+        where, "adopted" if formats == {"adopted"} else "uuid7" if formats == {"uuid7"} else "mixed", _new_key_ms
+    )
+
+
+def _adopted_advice(vendor: str, mixed: _Mixed, half_splits: bool, ratio: float | None) -> str:
+    """What helps a column of old random keys and new time-ordered ones: nothing, or one REINDEX."""
+    if mixed.new_keys == "after-old-keys":
+        said = (
+            "an adopted column: the old random keys stay where they are and new keys append after them, at the "
+            "end of the index, as in a table of their own."
+        )
+        if ratio is not None and ratio > _REINDEX_FROM:
+            return (
+                f"{said} The index is {ratio:.2f}x its size built in key order, which the old random keys left: "
+                "REINDEX INDEX CONCURRENTLY compacts it once, and the new part stays full."
+            )
+        return f"{said} Nothing to do."
+    if not half_splits:
+        return (
+            f"new keys land among the old random keys, which {vendor} handles well (it splits a page where the "
+            "inserts go): nothing to do."
+        )
+    return (
+        f"the new keys ({mixed.new_format}) land among the old random keys, and {vendor} splits a page that is not "
+        "its level's last 50/50: the new part of the index grows half empty. Make them with seqid_orm's "
+        "SeqUUIDField or seq_uuid_pk(), which read the column and make keys that sort after the old ones (a "
+        "database default: op.set_seqid_default, or db_default=DatabaseSeqUUID() set again by a migration); "
+        "then REINDEX INDEX CONCURRENTLY once to compact what they left."
+    )
+
+
 def _judge(vendor: str, version: tuple[int, ...] | None, column: KeyColumn, runs: list[list[object]]) -> Finding:
     values = [v for run in runs for v in run]
+    text_form = None
+    if values and all(isinstance(v, str) for v in values):
+        text_form = "text" if all(len(str(v)) == 36 for v in values) else "hex"
+    kept_as = _storage(column.sql_type, text_form, values[0] if values else None)
+    mixed = _mixed(vendor, version, kept_as, values)
+    if mixed is not None and kept_as is not None:
+        return _judge_mixed(vendor, version, column, runs, mixed, kept_as)
     found = classify(values)
     share, _pairs = in_order_share(runs, found.ms_of) if found.ms_of is not None else (None, 0)
     in_order = None if share is None else share >= _IN_ORDER
@@ -676,6 +797,46 @@ def _judge(vendor: str, version: tuple[int, ...] | None, column: KeyColumn, runs
         "references": column.references,
     }
     return Finding(**fields, advice=_advice(vendor, fields, storage))
+
+
+def _judge_mixed(
+    vendor: str,
+    version: tuple[int, ...] | None,
+    column: KeyColumn,
+    runs: list[list[object]],
+    mixed: _Mixed,
+    storage: Storage,
+) -> Finding:
+    values = [v for run in runs for v in run]
+    share, _pairs = in_order_share(runs, mixed.ms_of)
+    ideal = _ideal_index_bytes(vendor, column)
+    ratio = column.index_bytes / ideal if column.index_bytes and ideal else None
+    half_splits = rules_for(vendor).INNER_SPLITS_HALF
+    try:
+        needed: str | None = target(vendor, version, storage).layout.value
+    except (UnknownLayoutError, InvalidArgumentError):
+        needed = None
+    return Finding(
+        table=column.name,
+        column=column.column,
+        primary=column.primary,
+        sql_type=column.sql_type,
+        kind="adopted",
+        format=mixed.new_format,
+        in_order=None if share is None else share >= _IN_ORDER,
+        in_order_share=None if share is None else round(share, 4),
+        keys_layout=Layout.TIME_FIRST.value,
+        needed_layout=needed,
+        rows=column.rows,
+        index_bytes=column.index_bytes,
+        ideal_index_bytes=ideal,
+        sampled=len(set(map(repr, values))),
+        advice=_adopted_advice(vendor, mixed, half_splits, ratio),
+        references=column.references,
+        new_keys=mixed.new_keys,
+        new_keys_format=mixed.new_format,
+        half_splits=half_splits,
+    )
 
 
 def check_schemas(schemas: object) -> tuple[str, ...] | None:
@@ -713,7 +874,7 @@ def examine(
             "database the URL names"
         )
     findings = []
-    for column in _CATALOGS[vendor](ex):
+    for column in _catalog(ex, vendor):
         if wanted is not None and column.schema not in wanted:
             continue
         if column.table in _SKIP_TABLES or not _keyish(column.sql_type, column.primary):  # seqid's own, any schema
@@ -722,11 +883,46 @@ def examine(
             runs = _sample(ex, vendor, column, sample, server_version)
         except DatabaseUnavailableError as exc:  # one table it cannot read costs its own line, not the report
             ex.recover()
-            findings.append(_unreadable(column, exc))
-            continue
+            if _exists(ex, vendor, column):
+                findings.append(_unreadable(column, exc))
+            continue  # dropped since the catalog was read (a migration, a test, a temporary table): not there
         findings.append(_judge(vendor, server_version, column, runs))
-    order = {"random-uuid": 0, "out-of-order": 1, None: 2}
+    order = {"random-uuid": 0, "out-of-order": 1, "inside-old-keys": 1, None: 2}
     return sorted(findings, key=lambda f: (order[f.problem], f.kind != "unknown", -(f.rows or 0), f.table, f.column))
+
+
+def _catalog(ex: Executor, vendor: str) -> list[KeyColumn]:
+    """The key columns, read again once if the catalog read fails: a schema changed by another session
+    while it was read (a table dropped between two of its look-ups) is a passing state, not the database."""
+    try:
+        return _CATALOGS[vendor](ex)
+    except DatabaseUnavailableError:
+        ex.recover()
+        return _CATALOGS[vendor](ex)
+
+
+_MYSQL_EXISTS = (
+    "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = :table"
+)
+_EXISTS = {"postgresql": "SELECT CAST(to_regclass(:name) AS text)", "mariadb": _MYSQL_EXISTS, "mysql": _MYSQL_EXISTS}
+
+
+def _exists(ex: Executor, vendor: str, column: KeyColumn) -> bool:
+    """Whether ``column``'s table is still there (a failed read of a table dropped meanwhile is no finding)."""
+    params: dict[str, object] = {"table": column.table}
+    if vendor == "sqlite":
+        schema = _quote("sqlite", column.schema or "main")
+        sql = f"SELECT name FROM {schema}.sqlite_master WHERE type = 'table' AND name = :table"
+    else:
+        sql = _EXISTS[vendor]
+        name = _quote(vendor, column.table).replace("\\:", ":")
+        params["name"] = name if column.schema is None else f"{_quote(vendor, column.schema)}.{name}"
+    try:
+        rows = ex.fetch(sql, params)
+    except DatabaseUnavailableError:
+        ex.recover()
+        return True  # cannot tell: say what the read said
+    return bool(rows and rows[0][0] is not None)
 
 
 def _unreadable(column: KeyColumn, exc: DatabaseUnavailableError) -> Finding:
@@ -751,11 +947,11 @@ def _unreadable(column: KeyColumn, exc: DatabaseUnavailableError) -> Finding:
 
 
 def failing(findings: Sequence[Finding], fail_on: Sequence[str]) -> list[Finding]:
-    """The findings that ``--fail-on`` names (kinds, or ``out-of-order``)."""
+    """The findings that ``--fail-on`` names (kinds, ``out-of-order`` or ``inside-old-keys``)."""
     wrong = [f for f in fail_on if f not in FAIL_ON]
     if wrong:
         raise InvalidArgumentError(f"--fail-on takes {', '.join(FAIL_ON)}; not {', '.join(wrong)}")
-    return [f for f in findings if f.kind in fail_on or ("out-of-order" in fail_on and f.in_order is False)]
+    return [f for f in findings if f.kind in fail_on or f.problem in fail_on]
 
 
 def _size(n: int | None) -> str:

@@ -18,6 +18,7 @@ import secrets
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -28,6 +29,7 @@ import pytest
 sa = pytest.importorskip("sqlalchemy")
 
 import seqid_orm  # noqa: E402
+import seqid_orm.vendors.doctor  # noqa: E402
 from seqid_orm.errors import DatabaseUnavailableError, InvalidArgumentError  # noqa: E402
 from seqid_orm.ids.layout import Layout  # noqa: E402
 from seqid_orm.ids.text import encode_base32  # noqa: E402
@@ -103,8 +105,33 @@ TABLES = {
 }
 
 
+# Tables of random keys with time-ordered ones made since: "adopted" by seqid (keys after the old ones where the
+# engine needs them, plain UUIDv7 elsewhere), "inside" by a plain UUIDv7 default on every engine.
+MIXED = ("adopted", "inside")
+
+
+def mixed_keys(name: str, vendor: str) -> list[object]:
+    """``ROWS`` random keys, then ``ROWS // 2`` time-ordered ones over the last two hours."""
+    old = [uuid.uuid4() for _ in range(ROWS)]
+    start = dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=2)
+    spread = [start + dt.timedelta(seconds=n * 0.72) for n in range(ROWS // 2)]
+    above = 0
+    if name == "adopted":
+        where = seqid_orm.vendors.target(
+            vendor if vendor != "mysql" else "mariadb", (15,) if vendor == "postgresql" else (10, 11, 9), "binary"
+        )
+        above = where.above_for([max(old)])
+    new = [seqid_orm.comb_at(when, Layout.TIME_FIRST, above=above) for when in spread]
+    return [u if vendor == "postgresql" else u.bytes for u in old + new]
+
+
 def _fill(engine, vendor: str) -> None:
     with engine.begin() as conn:
+        for name in MIXED:
+            conn.exec_driver_sql(f"CREATE TABLE {name} (id {UUID_TYPE[vendor]} NOT NULL PRIMARY KEY, note VARCHAR(10))")
+            conn.execute(
+                sa.text(f"INSERT INTO {name} (id) VALUES (:id)"), [{"id": k} for k in mixed_keys(name, vendor)]
+            )
         for name, (column, *_rest) in TABLES.items():
             if column == "identity":
                 conn.exec_driver_sql(f"CREATE TABLE {name} (id {IDENTITY[vendor]}, note VARCHAR(10))")
@@ -175,7 +202,7 @@ def _state(vendor: str, url: str, engine) -> object:
                 "SELECT relname, n_tup_ins, n_tup_upd, n_tup_del, n_live_tup, n_dead_tup, seq_scan "
                 "FROM pg_stat_user_tables WHERE schemaname = current_schema() ORDER BY relname"
             ).all()
-        return conn.exec_driver_sql(f"CHECKSUM TABLE {', '.join(TABLES)}").all()
+        return conn.exec_driver_sql(f"CHECKSUM TABLE {', '.join([*TABLES, *MIXED])}").all()
 
 
 def test_every_kind_and_order_is_found_and_the_database_is_unchanged(filled):
@@ -185,7 +212,7 @@ def test_every_kind_and_order_is_found_and_the_database_is_unchanged(filled):
     findings = {f.table: f for f in diagnose(url, sample=500, **scope(url))}
     time.sleep(1.2)
     assert _state(vendor, url, engine) == before
-    assert set(findings) == set(TABLES)
+    assert set(findings) == {*TABLES, *MIXED}
     for table, (_column, kind, fmt, in_order) in TABLES.items():
         found = findings[table]
         assert (found.kind, found.format, found.in_order) == (kind, fmt, in_order), (table, found)
@@ -207,6 +234,98 @@ def test_every_kind_and_order_is_found_and_the_database_is_unchanged(filled):
         # InnoDB's primary key is the table: its size is the table's (issue 46: it printed "-"); no ideal
         for table in TABLES:
             assert findings[table].index_bytes >= 16384 and findings[table].ideal_index_bytes is None, findings[table]
+
+
+def test_a_table_adopted_by_seqid_is_told_from_an_untouched_one_and_from_keys_landing_among_old_ones(filled):
+    """Random keys with seqid's since: kind "adopted", where the new keys land and what helps (nothing, or a
+    REINDEX); UUIDv7 keys among old random ones are a problem only where the engine splits those pages half."""
+    vendor, url, _engine = filled
+    findings = {f.table: f for f in diagnose(url, sample=500, **scope(url))}
+    untouched, adopted, inside = findings["v4"], findings["adopted"], findings["inside"]
+    assert untouched.kind == "random-uuid" and untouched.new_keys is None
+    assert (adopted.kind, inside.kind) == ("adopted", "adopted")
+    assert adopted.in_order and inside.in_order
+    half = vendor == "postgresql"
+    assert (adopted.half_splits, inside.half_splits) == (half, half)
+    assert adopted.new_keys_format == ("adopted" if half else "uuid7") and inside.new_keys_format == "uuid7"
+    assert adopted.new_keys == ("after-old-keys" if half else "among-old-keys")
+    assert inside.new_keys == "among-old-keys"
+    assert adopted.problem is None
+    if half:
+        assert inside.problem == "inside-old-keys" and "REINDEX" in inside.advice and "seq_uuid_pk()" in inside.advice
+        assert "append after them" in adopted.advice
+    else:
+        assert inside.problem is None and "nothing to do" in inside.advice
+    as_json = json.loads(seqid_orm.vendors.doctor.render_json([adopted]))["findings"][0]
+    assert as_json["new_keys"] == adopted.new_keys and as_json["half_splits"] is half
+    assert failing(list(findings.values()), ["inside-old-keys"]) == ([inside] if half else [])
+
+
+@pytest.fixture(params=["sqlite_engine", "pg_engine"])
+def churned(request, tmp_path):
+    """(vendor, URL) of a private namespace with three tables that stay: PostgreSQL and SQLite (not beside the
+    shared MariaDB: concurrent DDL beside information_schema reads crashed it once, tests/conftest.py)."""
+    request.getfixturevalue(request.param)
+    vendor = {"sqlite_engine": "sqlite", "pg_engine": "postgresql"}[request.param]
+    name = f"seqid_churn_{secrets.token_hex(3)}"
+    if vendor == "sqlite":
+        url = f"sqlite:///{tmp_path / 'churned.db'}"
+    else:
+        admin = sa.create_engine(POSTGRES_URL, poolclass=sa.NullPool)
+        with admin.begin() as conn:
+            conn.exec_driver_sql(f"CREATE SCHEMA {name}")
+        url = f"{POSTGRES_URL}?options=-csearch_path%3D{name}"
+    engine = sa.create_engine(url, poolclass=sa.NullPool)
+    with engine.begin() as conn:
+        for table in ("stays_a", "stays_b", "stays_c"):
+            conn.exec_driver_sql(f"CREATE TABLE {table} (id {UUID_TYPE[vendor]} NOT NULL PRIMARY KEY)")
+            values = [uuid.uuid4() if vendor == "postgresql" else uuid.uuid4().bytes for _ in range(2000)]
+            conn.execute(sa.text(f"INSERT INTO {table} (id) VALUES (:id)"), [{"id": v} for v in values])
+    engine.dispose()
+    try:
+        yield vendor, url
+    finally:
+        if vendor == "postgresql":
+            with admin.begin() as conn:
+                conn.exec_driver_sql(f"DROP SCHEMA {name} CASCADE")
+            admin.dispose()
+
+
+def test_a_schema_other_sessions_change_while_the_doctor_reads_still_gets_its_report(churned):
+    """Another session creates, fills and drops tables in a loop (a migration, a test, temporary tables):
+    each run reports every table that stays, and none that went (PostgreSQL's catalog gave a NULL size for
+    a relation dropped under it, and the whole report was lost)."""
+    vendor, url = churned
+    stop, failures, cycles = threading.Event(), [], [0]
+
+    def churn() -> None:
+        churner = sa.create_engine(url, poolclass=sa.NullPool)
+        try:
+            while not stop.is_set():
+                name = f"churn_{cycles[0] % 3}"
+                with churner.begin() as conn:
+                    conn.exec_driver_sql(f"CREATE TABLE {name} (id {UUID_TYPE[vendor]} NOT NULL PRIMARY KEY)")
+                    values = [uuid.uuid4() if vendor == "postgresql" else uuid.uuid4().bytes for _ in range(20)]
+                    conn.execute(sa.text(f"INSERT INTO {name} (id) VALUES (:id)"), [{"id": v} for v in values])
+                with churner.begin() as conn:
+                    conn.exec_driver_sql(f"DROP TABLE {name}")
+                cycles[0] += 1
+        except Exception as exc:  # the churn itself must not fail silently
+            failures.append(exc)
+        finally:
+            churner.dispose()
+
+    thread = threading.Thread(target=churn, name="schema-churn", daemon=True)
+    thread.start()
+    try:
+        for _ in range(30):
+            findings = diagnose(url, sample=100, timeout=30, **scope(url))
+            assert {"stays_a", "stays_b", "stays_c"} <= {f.table for f in findings}
+            assert not [f for f in findings if f.kind == "unreadable"], findings
+    finally:
+        stop.set()
+        thread.join(30)
+    assert not failures and cycles[0] >= 30
 
 
 def test_the_cli_prints_json_and_fails_on_what_it_is_told(filled):

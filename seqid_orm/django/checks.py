@@ -18,7 +18,7 @@ and names the setting that gives that app's keys time-ordered values without a m
 ``SEQID["SWAP_RANDOM_KEY_APPS"]`` (:mod:`.swap`), and the one that silences W004 for that app alone,
 ``SEQID["RANDOM_KEY_APPS"]``, rather than ``SILENCED_SYSTEM_CHECKS``, which would silence it for the
 project's own models too.  The checks
-of seqid's own fields (``seqid.E001``-``E004``, ``W001``-``W003``) live beside those fields.
+of seqid's own fields (``seqid.E001``-``E005``, ``W001``-``W003``) live beside those fields.
 """
 
 from __future__ import annotations

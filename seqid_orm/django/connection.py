@@ -116,11 +116,13 @@ def read_column(connection: Any, table: str, column: str) -> ColumnReading | Non
     return reading_from(results)
 
 
-def column_target(field: Any, connection: Any) -> tuple[Target, bool]:
-    """The target of ``field``'s column as it is on ``connection``, and whether that is final (the
-    column was read; a table not there yet is judged by the field alone, and read again next time).
-    Raises :class:`~seqid_orm.errors.StorageMismatchError` for a column that holds another form."""
-    where = field_target(field, connection)
+def column_target(field: Any, connection: Any, where: Target | None = None) -> tuple[Target, bool]:
+    """The target of ``field``'s column as it is on ``connection`` (``where``: the target its values are
+    written for, by default the field's own), and whether that is final (the column was read; a table
+    not there yet is judged by the field alone, and read again next time).  Raises
+    :class:`~seqid_orm.errors.StorageMismatchError` for a column that holds another form."""
+    if where is None:
+        where = field_target(field, connection)
     model = getattr(field, "model", None)
     if model is None or getattr(field, "column", None) is None:
         return where, False

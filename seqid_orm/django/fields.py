@@ -31,6 +31,7 @@ from ..errors import (
     InvalidIDError,
     SeqIDError,
     ServerDefaultUnavailableError,
+    StorageMismatchError,
     UnknownLayoutError,
 )
 from ..ids.comb import comb
@@ -204,8 +205,21 @@ class SeqUUIDField(models.UUIDField):
         return [m for alias in databases for m in self.check_connection(alias, connections[alias])]
 
     def check_connection(self, alias: str, connection: Any) -> list[checks.CheckMessage]:
-        """This field's checks against one database connection (``seqid.E003``, ``seqid.W001``)."""
+        """This field's checks against one database connection (``seqid.E003``, ``seqid.E005``,
+        ``seqid.W001``)."""
         found: list[checks.CheckMessage] = []
+        try:  # the column as it is there (read only where the check may use the database)
+            column_target(self, connection)
+        except StorageMismatchError as exc:
+            found.append(
+                checks.Error(
+                    f"database {alias!r}: {exc}",
+                    hint="Convert the column (ConvertUUIDStorage) or give the field the column's type; until then "
+                    "seqid refuses to write a key there.",
+                    obj=self,
+                    id="seqid.E005",
+                )
+            )
         db_default = getattr(self, "db_default", None)
         if isinstance(db_default, DatabaseSeqUUID):
             try:

@@ -6,8 +6,9 @@ user cannot change the field in site-packages, and changing its ``default`` from
 ``makemigrations`` want a migration inside the package.  For each app named in this setting, seqid
 leaves the field as it is (its ``default`` and ``deconstruct()``, so migrations see no change) and
 replaces only what :meth:`~django.db.models.Field.get_default` returns: a time-ordered id in the
-layout the model's database needs (:func:`~seqid_orm.django.connection.field_target`'s decision),
-of the same type and text form as the default's own (a ``uuid.UUID``, 36 or 32 characters).
+layout the model's database needs (:func:`~seqid_orm.django.connection.column_target`'s decision: the
+app's table holds random keys, so where the engine splits inner pages half the new keys sort after
+them), of the same type and text form as the default's own (a ``uuid.UUID``, 36 or 32 characters).
 
 The field's default is the app's contract, and only its values change: every id is still a valid
 UUID of the same form, version 7 (or seqid's layout for SQL Server and distributed SQL), which no
@@ -28,10 +29,9 @@ from django.apps import apps
 from django.conf import settings
 from django.db import connections, models, router
 
-from ..ids.comb import generator_for
 from ..vendors import Storage
 from .checks import eligible_key
-from .connection import connection_target, field_target
+from .connection import column_target, connection_target, field_target
 
 __all__ = ["SETTING", "swap_random_keys"]
 
@@ -72,9 +72,13 @@ def _time_ordered(model: type[models.Model], field: Any, sample: object) -> Call
         make = made.get(alias)
         if make is None:
             connection = connections[alias]
-            # text keeps its own storage; a UUIDField's is its column type's, as for SeqUUIDField
-            target = connection_target(connection, storage) if storage is not None else field_target(field, connection)
-            make = made[alias] = generator_for(target.layout).id_function
+            # text keeps its own storage; a UUIDField's is its column type's, as for SeqUUIDField; and the
+            # column as it is (its random keys: new ones must sort after them where the engine needs it)
+            where = connection_target(connection, storage) if storage is not None else field_target(field, connection)
+            where, final = column_target(field, connection, where)
+            make = where.generator.id_function
+            if final:
+                made[alias] = make
         return as_text(make())
 
     return new_id

@@ -1,0 +1,169 @@
+"""Adopting SeqUUIDField on a table that already holds uuid4 keys, as a Django user does it: the field swapped,
+the migration makemigrations writes (the autodetector's AlterField, serialized by its writer) applied as
+migrate applies it, then rows through save(), bulk_create and seqid's bulk_insert, or through the database's
+default (db_default=DatabaseSeqUUID()).  On the settings module's real database: every old row is found by
+its key, the new rows sort in creation order (on PostgreSQL after every old one), and the primary key grows
+as a seqid-only one does.  A column that keeps another form than the field writes fails `manage.py check`
+(seqid.E005) and refuses a key before the row is written."""
+
+from __future__ import annotations
+
+import uuid
+
+import django
+import pytest
+from django.db import connection, models
+from django.db.migrations.autodetector import MigrationAutodetector
+from django.db.migrations.graph import MigrationGraph
+from django.db.migrations.operations import AlterField
+from django.db.migrations.state import ModelState, ProjectState
+from django.db.migrations.writer import MigrationWriter
+
+from seqid_orm import describe
+from seqid_orm.django import SeqUUIDField, bulk_insert
+from seqid_orm.errors import StorageMismatchError
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+N = 100_000
+RATIO = 1.05
+
+
+def _state(app: str, key: models.Field) -> ProjectState:
+    project = ProjectState()
+    project.add_model(
+        ModelState(app, "Thing", [("id", key), ("n", models.IntegerField()), ("note", models.CharField(max_length=20))])
+    )
+    return project
+
+
+def _swap(app: str, after_key: models.Field):
+    """The legacy model's table made and filled, the swap detected and applied: (old model, new model, old keys)."""
+    before = _state(app, models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False))
+    after = _state(app, after_key)
+    changes = MigrationAutodetector(before, after)._detect_changes(graph=MigrationGraph())
+    [migration] = changes[app]
+    [operation] = migration.operations
+    assert isinstance(operation, AlterField) and operation.name == "id"
+    assert "seqid_orm.django.SeqUUIDField" in MigrationWriter(migration).as_string()  # what makemigrations writes
+    old = before.apps.get_model(app, "Thing")
+    with connection.schema_editor() as editor:
+        editor.create_model(old)
+    for start in range(0, N, 10_000):
+        old.objects.bulk_create(old(n=-1 - i, note="old") for i in range(start, start + 10_000))
+    with connection.schema_editor() as editor:
+        operation.database_forwards(app, editor, before, after)
+    return old, after.apps.get_model(app, "Thing")
+
+
+def _key_bytes(table: str) -> int:
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(f"SELECT pg_relation_size('{table}_pkey')")
+        elif connection.vendor == "mysql":
+            cursor.execute(f"ANALYZE TABLE {table}")
+            cursor.fetchall()
+            cursor.execute(
+                "SELECT data_length FROM information_schema.TABLES WHERE table_schema = DATABASE() AND table_name = %s",
+                [table],
+            )
+        else:
+            cursor.execute("SELECT SUM(pgsize) FROM dbstat WHERE name = %s", [f"sqlite_autoindex_{table}_1"])
+        return int(cursor.fetchone()[0])
+
+
+def _fill_new(model) -> None:
+    """N rows, n from 0 up: save() for the first thousand, then bulk_create, then seqid's bulk_insert."""
+    for i in range(1000):
+        model.objects.create(n=i, note="new")
+    half = N // 2
+    for start in range(1000, half, 5000):
+        model.objects.bulk_create(model(n=i, note="new") for i in range(start, min(start + 5000, half)))
+    bulk_insert([model(n=i, note="new") for i in range(half, N)])
+
+
+def _drop(model) -> None:
+    with connection.schema_editor() as editor:
+        editor.delete_model(model)
+
+
+def _fresh_key_bytes(app: str) -> int:
+    fresh = _state(app, SeqUUIDField(primary_key=True, editable=False)).apps.get_model(app, "Thing")
+    with connection.schema_editor() as editor:
+        editor.create_model(fresh)
+    try:
+        _fill_new(fresh)
+        return _key_bytes(fresh._meta.db_table)
+    finally:
+        _drop(fresh)
+
+
+def test_a_swapped_uuidfield_finds_its_old_rows_orders_its_new_ones_and_grows_as_a_new_one():
+    old, new = _swap("adopt", SeqUUIDField(primary_key=True, editable=False))
+    table = new._meta.db_table
+    try:
+        old_keys = list(old.objects.values_list("pk", flat=True))
+        old_bytes = _key_bytes(table)
+        _fill_new(new)
+        adopted_bytes = _key_bytes(table)
+        found = sum(new.objects.filter(pk__in=old_keys[i : i + 5000]).count() for i in range(0, N, 5000))
+        by_key = list(new.objects.order_by("pk").values_list("n", flat=True))
+        newest = new.objects.get(n=N - 1).pk
+    finally:
+        _drop(new)
+    assert found == N
+    assert [n for n in by_key if n >= 0] == list(range(N))
+    ratio = adopted_bytes / (old_bytes + _fresh_key_bytes("adoptfresh"))
+    assert ratio <= RATIO, (connection.vendor, old_bytes, adopted_bytes, ratio)
+    adopted = connection.vendor == "postgresql"
+    assert describe(newest).kind == ("adopted" if adopted else "uuid7")
+    if adopted:
+        assert by_key[N:] == list(range(N))
+
+
+@pytest.mark.skipif(django.VERSION < (5, 0), reason="db_default arrived in Django 5.0")
+def test_a_db_default_set_on_a_column_of_random_keys_makes_keys_that_sort_after_them():
+    """AlterField to db_default=DatabaseSeqUUID(): on PostgreSQL the migration reads the column and sets the
+    default of adopted keys, which sort after every old one; MariaDB and SQLite keep their plain default
+    (their B-trees fill pages where inserts go).  The rows Django sends without a key get them."""
+    from seqid_orm.django import DatabaseSeqUUID
+
+    _old, new = _swap("adoptdb", SeqUUIDField(primary_key=True, editable=False, db_default=DatabaseSeqUUID()))
+    try:
+        for start in range(0, 20_000, 5000):
+            new.objects.bulk_create(new(n=i, note="new") for i in range(start, start + 5000))
+        rows = list(new.objects.order_by("pk").values_list("pk", "n"))
+    finally:
+        _drop(new)
+    made = [pk for pk, n in rows if n >= 0]
+    assert len(made) == 20_000
+    kinds = {describe(pk).kind for pk in made}
+    if connection.vendor == "postgresql":
+        assert kinds == {"adopted"}
+        assert all(n < 0 for _, n in rows[:N]) and sorted(n for _, n in rows[N:]) == list(range(20_000))
+    else:
+        assert "adopted" not in kinds
+
+
+def test_a_column_of_another_form_fails_the_check_and_refuses_a_key_before_its_row():
+    """A char(32) column under a field that writes the database's uuid type (Django 5 on MariaDB 10.7+ made
+    the change; columns made by 4.2 stay char(32)), or any other form than the field's."""
+    table = "adoptmismatch_thing"
+    other = {"postgresql": "bytea", "mysql": "varbinary(16)", "sqlite": "varchar(36)"}[connection.vendor]
+    with connection.cursor() as cursor:
+        cursor.execute(f"CREATE TABLE {table} (id {other} PRIMARY KEY, n integer NOT NULL, note varchar(20) NOT NULL)")
+    try:
+        model = _state("adoptmismatch", SeqUUIDField(primary_key=True, editable=False)).apps.get_model(
+            "adoptmismatch", "Thing"
+        )
+        field = model._meta.pk
+        [error] = [m for m in field.check(databases=["default"]) if m.id == "seqid.E005"]
+        assert f"{table}.id" in error.msg and "ConvertUUIDStorage" in error.msg
+        with pytest.raises(StorageMismatchError, match=f"{table}.id"):
+            model(n=1, note="new")
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT count(*) FROM {table}")
+            assert cursor.fetchone()[0] == 0
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"DROP TABLE {table}")

@@ -419,8 +419,13 @@ def _convert_sqlite(operations: Operations, conn: Any, refs: list[Any], source: 
         table = sa.table(ref.table, sa.column(ref.column))
         column = table.c[ref.column]
         olds = conn.execute(sa.select(column).distinct().where(column.is_not(None))).scalars().all()
-        for old in olds:
-            conn.execute(sa.update(table).where(column == old).values({ref.column: out(parse(old))}))
+        if olds:  # one executemany: a value of one form never equals one of another, so no row is hit twice
+            rewrite = (
+                sa.update(table)
+                .where(column == sa.bindparam("seqid_old"))
+                .values({ref.column: sa.bindparam("seqid_new")})
+            )
+            conn.execute(rewrite, [{"seqid_old": old, "seqid_new": out(parse(old))} for old in olds])
         with operations.batch_alter_table(ref.table) as batch:
             batch.alter_column(ref.column, type_=kinds[target], existing_nullable=ref.nullable)
 

@@ -9,6 +9,10 @@ The column's :class:`~seqid_orm.vendors.Target` is then kept on the dialect, so 
 dictionary look-up.  A process that drops and re-creates a table under a live engine keeps the
 decision it made for the first one: dispose of the engine to read again.
 
+Any statement that names a table of such a column reads it first too (a ``before_cursor_execute``
+listener, once per compiled statement): a look-up of an old key in a column that keeps another form
+is refused as the insert is, rather than finding nothing.
+
 The reads go through the driver's own cursor, beside the statement being executed on the same
 connection and in its transaction: they start no SQLAlchemy execution of their own.
 """
@@ -18,7 +22,9 @@ from __future__ import annotations
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Dialect
+from sqlalchemy import event
+from sqlalchemy.engine import Dialect, Engine
+from sqlalchemy.sql.util import find_tables
 
 from ..vendors import Storage, Target
 from ..vendors.live import ColumnReading, judge, reading_from, reading_statements
@@ -96,6 +102,32 @@ def _read(dbapi_connection: Any, vendor: str, table: sa.Table, column: str) -> C
     finally:
         cursor.close()
     return reading_from(results)
+
+
+@event.listens_for(Engine, "before_cursor_execute")
+def _first_use(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool) -> None:
+    """Each compiled statement, the first time it runs over an engine, reads the SeqUUID columns of the
+    tables it names that the engine has not read yet (:func:`column_target`): a look-up of an old key
+    in a column that keeps another form is refused as an insert is, instead of finding nothing.  Then
+    the compiled statement (cached by SQLAlchemy, and of one dialect) is marked: a statement run again
+    pays a dictionary look-up."""
+    compiled = context.compiled
+    if compiled is None or "seqid_seen" in compiled.__dict__ or context.isddl:
+        return
+    dialect = conn.dialect
+    for column in _seq_uuid_columns(compiled.statement):
+        if kept_target(dialect, column) is None:
+            column_target(conn.connection.dbapi_connection, dialect, column)
+    compiled.__dict__["seqid_seen"] = True  # a compiled statement belongs to one dialect: read once
+
+
+def _seq_uuid_columns(statement: Any) -> list[Any]:
+    """The SeqUUID columns of the tables (``Table``, not a migration's lightweight ``table()``) a statement names."""
+    try:
+        tables = find_tables(statement, include_aliases=True, include_joins=True, include_crud=True)
+    except Exception:  # a statement shape the traversal does not know: nothing to check
+        return []
+    return [c for t in tables if isinstance(t, sa.Table) for c in t.columns if isinstance(c.type, SeqUUID)]
 
 
 def forget_columns(dialect: Dialect) -> None:

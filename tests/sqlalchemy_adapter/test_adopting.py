@@ -251,14 +251,18 @@ def test_database_made_keys_on_an_adopted_postgresql_column_sort_after_the_old_o
 
 
 def test_a_sqlite_column_of_hex_text_refuses_seq_uuid_keys_of_bytes_before_writing_a_row(sqlite_engine, table_name):
-    """sa.Uuid keeps 32 hex characters on SQLite, SeqUUID() 16 bytes: swapped without its migration, the
-    first insert is refused, and so is a bulk load; not a row of the second form is written."""
+    """sa.Uuid keeps 32 hex characters on SQLite, SeqUUID() 16 bytes: swapped without its migration, a look-up
+    of an old key is refused (it would have found nothing), the first insert and a bulk load are refused; not a
+    row of the second form is written."""
     forget_columns(sqlite_engine.dialect)
     legacy = _legacy(table_name)
     legacy.metadata.create_all(sqlite_engine)
     try:
         old_keys = _fill_old(sqlite_engine, legacy, 200)
         models = _Models(table_name)
+        with Session(sqlite_engine) as session, pytest.raises(StorageMismatchError, match="holds hex"):
+            session.get(models.Row, old_keys[0])  # a look-up is refused too: it would have found nothing
+        forget_columns(sqlite_engine.dialect)
         with Session(sqlite_engine) as session:
             session.add(models.Row(n=1, note="new"))
             with pytest.raises(sa.exc.StatementError) as raised:

@@ -18,7 +18,7 @@ from typing import Any
 from django.db import models
 
 from ..vendors import Storage, Target, distributed_flavor, normalize_vendor, target
-from ..vendors.live import ColumnReading, judge, reading_from, reading_statements
+from ..vendors.live import ColumnReading, judge, readable, reading_from, reading_statements
 
 _NATIVE_TYPES = {"uuid", "uniqueidentifier"}
 
@@ -109,7 +109,7 @@ def read_column(connection: Any, table: str, column: str) -> ColumnReading | Non
                 cursor.execute(statement)  # no parameters: the literals are inline, no %-formatting
                 rows = list(cursor.fetchall())
                 results.append(rows)
-                if n == 0 and not rows:
+                if n == 0 and not readable(rows):  # no such column, or none this role may read
                     break
     except Exception:  # pytest-django's block on database access, a database not there yet
         return None

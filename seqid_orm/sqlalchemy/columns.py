@@ -27,7 +27,7 @@ from sqlalchemy.engine import Dialect, Engine
 from sqlalchemy.sql.util import find_tables
 
 from ..vendors import Storage, Target
-from ..vendors.live import ColumnReading, judge, reading_from, reading_statements
+from ..vendors.live import ColumnReading, judge, readable, reading_from, reading_statements
 from .types import SeqUUID, dialect_target
 
 __all__ = ["column_target", "forget_columns", "storage_fix"]
@@ -97,7 +97,7 @@ def _read(dbapi_connection: Any, vendor: str, table: sa.Table, column: str) -> C
             cursor.execute(statement)
             rows = list(cursor.fetchall())
             results.append(rows)
-            if n == 0 and not rows:  # no such column: nothing more to read
+            if n == 0 and not readable(rows):  # no such column, or none this role may read
                 break
     finally:
         cursor.close()

@@ -36,6 +36,7 @@ __all__ = [
     "declared_storage",
     "judge",
     "quote_identifier",
+    "readable",
     "reading_from",
     "reading_statements",
     "uuids_of",
@@ -81,15 +82,17 @@ def _literal(vendor: str, text: str) -> str:
 def reading_statements(vendor: str, table: str, column: str, schema: str | None = None) -> list[str]:
     """The statements whose first rows make a :class:`ColumnReading` (see :func:`reading_from`): the
     declared type, the largest keys, and on SQLite the smallest.  Empty for a vendor whose catalog is
-    not read here (the judgement then has nothing to refuse)."""
+    not read here (the judgement then has nothing to refuse).  Run the key reads only where
+    :func:`readable` says the first statement allows them."""
     if vendor not in READ_VENDORS:
         return []
     qt, qc = quote_identifier(vendor, table), quote_identifier(vendor, column)
     where = qt if schema is None else f"{quote_identifier(vendor, schema)}.{qt}"
     if vendor == "postgresql":
+        # with whether this role may read the keys: a refused read would abort the caller's transaction
         declared = (
-            "SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a "
-            f"WHERE a.attrelid = to_regclass({_literal(vendor, where)}) "
+            "SELECT format_type(a.atttypid, a.atttypmod), has_column_privilege(a.attrelid, a.attnum, 'SELECT') "
+            f"FROM pg_attribute a WHERE a.attrelid = to_regclass({_literal(vendor, where)}) "
             f"AND a.attname = {_literal(vendor, column)} AND NOT a.attisdropped"
         )
     elif vendor == "sqlite":
@@ -110,6 +113,12 @@ def reading_statements(vendor: str, table: str, column: str, schema: str | None 
     if vendor == "sqlite":
         statements.append(f"{keys} LIMIT 1")
     return statements
+
+
+def readable(first: Sequence[Sequence[object]]) -> bool:
+    """Whether the rows of the first statement let the key reads run: the column is there, and (on
+    PostgreSQL, where a refused statement aborts the transaction it is in) this role may read it."""
+    return bool(first) and (len(first[0]) < 2 or bool(first[0][1]))
 
 
 def reading_from(results: Sequence[Sequence[Sequence[object]]]) -> ColumnReading:

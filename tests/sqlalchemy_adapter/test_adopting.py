@@ -352,3 +352,31 @@ def test_processes_that_adopt_a_postgresql_column_at_once_agree_on_its_keys_and_
         outputs
     )  # 20,000 keys: about 14 one bits
     assert rows[:20_000] == ["old"] * 20_000 and rows[20_000:] == ["new"] * 9000
+
+
+def test_a_role_that_may_not_read_the_column_inserts_with_plain_keys_and_its_transaction_goes_on(pg_engine, table_name):
+    """A role granted INSERT alone cannot read the keys: seqid does not try (a refused SELECT would abort the
+    insert's transaction on PostgreSQL), and makes plain keys there."""
+    role = f"seqid_writer_{table_name[2:]}"
+    legacy = _legacy(table_name)
+    legacy.metadata.create_all(pg_engine)
+    with pg_engine.begin() as conn:
+        conn.execute(sa.text(f"CREATE ROLE {role} LOGIN"))
+        conn.execute(sa.text(f"GRANT INSERT ON {table_name} TO {role}"))
+        conn.execute(sa.text(f"GRANT USAGE ON SCHEMA public TO {role}"))
+    writer = sa.create_engine(pg_engine.url.set(username=role), poolclass=sa.NullPool)
+    try:
+        _fill_old(pg_engine, legacy, 1000)
+        models = _Models(table_name)
+        with writer.begin() as conn:
+            conn.execute(sa.insert(models.table), [{"n": i, "note": "new"} for i in range(10)])
+            conn.execute(sa.insert(models.table), [{"n": 10, "note": "new"}])  # the transaction is alive
+        with pg_engine.connect() as conn:
+            made = conn.execute(sa.select(models.table.c.id).where(models.table.c.n >= 0)).scalars().all()
+        assert len(made) == 11 and {describe(u).kind for u in made} == {"uuid7"}
+    finally:
+        writer.dispose()
+        _drop(pg_engine, table_name)
+        with pg_engine.begin() as conn:
+            conn.execute(sa.text(f"REVOKE ALL ON SCHEMA public FROM {role}"))
+            conn.execute(sa.text(f"DROP ROLE {role}"))

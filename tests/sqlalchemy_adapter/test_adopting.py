@@ -25,7 +25,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column  # no
 
 from seqid_orm import describe  # noqa: E402
 from seqid_orm.errors import StorageMismatchError  # noqa: E402
-from seqid_orm.sqlalchemy import bulk_insert, seq_uuid_pk  # noqa: E402
+from seqid_orm.sqlalchemy import SeqUUID, bulk_insert, seq_uuid_pk  # noqa: E402
 from seqid_orm.sqlalchemy.columns import forget_columns  # noqa: E402
 from tests.sqlalchemy_adapter.test_alembic import SCRIPT_MAKO  # noqa: E402
 
@@ -380,3 +380,50 @@ def test_a_role_that_may_not_read_the_column_inserts_with_plain_keys_and_its_tra
         with pg_engine.begin() as conn:
             conn.execute(sa.text(f"REVOKE ALL ON SCHEMA public FROM {role}"))
             conn.execute(sa.text(f"DROP ROLE {role}"))
+
+
+@pytest.mark.parametrize("storage", ["binary", "text", "hex"])
+def test_every_storage_of_a_key_adopts_as_the_database_compares_it(engine, table_name, storage):
+    """BINARY(16)/bytea/BLOB, CHAR(36) and CHAR(32): old keys found, new ones in creation order (after the old
+    ones on PostgreSQL, whose "C"-less default collation still compares lower-case hex as the bytes), and
+    the key within the ratio of a fresh one."""
+    count = 20_000
+    forget_columns(engine.dialect)
+    legacy = sa.Table(
+        table_name,
+        sa.MetaData(),
+        sa.Column("id", SeqUUID(storage=storage), primary_key=True, default=uuid.uuid4),
+        sa.Column("n", sa.Integer, nullable=False),
+        sa.Column("note", sa.String(20), nullable=False),
+    )
+    legacy.metadata.create_all(engine)
+    fresh_name = f"{table_name}_fresh"
+    try:
+        with engine.begin() as conn:
+            for start in range(0, count, 10_000):
+                conn.execute(sa.insert(legacy), [{"n": -1 - i, "note": "old"} for i in range(start, start + 10_000)])
+            old_keys = conn.execute(sa.select(legacy.c.id)).scalars().all()
+        old_bytes = _key_bytes(engine, table_name) if engine.dialect.name != "sqlite" else 0
+        models = _Models(table_name, storage=storage)
+        _fill_new(engine, models, count)
+        adopted_bytes = _key_bytes(engine, table_name) if engine.dialect.name != "sqlite" else 0
+        with engine.connect() as conn:
+            found = conn.execute(
+                sa.select(sa.func.count()).select_from(models.table).where(models.table.c.id.in_(old_keys[:5000]))
+            ).scalar_one()
+            by_key = conn.execute(sa.select(models.table.c.n).order_by(models.table.c.id)).scalars().all()
+            newest = conn.execute(sa.select(models.table.c.id).where(models.table.c.n == count - 1)).scalar_one()
+        if engine.dialect.name != "sqlite":
+            fresh = _Models(fresh_name, storage=storage)
+            fresh.table.metadata.create_all(engine)
+            _fill_new(engine, fresh, count)
+            ratio = adopted_bytes / (old_bytes + _key_bytes(engine, fresh_name))
+            assert ratio <= RATIO, (engine.dialect.name, storage, ratio)
+    finally:
+        _drop(engine, table_name, fresh_name)
+    assert found == 5000
+    assert [n for n in by_key if n >= 0] == list(range(count))
+    adopted = engine.dialect.name == "postgresql"
+    assert describe(newest).kind == ("adopted" if adopted else "uuid7")
+    if adopted:
+        assert by_key[count:] == list(range(count))

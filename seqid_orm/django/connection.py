@@ -17,8 +17,8 @@ from typing import Any
 
 from django.db import models
 
-from ..vendors import Storage, Target, distributed_flavor, normalize_vendor, target
-from ..vendors.live import ColumnReading, judge, readable, reading_from, reading_statements
+from ..vendors import Storage, Target, distributed_flavor, live, normalize_vendor, target
+from ..vendors.live import ColumnReading, judge
 
 _NATIVE_TYPES = {"uuid", "uniqueidentifier"}
 
@@ -101,19 +101,16 @@ def storage_fix(table: str, column: str, found: Storage) -> str:
 def read_column(connection: Any, table: str, column: str) -> ColumnReading | None:
     """What the live column ``table.column`` says on ``connection`` (declared type, largest keys), or
     ``None`` where it could not be read (no database access now: a check, a test without one)."""
-    statements = reading_statements(vendor_of(connection), table, column)
-    results: list[list[Any]] = []
     try:
         with connection.cursor() as cursor:
-            for n, statement in enumerate(statements):
+
+            def fetch(statement: str) -> list[Any]:
                 cursor.execute(statement)  # no parameters: the literals are inline, no %-formatting
-                rows = list(cursor.fetchall())
-                results.append(rows)
-                if n == 0 and not readable(rows):  # no such column, or none this role may read
-                    break
+                return list(cursor.fetchall())
+
+            return live.read_column(vendor_of(connection), table, column, fetch)
     except Exception:  # pytest-django's block on database access, a database not there yet
         return None
-    return reading_from(results)
 
 
 def column_target(field: Any, connection: Any, where: Target | None = None) -> tuple[Target, bool]:

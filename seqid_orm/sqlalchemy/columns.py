@@ -27,7 +27,7 @@ from sqlalchemy.engine import Dialect, Engine
 from sqlalchemy.sql.util import find_tables
 
 from ..vendors import Storage, Target
-from ..vendors.live import ColumnReading, judge, readable, reading_from, reading_statements
+from ..vendors.live import ColumnReading, judge, read_column
 from .types import SeqUUID, dialect_target
 
 __all__ = ["column_target", "forget_columns", "storage_fix"]
@@ -89,19 +89,16 @@ def column_target(dbapi_connection: Any, dialect: Dialect, column: Any) -> Targe
 
 
 def _read(dbapi_connection: Any, vendor: str, table: sa.Table, column: str) -> ColumnReading:
-    statements = reading_statements(vendor, table.name, column, table.schema)
-    results: list[list[Any]] = []
     cursor = dbapi_connection.cursor()
+
+    def fetch(statement: str) -> list[Any]:
+        cursor.execute(statement)
+        return list(cursor.fetchall())
+
     try:
-        for n, statement in enumerate(statements):
-            cursor.execute(statement)
-            rows = list(cursor.fetchall())
-            results.append(rows)
-            if n == 0 and not readable(rows):  # no such column, or none this role may read
-                break
+        return read_column(vendor, table.name, column, fetch, table.schema)
     finally:
         cursor.close()
-    return reading_from(results)
 
 
 @event.listens_for(Engine, "before_cursor_execute")

@@ -225,6 +225,8 @@ class Target:
 
     def adopted(self, above: int) -> Target:
         """This target for a column whose keys get ``above`` leading one bits (``0``: plain keys)."""
+        if above == self.above:
+            return self
         return _target(self.vendor, self.server_version, self.storage, self.preferred, above)
 
     @functools.cached_property

@@ -36,6 +36,7 @@ __all__ = [
     "declared_storage",
     "judge",
     "quote_identifier",
+    "read_column",
     "readable",
     "reading_from",
     "reading_statements",
@@ -113,6 +114,24 @@ def reading_statements(vendor: str, table: str, column: str, schema: str | None 
     if vendor == "sqlite":
         statements.append(f"{keys} LIMIT 1")
     return statements
+
+
+def read_column(
+    vendor: str,
+    table: str,
+    column: str,
+    fetch: Callable[[str], Sequence[Sequence[object]]],
+    schema: str | None = None,
+) -> ColumnReading:
+    """The :class:`ColumnReading` of ``table.column``, each statement run by ``fetch`` (the adapter's
+    I/O: it runs one statement and returns its rows); the key reads only where :func:`readable` allows."""
+    results: list[list[Sequence[object]]] = []
+    for n, statement in enumerate(reading_statements(vendor, table, column, schema)):
+        rows = list(fetch(statement))
+        results.append(rows)
+        if n == 0 and not readable(rows):  # no such column, or none this role may read
+            break
+    return reading_from(results)
 
 
 def readable(first: Sequence[Sequence[object]]) -> bool:

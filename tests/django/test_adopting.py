@@ -122,7 +122,7 @@ def test_a_swapped_uuidfield_finds_its_old_rows_orders_its_new_ones_and_grows_as
 
 
 @pytest.mark.skipif(django.VERSION < (5, 0), reason="db_default arrived in Django 5.0")
-def test_a_db_default_set_on_a_column_of_random_keys_makes_keys_that_sort_after_them():
+def test_db_default_made_keys_on_a_column_of_random_keys_sort_after_them():
     """AlterField to db_default=DatabaseSeqUUID(): on PostgreSQL the migration reads the column and sets the
     default of adopted keys, which sort after every old one; MariaDB and SQLite keep their plain default
     (their B-trees fill pages where inserts go).  The rows Django sends without a key get them."""

@@ -19,14 +19,16 @@ millisecond and random bits.  Measured on the same runs: 6.02 MB, the size of a 
 so no old key sorts above, with room for the keys a rolling deploy's old code still writes.
 
 The values are RFC 9562 version 8 (vendor-specific) UUIDs, variant ``0b10``, so every validator
-of UUIDs takes them, and they carry their time (:func:`decode`).  They are recognised by their
-version and variant bits and a run of at least 16 leading one bits: seqid's ``SHARDED`` layout,
+of UUIDs takes them, and they carry their time (:meth:`AdoptedFormat.decode`).  SQL Server's carry
+version 8 with the Microsoft variant ``0b110`` instead (as seqid's ``TIME_LAST`` keys carry it beside
+version 4), so the bits alone say which engine order a key was made for.  They are recognised by
+those bits and a run of at least 16 leading one bits in that order: seqid's ``SHARDED`` layout,
 the other version 8 it makes, has at most four until the 23rd century, and a foreign version 8
 with 16 leading one bits is one in 65,536.
 
 Uniqueness: ``78 - above`` bits of counter and random per millisecond (62 with 16 one bits, 46
-with 32), where a UUIDv7 has 74.  The one bits are the price of sorting above the old keys: a
-table of ``N`` random keys needs about ``log2(N)`` of them.
+with 32; one fewer in SQL Server's order), where a UUIDv7 has 74.  The one bits are the price of
+sorting above the old keys: a table of ``N`` random keys needs about ``log2(N)`` of them.
 
 Standard library only; this folder's :mod:`.layout` says the comparison orders.
 """
@@ -53,9 +55,13 @@ ABOVE_BITS = (16, 20, 24, 28, 32)
 MARGIN = 3
 
 _MS_BITS = 44
-_FREE_BITS = 122  # 128 less the version (4) and variant (2)
-_VERSION_BITS = (0xF << 76) | (0b11 << 62)
-_VERSION_8 = (0x8 << 76) | (0b10 << 62)
+#: Each layout's fixed bits (``UUID.int`` mask and value): version 8 with the RFC variant for byte
+#: order, version 8 with the Microsoft variant ``0b110`` for SQL Server's (as its ``TIME_LAST`` keys carry
+#: ``0b110`` beside version 4): the bits alone say which order an adopted key was made for.
+_FIXED: dict[Layout, tuple[int, int]] = {
+    Layout.TIME_FIRST: ((0xF << 76) | (0b11 << 62), (0x8 << 76) | (0b10 << 62)),
+    Layout.TIME_LAST: ((0xF << 76) | (0b111 << 61), (0x8 << 76) | (0b110 << 61)),
+}
 
 
 def leading_ones(key: bytes) -> int:
@@ -78,15 +84,15 @@ def above_for(largest: bytes | None) -> int:
     return next((bits for bits in ABOVE_BITS if bits >= wanted), ABOVE_BITS[-1])
 
 
-def _fixed_positions(order: Sequence[int]) -> dict[int, int]:
-    """Bit positions (of the int whose bytes are a value's bytes in ``order``) of the version and
-    variant bits, with the bit each holds in a version-8 value."""
+def _fixed_positions(order: Sequence[int], mask: int, value: int) -> dict[int, int]:
+    """Bit positions (of the int whose bytes are a value's bytes in ``order``) of the fixed bits
+    ``mask`` of ``UUID.int``, with the bit ``value`` holds there."""
     out = {}
     for bit in range(128):
-        if (_VERSION_BITS >> bit) & 1:
+        if (mask >> bit) & 1:
             byte, within = 15 - bit // 8, bit % 8
             position = (15 - order.index(byte)) * 8 + within
-            out[position] = (_VERSION_8 >> bit) & 1
+            out[position] = (value >> bit) & 1
     return out
 
 
@@ -109,6 +115,14 @@ class AdoptedFormat:
     """The bits that are not version or variant: ``(lowest position, length)``, most significant first."""
     fixed: int
     """The version and variant bits, in ``S``."""
+    mask: int
+    """The version and variant bits' positions in ``UUID.int``, and their value there."""
+    flags: int
+
+    @property
+    def free_bits(self) -> int:
+        """How many bits are neither version nor variant (122 in byte order, 121 in SQL Server's)."""
+        return 128 - bin(self.mask).count("1")
 
     @property
     def identity(self) -> bool:
@@ -128,16 +142,16 @@ class AdoptedFormat:
         return min(lowest + length, self.random_bits + self.counter_bits)
 
     def spread(self, free: int) -> int:
-        """``S`` of the 122 free bits ``free`` (the one bits, time, counter and random bits, most
+        """``S`` of the free bits ``free`` (the one bits, time, counter and random bits, most
         significant first), with the version and variant bits."""
-        out, left = self.fixed, _FREE_BITS
+        out, left = self.fixed, self.free_bits
         for lowest, length in self.runs:
             left -= length
             out |= ((free >> left) & ((1 << length) - 1)) << lowest
         return out
 
     def gather(self, s: int) -> int:
-        """The 122 free bits of ``S`` (the inverse of :meth:`spread`)."""
+        """The free bits of ``S`` (the inverse of :meth:`spread`)."""
         out = 0
         for lowest, length in self.runs:
             out = (out << length) | ((s >> lowest) & ((1 << length) - 1))
@@ -146,7 +160,7 @@ class AdoptedFormat:
     def head(self, ms: int) -> int:
         """``S`` of the one bits and the millisecond, with the fixed bits."""
         low = self.counter_bits + self.random_bits
-        return self.spread((((1 << self.above) - 1) << (_FREE_BITS - self.above)) | (ms << low))
+        return self.spread((((1 << self.above) - 1) << (self.free_bits - self.above)) | (ms << low))
 
     def compose(self, ms: int, counter: int, rnd: int) -> int:
         """``S`` of an id: ``ms``, ``counter`` and the low :attr:`random_bits` of ``rnd``."""
@@ -187,7 +201,7 @@ class AdoptedFormat:
 
     def matches(self, value: int) -> bool:
         """Whether ``UUID.int`` ``value`` is an adopted key of this format."""
-        if value & _VERSION_BITS != _VERSION_8:
+        if value & self.mask != self.flags:
             return False
         s = self.from_uuid_int(value)
         return leading_ones(s.to_bytes(16, "big")) // 4 * 4 == self.above
@@ -221,7 +235,8 @@ def adopted_format(layout: Layout, above: int) -> AdoptedFormat:
             f"adopted keys follow the order of an engine: byte order (time_first) or SQL Server's (time_last), "
             f"not {layout.value}"
         )
-    fixed_positions = _fixed_positions(order)
+    mask, flags = _FIXED[layout]
+    fixed_positions = _fixed_positions(order, mask, flags)
     runs: list[tuple[int, int]] = []
     top = 128
     for position in [*sorted(fixed_positions, reverse=True), -1]:
@@ -229,21 +244,19 @@ def adopted_format(layout: Layout, above: int) -> AdoptedFormat:
             runs.append((position + 1, top - position - 1))
         top = position
     fixed = sum(bit << position for position, bit in fixed_positions.items())
-    low = _FREE_BITS - above - _MS_BITS
+    low = 128 - len(fixed_positions) - above - _MS_BITS
     random_bits = min(32, low - 16)
-    return AdoptedFormat(above, order, low - random_bits, random_bits, tuple(runs), fixed)
+    return AdoptedFormat(above, order, low - random_bits, random_bits, tuple(runs), fixed, mask, flags)
 
 
 def recognise(value: int) -> AdoptedFormat | None:
-    """The adopted format ``UUID.int`` ``value`` was made in, or ``None``.  Byte order is tried first:
-    a SQL Server key whose first two bytes happen to be ``ffff`` (one in 65,536) reads as byte
-    order's; ``describe(value, layout="time_last")`` says which it is."""
-    if value & _VERSION_BITS != _VERSION_8:
-        return None
+    """The adopted format ``UUID.int`` ``value`` was made in, or ``None``: its version and variant bits
+    say for which engine order, its leading one bits in that order how many it has."""
     for layout, order in _ORDERS.items():
+        mask, flags = _FIXED[layout]
+        if value & mask != flags:
+            continue
         raw = value.to_bytes(16, "big")
-        ones = leading_ones(bytes(raw[i] for i in order))
-        bits = ones // 4 * 4
-        if bits in ABOVE_BITS:
-            return adopted_format(layout, bits)
+        bits = leading_ones(bytes(raw[i] for i in order)) // 4 * 4
+        return adopted_format(layout, bits) if bits in ABOVE_BITS else None
     return None

@@ -76,7 +76,7 @@ def describe(
       ``TIME_FIRST_LE`` id, told apart by their fixed bits (``layout=`` forces one); a
       version-1 or version-6 UUID is read from its 60-bit time; a version-8 UUID is vendor-specific:
       it is read as seqid's adopted key when it starts with 16 to 32 one bits (as the database
-      compares it: ``layout="time_last"`` for SQL Server's order), as the ``SHARDED`` layout only with
+      compares it; its variant says whether that is SQL Server's order), as the ``SHARDED`` layout only with
       ``layout="sharded"``, else without a time; any other UUID is ``kind="uuid"``, no time.
     * ``int``: a Snowflake id of ``snowflake``'s profile (Twitter's if none is given).
     * ``str``: 36 characters is a UUID, 26 a base32/ULID id, 32 a bsv id; 32 hex digits are

@@ -48,7 +48,10 @@ def test_an_adopted_key_starts_with_its_one_bits_and_carries_its_time_and_counte
     fmt = adopted_format(layout, above)
     s = fmt.compose(NOW_MS, 12345, 0xDEADBEEF)
     u = uuid.UUID(int=fmt.to_uuid_int(s))
-    assert (u.version, u.variant) == (8, uuid.RFC_4122)  # every UUID validator takes it
+    if layout is Layout.TIME_FIRST:
+        assert (u.version, u.variant) == (8, uuid.RFC_4122)  # every UUID validator takes it
+    else:  # SQL Server's: the Microsoft variant says the order (as its TIME_LAST keys carry it)
+        assert (u.int >> 76 & 0xF, u.variant) == (8, uuid.RESERVED_MICROSOFT)
     compared = layout.sort_key(u)
     assert leading_ones(compared) == above  # the time's top bit follows the one bits: it is 0 until 2248
     assert fmt.decode(fmt.from_uuid_int(u.int)) == (NOW_MS, 12345)
@@ -56,6 +59,16 @@ def test_an_adopted_key_starts_with_its_one_bits_and_carries_its_time_and_counte
     info = describe(u, layout=layout)
     assert (info.kind, info.parts["above"], info.parts["counter"]) == ("adopted", above, 12345)
     assert info.timestamp == dt.datetime.fromtimestamp(NOW_MS / 1000, dt.timezone.utc)
+
+
+def test_a_sql_server_key_that_starts_with_one_bytes_in_byte_order_is_still_read_as_sql_servers():
+    """Its random bits sit in the bytes SQL Server compares last, which are uuid.UUID's first: ffff there is
+    one key in 65,536, and the variant, not the bytes, says which order the key was made for."""
+    fmt = adopted_format(Layout.TIME_LAST, 24)
+    u = uuid.UUID(int=fmt.to_uuid_int(fmt.compose(NOW_MS, 7, 0xFFFF_FFFF)))
+    assert u.bytes[:2] == b"\xff\xff"
+    assert adopted_of(u) == (Layout.TIME_LAST, 24)
+    assert describe(u).parts == {"counter": 7, "above": 24}
 
 
 def test_widths_and_layouts_without_adopted_keys_are_refused_by_name():

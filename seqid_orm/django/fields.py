@@ -322,7 +322,8 @@ def _settings_snowflake(key: str, config: dict[str, Any]) -> Snowflake:
         if not isinstance(namespace, str):
             raise ImproperlyConfigured("SEQID['SNOWFLAKE']['lease'] needs a 'namespace' (str)")
         url = options.pop("url", None)
-        store = url if url is not None else DjangoLeaseStore(options.pop("using", "default"))
+        using = options.pop("using", "default")
+        store = url if url is not None else DjangoLeaseStore(using, timeout=options.get("timeout", 5.0))
         gen = Snowflake(worker_id=WorkerLease(store, namespace, **options), **config)
     else:
         worker = config.get("worker_id", 0)

@@ -23,7 +23,7 @@ from .fields import IntegerKeyField
 
 __all__ = ["TicketField", "close_ticket_sequences", "ticket_default", "ticket_sequence"]
 
-_sequences: dict[tuple[str, str | None, str | None, int, bool], TicketSequence] = {}
+_sequences: dict[tuple[str, str | None, str | None, int, bool, float], TicketSequence] = {}
 _lock = threading.Lock()
 
 
@@ -34,15 +34,18 @@ def ticket_sequence(
     url: str | None = None,
     block_size: int = 1000,
     accept_state_loss: bool = False,
+    timeout: float = 5.0,
 ) -> TicketSequence:
     """The process's sequence ``name`` on Django alias ``using`` (default ``"default"``) or on ``url``.
 
     Created on first use and shared by every caller naming the same sequence, server and block
-    size.  ``accept_state_loss`` allows a Redis ``url`` without persistence.
+    size.  ``accept_state_loss`` allows a Redis ``url`` without persistence.  ``timeout``: the
+    longest one call waits on the server (a lock another transaction holds included), past which it
+    raises :class:`~seqid_orm.errors.StoreTimeoutError`.
     """
     if using is not None and url is not None:
         raise InvalidArgumentError("give a ticket sequence either using= (a Django alias) or url=, not both")
-    key = (name, using, url, block_size, accept_state_loss)
+    key = (name, using, url, block_size, accept_state_loss, timeout)
     sequence = _sequences.get(key)
     if sequence is None:
         with _lock:
@@ -54,9 +57,9 @@ def ticket_sequence(
                 else:
                     from ..allocation.stores.django import DjangoTicketStore
 
-                    server = DjangoTicketStore(using or "default")
+                    server = DjangoTicketStore(using or "default", timeout=timeout)
                 sequence = _sequences[key] = TicketSequence(
-                    name, server, block_size=block_size, accept_state_loss=accept_state_loss
+                    name, server, block_size=block_size, accept_state_loss=accept_state_loss, timeout=timeout
                 )
     return sequence
 

@@ -231,3 +231,53 @@ def test_a_floor_read_from_a_thread_of_seqids_own_leaves_no_connection_open():
     while (left := others()) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert left == 0
+
+
+def test_a_ticket_row_another_transaction_holds_never_holds_a_call_past_its_deadline():
+    """Another transaction holds the sequence's row (``SELECT ... FOR UPDATE``; SQLite: its write lock) for ten
+    seconds: every call that needs a reservation ends in StoreTimeoutError within its deadline and a second
+    (the store's call waited on the lock with no end, and every later call behind it on the store's own
+    lock), and once the row is free the sequence goes on, no id repeated."""
+    import threading
+    import time
+
+    from django.db import connections
+
+    from seqid_orm.errors import StoreTimeoutError
+
+    sequence = ticket_sequence("locked_row", block_size=2, timeout=1.0)
+    first = [sequence.next_id() for _ in range(2)]  # the row exists, the block is spent
+    locked, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        holder = connections.create_connection("default")  # a connection belongs to the thread that made it
+        with holder.cursor() as cursor:
+            if holder.vendor == "sqlite":
+                cursor.execute("BEGIN IMMEDIATE")
+            else:
+                holder.set_autocommit(False)
+                cursor.execute("SELECT next_value FROM seqid_tickets WHERE name = %s FOR UPDATE", ["locked_row"])
+            locked.set()
+            release.wait(30)
+            cursor.execute("ROLLBACK")
+        holder.close()
+
+    thread = threading.Thread(target=hold, daemon=True)
+    thread.start()
+    assert locked.wait(10)
+    spans, refused, drawn = [], 0, list(first)
+    try:
+        until = time.monotonic() + 10
+        while time.monotonic() < until:  # what memory holds (a prefetched block) first, then refusals
+            began = time.monotonic()
+            try:
+                drawn.append(sequence.next_id())
+            except StoreTimeoutError:
+                refused += 1
+            spans.append(time.monotonic() - began)
+    finally:
+        release.set()
+        thread.join(30)
+    assert refused >= 4 and max(spans) < 1.0 + 0.5 + 1.0, spans  # timeout, the follower's grace, a second
+    drawn += [sequence.next_id() for _ in range(6)]
+    assert len(set(drawn)) == len(drawn) and drawn == sorted(drawn)

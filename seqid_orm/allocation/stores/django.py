@@ -14,16 +14,20 @@ Django and SQLAlchemy processes can share a sequence.
 from __future__ import annotations
 
 import contextlib
+import math
 import re
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.db import DatabaseError, IntegrityError, InterfaceError, OperationalError, connections
 
-from ...errors import BackendUnavailableError, InvalidArgumentError
+from ...errors import BackendUnavailableError, InvalidArgumentError, StoreTimeoutError
+from ...ids.validate import check_seconds
 from . import lease_sql
 from .base import LEASE_TABLE, TICKET_TABLE, LeaseStore, TicketRow, TicketStore, is_conflict
+from .deadline import watch
 from .steps import Steps, drive
 from .ticket_sql import SQLTicketStore, TicketSQL, ticket_sql
 from .ticket_sql import rows as ticket_sql_rows
@@ -41,12 +45,15 @@ _INHERITED: list[Any] = []
 
 
 class _OwnConnection:
-    """A Django connection for ``alias`` that is this store's alone, shared by its threads under a lock."""
+    """A Django connection for ``alias`` that is this store's alone, shared by its threads under a lock,
+    and every call on it within ``timeout`` seconds (:meth:`call`)."""
 
-    def __init__(self, alias: str) -> None:
+    def __init__(self, alias: str, timeout: float, what: str, label: str) -> None:
         if alias not in connections.settings:
             raise InvalidArgumentError(f"no Django database {alias!r} in settings.DATABASES")
         self.alias = alias
+        self.timeout = check_seconds("timeout", timeout, 0.1, 3600.0)
+        self.what, self.label = what, label
         self.lock = threading.Lock()
         self.connection: Any = None
 
@@ -64,6 +71,52 @@ class _OwnConnection:
             self.connection = conn
         return self.connection
 
+    def call(self, body: Callable[[Any], _T]) -> _T:
+        """``body(conn)`` on the store's connection within the store's deadline, as the SQLAlchemy store
+        runs its calls: the lock waited for at most that long, the database's own lock waits bounded by
+        what is left of it (:func:`_bounds`), and the connection's socket shut down when it passes
+        (:mod:`.deadline`): :class:`StoreTimeoutError`, never a wait without end (a row another
+        transaction holds with ``SELECT ... FOR UPDATE`` held a call, and every call after it, for good).
+        A connection the server dropped is tried once more on a fresh one; the database's other
+        answers are :class:`BackendUnavailableError`, the one translation here."""
+        end = time.monotonic() + self.timeout
+        if not self.lock.acquire(timeout=self.timeout):
+            raise self.timed_out()
+        try:
+            for attempt in (1, 2):
+                left = end - time.monotonic()
+                if left <= 0:
+                    break
+                conn = self.get()
+                try:
+                    conn.ensure_connection()
+                    with watch(conn.connection, left) as alarm:
+                        try:
+                            _bounds(conn, left, self.timeout)
+                            return body(conn)
+                        except Exception:
+                            if alarm is not None and alarm.fired:
+                                self.discard()  # its socket is shut: never used again
+                                raise self.timed_out() from None
+                            raise
+                except DatabaseError as exc:
+                    if _locked(exc):
+                        raise self.timed_out() from None
+                    if not isinstance(exc, (OperationalError, InterfaceError)) or attempt == 2:
+                        raise _unavailable(self.what, self.label, exc) from exc
+                    # the server dropped this long-lived connection (wait_timeout, restart): once more
+                    # on a fresh one; values the lost statement reserved are only a gap
+                    self.discard()
+            raise self.timed_out()
+        finally:
+            self.lock.release()
+
+    def timed_out(self) -> StoreTimeoutError:
+        return StoreTimeoutError(
+            f"{self.what} {self.label} did not answer within {self.timeout:g} s (a lock held elsewhere, a stalled "
+            "server or network); its connection was closed"
+        )
+
     def discard(self) -> None:
         conn, self.connection = self.connection, None
         if conn is not None:
@@ -77,14 +130,39 @@ class _OwnConnection:
             self.connection = None
 
 
+def _bounds(conn: Any, left: float, timeout: float) -> None:
+    """Bound the database's own waits on the store's connection (its alone, in autocommit, so a
+    session setting is this call's): PostgreSQL's ``lock_timeout`` to what is left of the deadline and
+    ``statement_timeout`` above it (:func:`~.sqlalchemy.pg_bounds`' figures), InnoDB's lock wait in whole
+    seconds, SQLite's busy wait."""
+    ms = max(1, int(left * 1000))
+    with conn.cursor() as cursor:
+        if conn.vendor == "postgresql":
+            cursor.execute(f"SET lock_timeout = {ms}; SET statement_timeout = {max(1, math.ceil(2 * timeout * 1000))}")
+        elif conn.vendor == "mysql":
+            cursor.execute(f"SET SESSION innodb_lock_wait_timeout = {max(1, math.ceil(left))}")
+        elif conn.vendor == "sqlite":
+            cursor.execute(f"PRAGMA busy_timeout = {ms}")
+
+
+def _locked(exc: Exception) -> bool:
+    """Whether the database gave up waiting for another transaction's lock (the deadline, not a fault):
+    PostgreSQL's ``lock_not_available`` (55P03), InnoDB's 1205, SQLite's busy wait."""
+    cause = getattr(exc, "__cause__", None) or exc
+    if getattr(cause, "sqlstate", getattr(cause, "pgcode", None)) == "55P03":
+        return True
+    args: tuple[object, ...] = tuple(getattr(cause, "args", ()))
+    return (len(args) > 0 and args[0] == 1205) or "database is locked" in str(cause)
+
+
 class DjangoTicketStore(SQLTicketStore):
     """A ticket server on Django database ``alias``: see the module docstring."""
 
-    def __init__(self, alias: str = "default", table_name: str = TICKET_TABLE) -> None:
-        self._own = _OwnConnection(alias)
+    def __init__(self, alias: str = "default", table_name: str = TICKET_TABLE, *, timeout: float = 5.0) -> None:
+        self.label = f"Django database {alias!r}"
+        self._own = _OwnConnection(alias, timeout, "ticket server", self.label)
         self.alias = alias
         self.table_name = table_name
-        self.label = f"Django database {alias!r}"
 
     def _sql(self, conn: Any) -> TicketSQL:
         if conn.vendor not in _TICKET_VENDORS:
@@ -95,27 +173,15 @@ class DjangoTicketStore(SQLTicketStore):
         return ticket_sql(conn.vendor, conn.ops.quote_name(self.table_name))
 
     def _with_rows(self, steps_of: Callable[[TicketSQL], Steps[_T]]) -> _T:
-        with self._own.lock:
-            for attempt in (1, 2):
-                conn = self._own.get()
-                try:
-                    return drive(steps_of(self._sql(conn)), DjangoExecutor(conn))
-                except (OperationalError, InterfaceError) as exc:
-                    # the server dropped this long-lived connection (wait_timeout, restart): once
-                    # more on a fresh one; values the lost statement reserved are only a gap
-                    self._own.discard()
-                    if attempt == 2:
-                        raise _unavailable("ticket server", self.label, exc) from exc
-                except DatabaseError as exc:  # the server's answer: seqid's error, the one place here
-                    raise _unavailable("ticket server", self.label, exc) from exc
-        raise AssertionError("unreachable")
+        return self._own.call(lambda conn: drive(steps_of(self._sql(conn)), DjangoExecutor(conn)))
 
     def rows(self) -> list[TicketRow]:
-        with self._own.lock:
-            conn = self._own.get()
+        def read(conn: Any) -> list[TicketRow]:
             if self.table_name not in conn.introspection.table_names():
                 return []
             return drive(ticket_sql_rows(self._sql(conn)), DjangoExecutor(conn))
+
+        return self._own.call(read)
 
     def after_fork(self) -> None:
         self._own.after_fork()
@@ -132,25 +198,17 @@ class DjangoLeaseStore(lease_sql.SQLLeaseStore):
     own (never the request's), in autocommit.
     """
 
-    def __init__(self, alias: str = "default", table_name: str = LEASE_TABLE) -> None:
-        self._own = _OwnConnection(alias)
-        self.table_name = table_name
+    def __init__(self, alias: str = "default", table_name: str = LEASE_TABLE, *, timeout: float = 5.0) -> None:
         self.label = f"Django database {alias!r}"
+        self._own = _OwnConnection(alias, timeout, "lease store", self.label)
+        self.table_name = table_name
 
     def _run(self, steps_of: Callable[[lease_sql.LeaseSQL], Steps[Any]]) -> Any:
-        with self._own.lock:
-            for attempt in (1, 2):
-                conn = self._own.get()
-                try:
-                    sql = lease_sql.lease_sql(conn.vendor, conn.ops.quote_name(self.table_name))
-                    return drive(steps_of(sql), DjangoExecutor(conn))
-                except (OperationalError, InterfaceError) as exc:
-                    self._own.discard()  # a dropped connection: once more on a fresh one
-                    if attempt == 2:
-                        raise _unavailable("lease store", self.label, exc) from exc
-                except DatabaseError as exc:
-                    raise _unavailable("lease store", self.label, exc) from exc
-        raise AssertionError("unreachable")
+        def run(conn: Any) -> Any:
+            sql = lease_sql.lease_sql(conn.vendor, conn.ops.quote_name(self.table_name))
+            return drive(steps_of(sql), DjangoExecutor(conn))
+
+        return self._own.call(run)
 
     def after_fork(self) -> None:
         self._own.after_fork()

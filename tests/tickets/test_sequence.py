@@ -272,6 +272,38 @@ def test_a_sequence_started_at_the_bigint_edge_ends_exhausted_on_every_store(ser
     assert drawn == list(range(BIGINT_MAX - 1000, BIGINT_MAX))
 
 
+def test_three_sequences_drawing_one_counter_to_the_bigint_edge_all_end_exhausted(server, seq_name):
+    """Three objects (three processes' worth) draw one sequence past 2**63 at once, in blocks of 128: each ends
+    in GeneratorExhaustedError, never as a server that did not answer (on Redis one of them read the overflow
+    refusal of a block another had shrunk first as silence: BackendUnavailableError), and between them
+    every value below the edge is handed out once."""
+    import threading
+
+    sequences = [TicketSequence(seq_name, server, start=BIGINT_MAX - 1000, block_size=128) for _ in range(3)]
+    drawn: list[list[int]] = [[] for _ in sequences]
+    ended: list[BaseException | None] = [None] * 3
+
+    def draw(k: int) -> None:
+        try:
+            while True:
+                drawn[k].append(sequences[k].next_id())
+        except BaseException as exc:  # the test reads how each one ended
+            ended[k] = exc
+
+    threads = [threading.Thread(target=draw, args=(k,)) for k in range(3)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+    finally:
+        for seq in sequences:
+            seq.close()
+    assert [type(e).__name__ for e in ended] == ["GeneratorExhaustedError"] * 3, ended
+    values = [v for d in drawn for v in d]
+    assert sorted(values) == list(range(BIGINT_MAX - 1000, BIGINT_MAX))
+
+
 def test_max_value_bounds_a_sequence(server, seq_name):
     with TicketSequence(seq_name, server, block_size=4, max_value=10) as seq:
         assert seq.next_ids(10) == list(range(1, 11))

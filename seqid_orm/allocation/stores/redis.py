@@ -641,18 +641,21 @@ class RedisTicketStore(_RedisStore):
         yield from self.check_durability()
         limit = last_value_limit(max_value, step)
         key = KEY_PREFIX + name
-        try:
-            first = yield from self._reserve(key, name, count, step, offset, above)
-        except redis.ResponseError as exc:
-            if "overflow" not in str(exc):
-                raise
-            # HINCRBY refused to pass 2**63: reserve only what is left below the limit, if anything
-            stored = yield Call("hget", (key, "next_value"))
-            left = 0 if stored is None else (limit - int(_text(stored))) // step + 1
-            if not 0 < left < count:
-                raise GeneratorExhaustedError(f"sequence {name!r} on {self.label} is exhausted: {exc}") from None
-            count = left
-            first = yield from self._reserve(key, name, count, step, offset, above)
+        while True:
+            try:
+                first = yield from self._reserve(key, name, count, step, offset, above)
+                break
+            except redis.ResponseError as exc:
+                if "overflow" not in str(exc):
+                    raise
+                # HINCRBY refused to pass 2**63: reserve only what is left below the limit, if anything.
+                # Another client may take it first and overflow this one again: ask again with what is
+                # left then (fewer each time, so this ends), never read the refusal as a server's silence
+                stored = yield Call("hget", (key, "next_value"))
+                left = 0 if stored is None else (limit - int(_text(stored))) // step + 1
+                if not 0 < left < count:
+                    raise GeneratorExhaustedError(f"sequence {name!r} on {self.label} is exhausted: {exc}") from None
+                count = left
         if first > limit:
             raise GeneratorExhaustedError(
                 f"sequence {name!r} on {self.label} is exhausted: its next value {first} is past {limit}"

@@ -46,6 +46,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import functools
 import logging
 import threading
 import time
@@ -67,7 +68,7 @@ from . import telemetry
 from .flight import Abandoned, Claim, Flight
 from .grants import GrantRun, Released, Taken, Terms, clear_since, give_back, released_error
 from .stores import MAX_CONNECT_TIMEOUT, backend_of
-from .stores.base import LeaseStore, check_name
+from .stores.base import LeaseStore, check_name, hide_password
 from .stores.steps import Steps, adrive, drive
 
 __all__ = ["LeaseStats", "WorkerLease", "open_lease_store"]
@@ -109,6 +110,17 @@ _LOOK = 0.05  # seconds between a lazy caller's looks at the grant it follows (h
 MAX_TTL = 86400.0  # seconds: a lease or a tolerance longer than a day is a mistake in units
 
 
+def check_store_options(
+    connect_timeout: float, create_table: bool, accept_state_loss: bool, timeout: float
+) -> tuple[float, float]:
+    """A store's options checked (the time-outs as floats), before anything is imported or connected."""
+    connect_timeout = check_seconds("connect_timeout", connect_timeout, 0.1, MAX_CONNECT_TIMEOUT)
+    timeout = check_seconds("timeout", timeout, 0.1, MAX_CONNECT_TIMEOUT)
+    check_bool("create_table", create_table)
+    check_bool("accept_state_loss", accept_state_loss)
+    return connect_timeout, timeout
+
+
 def open_lease_store(
     target: object,
     *,
@@ -122,10 +134,7 @@ def open_lease_store(
     ``accept_state_loss`` allows a Redis server that would lose the leases on a restart (see
     :class:`~seqid_orm.errors.VolatileStoreError`), as for ticket stores.
     """
-    connect_timeout = check_seconds("connect_timeout", connect_timeout, 0.1, MAX_CONNECT_TIMEOUT)
-    timeout = check_seconds("timeout", timeout, 0.1, MAX_CONNECT_TIMEOUT)
-    check_bool("create_table", create_table)
-    check_bool("accept_state_loss", accept_state_loss)
+    connect_timeout, timeout = check_store_options(connect_timeout, create_table, accept_state_loss, timeout)
     backend = backend_of(target, "lease store")
     if backend == "redis":
         from .stores.redis import RedisLeaseStore
@@ -246,15 +255,29 @@ class WorkerLease:
                 raise ArgumentTypeError(f"{name} must be callable, got {type(fn).__name__}")
         self.max_workers = max_workers
         self._timeout = check_seconds("timeout", timeout, 0.1, 3600.0)
-        self.store: LeaseStore = open_lease_store(
+        opener = functools.partial(
+            open_lease_store,
             store,
             connect_timeout=connect_timeout,
             create_table=create_table,
             accept_state_loss=accept_state_loss,
             timeout=timeout,
         )
-        # Without a generator's own figure, "now" is the safe high-water mark at release.
-        self._opened_store = self.store is not store  # made here from a URL, an Engine, a client
+        self._store: LeaseStore | None = None
+        self._store_lock = threading.Lock()
+        if isinstance(store, str):
+            # A URL is opened at the first call that needs the store, not here: opening imports its
+            # driver and builds an engine or a client (0.4-1.2 s), which an object made on a running
+            # event loop (a FastAPI lifespan, a Django async view) would stall the loop for.  Its
+            # arguments and scheme are checked now, as opening would check them.
+            check_store_options(connect_timeout, create_table, accept_state_loss, timeout)
+            backend_of(store, "lease store")
+            self._label = hide_password(store)
+        else:
+            self._store = opener()  # a store, an Engine, a client: nothing to import
+            self._label = self._store.label
+        self._open_store: Callable[[], LeaseStore] = opener
+        self._opened_store = self._store is not store  # made here from a URL, an Engine, a client
         self.high_water = high_water or self._wall_ms
         self._on_release = on_release or self.high_water
         self._wall = wall_clock
@@ -265,6 +288,18 @@ class WorkerLease:
         self._init_state()
         _LIVE.add(self)
         telemetry.watch("leases", _observed)
+
+    @property
+    def store(self) -> LeaseStore:
+        """The lease store, opened from its URL at the first call that needs it."""
+        store = self._store
+        if store is None:
+            with self._store_lock:
+                store = self._store
+                if store is None:
+                    store = self._store = self._open_store()
+                    self._label = store.label
+        return store
 
     # --- as a Snowflake's worker-id source (seqid_orm.ids.snowflake.WorkerSource) --------------
 
@@ -369,7 +404,7 @@ class WorkerLease:
         """A log record's ``extra``: the lease's fields under ``seqid_`` names."""
         out: dict[str, object] = {
             "seqid_namespace": self.namespace,
-            "seqid_store": self.store.label,
+            "seqid_store": self._label,
             "seqid_worker_id": self._worker_id,
         }
         out.update({f"seqid_{k}": v for k, v in fields.items()})
@@ -381,7 +416,7 @@ class WorkerLease:
         left = self.valid_until - self._monotonic()
         return LeaseStats(
             namespace=self.namespace,
-            store=self.store.label,
+            store=self._label,
             state=state,
             worker_id=worker_id if state != "idle" else None,
             expires_in=left if state == "held" and left > 0 else None,
@@ -395,7 +430,7 @@ class WorkerLease:
 
     def __repr__(self) -> str:
         return (
-            f"WorkerLease({self.store.label}, namespace={self.namespace!r}, worker_id={self._worker_id}, {self._state})"
+            f"WorkerLease({self._label}, namespace={self.namespace!r}, worker_id={self._worker_id}, {self._state})"
         )
 
     @property
@@ -680,8 +715,8 @@ class WorkerLease:
         for ending in (thread, granting):
             if ending is not None and ending is not threading.current_thread():
                 ending.join(timeout=self._timeout + 5)  # a store round trip under way ends by its timeout
-        if self._opened_store:  # an Engine or a client passed in stays open: it is the caller's
-            self.store.close()
+        if self._opened_store and self._store is not None:  # an Engine or a client passed in is the caller's
+            self._store.close()
 
     def close(self) -> None:
         """:meth:`release` (which also closes the connections of a store this lease opened), so
@@ -707,6 +742,8 @@ class WorkerLease:
         at most."""
         check_fork()
         deadline = self._monotonic() + self._timeout
+        if self._store is None:  # opening imports a driver and builds a client: not on the loop
+            await asyncio.to_thread(getattr, self, "store")
         while True:
             held = self._held()
             if held == _LATE:
@@ -888,7 +925,8 @@ class WorkerLease:
     def _after_fork(self) -> None:
         """In a forked child: forget the parent's lease (the parent keeps renewing it)."""
         self._init_state()
-        self.store.after_fork()
+        if self._store is not None:
+            self._store.after_fork()
 
 
 def _after_fork_in_child() -> None:

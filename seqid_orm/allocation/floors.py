@@ -92,7 +92,7 @@ class Floors:
         with self._lock:
             floors = list(self._floors)
         for floor in floors:
-            taken = yield Call("taken_in", (segment.first, segment.last, segment.step), floor)
+            taken = yield Call(floor.taken_in, (segment.first, segment.last, segment.step))
             if taken is not None:
                 raise self.below_data(floor, taken, segment, server)
 

@@ -30,6 +30,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from ..errors import ClockMovedBackwardsError, LeaseLostError, LeaseUnavailableError
 from .stores.base import Grant, LeaseStore, new_token
@@ -52,6 +53,15 @@ class Taken:
     releases: int  # the lease's release count when the grant began: moved, the grant is given back
 
 
+class Waits(Protocol):
+    """A lease's wait before its first id: ``sleep`` in a thread, its twin ``asleep`` on a loop; a
+    release of the lease ends it early (``releases`` is the count the grant began with)."""
+
+    def sleep(self, seconds: float, releases: int) -> None: ...
+
+    async def asleep(self, seconds: float, releases: int) -> None: ...
+
+
 class Released(LeaseLostError):
     """The lease was released while a grant was under way: the grant gave its worker id back rather
     than hold it with no one to use or release it (callers waiting on it get this)."""
@@ -70,7 +80,7 @@ class Terms:
     ttl: float
     clock_tolerance: float
     store: LeaseStore
-    waits: object  # a step target with ``sleep(seconds, releases)`` (and ``asleep`` for a loop)
+    waits: Waits  # the lease's sleep, as a step target (a thread calls ``sleep``, a loop awaits ``asleep``)
     monotonic: Callable[[], float]
     wall_ms: Callable[[], int]
     releases: Callable[[], int]
@@ -100,7 +110,7 @@ class GrantRun:
         token = new_token()
         quarantine_ms = int((t.ttl + t.clock_tolerance) * 1000)
         sent = t.monotonic()
-        grant = yield Call("acquire", (t.namespace, token, t.max_workers, t.ttl_ms, quarantine_ms), t.store)
+        grant = yield Call(t.store.acquire, (t.namespace, token, t.max_workers, t.ttl_ms, quarantine_ms))
         self.granted_at = t.monotonic()
         if grant is None:
             raise LeaseUnavailableError(
@@ -111,7 +121,7 @@ class GrantRun:
         # must still leave a mark (the store handed us the previous holder's, which stays if higher).
         bound = max(grant.mark_ms, t.wall_ms() + t.ttl_ms)
         yield from self._unless_released(releases, grant, token)
-        if not (yield Call("renew", (t.namespace, grant.worker_id, token, t.ttl_ms, bound), t.store)):
+        if not (yield Call(t.store.renew, (t.namespace, grant.worker_id, token, t.ttl_ms, bound))):
             raise LeaseLostError(f"worker id {grant.worker_id} in {t.namespace!r} was taken again at once")
         if grant.wait_ms > 0:
             sent = yield from self._quarantine(grant, token, sent, releases)
@@ -134,7 +144,7 @@ class GrantRun:
         began = t.monotonic()
         until = self.fence_until = began + grant.wait_ms / 1000
         while (now := t.monotonic()) < until:
-            yield Call("sleep", (min(t.ttl / 3, until - now), releases), t.waits)
+            yield Call(t.waits.sleep, (min(t.ttl / 3, until - now), releases))
             yield from self._unless_released(releases, grant, token)
             sent = yield from self._keep(grant.worker_id, token, sent)
         self.mark_wait += t.monotonic() - began
@@ -154,13 +164,13 @@ class GrantRun:
         self.fence_until = max(self.fence_until or 0.0, ends)
         while (now := t.wall_ms()) <= mark_ms:
             if t.monotonic() >= deadline:
-                yield Call("release", (t.namespace, worker_id, token, mark_ms), t.store)
+                yield Call(t.store.release, (t.namespace, worker_id, token, mark_ms))
                 raise ClockMovedBackwardsError(
                     f"this node's clock reads {now} ms, {mark_ms - now + 1} ms before the mark the previous holder "
                     f"of worker id {worker_id} in {t.namespace!r} left ({mark_ms} ms); waited "
                     f"{t.clock_tolerance} s (clock_tolerance). Fix this node's clock (NTP) or raise the tolerance"
                 )
-            yield Call("sleep", (min(0.05, (mark_ms - now + 1) / 1000), releases), t.waits)
+            yield Call(t.waits.sleep, (min(0.05, (mark_ms - now + 1) / 1000), releases))
             yield from self._unless_released(releases, grant, token)
             sent = yield from self._keep(worker_id, token, sent)
         self.mark_wait += t.monotonic() - began
@@ -174,7 +184,7 @@ class GrantRun:
             return sent
         sent = t.monotonic()
         mark = t.wall_ms() + t.ttl_ms
-        if not (yield Call("renew", (t.namespace, worker_id, token, t.ttl_ms, mark), t.store)):
+        if not (yield Call(t.store.renew, (t.namespace, worker_id, token, t.ttl_ms, mark))):
             raise LeaseLostError(
                 f"the lease of worker id {worker_id} in {t.namespace!r} was lost while it waited before its first id"
             )
@@ -191,7 +201,7 @@ class GrantRun:
 def give_back(namespace: str, store: LeaseStore, grant: Grant, token: str) -> Steps[None]:
     """Give a worker id taken but never used back, its mark as the store handed it over."""
     with contextlib.suppress(Exception):  # the store is gone: the lease simply expires there
-        yield Call("release", (namespace, grant.worker_id, token, grant.mark_ms), store)
+        yield Call(store.release, (namespace, grant.worker_id, token, grant.mark_ms))
 
 
 def released_error(namespace: str) -> Released:

@@ -429,9 +429,7 @@ class WorkerLease:
         )
 
     def __repr__(self) -> str:
-        return (
-            f"WorkerLease({self._label}, namespace={self.namespace!r}, worker_id={self._worker_id}, {self._state})"
-        )
+        return f"WorkerLease({self._label}, namespace={self.namespace!r}, worker_id={self._worker_id}, {self._state})"
 
     @property
     def ttl_ms(self) -> int:

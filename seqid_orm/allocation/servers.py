@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import (
@@ -48,10 +48,10 @@ log = logging.getLogger("seqid_orm.tickets")
 _PARTIAL_RETRIES = 8  # re-reads (about 1.8 s in all) of a set present on some servers only
 
 
-def _ask(store: TicketStore, method: str, *args: object) -> Steps[Any]:
-    """``store.method(*args)``: a store raises seqid's typed errors for its server and driver
+def _ask(method: Callable[..., Any], *args: object) -> Steps[Any]:
+    """``method(*args)``, a store's: a store raises seqid's typed errors for its server and driver
     (:class:`~seqid_orm.allocation.stores.TicketStore`); anything else is a bug and surfaces as itself."""
-    return (yield Call(method, args, store))
+    return (yield Call(method, args))
 
 
 class ServerSet:
@@ -112,7 +112,7 @@ class ServerSet:
             store = self.stores[i]
             try:
                 first, granted = yield Call(
-                    "allocate", (self.name, count, self.step, self.offsets[i], self.max_value, self.high.get(i)), store
+                    store.allocate, (self.name, count, self.step, self.offsets[i], self.max_value, self.high.get(i))
                 )
             except GeneratorExhaustedError as exc:
                 exhausted += 1
@@ -178,10 +178,10 @@ class ServerSet:
             for i, store in enumerate(self.stores):
                 offset = self.offsets[i]
                 new = TicketRow(self.name, first_value(offset, self.step, self.start), self.step, offset)
-                yield from _ask(store, "create", new)
+                yield from _ask(store.create, new)
             rows = {}
             for i, store in enumerate(self.stores):
-                rows[i] = yield from _ask(store, "read", self.name)
+                rows[i] = yield from _ask(store.read, self.name)
         self.check_rows(rows)
         for i, row in rows.items():
             if row is not None and row.next_value > row.offset:
@@ -196,7 +196,7 @@ class ServerSet:
         down: list[str] = []
         for i, store in enumerate(self.stores):
             try:
-                rows[i] = yield Call("read", (self.name,), store)
+                rows[i] = yield Call(store.read, (self.name,))
             except BackendUnavailableError as exc:  # unreachable now: judged by the caller
                 down.append(str(exc))
         return rows, down
@@ -230,7 +230,7 @@ class ServerSet:
         for i, store in enumerate(self.stores):
             offset = self.offsets[i]
             row = TicketRow(self.name, first_value(offset, self.step, max(self.start, highest + 1)), self.step, offset)
-            out.append((store.label, (yield from _ask(store, "raise_to", row))))
+            out.append((store.label, (yield from _ask(store.raise_to, row))))
         self.check_rows({i: row for i, (_, row) in enumerate(out)})
         return out
 

@@ -23,6 +23,7 @@ from seqid_orm.errors import CounterBelowDataError  # noqa: E402
 from seqid_orm.sqlalchemy import abulk_insert, ticket_pk  # noqa: E402
 from tests.conftest import ASYNC_DRIVERS, POSTGRES_URL, volatile_ok  # noqa: E402
 from tests.leases.stores import forget_namespace  # noqa: E402
+from tests.methods import replace_method  # noqa: E402
 from tests.servers.proxy import StallableProxy  # noqa: E402
 
 # The longest a 10 ms ticker may wait. The issue asks 100 ms, which a quiet machine meets (the note
@@ -56,7 +57,7 @@ class StoreCalls:
             self.by_name[name] += 1
             return await method(*args, **kwargs)
 
-        setattr(store, name, recorded)
+        replace_method(store, name, recorded)
 
     def _record(self, store: object, name: str) -> None:
         method = getattr(store, name)
@@ -68,7 +69,7 @@ class StoreCalls:
                 self.on_loop += 1
             return method(*args, **kwargs)
 
-        setattr(store, name, recorded)
+        replace_method(store, name, recorded)
 
     def none_on_the_loop(self) -> bool:
         return self.calls + self.awaited > 0 and self.on_loop == 0

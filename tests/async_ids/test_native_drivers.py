@@ -21,6 +21,7 @@ from seqid_orm.errors import BackendUnavailableError  # noqa: E402
 from tests.async_ids.test_event_loop import MAX_GAP, StoreCalls, longest_gap  # noqa: E402
 from tests.conftest import MYSQL_URL, POSTGRES_URL, volatile_ok  # noqa: E402
 from tests.leases.stores import forget_namespace  # noqa: E402
+from tests.methods import replace_method  # noqa: E402
 from tests.servers.proxy import StallableProxy  # noqa: E402
 
 
@@ -79,7 +80,7 @@ class Refused:
     def __init__(self, store: object, methods: tuple[str, ...]) -> None:
         self.called: list[str] = []
         for name in methods:
-            setattr(store, name, self._refusing(name))
+            replace_method(store, name, self._refusing(name))
 
     def _refusing(self, name: str) -> Any:
         def refused(*args: object, **kwargs: object) -> None:

@@ -22,6 +22,7 @@ from seqid_orm import Snowflake, TicketSequence, WorkerLease
 from tests.async_ids.watch import WatchedLoop, watch_all
 from tests.conftest import MYSQL_URL, POSTGRES_URL, volatile_ok
 from tests.leases.stores import forget_namespace
+from tests.methods import replace_method
 
 # How long the sharing scenarios run (the issue asks 10 s each).
 SHARE_SECONDS = 10.0
@@ -79,7 +80,7 @@ def _count_grants(lease: WorkerLease) -> list[int]:
                 grants.append(1)
                 return _m(*args)
 
-        setattr(store, name, counted)
+        replace_method(store, name, counted)
     return grants
 
 

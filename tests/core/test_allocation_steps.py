@@ -281,6 +281,24 @@ class Scripted:
         self.replies = replies
         self.asked: list[tuple[str, tuple[object, ...]]] = []
 
+    def __getattr__(self, name: str):
+        """The scripted method ``name`` (what a step names by reference: ``Call(store.allocate, ...)``)."""
+        replies = self.__dict__.get("replies", {})
+        if name not in replies:
+            raise AttributeError(name)
+
+        def method(*args: object) -> object:
+            self.asked.append((name, args))
+            answer = replies[name]
+            if callable(answer) and not isinstance(answer, type):
+                answer = answer(*args)
+            if isinstance(answer, BaseException):
+                raise answer
+            return answer
+
+        method.__name__ = name
+        return method
+
 
 def run_script(steps):
     """Carry out ``steps`` against :class:`Scripted` targets; the outcome and the sleeps asked."""
@@ -298,16 +316,11 @@ def run_script(steps):
         if isinstance(request, Sleep):
             slept.append(request.seconds)
             continue
-        assert isinstance(request, Call)
-        server = request.target
-        server.asked.append((request.method, request.args))
-        answer = server.replies[request.method]
-        if callable(answer) and not isinstance(answer, type):
-            answer = answer(*request.args)
-        if isinstance(answer, BaseException):
-            error = answer
-        else:
-            reply = answer
+        assert isinstance(request, Call) and callable(request.method)  # a store's method, by reference
+        try:
+            reply = request.method(*request.args)
+        except BaseException as exc:  # the scripted refusal goes back into the steps
+            error = exc
 
 
 def counter(first: int, step: int):

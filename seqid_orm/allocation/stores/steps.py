@@ -27,7 +27,19 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-__all__ = ["Call", "Executor", "PerLoop", "Sleep", "Steps", "adrive", "call", "drive", "fetch", "run"]
+__all__ = [
+    "Call",
+    "Executor",
+    "PerLoop",
+    "Sleep",
+    "Steps",
+    "adrive",
+    "awaitable_twin",
+    "call",
+    "drive",
+    "fetch",
+    "run",
+]
 
 _T = TypeVar("_T")
 _R = TypeVar("_R")
@@ -35,11 +47,17 @@ _R = TypeVar("_R")
 
 @dataclass(frozen=True, slots=True)
 class Call:
-    """Call ``method(*args)`` of ``target`` (``None``: the runner's own I/O object) and send back its result."""
+    """Call ``method(*args)`` and send back its result.
 
-    method: str
+    ``method`` is a bound method of the object asked (a store's ``acquire``, a floor's ``taken_in``),
+    named by reference so a reader (and an IDE) follows a decision to its I/O: a thread calls it, a
+    loop awaits its awaitable twin (``a`` + its name, ``aacquire``) where its object has one, else runs
+    it in a worker thread.  A ``str`` names a method of the runner's own I/O object instead (a
+    statement on a store's connection: ``"fetch"``, ``"run"``), which differs between the two runners.
+    """
+
+    method: Callable[..., Any] | str
     args: tuple[Any, ...] = ()
-    target: object = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,10 +84,10 @@ class Executor(Protocol):
         ...
 
 
-def call(method: str, *args: Any, target: object = None) -> Steps[Any]:
+def call(method: Callable[..., Any] | str, *args: Any) -> Steps[Any]:
     """The result of one :class:`Call` (``yield from call(...)`` in a step function, or a step
     function of its own for a single call)."""
-    return (yield Call(method, args, target))
+    return (yield Call(method, args))
 
 
 def fetch(sql: str, params: dict[str, object]) -> Steps[list[tuple[Any, ...]]]:
@@ -105,9 +123,10 @@ def drive(steps: Steps[_T], io: object) -> _T:
         try:
             if isinstance(request, Sleep):
                 time.sleep(request.seconds)
+            elif isinstance(request.method, str):
+                result = getattr(io, request.method)(*request.args)
             else:
-                target = io if request.target is None else request.target
-                result = getattr(target, request.method)(*request.args)
+                result = request.method(*request.args)
         except Exception as exc:  # the step function decides what a failure means
             error = exc
 
@@ -125,16 +144,24 @@ async def adrive(steps: Steps[_T], aio: object) -> _T:
         try:
             if isinstance(request, Sleep):
                 await asyncio.sleep(request.seconds)
-            elif request.target is None:
+            elif isinstance(request.method, str):
                 result = await getattr(aio, request.method)(*request.args)
             else:
-                native = getattr(request.target, "a" + request.method, None)
-                if native is not None:
-                    result = await native(*request.args)
+                twin = awaitable_twin(request.method)
+                if twin is not None:
+                    result = await twin(*request.args)
                 else:
-                    result = await asyncio.to_thread(getattr(request.target, request.method), *request.args)
+                    result = await asyncio.to_thread(request.method, *request.args)
         except Exception as exc:
             error = exc
+
+
+def awaitable_twin(method: Callable[..., Any]) -> Callable[..., Awaitable[Any]] | None:
+    """The awaitable twin of a bound method (``store.aacquire`` of ``store.acquire``), where its object has one."""
+    owner = getattr(method, "__self__", None)
+    name = getattr(method, "__name__", "")
+    twin = getattr(owner, "a" + name, None) if owner is not None and name else None
+    return twin if callable(twin) else None
 
 
 class PerLoop(Generic[_R]):

@@ -20,8 +20,8 @@ Steps (:mod:`.stores.steps`): the store's calls and the sleeps are yielded, so a
 event loop carry out the same decisions.  :func:`clear_since` is the other half of "when is a
 worker id ours": from which millisecond a key stamped with it cannot be another holder's.
 
-May import: the standard library, :mod:`seqid_orm.errors` and this package's ``stores.base`` and
-``stores.steps``.
+May import: the standard library, :mod:`seqid_orm.errors` and this package's ``renewal``,
+``stores.base`` and ``stores.steps``.
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..errors import ClockMovedBackwardsError, LeaseLostError, LeaseUnavailableError
+from ..errors import AllocationError, ClockMovedBackwardsError, LeaseLostError, LeaseUnavailableError
+from .renewal import Outcome, renew, valid_until
 from .stores.base import Grant, LeaseStore, new_token
 from .stores.steps import Call, Steps
 
@@ -177,18 +178,22 @@ class GrantRun:
         return sent
 
     def _keep(self, worker_id: int, token: str, sent: float) -> Steps[float]:
-        """Renew a lease taken but not yet used once a third of the ttl has passed since ``sent``;
-        the time the last renewal was sent."""
+        """Renew a lease taken but not yet used once a third of the ttl has passed since ``sent``
+        (renewal.py decides the outcome, as for a lease held); the time the last renewal was sent."""
         t = self.terms
         if t.monotonic() - sent < t.ttl / 3:
             return sent
-        sent = t.monotonic()
         mark = t.wall_ms() + t.ttl_ms
-        if not (yield Call(t.store.renew, (t.namespace, worker_id, token, t.ttl_ms, mark))):
+        renewal = yield from renew(
+            t.store, t.namespace, worker_id, token, t.ttl, mark, valid_until(sent, t.ttl), t.monotonic
+        )
+        if renewal.outcome is Outcome.RETRY and renewal.error is not None:
+            raise renewal.error  # the store did not answer: the grant fails as the store's call did
+        if renewal.outcome is not Outcome.RENEWED:
             raise LeaseLostError(
                 f"the lease of worker id {worker_id} in {t.namespace!r} was lost while it waited before its first id"
             )
-        return sent
+        return renewal.sent
 
     def _unless_released(self, releases: int, grant: Grant, token: str) -> Steps[None]:
         """Go on unless the lease was released since the grant began; if it was, give the worker id
@@ -200,7 +205,7 @@ class GrantRun:
 
 def give_back(namespace: str, store: LeaseStore, grant: Grant, token: str) -> Steps[None]:
     """Give a worker id taken but never used back, its mark as the store handed it over."""
-    with contextlib.suppress(Exception):  # the store is gone: the lease simply expires there
+    with contextlib.suppress(AllocationError):  # the store is gone: the lease simply expires there
         yield Call(store.release, (namespace, grant.worker_id, token, grant.mark_ms))
 
 

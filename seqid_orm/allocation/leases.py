@@ -55,6 +55,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from ..errors import (
+    AllocationError,
     ArgumentTypeError,
     InvalidArgumentError,
     LeaseLostError,
@@ -67,6 +68,7 @@ from ..ids.validate import check_bool, check_seconds
 from . import telemetry
 from .flight import Abandoned, Claim, Flight
 from .grants import GrantRun, Released, Taken, Terms, clear_since, give_back, released_error
+from .renewal import Outcome, Renewal, renew, valid_until
 from .stores import MAX_CONNECT_TIMEOUT, backend_of
 from .stores.base import LeaseStore, check_name, hide_password
 from .stores.steps import Steps, adrive, drive
@@ -104,7 +106,6 @@ class _Waits:
 
 log = logging.getLogger("seqid_orm.leases")
 
-_MARGIN = 0.1  # the share of the ttl a holder gives up, so it stops before the store's expiry
 _LATE = -1  # WorkerLease._held: a lease held whose time ran out before its first use
 _LOOK = 0.05  # seconds between a lazy caller's looks at the grant it follows (has its fence a known end?)
 MAX_TTL = 86400.0  # seconds: a lease or a tolerance longer than a day is a mistake in units
@@ -362,9 +363,8 @@ class WorkerLease:
     def _init_state(self) -> None:
         # The lease's state, read and written in a few steps: never held across a store round trip,
         # so hold(), mark_for() and fresh() never wait behind a stalled store, and an event loop may
-        # take it.  Store writes for the lease held (renew, extend, release) take _io in turn.
+        # take it; no lock is held across a store's round trip at all (renewal.py says why).
         self._lock = threading.RLock()
-        self._io = threading.Lock()
         # One grant at a time for the whole process, led by the first caller, however many threads
         # and tasks ask at once: a namespace's cold start costs one worker id and one wait.
         self._grants: Flight[Taken] = Flight()
@@ -673,7 +673,7 @@ class WorkerLease:
         self._inherited_mark = grant.mark_ms
         self._worker_id = grant.worker_id
         self.mark_ms = taken.bound
-        self.valid_until = taken.sent + self.ttl * (1 - _MARGIN)
+        self.valid_until = valid_until(taken.sent, self.ttl)
         self._state = "held"
         self.acquisitions += 1
         log.info(
@@ -691,25 +691,26 @@ class WorkerLease:
         # Stop the lease's user first, outside our lock (a generator holds its own lock and then
         # ours when it must move the mark): nothing is stamped after the figure it returns.
         used = self._on_release()
-        with self._io:  # after a renewal in flight, before any other
-            with self._lock:
-                self._releases += 1  # a grant under way gives its worker id back (_unless_released)
-                self._released.notify_all()
-                granting, self._grant_thread = self._grant_thread, None
-                self._stop.set()
-                thread, self._thread = self._thread, None
-                state, self._state = self._state, "idle"
-                worker_id, token = self._worker_id, self._token
-                # our own bound (clock + ttl) is replaced by what we really used (after stopping the
-                # generator for good), but never below the mark we inherited: the next holder then
-                # waits only as long as it must
-                mark = max(self._inherited_mark, used)
-                self.valid_until = float("-inf")
-            if state != "idle" and worker_id is not None:
-                try:
-                    self.store.release(self.namespace, worker_id, token, mark)
-                except Exception as exc:  # the store is gone: the lease simply expires there
-                    log.warning("releasing worker id %s in %r failed: %s", worker_id, self.namespace, exc)
+        # a renewal in flight is the store's to order: it carries the token this gives back, so whichever
+        # comes second is refused (a renewal after the release) or lowered (the release after it)
+        with self._lock:
+            self._releases += 1  # a grant under way gives its worker id back (_unless_released)
+            self._released.notify_all()
+            granting, self._grant_thread = self._grant_thread, None
+            self._stop.set()
+            thread, self._thread = self._thread, None
+            state, self._state = self._state, "idle"
+            worker_id, token = self._worker_id, self._token
+            # our own bound (clock + ttl) is replaced by what we really used (after stopping the
+            # generator for good), but never below the mark we inherited: the next holder then
+            # waits only as long as it must
+            mark = max(self._inherited_mark, used)
+            self.valid_until = float("-inf")
+        if state != "idle" and worker_id is not None:
+            try:
+                self.store.release(self.namespace, worker_id, token, mark)
+            except AllocationError as exc:  # the store is gone: the lease simply expires there
+                log.warning("releasing worker id %s in %r failed: %s", worker_id, self.namespace, exc)
         for ending in (thread, granting):
             if ending is not None and ending is not threading.current_thread():
                 ending.join(timeout=self._timeout + 5)  # a store round trip under way ends by its timeout
@@ -804,29 +805,71 @@ class WorkerLease:
         if self._state == "lost":
             self._lease_again(stop)
             return self.ttl / 3
-        with self._io:
-            with self._lock:
-                if stop.is_set() or self._state != "held" or self._worker_id is None:
-                    return self.ttl / 3
-                worker_id, token, acquisition = self._worker_id, self._token, self.acquisitions
-            sent = self._monotonic()
-            mark = max(self.high_water(), self._wall_ms() + self.ttl_ms)  # the most it may use before renewing
-            try:
-                renewed = self.store.renew(self.namespace, worker_id, token, self.ttl_ms, mark)
-            except Exception as exc:  # unreachable store: keep trying until the lease runs out
-                self.renewal_failures += 1
-                log.warning(
-                    "renewing worker id %s in %r failed: %s",
-                    worker_id,
-                    self.namespace,
-                    exc,
-                    extra=self._extra(error=type(exc).__name__),
-                )
-                renewed = None
-            with self._lock:
-                if self.acquisitions != acquisition or self._state != "held":
-                    return self.ttl / 3  # released meanwhile
-                return self._renewed(renewed, sent, mark)
+        renewal = self._renew(0, stop)
+        if renewal is None:
+            return self.ttl / 3  # released meanwhile, or not held
+        if renewal.outcome is Outcome.RETRY:
+            self.renewal_failures += 1
+            log.warning(
+                "renewing worker id %s in %r failed: %s",
+                self._worker_id,
+                self.namespace,
+                renewal.error,
+                extra=self._extra(error=type(renewal.error).__name__),
+            )
+        return renewal.next_in(self.ttl, self._monotonic())
+
+    def _renew(self, at_least_ms: int, stop: threading.Event | None = None) -> Renewal | None:
+        """Renew the lease held now, recording a mark of at least ``at_least_ms`` (and of what its user
+        may stamp before the next renewal); the renewal as applied, or ``None`` where no lease is held
+        (or it was released, or taken again, while the store answered: that answer is not applied).
+        No lock is held across the round trip: a release meanwhile is the store's to order (the
+        token it gives back is the one this renewal carries, so whichever comes second is refused)."""
+        with self._lock:
+            if (stop is not None and stop.is_set()) or self._state != "held" or self._worker_id is None:
+                return None
+            worker_id, token, acquisition, held_until = (
+                self._worker_id,
+                self._token,
+                self.acquisitions,
+                self.valid_until,
+            )
+        mark = max(at_least_ms, self.high_water(), self._wall_ms() + self.ttl_ms)  # the most it may use before renewing
+        steps = renew(self.store, self.namespace, worker_id, token, self.ttl, mark, held_until, self._monotonic)
+        renewal = drive(steps, None)
+        with self._lock:
+            if self.acquisitions != acquisition or self._state != "held":
+                return None
+            self._apply(renewal)
+        return renewal
+
+    def _apply(self, renewal: Renewal) -> None:
+        """A renewal's outcome made the lease's (lock held): the one place that reads it."""
+        if renewal.outcome is Outcome.RENEWED:
+            # a renewal that went out earlier and answered later never pulls the deadline back
+            self.valid_until = max(self.valid_until, renewal.valid_until)
+            self.mark_ms = max(self.mark_ms, renewal.mark_ms)
+            self.renewals += 1
+            self._last_renewal = self._monotonic() - renewal.sent
+            log.debug(
+                "renewed worker id %s in %r on %s",
+                self._worker_id,
+                self.namespace,
+                self._label,
+                extra=self._extra(seconds=self._last_renewal, mark_ms=self.mark_ms),
+            )
+        elif renewal.outcome is Outcome.LOST:
+            error = self.lost_error()
+            telemetry.record_refusal(error, namespace=self.namespace)
+            log.error(
+                "lost the lease of worker id %s in %r on %s: its ids stop until a lease is held again",
+                self._worker_id,
+                self.namespace,
+                self._label,
+                extra=self._extra(error=type(error).__name__),
+            )
+            self._state = "lost"
+            self.valid_until = float("-inf")
 
     def _lease_again(self, stop: threading.Event) -> None:
         """Lease a worker id again after the lease was lost (from the renewal thread).  Callers keep
@@ -837,80 +880,36 @@ class WorkerLease:
             return
         try:
             taken = drive(self._grant(), None)
-        except BaseException as exc:  # all taken, the store down, a clock behind: try again later
+        except BaseException as exc:
             self._grants.finish(claim, error=exc)
-            if not isinstance(exc, Exception):
+            if not isinstance(exc, SeqIDError):  # a bug surfaces as itself (in the renewal thread)
                 raise
-            log.warning("leasing a worker id in %r again failed: %s", self.namespace, exc)
+            log.warning("leasing a worker id in %r again failed: %s", self.namespace, exc)  # all taken, store down
             return
         with self._lock:
             adopted = not stop.is_set() and self._state == "lost"
             if adopted:
                 self._adopt(taken)
         if not adopted:
-            with contextlib.suppress(Exception):
-                self.store.release(self.namespace, taken.grant.worker_id, taken.token, taken.grant.mark_ms)
+            drive(give_back(self.namespace, self.store, taken.grant, taken.token), None)
         self._grants.finish(claim, taken)
-
-    def _renewed(self, renewed: bool | None, sent: float, mark: int) -> float:
-        """Apply a renewal's outcome (lock held): the seconds until the next."""
-        if renewed:
-            self.valid_until = sent + self.ttl * (1 - _MARGIN)
-            self.mark_ms = max(self.mark_ms, mark)
-            self.renewals += 1
-            self._last_renewal = self._monotonic() - sent
-            log.debug(
-                "renewed worker id %s in %r on %s",
-                self._worker_id,
-                self.namespace,
-                self.store.label,
-                extra=self._extra(seconds=self._last_renewal, mark_ms=self.mark_ms),
-            )
-            return self.ttl / 3
-        if renewed is False or self._monotonic() >= self.valid_until:
-            error = self.lost_error()
-            telemetry.record_refusal(error, namespace=self.namespace)
-            log.error(
-                "lost the lease of worker id %s in %r on %s: its ids stop until a lease is held again",
-                self._worker_id,
-                self.namespace,
-                self.store.label,
-                extra=self._extra(error=type(error).__name__),
-            )
-            self._state = "lost"
-            self.valid_until = float("-inf")
-            return self.ttl / 10
-        # not renewed yet, still valid: try again soon, well before the deadline
-        return max(0.01, min(self.ttl / 10, (self.valid_until - self._monotonic()) / 2))
 
     def extend_mark(self, at_least_ms: int) -> int:
         """Renew now, recording a mark of at least ``at_least_ms`` (the generator's clock went past
-        the confirmed one); the new confirmed mark, or :class:`LeaseLostError` if the lease is gone."""
-        with self._io:
-            with self._lock:
-                if self._state != "held" or self._worker_id is None:
-                    raise self.lost_error()
-                worker_id, token, acquisition = self._worker_id, self._token, self.acquisitions
-            sent = self._monotonic()
-            mark = max(at_least_ms, self.high_water(), self._wall_ms() + self.ttl_ms)
-            try:
-                renewed = self.store.renew(self.namespace, worker_id, token, self.ttl_ms, mark)
-            except Exception as exc:
-                raise LeaseLostError(
-                    f"renewing worker id {worker_id} in {self.namespace!r} to move its clock mark failed: {exc}"
-                ) from exc
-            with self._lock:
-                if self.acquisitions != acquisition or self._state != "held":
-                    raise self.lost_error()
-                if not renewed:
-                    self._state = "lost"
-                    self.valid_until = float("-inf")
-                    error = self.lost_error()
-                    telemetry.record_refusal(error, namespace=self.namespace)
-                    raise error
-                self.valid_until = sent + self.ttl * (1 - _MARGIN)
-                self.mark_ms = max(self.mark_ms, mark)
-                return self.mark_ms
+        the confirmed one); the new confirmed mark, or :class:`LeaseLostError` if the lease is gone
+        or the store did not answer (the renewal thread goes on trying)."""
+        renewal = self._renew(at_least_ms)
+        if renewal is None:
+            raise self.lost_error()
+        if renewal.outcome is Outcome.RETRY:
+            raise LeaseLostError(
+                f"renewing worker id {self._worker_id} in {self.namespace!r} to move its clock mark failed: "
+                f"{renewal.error}"
+            ) from renewal.error
+        if renewal.outcome is Outcome.LOST:
+            raise self.lost_error()
+        with self._lock:
+            return self.mark_ms
 
     def lost_error(self) -> LeaseLostError:
         """The error for ids asked while no worker id is held."""

@@ -1,0 +1,206 @@
+"""A held lease's renewal (seqid_orm.allocation.renewal) and the lease around it, with scripted store answers
+and clocks: every renewal outcome, the rule each caller reads, and a release in each state.  No socket."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from seqid_orm import WorkerLease
+from seqid_orm.allocation.renewal import Outcome, decide, renew, valid_until
+from seqid_orm.allocation.stores.base import Grant
+from seqid_orm.errors import BackendUnavailableError, LeaseLostError, StoreTimeoutError
+from tests.core.test_allocation_steps import Scripted, run_script
+
+TTL = 30.0
+
+
+class Clock:
+    """A monotonic clock the test moves."""
+
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_renewal_answered_yes_renews_from_when_it_was_sent():
+    clock = Clock()
+    store = Scripted("s", renew=lambda *args: (setattr(clock, "now", clock.now + 0.4), True)[1])
+    renewal, _ = run_script(renew(store, "ns", 3, "tok", TTL, 5_000, 1010.0, clock))
+    assert renewal.outcome is Outcome.RENEWED and renewal.sent == 1000.0
+    assert renewal.valid_until == valid_until(1000.0, TTL) == 1027.0  # counted from the send, less the margin
+    assert renewal.next_in(TTL, clock.now) == TTL / 3
+    assert store.asked == [("renew", ("ns", 3, "tok", 30_000, 5_000))]
+
+
+def test_renewal_refused_is_lost_at_once():
+    renewal, _ = run_script(renew(Scripted("s", renew=False), "ns", 3, "tok", TTL, 5_000, 1010.0, Clock()))
+    assert renewal.outcome is Outcome.LOST and renewal.valid_until == float("-inf")
+    assert renewal.next_in(TTL, 1000.0) == TTL / 10  # the next step is leasing again
+
+
+@pytest.mark.parametrize("error", [BackendUnavailableError("down"), StoreTimeoutError("stalled")])
+def test_an_unanswered_renewal_is_tried_again_before_the_lease_runs_out(error):
+    clock = Clock(1000.0)
+    renewal, _ = run_script(renew(Scripted("s", renew=error), "ns", 3, "tok", TTL, 5_000, 1004.0, clock))
+    assert renewal.outcome is Outcome.RETRY and renewal.error is error
+    assert renewal.valid_until == 1004.0  # as it was: nothing the store did not say
+    assert renewal.next_in(TTL, 1000.0) == 2.0  # half the time left (at most a tenth of the ttl)
+    assert renewal.next_in(TTL, 1003.99) == pytest.approx(0.01)  # never less than 10 ms
+
+
+def test_an_unanswered_renewal_after_the_lease_ran_out_is_lost():
+    clock = Clock(1000.0)
+
+    def stalled(*args):
+        clock.now = 1005.0  # the store took the rest of the lease's time, then failed
+        raise StoreTimeoutError("stalled")
+
+    renewal, _ = run_script(renew(Scripted("s", renew=stalled), "ns", 3, "tok", TTL, 5_000, 1004.0, clock))
+    assert renewal.outcome is Outcome.LOST
+
+
+def test_a_bug_in_a_store_surfaces_as_itself():
+    with pytest.raises(KeyError):
+        run_script(renew(Scripted("s", renew=KeyError("oops")), "ns", 3, "tok", TTL, 5_000, 1004.0, Clock()))
+
+
+def test_the_decision_is_one_table():
+    rows = [
+        (True, 1001.0, "renewed"),
+        (True, 2000.0, "renewed"),  # a yes is a yes: valid again from its send
+        (False, 1001.0, "lost"),
+        (None, 1001.0, "retry"),
+        (None, 1004.0, "lost"),  # no answer, and the time is up
+    ]
+    assert [(r, now, decide(r, 1000.0, now, TTL, 1004.0).value) for r, now, _ in rows] == rows
+
+
+# --- the lease around it: scripted store, scripted clocks, a release in each state -----------------
+
+
+class MemoryStore:
+    """A lease store in memory whose renewals answer what the test queued (True, False or an error)."""
+
+    label = "memory"
+
+    def __init__(self) -> None:
+        self.renewals: list[object] = []
+        self.asked: list[tuple[object, ...]] = []
+        self.released: list[tuple[object, ...]] = []
+
+    def acquire(self, namespace, token, max_workers, ttl_ms, quarantine_ms):
+        self.asked.append(("acquire", namespace))
+        return Grant(worker_id=7, mark_ms=1_000, wait_ms=0)
+
+    def renew(self, namespace, worker_id, token, ttl_ms, mark_ms):
+        self.asked.append(("renew", worker_id, mark_ms))
+        answer = self.renewals.pop(0) if self.renewals else True
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+    def release(self, namespace, worker_id, token, mark_ms):
+        self.released.append((worker_id, mark_ms))
+
+    def leases(self, namespace):
+        return []
+
+    def namespaces(self):
+        return []
+
+    def after_fork(self):
+        pass
+
+    def close(self):
+        pass
+
+
+@pytest.fixture
+def scripted():
+    store, clock = MemoryStore(), Clock()
+    wall = [2_000_000 * 1_000_000]  # Unix ns, past the previous holder's mark
+    lease = WorkerLease(
+        store, "scripted", ttl=TTL, monotonic=clock, wall_clock=lambda: wall[0], sleep=lambda s: None, timeout=5.0
+    )
+    yield lease, store, clock
+    lease.release()
+
+
+def _renew_once(lease: WorkerLease) -> float:
+    return lease._renew_once(threading.Event())
+
+
+def test_each_renewal_outcome_as_the_lease_lives_it(scripted):
+    lease, store, clock = scripted
+    assert lease.acquire() == 7 and lease.held
+    clock.now += 10
+    store.renewals = [True]
+    assert _renew_once(lease) == TTL / 3 and lease.valid_until == valid_until(clock.now, TTL)
+    store.renewals = [BackendUnavailableError("down")]
+    clock.now += 10
+    left = lease.valid_until - clock.now
+    assert _renew_once(lease) == pytest.approx(min(TTL / 10, left / 2))
+    assert lease.held and lease.renewal_failures == 1  # still valid: tried again soon
+    store.renewals = [False]
+    assert _renew_once(lease) == TTL / 10
+    assert not lease.held and lease.stats().state == "lost"
+    with pytest.raises(LeaseLostError):
+        lease.worker_id  # noqa: B018 - the property raises
+
+
+def test_extend_mark_reads_the_same_outcomes(scripted):
+    lease, store, _clock = scripted
+    lease.acquire()
+    store.renewals = [True]
+    assert lease.extend_mark(3_000_000_000_000) == 3_000_000_000_000  # the confirmed mark moved
+    store.renewals = [StoreTimeoutError("stalled")]
+    with pytest.raises(LeaseLostError, match="to move its clock mark failed") as raised:
+        lease.extend_mark(3_000_000_000_001)
+    assert isinstance(raised.value.__cause__, StoreTimeoutError) and lease.held  # the thread goes on trying
+    store.renewals = [False]
+    with pytest.raises(LeaseLostError):
+        lease.extend_mark(3_000_000_000_002)
+    assert not lease.held
+
+
+def test_a_release_while_idle_asks_the_store_nothing(scripted):
+    lease, store, _clock = scripted
+    lease.release()
+    assert store.asked == [] and store.released == []
+
+
+def test_a_release_while_held_leaves_the_mark_it_used(scripted):
+    lease, store, _clock = scripted
+    lease.acquire()
+    lease.release()
+    [(worker_id, mark)] = store.released
+    assert worker_id == 7 and mark >= 1_000  # never below the mark it inherited
+    assert lease.stats().state == "idle"
+
+
+def test_a_release_while_lost_gives_the_token_back_and_stops(scripted):
+    lease, store, _clock = scripted
+    lease.acquire()
+    store.renewals = [False]
+    _renew_once(lease)
+    lease.release()
+    assert [w for w, _ in store.released] == [7] and lease.stats().state == "idle"
+
+
+def test_a_renewal_answered_after_a_release_is_not_applied(scripted):
+    """No lock is held across the store's round trip: a release meanwhile wins, and the late answer of the
+    renewal that was in flight changes nothing."""
+    lease, store, _clock = scripted
+    lease.acquire()
+
+    def late(*args):
+        lease.release()  # the release lands while the renewal is with the store
+        return True
+
+    store.renew = late  # type: ignore[method-assign]
+    assert _renew_once(lease) == TTL / 3
+    assert lease.stats().state == "idle" and not lease.held

@@ -39,6 +39,9 @@ Rules that keep ids unique:
   ttl plus the tolerance (35 s with the defaults; tests pass a short ttl).
 * **Forks**: a child never uses its parent's lease; a leased generator takes a lease of its own
   at its first id in the child (the parent keeps and renews its own).
+
+May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.ids` and this package's
+``telemetry``, ``flight``, ``grants``, ``renewal`` and ``stores`` (its one factory of stores).
 """
 
 from __future__ import annotations
@@ -69,11 +72,11 @@ from . import telemetry
 from .flight import Abandoned, Claim, Flight
 from .grants import GrantRun, Released, Taken, Terms, clear_since, give_back, released_error
 from .renewal import Outcome, Renewal, renew, valid_until
-from .stores import MAX_CONNECT_TIMEOUT, backend_of
+from .stores import backend_of, check_store_options, open_lease_store
 from .stores.base import LeaseStore, check_name, hide_password
 from .stores.steps import Steps, adrive, drive
 
-__all__ = ["LeaseStats", "WorkerLease", "open_lease_store"]
+__all__ = ["LeaseStats", "WorkerLease"]
 
 
 class _Slice(Exception):
@@ -109,61 +112,6 @@ log = logging.getLogger("seqid_orm.leases")
 _LATE = -1  # WorkerLease._held: a lease held whose time ran out before its first use
 _LOOK = 0.05  # seconds between a lazy caller's looks at the grant it follows (has its fence a known end?)
 MAX_TTL = 86400.0  # seconds: a lease or a tolerance longer than a day is a mistake in units
-
-
-def check_store_options(
-    connect_timeout: float, create_table: bool, accept_state_loss: bool, timeout: float
-) -> tuple[float, float]:
-    """A store's options checked (the time-outs as floats), before anything is imported or connected."""
-    connect_timeout = check_seconds("connect_timeout", connect_timeout, 0.1, MAX_CONNECT_TIMEOUT)
-    timeout = check_seconds("timeout", timeout, 0.1, MAX_CONNECT_TIMEOUT)
-    check_bool("create_table", create_table)
-    check_bool("accept_state_loss", accept_state_loss)
-    return connect_timeout, timeout
-
-
-def open_lease_store(
-    target: object,
-    *,
-    connect_timeout: float = 5.0,
-    create_table: bool = True,
-    accept_state_loss: bool = False,
-    timeout: float = 5.0,
-) -> LeaseStore:
-    """The lease store for ``target``: a SQLAlchemy, Redis or etcd URL, an ``Engine``, a ``redis.Redis`` or a store.
-
-    ``accept_state_loss`` allows a Redis server that would lose the leases on a restart (see
-    :class:`~seqid_orm.errors.VolatileStoreError`), as for ticket stores.
-    """
-    connect_timeout, timeout = check_store_options(connect_timeout, create_table, accept_state_loss, timeout)
-    backend = backend_of(target, "lease store")
-    if backend == "redis":
-        from .stores.redis import RedisLeaseStore
-
-        return RedisLeaseStore(
-            target,  # type: ignore[arg-type]
-            connect_timeout=connect_timeout,
-            accept_state_loss=accept_state_loss,
-            timeout=timeout,
-        )
-    if backend == "etcd":
-        from .stores.etcd import EtcdLeaseStore
-
-        return EtcdLeaseStore(target, connect_timeout=connect_timeout, timeout=timeout)  # type: ignore[arg-type]
-    if backend == "sql":
-        from .stores.sqlalchemy import SQLAlchemyLeaseStore
-
-        return SQLAlchemyLeaseStore(
-            target,  # type: ignore[arg-type]
-            connect_timeout=connect_timeout,
-            create_table=create_table,
-            accept_state_loss=accept_state_loss,
-            timeout=timeout,
-        )
-    if all(hasattr(target, a) for a in ("acquire", "renew", "release", "leases", "label")):
-        return target  # type: ignore[return-value]
-    kind = f"{type(target).__module__}.{type(target).__qualname__}"
-    raise ArgumentTypeError(f"a lease store must be a URL, an Engine, a redis.Redis or a lease store, got {kind}")
 
 
 _LIVE: weakref.WeakSet[WorkerLease] = weakref.WeakSet()

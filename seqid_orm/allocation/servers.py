@@ -37,8 +37,7 @@ from ..errors import (
     StoreTimeoutError,
 )
 from .segments import Segment
-from .stores import TicketRow, TicketStore
-from .stores.base import first_value, regressed
+from .stores.base import TicketRow, TicketStore, first_value, regressed
 from .stores.steps import Call, Sleep, Steps
 
 __all__ = ["ServerSet"]

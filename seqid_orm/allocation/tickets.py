@@ -48,6 +48,9 @@ What a user running twenty application processes gets:
 
 Loads beyond the defaults: ``max_block_size`` turns on Leaf's adaptive block size (it doubles
 while segments last less than ``segment_seconds`` and halves when one lasts over twice that).
+
+May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.ids` and this package's
+``telemetry``, ``flight``, ``floors``, ``segments``, ``servers`` and ``stores`` (its one factory of stores).
 """
 
 from __future__ import annotations
@@ -520,8 +523,9 @@ class TicketSequence:
     def _reserve(self) -> Steps[Segment]:
         """Reserve a segment, from the current server or, failing that, the others in turn; its
         duration, a log record and the metrics of each reservation (refused ones too).  Steps
-        (:mod:`.stores.steps`), so that a thread and an event loop run the same decisions; the
-        caller holds ``_fetch_lock`` or stands for it (``_fetching``)."""
+        (:mod:`.stores.steps`), so that a thread and an event loop run the same decisions; a thread
+        runs them holding ``_fetch_lock`` (so a fork waits until no thread of ours is in a driver), a
+        loop's thread without it (:meth:`_lead`)."""
         began = time.monotonic()
         try:
             segment = yield from self.servers.reserve(self._buffer.block)

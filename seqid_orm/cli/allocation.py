@@ -94,8 +94,7 @@ def _ticket_repair(args: argparse.Namespace) -> int:
 
 
 def _lease_status(args: argparse.Namespace) -> int:
-    from ..allocation.leases import open_lease_store
-    from ..allocation.stores import check_name
+    from ..allocation.stores import check_name, open_lease_store
 
     check_name(args.namespace, "lease namespace")  # a name no store can hold is refused, not "none held"
     store = open_lease_store(args.url, create_table=False)
@@ -127,8 +126,7 @@ def _lease_status(args: argparse.Namespace) -> int:
 
 def _status(args: argparse.Namespace) -> int:
     """One store's ticket counters and worker-id leases, read-only."""
-    from ..allocation.leases import open_lease_store
-    from ..allocation.stores import check_name, open_ticket_store
+    from ..allocation.stores import check_name, open_lease_store, open_ticket_store
 
     if args.namespace:
         check_name(args.namespace, "lease namespace")  # refused before any store is asked

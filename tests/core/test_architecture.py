@@ -8,6 +8,7 @@ dependency (and was how leases and snowflake once imported each other).
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -154,3 +155,63 @@ def test_the_folders_say_what_they_may_import():
         path = ROOT / role / "__init__.py" if (ROOT / role).is_dir() else ROOT / f"{role}.py"
         doc = ast.get_docstring(ast.parse(path.read_text())) or ""
         assert "import" in doc, f"{path} has no docstring saying what it may import"
+
+
+# --- each module of allocation/ says what it may import, and keeps to it --------------------------
+
+ALLOCATION = [m for m in MODULES if m.startswith("seqid_orm.allocation")]
+
+
+def may_import(module: str) -> tuple[bool, set[str], str]:
+    """What ``module``'s docstring lets it import: the standard library or not, the package modules (a
+    module named allows what lies below it), and the line itself (third-party names are read from it)."""
+    doc = ast.get_docstring(ast.parse(MODULES[module].read_text())) or ""
+    found = re.search(r"May import:?(.*?)(?:\n\s*\n|\Z)", doc, flags=re.S)
+    assert found is not None, f"{module}'s docstring has no 'May import:' line"
+    line = " ".join(found.group(1).split())
+    package = module if MODULES[module].name == "__init__.py" else module.rpartition(".")[0]
+    allowed: set[str] = set()
+    for name in re.findall(r":mod:`~?([\w.]+)`", line):
+        allowed.add(f"{package}{name}" if name.startswith(".") else name)
+    for name in re.findall(r"``([\w.]+)``", line):
+        if f"{package}.{name}" in MODULES or any(m.startswith(f"{package}.{name}.") for m in MODULES):
+            allowed.add(f"{package}.{name}")
+    if "this package's modules" in line:
+        allowed.add(package)
+    return "standard library" in line, allowed, line.lower()
+
+
+_THIRD_PARTY_NAMES = {"sqlalchemy": "sqlalchemy", "psycopg": "psycopg", "redis": "redis", "etcd3gw": "etcd3gw"}
+
+
+@pytest.mark.parametrize("module", ALLOCATION)
+def test_each_allocation_module_says_what_it_may_import_and_keeps_to_it(module):
+    stdlib, allowed, line = may_import(module)
+    own = THIRD_PARTY.get(module.removeprefix("seqid_orm."), set())
+    wrong = []
+    for _, target, _names in imports(MODULES[module]):
+        top = target.split(".")[0]
+        if top == "seqid_orm":
+            continue
+        if top in sys.stdlib_module_names:
+            if not stdlib:
+                wrong.append(target)
+        elif top not in own or _THIRD_PARTY_NAMES.get(top, top) not in line:
+            wrong.append(target)
+    for target in package_modules_imported(module):
+        if not any(target == a or target.startswith(f"{a}.") for a in allowed):
+            wrong.append(target)
+    assert wrong == [], f"{module} says it may import {line!r}, and imports {sorted(set(wrong))}"
+
+
+def test_the_pure_modules_of_allocation_import_no_factory_and_no_driver():
+    """The modules that decide (the buffer, the flight, the server set, a grant, a renewal, the floors, the
+    steps, the contracts) sit below the stores' factory and drivers: they import neither."""
+    pure = ["segments", "flight", "servers", "grants", "renewal", "floors", "stores.steps", "stores.base"]
+    below = {
+        f"seqid_orm.allocation.{m}"
+        for m in ("stores", "stores.sqlalchemy", "stores.redis", "stores.etcd", "stores.django", "leases", "tickets")
+    }
+    for name in pure:
+        imported = package_modules_imported(f"seqid_orm.allocation.{name}")
+        assert not imported & below, f"{name} imports {sorted(imported & below)}"

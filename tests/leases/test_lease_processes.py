@@ -7,7 +7,7 @@ import time
 import pytest
 
 from seqid_orm import Snowflake
-from seqid_orm.allocation.leases import open_lease_store
+from seqid_orm.allocation.stores import open_lease_store
 from seqid_orm.errors import LeaseLostError
 from tests.conftest import POSTGRES_URL, volatile_ok
 from tests.leases.stores import age_namespace, leased

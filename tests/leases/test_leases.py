@@ -11,7 +11,8 @@ import time
 import pytest
 
 from seqid_orm import Snowflake
-from seqid_orm.allocation.leases import WorkerLease, open_lease_store
+from seqid_orm.allocation.leases import WorkerLease
+from seqid_orm.allocation.stores import open_lease_store
 from seqid_orm.errors import (
     ArgumentTypeError,
     ClockMovedBackwardsError,

@@ -17,6 +17,13 @@ target                            backend                                     ex
 a Django database alias           :mod:`.django` (``TicketField``)            ``django``
 ================================  ==========================================  ================
 
+:func:`open_ticket_store` and :func:`open_lease_store` are the one factory of every store: the core's
+modules that decide (``servers.py``, ``grants.py``, ``renewal.py``) import the contracts of
+:mod:`.base` and the steps of :mod:`.steps`, never this package, which draws the drivers in.
+
+May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.ids` and this package's
+modules (the drivers' only when a store of that kind is opened).
+
 What a store decides is written once, as :mod:`.steps` (generators of statements): a thread runs
 them on the synchronous driver, an event loop awaits them on the asynchronous one where the driver
 has a twin (psycopg 3, aiomysql, ``redis.asyncio``), else in a worker thread (SQLite among them).
@@ -28,7 +35,7 @@ from typing import Any
 
 from ...errors import ArgumentTypeError, InvalidArgumentError
 from ...ids.validate import check_bool, check_seconds
-from .base import ETCD_SCHEMES, TicketRow, TicketStore, check_name, hide_password
+from .base import ETCD_SCHEMES, LeaseStore, TicketRow, TicketStore, check_name, hide_password
 
 __all__ = [
     "ETCD_SCHEMES",
@@ -39,7 +46,9 @@ __all__ = [
     "TicketStore",
     "backend_of",
     "check_name",
+    "check_store_options",
     "hide_password",
+    "open_lease_store",
     "open_ticket_store",
     "scheme_of",
 ]
@@ -91,6 +100,61 @@ MAX_CONNECT_TIMEOUT = 3600.0
 _STORE_METHODS = ("allocate", "read", "create", "raise_to", "rows", "label", "after_fork", "close")
 
 
+def check_store_options(
+    connect_timeout: float, create_table: bool, accept_state_loss: bool, timeout: float
+) -> tuple[float, float]:
+    """A store's options checked (the time-outs as floats), before anything is imported or connected."""
+    connect_timeout = check_seconds("connect_timeout", connect_timeout, 0.1, MAX_CONNECT_TIMEOUT)
+    timeout = check_seconds("timeout", timeout, 0.1, MAX_CONNECT_TIMEOUT)
+    check_bool("create_table", create_table)
+    check_bool("accept_state_loss", accept_state_loss)
+    return connect_timeout, timeout
+
+
+def open_lease_store(
+    target: object,
+    *,
+    connect_timeout: float = 5.0,
+    create_table: bool = True,
+    accept_state_loss: bool = False,
+    timeout: float = 5.0,
+) -> LeaseStore:
+    """The lease store for ``target``: a SQLAlchemy, Redis or etcd URL, an ``Engine``, a ``redis.Redis`` or a store.
+
+    ``accept_state_loss`` allows a Redis server that would lose the leases on a restart (see
+    :class:`~seqid_orm.errors.VolatileStoreError`), as for ticket stores.
+    """
+    connect_timeout, timeout = check_store_options(connect_timeout, create_table, accept_state_loss, timeout)
+    backend = backend_of(target, "lease store")
+    if backend == "redis":
+        from .redis import RedisLeaseStore
+
+        return RedisLeaseStore(
+            target,  # type: ignore[arg-type]
+            connect_timeout=connect_timeout,
+            accept_state_loss=accept_state_loss,
+            timeout=timeout,
+        )
+    if backend == "etcd":
+        from .etcd import EtcdLeaseStore
+
+        return EtcdLeaseStore(target, connect_timeout=connect_timeout, timeout=timeout)  # type: ignore[arg-type]
+    if backend == "sql":
+        from .sqlalchemy import SQLAlchemyLeaseStore
+
+        return SQLAlchemyLeaseStore(
+            target,  # type: ignore[arg-type]
+            connect_timeout=connect_timeout,
+            create_table=create_table,
+            accept_state_loss=accept_state_loss,
+            timeout=timeout,
+        )
+    if all(hasattr(target, a) for a in ("acquire", "renew", "release", "leases", "label")):
+        return target  # type: ignore[return-value]
+    kind = f"{type(target).__module__}.{type(target).__qualname__}"
+    raise ArgumentTypeError(f"a lease store must be a URL, an Engine, a redis.Redis or a lease store, got {kind}")
+
+
 def open_ticket_store(
     target: object,
     *,
@@ -107,10 +171,7 @@ def open_ticket_store(
     ``timeout`` bounds every call on the store (:class:`~seqid_orm.errors.StoreTimeoutError` past it).
     Bad arguments and an unknown scheme raise a typed error before anything is imported or connected.
     """
-    connect_timeout = check_seconds("connect_timeout", connect_timeout, 0.1, MAX_CONNECT_TIMEOUT)
-    timeout = check_seconds("timeout", timeout, 0.1, MAX_CONNECT_TIMEOUT)
-    check_bool("create_table", create_table)
-    check_bool("accept_state_loss", accept_state_loss)
+    connect_timeout, timeout = check_store_options(connect_timeout, create_table, accept_state_loss, timeout)
     backend = backend_of(target, "ticket server")
     if backend == "redis":
         from .redis import RedisTicketStore

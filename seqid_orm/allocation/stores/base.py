@@ -23,6 +23,8 @@ Rows are created only by :meth:`TicketStore.create` (insert-if-absent, so sixtee
 racing on a new name cannot get a stale value: the insert hands out nothing), which
 :class:`~seqid_orm.allocation.tickets.TicketSequence` calls after checking every server of its list as a
 set, and moved up only by :meth:`TicketStore.raise_to` (``seqid ticket repair``).
+
+May import: the standard library, :mod:`seqid_orm.errors` and :mod:`seqid_orm.ids`.
 """
 
 from __future__ import annotations

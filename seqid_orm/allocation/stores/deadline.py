@@ -14,7 +14,7 @@ lock and a heap push, not a thread.  Drivers with a socket time-out of their own
 ``read_timeout``, redis-py's ``socket_timeout``) get that too; the watchdog is what bounds the
 ones without (psycopg, and any ``Engine`` a user hands in).
 
-Standard library only.
+May import: the standard library and :mod:`seqid_orm.ids` (its fork hook).
 """
 
 from __future__ import annotations

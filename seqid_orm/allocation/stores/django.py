@@ -9,6 +9,9 @@ threads under a lock.  The SQL is the SQLAlchemy store's: :mod:`.ticket_sql` and
 The table is the ``seqid_orm.django`` app's migration (add ``"seqid_orm.django"`` to
 ``INSTALLED_APPS`` and run ``migrate``); it has the shape of the SQLAlchemy/Alembic one, so
 Django and SQLAlchemy processes can share a sequence.
+
+May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.ids`, Django and this package's
+``base``, ``deadline``, ``lease_sql``, ``steps`` and ``ticket_sql``.
 """
 
 from __future__ import annotations

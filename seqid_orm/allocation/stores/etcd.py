@@ -32,6 +32,9 @@ other stores.  A namespace is created with a key held by a lease of ``ttl + cloc
 it lives, every grant waits what is left of it (a namespace that is new may be one a restored
 snapshot forgot).  The namespace records the cluster id it was created on; a snapshot restored into
 a new cluster (``etcdctl snapshot restore`` makes a new cluster id) starts that wait again.
+
+May import: the standard library, :mod:`seqid_orm.errors`, etcd3gw and this package's ``base`` and
+``steps``.
 """
 
 from __future__ import annotations

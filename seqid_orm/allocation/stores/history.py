@@ -48,6 +48,8 @@ replica keeps its primary's id as ``master_replid2`` and where it left that hist
 holds a record holds every write before it), so what a promoted node lacks is known only to the
 processes that saw those writes confirmed: each Redis store remembers where its last confirmed
 write began, and refuses a promoted node that left that history before it.
+
+May import: the standard library, :mod:`seqid_orm.errors` and this package's ``steps``.
 """
 
 from __future__ import annotations

@@ -15,6 +15,9 @@ store first saw the namespace (``born``, by the database's clock) and ``last_tim
 highest worker id granted since.  It tells a worker id that was never used from one whose row
 was deleted, and a namespace that is new from one the store forgot (see
 :meth:`~seqid_orm.allocation.stores.base.LeaseStore.acquire`).
+
+May import: the standard library, :mod:`seqid_orm.errors` and this package's ``base``, ``history``
+and ``steps``.
 """
 
 from __future__ import annotations

@@ -47,6 +47,9 @@ for every process: each ticket counter refuses (``lost``) until ``seqid ticket r
 above the ids in use, and each lease namespace counts as new, so its next holders wait the quarantine.
 A restart cannot be judged so (Redis starts a new replication id at every start); the replica count
 above is what refuses an old primary restarted alone.
+
+May import: the standard library, :mod:`seqid_orm.errors`, redis-py and this package's ``base``,
+``history`` and ``steps``.
 """
 
 from __future__ import annotations

@@ -7,6 +7,9 @@ on the ticket row (the warning in the comments on Flickr's ticket servers: a row
 the business commit serialises every writer).  The statements, per vendor, are
 :mod:`.ticket_sql`'s and :mod:`.lease_sql`'s, shared with the Django store; this module brings
 the connections, the deadlines and the error translation.
+
+May import: the standard library, :mod:`seqid_orm.errors`, SQLAlchemy, psycopg (its client-side
+cursor) and this package's ``base``, ``deadline``, ``lease_sql``, ``steps`` and ``ticket_sql``.
 """
 
 from __future__ import annotations

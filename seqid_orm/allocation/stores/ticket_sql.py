@@ -18,8 +18,8 @@ with other settings matches nothing, and :func:`allocate_rows` reads it to say w
 Statements use ``:name`` parameters, run by an :class:`~.steps.Executor` (the Django store turns
 them into ``%s``); the functions below are :mod:`.steps`.
 
-May import: the standard library, :mod:`seqid_orm.errors` and this package's ``base``, ``history``
-and ``steps``.
+May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.ids` and this package's
+``base``, ``history`` and ``steps``.
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ import bisect
 import datetime as _dt
 import json
 import math
+import re
 import textwrap
 import time
 import uuid
@@ -73,6 +74,8 @@ _SKIP_TABLES = frozenset({"seqid_tickets", "seqid_worker_leases"})  # seqid's ow
 _RECENT = _dt.timedelta(days=30)  # how far back the run over recent UUIDv7 keys starts
 _SOME = 0.02  # of a column's sampled keys: enough of a second kind to be a part of its own
 _REINDEX_FROM = 1.25  # an index this many times its key-order size: one REINDEX is worth its while
+# what the drivers say of a table that is not there (PostgreSQL, MariaDB/MySQL, SQLite)
+_MISSING = re.compile(r"does not exist|doesn't exist|no such table", re.IGNORECASE)
 
 
 class Executor(Protocol):
@@ -879,16 +882,34 @@ def examine(
             continue
         if column.table in _SKIP_TABLES or not _keyish(column.sql_type, column.primary):  # seqid's own, any schema
             continue
-        try:
-            runs = _sample(ex, vendor, column, sample, server_version)
-        except DatabaseUnavailableError as exc:  # one table it cannot read costs its own line, not the report
-            ex.recover()
-            if _exists(ex, vendor, column):
-                findings.append(_unreadable(column, exc))
-            continue  # dropped since the catalog was read (a migration, a test, a temporary table): not there
-        findings.append(_judge(vendor, server_version, column, runs))
+        runs = _sample_if_there(ex, vendor, column, sample, server_version)
+        if isinstance(runs, DatabaseUnavailableError):  # one table it cannot read costs its own line
+            findings.append(_unreadable(column, runs))
+        elif runs is not None:
+            findings.append(_judge(vendor, server_version, column, runs))
     order = {"random-uuid": 0, "out-of-order": 1, "inside-old-keys": 1, None: 2}
     return sorted(findings, key=lambda f: (order[f.problem], f.kind != "unknown", -(f.rows or 0), f.table, f.column))
+
+
+def _sample_if_there(
+    ex: Executor, vendor: str, column: KeyColumn, size: int, version: tuple[int, ...] | None
+) -> list[list[object]] | DatabaseUnavailableError | None:
+    """The column's sample; ``None`` where its table went since the catalog was read (a migration, a
+    test, a temporary table: not there, so no finding); the error where the table is there and would not
+    be read (locked, not granted).  A table dropped and made again under the same name between two reads
+    is read again, a few times at most."""
+    error: DatabaseUnavailableError | None = None
+    for _ in range(3):
+        try:
+            return _sample(ex, vendor, column, size, version)
+        except DatabaseUnavailableError as exc:
+            ex.recover()
+            if not _exists(ex, vendor, column):
+                return None
+            error = exc
+            if not _MISSING.search(str(exc)):  # locked, not granted: once is enough to say so
+                break
+    return error
 
 
 def _catalog(ex: Executor, vendor: str) -> list[KeyColumn]:

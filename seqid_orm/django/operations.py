@@ -18,7 +18,7 @@ from django.db.migrations.operations.base import Operation
 from ..vendors import as_storage
 from .connection import connection_target, field_target, uuid_field_storage
 
-__all__ = ["BackfillSeqUUID", "ConvertUUIDStorage", "CreateSequentialUUIDFunctions"]
+__all__ = ["BackfillSeqUUID", "ConvertUUIDStorage", "CreateSequentialUUIDFunctions", "CreateTableUnlessThere"]
 
 
 class CreateSequentialUUIDFunctions(Operation):
@@ -199,3 +199,53 @@ class BackfillSeqUUID(Operation):
     def describe(self) -> str:
         source = f" from {self.from_field}" if self.from_field else ""
         return f"Fill {self.model_name}.{self.field_name} for existing rows{source}"
+
+
+class CreateTableUnlessThere(Operation):
+    """``create`` (a ``CreateModel``), or keep the table already there: seqid's own migrations.
+
+    A ticket sequence or a worker lease opened with ``create_table=True`` (through a URL, or SQLAlchemy)
+    may have made ``seqid_tickets`` or ``seqid_worker_leases`` before ``migrate`` first runs; a plain
+    ``CreateModel`` then fails (``relation "seqid_tickets" already exists``).  This creates the table
+    where there is none, keeps one that has the columns seqid's stores use (``columns``), and refuses one
+    that lacks them, naming them; ``migrate`` prints which it did.  The model's state is ``create``'s
+    either way; unapplying drops the table.
+    """
+
+    reversible = True
+    reduces_to_sql = False  # it reads the database's tables first
+
+    def __init__(self, create: Any, columns: list[str]) -> None:
+        self.create = create
+        self.columns = list(columns)
+
+    def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
+        return "seqid_orm.django.operations.CreateTableUnlessThere", [self.create, self.columns], {}
+
+    def state_forwards(self, app_label: str, state: Any) -> None:
+        self.create.state_forwards(app_label, state)
+
+    def database_forwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
+        table = to_state.apps.get_model(app_label, self.create.name)._meta.db_table
+        connection = schema_editor.connection
+        with connection.cursor() as cursor:
+            there = table in connection.introspection.table_names(cursor)
+            found = {c.name for c in connection.introspection.get_table_description(cursor, table)} if there else set()
+        if not there:
+            self.create.database_forwards(app_label, schema_editor, from_state, to_state)
+            return
+        missing = [c for c in self.columns if c not in found]
+        if missing:
+            from django.core.exceptions import ImproperlyConfigured
+
+            raise ImproperlyConfigured(
+                f"table {table} already exists without column(s) {', '.join(missing)}: it is not seqid's; rename "
+                "or drop it, then migrate again"
+            )
+        print(f"  seqid: table {table} already exists (a store made it with create_table=True): kept")
+
+    def database_backwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
+        self.create.database_backwards(app_label, schema_editor, from_state, to_state)
+
+    def describe(self) -> str:
+        return f"Create model {self.create.name}, or keep its table where a store made it"

@@ -22,6 +22,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def sqlalchemy_url() -> str:
     """The SQLAlchemy URL of Django's default test database (for a second kind of client)."""
     s = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{s['NAME']}"
     driver = {"postgresql": "postgresql+psycopg", "mysql": "mysql+pymysql"}[connection.vendor]
     return f"{driver}://{s['USER']}@{s['HOST']}:{s['PORT']}/{s['NAME']}"
 
@@ -281,3 +283,29 @@ def test_a_ticket_row_another_transaction_holds_never_holds_a_call_past_its_dead
     assert refused >= 4 and max(spans) < 1.0 + 0.5 + 1.0, spans  # timeout, the follower's grace, a second
     drawn += [sequence.next_id() for _ in range(6)]
     assert len(set(drawn)) == len(drawn) and drawn == sorted(drawn)
+
+
+def test_migrate_keeps_a_ticket_table_a_store_made_and_refuses_one_that_is_not_seqids(capsys):
+    """The seqid app's migration creates its tables, or keeps those a store opened with create_table=True made
+    first (before: `relation "seqid_tickets" already exists`, and only --fake-initial got past it), saying so."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    call_command("migrate", "seqid", "zero", verbosity=0)
+    try:
+        with TicketSequence("made-first", sqlalchemy_url(), block_size=5, create_table=True) as seq:
+            made = seq.next_ids(3)  # the table is the store's now
+        call_command("migrate", "seqid", verbosity=1)
+        assert "seqid: table seqid_tickets already exists" in capsys.readouterr().out
+        assert ticket_sequence("made-first", block_size=5).next_id() > max(made)  # the store's row, kept
+        call_command("migrate", "seqid", "zero", verbosity=0)
+        with connection.cursor() as cursor:
+            cursor.execute("CREATE TABLE seqid_tickets (name VARCHAR(64) PRIMARY KEY, total BIGINT)")
+        with pytest.raises(ImproperlyConfigured, match=r"without column.*next_value"):
+            call_command("migrate", "seqid", verbosity=0)
+        with connection.cursor() as cursor:
+            cursor.execute("DROP TABLE seqid_tickets")
+    finally:
+        from seqid_orm.django import close_ticket_sequences
+
+        close_ticket_sequences()
+        call_command("migrate", verbosity=0)  # every app, should one depend on seqid's

@@ -2,27 +2,38 @@
 
 from django.db import migrations, models
 
+from seqid_orm.django.operations import CreateTableUnlessThere
+
 
 class Migration(migrations.Migration):
     dependencies = [
         ("seqid", "0001_initial"),
     ]
 
+    # The table may be there already: a store opened with create_table=True makes it.
     operations = [
-        migrations.CreateModel(
-            name="WorkerLeaseRow",
-            fields=[
-                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
-                ("namespace", models.CharField(max_length=64)),
-                ("worker_id", models.IntegerField()),
-                ("token", models.CharField(max_length=32)),
-                ("expires_at", models.BigIntegerField()),
-                ("last_timestamp", models.BigIntegerField()),
-            ],
-            options={
-                "verbose_name": "worker-id lease",
-                "db_table": "seqid_worker_leases",
-                "constraints": [models.UniqueConstraint(fields=("namespace", "worker_id"), name="seqid_lease_unique")],
-            },
+        CreateTableUnlessThere(
+            migrations.CreateModel(
+                name="WorkerLeaseRow",
+                fields=[
+                    (
+                        "id",
+                        models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID"),
+                    ),
+                    ("namespace", models.CharField(max_length=64)),
+                    ("worker_id", models.IntegerField()),
+                    ("token", models.CharField(max_length=32)),
+                    ("expires_at", models.BigIntegerField()),
+                    ("last_timestamp", models.BigIntegerField()),
+                ],
+                options={
+                    "verbose_name": "worker-id lease",
+                    "db_table": "seqid_worker_leases",
+                    "constraints": [
+                        models.UniqueConstraint(fields=("namespace", "worker_id"), name="seqid_lease_unique")
+                    ],
+                },
+            ),
+            ["namespace", "worker_id", "token", "expires_at", "last_timestamp"],
         ),
     ]

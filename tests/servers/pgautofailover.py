@@ -78,13 +78,36 @@ class PgAutoFailover(StartedAndStopped):
         return f"postgresql+psycopg://postgres@/postgres?{hosts}&target_session_attrs=read-write"
 
     def _env(self) -> dict[str, str]:
-        return {
-            **os.environ,
-            "HOME": self.tmp,
-            "XDG_CONFIG_HOME": os.path.join(self.tmp, "config"),
-            "XDG_DATA_HOME": os.path.join(self.tmp, "share"),
-            "XDG_RUNTIME_DIR": os.path.join(self.tmp, "run"),
-        }
+        """Every directory pg_autoctl keeps state in is this formation's own, made before it runs: where one
+        is missing it falls back to a directory all users share (``/tmp/pg_autoctl``), which the next user's
+        run then cannot write.  As an ordinary user the nodes' sockets are this formation's directory too
+        (Debian's PostgreSQL puts them in ``/var/run/postgresql``, the postgres user's), and libpq is told so."""
+        dirs = {"XDG_CONFIG_HOME": "config", "XDG_DATA_HOME": "share", "XDG_RUNTIME_DIR": "run"}
+        env = {**os.environ, "HOME": self.tmp, **{k: os.path.join(self.tmp, v) for k, v in dirs.items()}}
+        if os.geteuid() != 0:
+            env.update(PGHOST=self.tmp, PGUSER="postgres")
+        return env
+
+    def _own_dirs(self) -> None:
+        for name in ("config", "share", "run"):
+            path = os.path.join(self.tmp, name)
+            os.makedirs(path, mode=0o700, exist_ok=True)
+            if os.geteuid() == 0:
+                shutil.chown(path, "postgres")
+
+    def _initdb(self, node: Node) -> None:
+        """As an ordinary user: the node's data directory made beforehand (pg_autoctl takes an existing one),
+        its sockets in this formation's directory and its superuser ``postgres``, as the root path's are."""
+        if os.geteuid() == 0:
+            return  # pg_autoctl runs as postgres, whose socket directory the system's is
+        initdb = os.path.join(os.path.dirname(self.pg_ctl), "initdb")
+        done = subprocess.run(
+            [initdb, "-D", node.data, "--auth=trust", "-U", "postgres"], capture_output=True, text=True, timeout=120
+        )
+        if done.returncode != 0:
+            raise BackendUnavailableError(f"initdb {node.data}: {done.stderr[-2000:]}")
+        with open(os.path.join(node.data, "postgresql.conf"), "a") as conf:
+            conf.write(f"\nunix_socket_directories = '{self.tmp}'\n")
 
     def _as_postgres(self) -> dict[str, object]:
         # pg_autoctl refuses root; as postgres without runuser in between, so the pid is its own
@@ -127,6 +150,9 @@ class PgAutoFailover(StartedAndStopped):
 
     def start(self, timeout: float = 120.0) -> PgAutoFailover:
         m = self.monitor
+        self._own_dirs()
+        self._initdb(m)
+        self._initdb(self.nodes[0])  # the others are copies of the primary (pg_basebackup), sockets included
         self._spawn(
             m,
             [
@@ -151,7 +177,7 @@ class PgAutoFailover(StartedAndStopped):
 
         with psycopg.connect(
             f"host=127.0.0.1 port={m.port} user=postgres dbname=pg_auto_failover", autocommit=True
-        ) as conn:
+        ) as conn:  # over TCP: the socket directory differs between the root and the ordinary path
             for name, value in _MONITOR_SETTINGS.items():
                 conn.execute(f"ALTER SYSTEM SET {name} = '{value}'")  # type: ignore[arg-type]
             conn.execute("SELECT pg_reload_conf()")

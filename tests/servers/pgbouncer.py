@@ -1,8 +1,9 @@
 """A private PgBouncer (Debian's package) in front of the shared PostgreSQL, for the tests of
 issue 45: its own port and directory, stopped by the code that started it.
 
-Its configuration is the packaged ``/etc/pgbouncer/pgbouncer.ini``'s settings (no
-``ignore_startup_parameters``: a client that sends libpq's ``options`` is refused, as production's
+Its configuration is the packaged ``/etc/pgbouncer/pgbouncer.ini``'s settings where this user may read
+it (Debian's is the postgres user's; its settings there are PgBouncer's defaults: no
+``ignore_startup_parameters``, so a client that sends libpq's ``options`` is refused, as production's
 default is), with only what a private instance needs changed: the database, the port, the files,
 ``auth_type = trust`` (the shared server trusts loopback) and the pool mode under test.
 """
@@ -40,12 +41,14 @@ class PrivatePgBouncer:
 
     def _config(self) -> str:
         packaged = ""
-        if os.path.exists(PACKAGED):
+        keep = ("pool_mode", "ignore_startup_parameters", "max_client_conn", "default_pool_size")
+        try:  # Debian keeps it readable by postgres and root only: another user starts from PgBouncer's defaults
             with open(PACKAGED) as f:
-                keep = ("pool_mode", "ignore_startup_parameters", "max_client_conn", "default_pool_size")
                 packaged = "".join(
                     line for line in f if line.split("=")[0].strip() in keep and not line.startswith(";")
                 )
+        except OSError:  # not installed, or not this user's to read
+            packaged = ""
         return (
             "[databases]\n"
             f"test = host=127.0.0.1 port=5432 dbname=test pool_size={self.pool_size}\n"

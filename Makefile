@@ -49,9 +49,10 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(INSTALL) -e '.[test,bench]'
 	touch $(STAMP)
 
-# The documentation site's tools, installed by `make docs` only (the tests need none of them).
+# The documentation site's tools, installed by `make docs` only (the tests need none of them, and the
+# site needs neither the test extras nor a system package: its API pages are read from the source).
 DOCS_STAMP := $(VENV)/.installed-docs
-$(DOCS_STAMP): pyproject.toml $(STAMP)
+$(DOCS_STAMP): pyproject.toml | $(BIN)/python
 	$(INSTALL) -e '.[docs]'
 	touch $(DOCS_STAMP)
 

@@ -41,7 +41,8 @@ Rules that keep ids unique:
   at its first id in the child (the parent keeps and renews its own).
 
 May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.ids` and this package's
-``telemetry``, ``flight``, ``grants``, ``renewal`` and ``stores`` (its one factory of stores).
+``telemetry``, ``flight``, ``grants``, ``renewal`` and ``stores`` (its one factory of stores, and
+the retry policy's derivations of a deadline).
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ from .grants import GrantRun, Released, Taken, Terms, clear_since, give_back, re
 from .renewal import Outcome, Renewal, renew, valid_until
 from .stores import backend_of, check_store_options, open_lease_store
 from .stores.base import LeaseStore, check_name, hide_password
+from .stores.retry import grant_seconds
 from .stores.steps import Steps, adrive, drive
 
 __all__ = ["LeaseStats", "WorkerLease"]
@@ -478,8 +480,8 @@ class WorkerLease:
                     self.valid_until = float("-inf")
 
     def _grant_seconds(self) -> float:
-        """The longest a grant may take: its round trips, a quarantine and a wait for the clock mark."""
-        return 4 * self._timeout + self.ttl + 2 * self.clock_tolerance + 1.0
+        """The longest a grant may take (:func:`~.stores.retry.grant_seconds`)."""
+        return grant_seconds(self._timeout, self.ttl, self.clock_tolerance)
 
     def _lead_in_thread(self, claim: Claim[Taken]) -> None:
         """Hand ``claim`` to a thread of its own that runs the grant (a lazy caller will not wait out

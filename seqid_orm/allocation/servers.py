@@ -38,13 +38,12 @@ from ..errors import (
 )
 from .segments import Segment
 from .stores.base import TicketRow, TicketStore, first_value, regressed
+from .stores.retry import PARTIAL_SET
 from .stores.steps import Call, Sleep, Steps
 
 __all__ = ["ServerSet"]
 
 log = logging.getLogger("seqid_orm.tickets")
-
-_PARTIAL_RETRIES = 8  # re-reads (about 1.8 s in all) of a set present on some servers only
 
 
 def _ask(method: Callable[..., Any], *args: object) -> Steps[Any]:
@@ -159,14 +158,13 @@ class ServerSet:
         every server to answer.  The next value each server reports is remembered: a block below
         it later means that counter went back.
         """
-        rows, down = yield from self._read_rows()
-        for attempt in range(_PARTIAL_RETRIES):
-            if not (any(rows.values()) and None in rows.values()):
+        for attempt, _left in PARTIAL_SET.tries():
+            rows, down = yield from self._read_rows()
+            if not (any(rows.values()) and None in rows.values()) or attempt == PARTIAL_SET.attempts:
                 break
             # Present on some servers only: another client may be creating it on its servers right
             # now (one insert after the other); a set that stays partial is refused below.
-            yield Sleep(0.05 * (attempt + 1))
-            rows, down = yield from self._read_rows()
+            yield Sleep(PARTIAL_SET.pause(attempt))
         if not any(rows.values()):
             if down:
                 raise BackendUnavailableError(

@@ -50,7 +50,8 @@ Loads beyond the defaults: ``max_block_size`` turns on Leaf's adaptive block siz
 while segments last less than ``segment_seconds`` and halves when one lasts over twice that).
 
 May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.ids` and this package's
-``telemetry``, ``flight``, ``floors``, ``segments``, ``servers`` and ``stores`` (its one factory of stores).
+``telemetry``, ``flight``, ``floors``, ``segments``, ``servers`` and ``stores`` (its one factory of stores,
+and the retry policy's derivations of a deadline).
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ from .floors import Floors, KeyFloor
 from .segments import Segment, SegmentBuffer
 from .servers import ServerSet
 from .stores import TicketRow, TicketStore, check_name, open_ticket_store
+from .stores.retry import follower_wait, per_server
 from .stores.steps import Steps, adrive, drive
 
 __all__ = ["MAX_BLOCK_SIZE", "KeyFloor", "Segment", "TicketSequence", "TicketStats"]
@@ -90,7 +92,6 @@ log = logging.getLogger("seqid_orm.tickets")
 MAX_BLOCK_SIZE = 1 << 30
 
 _MAX_BATCH = 1 << 24  # next_ids() per call, as comb_batch
-_GRACE = 0.5  # seconds a thread waits beyond the timeout for a fetch under way to report
 
 
 @dataclass(frozen=True)
@@ -227,7 +228,7 @@ class TicketSequence:
                 connect_timeout=connect_timeout,
                 create_table=create_table,
                 accept_state_loss=accept_state_loss,
-                timeout=self.timeout / len(targets),  # a stalled server leaves the others their share
+                timeout=per_server(self.timeout, len(targets)),
             )
             for t in targets
         ]
@@ -352,7 +353,7 @@ class TicketSequence:
         A call on an event loop's thread (a column default in an ``AsyncSession``'s flush) never
         follows: the reservation in flight may need that very loop (a key floor on an asyncio
         engine reads there; a task of the loop may lead it), so it reserves beside it instead."""
-        claim, leads = self._flight.join(self.timeout + _GRACE)
+        claim, leads = self._flight.join(follower_wait(self.timeout))
         on_loop = asyncio._get_running_loop() is not None
         if leads:
             self._lead(claim, fork_lock=not on_loop)
@@ -367,7 +368,7 @@ class TicketSequence:
                     self._buffer.add(segment)  # (refused if the flight's, lower, was installed meanwhile)
         else:
             with contextlib.suppress(Abandoned):
-                self._flight.wait(claim, time.monotonic() + self.timeout + _GRACE, self._waited_too_long)
+                self._flight.wait(claim, time.monotonic() + follower_wait(self.timeout), self._waited_too_long)
 
     def _lead(self, claim: Claim[Segment], fork_lock: bool = True) -> None:
         """Reserve a segment in this thread for ``claim`` and put it in the buffer.  The fork lock is
@@ -392,7 +393,7 @@ class TicketSequence:
     def _prefetch(self) -> None:
         with self._mutex:
             wanted = not self._closed and self._buffer.wants_prefetch()
-        claim = self._flight.lead(self.timeout + _GRACE) if wanted else None
+        claim = self._flight.lead(follower_wait(self.timeout)) if wanted else None
         if claim is None:
             return
         try:
@@ -476,12 +477,12 @@ class TicketSequence:
 
     async def _areserve_now(self) -> None:
         """:meth:`_reserve_now` on the running loop."""
-        claim, leads = self._flight.join(self.timeout + _GRACE)
+        claim, leads = self._flight.join(follower_wait(self.timeout))
         if leads:
             await self._alead(claim)
             return
         with contextlib.suppress(Abandoned):
-            await self._flight.await_(claim, time.monotonic() + self.timeout + _GRACE, self._waited_too_long)
+            await self._flight.await_(claim, time.monotonic() + follower_wait(self.timeout), self._waited_too_long)
 
     async def _alead(self, claim: Claim[Segment]) -> None:
         """Reserve a segment on the loop for ``claim`` (:meth:`_reserve_checked`'s steps, awaited)."""
@@ -506,7 +507,7 @@ class TicketSequence:
     async def _aprefetch_once(self) -> None:
         with self._mutex:
             wanted = not self._closed and self._buffer.wants_prefetch()
-        claim = self._flight.lead(self.timeout + _GRACE) if wanted else None
+        claim = self._flight.lead(follower_wait(self.timeout)) if wanted else None
         if claim is not None:
             await self._alead(claim)
 

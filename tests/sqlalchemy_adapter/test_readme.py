@@ -27,7 +27,7 @@ def quick_start_blocks() -> list[str]:
 
 def test_the_quick_start_comes_first_and_has_both_orms():
     assert README.index(QUICK_START) < README.index("## The id families") < README.index("make demo")
-    assert README.index("pip install 'seqid-orm[sqlalchemy]'") < 2500  # on the first screen
+    assert README.index("pip install -e '.[sqlalchemy]'") < 2500  # on the first screen
     assert len(README.splitlines()) <= 300  # a front door; the manual is docs/
     sqlalchemy_model, django_model = quick_start_blocks()
     assert "SeqUUIDField" not in sqlalchemy_model and "seq_uuid_pk" not in django_model

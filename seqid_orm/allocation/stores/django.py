@@ -11,7 +11,7 @@ The table is the ``seqid_orm.django`` app's migration (add ``"seqid_orm.django"`
 Django and SQLAlchemy processes can share a sequence.
 
 May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.ids`, Django and this package's
-``base``, ``deadline``, ``lease_sql``, ``steps`` and ``ticket_sql``.
+``base``, ``deadline``, ``lease_sql``, ``retry``, ``steps`` and ``ticket_sql``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import contextlib
 import math
 import re
 import threading
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -31,6 +30,7 @@ from ...ids.validate import check_seconds
 from . import lease_sql
 from .base import LEASE_TABLE, TICKET_TABLE, LeaseStore, TicketRow, TicketStore, is_conflict
 from .deadline import watch
+from .retry import CONNECTION, Deadline
 from .steps import Steps, drive
 from .ticket_sql import SQLTicketStore, TicketSQL, ticket_sql
 from .ticket_sql import rows as ticket_sql_rows
@@ -75,21 +75,20 @@ class _OwnConnection:
         return self.connection
 
     def call(self, body: Callable[[Any], _T]) -> _T:
-        """``body(conn)`` on the store's connection within the store's deadline, as the SQLAlchemy store
-        runs its calls: the lock waited for at most that long, the database's own lock waits bounded by
-        what is left of it (:func:`_bounds`), and the connection's socket shut down when it passes
+        """``body(conn)`` on the store's connection within the store's deadline and with its retry
+        policy (:data:`~.retry.CONNECTION`), as the SQLAlchemy store runs its calls.
+
+        The lock is waited for at most that long, the database's own lock waits are bounded by what
+        is left of it (:func:`_bounds`), and the connection's socket is shut down when it passes
         (:mod:`.deadline`): :class:`StoreTimeoutError`, never a wait without end (a row another
-        transaction holds with ``SELECT ... FOR UPDATE`` held a call, and every call after it, for good).
-        A connection the server dropped is tried once more on a fresh one; the database's other
+        transaction holds with ``SELECT ... FOR UPDATE`` held a call, and every call after it, for
+        good).  A connection the server dropped is tried again on a fresh one; the database's other
         answers are :class:`BackendUnavailableError`, the one translation here."""
-        end = time.monotonic() + self.timeout
+        deadline = Deadline.after(self.timeout)
         if not self.lock.acquire(timeout=self.timeout):
             raise self.timed_out()
         try:
-            for attempt in (1, 2):
-                left = end - time.monotonic()
-                if left <= 0:
-                    break
+            for attempt, left in CONNECTION.tries(deadline):
                 conn = self.get()
                 try:
                     conn.ensure_connection()
@@ -105,10 +104,10 @@ class _OwnConnection:
                 except DatabaseError as exc:
                     if _locked(exc):
                         raise self.timed_out() from None
-                    if not isinstance(exc, (OperationalError, InterfaceError)) or attempt == 2:
+                    if not isinstance(exc, (OperationalError, InterfaceError)) or attempt == CONNECTION.attempts:
                         raise _unavailable(self.what, self.label, exc) from exc
-                    # the server dropped this long-lived connection (wait_timeout, restart): once more
-                    # on a fresh one; values the lost statement reserved are only a gap
+                    # the server dropped this long-lived connection (wait_timeout, restart): again on a
+                    # fresh one; values the lost statement reserved are only a gap
                     self.discard()
             raise self.timed_out()
         finally:

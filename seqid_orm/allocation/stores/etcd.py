@@ -33,8 +33,8 @@ it lives, every grant waits what is left of it (a namespace that is new may be o
 snapshot forgot).  The namespace records the cluster id it was created on; a snapshot restored into
 a new cluster (``etcdctl snapshot restore`` makes a new cluster id) starts that wait again.
 
-May import: the standard library, :mod:`seqid_orm.errors`, etcd3gw and this package's ``base`` and
-``steps``.
+May import: the standard library, :mod:`seqid_orm.errors`, etcd3gw and this package's ``base``,
+``retry`` and ``steps``.
 """
 
 from __future__ import annotations
@@ -67,6 +67,7 @@ from .base import (
     last_value_limit,
     vanished,
 )
+from .retry import LOST_TRANSACTION, socket_share
 from .steps import Call, Steps, drive
 
 try:
@@ -76,8 +77,6 @@ except ImportError as exc:  # say which extra brings it
     raise ImportError("etcd ticket servers need etcd3gw: pip install 'seqid-orm[etcd]'") from exc
 
 __all__ = ["EtcdLeaseStore", "EtcdOptions", "EtcdTicketStore", "cluster_status", "etcd_options", "parse_etcd_url"]
-
-_RACES = 32  # transactions lost to other clients before a reservation gives up
 
 
 _FORM = "etcd://[user:password@]host:port[,host:port...][/prefix][?tls=true&ca=PATH&cert=PATH&key=PATH]"
@@ -185,7 +184,7 @@ class _Cluster:
         self.prefix = options.prefix
         self.label = hide_password(target)
         self.timeout = timeout
-        per_try = max(0.1, min(connect_timeout, timeout / 2))
+        per_try = max(0.1, min(connect_timeout, socket_share(timeout)))
         self._clients = [
             Etcd3Client(
                 host=h,
@@ -387,7 +386,7 @@ class EtcdTicketStore(_Steps):
                 raise vanished(name, self.label)
             self._check_cluster(name, kv)
             cached = (_row(name, kv), int(kv["mod_revision"]))
-        for _ in range(_RACES):
+        for _attempt, _left in LOST_TRANSACTION.tries():
             row, revision = cached
             granted = grantable(row, self.label, count, step, offset, limit, above)
             moved = TicketRow(name, row.next_value + granted * step, step, offset)
@@ -407,7 +406,9 @@ class EtcdTicketStore(_Steps):
             self._check_cluster(name, found[0])
             cached = (_row(name, found[0]), int(found[0]["mod_revision"]))
         self._cached.pop(name, None)
-        raise AllocationError(f"sequence {name!r} on {self.label} changed under {_RACES} attempts to reserve values")
+        raise AllocationError(
+            f"sequence {name!r} on {self.label} changed under {LOST_TRANSACTION.attempts} attempts to reserve values"
+        )
 
     def _check_cluster(self, name: str, kv: dict[str, Any]) -> None:
         """Refuse a counter written on another cluster: a snapshot restored into a new cluster (``etcdctl
@@ -440,7 +441,7 @@ class EtcdTicketStore(_Steps):
     def raise_steps(self, row: TicketRow) -> Steps[TicketRow]:
         """:meth:`raise_to` as steps: the counter raised (never lowered) and this cluster recorded."""
         key = _b64(self._key(row.name))
-        for _ in range(_RACES):
+        for _attempt, _left in LOST_TRANSACTION.tries():
             kv = yield from self._range(self._key(row.name))
             if kv is None:
                 compare = {"key": key, "result": "EQUAL", "target": "CREATE", "create_revision": "0"}
@@ -535,7 +536,7 @@ class EtcdLeaseStore(_Steps):
         ns = self._ns(namespace)
         lease = yield from self._grant(ttl_ms)
         try:
-            for _ in range(_RACES):
+            for _attempt, _left in LOST_TRANSACTION.tries():
                 found = {_text(kv["key"])[len(ns) :]: kv for kv in (yield from self._range_prefix(ns))}
                 meta = found.get("meta")
                 if meta is None or _text(meta["value"]) != self.cluster_id:
@@ -561,7 +562,9 @@ class EtcdLeaseStore(_Steps):
             yield from self._revoke(lease)
             raise
         yield from self._revoke(lease)
-        raise AllocationError(f"lease namespace {namespace!r} on {self.label} changed under {_RACES} attempts")
+        raise AllocationError(
+            f"lease namespace {namespace!r} on {self.label} changed under {LOST_TRANSACTION.attempts} attempts"
+        )
 
     def _start_namespace(self, ns: str, meta: dict[str, Any] | None, quarantine_ms: int) -> Steps[None]:
         young = yield from self._grant(quarantine_ms)

@@ -49,7 +49,7 @@ holds a record holds every write before it), so what a promoted node lacks is kn
 processes that saw those writes confirmed: each Redis store remembers where its last confirmed
 write began, and refuses a promoted node that left that history before it.
 
-May import: the standard library, :mod:`seqid_orm.errors` and this package's ``steps``.
+May import: the standard library, :mod:`seqid_orm.errors` and this package's ``retry`` and ``steps``.
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import BackendUnavailableError, StoreHistoryError, VolatileStoreError
+from .retry import HISTORY_ROW
 from .steps import Steps, fetch, run
 
 __all__ = [
@@ -374,7 +375,7 @@ class HistoryGuard:
         return verdict
 
     def _settle(self, present: StoreHistory, records: HistoryRecords) -> Steps[Verdict]:
-        for _ in range(3):  # another process may write the row between our read and our write
+        for _attempt, _left in HISTORY_ROW.tries():  # another process may write the row between read and write
             rows = yield from fetch(records.select, {})
             recorded = records.unpack(rows[0]) if rows else None
             verdict = judge(recorded, present)

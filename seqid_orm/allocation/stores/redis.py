@@ -49,7 +49,7 @@ A restart cannot be judged so (Redis starts a new replication id at every start)
 above is what refuses an old primary restarted alone.
 
 May import: the standard library, :mod:`seqid_orm.errors`, redis-py and this package's ``base``,
-``history`` and ``steps``.
+``history``, ``retry`` and ``steps``.
 """
 
 from __future__ import annotations
@@ -83,6 +83,7 @@ from .base import (
     vanished,
 )
 from .history import ReplicationPoint, fork_before
+from .retry import redis_wait_ms, socket_share
 from .steps import Call, PerLoop, Steps, adrive, drive
 
 try:
@@ -428,8 +429,8 @@ class _RedisStore:
             # Every command within ``timeout``: half of it a try, and one retry (redis-py's default
             # retries three times with back-off, which multiplied a blackholed server's wait).
             self._client_options: dict[str, Any] = {
-                "socket_connect_timeout": min(connect_timeout, timeout / 2),
-                "socket_timeout": timeout / 2,
+                "socket_connect_timeout": min(connect_timeout, socket_share(timeout)),
+                "socket_timeout": socket_share(timeout),
             }
             try:
                 self.client, self._sentinels = _client_for(target, self._client_options, aio=False)
@@ -451,8 +452,7 @@ class _RedisStore:
         self._recorded = 0
         # where the last write every replica confirmed began in the primary's replication stream
         self._confirmed: ReplicationPoint | None = None
-        # WAIT's own limit: a quarter of the deadline, so its answer arrives within the socket's half
-        self._wait_ms = max(1, int(timeout * 250))
+        self._wait_ms = redis_wait_ms(timeout)
 
     @property
     def native_async(self) -> bool:

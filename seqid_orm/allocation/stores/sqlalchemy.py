@@ -9,7 +9,7 @@ the business commit serialises every writer).  The statements, per vendor, are
 the connections, the deadlines and the error translation.
 
 May import: the standard library, :mod:`seqid_orm.errors`, SQLAlchemy, psycopg (its client-side
-cursor) and this package's ``base``, ``deadline``, ``lease_sql``, ``steps`` and ``ticket_sql``.
+cursor) and this package's ``base``, ``deadline``, ``lease_sql``, ``retry``, ``steps`` and ``ticket_sql``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import asyncio
 import contextlib
 import math
 import re
-import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -42,6 +41,7 @@ from .base import (
     split_state_loss_option,
 )
 from .deadline import watch
+from .retry import CONNECTION, Deadline
 from .steps import PerLoop, Steps, adrive, drive
 from .ticket_sql import SQLTicketStore, TicketSQL, ticket_sql
 from .ticket_sql import rows as ticket_sql_rows
@@ -243,12 +243,11 @@ def _connect_args(url: sa.URL, connect_timeout: float, timeout: float) -> dict[s
 
 
 _BACKSTOP = 1.0  # seconds past the deadline an awaited call is cancelled where no socket can be shut
-_ATTEMPTS = 4  # a store call's tries: a dropped pooled connection, conflicts another node won
 
 
 def _again(exc: sa.exc.DBAPIError, attempt: int) -> bool:
     """Whether a store call that failed with ``exc`` is tried again (sync and async alike)."""
-    return attempt < _ATTEMPTS and bool(exc.connection_invalidated or is_conflict(exc))
+    return attempt < CONNECTION.attempts and bool(exc.connection_invalidated or is_conflict(exc))
 
 
 class _OwnEngineStore:
@@ -329,13 +328,8 @@ class _OwnEngineStore:
 
     def _tries(self) -> Iterator[tuple[int, float]]:
         """Each try of a store call (its number, the seconds left of the call's deadline), for the
-        blocking and the awaited path alike: at most :data:`_ATTEMPTS`, none past the deadline."""
-        end = time.monotonic() + self.timeout
-        for attempt in range(1, _ATTEMPTS + 1):
-            left = end - time.monotonic()
-            if left <= 0:
-                return
-            yield attempt, left
+        blocking and the awaited path alike: :data:`~.retry.CONNECTION`'s, none past the deadline."""
+        return CONNECTION.tries(Deadline.after(self.timeout))
 
     def _on_connection(self, fn: Callable[[Connection, str | None], _T]) -> _T:
         """``fn(conn, bounds)`` on a connection of the store's engine, within the store's deadline

@@ -19,7 +19,7 @@ Statements use ``:name`` parameters, run by an :class:`~.steps.Executor` (the Dj
 them into ``%s``); the functions below are :mod:`.steps`.
 
 May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.ids` and this package's
-``base``, ``history`` and ``steps``.
+``base``, ``history``, ``retry`` and ``steps``.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from ...errors import AllocationError, InvalidArgumentError
 from ...ids.validate import BIGINT_MAX
 from .base import TicketRow, grantable, last_value_limit, vanished
 from .history import HISTORY_NAME, HistoryGuard, ticket_records
+from .retry import CHANGED_ROW
 from .steps import Call, Steps, fetch, run
 
 __all__ = [
@@ -179,7 +180,7 @@ def allocate_rows(
     """
     limit = last_value_limit(max_value, step)
     lowest_start = -BIGINT_MAX - 1 if above is None else above + 1
-    for _ in range(4):  # shrink, retry: more rounds mean someone keeps changing the row
+    for _attempt, _left in CHANGED_ROW.tries():  # shrink, ask again: more rounds, someone keeps changing the row
         highest_start = limit - (count - 1) * step  # the last value reserved must be <= limit
         new_next = yield from advance(sql, name, count * step, step, offset, lowest_start, highest_start)
         if new_next is not None:

@@ -1,0 +1,120 @@
+"""How a store call tries again, and how its deadline is shared: each decided here, read by every site.
+
+One policy object per reason to try again (as kazoo's ``KazooRetry`` is one policy its recipes read),
+each with its count and its pause between tries; a try never starts past the call's deadline.  Before,
+each retry site carried a constant of its own (4 connection tries, 2 in the Django store, 4 rows
+changed under a reservation, 32 lost etcd transactions, 8 re-reads of a partial set, 3 of a history
+row) and the deadline was re-derived in five places; the derivations are named functions here.
+
+May import: the standard library only.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+__all__ = [
+    "CHANGED_ROW",
+    "CONNECTION",
+    "GRACE",
+    "HISTORY_ROW",
+    "LOST_TRANSACTION",
+    "PARTIAL_SET",
+    "Deadline",
+    "Retry",
+    "follower_wait",
+    "grant_seconds",
+    "per_server",
+    "redis_wait_ms",
+    "socket_share",
+]
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """When one call must have ended (monotonic seconds), and what is left of it."""
+
+    end: float
+    clock: Callable[[], float] = time.monotonic
+
+    @classmethod
+    def after(cls, seconds: float, clock: Callable[[], float] = time.monotonic) -> Deadline:
+        return cls(clock() + seconds, clock)
+
+    def left(self) -> float:
+        """Seconds left (0 or less once it has passed)."""
+        return self.end - self.clock()
+
+
+@dataclass(frozen=True)
+class Retry:
+    """Try at most ``attempts`` times, pausing ``delay`` seconds before the second try and ``growth`` more
+    before each next one (linear backoff), none past a deadline where the call has one."""
+
+    attempts: int
+    delay: float = 0.0
+    growth: float = 0.0
+    why: str = ""
+
+    def pause(self, attempt: int) -> float:
+        """The pause after try ``attempt`` (1 for the first), before the next."""
+        return self.delay + self.growth * (attempt - 1)
+
+    def tries(self, deadline: Deadline | None = None) -> Iterator[tuple[int, float]]:
+        """Each try: its number (from 1) and the seconds left of ``deadline`` (``inf`` without one); none
+        starts once the deadline has passed.  The caller pauses (:meth:`pause`) as its I/O allows: a
+        thread sleeps, a step yields a ``Sleep``."""
+        for attempt in range(1, self.attempts + 1):
+            left = math.inf if deadline is None else deadline.left()
+            if left <= 0:
+                return
+            yield attempt, left
+
+
+#: A pooled connection the server closed (idle time-out, restart), or a conflict another node of a
+#: Galera cluster won: try again on a fresh connection (the lost statement reserved at most a gap).
+CONNECTION = Retry(4, why="a connection the server dropped, or a conflict another node won")
+#: A counter row another client changed between a reservation's UPDATE and its read: shrink, ask again.
+CHANGED_ROW = Retry(4, why="a ticket row another client changed under a reservation")
+#: etcd transactions lost to other clients (a compare on the key's revision that failed).
+LOST_TRANSACTION = Retry(32, why="an etcd transaction another client won")
+#: A sequence present on some servers only: another client may be creating it on the rest right now.
+PARTIAL_SET = Retry(9, delay=0.05, growth=0.05, why="a sequence another client is creating on its servers")
+#: A history row another process wrote between this one's read and its write.
+HISTORY_ROW = Retry(3, why="a history row another process wrote meanwhile")
+
+
+def per_server(timeout: float, servers: int) -> float:
+    """Each server's share of a call's deadline: a stalled server leaves the others theirs."""
+    return timeout / servers
+
+
+#: How long past the deadline a thread waits for a reservation under way to report its outcome.
+GRACE = 0.5
+
+
+def follower_wait(timeout: float) -> float:
+    """How long a caller waits for a reservation someone else leads: the leader's deadline, then the
+    time its outcome takes to arrive."""
+    return timeout + GRACE
+
+
+def grant_seconds(timeout: float, ttl: float, clock_tolerance: float) -> float:
+    """The longest a worker-id grant may take: its round trips (the acquire, a renewal before the first id,
+    a renewal during a wait, a release of an id it gives back), a quarantine of one ttl and the clock
+    tolerance, and the wait for the previous holder's mark (the tolerance again), and a second."""
+    return 4 * timeout + ttl + 2 * clock_tolerance + 1.0
+
+
+def socket_share(timeout: float) -> float:
+    """A socket's time-out (redis-py's, one etcd request's): half the call's deadline, so a call that
+    tries once more still ends within it."""
+    return timeout / 2
+
+
+def redis_wait_ms(timeout: float) -> int:
+    """``WAIT``'s own limit: a quarter of the deadline, so its answer arrives within the socket's half."""
+    return max(1, int(timeout * 250))

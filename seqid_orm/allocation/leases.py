@@ -73,7 +73,7 @@ from . import telemetry
 from .flight import Abandoned, Claim, Flight
 from .grants import GrantRun, Released, Taken, Terms, clear_since, give_back, released_error
 from .renewal import Outcome, Renewal, renew, valid_until
-from .stores import backend_of, check_store_options, open_lease_store
+from .stores import check_store_options, check_url, open_lease_store
 from .stores.base import LeaseStore, check_name, hide_password
 from .stores.retry import grant_seconds
 from .stores.steps import Steps, adrive, drive
@@ -222,7 +222,7 @@ class WorkerLease:
             # event loop (a FastAPI lifespan, a Django async view) would stall the loop for.  Its
             # arguments and scheme are checked now, as opening would check them.
             check_store_options(connect_timeout, create_table, accept_state_loss, timeout)
-            backend_of(store, "lease store")
+            check_url(store, "lease store")
             self._label = hide_password(store)
         else:
             self._store = opener()  # a store, an Engine, a client: nothing to import

@@ -16,8 +16,11 @@ scripted replies with no socket (``tests/core/test_allocation_steps.py``):
   and offset must be the ones this client gives it, a sequence present on some servers only is
   refused, a new one is created on every server at once.
 
-No lock and no I/O of its own: the sequence calls :meth:`reserve` for one reservation at a time
-(its single flight), and carries the calls out.
+No I/O of its own: the sequence calls :meth:`reserve` for one reservation at a time (its single
+flight), and carries the calls out.  A store given by URL is opened at the first step that needs it,
+as a step too (:meth:`ServerSet.opening`): opening imports its driver and builds an engine or a
+client (0.1-0.3 s), which a thread does in place and an event loop in a worker thread, never on the
+loop; the one lock here guards that opening.
 
 May import: the standard library, :mod:`seqid_orm.errors`, :mod:`.segments` and :mod:`.stores`.
 """
@@ -26,7 +29,9 @@ from __future__ import annotations
 
 import logging
 import secrets
+import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import (
@@ -41,7 +46,7 @@ from .stores.base import TicketRow, TicketStore, first_value, regressed
 from .stores.retry import PARTIAL_SET
 from .stores.steps import Call, Sleep, Steps
 
-__all__ = ["ServerSet"]
+__all__ = ["ServerSet", "Unopened"]
 
 log = logging.getLogger("seqid_orm.tickets")
 
@@ -50,6 +55,14 @@ def _ask(method: Callable[..., Any], *args: object) -> Steps[Any]:
     """``method(*args)``, a store's: a store raises seqid's typed errors for its server and driver
     (:class:`~seqid_orm.allocation.stores.TicketStore`); anything else is a bug and surfaces as itself."""
     return (yield Call(method, args))
+
+
+@dataclass(frozen=True)
+class Unopened:
+    """A store known by its label until the first step that needs it opens it (:meth:`ServerSet.opening`)."""
+
+    label: str
+    open: Callable[[], TicketStore]
 
 
 class ServerSet:
@@ -61,7 +74,7 @@ class ServerSet:
     def __init__(
         self,
         name: str,
-        stores: Sequence[TicketStore],
+        stores: Sequence[TicketStore | Unopened],
         *,
         step: int,
         offsets: Sequence[int],
@@ -70,7 +83,9 @@ class ServerSet:
         start_server: int | None,
     ) -> None:
         self.name = name
-        self.stores = tuple(stores)
+        self._slots: list[TicketStore | Unopened] = list(stores)
+        self._labels = tuple(slot.label for slot in self._slots)
+        self._opening = threading.Lock()  # held while a URL's store is opened, never across a call
         self.step = step
         self.offsets = tuple(offsets)
         self.start = start
@@ -86,21 +101,42 @@ class ServerSet:
     def pick_first(self) -> None:
         """The server asked first: ``start_server``, else one at random (spreading processes over
         the servers; a forked child picks again)."""
-        self.current = secrets.randbelow(len(self.stores)) if self.start_server is None else self.start_server
+        self.current = secrets.randbelow(len(self._slots)) if self.start_server is None else self.start_server
 
     def label(self, i: int | None = None) -> str:
         """Server ``i``'s label (the current one's by default), password hidden."""
-        return self.stores[self.current if i is None else i].label
+        return self._labels[self.current if i is None else i]
 
     @property
     def labels(self) -> tuple[str, ...]:
-        return tuple(store.label for store in self.stores)
+        return self._labels
+
+    @property
+    def stores(self) -> tuple[TicketStore, ...]:
+        """The stores, each opened now if it was not yet (in the calling thread)."""
+        if any(isinstance(slot, Unopened) for slot in self._slots):
+            with self._opening:
+                for i, slot in enumerate(self._slots):
+                    if isinstance(slot, Unopened):
+                        self._slots[i] = slot.open()
+        return tuple(self._slots)  # type: ignore[arg-type]  # every slot is a store now
+
+    def open(self) -> None:
+        """Open every store not opened yet (what :meth:`opening` asks a thread to do)."""
+        self.stores  # noqa: B018  # the property opens them
+
+    def opening(self) -> Steps[None]:
+        """The stores opened, before a step calls one: a thread opens them in place, an event loop in a
+        worker thread (:func:`~.stores.steps.adrive` runs a call without an awaitable twin there)."""
+        if any(isinstance(slot, Unopened) for slot in self._slots):
+            yield Call(self.open, ())
 
     # --- which server next ------------------------------------------------------------------
 
     def reserve(self, count: int) -> Steps[Segment]:
         """A segment of ``count`` values from the current server or, failing that, the others in
         turn (checking the set first, once)."""
+        yield from self.opening()
         if not self.checked:
             yield from self.check()
         errors: list[str] = []
@@ -158,6 +194,7 @@ class ServerSet:
         every server to answer.  The next value each server reports is remembered: a block below
         it later means that counter went back.
         """
+        yield from self.opening()
         for attempt, _left in PARTIAL_SET.tries():
             rows, down = yield from self._read_rows()
             if not (any(rows.values()) and None in rows.values()) or attempt == PARTIAL_SET.attempts:
@@ -223,6 +260,7 @@ class ServerSet:
     def repair(self, highest: int) -> Steps[list[tuple[str, TicketRow]]]:
         """Move the counter on every server above ``highest``, creating it where it is missing, never
         lower; then check the set.  ``(server label, row)`` per server."""
+        yield from self.opening()
         out = []
         for i, store in enumerate(self.stores):
             offset = self.offsets[i]
@@ -240,9 +278,13 @@ class ServerSet:
     def after_fork(self) -> None:
         """In a forked child: new connections, and a server picked again."""
         self.pick_first()
-        for store in self.stores:
-            store.after_fork()
+        self._opening = threading.Lock()  # a parent's thread may have held it at the fork
+        for slot in self._slots:
+            if not isinstance(slot, Unopened):
+                slot.after_fork()
 
     def close(self) -> None:
-        for store in self.stores:
-            store.close()
+        """Release the opened stores' connections (a store never opened has none)."""
+        for slot in self._slots:
+            if not isinstance(slot, Unopened):
+                slot.close()

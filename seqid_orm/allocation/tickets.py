@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import threading
@@ -79,8 +80,16 @@ from . import telemetry
 from .flight import Abandoned, Claim, Flight
 from .floors import Floors, KeyFloor
 from .segments import Segment, SegmentBuffer
-from .servers import ServerSet
-from .stores import TicketRow, TicketStore, check_name, open_ticket_store
+from .servers import ServerSet, Unopened
+from .stores import (
+    TicketRow,
+    TicketStore,
+    check_name,
+    check_store_options,
+    check_url,
+    hide_password,
+    open_ticket_store,
+)
 from .stores.retry import follower_wait, per_server
 from .stores.steps import Steps, adrive, drive
 
@@ -212,31 +221,38 @@ class TicketSequence:
         self.segment_seconds = check_seconds("segment_seconds", segment_seconds, 0.001, 365 * 86400.0)
         if segment_seconds <= 0:
             raise InvalidArgumentError(f"segment_seconds must be > 0, got {segment_seconds!r}")
-        check_seconds("connect_timeout", connect_timeout, 0.1, 3600.0)
-        self.timeout = check_seconds("timeout", timeout, 0.1, 3600.0)
-        check_bool("create_table", create_table)
-        check_bool("accept_state_loss", accept_state_loss)
+        connect_timeout, self.timeout = check_store_options(connect_timeout, create_table, accept_state_loss, timeout)
         given: Sequence[object] = () if floor is None else floor if isinstance(floor, (list, tuple)) else (floor,)
         # what a floor checks, and the refusal: floors.py
         self.floors = Floors(self.name, given)
         if not callable(clock):
             raise ArgumentTypeError(f"clock must be callable, got {type(clock).__name__}")
         self._clock = clock
-        stores: list[TicketStore] = [
-            open_ticket_store(
-                t,
-                connect_timeout=connect_timeout,
-                create_table=create_table,
-                accept_state_loss=accept_state_loss,
-                timeout=per_server(self.timeout, len(targets)),
-            )
-            for t in targets
-        ]
+        opener = functools.partial(
+            open_ticket_store,
+            connect_timeout=connect_timeout,
+            create_table=create_table,
+            accept_state_loss=accept_state_loss,
+            timeout=per_server(self.timeout, len(targets)),
+        )
+        # A URL is opened at the first step that needs it (servers.ServerSet.opening), not here:
+        # opening imports its driver and builds an engine or a client (0.1-0.3 s), which a sequence
+        # made on a running event loop (a FastAPI lifespan, a Django async view) would stall the loop
+        # for.  Its scheme is checked now, as opening would check it; a store, an Engine or a client
+        # has nothing to import.
+        stores: list[TicketStore | Unopened] = []
+        for t in targets:
+            if isinstance(t, str):
+                check_url(t, "ticket server")
+                stores.append(Unopened(hide_password(t), functools.partial(opener, t)))
+            else:
+                stores.append(opener(t))
         labels = [store.label for store in stores]
         twice = sorted({label for label in labels if labels.count(label) > 1})
         if twice:
             for store in stores:
-                store.close()
+                if not isinstance(store, Unopened):
+                    store.close()
             raise InvalidArgumentError(
                 f"ticket server {', '.join(twice)} is listed more than once: one server keeps one counter per "
                 "sequence, with one offset; list each server once"

@@ -117,6 +117,10 @@ CONSTRUCT_ON_A_LOOP = """
 import asyncio, json, sys, time
 from seqid_orm import Snowflake, WorkerLease
 
+blocked = []  # what could block the loop while the objects are made (3.11+ audits time.sleep)
+sys.addaudithook(lambda event, args: event in ("socket.connect", "socket.getaddrinfo", "time.sleep",
+                                               "subprocess.Popen") and blocked.append(event))
+
 async def main():
     out = {}
     for url in sys.argv[1:]:
@@ -128,7 +132,7 @@ async def main():
 
 spans = asyncio.run(main())
 drivers = sorted(m for m in ("psycopg", "redis", "sqlalchemy", "etcd3gw", "pymysql") if m in sys.modules)
-print(json.dumps({"spans": spans, "drivers": drivers}))
+print(json.dumps({"spans": spans, "drivers": drivers, "blocked": blocked}))
 """
 
 
@@ -147,4 +151,5 @@ def test_a_lease_built_on_a_running_loop_opens_no_store_there():
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout)
     assert found["drivers"] == []  # nothing of a driver was imported on the loop
-    assert max(found["spans"].values()) < 0.05, found["spans"]  # the issue's bound; ~5 ms measured here
+    assert found["blocked"] == []  # no connection, lookup or sleep while constructing
+    print("construction, seconds:", found["spans"])  # ~5 ms here: timed in the note, not asserted

@@ -389,6 +389,9 @@ def test_a_server_listed_twice_is_refused_before_anything_is_created(server, seq
         ({"double_buffer": 1}, ArgumentTypeError, "double_buffer"),
         ({"floor": "orders.id"}, ArgumentTypeError, "floor must be a KeyFloor"),
         ({"servers": "redis://127.0.0.1:1/0?accept_state_loss=maybe"}, InvalidArgumentError, "true or false"),
+        # checked where the sequence is made, though its store opens at the first id
+        ({"servers": "redis://127.0.0.1:port/0"}, InvalidArgumentError, "cannot use 'redis://127.0.0.1:port/0'"),
+        ({"servers": "postgresql://h:99999/db"}, InvalidArgumentError, "out of range"),
     ],
 )
 def test_bad_input_raises_a_typed_error_before_anything_is_sent(tmp_path, kwargs, error, match):

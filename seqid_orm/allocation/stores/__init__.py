@@ -33,9 +33,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...errors import ArgumentTypeError, InvalidArgumentError
+from ...errors import ArgumentTypeError
 from ...ids.validate import check_bool, check_seconds
 from .base import ETCD_SCHEMES, LeaseStore, TicketRow, TicketStore, check_name, hide_password
+from .urls import REDIS_SCHEMES, SQL_SCHEMES, backend_of, check_url, scheme_of
 
 __all__ = [
     "ETCD_SCHEMES",
@@ -47,54 +48,12 @@ __all__ = [
     "backend_of",
     "check_name",
     "check_store_options",
+    "check_url",
     "hide_password",
     "open_lease_store",
     "open_ticket_store",
     "scheme_of",
 ]
-
-#: SQLAlchemy backend names a ticket server may use (the part of a URL before ``+driver``).
-SQL_SCHEMES = ("postgresql", "mysql", "mariadb", "sqlite", "mssql", "oracle")
-REDIS_SCHEMES = ("redis", "rediss", "unix")
-
-
-def scheme_of(url: str) -> str:
-    """The backend part of a URL's scheme (``postgresql`` for ``postgresql+psycopg://...``)."""
-    head, sep, _ = url.partition("://")
-    if not sep:
-        head, sep, _ = url.partition(":")
-    return head.split("+", 1)[0].lower() if sep else ""
-
-
-def backend_of(target: object, what: str) -> str:
-    """Which backend serves ``target``: ``"sql"`` (a SQLAlchemy URL or ``Engine``), ``"redis"``
-    (a Redis URL or ``redis.Redis``), ``"etcd"`` (an etcd URL), or ``""`` (anything else: perhaps a
-    store object itself).
-
-    Nothing is imported or connected; a URL with an unknown scheme raises
-    :class:`~seqid_orm.errors.InvalidArgumentError` naming ``what`` ("ticket server", ...).
-    """
-    if isinstance(target, str):
-        scheme = scheme_of(target)
-        if scheme in REDIS_SCHEMES:
-            return "redis"
-        if scheme in SQL_SCHEMES:
-            return "sql"
-        if scheme in ETCD_SCHEMES:
-            return "etcd"
-        sql = ", ".join(f"{s}://" for s in SQL_SCHEMES)
-        redis = ", ".join(f"{s}://" for s in REDIS_SCHEMES)
-        raise InvalidArgumentError(
-            f"unknown {what} scheme {scheme or '(none)'!r} in {hide_password(target)!r}; "
-            f"use a SQLAlchemy URL ({sql}, with an optional +driver), a Redis URL ({redis}) or an etcd URL (etcd://)"
-        )
-    kind = f"{type(target).__module__}.{type(target).__qualname__}"
-    if kind.startswith("sqlalchemy.") and type(target).__name__ == "Engine":
-        return "sql"
-    if kind.startswith("redis.") and hasattr(target, "register_script"):
-        return "redis"
-    return ""
-
 
 MAX_CONNECT_TIMEOUT = 3600.0
 _STORE_METHODS = ("allocate", "read", "create", "raise_to", "rows", "label", "after_fork", "close")

@@ -49,7 +49,7 @@ A restart cannot be judged so (Redis starts a new replication id at every start)
 above is what refuses an old primary restarted alone.
 
 May import: the standard library, :mod:`seqid_orm.errors`, redis-py and this package's ``base``,
-``history``, ``retry`` and ``steps``.
+``history``, ``retry``, ``steps`` and ``urls``.
 """
 
 from __future__ import annotations
@@ -57,9 +57,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any, TypeVar
-from urllib.parse import parse_qsl, unquote
 
 from ...errors import (
     ArgumentTypeError,
@@ -85,6 +83,7 @@ from .base import (
 from .history import ReplicationPoint, fork_before
 from .retry import redis_wait_ms, socket_share
 from .steps import Call, PerLoop, Steps, adrive, drive
+from .urls import SENTINEL_SCHEME, SentinelURL
 
 try:
     import redis
@@ -293,73 +292,6 @@ class _AsyncCommands(_Commands):
 
     async def keys(self, pattern: str) -> list[Any]:  # type: ignore[override]
         return [key async for key in self.client.scan_iter(match=pattern, count=500)]
-
-
-SENTINEL_SCHEME = "redis+sentinel"
-_SENTINEL_PORT = 26379
-
-
-@dataclass(frozen=True)
-class SentinelURL:
-    """A ``redis+sentinel://`` URL read: the Sentinels, the service whose primary to use, its
-    database and credentials (the password is the primary's; ``sentinel_password`` the Sentinels')."""
-
-    sentinels: tuple[tuple[str, int], ...]
-    service: str
-    db: int = 0
-    username: str | None = None
-    password: str | None = None
-    sentinel_password: str | None = None
-
-    @classmethod
-    def parse(cls, url: str) -> SentinelURL:
-        """Read ``redis+sentinel://[[user]:password@]host[:port][,...]/service[/db][?sentinel_password=]``.
-
-        redis-py has no Sentinel URL of its own (``from_url`` refuses the scheme), so this is the
-        one place one is read; every mistake is named, nothing is guessed."""
-        head, sep, rest = url.partition("://")
-        if not sep or head.lower() != SENTINEL_SCHEME:
-            raise InvalidArgumentError(f"a Sentinel URL starts with {SENTINEL_SCHEME}://, got {hide_password(url)!r}")
-        rest, _, query = rest.partition("?")
-        netloc, _, path = rest.partition("/")
-        userinfo, _, hosts = netloc.rpartition("@")
-        username = password = None
-        if userinfo:
-            user, has_password, secret = userinfo.partition(":")
-            username = unquote(user) or None
-            password = unquote(secret) if has_password else None
-        sentinels = tuple(_host_port(part, url) for part in hosts.split(","))
-        names = [unquote(p) for p in path.split("/") if p]
-        if not names or len(names) > 2:
-            raise InvalidArgumentError(
-                "a Sentinel URL names one service and optionally a database, "
-                f"redis+sentinel://host:26379/mymaster/0, got {hide_password(url)!r}"
-            )
-        db = 0
-        if len(names) == 2:
-            if not names[1].isdigit():
-                raise InvalidArgumentError(f"the database in a Sentinel URL is a number, got {names[1]!r}")
-            db = int(names[1])
-        sentinel_password = None
-        for key, value in parse_qsl(query, keep_blank_values=True):
-            if key != "sentinel_password":
-                raise InvalidArgumentError(
-                    f"unknown option {key!r} in a Sentinel URL (it takes sentinel_password and accept_state_loss)"
-                )
-            sentinel_password = value
-        return cls(sentinels, names[0], db, username, password, sentinel_password)
-
-
-def _host_port(part: str, url: str) -> tuple[str, int]:
-    host, port = part, ""
-    if part.startswith("["):  # [::1]:26379
-        host, _, after = part[1:].partition("]")
-        port = after.removeprefix(":")
-    elif ":" in part:
-        host, _, port = part.rpartition(":")
-    if not host or (port and not port.isdigit()) or not 0 < int(port or _SENTINEL_PORT) < 65536:
-        raise InvalidArgumentError(f"cannot read Sentinel host {part!r} in {hide_password(url)!r} (host:port)")
-    return host, int(port or _SENTINEL_PORT)
 
 
 def _client_for(url: str, options: dict[str, Any], aio: bool) -> tuple[Any, list[Any]]:

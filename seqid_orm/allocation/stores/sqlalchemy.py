@@ -9,7 +9,8 @@ the business commit serialises every writer).  The statements, per vendor, are
 the connections, the deadlines and the error translation.
 
 May import: the standard library, :mod:`seqid_orm.errors`, SQLAlchemy, psycopg (its client-side
-cursor) and this package's ``base``, ``deadline``, ``lease_sql``, ``retry``, ``steps`` and ``ticket_sql``.
+cursor) and this package's ``base``, ``deadline``, ``lease_sql``, ``retry``, ``steps``, ``ticket_sql``
+and ``urls``.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from .retry import CONNECTION, Deadline
 from .steps import PerLoop, Steps, adrive, drive
 from .ticket_sql import SQLTicketStore, TicketSQL, ticket_sql
 from .ticket_sql import rows as ticket_sql_rows
+from .urls import psycopg_typed_options
 
 __all__ = [
     "ColumnFloor",
@@ -120,26 +122,13 @@ def create_engine_for(url: str, connect_timeout: float = _DEFAULT_TIMEOUT, timeo
     return sa.create_engine(parsed, isolation_level="AUTOCOMMIT", pool_size=2, connect_args=connect_args)
 
 
-#: psycopg 3's connection options that a URL's query gives as text, and their types.  SQLAlchemy
-#: passes a query's values to the driver as strings, and psycopg takes ``prepare_threshold="None"``
-#: for a number: every statement then failed with a ``TypeError``.
-_PSYCOPG_TYPED = {"prepare_threshold"}
-
-
 def _typed_query(url: sa.URL) -> tuple[sa.URL, dict[str, Any]]:
-    """``url`` without the driver options that must not stay text, and those options typed."""
+    """``url`` without the driver options that must not stay text, and those options typed
+    (:func:`~.urls.psycopg_typed_options`)."""
     if url.get_backend_name() != "postgresql" or url.get_driver_name() not in ("psycopg", "psycopg_async"):
         return url, {}
-    typed: dict[str, Any] = {}
-    for name in _PSYCOPG_TYPED & set(url.query):
-        raw = url.query[name]
-        text = raw if isinstance(raw, str) else raw[-1]
-        if text.strip().lower() in ("none", "null", ""):
-            typed[name] = None
-        elif text.strip().isdigit():
-            typed[name] = int(text)
-        else:
-            raise InvalidArgumentError(f"{name} in the URL must be a whole number or None, got {text!r}")
+    query = {name: raw if isinstance(raw, str) else raw[-1] for name, raw in url.query.items()}
+    typed = psycopg_typed_options(query)
     return url.difference_update_query(typed), typed
 
 

@@ -10,8 +10,8 @@ from seqid_orm.allocation.stores.history import (
     StoreHistory,
     Verdict,
     durability_problem,
-    fork_before,
     judge,
+    lacks_write,
     mariadb_durability_problem,
 )
 
@@ -68,41 +68,47 @@ def test_mariadb_replicas_are_a_durability_problem_unless_lossless(replicas, gal
         assert problem is not None and refused in problem and f"{replicas} replica(s)" in problem
 
 
-# --- Redis: where a promoted primary left the history a store saw its last write confirmed in ------
+# --- Redis: whether a primary holds the last write a store saw confirmed -------------------------
 
 OLD, NEW = "9aa4b0643e063f0801c3cb0270220c6c4f3dd7f9", "f84aa1e18985583e8cccd6d538e0744dc97da5c4"
 NONE = "0" * 40  # master_replid2 of a primary that was never a replica
 
 
-def promoted(replid2: str, second_offset: int, replid: str = NEW) -> dict[str, object]:
+def primary(replid: str = NEW, replid2: str = NONE, second_offset: int = -1) -> dict[str, object]:
     """``INFO replication`` of a primary, as redis-py parses it (replica lines left out)."""
     return {"role": "master", "master_replid": replid, "master_replid2": replid2, "second_repl_offset": second_offset}
 
 
 @pytest.mark.parametrize(
-    ("known", "info", "fork"),
+    ("known", "info", "recorded", "lacking"),
     [
-        (None, promoted(OLD, 10), None),  # nothing confirmed yet: nothing to lose
-        (ReplicationPoint(OLD, 58), promoted(NONE, -1, replid=OLD), None),  # the same primary
-        (ReplicationPoint(OLD, 58), promoted(OLD, 59), 58),  # promoted with every byte up to the write's start
-        (ReplicationPoint(OLD, 58), promoted(OLD, 40), 39),  # promoted well behind it
-        (ReplicationPoint(OLD, 58), promoted(OLD, 60), None),  # had the write's first byte: not judged lost
-        (ReplicationPoint(OLD, 58), promoted(OLD, 5000), None),  # had all of it
-        (ReplicationPoint(OLD, 58), promoted(NONE, -1), None),  # a restart: a new id, nothing to compare
-        (ReplicationPoint(OLD, 58), promoted("e" * 40, 3), None),  # promoted from another history
+        (None, primary(), None, None),  # nothing confirmed yet: nothing to lose
+        (ReplicationPoint(OLD, 58), primary(OLD), None, None),  # the same history goes on
+        (ReplicationPoint(OLD, 58), primary(), 58, None),  # restarted (a new id), its data set counted as far
+        (ReplicationPoint(OLD, 58), primary(), 90, None),  # ... and further
+        (ReplicationPoint(OLD, 58), primary(NEW, OLD, 5000), 58, None),  # promoted with the write
+        (ReplicationPoint(OLD, 58), primary(NEW, OLD, 40), 57, "was promoted from a replica that left"),
+        (ReplicationPoint(OLD, 58), primary(NEW, OLD, 40), None, "was promoted from a replica that left"),
+        (ReplicationPoint(OLD, 58), primary(), 57, "does not continue"),  # restored from a backup
+        (ReplicationPoint(OLD, 58), primary(), None, "does not continue"),  # an old primary: never heard of OLD
+        (ReplicationPoint(OLD, 58), primary(NEW, "e" * 40, 3), None, "does not continue"),  # another history
     ],
 )
-def test_fork_before(known, info, fork):
-    assert fork_before(known, info) == fork
+def test_lacks_write(known, info, recorded, lacking):
+    why = lacks_write(known, info, recorded)
+    assert (why is None) == (lacking is None)
+    if lacking is not None:
+        assert why.startswith(lacking) and OLD in why and "write 58 was confirmed" in why
 
 
 def test_a_replication_id_redis_py_read_as_a_number_compares_as_itself():
-    """redis-py's INFO parser makes an all-digit value an int; the store keeps ``str()`` of it, so
-    the same id read twice compares equal and a promotion from it is still found."""
+    """redis-py's INFO parser makes an all-digit value an int; the store compares ``str()`` of it, so
+    the same id read twice compares equal, and a promotion from it is still told."""
     digits = "1" * 40
-    known = ReplicationPoint(str(int(digits)), 100)
-    assert fork_before(known, promoted(int(digits), 50)) == 49  # type: ignore[arg-type]
-    assert fork_before(known, {"master_replid": int(digits)}) is None
+    known = ReplicationPoint(digits, 100)
+    assert lacks_write(known, {"master_replid": int(digits)}, None) is None
+    why = lacks_write(known, primary(NEW, int(digits), 50), None)  # type: ignore[arg-type]
+    assert why is not None and why.startswith("was promoted")
 
 
 def test_the_history_docstring_examples_run():

@@ -10,7 +10,10 @@ standby (commits waiting for it) must give a typed error within the deadline, no
 
 from __future__ import annotations
 
+import contextlib
+import os
 import secrets
+import shutil
 import time
 
 import pytest
@@ -570,3 +573,164 @@ def test_a_process_whose_own_reservations_survived_an_asynchronous_failover_must
     finally:
         a.close()
         b.close()
+
+
+# --- Redis: which node continues the history a store saw its last write confirmed in --------------
+
+
+def _replication(url: str) -> tuple[str, int]:
+    import redis
+
+    client = redis.Redis.from_url(url)
+    try:
+        info = client.info("replication")
+        return str(info["master_replid"]), int(info["master_repl_offset"])
+    finally:
+        client.close()
+
+
+@pytest.mark.system("redis-server")
+def test_what_redis_keeps_of_its_replication_id():
+    """The measurement seqid's Redis history rests on (Redis 7.0 here): an AOF reload keeps the
+    replication id and offset, but a restart, after a clean ``SHUTDOWN`` or a ``kill -9`` alike,
+    begins a new id at offset 0 with the data kept, and so does the primary's first replica after it.
+    So an id cannot tell a restart from another node: the data set counts seqid's writes per id."""
+    import redis
+
+    from tests.servers.private import PrivateRedis
+
+    debug = ("--enable-debug-command", "yes")
+    with PrivateRedis("redis-server", *REDIS_DURABLE, *debug) as primary:
+        client = redis.Redis.from_url(primary.url)
+        with PrivateRedis("redis-server", *REDIS_DURABLE, "--replicaof", "127.0.0.1", str(primary.port)):
+            wait_synced(primary.url, 1)
+            for _ in range(50):
+                client.incr("k")
+            replid, offset = _replication(primary.url)
+            assert offset > 0
+            client.execute_command("DEBUG", "LOADAOF")
+            assert _replication(primary.url) == (replid, offset)  # an AOF reload: the same history
+            for how in ("shutdown", "kill -9"):
+                if how == "shutdown":
+                    with contextlib.suppress(redis.ConnectionError):
+                        client.shutdown()
+                    primary.process.wait(10)
+                else:
+                    primary.stop()
+                primary.start()
+                client = redis.Redis.from_url(primary.url)
+                restarted = _replication(primary.url)
+                assert restarted[0] != replid and restarted[1] == 0, how
+                assert client.get("k") == b"50", how  # the data set is kept
+                wait_synced(primary.url, 1)  # its replica comes back: a new id once more
+                assert _replication(primary.url)[0] not in (replid, restarted[0]), how
+                replid = _replication(primary.url)[0]
+        client.close()
+
+
+@pytest.mark.system("redis-server")
+def test_a_restarted_redis_primary_goes_on_and_one_restored_from_a_backup_is_refused():
+    """A restart (``kill -9``, from the AOF) keeps every write, under a new replication id: work goes
+    on.  The same node restored from a copy of its data directory taken earlier, its replica resynced
+    from it, lacks the blocks drawn since: the store that saw them confirmed refuses and marks the
+    data set, so a process started afterwards, which saw nothing, refuses too, until ``repair``.
+    Before, the store refused for its own counter alone (``CounterRegressedError``: the replica count
+    was met), and the process started afterwards handed out the lost blocks again."""
+    import redis
+
+    from seqid_orm.allocation.stores.redis import KEY_PREFIX
+    from tests.servers.private import PrivateRedis
+
+    name = f"restored-{secrets.token_hex(4)}"
+    options = {"block_size": 10, "timeout": 5.0, "double_buffer": False}
+    with (
+        PrivateRedis("redis-server", *REDIS_DURABLE) as primary,
+        PrivateRedis("redis-server", *REDIS_DURABLE, "--replicaof", "127.0.0.1", str(primary.port)),
+    ):
+        wait_synced(primary.url, 1)
+        seq = TicketSequence(name, primary.url, **options)
+        try:
+            drawn = _persisting(seq.next_ids, 20)
+            backup = os.path.join(primary.tmp, "backup")
+            shutil.copytree(os.path.join(primary.tmp, "appendonlydir"), backup)  # fsynced at every write
+            drawn += _persisting(seq.next_ids, 20)
+            primary.stop()  # kill -9, and back from its AOF: a new replication id, the same data
+            primary.start()
+            wait_synced(primary.url, 1)
+            drawn += _persisting(seq.next_ids, 20)  # not refused
+            primary.stop()  # restored from the backup, and its replica resynced from it
+            shutil.rmtree(os.path.join(primary.tmp, "appendonlydir"))
+            shutil.copytree(backup, os.path.join(primary.tmp, "appendonlydir"))
+            primary.start()
+            wait_synced(primary.url, 1)
+            client = redis.Redis.from_url(primary.url)
+            assert int(client.hget(KEY_PREFIX + name, "next_value")) <= max(drawn)  # it went back
+            with pytest.raises(StoreHistoryError, match=r"does not continue replication history \w+"):
+                _answered(lambda: seq.next_ids(20))
+            late = TicketSequence(name, primary.url, **options)
+            try:
+                with pytest.raises(StoreHistoryError, match="marked lost"):
+                    _answered(late.next_id)
+                _answered(lambda: late.repair(above=max(drawn)))
+                after = _persisting(late.next_ids, 20)
+            finally:
+                late.close()
+            client.close()
+        finally:
+            seq.close()
+    assert min(after) > max(drawn)
+    assert len(set(drawn + after)) == len(drawn + after) == 80
+
+
+@pytest.mark.system("redis-server")
+def test_an_old_redis_primary_with_a_replica_of_its_own_is_refused_by_a_store_that_saw_its_successor():
+    """Sentinel promotes replica B and gives it a new replica; the old primary A, cut off but still a
+    primary, gains a fresh replica of its own before it is demoted, and a client's address leads
+    back to it.  A serves as many replicas as the store waits for, so ``WAIT`` confirms, and its
+    counter stands below the blocks drawn on B: going on repeats them.  The store that saw B's
+    writes confirmed refuses, since A's data set never counted a write in B's history, and marks A's
+    data set, so a process started there afterwards refuses too.  Before, the store refused for its
+    own counter alone (``CounterRegressedError``), and the later process handed out B's blocks again."""
+    import redis
+
+    from seqid_orm.allocation.stores.redis import KEY_PREFIX
+    from tests.servers.private import PrivateRedis
+    from tests.servers.proxy import StallableProxy
+
+    name = f"old-{secrets.token_hex(4)}"
+    durable = (*REDIS_DURABLE,)
+    with (
+        PrivateRedis("redis-server", *durable) as a,
+        PrivateRedis("redis-server", *durable, "--replicaof", "127.0.0.1", str(a.port)) as b,
+        StallableProxy(a.port) as vip,
+    ):
+        url = f"redis://127.0.0.1:{vip.port}/0"
+        wait_synced(a.url, 1)
+        seq = TicketSequence(name, url, block_size=10, timeout=5.0, double_buffer=False)
+        try:
+            drawn = _persisting(seq.next_ids, 20)  # on A, confirmed by B
+            promoted = redis.Redis.from_url(b.url)
+            promoted.replicaof("NO", "ONE")
+            promoted.close()
+            with (
+                PrivateRedis("redis-server", *durable, "--replicaof", "127.0.0.1", str(b.port)),
+                PrivateRedis("redis-server", *durable, "--replicaof", "127.0.0.1", str(a.port)),
+            ):
+                vip.move_to(b.port)
+                wait_synced(b.url, 1)
+                drawn += _persisting(seq.next_ids, 20)  # on B, confirmed by its new replica
+                wait_synced(a.url, 1)  # A's own new replica
+                vip.move_to(a.port)
+                old = redis.Redis.from_url(a.url)
+                assert int(old.hget(KEY_PREFIX + name, "next_value")) <= max(drawn)  # A lacks B's blocks
+                old.close()
+                with pytest.raises(StoreHistoryError, match=r"does not continue replication history \w+"):
+                    _answered(lambda: seq.next_ids(20))
+                with (
+                    TicketSequence(name, url, block_size=10, timeout=5.0) as late,
+                    pytest.raises(StoreHistoryError, match="marked lost"),
+                ):
+                    _answered(late.next_id)
+        finally:
+            seq.close()
+    assert len(set(drawn)) == len(drawn) == 40

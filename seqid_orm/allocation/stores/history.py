@@ -39,15 +39,15 @@ The record lives in the store's own table, in a row no sequence or namespace can
 * leases: ``namespace = '~history'``, ``worker_id = 0``, ``expires_at`` = timeline,
   ``last_timestamp`` = system identifier, ``token`` = ``'1'`` when synchronous.
 
-Redis tells less (:func:`fork_before`, measured on Redis 7.0): every start, a ``kill -9`` or a clean
-``SHUTDOWN`` alike, begins a new replication id at offset 0 with no link to the last one, so a restart
-looks like a stranger and cannot be told from an old primary restarted beside its successor (the
-Redis store's replica count refuses that one, :mod:`.redis`).  A *promotion* is told: the promoted
-replica keeps its primary's id as ``master_replid2`` and where it left that history as
-``second_repl_offset``.  And no record kept in the data set can witness its own loss (a node that
-holds a record holds every write before it), so what a promoted node lacks is known only to the
-processes that saw those writes confirmed: each Redis store remembers where its last confirmed
-write began, and refuses a promoted node that left that history before it.
+Redis tells less (:func:`lacks_write`, measured on Redis 7.0): every start, a ``kill -9`` or a clean
+``SHUTDOWN`` alike, begins a new replication id at offset 0 with no link to the last one (and so does
+a primary's first replica after that), so the id cannot tell a restart from an old primary restarted
+beside its successor, or from a node restored from a backup.  And no record kept in the data set can
+witness its own loss (a node that holds a record holds every write before it), so what a node lacks
+is known only to the processes that saw those writes confirmed.  So each seqid write counts itself
+in the data set under the replication id it was made in, and each Redis store remembers its last
+confirmed write as that pair (:class:`ReplicationPoint`): a node whose data set counted less there
+lacks the write, whatever id it serves now, and is refused; a restarted one counted as far.
 
 May import: the standard library, :mod:`seqid_orm.errors` and this package's ``retry`` and ``steps``.
 """
@@ -73,8 +73,8 @@ __all__ = [
     "StoreHistory",
     "Verdict",
     "durability_problem",
-    "fork_before",
     "judge",
+    "lacks_write",
     "lease_records",
     "mariadb_durability_problem",
     "read_present",
@@ -230,39 +230,53 @@ def judge(recorded: StoreHistory | None, present: StoreHistory) -> Verdict:
 
 @dataclass(frozen=True)
 class ReplicationPoint:
-    """Where a Redis primary's replication stream stood just before a write its replicas confirmed."""
+    """A seqid write a Redis primary's replicas confirmed, by the history it was made in and its rank
+    there (what :data:`~.redis.REPLICATION_KEY` recorded with it)."""
 
     replid: str
-    """The primary's replication id (``master_replid``); a promoted replica keeps it as ``master_replid2``."""
-    offset: int
-    """``master_repl_offset`` before the write: the write's bytes lie past it."""
+    """The primary's replication id when the write was made (``master_replid``)."""
+    writes: int
+    """How many seqid writes the data set had recorded under ``replid``, this one included."""
 
 
-def fork_before(known: ReplicationPoint | None, info: dict[str, Any]) -> int | None:
-    """Where the Redis primary that answered ``info`` (``INFO replication``) left the history of
-    ``known``, when that lies before the write that began at ``known``: it lacks a write that was
-    confirmed.  ``None`` when it continues that history or tells nothing of it.
+def lacks_write(known: ReplicationPoint | None, info: dict[str, Any], recorded: int | None) -> str | None:
+    """Why the Redis primary that answered ``info`` (``INFO replication``) does not hold the write
+    ``known``, which replicas confirmed; ``None`` when it holds it (or nothing was confirmed yet).
 
-    A promoted replica sets ``master_replid2`` to its old primary's id and ``second_repl_offset`` to
-    one past the last byte it had from it (https://redis.io/docs/latest/operate/oss_and_stack/management/replication/):
-    if that byte is at or before ``known.offset``, none of the write's bytes reached it.  Bytes of
-    other clients may follow ``known.offset`` before the write's, so a replica that stopped among
-    them lacks the write without being caught: the check never refuses a node that has the write.
-    Another id altogether (a restart, another server) tells nothing: ``None``.
+    ``recorded``: how many writes the primary's data set records under ``known.replid`` (``None``:
+    none).  Each seqid write counts itself there, in the data set, with the replication id it was
+    made under; a copy of the data set has the write exactly when its count there reached the
+    write's.  The id alone cannot tell (measured on Redis 7.0, ``tests/tickets/test_failover.py``):
+    a restart, after ``SHUTDOWN`` or ``kill -9`` alike, begins a new id at offset 0, and so does a
+    primary's first replica after that; an AOF reload keeps it.  So a node that serves another id
+    holds the write when its data set counted that far (a restart, a promoted replica that had it)
+    and lacks it otherwise: an old primary still serving beside the one promoted in its place (its
+    own replica or not), a node restored from a backup, a replica promoted before the write reached
+    it (the message then says where it left, from ``master_replid2`` and ``second_repl_offset``).
 
-    >>> known = ReplicationPoint("a" * 40, 500)
-    >>> fork_before(known, {"master_replid": "a" * 40, "master_repl_offset": 900})
-    >>> fork_before(known, {"master_replid": "b" * 40, "master_replid2": "a" * 40, "second_repl_offset": 501})
-    500
-    >>> fork_before(known, {"master_replid": "b" * 40, "master_replid2": "a" * 40, "second_repl_offset": 502})
-    >>> fork_before(known, {"master_replid": "c" * 40, "master_replid2": "0" * 40, "second_repl_offset": -1})
+    >>> known = ReplicationPoint("a" * 40, 7)
+    >>> lacks_write(known, {"master_replid": "a" * 40}, None)
+    >>> lacks_write(known, {"master_replid": "b" * 40}, 7)  # restarted, or promoted with it
+    >>> lacks_write(known, {"master_replid": "b" * 40}, 6)[:50]
+    'does not continue replication history aaaaaaaaaaaa'
+    >>> lacks_write(known, {"master_replid": "b" * 40, "master_replid2": "a" * 40, "second_repl_offset": 501}, 6)[:60]
+    'was promoted from a replica that left replication history aa'
     """
     if known is None or str(info.get("master_replid")) == known.replid:
         return None
-    if str(info.get("master_replid2")) != known.replid:
+    if recorded is not None and recorded >= known.writes:
         return None
-    fork = int(info.get("second_repl_offset", -1)) - 1
-    return fork if 0 <= fork <= known.offset else None
+    counted = f"its data set counts {recorded or 0} seqid write(s) there, and write {known.writes} was confirmed"
+    if str(info.get("master_replid2")) == known.replid:
+        left = int(info.get("second_repl_offset", -1)) - 1
+        return (
+            f"was promoted from a replica that left replication history {known.replid} at offset {left}, before a "
+            f"write confirmed there ({counted})"
+        )
+    return (
+        f"does not continue replication history {known.replid} ({counted}): an old primary serving beside the one "
+        "promoted in its place, or a node restored from a backup"
+    )
 
 
 @dataclass(frozen=True)

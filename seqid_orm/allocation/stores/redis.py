@@ -37,16 +37,18 @@ by default; ``?sentinel_password=`` for Sentinels that ask for one) reaches the 
 ``service`` through redis-py's Sentinel client, which asks the Sentinels again after a failover;
 the ``WAIT`` above is what makes the promoted replica safe.
 
-What a promoted replica lacks is known only to the processes that saw it confirmed (a record in the
-data set cannot witness its own loss): every store remembers where its last confirmed write began in
-the primary's replication stream (``INFO replication``, sent in the same round trip instead of
-``ROLE``), and a primary promoted from a replica that left that history before it
-(:func:`~.history.fork_before`: ``WAIT`` counted other replicas, or an operator promoted a detached
-one) is refused with :class:`~seqid_orm.errors.StoreHistoryError`.  The store then marks the data set
-for every process: each ticket counter refuses (``lost``) until ``seqid ticket repair`` moves it
-above the ids in use, and each lease namespace counts as new, so its next holders wait the quarantine.
-A restart cannot be judged so (Redis starts a new replication id at every start); the replica count
-above is what refuses an old primary restarted alone.
+What a primary lacks is known only to the processes that saw it confirmed (a record in the data set
+cannot witness its own loss), and Redis's replication id cannot say it alone (every restart begins a
+new one).  So every write counts itself in the data set under the primary's replication id (a script
+sent right after it, :data:`_RECORD_WRITE`, confirmed by the same ``WAIT``), every store remembers
+its last confirmed write as that pair, and a primary whose data set counted less under that id
+(:func:`~.history.lacks_write`: a replica promoted before the write reached it, an old primary still
+serving beside its successor, with a replica of its own or not, a node restored from a backup) is
+refused with :class:`~seqid_orm.errors.StoreHistoryError`; a restarted one counted as far and goes
+on.  The store then marks the data set for every process: each ticket counter refuses (``lost``)
+until ``seqid ticket repair`` moves it above the ids in use, and each lease namespace counts as new,
+so its next holders wait the quarantine.  The replica count above refuses an old primary restarted
+alone even to a process that saw none of it.
 
 May import: the standard library, :mod:`seqid_orm.errors`, redis-py and this package's ``base``,
 ``history``, ``retry``, ``steps`` and ``urls``.
@@ -80,7 +82,7 @@ from .base import (
     split_state_loss_option,
     vanished,
 )
-from .history import ReplicationPoint, fork_before
+from .history import ReplicationPoint, lacks_write
 from .retry import redis_wait_ms, socket_share
 from .steps import Call, PerLoop, Steps, adrive, drive
 from .urls import SENTINEL_SCHEME, SentinelURL
@@ -166,8 +168,18 @@ return 1
 """
 
 
-# KEYS[1]: the replication record.  ARGV[1]: the replication id of a promoted primary found lacking
-# confirmed writes.  1 for the first store to report that promotion, which marks the data set; 0 for
+# KEYS[1]: the replication record.  Counts this write under the primary's replication id, in the
+# data set (so in its AOF and its replicas): ``at:<id>``.  Sent right after each write on the same
+# connection, and waited for with it; a copy of the data set that counted as far holds the write
+# (history.lacks_write).  INFO in a script is allowed (it is not a no-script command).
+_RECORD_WRITE = """
+local id = string.match(redis.call('INFO', 'replication'), 'master_replid:(%w+)')
+return {id, redis.call('HINCRBY', KEYS[1], 'at:' .. id, 1)}
+"""
+
+
+# KEYS[1]: the replication record.  ARGV[1]: the replication id of a primary found lacking
+# confirmed writes.  1 for the first store to report that primary, which marks the data set; 0 for
 # the others (once marked, or repaired since, the data set says what to do, and marking it again would
 # undo a repair).
 _CLAIM_FORK = """
@@ -219,11 +231,15 @@ class _Commands:
             registered = self._scripts[text] = self.client.register_script(text)
         return registered
 
-    def _pipeline(self, text: str, keys: list[str], args: list[Any], waited: int, wait_ms: int) -> Any:
-        """``INFO replication``, the script and ``WAIT`` queued on one pipeline (see :meth:`_RedisStore.write`)."""
+    def _pipeline(self, text: str, keys: list[str], args: list[Any], waited: int, wait_ms: int, known: str) -> Any:
+        """``INFO replication``, the count the data set recorded under the replication id ``known``,
+        the script, its record (:data:`_RECORD_WRITE`) and ``WAIT``, queued on one pipeline (see
+        :meth:`_RedisStore.write`)."""
         pipe = self.client.pipeline(transaction=False)
         pipe.info("replication")
+        pipe.hget(REPLICATION_KEY, f"at:{known}")
         pipe.eval(text, len(keys), *keys, *args)
+        pipe.eval(_RECORD_WRITE, 1, REPLICATION_KEY)
         if waited:
             pipe.wait(waited, wait_ms)
         return pipe
@@ -246,8 +262,8 @@ class _Commands:
     def script(self, text: str, keys: list[str], args: list[Any]) -> Any:
         return self._registered(text)(keys=keys, args=args)
 
-    def written(self, text: str, keys: list[str], args: list[Any], waited: int, wait_ms: int) -> list[Any]:
-        return list(self._pipeline(text, keys, args, waited, wait_ms).execute())
+    def written(self, text: str, keys: list[str], args: list[Any], waited: int, wait_ms: int, known: str) -> list[Any]:
+        return list(self._pipeline(text, keys, args, waited, wait_ms, known).execute())
 
     def keys(self, pattern: str) -> list[Any]:
         """Every key matching ``pattern`` (``SCAN``, never ``KEYS``, which blocks the server)."""
@@ -286,9 +302,9 @@ class _AsyncCommands(_Commands):
         return await self._registered(text)(keys=keys, args=args)
 
     async def written(  # type: ignore[override]
-        self, text: str, keys: list[str], args: list[Any], waited: int, wait_ms: int
+        self, text: str, keys: list[str], args: list[Any], waited: int, wait_ms: int, known: str
     ) -> list[Any]:
-        return list(await self._pipeline(text, keys, args, waited, wait_ms).execute())
+        return list(await self._pipeline(text, keys, args, waited, wait_ms, known).execute())
 
     async def keys(self, pattern: str) -> list[Any]:  # type: ignore[override]
         return [key async for key in self.client.scan_iter(match=pattern, count=500)]
@@ -382,7 +398,7 @@ class _RedisStore:
         # its data set records (REPLICATION_KEY); and how many that record holds
         self._replicas = 0
         self._recorded = 0
-        # where the last write every replica confirmed began in the primary's replication stream
+        # the last write every replica confirmed, by its replication id and its count there
         self._confirmed: ReplicationPoint | None = None
         self._wait_ms = redis_wait_ms(timeout)
 
@@ -470,14 +486,14 @@ class _RedisStore:
         """Run a write ``script``; where writes may be lost, return its reply only once every
         replica confirmed it (see the module docstring).
 
-        One round trip: ``INFO replication``, the script and ``WAIT`` are pipelined on one
-        connection (``WAIT`` counts that connection's writes, so it cannot be sent again later on a
+        One round trip: ``INFO replication``, the script, its record in the data set and ``WAIT``
+        are pipelined on one connection (``WAIT`` counts that connection's writes, so it cannot be sent again later on a
         pooled one).  When the primary serves a replica this store had not waited for, the write
         runs once more, waiting for it: every script is safe to run again (a reservation's first
         block is then never used, an acquisition's first worker id waits out its ttl; the others
-        are idempotent).  A primary promoted from a replica that lacks this store's last confirmed
-        write is refused, and the data set marked for every process (the module docstring), except
-        by a ``repair``, which is the answer to that.
+        are idempotent).  A primary that lacks this store's last confirmed write
+        (:func:`~.history.lacks_write`) is refused, and the data set marked for every process (the
+        module docstring), except by a ``repair``, which is the answer to that.
         """
         if self.accept_state_loss:
             return (yield Call("script", (script, keys, args)))
@@ -486,16 +502,17 @@ class _RedisStore:
             if waited > self._recorded:  # before the write, whose WAIT then confirms the record too
                 yield Call("script", (_RECORD_REPLICAS, [REPLICATION_KEY], [waited]))
                 self._recorded = waited
-            info, reply, *acked = yield Call("written", (script, keys, args, waited, self._wait_ms))
+            known = self._confirmed
+            info, recorded, reply, point, *acked = yield Call(
+                "written", (script, keys, args, waited, self._wait_ms, known.replid if known else "")
+            )
             serving = _online(info) if info.get("role") == "master" else 0
             if serving <= waited:
                 break
             self._replicas = serving  # from now on; this write was not waited for: again
-        replid = str(info.get("master_replid"))
-        known = self._confirmed
-        fork = fork_before(known, info)
-        if known is not None and fork is not None and not repair:
-            yield from self._history_lost(known, fork, replid)
+        why = lacks_write(known, info, None if recorded is None else int(_text(recorded)))
+        if why is not None and not repair:
+            yield from self._history_lost(why, str(info.get("master_replid")))
         confirmed = int(acked[0]) if acked else 0
         if confirmed < self._replicas:
             raise StoreTimeoutError(
@@ -505,29 +522,28 @@ class _RedisStore:
                 f"({REPLICATION_KEY}) may be an old primary restarted alone, soon demoted: use the Sentinel URL. "
                 f"Replicas removed for good: HSET {REPLICATION_KEY} replicas N; or pass accept_state_loss=True"
             )
-        if self._replicas:
-            self._remember(ReplicationPoint(replid, int(info.get("master_repl_offset", 0))))
+        self._remember(ReplicationPoint(_text(point[0]), int(point[1])))
         return reply
 
     def _remember(self, point: ReplicationPoint) -> None:
         """Keep the later of two points of one history (threads confirm writes in any order)."""
         known = self._confirmed
-        if known is None or known.replid != point.replid or known.offset < point.offset:
+        if known is None or known.replid != point.replid or known.writes < point.writes:
             self._confirmed = point
 
-    def _history_lost(self, known: ReplicationPoint, fork: int, replid: str) -> Steps[None]:
+    def _history_lost(self, lacking: str, replid: str) -> Steps[None]:
         """Mark the data set for every process (counters refused until repaired, lease namespaces
         reborn), then refuse: the primary now serving (``replid``) lacks a write this store saw
-        confirmed.  Where another store reported that promotion first, the data set already says
-        what to do (refuse until repaired, or go on after the repair): the write's reply stands."""
+        confirmed (``lacking`` says how).  Where another store reported that primary first, the data
+        set already says what to do (refuse until repaired, or go on after the repair): the write's
+        reply stands."""
         why = (
-            f"the primary at {self.label} was promoted from a replica that left replication history "
-            f"{known.replid} at offset {fork}, before a write confirmed there (after offset {known.offset}): "
-            "it lacks acknowledged writes, and its counters may hand out ids already in use"
+            f"the primary at {self.label} {lacking}: it lacks acknowledged writes, and its counters may hand out "
+            "ids already in use"
         )
         self._confirmed = None  # the data set says it from now on
         if not int((yield Call("script", (_CLAIM_FORK, [REPLICATION_KEY], [replid])))):
-            return  # another store reported this promotion first
+            return  # another store reported this primary first
         marked = 0
         for key in (yield Call("keys", (KEY_PREFIX + "*",))):
             marked += int((yield Call("script", (_MARK_LOST, [key], [why]))))

@@ -40,106 +40,47 @@ Rules that keep ids unique:
 * **Forks**: a child never uses its parent's lease; a leased generator takes a lease of its own
   at its first id in the child (the parent keeps and renews its own).
 
+The lease's states and what moves them are :mod:`.lease_life`'s (with its renewal thread), who
+leads a grant and who waits for it :mod:`.acquiring`'s; one grant is :mod:`.grants`', one renewal
+:mod:`.renewal`'s.  This module is the façade: what users and a Snowflake ask of a lease.
+
 May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.ids` and this package's
-``telemetry``, ``flight``, ``grants``, ``renewal`` and ``stores`` (its one factory of stores, and
-the retry policy's derivations of a deadline).
+``telemetry``, ``acquiring``, ``lease_life``, ``renewal`` and ``stores`` (its one factory of stores).
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
-import contextlib
 import functools
-import logging
 import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from typing import Any
 
-from ..errors import (
-    AllocationError,
-    ArgumentTypeError,
-    InvalidArgumentError,
-    LeaseLostError,
-    SeqIDError,
-    WorkerIdNotReadyError,
-)
+from ..errors import AllocationError, ArgumentTypeError, InvalidArgumentError, LeaseLostError
 from ..ids.randomness import check_fork, on_fork
 from ..ids.snowflake import Holding
 from ..ids.validate import check_bool, check_seconds
 from . import telemetry
-from .flight import Abandoned, Claim, Flight
-from .grants import GrantRun, Released, Taken, Terms, clear_since, give_back, released_error
-from .renewal import Outcome, Renewal, renew, valid_until
+from .acquiring import Acquirer
+from .lease_life import LeaseLife, LeaseStats, LeaseWaits, Renewer, State, log, observed
+from .renewal import Outcome
 from .stores import check_store_options, check_url, open_lease_store
 from .stores.base import LeaseStore, check_name, hide_password
-from .stores.retry import grant_seconds
-from .stores.steps import Steps, adrive, drive
 
 __all__ = ["LeaseStats", "WorkerLease"]
 
 
-class _Slice(Exception):
-    """One look of a lazy caller at the grant it follows has ended (:meth:`WorkerLease._follow`)."""
-
-
-class _Waits:
-    """The lease's own sleep (a test's clock, or ``time.sleep``; ``bind`` may set it after
-    construction, so it is read at each wait) as a step target: a thread calls it, a loop awaits
-    ``asyncio.sleep`` instead (or the test's clock, which does not block)."""
-
-    def __init__(self, lease: WorkerLease) -> None:
-        self._lease = lease
-
-    def sleep(self, seconds: float, releases: int) -> None:
-        lease = self._lease
-        if lease._sleep is not time.sleep:
-            lease._sleep(seconds)
-            return
-        with lease._released:  # release() ends the wait at once (then the grant gives its id back)
-            lease._released.wait_for(lambda: lease._releases != releases, seconds)
-
-    async def asleep(self, seconds: float, releases: int) -> None:
-        sleep = self._lease._sleep
-        if sleep is time.sleep:
-            await asyncio.sleep(seconds)  # a release() meanwhile is seen after it
-        else:
-            sleep(seconds)
-
-
-log = logging.getLogger("seqid_orm.leases")
-
-_LATE = -1  # WorkerLease._held: a lease held whose time ran out before its first use
-_LOOK = 0.05  # seconds between a lazy caller's looks at the grant it follows (has its fence a known end?)
 MAX_TTL = 86400.0  # seconds: a lease or a tolerance longer than a day is a mistake in units
-
 
 _LIVE: weakref.WeakSet[WorkerLease] = weakref.WeakSet()
 
 
-@dataclass(frozen=True)
-class LeaseStats:
-    """One :class:`WorkerLease` at one moment (:meth:`WorkerLease.stats`).
-
-    ``state``: ``"idle"`` (not taken yet, or released), ``"held"`` or ``"lost"`` (a renewal failed;
-    the renewal thread keeps trying to lease again).  ``expires_in``: seconds until the worker id
-    may no longer be used unless renewed (``None`` unless held).  ``store`` is the store's label,
-    password hidden.
-    """
-
-    namespace: str
-    store: str
-    state: str
-    worker_id: int | None
-    expires_in: float | None
-    mark_ms: int
-    acquisitions: int
-    renewals: int
-    renewal_failures: int
-    last_renewal_seconds: float | None
-    mark_wait: float
+def _from_life(name: str, doc: str) -> Any:
+    """A read-only attribute of the lease that is its :class:`~.lease_life.LeaseLife`'s."""
+    return property(lambda lease: getattr(lease.life, name), doc=doc)
 
 
 class WorkerLease:
@@ -205,7 +146,7 @@ class WorkerLease:
             if fn is not None and not callable(fn):
                 raise ArgumentTypeError(f"{name} must be callable, got {type(fn).__name__}")
         self.max_workers = max_workers
-        self._timeout = check_seconds("timeout", timeout, 0.1, 3600.0)
+        self.timeout = check_seconds("timeout", timeout, 0.1, 3600.0)
         opener = functools.partial(
             open_lease_store,
             store,
@@ -229,16 +170,22 @@ class WorkerLease:
             self._label = self._store.label
         self._open_store: Callable[[], LeaseStore] = opener
         self._opened_store = self._store is not store  # made here from a URL, an Engine, a client
-        self.high_water = high_water or self._wall_ms
+        self.high_water = high_water or self.wall_ms
         self._on_release = on_release or self.high_water
         self._wall = wall_clock
-        self._monotonic = monotonic
+        self.monotonic = monotonic
         self._sleep = sleep
-        self._waits = _Waits(self)
         self._bound = False
         self._init_state()
         _LIVE.add(self)
         telemetry.watch("leases", _observed)
+
+    def _init_state(self) -> None:
+        """What the lease holds and does (new in a forked child: the parent keeps its own)."""
+        self.life = LeaseLife(self.namespace, lambda: self._label, self.monotonic)
+        self.waits = LeaseWaits(self.life, self._sleep)
+        self.renewer = Renewer(self)
+        self._acquirer = Acquirer(self)
 
     @property
     def store(self) -> LeaseStore:
@@ -269,7 +216,7 @@ class WorkerLease:
                 f"this WorkerLease in {self.namespace!r} already serves a Snowflake: two generators on one "
                 "worker id would make the same ids; give each its own lease"
             )
-        if self._state != "idle":
+        if self.life.state is not State.IDLE:
             raise InvalidArgumentError("a WorkerLease must be given to its Snowflake before it is acquired")
         if not self._max_workers_given:
             self.max_workers = capacity
@@ -279,137 +226,91 @@ class WorkerLease:
             )
         self.high_water, self._on_release = high_water, on_release
         self._wall, self._sleep = wall_clock, sleep
+        self.waits.sleep_with = sleep
         self._bound = True
 
     def fresh(self, acquisition: int) -> bool:
         """Whether the worker id of ``acquisition`` is still held, with time left before it must be renewed."""
-        return acquisition == self.acquisitions and self._monotonic() < self.valid_until
+        return acquisition == self.life.acquisitions and self.monotonic() < self.life.valid_until
 
     def hold(self) -> Holding:
         """The worker id held now with its acquisition and mark, read together under the lock, leasing
         one if none is yet (:class:`LeaseLostError` while the lease is lost).  Leasing here is lazy:
         within ``timeout`` unless ``first_id_waits`` (:class:`~seqid_orm.errors.WorkerIdNotReadyError`)."""
-        while True:
-            with self._lock:
-                if self._state != "idle":
-                    return Holding(self.worker_id, self.acquisitions, self.mark_ms, self.clear_since_ms)
+        while (holding := self.life.holding()) is None:
             self.acquire(wait=self.first_id_waits)  # outside the lock: a grant waits on the store
+        return holding
 
     async def ahold(self) -> Holding:
         """:meth:`hold` for an event loop (the grant awaited, or followed, on the loop)."""
-        while True:
-            with self._lock:
-                if self._state != "idle":
-                    return Holding(self.worker_id, self.acquisitions, self.mark_ms, self.clear_since_ms)
+        while (holding := self.life.holding()) is None:
             await self.aacquire(wait=self.first_id_waits)
+        return holding
 
     def mark_for(self, acquisition: int) -> int | None:
         """The confirmed mark while ``acquisition`` is the lease held now; ``None`` once it is not."""
-        with self._lock:
-            if acquisition != self.acquisitions or self._state != "held":
+        life = self.life
+        with life.lock:
+            if acquisition != life.acquisitions or life.stored is not State.HELD:
                 return None
-            return self.mark_ms
+            return life.mark_ms
 
-    def _init_state(self) -> None:
-        # The lease's state, read and written in a few steps: never held across a store round trip,
-        # so hold(), mark_for() and fresh() never wait behind a stalled store, and an event loop may
-        # take it; no lock is held across a store's round trip at all (renewal.py says why).
-        self._lock = threading.RLock()
-        # One grant at a time for the whole process, led by the first caller, however many threads
-        # and tasks ask at once: a namespace's cold start costs one worker id and one wait.
-        self._grants: Flight[Taken] = Flight()
-        # release() counts here and wakes a grant's waits: a grant that sees the count move gives its
-        # worker id back (a lease released during its cold start leaves nothing taken or renewing)
-        self._releases = 0
-        self._released = threading.Condition(self._lock)
-        self._grant_thread: threading.Thread | None = None  # a lazy caller's grant (_lead_in_thread)
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._state = "idle"  # idle (not taken yet, or released), held, lost (renewal failed)
-        # The grant under way or last run (grants.py): when its fence ends, once the store has
-        # answered, is what a caller that does not wait past its deadline tells its user
-        # (WorkerIdNotReadyError).
-        self._run: GrantRun | None = None
-        self._worker_id: int | None = None
-        self._token = ""
-        self._inherited_mark = 0  # the previous holder's mark, which our own release never lowers
-        self.valid_until = float("-inf")
-        """The monotonic time until which the worker id may be used (renewals push it on)."""
-        self.mark_ms = 0
-        """The high-water mark the store confirmed last: the latest Unix millisecond this holder may
-        stamp (a leased generator never stamps past it; renewals push it on)."""
-        self.acquisitions = 0
-        self.granted_at: float | None = None
-        """When the store granted the current lease (monotonic seconds)."""
-        self.mark_wait = 0.0
-        """Seconds the last acquisition waited for the previous holder's clock mark."""
-        self.renewals = 0
-        self.renewal_failures = 0
-        self._last_renewal: float | None = None
-        self.clear_since_ms = 0
-        """The first Unix millisecond from which no other holder in this namespace can have stamped
-        the worker id held now (see :attr:`~seqid_orm.ids.snowflake.Holding.clear_since_ms`)."""
+    # --- what it holds (LeaseLife's, read here) ----------------------------------------------
 
-    def _extra(self, **fields: object) -> dict[str, object]:
-        """A log record's ``extra``: the lease's fields under ``seqid_`` names."""
-        out: dict[str, object] = {
-            "seqid_namespace": self.namespace,
-            "seqid_store": self._label,
-            "seqid_worker_id": self._worker_id,
-        }
-        out.update({f"seqid_{k}": v for k, v in fields.items()})
-        return out
+    valid_until = _from_life(
+        "valid_until", "The monotonic time until which the worker id may be used (renewals push it on)."
+    )
+    mark_ms = _from_life(
+        "mark_ms",
+        "The high-water mark the store confirmed last: the latest Unix millisecond this holder may stamp "
+        "(a leased generator never stamps past it; renewals push it on).",
+    )
+    acquisitions = _from_life("acquisitions", "How many times a worker id was granted to this lease.")
+    clear_since_ms = _from_life(
+        "clear_since_ms",
+        "The first Unix millisecond from which no other holder in this namespace can have stamped the worker id "
+        "held now (see :attr:`~seqid_orm.ids.snowflake.Holding.clear_since_ms`).",
+    )
+    granted_at = _from_life("granted_at", "When the store granted the current lease (monotonic seconds).")
+    mark_wait = _from_life("mark_wait", "Seconds the last acquisition waited for the previous holder's clock mark.")
+    renewals = _from_life("renewals", "Renewals the store confirmed.")
+    renewal_failures = _from_life("renewal_failures", "Renewals the store did not answer.")
 
     def stats(self) -> LeaseStats:
         """This lease now (for a status page, a log line, metrics)."""
-        state, worker_id = self._state, self._worker_id
-        left = self.valid_until - self._monotonic()
-        return LeaseStats(
-            namespace=self.namespace,
-            store=self._label,
-            state=state,
-            worker_id=worker_id if state != "idle" else None,
-            expires_in=left if state == "held" and left > 0 else None,
-            mark_ms=self.mark_ms,
-            acquisitions=self.acquisitions,
-            renewals=self.renewals,
-            renewal_failures=self.renewal_failures,
-            last_renewal_seconds=self._last_renewal,
-            mark_wait=self.mark_wait,
-        )
+        return self.life.stats()
 
     def __repr__(self) -> str:
-        return f"WorkerLease({self._label}, namespace={self.namespace!r}, worker_id={self._worker_id}, {self._state})"
+        life = self.life
+        return (
+            f"WorkerLease({self._label}, namespace={self.namespace!r}, worker_id={life.worker_id}, {life.state.value})"
+        )
 
-    @property
-    def ttl_ms(self) -> int:
-        return int(self.ttl * 1000)
-
-    def _wall_ms(self) -> int:
+    def wall_ms(self) -> int:
         return self._wall() // 1_000_000
 
-    # --- the worker id -------------------------------------------------------------------
+    def wall_ns(self) -> int:
+        return self._wall()
 
     @property
     def held(self) -> bool:
         """Whether this process holds a live lease now."""
-        return self._state == "held" and self._monotonic() < self.valid_until
+        return self.life.stored is State.HELD and self.monotonic() < self.life.valid_until
 
     @property
     def worker_id(self) -> int:
         """The worker id, while the lease is live; :class:`LeaseLostError` otherwise."""
-        if self._state == "held" and self._monotonic() < self.valid_until:
-            assert self._worker_id is not None
-            return self._worker_id
-        if self._state == "idle":
+        life = self.life
+        if life.stored is State.HELD and self.monotonic() < life.valid_until:
+            assert life.worker_id is not None
+            return life.worker_id
+        if life.stored is State.IDLE:
             raise LeaseLostError(
                 f"no worker id is leased in namespace {self.namespace!r}: use `with lease:` or lease.acquire()"
             )
-        raise LeaseLostError(
-            f"the lease of worker id {self._worker_id} in namespace {self.namespace!r} on {self.store.label} "
-            "could not be renewed before it expired; no id is made until a lease is held again (the renewal "
-            "thread keeps trying)"
-        )
+        raise life.expired_error()
+
+    # --- taking it (acquiring.py decides who leads a grant and who waits) ----------------------
 
     def acquire(self, *, wait: bool = True) -> int:
         """Take a worker id (waiting for its previous holder's clock mark) and start renewing it.
@@ -421,249 +322,73 @@ class WorkerLease:
         thread of its own, and a fence that ends later raises
         :class:`~seqid_orm.errors.WorkerIdNotReadyError` while the grant goes on."""
         check_fork()
-        deadline = self._monotonic() + self._timeout
-        while True:
-            held = self._held()
-            if held == _LATE:
-                self._renew_late()  # live again, or lost: granted again below
-                continue
-            if held is not None:
-                return held
-            claim, leads = self._grants.join(self._grant_seconds())
-            if not wait:
-                if leads:
-                    self._lead_in_thread(claim)
-                elif claim.owner is asyncio._get_running_loop():
-                    # a task of this very loop leads (an aacquire() under way): it cannot run while
-                    # this thread waits, so say so now rather than at the deadline
-                    raise WorkerIdNotReadyError(
-                        f"a worker id in namespace {self.namespace!r} is being leased by a task of this event "
-                        "loop, which cannot go on while a synchronous call (an AsyncSession flush's column "
-                        "default) waits on the loop's thread: await snowflake.aprefetch() or lease.aacquire() "
-                        "before the flush"
-                    )
-                with contextlib.suppress(Abandoned):
-                    self._follow(claim, deadline)
-                continue
-            if leads:
-                self._lead_grant(claim)
-            elif asyncio._get_running_loop() is not None:
-                # On an event loop's thread (a column default in an AsyncSession's flush): the grant in
-                # flight may be a task of this very loop, which cannot run while we wait. Grant here
-                # too; whichever ends second is given back (_settle).
-                drive(self._settle(drive(self._grant(), None)), None)
-            else:
-                with contextlib.suppress(Abandoned):
-                    self._grants.wait(claim, claim.deadline, self._grant_timed_out)
+        return self._acquirer.acquire(wait)
 
-    def _held(self) -> int | None:
-        """The worker id held and live now; :data:`_LATE` where one is held but its time ran out
-        before it could be used (a grant slower than its ttl, on a loaded machine); ``None`` where
-        none is."""
-        with self._lock:
-            if self._state != "held" or self._worker_id is None:
-                return None
-            return self._worker_id if self._monotonic() < self.valid_until else _LATE
+    async def aacquire(self, *, wait: bool = True) -> int:
+        """:meth:`acquire` for an event loop: the grant's steps awaited there, the store's round trips
+        through its asynchronous driver where it has one and the waits before the first id (a
+        takeover's fence, a new namespace's cold start: ttl + clock tolerance) as ``asyncio.sleep``;
+        renewals go on in the lease's own thread, which keeps renewing while user code blocks the
+        loop.  Tasks and threads that ask together share one grant (the first leads; a task that
+        leads and is cancelled, or whose loop ends, hands the lead on).  ``wait=False`` (:meth:`ahold`,
+        a generator's lazy first id): as :meth:`acquire`'s, the grant in a thread of its own, which
+        outlives the loop, and this task awaiting it until ``timeout`` at most."""
+        check_fork()
+        if self._store is None:  # opening imports a driver and builds a client: not on the loop
+            await asyncio.to_thread(getattr, self, "store")
+        return await self._acquirer.aacquire(wait)
 
-    def _renew_late(self) -> None:
-        """Renew a lease whose time ran out before its first use, where the store still gives it to
-        this holder; where it does not (expired there too, taken over, the store unreachable) the
-        lease is lost, and the caller grants again."""
-        with self._lock:
-            acquisition = self.acquisitions
-        try:
-            self.extend_mark(0)
-        except LeaseLostError:
-            with self._lock:
-                if self.acquisitions == acquisition and self._state == "held":
-                    self._state = "lost"
-                    self.valid_until = float("-inf")
+    def lease_again(self, stop: threading.Event) -> None:
+        """A grant after the lease was lost (the renewal thread's, :class:`~.lease_life.Renewer`)."""
+        self._acquirer.lease_again(stop)
 
-    def _grant_seconds(self) -> float:
-        """The longest a grant may take (:func:`~.stores.retry.grant_seconds`)."""
-        return grant_seconds(self._timeout, self.ttl, self.clock_tolerance)
+    # --- keeping it, giving it back ------------------------------------------------------------
 
-    def _lead_in_thread(self, claim: Claim[Taken]) -> None:
-        """Hand ``claim`` to a thread of its own that runs the grant (a lazy caller will not wait out
-        its fence; the grant goes on, renewing, and the worker id is held when it ends)."""
+    def extend_mark(self, at_least_ms: int) -> int:
+        """Renew now, recording a mark of at least ``at_least_ms`` (the generator's clock went past
+        the confirmed one); the new confirmed mark, or :class:`LeaseLostError` if the lease is gone
+        or the store did not answer (the renewal thread goes on trying)."""
+        renewal = self.renewer.renew(at_least_ms)
+        if renewal is None or renewal.outcome is Outcome.LOST:
+            raise self.lost_error()
+        if renewal.outcome is Outcome.RETRY:
+            raise LeaseLostError(
+                f"renewing worker id {self.life.worker_id} in {self.namespace!r} to move its clock mark failed: "
+                f"{renewal.error}"
+            ) from renewal.error
+        with self.life.lock:
+            return self.life.mark_ms
 
-        def lead() -> None:
-            with contextlib.suppress(Exception):  # its followers get the error; _refused logged it
-                self._lead_grant(claim)
-
-        worker = threading.Thread(target=lead, name=f"seqid-lease-grant-{self.namespace}", daemon=True)
-        self._run = None  # its fence is not yet known (a previous grant's is over)
-        self._grant_thread = worker  # release() waits for it
-        worker.start()
-        # the claim lives and dies with the thread that does the work (from its start: a thread not
-        # yet started reads as dead, and a caller meanwhile would abandon the claim and grant again)
-        claim.owner = worker
-
-    def _past_deadline(self, deadline: float) -> WorkerIdNotReadyError | None:
-        """The refusal of a lazy caller whose deadline (the lease's monotonic clock) has passed, or
-        comes before the end of the fence the grant under way waits for; ``None``: look again."""
-        run = self._run
-        fence = None if run is None else run.fence_until
-        if (fence is not None and fence > deadline) or self._monotonic() >= deadline:
-            return self._not_ready(fence)
-        return None
-
-    def _follow(self, claim: Claim[Taken], deadline: float) -> None:
-        """Follow ``claim`` in this thread until it ends or :meth:`_past_deadline` refuses."""
-        while (refused := self._past_deadline(deadline)) is None:
-            try:
-                self._grants.wait(claim, time.monotonic() + _LOOK, _Slice)
-                return
-            except _Slice:
-                continue
-        raise refused
-
-    async def _afollow(self, claim: Claim[Taken], deadline: float) -> None:
-        """:meth:`_follow` on the running loop (its own future; cancelling it ends this wait only)."""
-        while (refused := self._past_deadline(deadline)) is None:
-            try:
-                await self._grants.await_(claim, time.monotonic() + _LOOK, _Slice)
-                return
-            except _Slice:
-                continue
-        raise refused
-
-    def _not_ready(self, fence: float | None) -> WorkerIdNotReadyError:
-        if fence is None or fence <= self._monotonic():  # unknown, or over with the grant's last steps under way
-            return WorkerIdNotReadyError(
-                f"no worker id was leased in namespace {self.namespace!r} on {self.store.label} within "
-                f"timeout={self._timeout:g} s; the grant under way goes on in the background"
-            )
-        safe_in = max(0.0, fence - self._monotonic())
-        at = time.strftime("%H:%M:%S", time.gmtime(self._wall() / 1e9 + safe_in))
-        return WorkerIdNotReadyError(
-            f"the worker id leased in namespace {self.namespace!r} on {self.store.label} is safe to use in "
-            f"{safe_in:.1f} s (at {at} UTC): a holder the store cannot rule out may stamp it until then (a "
-            "new namespace's cold start, a takeover); a first id waits at most timeout="
-            f"{self._timeout:g} s. The lease stays taken meanwhile. Take it at start-up (lease.acquire(), "
-            "await lease.aacquire(), await snowflake.aprefetch()), which waits, or pass first_id_waits=True",
-            safe_in=safe_in,
-        )
-
-    def _grant_timed_out(self) -> LeaseLostError:
-        return LeaseLostError(
-            f"no worker id was leased in namespace {self.namespace!r} on {self.store.label} within "
-            f"{self._grant_seconds():g} s (the grant under way did not finish)"
-        )
-
-    def _lead_grant(self, claim: Claim[Taken]) -> None:
-        """Run a grant in this thread for ``claim`` and adopt it."""
-        try:
-            taken = drive(self._grant(), None)
-            drive(self._settle(taken), None)
-        except BaseException as exc:
-            self._grant_failed(claim, exc)
-            raise
-        self._grants.finish(claim, taken)
-
-    def _grant_failed(self, claim: Claim[Taken], exc: BaseException) -> None:
-        # all leased, a clock behind the last holder's mark, a store refused: said once, in the log
-        if isinstance(exc, SeqIDError) and not isinstance(exc, Released):
-            self._refused(exc)
-        self._grants.finish(claim, error=exc)
-
-    def _settle(self, taken: Taken) -> Steps[None]:
-        """Adopt ``taken`` and start renewing it; where a lease is held already (a grant given up for a
-        late one), give ``taken`` back, its mark unused (steps: a thread drives them, a loop awaits);
-        where the lease was released since the grant began, give it back and raise :class:`Released`."""
-        with self._lock:
-            released = self._releases != taken.releases
-            adopted = self._state != "held" and not released
-            if adopted:
-                self._adopt(taken)
-                self._start_renewing()
-        if not adopted:
-            yield from give_back(self.namespace, self.store, taken.grant, taken.token)
-        if released:
-            raise released_error(self.namespace)
-
-    def _refused(self, exc: SeqIDError) -> None:
-        telemetry.record_refusal(exc, namespace=self.namespace)
-        log.warning(
-            "no worker id leased in %r on %s: %s",
-            self.namespace,
-            self.store.label,
-            exc,
-            extra=self._extra(error=type(exc).__name__),
-        )
-
-    def _grant(self) -> Steps[Taken]:
-        """A worker id granted, fenced and waited for (grants.py decides when it is safe), as steps
-        (:mod:`.stores.steps`): a thread runs them on the store's blocking calls, :meth:`aacquire`
-        awaits them on the loop."""
-        run = self._run = GrantRun(
-            Terms(
-                namespace=self.namespace,
-                max_workers=self.max_workers,
-                ttl=self.ttl,
-                clock_tolerance=self.clock_tolerance,
-                store=self.store,
-                waits=self._waits,
-                monotonic=self._monotonic,
-                wall_ms=self._wall_ms,
-                releases=lambda: self._releases,
-            )
-        )
-        try:
-            return (yield from run.steps())
-        finally:
-            self.granted_at, self.mark_wait = run.granted_at, run.mark_wait
-
-    def _adopt(self, taken: Taken) -> None:
-        """Make ``taken`` the lease held (lock held)."""
-        grant = taken.grant
-        # from when a key carrying this worker id is foreign (Snowflake.bind_column): grants.py
-        self.clear_since_ms = clear_since(grant, self._wall_ms(), self.ttl, self.clock_tolerance)
-        self._token = taken.token
-        self._inherited_mark = grant.mark_ms
-        self._worker_id = grant.worker_id
-        self.mark_ms = taken.bound
-        self.valid_until = valid_until(taken.sent, self.ttl)
-        self._state = "held"
-        self.acquisitions += 1
-        log.info(
-            "leased worker id %s in %r on %s",
-            grant.worker_id,
-            self.namespace,
-            self.store.label,
-            extra=self._extra(worker_id=grant.worker_id, mark_wait=self.mark_wait),
-        )
+    def lost_error(self) -> LeaseLostError:
+        """The error for ids asked while no worker id is held."""
+        return self.life.lost_error()
 
     def release(self) -> None:
         """Give the worker id back now, leaving the high-water mark for the next holder; then close
         the connections of a store this lease opened from a URL (the next :meth:`acquire` opens new
-        ones), so a released lease holds nothing on the server (issue 46: one connection stayed)."""
+        ones), so a released lease holds nothing on the server."""
         # Stop the lease's user first, outside our lock (a generator holds its own lock and then
         # ours when it must move the mark): nothing is stamped after the figure it returns.
         used = self._on_release()
         # a renewal in flight is the store's to order: it carries the token this gives back, so whichever
         # comes second is refused (a renewal after the release) or lowered (the release after it)
-        with self._lock:
-            self._releases += 1  # a grant under way gives its worker id back (_unless_released)
-            self._released.notify_all()
-            granting, self._grant_thread = self._grant_thread, None
-            self._stop.set()
-            thread, self._thread = self._thread, None
-            state, self._state = self._state, "idle"
-            worker_id, token = self._worker_id, self._token
+        life = self.life
+        with life.lock:
+            granting = self._acquirer.on_release()
+            thread = self.renewer.halt()
+            state, worker_id, token = life.release()
             # our own bound (clock + ttl) is replaced by what we really used (after stopping the
             # generator for good), but never below the mark we inherited: the next holder then
             # waits only as long as it must
-            mark = max(self._inherited_mark, used)
-            self.valid_until = float("-inf")
-        if state != "idle" and worker_id is not None:
+            mark = max(life.inherited_mark, used)
+        if state is not State.IDLE and worker_id is not None:
             try:
                 self.store.release(self.namespace, worker_id, token, mark)
             except AllocationError as exc:  # the store is gone: the lease simply expires there
                 log.warning("releasing worker id %s in %r failed: %s", worker_id, self.namespace, exc)
         for ending in (thread, granting):
             if ending is not None and ending is not threading.current_thread():
-                ending.join(timeout=self._timeout + 5)  # a store round trip under way ends by its timeout
+                ending.join(timeout=self.timeout + 5)  # a store round trip under way ends by its timeout
         if self._opened_store and self._store is not None:  # an Engine or a client passed in is the caller's
             self._store.close()
 
@@ -679,51 +404,6 @@ class WorkerLease:
     def __exit__(self, *exc: object) -> None:
         self.release()
 
-    async def aacquire(self, *, wait: bool = True) -> int:
-        """:meth:`acquire` for an event loop: the grant's steps (:meth:`_grant`) awaited there, the
-        store's round trips through its asynchronous driver where it has one and the waits before the
-        first id (a takeover's fence, a new namespace's cold start: ttl + clock tolerance) as
-        ``asyncio.sleep``; renewals go on in the lease's own thread, which keeps renewing while user
-        code blocks the loop.  Tasks and threads that ask together share one grant (the first
-        leads; a task that leads and is cancelled, or whose loop ends, hands the lead on).
-        ``wait=False`` (:meth:`ahold`, a generator's lazy first id): as :meth:`acquire`'s, the grant
-        in a thread of its own, which outlives the loop, and this task awaiting it until ``timeout``
-        at most."""
-        check_fork()
-        deadline = self._monotonic() + self._timeout
-        if self._store is None:  # opening imports a driver and builds a client: not on the loop
-            await asyncio.to_thread(getattr, self, "store")
-        while True:
-            held = self._held()
-            if held == _LATE:
-                await asyncio.to_thread(self._renew_late)
-                continue
-            if held is not None:
-                return held
-            claim, leads = self._grants.join(self._grant_seconds())
-            if leads and not wait:
-                # a thread of its own leads, not a task: a short asyncio.run() that ends before the
-                # fence would cancel a task's grant, and every such run would start one again
-                self._lead_in_thread(claim)
-            elif leads:
-                await self._alead_grant(claim)
-                continue
-            with contextlib.suppress(Abandoned):
-                if wait:
-                    await self._grants.await_(claim, claim.deadline, self._grant_timed_out)
-                else:
-                    await self._afollow(claim, deadline)
-
-    async def _alead_grant(self, claim: Claim[Taken]) -> None:
-        """Run a grant on the loop for ``claim`` and adopt it (a cancellation ends the claim too)."""
-        try:
-            taken = await adrive(self._grant(), None)
-            await adrive(self._settle(taken), None)
-        except BaseException as exc:
-            self._grant_failed(claim, exc)
-            raise
-        self._grants.finish(claim, taken)
-
     async def arelease(self) -> None:
         """:meth:`release` in a worker thread (one round trip to the store)."""
         await asyncio.to_thread(self.release)
@@ -734,140 +414,6 @@ class WorkerLease:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.arelease()
-
-    # --- renewal -------------------------------------------------------------------------
-
-    def _start_renewing(self) -> None:
-        """Start the renewal thread (lock held), unless one is running (a lease lost and taken again)."""
-        if self._thread is not None and self._thread.is_alive() and not self._stop.is_set():
-            return
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._renew_loop, args=(self._stop,), daemon=True, name="seqid-lease")
-        self._thread.start()
-
-    def _renew_loop(self, stop: threading.Event) -> None:
-        interval = self.ttl / 3
-        while not stop.wait(interval):
-            interval = self._renew_once(stop)
-
-    def _renew_once(self, stop: threading.Event) -> float:
-        """One renewal (or, once lost, one attempt to lease again); the seconds until the next."""
-        if self._state == "lost":
-            self._lease_again(stop)
-            return self.ttl / 3
-        renewal = self._renew(0, stop)
-        if renewal is None:
-            return self.ttl / 3  # released meanwhile, or not held
-        if renewal.outcome is Outcome.RETRY:
-            self.renewal_failures += 1
-            log.warning(
-                "renewing worker id %s in %r failed: %s",
-                self._worker_id,
-                self.namespace,
-                renewal.error,
-                extra=self._extra(error=type(renewal.error).__name__),
-            )
-        return renewal.next_in(self.ttl, self._monotonic())
-
-    def _renew(self, at_least_ms: int, stop: threading.Event | None = None) -> Renewal | None:
-        """Renew the lease held now, recording a mark of at least ``at_least_ms`` (and of what its user
-        may stamp before the next renewal); the renewal as applied, or ``None`` where no lease is held
-        (or it was released, or taken again, while the store answered: that answer is not applied).
-        No lock is held across the round trip: a release meanwhile is the store's to order (the
-        token it gives back is the one this renewal carries, so whichever comes second is refused)."""
-        with self._lock:
-            if (stop is not None and stop.is_set()) or self._state != "held" or self._worker_id is None:
-                return None
-            worker_id, token, acquisition, held_until = (
-                self._worker_id,
-                self._token,
-                self.acquisitions,
-                self.valid_until,
-            )
-        mark = max(at_least_ms, self.high_water(), self._wall_ms() + self.ttl_ms)  # the most it may use before renewing
-        steps = renew(self.store, self.namespace, worker_id, token, self.ttl, mark, held_until, self._monotonic)
-        renewal = drive(steps, None)
-        with self._lock:
-            if self.acquisitions != acquisition or self._state != "held":
-                return None
-            self._apply(renewal)
-        return renewal
-
-    def _apply(self, renewal: Renewal) -> None:
-        """A renewal's outcome made the lease's (lock held): the one place that reads it."""
-        if renewal.outcome is Outcome.RENEWED:
-            # a renewal that went out earlier and answered later never pulls the deadline back
-            self.valid_until = max(self.valid_until, renewal.valid_until)
-            self.mark_ms = max(self.mark_ms, renewal.mark_ms)
-            self.renewals += 1
-            self._last_renewal = self._monotonic() - renewal.sent
-            log.debug(
-                "renewed worker id %s in %r on %s",
-                self._worker_id,
-                self.namespace,
-                self._label,
-                extra=self._extra(seconds=self._last_renewal, mark_ms=self.mark_ms),
-            )
-        elif renewal.outcome is Outcome.LOST:
-            error = self.lost_error()
-            telemetry.record_refusal(error, namespace=self.namespace)
-            log.error(
-                "lost the lease of worker id %s in %r on %s: its ids stop until a lease is held again",
-                self._worker_id,
-                self.namespace,
-                self._label,
-                extra=self._extra(error=type(error).__name__),
-            )
-            self._state = "lost"
-            self.valid_until = float("-inf")
-
-    def _lease_again(self, stop: threading.Event) -> None:
-        """Lease a worker id again after the lease was lost (from the renewal thread).  Callers keep
-        getting :class:`LeaseLostError` meanwhile, not a wait; a grant that ends after the lease was
-        released is given back."""
-        claim = self._grants.lead(self._grant_seconds())
-        if claim is None:  # a caller is leasing already
-            return
-        try:
-            taken = drive(self._grant(), None)
-        except BaseException as exc:
-            self._grants.finish(claim, error=exc)
-            if not isinstance(exc, SeqIDError):  # a bug surfaces as itself (in the renewal thread)
-                raise
-            log.warning("leasing a worker id in %r again failed: %s", self.namespace, exc)  # all taken, store down
-            return
-        with self._lock:
-            adopted = not stop.is_set() and self._state == "lost"
-            if adopted:
-                self._adopt(taken)
-        if not adopted:
-            drive(give_back(self.namespace, self.store, taken.grant, taken.token), None)
-        self._grants.finish(claim, taken)
-
-    def extend_mark(self, at_least_ms: int) -> int:
-        """Renew now, recording a mark of at least ``at_least_ms`` (the generator's clock went past
-        the confirmed one); the new confirmed mark, or :class:`LeaseLostError` if the lease is gone
-        or the store did not answer (the renewal thread goes on trying)."""
-        renewal = self._renew(at_least_ms)
-        if renewal is None:
-            raise self.lost_error()
-        if renewal.outcome is Outcome.RETRY:
-            raise LeaseLostError(
-                f"renewing worker id {self._worker_id} in {self.namespace!r} to move its clock mark failed: "
-                f"{renewal.error}"
-            ) from renewal.error
-        if renewal.outcome is Outcome.LOST:
-            raise self.lost_error()
-        with self._lock:
-            return self.mark_ms
-
-    def lost_error(self) -> LeaseLostError:
-        """The error for ids asked while no worker id is held."""
-        return LeaseLostError(
-            f"the lease of worker id {self._worker_id} in namespace {self.namespace!r} on {self.store.label} "
-            "is not held (expired, taken over by another process, or lost by the store); no id is made until a "
-            "lease is held again (the renewal thread keeps trying)"
-        )
 
     def _after_fork(self) -> None:
         """In a forked child: forget the parent's lease (the parent keeps renewing it)."""
@@ -887,24 +433,10 @@ on_fork(_after_fork_in_child)
 @atexit.register
 def _release_at_exit() -> None:
     for lease in list(_LIVE):
-        if lease._state != "idle" or lease._grant_thread is not None:
+        if lease.life.stored is not State.IDLE or lease._acquirer.thread is not None:
             lease.release()
 
 
 def _observed() -> Iterator[tuple[str, float, dict[str, str | int]]]:
     """The leases' observations for :mod:`~seqid_orm.allocation.telemetry`."""
-    held: dict[tuple[str, str], int] = {}
-    for lease in list(_LIVE):
-        stats = lease.stats()
-        key = (stats.namespace, stats.store)  # one namespace on two stores is two namespaces
-        held.setdefault(key, 0)
-        if stats.expires_in is not None and stats.worker_id is not None:
-            held[key] += 1
-            labels: dict[str, str | int] = {
-                "seqid.namespace": stats.namespace,
-                "seqid.store": stats.store,
-                "seqid.worker_id": stats.worker_id,
-            }
-            yield "seqid.lease.time_left", stats.expires_in, labels
-    for (namespace, store), count in held.items():
-        yield "seqid.leases.held", count, {"seqid.namespace": namespace, "seqid.store": store}
+    return observed([lease.stats() for lease in list(_LIVE)])

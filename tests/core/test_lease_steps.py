@@ -131,7 +131,7 @@ def scripted():
 
 
 def _renew_once(lease: WorkerLease) -> float:
-    return lease._renew_once(threading.Event())
+    return lease.renewer.once(threading.Event())
 
 
 def test_each_renewal_outcome_as_the_lease_lives_it(scripted):
@@ -150,6 +150,8 @@ def test_each_renewal_outcome_as_the_lease_lives_it(scripted):
     assert not lease.held and lease.stats().state == "lost"
     with pytest.raises(LeaseLostError):
         lease.worker_id  # noqa: B018 - the property raises
+    with pytest.raises(LeaseLostError):
+        lease.hold()  # a generator's next id stops at once, not at the mark it was given
 
 
 def test_extend_mark_reads_the_same_outcomes(scripted):
@@ -204,3 +206,92 @@ def test_a_renewal_answered_after_a_release_is_not_applied(scripted):
     store.renew = late  # type: ignore[method-assign]
     assert _renew_once(lease) == TTL / 3
     assert lease.stats().state == "idle" and not lease.held
+
+
+# --- the lease's table (lease_life.py): every state and event, and a release in each state ----------
+
+
+def test_the_lease_moves_only_as_its_table_says():
+    """Every stored state with every event: a pair the table lists moves the lease there; any other
+    changes nothing (a grant ending while a lease is held is given back; a renewal answered once the
+    lease is released or lost is not applied)."""
+    from seqid_orm.allocation.lease_life import TRANSITIONS, Event, LeaseLife, State
+
+    stored = [State.IDLE, State.HELD, State.LOST]
+    assert {state for state, _ in TRANSITIONS} == set(stored)  # granting and fenced are reported, not stored
+    for state in stored:
+        for event in Event:
+            life = LeaseLife("ns", lambda: "memory", Clock())
+            life.stored, life.valid_until = state, 5.0
+            moved = life.move(event)
+            assert moved == ((state, event) in TRANSITIONS)
+            assert life.stored is TRANSITIONS.get((state, event), state)
+            assert (life.valid_until == 5.0) == (life.stored is State.HELD or not moved), (state, event)
+    assert (State.HELD, Event.GRANTED) not in TRANSITIONS  # a second grant is given back, never adopted
+    assert all((state, Event.RELEASED) in TRANSITIONS for state in stored)  # a release ends every state
+
+
+def _quarantined(store: MemoryStore, wait_ms: int) -> MemoryStore:
+    """``store`` granting worker id 7 with a quarantine of ``wait_ms`` (a new namespace, a takeover)."""
+    store.acquire = lambda *args: (store.asked.append(("acquire", args[0])), Grant(7, 1_000, wait_ms))[1]  # type: ignore[method-assign]
+    return store
+
+
+def test_a_grant_is_reported_granting_then_fenced_then_held():
+    store, clock = _quarantined(MemoryStore(), 2_000), Clock()
+    seen: list[str] = []
+    lease = WorkerLease(store, "ns", ttl=TTL, monotonic=clock, wall_clock=lambda: 2_000_000 * 10**6, timeout=5.0)
+    original = store.acquire
+
+    def acquire(*args):
+        seen.append(lease.stats().state)  # the store is asked: a grant under way, its fence not yet known
+        return original(*args)
+
+    def sleep(seconds: float) -> None:
+        seen.append(lease.stats().state)  # waiting out the quarantine: its end is known
+        clock.now += seconds
+
+    store.acquire = acquire  # type: ignore[method-assign]
+    lease._sleep = lease.waits.sleep_with = sleep
+    try:
+        assert lease.stats().state == "idle"
+        assert lease.acquire() == 7
+        assert seen[0] == "granting" and set(seen[1:]) == {"fenced"} and len(seen) > 1
+        assert lease.stats().state == "held"
+    finally:
+        lease.release()
+    assert lease.stats().state == "idle"
+
+
+@pytest.mark.parametrize("when", ["granting", "fenced"])
+def test_a_release_while_granting_or_fenced_gives_the_worker_id_back(when):
+    """A release from another thread while the grant asks the store, or waits out its fence: the grant
+    gives worker id 7 back at its next step, the caller gets ``Released`` (a LeaseLostError), and
+    nothing is held or renewed."""
+    from seqid_orm.allocation.grants import Released
+
+    store, clock = _quarantined(MemoryStore(), 2_000), Clock()
+    lease = WorkerLease(store, "ns", ttl=TTL, monotonic=clock, wall_clock=lambda: 2_000_000 * 10**6, timeout=5.0)
+    original = store.acquire
+
+    def release_in_another_thread() -> None:
+        thread = threading.Thread(target=lease.release)
+        thread.start()
+        thread.join()
+
+    def acquire(*args):
+        if when == "granting":
+            release_in_another_thread()
+        return original(*args)
+
+    def sleep(seconds: float) -> None:
+        if when == "fenced" and lease.stats().state == "fenced":
+            release_in_another_thread()
+        clock.now += seconds
+
+    store.acquire = acquire  # type: ignore[method-assign]
+    lease._sleep = lease.waits.sleep_with = sleep
+    with pytest.raises(Released):
+        lease.acquire()
+    assert [w for w, _ in store.released] == [7]  # given back, by the grant
+    assert lease.stats().state == "idle" and not lease.held and lease.renewer.thread is None

@@ -58,8 +58,8 @@ def test_a_lease_renewed_past_etcds_expiry_is_lost(etcd_cluster, namespace):
     """The holder's view never outlives the store's: a renewal after the etcd lease ended fails."""
     lease = WorkerLease(etcd_cluster.url, namespace, max_workers=1, ttl=1.0, clock_tolerance=0.0)
     lease.acquire()
-    token, worker = lease._token, lease.worker_id
-    lease._stop.set()  # no more renewals from its thread
+    token, worker = lease.life.token, lease.worker_id
+    lease.renewer.stop.set()  # no more renewals from its thread
     time.sleep(3.5)  # past etcd's lease (whole seconds, at least 2)
     assert lease.store.renew(namespace, worker, token, 1000, 0) is False
     with pytest.raises(LeaseLostError):

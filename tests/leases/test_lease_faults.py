@@ -103,7 +103,7 @@ def test_a_pause_between_the_lease_check_and_the_clock_read_repeats_no_id(server
         thread = threading.Thread(target=lambda a=a, result=result: result.append(_call(a.next_id)))
         thread.start()
         assert paused.wait(10)
-        a.source._stop.set()  # the whole process is frozen: no renewal either
+        a.source.renewer.stop.set()  # the whole process is frozen: no renewal either
         time.sleep(TTL * 1.3)
         b = leased(server, namespace, max_workers=1, ttl=TTL, clock_tolerance=TOLERANCE)
         b_ids = [b.next_id() for _ in range(200)]

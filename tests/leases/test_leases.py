@@ -136,8 +136,8 @@ def test_a_lease_taken_from_under_its_holder_stops_the_generator_at_once(server,
     thief = WorkerLease(server, namespace, max_workers=1, ttl=0.9)  # a takeover: it waits one ttl first
     # the holder's renewal thread waits meanwhile (else, on a loaded machine, it found its row gone and
     # leased the free worker id again before the thief asked)
-    with gen.source._lock:
-        store.release(namespace, 0, gen.source._token, 0)  # the holder's token no longer holds it
+    with gen.source.life.lock:
+        store.release(namespace, 0, gen.source.life.token, 0)  # the holder's token no longer holds it
         thief.acquire()
     # its own lease ends within one ttl (0.9 s) of the theft; the rest is slack for a loaded machine
     # (the suite runs in parallel)
@@ -261,7 +261,7 @@ def test_seqid_lease_status_lists_holders_and_marks(server, namespace, capsys):
     assert main(["lease", "status", server, "--namespace", namespace]) == 0
     text = capsys.readouterr().out
     assert text.splitlines()[0].split() == ["worker_id", "held", "expires_in_ms", "mark"]
-    assert text.splitlines()[1].split()[:2] == [str(lease._worker_id), "no"]
+    assert text.splitlines()[1].split()[:2] == [str(lease.life.worker_id), "no"]
 
 
 @pytest.mark.parametrize("scheme", ["postgresql+psycopg", "mysql+pymysql", "redis"])

@@ -17,6 +17,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "seqid_orm.django",  # the ticket and lease tables' migrations
     "library",
 ]
 MIDDLEWARE = [
@@ -42,8 +43,14 @@ TEMPLATES = [
 ]
 STATIC_URL = "static/"
 
-# Snowflake ids: give every process its own worker id (here from the environment).
-SEQID = {"SNOWFLAKE": {"worker_id": int(os.environ.get("SEQID_WORKER_ID", "1"))}}
+# Snowflake ids: every process needs a worker id of its own.  Under a server of several processes
+# (uvicorn --workers, gunicorn) lease them from the database: SEQID_LEASE_NAMESPACE names the lease
+# namespace (the first process of a new one waits 35 s before its first id).  Otherwise one process
+# takes its worker id from the environment.
+if os.environ.get("SEQID_LEASE_NAMESPACE"):
+    SEQID = {"SNOWFLAKE": {"lease": {"namespace": os.environ["SEQID_LEASE_NAMESPACE"], "using": "default"}}}
+else:
+    SEQID = {"SNOWFLAKE": {"worker_id": int(os.environ.get("SEQID_WORKER_ID", "1"))}}
 
 _DATABASES = {
     "sqlite": {

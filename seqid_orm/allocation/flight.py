@@ -9,7 +9,7 @@ loader per tag).  What makes this module more than a flag is where the callers l
   with it.  A leader that finishes, fails or is cancelled ends the claim in its own ``finally``;
   a leader that cannot (its loop closed while it was suspended, its thread gone) leaves a claim
   that :meth:`Claim.alive` reports dead, and the next caller takes over.  A claim also dies at its
-  deadline, so no claim can wedge the work for longer than one call's time (issue: a loop closed
+  deadline, so no claim can wedge the work for longer than one call's time (it did: a loop closed
   after it claimed a prefetch left the sequence refusing every later call).
 * **Each follower owns its own wait.**  The outcome is a :class:`concurrent.futures.Future`,
   which any thread may complete; a thread waits on it directly, an event loop through a future of

@@ -59,7 +59,7 @@ def _meter() -> Any:
             meter = None
             metrics: Any = None
             # no opentelemetry-api: none at all, or only other parts of its namespace package
-            # (opentelemetry-proto alone, as some exporters install, made every call fail: issue 46)
+            # (opentelemetry-proto alone, as some exporters install, made every call fail)
             with contextlib.suppress(ImportError):
                 from opentelemetry import metrics
             if metrics is not None:

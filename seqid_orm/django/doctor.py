@@ -59,8 +59,8 @@ def diagnose_alias(
 
 def _set_by_the_app(findings: list[Finding]) -> list[Finding]:
     """Findings whose column a model gives no default (in Python or in the database): the
-    application sets those ids itself, so the advice to change a default would change nothing
-    (issue 46).  Only Django can tell: from SQL alone such keys look like any random key."""
+    application sets those ids itself, so the advice to change a default would change nothing.
+    Only Django can tell: from SQL alone such keys look like any random key."""
     from django.apps import apps
     from django.db.models.fields import NOT_PROVIDED
 

@@ -451,7 +451,7 @@ _CATALOGS: dict[str, Callable[[Executor], list[KeyColumn]]] = {
 
 def _quote(vendor: str, name: str) -> str:
     """``name`` as an identifier in an :class:`Executor`'s statement: quoted, and each colon written
-    ``\\:``, which the executors read as a colon, not a parameter (a table ``a :b``: issue 46)."""
+    ``\\:``, which the executors read as a colon, not a parameter (a table ``a :b``)."""
     if vendor in ("mariadb", "mysql"):
         quoted = "`" + name.replace("`", "``") + "`"
     else:
@@ -475,8 +475,8 @@ class _Digits:
     hours, 10 runs sampled 136 keys instead of 500.
 
     One representation for the whole column: a text column holding one UUID string below keys of
-    many distinct characters mixed the two and made a pivot past 128 bits ("int is out of range",
-    issue 46); a column of several SQLite storage classes (integers, reals, text, blobs) has no
+    many distinct characters would mix the two and make a pivot past 128 bits ("int is out of
+    range"); a column of several SQLite storage classes (integers, reals, text, blobs) has no
     numbers at all, and is sampled at its two ends only."""
 
     def __init__(
@@ -485,7 +485,7 @@ class _Digits:
         # A UUID type that compares its bytes in another order than their integer value (MariaDB's
         # swaps versions 1-5 group by group, not the others): the pivots are made in the order the
         # database compares, or its runs start where the integer order says and overlap (200-800
-        # distinct keys of 1,000 asked, issue 46).  ``order_of`` is the vendor's compare_order.
+        # distinct keys of 1,000 asked).  ``order_of`` is the vendor's compare_order.
         self.order_of = order_of
         # each compare order the keys use, with a key of it (whose version and variant bits a pivot takes)
         self.orders: dict[tuple[int, ...], uuid.UUID] = {}
@@ -633,7 +633,7 @@ def _advice(vendor: str, finding: dict[str, Any], storage: Storage | None) -> st
     the key, the same default without ``primary_key``; and the migration it really runs.  A UUID
     kept as text (``char(32)``/``char(36)``) stays text in SQLAlchemy (``storage=``), while Django's
     field is a UUID column: changing a ``CharField`` to it alters the column's type, a table rewrite
-    with each foreign key to it dropped and added again (issue 46: it was said to run no SQL)."""
+    with each foreign key to it dropped and added again (it was once said to run no SQL)."""
     kind, in_order, needed = finding["kind"], finding["in_order"], finding["needed_layout"]
     column = finding["column"]
     parent = finding.get("references")

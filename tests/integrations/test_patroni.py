@@ -43,7 +43,7 @@ def test_patroni_synchronous_mode_loses_nothing_through_its_events_behind_a_url_
 
     name = f"patroni-{secrets.token_hex(4)}"
     with (
-        PatroniCluster(synchronous=True, stallable=True) as cluster,
+        PatroniCluster(stallable=True) as cluster,  # docs/stacks/patroni.yml as it stands
         HAProxy([(m.pg_port, m.rest_port) for m in cluster.members]) as haproxy,
     ):
         options = {"block_size": 50, "timeout": TIMEOUT}  # no accept_state_loss: the sync standby covers it
@@ -79,7 +79,7 @@ def test_patroni_strict_synchronous_mode_has_callers_wait_instead_of_refusing_th
     from tests.servers.patroni import PatroniCluster
 
     name = f"patroni-{secrets.token_hex(4)}"
-    with PatroniCluster(synchronous=True, strict=True) as cluster:
+    with PatroniCluster(strict=True) as cluster:
         options = {"block_size": 50, "timeout": TIMEOUT}
         alive = drawing([cluster.url] * 3, name, options)
         try:

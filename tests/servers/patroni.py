@@ -1,4 +1,4 @@
-"""A private Patroni cluster for the tests of issue 45: Debian's ``patroni`` (3.0.2) managing two
+"""A private Patroni cluster: Debian's ``patroni`` (3.0.2) managing two
 PostgreSQL members of the packaged major version, with a private three-member etcd as its DCS
 (:class:`~tests.servers.etcd.EtcdCluster`), each member on ports and a data directory of its own,
 stopped and deleted by the code that started it, also when a test fails.
@@ -6,8 +6,9 @@ stopped and deleted by the code that started it, also when a test fails.
 Clients connect as production's do with Patroni and no proxy: a libpq multi-host URL with
 ``target_session_attrs=read-write``, which finds the member that leads now.  The timings are
 Patroni's defaults scaled down (``ttl`` 10 s, ``loop_wait`` 1 s, ``retry_timeout`` 4 s) so a
-failover ends within seconds; everything else is Patroni's default, ``synchronous_mode`` and
-``synchronous_mode_strict`` as asked.
+failover ends within seconds; ``synchronous_mode`` and ``synchronous_mode_strict`` are the production
+guide's (``docs/stacks/patroni.yml``) unless a test asks for another mode; everything else is
+Patroni's default.
 
 ``switchover()`` is ``patronictl switchover`` (a clean hand-over), ``kill_postmaster()`` a kill -9
 of the leader's postmaster (Patroni restarts it), ``fail_over()`` a kill -9 of the leader's Patroni
@@ -38,6 +39,7 @@ from tests.servers.etcd import EtcdCluster
 from tests.servers.lifecycle import StartedAndStopped, read_log
 from tests.servers.private import _as_postgres, free_port, pg_bindir
 from tests.servers.proxy import StallableProxy
+from tests.servers.stack_files import patroni_dcs
 
 
 @dataclass
@@ -61,10 +63,17 @@ class PatroniCluster(StartedAndStopped):
     """Two Patroni members over a private etcd (see the module docstring)."""
 
     def __init__(
-        self, *, synchronous: bool, strict: bool = False, members: int = 2, major: int = 15, stallable: bool = False
+        self,
+        *,
+        synchronous: bool | None = None,
+        strict: bool | None = None,
+        members: int = 2,
+        major: int = 15,
+        stallable: bool = False,
     ) -> None:
-        self.synchronous = synchronous
-        self.strict = strict
+        dcs = patroni_dcs()  # docs/stacks/patroni.yml: the guide's settings, unless a test asks for others
+        self.synchronous: bool = dcs["synchronous_mode"] if synchronous is None else synchronous
+        self.strict: bool = dcs.get("synchronous_mode_strict", False) if strict is None else strict
         self.bindir = pg_bindir(major)
         self.patroni = shutil.which("patroni") or "/usr/bin/patroni"
         self.patronictl = shutil.which("patronictl") or "/usr/bin/patronictl"
@@ -104,11 +113,14 @@ class PatroniCluster(StartedAndStopped):
             "etcd3": {"hosts": hosts},
             "bootstrap": {
                 "dcs": {
+                    # docs/stacks/patroni.yml, then this cluster's mode where a test asks for another one
+                    **patroni_dcs(),
+                    "synchronous_mode": self.synchronous,
+                    "synchronous_mode_strict": self.strict,
+                    # shorter than Patroni's defaults, so that a failover ends within seconds
                     "ttl": 10,
                     "loop_wait": 1,
                     "retry_timeout": 4,
-                    "synchronous_mode": self.synchronous,
-                    "synchronous_mode_strict": self.strict,
                     "postgresql": {
                         "use_pg_rewind": True,
                         "parameters": {"wal_log_hints": "on", "max_wal_senders": 5, "max_replication_slots": 5},

@@ -1,11 +1,10 @@
-"""A private PgBouncer (Debian's package) in front of the shared PostgreSQL, for the tests of
-issue 45: its own port and directory, stopped by the code that started it.
+"""A private PgBouncer (Debian's package) in front of the shared PostgreSQL: its own port and
+directory, stopped by the code that started it.
 
-Its configuration is the packaged ``/etc/pgbouncer/pgbouncer.ini``'s settings where this user may read
-it (Debian's is the postgres user's; its settings there are PgBouncer's defaults: no
-``ignore_startup_parameters``, so a client that sends libpq's ``options`` is refused, as production's
+Its settings are the production guide's (``docs/stacks/pgbouncer.ini``: no
+``ignore_startup_parameters``, so a client that sends libpq's ``options`` is refused, as PgBouncer's
 default is), with only what a private instance needs changed: the database, the port, the files,
-``auth_type = trust`` (the shared server trusts loopback) and the pool mode under test.
+``auth_type = trust`` (the shared server trusts loopback), and the pool mode and size a test asks for.
 """
 
 from __future__ import annotations
@@ -20,14 +19,13 @@ import time
 from seqid_orm.errors import BackendUnavailableError
 from tests.servers.lifecycle import end, read_log
 from tests.servers.private import free_port
-
-PACKAGED = "/etc/pgbouncer/pgbouncer.ini"
+from tests.servers.stack_files import pgbouncer_settings
 
 
 class PrivatePgBouncer:
-    """``pgbouncer`` on a free port, pooling ``test`` on 127.0.0.1:5432 in ``pool_mode``."""
+    """``pgbouncer`` on a free port, pooling ``test`` on 127.0.0.1:5432 in ``pool_mode`` (the guide's by default)."""
 
-    def __init__(self, pool_mode: str = "transaction", pool_size: int = 4, binary: str = "pgbouncer") -> None:
+    def __init__(self, pool_mode: str | None = None, pool_size: int = 4, binary: str = "pgbouncer") -> None:
         self.binary = shutil.which(binary, path="/usr/sbin:/usr/bin:" + os.environ.get("PATH", "")) or binary
         self.pool_mode = pool_mode
         self.pool_size = pool_size
@@ -40,25 +38,16 @@ class PrivatePgBouncer:
         return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/test"
 
     def _config(self) -> str:
-        packaged = ""
-        keep = ("pool_mode", "ignore_startup_parameters", "max_client_conn", "default_pool_size")
-        try:  # Debian keeps it readable by postgres and root only: another user starts from PgBouncer's defaults
-            with open(PACKAGED) as f:
-                packaged = "".join(
-                    line for line in f if line.split("=")[0].strip() in keep and not line.startswith(";")
-                )
-        except OSError:  # not installed, or not this user's to read
-            packaged = ""
+        settings = {**pgbouncer_settings(), "pool_mode": self.pool_mode or pgbouncer_settings()["pool_mode"]}
         return (
             "[databases]\n"
             f"test = host=127.0.0.1 port=5432 dbname=test pool_size={self.pool_size}\n"
             "[pgbouncer]\n"
-            f"{packaged}"
-            f"listen_addr = 127.0.0.1\nlisten_port = {self.port}\nunix_socket_dir =\n"
+            + "".join(f"{key} = {value}\n" for key, value in settings.items())
+            + f"listen_addr = 127.0.0.1\nlisten_port = {self.port}\nunix_socket_dir =\n"
             f"logfile = {self.tmp}/pgbouncer.log\npidfile = {self.tmp}/pgbouncer.pid\n"
             "auth_type = trust\n"
             f"auth_file = {self.tmp}/userlist.txt\n"
-            f"pool_mode = {self.pool_mode}\n"
         )
 
     def start(self) -> PrivatePgBouncer:

@@ -14,6 +14,7 @@ import time
 from seqid_orm.errors import BackendUnavailableError
 from tests.servers.lifecycle import StartedAndStopped
 from tests.servers.private import PrivateRedis, free_port
+from tests.servers.stack_files import sentinel_conf
 from tests.tickets.test_failover import REDIS_DURABLE, wait_online
 
 SERVICE = "seqid"
@@ -45,12 +46,9 @@ class PrivateSentinelCell(StartedAndStopped):
         for port in self.ports:
             config = os.path.join(self.tmp, f"sentinel-{port}.conf")  # Sentinel rewrites its own file
             with open(config, "w") as f:
-                f.write(
-                    f"port {port}\nbind 127.0.0.1\ndir {self.tmp}\n"
-                    f"sentinel monitor {self.service} 127.0.0.1 {self.primary.port} 1\n"
-                    f"sentinel down-after-milliseconds {self.service} {self.down_after_ms}\n"
-                    f"sentinel failover-timeout {self.service} 10000\n"
-                )
+                f.write(f"port {port}\nbind 127.0.0.1\ndir {self.tmp}\n")
+                # docs/stacks/sentinel.conf, with this cell's address, one Sentinel's quorum, shorter timings
+                f.write(sentinel_conf(self.service, "127.0.0.1", self.primary.port, 1, self.down_after_ms, 10000))
             self.processes.append(
                 subprocess.Popen(
                     [shutil.which("redis-server") or "redis-server", config, "--sentinel"],

@@ -21,6 +21,7 @@ import pytest
 from seqid_orm import TicketSequence
 from seqid_orm.errors import BackendUnavailableError, StoreHistoryError, VolatileStoreError
 from tests.conftest import POSTGRES_URL, volatile_ok
+from tests.servers.stack_files import redis_args
 from tests.tickets.procs import Worker, start_together
 
 sa = pytest.importorskip("sqlalchemy")
@@ -138,7 +139,8 @@ def test_a_synchronous_standby_promoted_loses_nothing_and_work_goes_on(pair_fact
 
 # --- Redis: a primary, a replica behind a link the test stalls, clients behind a virtual IP ------
 
-REDIS_DURABLE = ("--appendonly", "yes", "--appendfsync", "always", "--repl-diskless-sync-delay", "0")
+# docs/stacks/redis.conf, what the production guide says to run; and a replica's first copy at once
+REDIS_DURABLE = (*redis_args(), "--repl-diskless-sync-delay", "0")
 
 
 def online_replicas(url: str) -> int:

@@ -107,11 +107,10 @@ class _SeqUUIDType:
         return found
 
 
-#: A UUID primary key of any layout seqid makes, validated as Pydantic validates ``uuid.UUID``;
-#: JSON: its canonical text.
 SeqUUID = Annotated[uuid.UUID, _SeqUUIDType()]
+"""A UUID primary key of any layout seqid makes, validated as Pydantic validates ``uuid.UUID``;
+JSON: its canonical text."""
 
-#: A 64-bit integer key (Snowflake, ticket): an ``int`` in Python, a decimal string in JSON.
 SnowflakeID = Annotated[
     int,
     _IdType(
@@ -126,8 +125,8 @@ SnowflakeID = Annotated[
         strict=core_schema.int_schema(strict=True, ge=0, le=BIGINT_MAX),
     ),
 ]
+"""A 64-bit integer key (Snowflake, ticket): an ``int`` in Python, a decimal string in JSON."""
 
-#: Sortable text: a 32-character bsv id or a 26-character base32 (ULID-form) id.
 SortableText = Annotated[
     str,
     _IdType(
@@ -146,6 +145,7 @@ SortableText = Annotated[
         },
     ),
 ]
+"""Sortable text: a 32-character bsv id or a 26-character base32 (ULID-form) id."""
 
 
 def public_id(

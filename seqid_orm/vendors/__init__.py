@@ -60,8 +60,8 @@ _RULES: dict[str, VendorRules] = {
     m.NAME: m for m in (postgresql, cockroachdb, yugabytedb, mssql, mariadb, mysql, tidb, oracle, sqlite)
 }
 
-#: Vendor names with rules of their own (SQLAlchemy's dialect names; MariaDB, TiDB and YugabyteDB apart).
 VENDORS = tuple(_RULES)
+"""Vendor names with rules of their own (SQLAlchemy's dialect names; MariaDB, TiDB and YugabyteDB apart)."""
 
 
 def rules_for(vendor: str) -> VendorRules:

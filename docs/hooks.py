@@ -3,7 +3,10 @@
 * The docstrings are written for both ``help()`` and Sphinx-style readers, so their cross-reference
   roles (``:class:`~seqid_orm.errors.LeaseLostError```) reach the rendered page as
   ``:class:<code>~seqid_orm.errors.LeaseLostError</code>``.  Show them as the code they name (the
-  last part where Sphinx's ``~`` asks for it).
+  last part where Sphinx's ``~`` asks for it), linked to its entry where the reference has one (an
+  optional cross-reference that mkdocs-autorefs, which mkdocstrings brings, resolves once every page
+  is rendered; a name without an entry stays plain code).  A reST literal block's ``::`` reads as
+  one colon.
 * The command line's reference (``reference/cli.md``) ends with every command's ``--help``, read from
   the parser ``seqid`` runs (:func:`seqid_orm.cli.build_parser`), so the page lists every option and
   cannot fall behind it."""
@@ -19,11 +22,14 @@ _ROLE = re.compile(r":(?:class|func|meth|mod|attr|exc|data|obj|const):<code>(~?)
 
 def _name(match: re.Match[str]) -> str:
     short, target = match.group(1), match.group(2)
-    return f"<code>{target.rsplit('.', 1)[-1] if short else target}</code>"
+    code = f"<code>{target.rsplit('.', 1)[-1] if short else target}</code>"
+    if target.startswith("seqid_orm."):  # a full path: the reference's entry, if it has one
+        return f'<autoref identifier="{target}" optional>{code}</autoref>'
+    return code
 
 
 def on_page_content(html: str, **_: object) -> str:
-    return _ROLE.sub(_name, html)
+    return _ROLE.sub(_name, html).replace("::</p>", ":</p>")
 
 
 def _commands(parser: argparse.ArgumentParser, words: tuple[str, ...]) -> list[tuple[str, str]]:

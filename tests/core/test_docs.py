@@ -118,3 +118,15 @@ def test_every_public_constant_has_a_docstring():
                         and isinstance(after.value.value, str)
                     )
                     assert documented, f"{module}.{name} has no docstring: the reference leaves it out"
+
+
+def test_the_troubleshooting_page_says_what_to_do_for_every_error():
+    """Each error seqid raises (every class of seqid_orm.errors but the bases) has an entry on the
+    troubleshooting page: a user who meets one finds what it means and the fix."""
+    page = (ROOT / "docs" / "how-to" / "troubleshooting.md").read_text()
+    bases = {"SeqIDError", "AllocationError"}
+    errors = [n for n in _all("seqid_orm.errors") if n.endswith("Error") and n not in bases]
+    assert len(errors) > 20
+    entries = " ".join(re.findall(r"\*\*(.+?)\*\*", page))  # the bold lead of each entry
+    missing = [n for n in errors if not re.search(rf"`{n}\b", entries)]
+    assert missing == [], f"docs/how-to/troubleshooting.md has no entry for {missing}"

@@ -67,8 +67,8 @@ from . import telemetry
 from .acquiring import Acquirer
 from .lease_life import LeaseLife, LeaseStats, LeaseWaits, Renewer, State, log, observed
 from .renewal import Outcome
-from .stores import check_store_options, check_url, open_lease_store
-from .stores.base import LeaseStore, check_name, hide_password
+from .stores import check_store_options, defer, open_lease_store
+from .stores.base import Deferred, LeaseStore, check_name
 
 __all__ = ["LeaseStats", "WorkerLease"]
 
@@ -149,27 +149,18 @@ class WorkerLease:
         self.timeout = check_seconds("timeout", timeout, 0.1, 3600.0)
         opener = functools.partial(
             open_lease_store,
-            store,
             connect_timeout=connect_timeout,
             create_table=create_table,
             accept_state_loss=accept_state_loss,
             timeout=timeout,
         )
-        self._store: LeaseStore | None = None
-        self._store_lock = threading.Lock()
-        if isinstance(store, str):
-            # A URL is opened at the first call that needs the store, not here: opening imports its
-            # driver and builds an engine or a client (0.4-1.2 s), which an object made on a running
-            # event loop (a FastAPI lifespan, a Django async view) would stall the loop for.  Its
-            # arguments and scheme are checked now, as opening would check them.
-            check_store_options(connect_timeout, create_table, accept_state_loss, timeout)
-            check_url(store, "lease store")
-            self._label = hide_password(store)
-        else:
-            self._store = opener()  # a store, an Engine, a client: nothing to import
-            self._label = self._store.label
-        self._open_store: Callable[[], LeaseStore] = opener
-        self._opened_store = self._store is not store  # made here from a URL, an Engine, a client
+        # A URL is opened at the first call that needs the store, not here: opening imports its
+        # driver and builds an engine or a client (0.4-1.2 s), which an object made on a running
+        # event loop (a FastAPI lifespan, a Django async view) would stall the loop for.  Its
+        # arguments and scheme are checked now, as opening would check them (stores.defer).
+        check_store_options(connect_timeout, create_table, accept_state_loss, timeout)
+        self._store: Deferred[LeaseStore] = defer(store, "lease store", opener)
+        self._opened_store = self._store.opened is not store  # made here from a URL, an Engine, a client
         self.high_water = high_water or self.wall_ms
         self._on_release = on_release or self.high_water
         self._wall = wall_clock
@@ -182,7 +173,7 @@ class WorkerLease:
 
     def _init_state(self) -> None:
         """What the lease holds and does (new in a forked child: the parent keeps its own)."""
-        self.life = LeaseLife(self.namespace, lambda: self._label, self.monotonic)
+        self.life = LeaseLife(self.namespace, lambda: self._store.label, self.monotonic)
         self.waits = LeaseWaits(self.life, self._sleep)
         self.renewer = Renewer(self)
         self._acquirer = Acquirer(self)
@@ -190,14 +181,7 @@ class WorkerLease:
     @property
     def store(self) -> LeaseStore:
         """The lease store, opened from its URL at the first call that needs it."""
-        store = self._store
-        if store is None:
-            with self._store_lock:
-                store = self._store
-                if store is None:
-                    store = self._store = self._open_store()
-                    self._label = store.label
-        return store
+        return self._store.get()
 
     # --- as a Snowflake's worker-id source (seqid_orm.ids.snowflake.WorkerSource) --------------
 
@@ -281,10 +265,8 @@ class WorkerLease:
         return self.life.stats()
 
     def __repr__(self) -> str:
-        life = self.life
-        return (
-            f"WorkerLease({self._label}, namespace={self.namespace!r}, worker_id={life.worker_id}, {life.state.value})"
-        )
+        life, label = self.life, self._store.label
+        return f"WorkerLease({label}, namespace={self.namespace!r}, worker_id={life.worker_id}, {life.state.value})"
 
     def wall_ms(self) -> int:
         return self._wall() // 1_000_000
@@ -334,7 +316,7 @@ class WorkerLease:
         a generator's lazy first id): as :meth:`acquire`'s, the grant in a thread of its own, which
         outlives the loop, and this task awaiting it until ``timeout`` at most."""
         check_fork()
-        if self._store is None:  # opening imports a driver and builds a client: not on the loop
+        if self._store.opened is None:  # opening imports a driver and builds a client: not on the loop
             await asyncio.to_thread(getattr, self, "store")
         return await self._acquirer.aacquire(wait)
 
@@ -389,8 +371,8 @@ class WorkerLease:
         for ending in (thread, granting):
             if ending is not None and ending is not threading.current_thread():
                 ending.join(timeout=self.timeout + 5)  # a store round trip under way ends by its timeout
-        if self._opened_store and self._store is not None:  # an Engine or a client passed in is the caller's
-            self._store.close()
+        if self._opened_store and self._store.opened is not None:  # an Engine or a client passed in is the caller's
+            self._store.opened.close()
 
     def close(self) -> None:
         """:meth:`release` (which also closes the connections of a store this lease opened), so
@@ -418,8 +400,9 @@ class WorkerLease:
     def _after_fork(self) -> None:
         """In a forked child: forget the parent's lease (the parent keeps renewing it)."""
         self._init_state()
-        if self._store is not None:
-            self._store.after_fork()
+        self._store.after_fork()
+        if self._store.opened is not None:
+            self._store.opened.after_fork()
 
 
 def _after_fork_in_child() -> None:

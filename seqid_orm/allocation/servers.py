@@ -20,7 +20,7 @@ No I/O of its own: the sequence calls :meth:`reserve` for one reservation at a t
 flight), and carries the calls out.  A store given by URL is opened at the first step that needs it,
 as a step too (:meth:`ServerSet.opening`): opening imports its driver and builds an engine or a
 client (0.1-0.3 s), which a thread does in place and an event loop in a worker thread, never on the
-loop; the one lock here guards that opening.
+loop (each server is a :class:`~.stores.base.Deferred`, as a lease's store is).
 
 May import: the standard library, :mod:`seqid_orm.errors`, :mod:`.segments` and :mod:`.stores`.
 """
@@ -29,9 +29,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from ..errors import (
@@ -42,11 +40,11 @@ from ..errors import (
     StoreTimeoutError,
 )
 from .segments import Segment
-from .stores.base import TicketRow, TicketStore, first_value, regressed
+from .stores.base import Deferred, TicketRow, TicketStore, first_value, regressed
 from .stores.retry import PARTIAL_SET
 from .stores.steps import Call, Sleep, Steps
 
-__all__ = ["ServerSet", "Unopened"]
+__all__ = ["ServerSet"]
 
 log = logging.getLogger("seqid_orm.tickets")
 
@@ -55,14 +53,6 @@ def _ask(method: Callable[..., Any], *args: object) -> Steps[Any]:
     """``method(*args)``, a store's: a store raises seqid's typed errors for its server and driver
     (:class:`~seqid_orm.allocation.stores.TicketStore`); anything else is a bug and surfaces as itself."""
     return (yield Call(method, args))
-
-
-@dataclass(frozen=True)
-class Unopened:
-    """A store known by its label until the first step that needs it opens it (:meth:`ServerSet.opening`)."""
-
-    label: str
-    open: Callable[[], TicketStore]
 
 
 class ServerSet:
@@ -74,7 +64,7 @@ class ServerSet:
     def __init__(
         self,
         name: str,
-        stores: Sequence[TicketStore | Unopened],
+        stores: Sequence[Deferred[TicketStore]],
         *,
         step: int,
         offsets: Sequence[int],
@@ -83,9 +73,8 @@ class ServerSet:
         start_server: int | None,
     ) -> None:
         self.name = name
-        self._slots: list[TicketStore | Unopened] = list(stores)
+        self._slots = tuple(stores)
         self._labels = tuple(slot.label for slot in self._slots)
-        self._opening = threading.Lock()  # held while a URL's store is opened, never across a call
         self.step = step
         self.offsets = tuple(offsets)
         self.start = start
@@ -114,12 +103,7 @@ class ServerSet:
     @property
     def stores(self) -> tuple[TicketStore, ...]:
         """The stores, each opened now if it was not yet (in the calling thread)."""
-        if any(isinstance(slot, Unopened) for slot in self._slots):
-            with self._opening:
-                for i, slot in enumerate(self._slots):
-                    if isinstance(slot, Unopened):
-                        self._slots[i] = slot.open()
-        return tuple(self._slots)  # type: ignore[arg-type]  # every slot is a store now
+        return tuple(slot.get() for slot in self._slots)
 
     def open(self) -> None:
         """Open every store not opened yet (what :meth:`opening` asks a thread to do)."""
@@ -128,7 +112,7 @@ class ServerSet:
     def opening(self) -> Steps[None]:
         """The stores opened, before a step calls one: a thread opens them in place, an event loop in a
         worker thread (:func:`~.stores.steps.adrive` runs a call without an awaitable twin there)."""
-        if any(isinstance(slot, Unopened) for slot in self._slots):
+        if any(slot.opened is None for slot in self._slots):
             yield Call(self.open, ())
 
     # --- which server next ------------------------------------------------------------------
@@ -278,13 +262,13 @@ class ServerSet:
     def after_fork(self) -> None:
         """In a forked child: new connections, and a server picked again."""
         self.pick_first()
-        self._opening = threading.Lock()  # a parent's thread may have held it at the fork
         for slot in self._slots:
-            if not isinstance(slot, Unopened):
-                slot.after_fork()
+            slot.after_fork()
+            if slot.opened is not None:
+                slot.opened.after_fork()
 
     def close(self) -> None:
         """Release the opened stores' connections (a store never opened has none)."""
         for slot in self._slots:
-            if not isinstance(slot, Unopened):
-                slot.close()
+            if slot.opened is not None:
+                slot.opened.close()

@@ -80,14 +80,12 @@ from . import telemetry
 from .flight import Abandoned, Claim, Flight
 from .floors import Floors, KeyFloor
 from .segments import Segment, SegmentBuffer
-from .servers import ServerSet, Unopened
+from .servers import ServerSet
 from .stores import (
     TicketRow,
-    TicketStore,
     check_name,
     check_store_options,
-    check_url,
-    hide_password,
+    defer,
     open_ticket_store,
 )
 from .stores.retry import follower_wait, per_server
@@ -238,21 +236,14 @@ class TicketSequence:
         # A URL is opened at the first step that needs it (servers.ServerSet.opening), not here:
         # opening imports its driver and builds an engine or a client (0.1-0.3 s), which a sequence
         # made on a running event loop (a FastAPI lifespan, a Django async view) would stall the loop
-        # for.  Its scheme is checked now, as opening would check it; a store, an Engine or a client
-        # has nothing to import.
-        stores: list[TicketStore | Unopened] = []
-        for t in targets:
-            if isinstance(t, str):
-                check_url(t, "ticket server")
-                stores.append(Unopened(hide_password(t), functools.partial(opener, t)))
-            else:
-                stores.append(opener(t))
+        # for (stores.defer).
+        stores = [defer(t, "ticket server", opener) for t in targets]
         labels = [store.label for store in stores]
         twice = sorted({label for label in labels if labels.count(label) > 1})
         if twice:
             for store in stores:
-                if not isinstance(store, Unopened):
-                    store.close()
+                if store.opened is not None:
+                    store.opened.close()
             raise InvalidArgumentError(
                 f"ticket server {', '.join(twice)} is listed more than once: one server keeps one counter per "
                 "sequence, with one offset; list each server once"

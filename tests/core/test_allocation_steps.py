@@ -337,11 +337,11 @@ def counter(first: int, step: int):
 
 def servers(*stores: Scripted, checked: bool = True, start: int = 0):
     from seqid_orm.allocation.servers import ServerSet
+    from seqid_orm.allocation.stores.base import Deferred
 
     k = len(stores)
-    s = ServerSet(
-        "orders", list(stores), step=k, offsets=range(1, k + 1), start=1, max_value=2**63 - 1, start_server=start
-    )
+    held = [Deferred(store.label, opened=store) for store in stores]  # opened already, as an object passed in is
+    s = ServerSet("orders", held, step=k, offsets=range(1, k + 1), start=1, max_value=2**63 - 1, start_server=start)
     s.checked = checked
     return s
 

@@ -31,11 +31,12 @@ has a twin (psycopg 3, aiomysql, ``redis.asyncio``), else in a worker thread (SQ
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from ...errors import ArgumentTypeError
 from ...ids.validate import check_bool, check_seconds
-from .base import ETCD_SCHEMES, LeaseStore, TicketRow, TicketStore, check_name, hide_password
+from .base import ETCD_SCHEMES, Deferred, LeaseStore, TicketRow, TicketStore, check_name, hide_password
 from .urls import REDIS_SCHEMES, SQL_SCHEMES, backend_of, check_url, scheme_of
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "check_name",
     "check_store_options",
     "check_url",
+    "defer",
     "hide_password",
     "open_lease_store",
     "open_ticket_store",
@@ -56,6 +58,7 @@ __all__ = [
 ]
 
 MAX_CONNECT_TIMEOUT = 3600.0
+_S = TypeVar("_S", TicketStore, LeaseStore)
 _STORE_METHODS = ("allocate", "read", "create", "raise_to", "rows", "label", "after_fork", "close")
 
 
@@ -68,6 +71,18 @@ def check_store_options(
     check_bool("create_table", create_table)
     check_bool("accept_state_loss", accept_state_loss)
     return connect_timeout, timeout
+
+
+def defer(target: object, what: str, open: Callable[[object], _S]) -> Deferred[_S]:
+    """``target``'s store, held until the first call that needs it: a URL is checked now (scheme,
+    port, options: what opening would refuse, with no driver imported) and opened by that call; an
+    Engine, a client or a store is opened now (nothing to import).  ``open`` is one of the factories
+    below, its options bound."""
+    if isinstance(target, str):
+        check_url(target, what)
+        return Deferred(hide_password(target), lambda: open(target))
+    store = open(target)
+    return Deferred(store.label, opened=store)
 
 
 def open_lease_store(

@@ -33,8 +33,10 @@ import os
 import re
 import secrets
 import socket
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from ...errors import (
     AllocationError,
@@ -53,6 +55,7 @@ __all__ = [
     "NAME_LENGTH",
     "TICKET_TABLE",
     "TOKEN_LENGTH",
+    "Deferred",
     "Grant",
     "LeaseRow",
     "LeaseStore",
@@ -71,6 +74,7 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
+_S = TypeVar("_S")
 
 #: URL schemes of the etcd store (here, where both the package and the store module read it).
 ETCD_SCHEMES = ("etcd",)
@@ -350,3 +354,33 @@ class LeaseStore(Protocol):
     def after_fork(self) -> None: ...
 
     def close(self) -> None: ...
+
+
+class Deferred(Generic[_S]):
+    """A store known by its label until the first call that needs it opens it, once, whichever thread
+    asks first (a URL: opening imports its driver and builds an engine or a client, 0.1-1.2 s, which
+    must not happen on a running event loop); or one opened already (an object passed in).  Ticket
+    sequences and worker leases both hold their stores so (:func:`~.defer`)."""
+
+    def __init__(self, label: str, open: Callable[[], _S] | None = None, opened: _S | None = None) -> None:
+        self.label = label
+        self._open = open
+        self.opened: _S | None = opened
+        """The store, once opened (``None`` before: it holds no connection then)."""
+        self._lock = threading.Lock()  # held while opening, never across a store's call
+
+    def get(self) -> _S:
+        """The store, opened now (in the calling thread) if it was not yet."""
+        store = self.opened
+        if store is None:
+            with self._lock:
+                store = self.opened
+                if store is None:
+                    assert self._open is not None
+                    store = self.opened = self._open()
+                    self.label = store.label  # type: ignore[attr-defined]  # the store's own spelling
+        return store
+
+    def after_fork(self) -> None:
+        """In a forked child: a parent's thread may have held the lock at the fork."""
+        self._lock = threading.Lock()

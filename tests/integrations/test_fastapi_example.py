@@ -6,9 +6,6 @@ import importlib.util
 import os
 import pathlib
 import secrets
-import signal
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -21,6 +18,7 @@ import seqid_orm.errors
 import seqid_orm.ids.text
 import seqid_orm.ids.validate
 from seqid_orm import mask
+from tests.integrations.served import scratch_database, served
 from tests.leases.stores import age_namespace, forget_namespace
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -103,108 +101,66 @@ def test_the_example_under_several_worker_processes_repeats_no_order_id(pg_engin
     import sqlalchemy as sa
 
     from seqid_orm import Snowflake
-    from tests.conftest import POSTGRES_URL
-    from tests.servers.private import free_port
 
-    database = f"seqid_example_{secrets.token_hex(4)}"
-    admin = sa.create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f"CREATE DATABASE {database}"))
-    url = sa.make_url(POSTGRES_URL).set(database=database).render_as_string(hide_password=False)
-    namespace = f"example-{secrets.token_hex(4)}"
-    age_namespace(namespace, [url], [])
-    example = _example()
-    setup = sa.create_engine(url)
-    example.Base.metadata.create_all(setup)  # as a migration would, before the workers start
-    setup.dispose()
-    example.ORDER_IDS.close()
-    port = free_port()
-    env = {**os.environ, "SEQID_EXAMPLE_URL": url, "SEQID_EXAMPLE_NAMESPACE": namespace, "PYTHONPATH": str(ROOT)}
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "examples.fastapi_app:app",
-            "--workers",
-            "3",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-        ],
-        cwd=ROOT,
-        env=env,
-        start_new_session=True,
-    )
-    base = f"http://127.0.0.1:{port}"
     statuses: list[int] = []
     order_ids: list[int] = []
-    try:
-        with httpx.Client(base_url=base, timeout=10) as client:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    customer = client.post("/customers", json={"name": "load"}).json()["id"]
-                    break
-                except httpx.TransportError:
-                    assert server.poll() is None and time.monotonic() < deadline, "uvicorn did not start"
-                    time.sleep(0.2)
+    with scratch_database("seqid_example") as url:
+        namespace = f"example-{secrets.token_hex(4)}"
+        age_namespace(namespace, [url], [])
+        example = _example()
+        setup = sa.create_engine(url)
+        example.Base.metadata.create_all(setup)  # as a migration would, before the workers start
+        setup.dispose()
+        example.ORDER_IDS.close()
+        env = {**os.environ, "SEQID_EXAMPLE_URL": url, "SEQID_EXAMPLE_NAMESPACE": namespace, "PYTHONPATH": str(ROOT)}
+        with served("examples.fastapi_app:app", ROOT, env) as server:
+            with httpx.Client(base_url=server.base, timeout=10) as client:
+                customer = server.first(lambda: client.post("/customers", json={"name": "load"}), within=60)
+                customer = customer.json()["id"]
 
-        decode = Snowflake(worker_id=0).decode
+            decode = Snowflake(worker_id=0).decode
 
-        def worker_of(order_id: int) -> tuple[int, int]:
-            part = decode(order_id)
-            return part.datacenter_id, part.worker_id
+            def worker_of(order_id: int) -> tuple[int, int]:
+                part = decode(order_id)
+                return part.datacenter_id, part.worker_id
 
-        # Every request on a connection of its own, so that each lands on whichever worker accepts
-        # it: with keep-alive, eight connections opened while only one worker had started stay on
-        # that worker for the whole run (a CI run saw every order from one worker id). And the load
-        # starts once a second worker has answered: on a busy machine the others start late.
-        fresh = {"Connection": "close"}
-        seen: set[tuple[int, int]] = set()
-        warm_ids: list[int] = []
-        with httpx.Client(base_url=base, timeout=10, headers=fresh) as client:
-            deadline = time.monotonic() + 60
-            while len(seen) < 2:
-                assert server.poll() is None and time.monotonic() < deadline, f"only worker ids {seen} answered"
-                reply = client.post("/orders", json={"customer_id": customer, "total_cents": 100})
-                if reply.status_code == 201:
-                    warm_ids.append(int(reply.json()["id"]))
-                    seen.add(worker_of(warm_ids[-1]))
-                else:
-                    time.sleep(0.05)
-
-        def post_orders(until: float) -> None:
-            with httpx.Client(base_url=base, timeout=30, headers=fresh) as client:
-                while time.monotonic() < until:
+            # Every request on a connection of its own, so that each lands on whichever worker accepts
+            # it: with keep-alive, eight connections opened while only one worker had started stay on
+            # that worker for the whole run (a CI run saw every order from one worker id). And the load
+            # starts once a second worker has answered: on a busy machine the others start late.
+            fresh = {"Connection": "close"}
+            seen: set[tuple[int, int]] = set()
+            warm_ids: list[int] = []
+            with httpx.Client(base_url=server.base, timeout=10, headers=fresh) as client:
+                deadline = time.monotonic() + 60
+                while len(seen) < 2:
+                    alive = server.process.poll() is None
+                    assert alive and time.monotonic() < deadline, f"only worker ids {seen} answered"
                     reply = client.post("/orders", json={"customer_id": customer, "total_cents": 100})
-                    statuses.append(reply.status_code)
                     if reply.status_code == 201:
-                        order_ids.append(int(reply.json()["id"]))
+                        warm_ids.append(int(reply.json()["id"]))
+                        seen.add(worker_of(warm_ids[-1]))
+                    else:
+                        time.sleep(0.05)
 
-        until = time.monotonic() + 8
-        clients = [threading.Thread(target=post_orders, args=(until,)) for _ in range(8)]
-        for t in clients:
-            t.start()
-        for t in clients:
-            t.join(60)
+            def post_orders(until: float) -> None:
+                with httpx.Client(base_url=server.base, timeout=30, headers=fresh) as client:
+                    while time.monotonic() < until:
+                        reply = client.post("/orders", json={"customer_id": customer, "total_cents": 100})
+                        statuses.append(reply.status_code)
+                        if reply.status_code == 201:
+                            order_ids.append(int(reply.json()["id"]))
+
+            until = time.monotonic() + 8
+            clients = [threading.Thread(target=post_orders, args=(until,)) for _ in range(8)]
+            for t in clients:
+                t.start()
+            for t in clients:
+                t.join(60)
         db = sa.create_engine(url)
         with db.connect() as conn:
             rows, distinct = conn.execute(sa.text("SELECT count(*), count(DISTINCT id) FROM example_order")).one()
         db.dispose()
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
-        with admin.connect() as conn:
-            conn.execute(sa.text(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)"))
-        admin.dispose()
     failed = [s for s in statuses if s != 201]
     assert len(order_ids) > 200 and failed == [], f"{len(failed)} of {len(statuses)} POSTs failed: {failed[:5]}"
     every_id = warm_ids + order_ids

@@ -87,10 +87,11 @@ test: $(STAMP) mysqlclient
 	rm -rf "$$status"; \
 	if [ -n "$$failed" ]; then echo "== make test: FAILED:$$failed" >&2; exit 1; fi
 
-# Every code example of README.md and docs/ runs (Sybil; conftest.py and tests/docs_examples say
-# how: SQLite, and the real servers where an example names one).
+# Every code example of README.md and docs/ runs as a user runs it, each in a process of its own
+# (tests/docs_examples says how: the real servers where an example names one). One process: the
+# pages share the examples' databases.
 test-docs: $(STAMP)
-	@$(BIN)/python -m pytest -p no:django -v README.md docs $(PYTEST_ARGS); rc=$$?; \
+	@$(BIN)/python -m pytest -p no:django -v tests/docs_examples $(PYTEST_ARGS); rc=$$?; \
 	[ $$rc = 0 ] || [ $$rc = 5 ]  # 5: the arguments (the newcomer step's -k) select no example
 
 # The documentation site (MkDocs, Material, mkdocstrings): any warning, a broken link or reference
@@ -109,7 +110,7 @@ docs: $(DOCS_STAMP)
 TEST_WORKERS ?= 3
 PART_ARGS := -v --durations=10
 # tests/async_ids run once, in asyncio's debug mode (test-async-debug, a part of make test)
-CORE_ARGS := --ignore=tests/async_ids
+CORE_ARGS := --ignore=tests/async_ids --ignore=tests/docs_examples
 test-core: $(STAMP) mysqlclient
 	@status="$$(mktemp)"; \
 	{ $(BIN)/python -m pytest --part shared-state -n 1 $(PART_ARGS) $(CORE_ARGS) $(PYTEST_ARGS) 2>&1; echo $$? >"$$status"; } \

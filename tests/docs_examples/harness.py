@@ -1,12 +1,6 @@
-"""How the documentation's examples run: the servers their URLs name, Django, top-level ``await``."""
+"""On which servers the documentation's examples run: each URL an example writes, read as a test server's."""
 
 from __future__ import annotations
-
-import ast
-import asyncio
-import inspect
-import textwrap
-from typing import Any
 
 from tests.conftest import MYSQL_URL, POSTGRES_URL, REDIS_URL
 
@@ -59,57 +53,11 @@ def fresh_servers() -> None:
     client.close()
 
 
-def django_setup() -> None:
-    """Django on an in-memory SQLite database, with seqid's app and the examples' app."""
-    import django
-    from django.conf import settings
-
-    if settings.configured:
-        return
-    settings.configure(
-        DATABASES={"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}},
-        INSTALLED_APPS=["django.contrib.contenttypes", "seqid_orm.django", "tests.docs_examples"],
-        DEFAULT_AUTO_FIELD="django.db.models.BigAutoField",
-        SEQID={"SNOWFLAKE": {"worker_id": 1}},
-        USE_TZ=True,
-    )
-    django.setup()
-
-
-def forget_models() -> None:
-    """Each document defines its own models (several call theirs ``Order``): forget the last one's."""
-    from django.apps import apps
-
-    apps.all_models["docs_examples"].clear()
-    apps.get_app_config("docs_examples").models.clear()
-    apps.clear_cache()
-
-
-_fresh: list[bool] = []
-
-
-def setup(namespace: dict[str, Any]) -> None:
-    """Before each document: the servers' example databases emptied (once a run), Django ready,
-    the document's models its own, in the examples' app (their module is tests.docs_examples.models)."""
-    if not _fresh:
-        fresh_servers()
-        _fresh.append(True)
-    django_setup()
-    forget_models()
-    namespace["__name__"] = "tests.docs_examples.models"
-
-
-def evaluate(example: Any) -> None:
-    """Run one ``python`` block as a module's code: its URLs read as the test servers', a top-level
-    ``await`` run on a loop of its own, line numbers as in the document."""
-    source = textwrap.dedent(example.parsed)
+def on_test_servers(source: str) -> str:
+    """An example as written, its URLs those of the test servers: the one change a test makes."""
     for written, real in SERVERS.items():
         source = source.replace(written, real())
-    source = "\n" * (example.line) + source  # tracebacks point into the document
-    code = compile(source, str(example.path), "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
-    result = eval(code, example.namespace)
-    if inspect.iscoroutine(result):
-        asyncio.run(result)
+    return source
 
 
-__all__ = ["SERVERS", "evaluate", "fresh_servers", "setup"]
+__all__ = ["SERVERS", "fresh_servers", "on_test_servers"]

@@ -75,7 +75,7 @@ def test_an_unknown_fail_on_name_is_refused_before_anything_is_read():
     ],
 )
 def test_bad_input_is_a_command_error_that_exits_2(args, says):
-    """Issue 46: --database nope was a KeyError traceback, --timeout -1 was not checked, and an
+    """Before: --database nope was a KeyError traceback, --timeout -1 was not checked, and an
     error exited 1, which --fail-on uses for "found".  Now each is named, with exit status 2; with
     --json the same document as ever is printed first, its error listed."""
     with pytest.raises(CommandError, match=says) as info:
@@ -89,7 +89,7 @@ def test_bad_input_is_a_command_error_that_exits_2(args, says):
 
 
 def test_a_table_with_a_colon_in_its_name_is_read_like_any_other():
-    """Issue 46: a table ``a :b`` reached the executor as a parameter ``:b`` and cost the report."""
+    """Before: a table ``a :b`` reached the executor as a parameter ``:b`` and cost the report."""
     connection = connections["default"]
     q = connection.ops.quote_name
     table = "doctor a :b"
@@ -107,7 +107,7 @@ def test_a_table_with_a_colon_in_its_name_is_read_like_any_other():
 
 
 def test_schema_narrows_the_report_on_postgresql_and_sqlite_and_is_refused_on_mariadb():
-    """`--schema` (issue 46: the doctor reads every schema now): the test database's own schema
+    """`--schema` (the doctor reads every schema): the test database's own schema
     holds the legacy table; a schema that does not exist holds nothing; on MariaDB, which has no
     schemas beside its databases, a schema is refused with exit status 2 before anything is read."""
     connection = connections["default"]
@@ -128,7 +128,7 @@ def test_schema_narrows_the_report_on_postgresql_and_sqlite_and_is_refused_on_ma
 
 @isolate_apps("tests.django.testapp")
 def test_ids_the_application_sets_itself_are_said_to_be_the_applications():
-    """Issue 46: a key with no default, filled by the application's own uuid4(), was told to change a
+    """Before: a key with no default, filled by the application's own uuid4(), was told to change a
     default that is never used.  The Django command knows the model (Receipt, in the app's models,
     as the command reads the project's): it says the ids are the app's."""
     with uuid4_keyed("doctor_defaulted") as Defaulted:

@@ -454,7 +454,7 @@ def _fixed_key() -> str:  # one value: not random keys, whatever it looks like
 
 
 def test_seqid_w004_covers_char_keys_wrapped_defaults_and_installed_packages(settings, monkeypatch):
-    """Issue 46: W004 missed CharField(default=uuid4) keys (django-silk) and a project's function
+    """Before: W004 missed CharField(default=uuid4) keys (django-silk) and a project's function
     wrapping uuid4; its hint could not be followed for a model of an installed package, and
     silencing it silenced the project's own models too.  Now each is found; an installed package's
     model is told so, with SEQID["RANDOM_KEY_APPS"] to silence that app alone; uuid1 is not

@@ -231,7 +231,7 @@ def test_every_kind_and_order_is_found_and_the_database_is_unchanged(filled):
         assert findings["v4"].index_bytes > findings["v4"].ideal_index_bytes * 1.15, findings["v4"]
         assert findings["v7"].rows == ROWS
     if vendor == "mysql":
-        # InnoDB's primary key is the table: its size is the table's (issue 46: it printed "-"); no ideal
+        # InnoDB's primary key is the table: its size is the table's (before: it printed "-"); no ideal
         for table in TABLES:
             assert findings[table].index_bytes >= 16384 and findings[table].ideal_index_bytes is None, findings[table]
 
@@ -380,7 +380,7 @@ def test_bad_urls_and_unreachable_servers_are_typed_errors(tmp_path, pg_engine):
 
 def test_a_read_that_outlives_the_timeout_is_refused_in_time(pg_engine):
     """A table locked by another transaction blocks the doctor's reads: statement_timeout ends them,
-    and that table's line says so (issue 46: it cost the whole report); the other tables are read."""
+    and that table's line says so (before: it cost the whole report); the other tables are read."""
     name = f"seqid_doctor_{secrets.token_hex(3)}"
     with pg_engine.begin() as conn:
         conn.exec_driver_sql(f"CREATE SCHEMA {name}")
@@ -422,7 +422,7 @@ def test_the_doctor_cannot_write_even_if_it_tried(tmp_path):
 
 @pytest.mark.parametrize("vendor", ["postgresql", "mysql"])
 def test_a_server_that_accepts_and_never_answers_is_given_up_on_in_time(vendor, request):
-    """Issue 46: killed at 90 s with --timeout 2 (no connect or handshake deadline).  A proxy that
+    """Before: killed at 90 s with --timeout 2 (no connect or handshake deadline).  A proxy that
     accepts the connection and forwards nothing, as a frozen server or a dropped link looks."""
     from tests.servers.proxy import StallableProxy
 
@@ -445,7 +445,7 @@ def test_a_server_that_accepts_and_never_answers_is_given_up_on_in_time(vendor, 
 
 @pytest.mark.parametrize("vendor", ["postgresql", "mariadb", "sqlite"])
 def test_odd_names_and_a_table_it_may_not_read_leave_the_rest_of_the_report(vendor, request, tmp_path):
-    """Issue 46: a table named ``a :b`` with a column ``:pivot`` was "A value is required for bind
+    """Before: a table named ``a :b`` with a column ``:pivot`` was "A value is required for bind
     parameter 'b'" and no report at all; now every table has its line."""
     import sqlalchemy as sa
 
@@ -478,7 +478,7 @@ def test_odd_names_and_a_table_it_may_not_read_leave_the_rest_of_the_report(vend
 
 
 def test_a_sqlite_database_locked_by_another_connection_is_given_up_on_at_the_timeout(tmp_path):
-    """Issue 46: with another connection in `BEGIN EXCLUSIVE` the doctor waited 6.3 s at
+    """Before: with another connection in `BEGIN EXCLUSIVE` the doctor waited 6.3 s at
     `--timeout 2` (the driver's own busy wait); now the wait is the doctor's timeout."""
     path = tmp_path / "locked.sqlite3"
     holder = sqlite3.connect(path, isolation_level=None)
@@ -532,7 +532,7 @@ def test_the_statement_deadline_refuses_a_timeout_that_is_not_seconds(bad):
 
 
 def test_every_schema_is_read_and_a_partitioned_table_is_one_line(pg_engine):
-    """Issue 46: only current_schema() was read, so 2,000 random keys in another schema passed
+    """Before: only current_schema() was read, so 2,000 random keys in another schema passed
     `--fail-on random-uuid`, and a partitioned table was listed once per partition.  Now every
     schema is read (outside the current one a table is `schema.table`), `--schema` narrows it,
     and a partitioned table is one line whose rows and index bytes are its partitions'."""
@@ -591,7 +591,7 @@ def test_schemas_are_refused_where_the_database_has_none(mysql_engine):
 
 
 def test_sqlites_attached_databases_are_read_and_named_schema_table(tmp_path):
-    """Issue 46: the doctor read SQLite's main database only.  An engine that attaches a second
+    """Before: the doctor read SQLite's main database only.  An engine that attaches a second
     file on each connection: its tables are read too, named ``schema.table``; ``schemas`` narrows."""
     main, archive = tmp_path / "main.db", tmp_path / "archive.db"
     for path, table in ((main, "orders"), (archive, "old_orders")):
@@ -616,7 +616,7 @@ def test_sqlites_attached_databases_are_read_and_named_schema_table(tmp_path):
 
 
 def test_a_text_key_of_one_uuid_and_many_characters_and_a_key_of_mixed_storage_classes_are_read(tmp_path, pg_engine):
-    """Issue 46: a text key column holding one UUID string below keys of many distinct characters
+    """Before: a text key column holding one UUID string below keys of many distinct characters
     made a pivot past 128 bits ("int is out of range", no report at all), and a SQLite key column
     of several storage classes ended in an untyped OverflowError with exit status 1.  Now each
     column reads as one kind of value, and both have their line."""
@@ -667,7 +667,7 @@ def test_a_text_key_of_one_uuid_and_many_characters_and_a_key_of_mixed_storage_c
     ],
 )
 def test_json_is_one_document_also_when_the_run_cannot_check(url, error, tmp_path):
-    """Issue 46: with `--json` a run that could not check printed nothing on stdout; now it prints
+    """Before: with `--json` a run that could not check printed nothing on stdout; now it prints
     the same document as ever, no findings and the error that stopped it, with exit status 2 and
     the one-line error on stderr (no password in either)."""
     done = subprocess.run(
@@ -709,7 +709,7 @@ def _finding(table: str, kind: str = "random-uuid", sampled: int = 500, **extra:
 
 
 def test_the_report_reads_at_80_columns_with_every_name_whole_and_empty_tables_in_one_line():
-    """Issue 46: rows were 123 columns wide, advice lines about 400 characters, `table.column` cut at
+    """Before: rows were 123 columns wide, advice lines about 400 characters, `table.column` cut at
     36 characters (two Wagtail rows looked the same), and 43 of 88 rows were empty tables shown as
     "unknown".  Now a row fits 80 columns, names are whole, advice wraps, and the empty tables
     share one line."""
@@ -737,7 +737,7 @@ def test_the_report_reads_at_80_columns_with_every_name_whole_and_empty_tables_i
 
 
 def test_the_advice_fits_a_unique_column_beside_the_key_and_a_key_kept_as_text(tmp_path):
-    """Issue 46: a unique column that is not the key was told `primary_key=True`, and a UUID key kept
+    """Before: a unique column that is not the key was told `primary_key=True`, and a UUID key kept
     as `char(36)` (django-silk's, django-q2's) was told its change runs no SQL, where Django alters
     the column's type and drops and re-adds each foreign key to it."""
     path = tmp_path / "advice.sqlite3"
@@ -761,7 +761,7 @@ def test_the_advice_fits_a_unique_column_beside_the_key_and_a_key_kept_as_text(t
 
 @pytest.mark.parametrize("vendor", ["postgresql", "mariadb", "sqlite"])
 def test_a_multi_table_childs_pointer_is_sent_to_its_parent(vendor, request, tmp_path):
-    """Issue 46: a multi-table child's pointer (its key, a foreign key to its parent's) was given
+    """Before: a multi-table child's pointer (its key, a foreign key to its parent's) was given
     the fix that belongs on the parent.  Now the child's line names the parent and changes nothing
     there."""
     name = f"seqid_mti_{secrets.token_hex(3)}"
@@ -823,7 +823,7 @@ def mariadb_database(mysql_engine):
 def test_mariadbs_uuid_type_is_sampled_in_its_own_order(mysql_engine, mariadb_database):
     """MariaDB's ``UUID`` type compares versions 1-5 group-swapped (node first, time last) and the
     others byte by byte: pivots made in the integer order start runs where MariaDB's order does not
-    put them, and the runs overlap (200-800 distinct keys of the 1,000 asked, issue 46).  Made in
+    put them, and the runs overlap (200-800 distinct keys of the 1,000 asked).  Made in
     MariaDB's own order, each run is keys of its own; the kinds and orders stay what they were (a
     version-4 COMB with its time last *is* in order there)."""
     with mysql_engine.connect() as conn:
@@ -849,7 +849,7 @@ def test_mariadbs_uuid_type_is_sampled_in_its_own_order(mysql_engine, mariadb_da
 
 
 def test_a_unique_index_beside_an_innodb_key_has_its_size_and_ideal_from_innodbs_statistics(mariadb_database):
-    """Issue 46: MariaDB's index sizes printed as '-'.  A unique BINARY(16) column beside a BIGINT key:
+    """Before: MariaDB's index sizes printed as '-'.  A unique BINARY(16) column beside a BIGINT key:
     its leaf pages come from InnoDB's own statistics, and beside them the pages the same index takes
     built in key order.  Filled in key order it sits at the ideal; filled with random UUIDs, well above."""
     url = mariadb_database

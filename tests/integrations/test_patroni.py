@@ -1,6 +1,6 @@
 """Ticket sequences on a Patroni cluster (Debian's 3.0.2, two PostgreSQL members, a private
 three-member etcd as its DCS), clients on a libpq multi-host URL, as production runs it without a
-proxy (issue 45).  Real worker processes draw ids through Patroni's own events; every id they
+proxy.  Real worker processes draw ids through Patroni's own events; every id they
 print is counted, and a repeat is the one failure.
 
 In ``synchronous_mode`` every commit waits for the synchronous standby, so a hand-over or a

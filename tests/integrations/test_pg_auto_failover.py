@@ -1,6 +1,6 @@
 """Ticket sequences on a pg_auto_failover formation (Debian's pg_autoctl 2.0: a monitor and two
 PostgreSQL 15 nodes, tests/servers/pgautofailover.py), clients on the libpq multi-host URL that
-``pg_autoctl show uri`` gives (issue 45).  Real worker processes draw ids through the formation's
+``pg_autoctl show uri`` gives.  Real worker processes draw ids through the formation's
 own events; every id they print is counted, and a repeat is the one failure.
 
 pg_auto_failover is synchronous by default (the primary's ``synchronous_standby_names`` names its

@@ -1,4 +1,4 @@
-"""Ticket sequences and worker leases on a ``redis+sentinel://`` URL (issue 45: there was none;
+"""Ticket sequences and worker leases on a ``redis+sentinel://`` URL (before: there was none;
 ``Sentinel(...).master_for()`` worked but was undocumented).  A private primary, replica and
 Sentinel; ticket workers in processes of their own go on through ``SENTINEL FAILOVER`` by
 themselves, and no id repeats."""
@@ -114,7 +114,7 @@ def test_a_killed_primary_restarted_beside_its_successor_repeats_nothing_on_a_pl
     which serves no replica now while its data set says its writes waited for one, so the workers are
     refused (a second loss would take what it hands out).  The old primary comes back from its AOF,
     a primary with no replica until Sentinel demotes it, and a process starts on a plain
-    ``redis://`` URL naming it (issue 45: 12,850-16,100 repeated ids in 3 of 3 runs).  It is refused
+    ``redis://`` URL naming it (before: 12,850-16,100 repeated ids in 3 of 3 runs).  It is refused
     for want of the replica its data set says its writes waited for, and while Sentinel has another
     primary it hands out nothing; once the old primary serves the new one, the workers go on by
     themselves.  Every id counted, the plain URL's too: 0 repeats.

@@ -1,4 +1,4 @@
-"""What a closed sequence and a released lease leave open on the server: nothing (issue 46: one
+"""What a closed sequence and a released lease leave open on the server: nothing (before: one
 connection stayed after ``seq.close()`` and ``lease.release()`` on PostgreSQL, MariaDB and Redis).
 
 Each store is reached under a name of the test's own (PostgreSQL's ``application_name``, a MariaDB

@@ -1,4 +1,4 @@
-"""A leased generator's first id keeps its call's deadline (issue 43: "a fence wait longer than the
+"""A leased generator's first id keeps its call's deadline (before: "a fence wait longer than the
 deadline raises a typed error saying when the id will be safe, unless the caller opted into
 waiting").  A new namespace's first holder must wait ``ttl + clock_tolerance`` before stamping; a
 lazy first id (``next_id``, ``anext_id``) does not wait that out past the lease's ``timeout``: it

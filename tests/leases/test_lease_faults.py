@@ -1,4 +1,4 @@
-"""Leased Snowflake worker ids under the faults of issue 23: a holder frozen past its ttl (SIGSTOP, and a
+"""Leased Snowflake worker ids under faults: a holder frozen past its ttl (SIGSTOP, and a
 pause injected between the lease check and the clock read), a wall clock stepped forward before the
 holder is killed, a store that loses its state, a namespace no store has seen.  Real processes on
 real or private servers, one worker id for everyone (``max_workers=1``), so any repeat shows:

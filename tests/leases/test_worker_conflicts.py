@@ -1,4 +1,4 @@
-"""Two allocators filling one key column with the same worker ids (issue 32's last row: two lease
+"""Two allocators filling one key column with the same worker ids (two lease
 namespaces on one store, one namespace on two stores): before a leased Snowflake's first id of a
 worker id is used, its column is read for keys another allocator stamped with it, and the insert
 is refused (WorkerIdConflictError) instead of repeating about half of the other's ids.  Real

@@ -167,7 +167,7 @@ def test_opentelemetry_instruments_report_what_was_drawn(pg_engine, redis_url):
         assert len(found) == 1, (metric, attributes, got.get(metric))
         return found[0]
 
-    # two objects of one sequence on one store are one series, their counts added (issue 46: the
+    # two objects of one sequence on one store are one series, their counts added (before: the
     # last observed one's); the same name on another store is a series of its own
     assert point("seqid.ids.issued", "postgresql", sequence=name)["value"] == 250 + 30
     assert point("seqid.ids.issued", "redis", sequence=name)["value"] == 10
@@ -236,7 +236,7 @@ def test_seqid_status_lists_counters_namespaces_and_holders(lease_store):
 
 
 def test_an_opentelemetry_namespace_without_the_api_leaves_allocation_working(tmp_path):
-    """Issue 46: with only another part of the ``opentelemetry`` namespace installed (an exporter's
+    """Before: with only another part of the ``opentelemetry`` namespace installed (an exporter's
     ``opentelemetry-proto``) and no ``opentelemetry-api``, ``TicketSequence(...)`` raised
     ImportError.  A fresh interpreter that cannot import ``opentelemetry.metrics``."""
     (tmp_path / "opentelemetry" / "proto").mkdir(parents=True)

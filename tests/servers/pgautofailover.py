@@ -1,4 +1,4 @@
-"""A private pg_auto_failover formation for the tests of issue 45: Debian's ``pg-auto-failover-cli``
+"""A private pg_auto_failover formation for the failover tests: Debian's ``pg-auto-failover-cli``
 (``pg_autoctl`` 2.0) and ``postgresql-15-auto-failover``, a monitor and two PostgreSQL nodes, each
 with its ``pg_autoctl`` service, ports and data directory of its own, stopped and deleted by the
 code that started it, also when a test fails.

@@ -1,4 +1,4 @@
-"""A private Redis cell watched by Sentinel, for the tests of issue 45: a durable primary, one
+"""A private Redis cell watched by Sentinel, for the failover tests: a durable primary, one
 replica and Sentinels (``redis-server --sentinel``, the binary Debian's ``redis-sentinel`` runs),
 each on its own free port and directory, all stopped by the code that started them."""
 

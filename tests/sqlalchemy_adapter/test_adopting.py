@@ -30,7 +30,7 @@ from seqid_orm.sqlalchemy import SeqUUID, bulk_insert, seq_uuid_pk  # noqa: E402
 from seqid_orm.sqlalchemy.columns import forget_columns  # noqa: E402
 from tests.sqlalchemy_adapter.test_alembic import SCRIPT_MAKO  # noqa: E402
 
-N = 100_000  # rows before the swap, and rows after it (the issue's size for tests)
+N = 100_000  # rows before the swap, and rows after it
 RATIO = 1.05  # the adopted index against its old part plus a fresh seqid index of the new rows
 
 ENV_PY = """

@@ -1,4 +1,4 @@
-"""Two live processes configured with one worker id make the same ids (issue 43: the FastAPI example
+"""Two live processes configured with one worker id make the same ids (before: the FastAPI example
 under ``uvicorn --workers 4`` failed 235 of 4,707 POSTs with duplicate keys, and nothing said why).
 A process cannot tell another live process's keys from its own previous run's, so the column's
 unique key is where it shows: a configured Snowflake's default has the key's duplicate logged as

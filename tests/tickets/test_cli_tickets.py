@@ -68,7 +68,7 @@ def test_repair_moves_the_counter_above_the_largest_key_and_never_lowers_it(serv
     ],
 )
 def test_status_of_a_redis_store_it_cannot_read_is_a_clear_error(redis_url, url, says, capsys):
-    """Issue 46: these were untyped tracebacks (exit 1); a password holding an unescaped @ was
+    """Before: these were untyped tracebacks (exit 1); a password holding an unescaped @ was
     printed in part.  Now each is seqid's one-line error, exit 2, the password hidden whole."""
     assert main(["status", url]) == 2
     err = capsys.readouterr().err
@@ -80,7 +80,7 @@ def test_status_of_a_redis_store_it_cannot_read_is_a_clear_error(redis_url, url,
     "command", [["status", "{url}", "BAD NAMESPACE"], ["lease", "status", "{url}", "--namespace", "BAD NAMESPACE"]]
 )
 def test_a_namespace_no_store_can_hold_is_refused(redis_url, command, capsys):
-    """Issue 46: `status URL "BAD NAMESPACE"` exited 0 saying nothing was held there."""
+    """Before: `status URL "BAD NAMESPACE"` exited 0 saying nothing was held there."""
     assert main([part.format(url=redis_url) for part in command]) == 2
     assert "invalid lease namespace 'BAD NAMESPACE'" in capsys.readouterr().err
 

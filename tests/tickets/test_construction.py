@@ -1,5 +1,5 @@
 """A TicketSequence made on a running event loop does no blocking work there: its stores are opened by
-the first reservation, in a worker thread (issue 55: a sequence built in a FastAPI lifespan or a
+the first reservation, in a worker thread (before: a sequence built in a FastAPI lifespan or a
 Django async view stalled the loop 0.1-0.3 s importing its driver and building its engine)."""
 
 from __future__ import annotations

@@ -245,7 +245,7 @@ def test_etcd_url_options_are_checked(tmp_path):
         etcd_options("etcd://h:1?cacert=/c")
     with pytest.raises(InvalidArgumentError, match="needs both cert= and key="):
         etcd_options(f"etcd://h:1?cert={cert}")
-    # issue 46: tls=maybe was taken, and a missing file was requests' OSError at the first call
+    # before: tls=maybe was taken, and a missing file was requests' OSError at the first call
     with pytest.raises(InvalidArgumentError, match="tls in an etcd URL must be true or false, got 'maybe'"):
         etcd_options("etcd://h:1?tls=maybe")
     with pytest.raises(InvalidArgumentError, match=r"ca=/nonexistent/ca.pem in an etcd URL is not a file"):

@@ -218,7 +218,7 @@ def redis_fail_over(primary, replica, vip) -> None:
 
 @pytest.mark.system("redis-server")
 def test_a_redis_replica_promoted_after_a_stalled_link_repeats_no_id():
-    """Before (issue 32): 0-150 repeats with the workers alive, 19,400-28,300 with them restarted;
+    """Before: 0-150 repeats with the workers alive, 19,400-28,300 with them restarted;
     the replica had missed the blocks the primary acknowledged while the link stalled.  Now every
     write waits for the replica (WAIT in the same round trip): during the stall reservations are
     refused within the deadline, so the promoted replica holds every block anyone used."""
@@ -381,7 +381,7 @@ def _unreachable_store_error() -> BaseException:
 
 @pytest.mark.system("redis-server")
 def test_an_old_redis_primary_restarted_alone_is_refused_by_a_store_that_never_saw_its_replica():
-    """Issue 45: kill -9 of the primary, its replica promoted, then the old primary restarted from
+    """Kill -9 of the primary, its replica promoted, then the old primary restarted from
     its AOF as a primary with no replica (the seconds before Sentinel demotes it).  A process
     started then on a plain URL naming it repeated 12,850-16,100 ids in 3 of 3 runs: it had never
     seen a replica, so it did not WAIT, and the resync from the promoted replica dropped its blocks.
@@ -426,7 +426,7 @@ def test_an_old_redis_primary_restarted_alone_is_refused_by_a_store_that_never_s
 @pytest.mark.system("redis-server")
 @pytest.mark.parametrize("awaited", [False, True], ids=["sync", "awaited"])
 def test_a_replica_promoted_without_a_confirmed_write_is_refused_by_every_process_until_repair(awaited):
-    """Issue 45, item 3: ``WAIT`` counts replicas, not which ones.  Replica B detaches (an operator's
+    """``WAIT`` counts replicas, not which ones.  Replica B detaches (an operator's
     ``REPLICAOF NO ONE``: its history forks there) and C attaches in its place, so the primary serves
     two again and writes go on, confirmed by A and C.  Then B is made the primary (the clients' address
     moved to it, the other replicas following it, as Sentinel does).  B lacks blocks handed out: its
@@ -517,7 +517,7 @@ def test_a_replica_promoted_without_a_confirmed_write_is_refused_by_every_proces
 
 def test_a_process_whose_own_reservations_survived_an_asynchronous_failover_must_still_refuse(pair_factory):
     """Why seqid refuses every process after a lossy promotion, not only those whose own writes were
-    lost (issue 45's "go on when every write *seqid saw* acknowledged lies before the fork").
+    lost (go on when every write *seqid saw* acknowledged lies before the fork).
 
     Two sequences (two processes' worth: each its own store and connection) share one counter.  A's
     block commits and reaches the standby; B's commits after the link stalls, acknowledged by the

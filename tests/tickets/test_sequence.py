@@ -252,7 +252,7 @@ def test_exhaustion_shrinks_the_last_segment_then_raises(server, seq_name):
 
 @pytest.mark.parametrize("awaited", [False, True], ids=["next_id", "anext_id"])
 def test_a_sequence_started_at_the_bigint_edge_ends_exhausted_on_every_store(server, seq_name, awaited):
-    """The issue's shape (start=2**63-1000, the default block and double buffering): every store
+    """The edge as a user meets it (start=2**63-1000, the default block and double buffering): every store
     ends with GeneratorExhaustedError (Redis's own overflow answer included), never as a server
     that did not answer."""
     drawn: list[int] = []
@@ -495,7 +495,7 @@ def test_a_counter_that_went_back_is_refused_and_left_where_it_is(server, seq_na
     """A counter restored below what this process saw it hand out (a backup, a failover to a replica
     that lagged) is refused by the store itself, unmoved: before, every refused reservation still
     advanced it, so a process that kept asking walked it up into blocks other processes still used
-    (issue 32: 50-100 repeats with workers alive after an asynchronous failover)."""
+    (before: 50-100 repeats with workers alive after an asynchronous failover)."""
     with TicketSequence(seq_name, server, block_size=10) as seq:
         drawn = [seq.next_id() for _ in range(25)]
         set_next_value(server, seq_name, 11)  # put back below every block this process reserved

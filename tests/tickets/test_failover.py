@@ -383,7 +383,7 @@ def _unreachable_store_error() -> BaseException:
 def test_an_old_redis_primary_restarted_alone_is_refused_by_a_store_that_never_saw_its_replica():
     """Kill -9 of the primary, its replica promoted, then the old primary restarted from
     its AOF as a primary with no replica (the seconds before Sentinel demotes it).  A process
-    started then on a plain URL naming it repeated 12,850-16,100 ids in 3 of 3 runs: it had never
+    started then on a plain URL naming it once repeated 12,850-16,100 ids in 3 of 3 runs: it had never
     seen a replica, so it did not WAIT, and the resync from the promoted replica dropped its blocks.
     The data set records the replicas its writes waited for, so such a store now refuses, and the
     work goes on on the promoted replica once the old primary serves it."""

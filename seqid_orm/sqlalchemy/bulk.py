@@ -7,8 +7,10 @@ where the server takes them fastest:
 
 * PostgreSQL with psycopg 3: ``COPY ... FROM STDIN (FORMAT BINARY)``, the values in the server's
   binary form (no SQL text, no per-row statement), the keys made while the rows stream;
-* MariaDB/MySQL: ``executemany``, which PyMySQL and mysqlclient send as multi-row ``INSERT``
-  statements;
+* MariaDB/MySQL through mysqlclient: multi-row ``INSERT`` statements, each value written as the
+  driver's own ``executemany`` writes it, but column by column in C (integer and binary keys as
+  their digits, text through the driver's escaping), not row by row in Python; through PyMySQL,
+  its ``executemany``, which sends multi-row ``INSERT`` statements too;
 * SQLite and anything else: ``executemany``.
 
 Every row is checked and converted (through the columns' own types, as an ``INSERT`` would) before
@@ -19,10 +21,13 @@ so a load that fails leaves no row of it behind.
 from __future__ import annotations
 
 import asyncio
+from binascii import hexlify
+from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from operator import attrgetter
+from itertools import accumulate
+from operator import attrgetter, methodcaller
 from typing import Any
 
 import sqlalchemy as sa
@@ -207,7 +212,8 @@ def _send(connection: Connection, load: _Load) -> Sequence[Any]:
         if load.copy:
             made = _copy(connection, load.table, load.columns, load.converted, load.count, load.make)
         else:
-            _executemany(connection, load.table, load.columns, load.converted)
+            if not _multirow_insert(connection, load.table, load.columns, load.converted):
+                _executemany(connection, load.table, load.columns, load.converted)
     if load.make is not None:
         return made
     if load.given_keys is not None:
@@ -229,6 +235,11 @@ def _converted(dialect: Any, columns: list[sa.Column[Any]], values: list[list[An
     """Each column's values as the driver receives them: through its type's bind processor."""
     out = []
     for column, column_values in zip(columns, values, strict=True):
+        bind_many = getattr(column.type, "bind_many", None)  # seqid's integer keys check a column at once
+        checked = bind_many(column_values) if bind_many is not None else None
+        if checked is not None:
+            out.append(checked)
+            continue
         process = column.type._cached_bind_processor(dialect)
         out.append(column_values if process is None else [v if v is None else process(v) for v in column_values])
     return out
@@ -371,3 +382,83 @@ def _executemany(
         params = [dict(zip(names, row, strict=True)) for row in zip(*columns_in_order, strict=True)]
     for start in range(0, len(params), CHUNK):
         connection.exec_driver_sql(compiled.string, params[start : start + CHUNK])
+
+
+#: The longest multi-row ``INSERT`` :func:`_multirow_insert` sends, in bytes (mysqlclient's own
+#: ``executemany`` splits at about 1 MB too; the server's ``max_allowed_packet`` is 16 MB by default).
+_STATEMENT_BYTES = 1_000_000
+
+
+def _multirow_insert(
+    connection: Connection, table: sa.Table, columns: list[sa.Column[Any]], values: list[list[Any]]
+) -> bool:
+    """MariaDB/MySQL through mysqlclient: the rows as multi-row ``INSERT`` statements written here,
+    each value as the driver's ``executemany`` writes it, but a column at a time in C.
+
+    Why: the driver writes each value of each row through a Python call (``Connection.literal``),
+    so every column a row carries costs about a microsecond per row, and a
+    load whose keys the client made (a ticket block, seqid's UUIDs) carried one such column more than
+    one whose keys the database made (``AUTO_INCREMENT``).  Here a column of ints is written by
+    ``str`` over the column, a column of bytes (a ``BINARY(16)`` key) as ``X'...'`` hex literals,
+    a column of text through the driver's own escaping, and the rows are joined in C; any other
+    column (dates, decimals, ``None`` among the values) goes through the driver's ``literal``, value
+    by value, as ``executemany`` would.  ``False`` where this does not apply (PyMySQL, whose
+    escaping is internal to it; an asyncio driver): the caller runs ``executemany``.
+    """
+    dialect = connection.dialect
+    if dialect.name not in ("mysql", "mariadb") or dialect.driver != "mysqldb":
+        return False
+    raw: Any = connection.connection.dbapi_connection
+    writer = _MysqlclientWriter(raw)
+    written = []
+    for column_values in values:
+        kinds = set(map(type, column_values))
+        if kinds == {int}:
+            written.append(writer.digits(column_values))
+        elif kinds == {bytes}:
+            written.append(writer.hexed(column_values))
+        elif kinds == {str}:
+            written.append(writer.text(column_values))
+        else:
+            written.append(list(map(raw.literal, column_values)))
+    rows = writer.rows(written)
+    preparer = dialect.identifier_preparer
+    head = f"INSERT INTO {preparer.format_table(table)} ({', '.join(preparer.quote(c.name) for c in columns)}) VALUES "
+    sizes = list(accumulate(map(len, rows)))
+    dbapi_error = dialect.loaded_dbapi.Error
+    cursor = raw.cursor()
+    try:
+        start = 0
+        while start < len(rows):  # statements of about _STATEMENT_BYTES, one row at least
+            end = max(start + 1, bisect_right(sizes, (sizes[start - 1] if start else 0) + _STATEMENT_BYTES, start))
+            try:
+                cursor.execute(writer.statement(head, rows[start:end]))
+            except dbapi_error as exc:
+                raise sa.exc.DBAPIError.instance(f"{head}(...) [{end - start} rows]", None, exc, dbapi_error) from exc
+            start = end
+    finally:
+        cursor.close()
+    return True
+
+
+class _MysqlclientWriter:
+    """SQL literals as mysqlclient writes them: bytes, text through ``string_literal`` (C)."""
+
+    def __init__(self, raw: Any) -> None:
+        self.encoding: str = raw.encoding
+        self.escape = raw.string_literal  # bytes in, the quoted and escaped literal out
+
+    def digits(self, values: list[int]) -> list[bytes]:
+        return list(map(b"%d".__mod__, values))
+
+    def hexed(self, values: list[bytes]) -> list[bytes]:
+        return list(map(b"X'%b'".__mod__, map(hexlify, values)))
+
+    def text(self, values: list[str]) -> list[bytes]:
+        return list(map(self.escape, map(methodcaller("encode", self.encoding), values)))
+
+    def rows(self, columns: list[list[bytes]]) -> list[bytes]:
+        return list(map(b",".join, zip(*columns, strict=True)))
+
+    def statement(self, head: str, rows: list[bytes]) -> bytes:
+        return head.encode(self.encoding) + b"(" + b"),(".join(rows) + b")"

@@ -1,0 +1,134 @@
+"""bulk_insert through mysqlclient writes its multi-row INSERT statements itself, a column at a time:
+every kind of value must arrive exactly as the driver's own executemany would store it, in as many
+statements as the size limit needs, in one transaction."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import uuid
+
+import pytest
+
+sa = pytest.importorskip("sqlalchemy")
+from seqid_orm.errors import InvalidIDError  # noqa: E402
+from seqid_orm.sqlalchemy import SeqUUID, TicketID, bulk_insert  # noqa: E402
+from seqid_orm.sqlalchemy import bulk as bulk_module  # noqa: E402
+
+pytestmark = [pytest.mark.mysql, pytest.mark.mysqlclient]
+
+AWKWARD = ["plain", "it's", 'say "hi"', "back\\slash", "100%s", "%(n)s", "émoji 🎉", "", "line\nbreak", "\x00nul", "'; DROP"]
+
+
+@pytest.fixture
+def engine():
+    from tests.conftest import MYSQL_URL
+    from tests.system import need
+
+    need("mysqlclient")
+    made = sa.create_engine(MYSQL_URL.replace("+pymysql", "+mysqldb"))
+    yield made
+    made.dispose()
+
+
+def _twin_tables(engine, name):
+    metadata = sa.MetaData()
+
+    def table(suffix):
+        return sa.Table(
+            f"{name}_{suffix}",
+            metadata,
+            sa.Column("id", SeqUUID(), primary_key=True),
+            sa.Column("ticket", TicketID()),
+            sa.Column("text", sa.String(50)),  # None among them: the driver's literal, value by value
+            sa.Column("note", sa.String(50)),  # all text: written by the driver's escaping over the column
+            sa.Column("blob", sa.LargeBinary(20)),
+            sa.Column("when", sa.DateTime()),
+            sa.Column("price", sa.Numeric(10, 2)),
+            sa.Column("flag", sa.Boolean()),
+            sa.Column("ratio", sa.Float()),
+            sa.Column("ref", SeqUUID(), nullable=True),
+        )
+
+    tables = table("bulk"), table("plain")
+    metadata.create_all(engine)
+    return metadata, tables
+
+
+def _rows(n):
+    return [
+        {
+            "ticket": 2**63 - 1 - i if i % 7 == 0 else i,
+            "text": None if i % 13 == 0 else AWKWARD[i % len(AWKWARD)],
+            "note": AWKWARD[i % len(AWKWARD)],
+            "blob": bytes([i % 256, 0, 39, 92, 255]),  # a NUL, a quote, a backslash
+            "when": dt.datetime(2026, 1, 1, 12, 0, i % 60, 123000),
+            "price": decimal.Decimal(i % 1000) / 4,
+            "flag": i % 2 == 0,
+            "ratio": i / 3,
+            "ref": uuid.UUID(int=i * 2**64 + 39) if i % 3 else None,
+        }
+        for i in range(n)
+    ]
+
+
+def _stored(conn, table):
+    columns = [c for c in table.c if c.name != "id"]
+    return conn.execute(sa.select(*columns).order_by(table.c.ticket)).all()
+
+
+@pytest.mark.parametrize("sql_mode", ["", "NO_BACKSLASH_ESCAPES"])
+def test_every_kind_of_value_arrives_as_executemany_stores_it(engine, table_name, sql_mode):
+    metadata, (loaded, plain) = _twin_tables(engine, table_name)
+    rows = _rows(3_000)
+    try:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f"SET SESSION sql_mode = CONCAT(@@sql_mode, ',{sql_mode}')" if sql_mode else "DO 0")
+            keys = bulk_insert(conn, loaded, rows)
+            conn.execute(sa.insert(plain), [{"id": k, **r} for k, r in zip(keys, rows, strict=True)])
+        with engine.connect() as conn:
+            assert _stored(conn, loaded) == _stored(conn, plain)
+            assert conn.execute(sa.select(loaded.c.id).order_by(loaded.c.id)).scalars().all() == list(keys)
+            texts = conn.execute(sa.select(loaded.c.text).order_by(loaded.c.ticket)).scalars().all()
+            notes = conn.execute(sa.select(loaded.c.note).order_by(loaded.c.ticket)).scalars().all()
+        assert set(texts) == set(AWKWARD) | {None} and set(notes) == set(AWKWARD)
+    finally:
+        metadata.drop_all(engine)
+
+
+def test_a_large_load_goes_in_several_statements_and_keeps_every_row(engine, table_name, monkeypatch):
+    metadata = sa.MetaData()
+    table = sa.Table(
+        table_name, metadata, sa.Column("id", TicketID(), primary_key=True), sa.Column("text", sa.String(200))
+    )
+    metadata.create_all(engine)
+    sent = []
+    monkeypatch.setattr(bulk_module, "_STATEMENT_BYTES", 50_000)
+    real = bulk_module._MysqlclientWriter.statement
+    monkeypatch.setattr(bulk_module._MysqlclientWriter, "statement", lambda w, h, r: sent.append(len(r)) or real(w, h, r))
+    try:
+        with engine.begin() as conn:
+            bulk_insert(conn, table, [{"id": i, "text": "t" * 100} for i in range(1, 20_001)])
+        with engine.connect() as conn:
+            assert conn.execute(sa.select(table.c.id).order_by(table.c.id)).scalars().all() == list(range(1, 20_001))
+    finally:
+        metadata.drop_all(engine)
+    assert len(sent) > 10 and sum(sent) == 20_000  # ~105 bytes a row: under 500 rows a statement
+
+
+def test_a_failing_statement_leaves_no_row_and_names_the_error(engine, table_name, monkeypatch):
+    metadata = sa.MetaData()
+    table = sa.Table(table_name, metadata, sa.Column("id", TicketID(), primary_key=True))
+    metadata.create_all(engine)
+    monkeypatch.setattr(bulk_module, "_STATEMENT_BYTES", 1_000)
+    try:
+        with pytest.raises(sa.exc.IntegrityError, match="Duplicate entry '7'"):
+            with engine.begin() as conn:  # the duplicate is in a later statement than the first rows
+                bulk_insert(conn, table, [{"id": i} for i in [*range(1, 2_000), 7]])
+        with pytest.raises(InvalidIDError):  # checked before anything is sent
+            with engine.begin() as conn:
+                bulk_insert(conn, table, [{"id": 5}, {"id": -1}])
+        with engine.connect() as conn:
+            assert conn.execute(sa.select(sa.func.count()).select_from(table)).scalar() == 0
+    finally:
+        metadata.drop_all(engine)

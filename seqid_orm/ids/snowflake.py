@@ -44,6 +44,7 @@ from ..errors import (
     WorkerIdConflictError,
 )
 from .comb import datetime_to_ms, ms_to_datetime
+from . import randomness
 from .randomness import check_fork, on_fork
 
 TWITTER_EPOCH_MS = 1288834974657
@@ -172,6 +173,7 @@ class SnowflakeStats:
     lease: object | None
 
 
+_MARK = randomness.MARK
 _LIVE: weakref.WeakSet[Snowflake] = weakref.WeakSet()
 
 
@@ -255,6 +257,10 @@ class Snowflake:
         self._last = -1
         self._sequence = 0
         self._issued = 0
+        # the last id's time unit as clock readings (its first and past its last nanosecond) and its
+        # id without the sequence: next_id's fast path for a configured worker id
+        self._unit_start_ns = self._unit_end_ns = 0
+        self._unit_head = 0
         self._forked = False
         self.source = source
         """The worker-id source (a lease), or ``None`` for a configured worker id."""
@@ -333,8 +339,29 @@ class Snowflake:
 
     def next_id(self) -> int:
         """Return the next id (waits at most until the clock reaches the next time unit)."""
-        check_fork()
+        if not _MARK[0]:  # check_fork() inlined: a forked child resets before its first id
+            randomness.after_fork()
         source = self.source
+        if source is None:
+            # A configured worker id, in the time unit of the last id: the next sequence number,
+            # nothing else to decide.  The clock's raw reading is compared with the unit's first
+            # and last nanosecond (kept by _stamp), not divided into units; anything else (a new
+            # unit, the sequence full, a clock behind, a forked child) takes the general path.
+            t = self._clock()
+            lock = self._lock
+            lock.acquire()
+            try:
+                if self._unit_start_ns <= t < self._unit_end_ns:
+                    sequence = self._sequence + 1
+                    if sequence <= self._sequence_max:
+                        self._sequence = sequence
+                        self._issued += 1
+                        return self._unit_head | sequence
+            finally:
+                lock.release()
+        return self._next_general(source)
+
+    def _next_general(self, source: WorkerSource | None) -> int:
         if source is not None:
             if self._forked:  # a child: the parent's worker id is not ours (the source forgot it); take our own
                 self._forked = False
@@ -365,6 +392,10 @@ class Snowflake:
                 sequence = 0
             if now > self._limit:
                 now = self._past_limit(now)
+            if now != self._last:
+                start_ns = (self.epoch_ms + now * self.time_unit_ms) * 1_000_000
+                self._unit_start_ns, self._unit_end_ns = start_ns, start_ns + self.time_unit_ms * 1_000_000
+                self._unit_head = (now << self._time_shift) | self._node
             self._last = now
             self._sequence = sequence
             self._issued += 1
@@ -565,6 +596,7 @@ def _mark_forked() -> None:
     for gen in list(_LIVE):
         gen._forked = True
         gen._lock = threading.Lock()
+        gen._unit_start_ns = gen._unit_end_ns = 0  # no fast path: the general one refuses the parent's worker id
 
 
 on_fork(_mark_forked)  # os.fork(), multiprocessing, and fork() made in C alike

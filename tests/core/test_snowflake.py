@@ -7,6 +7,8 @@ import os
 import threading
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from seqid_orm import Snowflake, timestamp_of
 from seqid_orm.errors import ClockMovedBackwardsError, ForkedGeneratorError, GeneratorExhaustedError
@@ -163,3 +165,61 @@ def test_forked_child_refuses_to_share_the_worker_id():
     os.waitpid(pid, 0)
     assert answer.startswith("refused "), answer
     assert gen.next_id() > 0  # the parent's generator still works
+
+
+class _Reference:
+    """A Snowflake as the algorithm reads, with no fast path: the clock divided into units at every
+    call, the sequence counted within a unit, a full unit waited out (here: the clock moved on)."""
+
+    def __init__(self, epoch_ms: int, unit_ms: int, shift: int, node: int, sequence_max: int) -> None:
+        self.epoch_ms, self.unit_ms, self.shift, self.node, self.sequence_max = (
+            epoch_ms,
+            unit_ms,
+            shift,
+            node,
+            sequence_max,
+        )
+        self.last, self.sequence = -1, 0
+
+    def next(self, t_ns: int) -> int | None:
+        now = (t_ns // 1_000_000 - self.epoch_ms) // self.unit_ms
+        if now == self.last:
+            if self.sequence == self.sequence_max:
+                return None  # the generator waits for the next unit
+            self.sequence += 1
+        else:
+            self.last, self.sequence = now, 0
+        return (now << self.shift) | self.node | self.sequence
+
+
+@given(
+    steps=st.lists(
+        st.sampled_from([0, 1, 999_999, 1_000_000, 1_000_001, 9_999_999, 10_000_000]) | st.integers(0, 3_000_000),
+        min_size=1,
+        max_size=300,
+    ),
+    sony=st.booleans(),
+)
+def test_the_same_ids_as_the_plain_algorithm_for_any_clock_moving_forward(steps, sony):
+    """next_id's fast path (same unit: compare the raw reading with the unit's bounds, no division)
+    gives exactly the ids of the plain algorithm, across unit edges to the nanosecond."""
+    start = 1_700_000_000_000 * 1_000_000 - 1  # a nanosecond before a unit's edge: steps land on edges
+    readings = [start + sum(steps[: i + 1]) for i in range(len(steps))]
+    clock = iter(readings)
+    current = [0]
+
+    def read() -> int:
+        return current[0]
+
+    if sony:
+        gen = Snowflake.sonyflake(machine_id=5, clock=read, sleep=lambda s: None)
+        ref = _Reference(gen.epoch_ms, 10, gen._time_shift, gen._node, gen._sequence_max)
+    else:
+        gen = Snowflake(worker_id=3, datacenter_id=1, sequence_bits=2, clock=read, sleep=lambda s: None)
+        ref = _Reference(gen.epoch_ms, 1, gen._time_shift, gen._node, gen._sequence_max)
+    for reading in clock:
+        current[0] = reading
+        expected = ref.next(reading)
+        if expected is None:  # a full unit: the generator sleeps until the clock moves; skip it
+            continue
+        assert gen.next_id() == expected

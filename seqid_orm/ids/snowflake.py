@@ -43,9 +43,9 @@ from ..errors import (
     InvalidIDError,
     WorkerIdConflictError,
 )
-from .comb import datetime_to_ms, ms_to_datetime
 from . import randomness
-from .randomness import check_fork, on_fork
+from .comb import datetime_to_ms, ms_to_datetime
+from .randomness import on_fork
 
 TWITTER_EPOCH_MS = 1288834974657
 SONYFLAKE_EPOCH_MS = 1409529600000  # 2014-09-01T00:00:00Z, Sonyflake's default start time

@@ -20,6 +20,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 from seqid_orm.cli.bench.rounds import median_ratio, ratios, rotated
 from seqid_orm.vendors.postgresql import V7_BYTES
@@ -38,6 +39,42 @@ CANDIDATES = {
 }
 
 
+def insert_times(
+    psql: Callable[[str], str], kinds: dict[str, str], rows: int, rounds: int
+) -> tuple[dict[str, list[float]], dict[str, tuple[int, int]]]:
+    """Seconds per round of an ``INSERT ... SELECT generate_series`` of ``rows`` rows into a table
+    keyed by each kind's column (``kinds``: name -> the key column's SQL), kinds rotated each round;
+    and per kind, from its first round, the rows ``ORDER BY id`` puts out of insertion order and the
+    primary key's size in bytes."""
+    times: dict[str, list[float]] = {k: [] for k in kinds}
+    shape: dict[str, tuple[int, int]] = {}
+    names = list(kinds)
+    for number in range(rounds):
+        for name in rotated(names, number):
+            table = f"seqid_expr_{os.getpid()}_{names.index(name)}"
+            psql(f"DROP TABLE IF EXISTS {table}; CREATE TABLE {table} ({kinds[name]}, n bigint, payload text)")
+            start = time.perf_counter()
+            psql(f"INSERT INTO {table} (n, payload) SELECT g, repeat('x', 100) FROM generate_series(1, {rows}) g")
+            times[name].append(time.perf_counter() - start)
+            if number == 0:
+                out_of_order = psql(
+                    f"SELECT count(*) FROM (SELECT n, lag(n) OVER (ORDER BY id) p FROM {table}) s WHERE n < p"
+                )
+                shape[name] = (int(out_of_order), int(psql(f"SELECT pg_relation_size('{table}_pkey')")))
+            psql(f"DROP TABLE {table}")
+    return times, shape
+
+
+def psql_runner(url: str) -> Callable[[str], str]:
+    """A function running one SQL string through ``psql`` on ``url`` and returning its output."""
+
+    def psql(sql: str) -> str:
+        done = subprocess.run(["psql", url, "-qAtX", "-c", sql], check=True, capture_output=True, text=True)
+        return done.stdout.strip()
+
+    return psql
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.pg_expression", description=__doc__.split("\n")[0])
     parser.add_argument("--url", default="postgresql://postgres@127.0.0.1:5432/test", help="a libpq URL for psql")
@@ -45,10 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args(argv)
 
-    def psql(sql: str) -> str:
-        done = subprocess.run(["psql", args.url, "-qAtX", "-c", sql], check=True, capture_output=True, text=True)
-        return done.stdout.strip()
-
+    psql = psql_runner(args.url)
     candidates = dict(CANDIDATES)
     if int(psql("SHOW server_version_num")) >= 180000:
         candidates["uuidv7() (C)"] = "uuidv7()"
@@ -61,22 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     empty = statistics.median(costs.pop("(empty)"))
     kinds = {"BIGINT identity": "id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY"}
     kinds.update({name: f"id uuid PRIMARY KEY DEFAULT {expr}" for name, expr in candidates.items()})
-    times: dict[str, list[float]] = {k: [] for k in kinds}
-    shape: dict[str, tuple[int, int]] = {}
+    times, shape = insert_times(psql, kinds, args.rows, args.rounds)
     names = list(kinds)
-    for number in range(args.rounds):
-        for name in rotated(names, number):
-            table = f"seqid_expr_{os.getpid()}_{names.index(name)}"
-            psql(f"DROP TABLE IF EXISTS {table}; CREATE TABLE {table} ({kinds[name]}, n bigint, payload text)")
-            start = time.perf_counter()
-            psql(f"INSERT INTO {table} (n, payload) SELECT g, repeat('x', 100) FROM generate_series(1, {args.rows}) g")
-            times[name].append(time.perf_counter() - start)
-            if number == 0:
-                out_of_order = psql(
-                    f"SELECT count(*) FROM (SELECT n, lag(n) OVER (ORDER BY id) p FROM {table}) s WHERE n < p"
-                )
-                shape[name] = (int(out_of_order), int(psql(f"SELECT pg_relation_size('{table}_pkey')")))
-            psql(f"DROP TABLE {table}")
     print(
         f"| expression | ns a row (expression) | x BIGINT identity (insert, {args.rounds} rounds)"
         " | index MB | rows out of order |"

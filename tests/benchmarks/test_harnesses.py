@@ -184,3 +184,48 @@ def test_the_scale_benchmark_loads_every_kind_on_private_small_servers(pg_engine
         assert all(r["rows"] == 3000 for r in d["results"])
         assert d["url"] not in (url_of(pg_engine), url_of(mysql_engine))  # never the shared servers
     assert (out / "scale.md").read_text().count("| bigint |") == 4
+
+
+def test_the_limits_command_reports_ratios_targets_and_regressions():
+    """benchmarks.limits: each seqid generator over the fastest peer of its round (a stand-in peer
+    here), a target per family, and a saved run compared: only a ratio >10 % worse is named."""
+    import uuid
+
+    from benchmarks import limits
+
+    def slow_peer() -> object:  # a "peer" far slower than any seqid generator
+        for _ in range(50):
+            uuid.uuid4()
+        return None
+
+    rows = limits.generation(
+        rounds=2,
+        calls=300,
+        batch=100,
+        peers=({"slow": slow_peer}, {"slow batch": lambda n: [slow_peer() for _ in range(n)]}),
+    )
+    by = {r["what"].split(" (")[0]: r for r in rows}
+    assert {
+        "seqid uuid7",
+        "seqid time_last",
+        "seqid Snowflake.next_id",
+        "seqid base32",
+        "seqid comb_batch time_first",
+    } <= set(by)
+    assert by["seqid uuid7"]["ratio"] < 1 and by["seqid uuid7"]["met"] is True  # faster than fifty uuid4s
+    assert by["floor: a bare v7 in Python"]["target"] is None
+    table = limits.markdown(rows)
+    assert "| generation | seqid uuid7 (" in table and "≤ 2.00 | yes |" in table
+    saved = {limits._key(r): r["ratio"] for r in rows}
+    assert limits.regressions(rows, saved) == []
+    worse = [{**r, "ratio": r["ratio"] * 1.2} if r["what"].startswith("seqid uuid7") else r for r in rows]
+    assert [line.split(":")[1].strip() for line in limits.regressions(worse, saved)] == ["seqid uuid7"]
+
+
+def test_the_limits_command_times_database_made_keys_against_identity(pg_engine):
+    from benchmarks import limits
+
+    url = url_of(pg_engine).replace("+psycopg", "")
+    (row,) = limits.database_made(url, None, rows=2_000, rounds=1)
+    assert row["what"].startswith("PostgreSQL ") and row["what"].endswith("seqid expression")
+    assert row["ratio"] > 0 and row["target"] == 1.62

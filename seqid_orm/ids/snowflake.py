@@ -320,8 +320,9 @@ class Snowflake:
         worker id, it refuses to run; with a held one it takes a worker id of its own)."""
         return self._forked
 
-    def _now_units(self) -> int:
-        units = (self._clock() // 1_000_000 - self.epoch_ms) // self.time_unit_ms
+    def _now_units(self, reading: int | None = None) -> int:
+        """The clock's time unit (``reading``: a reading already taken, so one id reads the clock once)."""
+        units = ((self._clock() if reading is None else reading) // 1_000_000 - self.epoch_ms) // self.time_unit_ms
         if units < 0:
             raise ClockMovedBackwardsError(f"the clock reads a time before this generator's epoch ({self.epoch_ms} ms)")
         return units
@@ -341,16 +342,16 @@ class Snowflake:
         """Return the next id (waits at most until the clock reaches the next time unit)."""
         if not _MARK[0]:  # check_fork() inlined: a forked child resets before its first id
             randomness.after_fork()
-        source = self.source
+        source, t = self.source, None
         if source is None:
             # A configured worker id, in the time unit of the last id: the next sequence number,
             # nothing else to decide.  The clock's raw reading is compared with the unit's first
             # and last nanosecond (kept by _stamp), not divided into units; anything else (a new
             # unit, the sequence full, a clock behind, a forked child) takes the general path.
-            t = self._clock()
             lock = self._lock
             lock.acquire()
             try:
+                t = self._clock()  # under the lock: no other thread stamps a later unit after this reading
                 if self._unit_start_ns <= t < self._unit_end_ns:
                     sequence = self._sequence + 1
                     if sequence <= self._sequence_max:
@@ -359,9 +360,9 @@ class Snowflake:
                         return self._unit_head | sequence
             finally:
                 lock.release()
-        return self._next_general(source)
+        return self._next_general(source, t)
 
-    def _next_general(self, source: WorkerSource | None) -> int:
+    def _next_general(self, source: WorkerSource | None, reading: int | None = None) -> int:
         if source is not None:
             if self._forked:  # a child: the parent's worker id is not ours (the source forgot it); take our own
                 self._forked = False
@@ -374,7 +375,9 @@ class Snowflake:
                     "was created before os.fork(); the child would repeat the parent's ids. "
                     "Create a Snowflake with its own worker id in each process."
                 )
-            now = self._now_units()
+            now = self._now_units(reading)
+            if now < self._last and reading is not None:  # another thread stamped since: read again
+                now = self._now_units()
             if now < self._last:
                 behind_ms = (self._last - now) * self.time_unit_ms
                 if behind_ms > self.rollback_tolerance_ms:

@@ -3,7 +3,7 @@
 The folders show the roles, and what each may import (its docstring says more):
 
 * :mod:`seqid_orm.ids` — id generators and codecs (UUIDv7/COMB layouts, Snowflake, wrapping
-  prefixes, sortable text), the key validator, reading ids back.  Standard library only.
+  prefixes, sortable text, TypeID), the key validator, reading ids back.  Standard library only.
 * :mod:`seqid_orm.vendors` — the per-vendor rules: how each database compares a UUID, which
   storage and column it gets, the SQL a database-made id runs.  One :class:`~seqid_orm.vendors.Target`
   per connection and column carries every decision; the adapters read it.  Standard library only.
@@ -29,7 +29,9 @@ from .ids.layout import Layout
 from .ids.prefixed import uuid_sequence_nextval, uuid_time_nextval
 from .ids.snowflake import Snowflake
 from .ids.text import base32, bsv
+from .ids.typeid import decode_typeid, encode_typeid, typeid
 from .public.masking import mask, unmask, unmask_any
+from .public.uuidv47 import mask_uuidv47, unmask_uuidv47
 
 __version__ = "0.2.0"
 
@@ -49,11 +51,16 @@ __all__ = [
     "comb",
     "comb_at",
     "comb_batch",
+    "decode_typeid",
     "describe",
+    "encode_typeid",
     "mask",
+    "mask_uuidv47",
     "timestamp_of",
+    "typeid",
     "unmask",
     "unmask_any",
+    "unmask_uuidv47",
     "uuid7",
     "uuid_sequence_nextval",
     "uuid_time_nextval",

@@ -29,9 +29,8 @@ from .ids.layout import Layout
 from .ids.prefixed import uuid_sequence_nextval, uuid_time_nextval
 from .ids.snowflake import Snowflake
 from .ids.text import base32, bsv
-from .ids.typeid import decode_typeid, encode_typeid, typeid
+from .ids.typeid import typeid
 from .public.masking import mask, unmask, unmask_any
-from .public.uuidv47 import mask_uuidv47, unmask_uuidv47
 
 __version__ = "0.2.0"
 
@@ -51,16 +50,12 @@ __all__ = [
     "comb",
     "comb_at",
     "comb_batch",
-    "decode_typeid",
     "describe",
-    "encode_typeid",
     "mask",
-    "mask_uuidv47",
     "timestamp_of",
     "typeid",
     "unmask",
     "unmask_any",
-    "unmask_uuidv47",
     "uuid7",
     "uuid_sequence_nextval",
     "uuid_time_nextval",

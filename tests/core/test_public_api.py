@@ -23,6 +23,7 @@ TOP_LEVEL = {
     "Snowflake",
     "bsv",
     "base32",
+    "typeid",
     "uuid_sequence_nextval",
     "uuid_time_nextval",
     # reading back

@@ -13,9 +13,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from seqid_orm import decode_typeid, encode_typeid, typeid
+from seqid_orm import typeid
 from seqid_orm.errors import ArgumentTypeError, InvalidArgumentError, InvalidIDError
 from seqid_orm.ids import typeid as typeid_module
+from seqid_orm.ids.typeid import decode_typeid, encode_typeid
 
 SPEC = pathlib.Path(__file__).resolve().parents[1] / "vectors" / "typeid"
 VALID = json.loads((SPEC / "valid.json").read_text())

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from seqid_orm import mask_uuidv47, unmask_uuidv47, uuid7
+from seqid_orm import uuid7
 from seqid_orm.errors import ArgumentTypeError, InvalidArgumentError, InvalidIDError
 from seqid_orm.public import uuidv47 as uuidv47_module
-from seqid_orm.public.uuidv47 import siphash24
+from seqid_orm.public.uuidv47 import mask_uuidv47, siphash24, unmask_uuidv47
 
 # tests.c: test_siphash_switch_and_vectors_subset, the outputs as little-endian bytes
 SIPHASH_VECTORS = [

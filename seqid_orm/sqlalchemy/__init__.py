@@ -29,6 +29,7 @@ from .defaults import (
     ticket_pk,
 )
 from .probe import probe_layout, probe_order
+from .ranges import created_in
 from .server import DatabaseSeqUUID
 from .types import SeqUUID, SnowflakeID, SortableText, TicketID
 
@@ -43,6 +44,7 @@ __all__ = [
     "assign_ids_on_init",
     "bulk_insert",
     "coerce_uuid",
+    "created_in",
     "layout_for",
     "lease_table",
     "prefixed_uuid_default",

@@ -187,6 +187,18 @@ class Target:
                 return layout
         raise UnknownLayoutError(f"no adopted keys are made for the order {self} compares version-8 values in")
 
+    def time_bounds(self, start: _dt.datetime, end: _dt.datetime) -> tuple[uuid.UUID, uuid.UUID]:
+        """``(low, high)``: the keys this column holds for ids made in ``[start, end)`` lie at or above
+        ``low`` and below ``high`` in the engine's own order, so ``low <= key < high`` is a range on
+        the primary key's index instead of a second index on a timestamp.  The bounds are the first
+        id any seqid generator can make in each millisecond (:func:`~seqid_orm.comb_at` with
+        ``bound="min"``) in this column's layout: its adopted keys' where it has adopted keys."""
+        layout = self.adopted_layout if self.above else self.layout
+        low, high = comb_at(start, layout, "min", above=self.above), comb_at(end, layout, "min", above=self.above)
+        if start > end:  # (both checked as aware datetimes by comb_at first)
+            raise InvalidArgumentError(f"start {start.isoformat()} is after end {end.isoformat()}")
+        return low, high
+
     def above_for(self, top: Sequence[uuid.UUID], now_ms: int | None = None) -> int:
         """The :attr:`above` of this column, from its largest keys as the database orders them
         (``ORDER BY key DESC``, largest first; a few, so that an old key written above the new ones

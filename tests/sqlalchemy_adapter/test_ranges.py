@@ -1,0 +1,149 @@
+"""created_in: the rows made in [start, end), asked of the primary key, on each real database and
+storage; the database's ORDER BY puts them in time order, and its plan reads the key's index."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+
+sa = pytest.importorskip("sqlalchemy")
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column  # noqa: E402
+
+from seqid_orm import comb_at  # noqa: E402
+from seqid_orm.errors import ArgumentTypeError, InvalidArgumentError  # noqa: E402
+from seqid_orm.sqlalchemy import SeqUUID, created_in  # noqa: E402
+
+STORAGES = {"postgresql": ["native", "binary", "text", "hex"], "mysql": ["native", "binary", "hex"]}
+START = dt.datetime(2026, 11, 3, 0, 0, tzinfo=dt.timezone.utc)
+ROWS = 3_000
+
+
+def _fill(engine, table):
+    """ROWS keys made at times one minute apart (the key's own time: comb_at, random within its
+    millisecond), in the layout the connection chose for the column; plus the edges of the range."""
+    with engine.connect() as conn:
+        layout = table.c.id.type.target(conn.dialect).layout
+    whens = [START + dt.timedelta(minutes=n) for n in range(ROWS)]
+    whens += [START + dt.timedelta(hours=10), START + dt.timedelta(hours=12, milliseconds=-1)]
+    rows = [{"id": comb_at(when, layout), "made": _ms(when)} for when in whens]
+    with engine.begin() as conn:
+        conn.execute(table.insert(), rows)
+        if engine.dialect.name == "postgresql":
+            conn.exec_driver_sql(f"ANALYZE {table.name}")
+    return whens
+
+
+def _ms(when: dt.datetime) -> int:
+    return int(when.timestamp() * 1000)
+
+
+def _plan(conn, engine, statement) -> str:
+    """The database's plan for ``statement``, its bounds written in as SQL literals."""
+    sql = str(statement.compile(dialect=engine.dialect, compile_kwargs={"literal_binds": True}))
+    prefix = {"postgresql": "EXPLAIN (FORMAT JSON) ", "mysql": "EXPLAIN FORMAT=JSON ", "sqlite": "EXPLAIN QUERY PLAN "}
+    rows = conn.exec_driver_sql(prefix[engine.dialect.name] + sql.replace("%", "%%")).all()
+    return json.dumps([list(map(str, r)) for r in rows]).replace("\\", "")
+
+
+@pytest.mark.parametrize("storage_index", range(4))
+def test_the_rows_of_a_time_range_come_from_the_keys_index_in_time_order(engine, table_name, storage_index):
+    storages = STORAGES.get(engine.dialect.name, ["binary", "text", "hex"])
+    if storage_index >= len(storages):
+        return  # this database has fewer storages
+    storage = storages[storage_index]
+    metadata = sa.MetaData()
+    table = sa.Table(
+        table_name,
+        metadata,
+        sa.Column("id", SeqUUID(storage), primary_key=True),
+        sa.Column("made", sa.BigInteger(), nullable=False),  # Unix ms: every database keeps them exactly
+    )
+    metadata.create_all(engine)
+    try:
+        whens = _fill(engine, table)
+        low, high = START + dt.timedelta(hours=10), START + dt.timedelta(hours=12)
+        with engine.connect() as conn:
+            where = created_in(conn, table.c.id, low, high)
+            statement = sa.select(table.c.made).where(where).order_by(table.c.id)
+            made = conn.execute(statement).scalars().all()
+            plan = _plan(conn, engine, sa.select(table.c.made).where(where))
+        expected = sorted(_ms(w) for w in whens if low <= w < high)
+        assert made == expected, storage  # every row of [low, high) and no other, in time order by ORDER BY id
+        assert len(made) == 2 * 60 + 2  # the minutes, the edge at low again, the last ms before high
+        name = engine.dialect.name
+        if name == "postgresql":
+            assert "Index" in plan and f"{table_name}_pkey" in plan, plan
+        elif name == "mysql":
+            assert '"key": "PRIMARY"' in plan.replace("\\", "") and '"access_type": "range"' in plan.replace(
+                "\\", ""
+            ), plan
+        else:
+            assert "USING PRIMARY KEY" in plan or "USING INDEX sqlite_autoindex" in plan, plan
+    finally:
+        metadata.drop_all(engine)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Order(Base):
+    __tablename__ = "seqid_range_orders"
+    id: Mapped[object] = mapped_column(SeqUUID(), primary_key=True)
+
+
+def test_a_mapped_attribute_and_a_session_and_the_refusals(sqlite_engine):
+    Base.metadata.create_all(sqlite_engine)
+    try:
+        with Session(sqlite_engine) as session:
+            now = dt.datetime.now(dt.timezone.utc)
+            session.add_all([Order(id=comb_at(now - dt.timedelta(days=d))) for d in range(5)])
+            session.commit()
+            found = session.scalars(
+                sa.select(Order).where(created_in(session, Order.id, now - dt.timedelta(days=2, hours=1), now))
+            ).all()
+            assert len(found) == 2  # made 1 and 2 days ago; today's is at `now`, excluded
+            with pytest.raises(InvalidArgumentError, match="after end"):
+                created_in(session, Order.id, now, now - dt.timedelta(days=1))
+            with pytest.raises(InvalidArgumentError, match="timezone-aware"):
+                created_in(session, Order.id, now.replace(tzinfo=None), now)
+            with pytest.raises(ArgumentTypeError, match="SeqUUID column"):
+                created_in(session, sa.column("x", sa.Integer), now, now)
+    finally:
+        Base.metadata.drop_all(sqlite_engine)
+
+
+def test_an_adopted_column_is_asked_for_its_adopted_keys(pg_engine, table_name):
+    """A PostgreSQL column that held uuid4 keys gets adopted keys (one bits first, then the time):
+    the bounds are adopted keys too, read from the column as its default reads it."""
+    from seqid_orm.sqlalchemy import seq_uuid_default
+
+    metadata = sa.MetaData()
+    table = sa.Table(
+        table_name,
+        metadata,
+        sa.Column("id", SeqUUID(), primary_key=True, default=seq_uuid_default),
+        sa.Column("n", sa.Integer, nullable=False),
+    )
+    metadata.create_all(pg_engine)
+    try:
+        old = sa.create_engine(pg_engine.url, poolclass=sa.NullPool)  # the application before seqid
+        with old.begin() as conn:
+            conn.execute(
+                sa.text(f"INSERT INTO {table_name} (id, n) SELECT gen_random_uuid(), -g FROM generate_series(1, 500) g")
+            )
+        old.dispose()
+        before = dt.datetime.now(dt.timezone.utc)
+        with pg_engine.begin() as conn:
+            conn.execute(table.insert(), [{"n": i} for i in range(50)])  # new keys from the default
+        after = dt.datetime.now(dt.timezone.utc) + dt.timedelta(milliseconds=1)
+        with pg_engine.connect() as conn:
+            found = conn.execute(
+                sa.select(table.c.n, table.c.id).where(created_in(conn, table.c.id, before, after)).order_by(table.c.id)
+            ).all()
+        assert [r.n for r in found] == list(range(50))  # only the new rows, in the order made
+        assert all(r.id.version == 8 for r in found)  # adopted keys
+    finally:
+        metadata.drop_all(pg_engine)

@@ -42,6 +42,7 @@ from ..ids.validate import BIGINT_MAX, coerce_int_id
 from ..vendors import Storage, Target, normalize_vendor, rules_for, target
 from .connection import column_target, storage_of
 from .expressions import DatabaseSeqUUID
+from .lookups import CreatedIn
 
 # Ids this process drew for SeqUUIDFields and has not seen saved yet (compared by value), with the
 # target each was drawn for (its layout and adopted keys); only projects with several databases need them (see
@@ -578,3 +579,6 @@ class SortableTextField(models.CharField):
                 )
             )
         return found
+
+
+SeqUUIDField.register_lookup(CreatedIn)  # id__created_in=(start, end)

@@ -1,0 +1,43 @@
+"""``id__created_in=(start, end)``: the rows made in a time range, as a range on the primary key.
+
+The lookup of :class:`~seqid_orm.django.SeqUUIDField` (registered with it): ``low <= id < high``,
+the bounds the first keys any seqid generator can make at ``start`` and at ``end`` in the layout the
+field's database keeps the column in, adopted keys included (the field's
+:meth:`~seqid_orm.django.SeqUUIDField.target_for`, read from the live column once).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from django.db.models import Lookup
+
+from ..errors import ArgumentTypeError
+
+__all__ = ["CreatedIn"]
+
+
+class CreatedIn(Lookup):
+    """``Order.objects.filter(id__created_in=(start, end))``: made in ``[start, end)``, aware datetimes."""
+
+    lookup_name = "created_in"
+    prepare_rhs = False  # a pair of datetimes, not a value of the field
+
+    def get_prep_lookup(self) -> Any:
+        rhs = self.rhs
+        if (
+            not isinstance(rhs, (tuple, list))
+            or len(rhs) != 2
+            or not all(isinstance(when, dt.datetime) for when in rhs)
+        ):
+            raise ArgumentTypeError(f"created_in takes (start, end), two datetimes; got {rhs!r}")
+        return tuple(rhs)
+
+    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
+        field = self.lhs.output_field
+        start, end = self.rhs
+        low, high = field.target_for(connection.alias).time_bounds(start, end)
+        lhs, lhs_params = compiler.compile(self.lhs)
+        bounds = [field.get_db_prep_value(bound, connection, prepared=False) for bound in (low, high)]
+        return f"{lhs} >= %s AND {lhs} < %s", [*lhs_params, bounds[0], *lhs_params, bounds[1]]

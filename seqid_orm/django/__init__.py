@@ -27,6 +27,7 @@ from .fields import (
     snowflake_default,
 )
 from .tickets import TicketField, close_ticket_sequences, ticket_default, ticket_sequence
+from .typeid import TypeIDField
 
 __all__ = [
     "DatabaseSeqUUID",
@@ -35,6 +36,7 @@ __all__ = [
     "SnowflakeField",
     "SortableTextField",
     "TicketField",
+    "TypeIDField",
     "bulk_insert",
     "close_snowflakes",
     "close_ticket_sequences",

@@ -27,11 +27,12 @@ from .defaults import (
     snowflake_pk,
     sortable_text_pk,
     ticket_pk,
+    typeid_pk,
 )
 from .probe import probe_layout, probe_order
 from .ranges import created_in
 from .server import DatabaseSeqUUID
-from .types import SeqUUID, SnowflakeID, SortableText, TicketID
+from .types import SeqUUID, SnowflakeID, SortableText, TicketID, TypeID
 
 __all__ = [
     "ColumnFloor",
@@ -40,6 +41,7 @@ __all__ = [
     "SnowflakeID",
     "SortableText",
     "TicketID",
+    "TypeID",
     "abulk_insert",
     "assign_ids_on_init",
     "bulk_insert",
@@ -58,4 +60,5 @@ __all__ = [
     "sortable_text_pk",
     "ticket_pk",
     "ticket_table",
+    "typeid_pk",
 ]

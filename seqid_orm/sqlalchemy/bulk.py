@@ -37,7 +37,7 @@ from ..errors import ArgumentTypeError, InvalidArgumentError
 from ..ids.comb import MAX_BATCH, CombGenerator, LazyUUIDs
 from ..vendors import Target
 from .columns import column_target
-from .types import SeqUUID, uuid_int_bytes
+from .types import SeqUUID, TypeID, uuid_int_bytes
 
 __all__ = ["abulk_insert", "bulk_insert"]
 
@@ -55,7 +55,7 @@ def _table_of(target: Any) -> sa.Table:
 def _key_column(table: sa.Table) -> sa.Column[Any] | None:
     """The SeqUUID primary key the load fills when the rows do not give it."""
     keys = list(table.primary_key.columns)
-    if len(keys) == 1 and isinstance(keys[0].type, SeqUUID):
+    if len(keys) == 1 and isinstance(keys[0].type, SeqUUID) and not isinstance(keys[0].type, TypeID):
         return keys[0]
     return None
 

@@ -10,6 +10,7 @@ so a row costs a look-up and that call, never a decision.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import logging
 import uuid
@@ -27,9 +28,10 @@ from ..ids.layout import Layout
 from ..ids.prefixed import sequence_prefixer
 from ..ids.snowflake import Snowflake
 from ..ids.text import text_id_kind
+from ..ids.typeid import typeid
 from ..vendors import Target, distributed_flavor
 from .columns import column_target, kept_target
-from .types import SeqUUID, SnowflakeID, SortableText, TicketID, dialect_target
+from .types import SeqUUID, SnowflakeID, SortableText, TicketID, TypeID, dialect_target
 
 
 def layout_for(dialect: Dialect, type_: SeqUUID | None = None) -> Layout:
@@ -179,6 +181,15 @@ def seq_uuid_pk(
     column_kw.setdefault("primary_key", True)
     column_kw.setdefault(*key_default(storage, layout, generate))
     return mapped_column(SeqUUID(storage=storage, layout=layout), **column_kw)
+
+
+def typeid_pk(prefix: str, storage: str | None = None, **column_kw: Any) -> MappedColumn[Any]:
+    """``mapped_column`` for a :class:`~seqid_orm.sqlalchemy.TypeID` primary key of type ``prefix``:
+    each new key a TypeID of a :func:`~seqid_orm.uuid7`, in Python and JSON as its text
+    (``Mapped[str]``)."""
+    column_kw.setdefault("primary_key", True)
+    column_kw.setdefault("default", functools.partial(typeid, prefix))
+    return mapped_column(TypeID(prefix, storage=storage), **column_kw)
 
 
 def key_default(storage: str | None, layout: Layout | str | None, generate: str) -> tuple[str, Any]:

@@ -20,8 +20,10 @@ from sqlalchemy.dialects import mssql, mysql, oracle, postgresql
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, UserDefinedType
 
+from ..errors import ArgumentTypeError, UnknownLayoutError
 from ..ids.layout import Layout, as_layout
 from ..ids.text import BSV_LENGTH, check_text_id, text_id_kind
+from ..ids.typeid import decode_typeid, encode_typeid
 from ..ids.validate import BIGINT_MAX, coerce_int_id, coerce_uuid
 from ..vendors import Storage, Target, as_storage, normalize_vendor, normalize_version, target
 
@@ -229,6 +231,63 @@ class SeqUUID(TypeDecorator[uuid.UUID]):
         return self
 
 
+class TypeID(SeqUUID):
+    """A UUID column whose values are TypeIDs of one type (``user_01h455vb4pex5vsknk084sn02q``).
+
+    Python and JSON see the TypeID text; the database holds the UUID (``SeqUUID``'s storage), so keys
+    are 16 bytes, compare as UUIDs and sort by time.  Binds take the TypeID text of this type (another
+    type's, or text that is no TypeID, is refused with :class:`~seqid_orm.errors.InvalidIDError`
+    before any SQL is sent) or a ``uuid.UUID``.  New keys (:func:`~seqid_orm.sqlalchemy.typeid_pk`)
+    are UUIDv7, as the specification requires: where the column would not keep them in order (SQL
+    Server's ``uniqueidentifier``, MariaDB's ``UUID`` before 10.10.6/10.11.5), its first statement is
+    refused with :class:`~seqid_orm.errors.UnknownLayoutError` naming ``storage="binary"``, rather
+    than scattering the keys over the index.
+    """
+
+    cache_ok = True
+
+    def __init__(self, prefix: str, storage: Storage | str | None = None) -> None:
+        encode_typeid(prefix, _NIL)  # the prefix checked now, with the specification's rules
+        self.prefix = prefix
+        super().__init__(storage, Layout.TIME_FIRST)
+
+    def __repr__(self) -> str:
+        storage = "" if self.storage is None else f", storage={self.storage.value!r}"
+        return f"TypeID({self.prefix!r}{storage})"
+
+    @property
+    def python_type(self) -> type[str]:  # type: ignore[override]
+        return str
+
+    def _as_uuid(self, value: Any) -> Any:
+        if value is None or isinstance(value, uuid.UUID):
+            return value
+        if not isinstance(value, str):
+            raise ArgumentTypeError(
+                f"a TypeID({self.prefix!r}) value must be its text or a uuid.UUID, got {type(value).__name__}"
+            )
+        return decode_typeid(value, prefix=self.prefix)[1]
+
+    def bind_processor(self, dialect: Dialect) -> Any:
+        where = self.target(dialect)
+        if where.server_version is not None and where.layout is not Layout.TIME_FIRST:
+            raise UnknownLayoutError(
+                f"TypeID({self.prefix!r}) keys are UUIDv7, which {where} does not keep in order: "
+                "declare it with storage='binary'"
+            )
+        uuid_process = super().bind_processor(dialect)
+        as_uuid = self._as_uuid
+        return lambda value: uuid_process(as_uuid(value))
+
+    def literal_processor(self, dialect: Dialect) -> Any:
+        uuid_literal = super().literal_processor(dialect)
+        return lambda value: uuid_literal(self._as_uuid(value))
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> str | None:  # type: ignore[override]
+        found = super().process_result_value(value, dialect)
+        return None if found is None else encode_typeid(self.prefix, found)
+
+
 def uuid_int_bytes(ints: Iterable[int]) -> list[Any]:
     """Each ``UUID.int`` as the UUID's 16 bytes (``UUID.bytes``), made in C."""
     big: Literal["big"] = "big"
@@ -237,6 +296,7 @@ def uuid_int_bytes(ints: Iterable[int]) -> list[Any]:
 
 _UUID_BYTES = operator.attrgetter("bytes")
 _UUID_HEX = operator.attrgetter("hex")
+_NIL = uuid.UUID(int=0)
 _MARIADB_BIND = {"bytes": _UUID_BYTES, "hex": _UUID_HEX, "text": str}
 
 

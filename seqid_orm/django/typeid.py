@@ -1,0 +1,87 @@
+"""``TypeIDField``: keys that are TypeIDs of one type in Python, forms and JSON, UUIDs in the database.
+
+A ``UUIDField`` underneath (the same column on every backend: ``uuid`` where the backend has one,
+``char(32)`` elsewhere), whose Python value is the TypeID text (``cust_01h455vb4pex5vsknk084sn02q``).
+It accepts what its text form allows, a ``uuid.UUID`` too, and refuses the rest as ``UUIDField``
+refuses a bad UUID: a ``ValidationError`` with code ``invalid``, here naming the type expected.
+New keys are TypeIDs of a :func:`~seqid_orm.uuid7`, as the specification requires.
+"""
+
+from __future__ import annotations
+
+import functools
+import uuid
+from typing import Any
+
+from django import forms
+from django.core import exceptions
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+from ..errors import InvalidIDError
+from ..ids.typeid import decode_typeid, encode_typeid, typeid
+
+__all__ = ["TypeIDField"]
+
+_NIL = uuid.UUID(int=0)
+
+
+class TypeIDField(models.UUIDField):
+    """A TypeID of type ``prefix``, stored as its UUID; by default each new one a fresh TypeID."""
+
+    default_error_messages = {"invalid": _("“%(value)s” is not a valid TypeID of type “%(prefix)s”.")}
+    description = _("TypeID")
+
+    def __init__(self, prefix: str, *args: Any, **kwargs: Any) -> None:
+        encode_typeid(prefix, _NIL)  # the prefix checked now (InvalidArgumentError names the rule)
+        self.prefix = prefix
+        kwargs.setdefault("default", functools.partial(typeid, prefix))
+        super().__init__(*args, **kwargs)
+
+    def deconstruct(self) -> tuple[str, str, list[Any], dict[str, Any]]:
+        name, _path, args, kwargs = super().deconstruct()
+        default = kwargs.get("default")
+        if isinstance(default, functools.partial) and default.func is typeid and default.args == (self.prefix,):
+            del kwargs["default"]
+        return name, "seqid_orm.django.TypeIDField", [self.prefix, *args], kwargs
+
+    def _invalid(self, value: object) -> exceptions.ValidationError:
+        return exceptions.ValidationError(
+            self.error_messages["invalid"], code="invalid", params={"value": value, "prefix": self.prefix}
+        )
+
+    def to_python(self, value: Any) -> str | None:
+        if value is None:
+            return None
+        if isinstance(value, uuid.UUID):
+            return encode_typeid(self.prefix, value)
+        if isinstance(value, str):
+            try:
+                decode_typeid(value, prefix=self.prefix)
+            except InvalidIDError:
+                raise self._invalid(value) from None
+            return value
+        raise self._invalid(value)
+
+    def from_db_value(self, value: Any, expression: Any, connection: Any) -> str | None:
+        if value is None:
+            return None
+        found = value if isinstance(value, uuid.UUID) else super().to_python(value)
+        return encode_typeid(self.prefix, found)
+
+    def get_prep_value(self, value: Any) -> uuid.UUID | None:
+        value = models.Field.get_prep_value(self, value)
+        if value is None or isinstance(value, uuid.UUID):
+            return value
+        text = self.to_python(value)
+        return None if text is None else decode_typeid(text, prefix=self.prefix)[1]
+
+    def get_db_prep_value(self, value: Any, connection: Any, prepared: bool = False) -> Any:
+        found = value if prepared else self.get_prep_value(value)
+        if found is None:
+            return None
+        return found if connection.features.has_native_uuid_field else found.hex
+
+    def formfield(self, **kwargs: Any) -> Any:
+        length = len(self.prefix) + 27 if self.prefix else 26
+        return models.Field.formfield(self, **{"form_class": forms.CharField, "max_length": length, **kwargs})

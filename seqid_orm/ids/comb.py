@@ -55,7 +55,7 @@ from .randomness import POOL, on_fork
 _word = POOL.word_unchecked  # callers compared the pid first (see CombGenerator._build)
 _words = POOL.words_unchecked
 
-Bound = Literal["random", "min", "max"]
+Bound = Literal["random", "min", "max", "next"]
 
 _MS_MAX = (1 << 48) - 1
 _MASK32 = 0xFFFF_FFFF
@@ -786,13 +786,17 @@ def comb_at(
     *,
     above: int = 0,
 ) -> uuid.UUID:
-    """An id for the instant ``when``: the smallest, the greatest, or a random one.
+    """An id for the instant ``when``: the smallest, the greatest, a random one, or the next one.
 
     ``bound="min"``/``"max"`` give the first and last id any seqid generator can produce in
     that millisecond, so ``min(start) <= id < min(end)`` selects rows created in
-    ``[start, end)`` as a primary-key range scan.  ``"random"`` is for backfills; such ids are
-    not ordered against each other inside one millisecond.  ``above``: the same for the adopted
-    keys of a column with that many leading one bits (:mod:`seqid_orm.ids.adopted`).
+    ``[start, end)`` as a primary-key range scan.  ``"next"`` is for backfills (rows imported or
+    made late that keep their own time): each call for the same millisecond as the call before it
+    counts on from that id (RFC 9562's counter, as :func:`uuid7` does for the present), so a
+    backfill that goes through its rows in time order gets ids in the order of its rows, many to
+    a millisecond; a call for another millisecond starts a new count at a random point.
+    ``"random"``: one id, not ordered against others of its millisecond.  ``above``: the same
+    for the adopted keys of a column with that many leading one bits (:mod:`seqid_orm.ids.adopted`).
     """
     lay = as_layout(layout)
     ms = datetime_to_ms(when, "when")
@@ -807,12 +811,46 @@ def comb_at(
         counter, rnd = (1 << bits) - 1, (1 << 64) - 1
     elif bound == "random":
         counter, rnd = POOL.word() & ((1 << (bits - 1)) - 1), POOL.word()
+    elif bound == "next":
+        counter, rnd = _backfill_counter(lay, above, ms, bits), POOL.word()
     else:
-        raise InvalidArgumentError(f"bound must be 'random', 'min' or 'max', got {bound!r}")
+        raise InvalidArgumentError(f"bound must be 'random', 'min', 'max' or 'next', got {bound!r}")
     if fmt is not None:
         return _uuid_from_int(fmt.to_uuid_int(fmt.compose(ms, counter, rnd)))
     return _uuid_from_int(_COMPOSE[lay](ms, counter, rnd))
 
+
+# comb_at(bound="next"): per layout and width of adopted keys, the millisecond and counter of the
+# last id it made (a backfill's own count, apart from the live generators': a backfill of past
+# times never moves the present's counter).
+_BACKFILL: dict[tuple[Layout, int], tuple[int, int]] = {}
+_BACKFILL_LOCK = threading.Lock()
+
+
+def _backfill_counter(layout: Layout, above: int, ms: int, bits: int) -> int:
+    with _BACKFILL_LOCK:
+        last = _BACKFILL.get((layout, above))
+        if last is not None and last[0] == ms:
+            counter = last[1] + 1
+            if counter >> bits:
+                raise GeneratorExhaustedError(
+                    f"comb_at(bound='next') made every id the {layout.value} layout's {bits}-bit counter holds "
+                    f"for {ms_to_iso(ms)}; no later id fits that millisecond"
+                )
+        else:
+            counter = POOL.word() & ((1 << (bits - 1)) - 1)  # at least half the counter left to count
+        _BACKFILL[(layout, above)] = (ms, counter)
+    return counter
+
+
+def _backfill_after_fork() -> None:
+    """A child counts on from nothing of its parent's (whose next ids it would repeat)."""
+    global _BACKFILL_LOCK
+    _BACKFILL_LOCK = threading.Lock()
+    _BACKFILL.clear()
+
+
+on_fork(_backfill_after_fork)
 
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 

@@ -147,3 +147,30 @@ def test_an_adopted_column_is_asked_for_its_adopted_keys(pg_engine, table_name):
         assert all(r.id.version == 8 for r in found)  # adopted keys
     finally:
         metadata.drop_all(pg_engine)
+
+
+def test_a_backfill_many_to_a_millisecond_keeps_its_order_in_the_database(engine, table_name):
+    """Imported rows that keep their times, a hundred to each of five milliseconds (comb_at with
+    bound="next" in the column's layout): ORDER BY id gives them back in the order they came, and
+    created_in finds one millisecond's hundred."""
+    metadata = sa.MetaData()
+    table = sa.Table(
+        table_name, metadata, sa.Column("id", SeqUUID(), primary_key=True), sa.Column("n", sa.Integer, nullable=False)
+    )
+    metadata.create_all(engine)
+    try:
+        with engine.connect() as conn:
+            layout = table.c.id.type.target(conn.dialect).layout
+        whens = [START + dt.timedelta(milliseconds=ms) for ms in range(5) for _ in range(100)]
+        with engine.begin() as conn:
+            conn.execute(table.insert(), [{"id": comb_at(w, layout, "next"), "n": n} for n, w in enumerate(whens)])
+        with engine.connect() as conn:
+            assert conn.execute(sa.select(table.c.n).order_by(table.c.id)).scalars().all() == list(range(500))
+            third = created_in(
+                conn, table.c.id, START + dt.timedelta(milliseconds=2), START + dt.timedelta(milliseconds=3)
+            )
+            assert conn.execute(sa.select(table.c.n).where(third).order_by(table.c.id)).scalars().all() == list(
+                range(200, 300)
+            )
+    finally:
+        metadata.drop_all(engine)

@@ -261,6 +261,7 @@ class Snowflake:
         # id without the sequence: next_id's fast path for a configured worker id
         self._unit_start_ns = self._unit_end_ns = 0
         self._unit_head = 0
+        self._backfill = (-1, 0)  # at(): the time unit and sequence of its last id
         self._forked = False
         self.source = source
         """The worker-id source (a lease), or ``None`` for a configured worker id."""
@@ -586,6 +587,39 @@ class Snowflake:
             worker_id=(snowflake_id >> self._worker_shift) & ((1 << self.worker_bits) - 1),
             sequence=snowflake_id & self._sequence_max,
         )
+
+    def at(self, when: _dt.datetime) -> int:
+        """An id for the instant ``when`` (a backfill: rows imported with their own times).  Calls for
+        the same time unit count on from the call before, so a backfill in time order gets ids in its
+        order; a unit's sequence full is :class:`~seqid_orm.errors.GeneratorExhaustedError`.
+
+        The ids carry this generator's worker id, and its live ids of those past instants may already
+        exist: give a backfill a worker id of its own (a ``Snowflake`` made for it), which no live
+        process holds.  A leased worker id is refused: its lease fences the present, not the past.
+        """
+        if self.source is not None:
+            raise InvalidArgumentError(
+                "a leased Snowflake makes no ids for past instants (its lease covers the present only): "
+                "backfill with a Snowflake of a worker id no live process holds"
+            )
+        units = (datetime_to_ms(when, "when") - self.epoch_ms) // self.time_unit_ms
+        if not 0 <= units <= self._time_max:
+            raise InvalidArgumentError(f"when {when.isoformat()} is outside this profile's time range")
+        with self._lock:
+            if self._forked:  # the parent counts on with the same worker id: both would make these ids
+                raise ForkedGeneratorError(
+                    f"this Snowflake (worker_id={self.worker_id}) was created before os.fork(); a child's "
+                    "backfill would repeat the parent's ids. Create a Snowflake with its own worker id in each process."
+                )
+            last_unit, sequence = self._backfill
+            sequence = sequence + 1 if units == last_unit else 0
+            if sequence > self._sequence_max:
+                raise GeneratorExhaustedError(
+                    f"{self._sequence_max + 1} ids already made for the time unit of {when.isoformat()} "
+                    f"({self.sequence_bits}-bit sequence); no later id fits it"
+                )
+            self._backfill = (units, sequence)
+        return (units << self._time_shift) | self._node | sequence
 
     def min_id_at(self, when: _dt.datetime) -> int:
         """The smallest id any generator of this profile can make at ``when`` (for range queries)."""

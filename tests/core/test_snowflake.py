@@ -223,3 +223,37 @@ def test_the_same_ids_as_the_plain_algorithm_for_any_clock_moving_forward(steps,
         if expected is None:  # a full unit: the generator sleeps until the clock moves; skip it
             continue
         assert gen.next_id() == expected
+
+
+def test_a_backfill_gets_ids_of_its_own_times_in_its_order():
+    gen = Snowflake(worker_id=9, sequence_bits=4)
+    start = dt.datetime(2024, 2, 29, 12, tzinfo=UTC)
+    whens = [start + dt.timedelta(milliseconds=ms) for ms in (0, 0, 0, 5, 5, 9)]
+    made = [gen.at(when) for when in whens]
+    assert made == sorted(made) and len(set(made)) == len(made)
+    assert [gen.decode(i).timestamp for i in made] == whens
+    assert gen.decode(made[2]).sequence == 2 and gen.decode(made[3]).sequence == 0
+    with pytest.raises(GeneratorExhaustedError, match="no later id fits"):
+        for _ in range(16):
+            gen.at(start + dt.timedelta(milliseconds=9))
+    with pytest.raises(ValueError, match="outside this profile"):
+        gen.at(dt.datetime(2000, 1, 1, tzinfo=UTC))  # before the Twitter epoch
+    live = gen.next_id()  # the live sequence is its own
+    assert gen.decode(live).timestamp > whens[-1]
+
+
+def test_a_forked_child_backfills_nothing_with_its_parents_worker_id():
+    gen = Snowflake(worker_id=10)
+    when = dt.datetime(2024, 2, 29, 12, tzinfo=UTC)
+    gen.at(when)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            gen.at(when)
+            os.write(write, b"made")
+        except ForkedGeneratorError:
+            os.write(write, b"refused")
+        os._exit(0)
+    os.waitpid(pid, 0)
+    assert os.read(read, 16) == b"refused"

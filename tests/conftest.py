@@ -40,7 +40,15 @@ collect_ignore = [] if os.environ.get("DJANGO_SETTINGS_MODULE") else ["django"]
 # Server markers come from the fixtures a test uses, never by hand: `pytest -m postgres` runs
 # every test that talks to PostgreSQL, whichever way it asks for the engine.
 _MARK_BY_FIXTURE = {"pg_engine": "postgres", "mysql_engine": "mysql", "sqlite_engine": "sqlite", "redis_url": "redis"}
-_MARK_BY_ENGINE_PARAM = {"postgresql": "postgres", "mysql": "mysql", "sqlite": "sqlite", "redis": "redis"}
+_MARK_BY_ENGINE_PARAM = {
+    "postgresql": "postgres",
+    "mysql": "mysql",
+    "mariadb": "mysql",
+    "sqlite": "sqlite",
+    "redis": "redis",
+}
+# the fixtures parametrized by server name (a test's `engine`, a store URL's `server`...)
+_SERVER_PARAMS = ("engine", "server", "sql_server", "watched")
 
 
 def server_marks(item: pytest.Item) -> set[str]:
@@ -48,7 +56,7 @@ def server_marks(item: pytest.Item) -> set[str]:
     marks = {m for f, m in _MARK_BY_FIXTURE.items() if f in getattr(item, "fixturenames", ())}
     callspec = getattr(item, "callspec", None)
     for name, value in callspec.params.items() if callspec else ():
-        if name in ("engine", "server") and value in _MARK_BY_ENGINE_PARAM:
+        if name in _SERVER_PARAMS and value in _MARK_BY_ENGINE_PARAM:
             marks.add(_MARK_BY_ENGINE_PARAM[value])
         elif isinstance(value, str) and value in _MARK_BY_FIXTURE:  # request.getfixturevalue(value)
             marks.add(_MARK_BY_FIXTURE[value])

@@ -28,6 +28,7 @@ from ..allocation.leases import WorkerLease
 from ..allocation.stores.django import DjangoLeaseStore
 from ..errors import (
     ArgumentTypeError,
+    InvalidArgumentError,
     InvalidIDError,
     SeqIDError,
     ServerDefaultUnavailableError,
@@ -37,7 +38,7 @@ from ..errors import (
 from ..ids.comb import comb
 from ..ids.layout import Layout, as_layout
 from ..ids.snowflake import Snowflake
-from ..ids.text import base32, bsv, check_text_id, text_id_kind
+from ..ids.text import base32, bsv, check_text_id, text_bounds, text_id_kind
 from ..ids.validate import BIGINT_MAX, coerce_int_id
 from ..vendors import Storage, Target, normalize_vendor, rules_for, target
 from .connection import column_target, storage_of
@@ -132,6 +133,10 @@ class SeqUUIDField(models.UUIDField):
         """Where this field's ids go on database ``alias``: the column's :class:`~seqid_orm.vendors.Target`,
         storage, layout and adopted keys included (read from the live column once)."""
         return self._decided(alias)[1]
+
+    def time_bounds_for(self, alias: str, start: Any, end: Any) -> tuple[uuid.UUID, uuid.UUID]:
+        """The keys between which rows made in ``[start, end)`` lie on database ``alias`` (``id__created_in``)."""
+        return self._decided(alias)[1].time_bounds(start, end)
 
     def layout_for(self, alias: str) -> Layout:
         """The layout of ids for this field on database ``alias`` (its target's, decided once); an
@@ -446,6 +451,15 @@ class SnowflakeField(IntegerKeyField):
             self._last_bound = None
         super().contribute_to_class(cls, name, private_only=private_only)
 
+    def time_bounds_for(self, alias: str, start: Any, end: Any) -> tuple[int, int]:
+        """The ids between which rows made in ``[start, end)`` lie (``id__created_in``): the first id of
+        each instant in this field's generator's profile."""
+        gen = settings_snowflake() if self.generator is None else self._resolve()
+        low, high = gen.min_id_at(start), gen.min_id_at(end)
+        if start > end:
+            raise InvalidArgumentError(f"start {start.isoformat()} is after end {end.isoformat()}")
+        return low, high
+
     def _next_from_generator(self) -> int:
         gen = settings_snowflake() if self.generator is None else self._resolve()
         last = self._last_bound
@@ -548,6 +562,10 @@ class SortableTextField(models.CharField):
             return f"char({self.max_length}) CHARACTER SET {spec.charset}"
         return super().db_type(connection)
 
+    def time_bounds_for(self, alias: str, start: Any, end: Any) -> tuple[str, str]:
+        """The ids between which rows made in ``[start, end)`` lie (``id__created_in``), by kind."""
+        return text_bounds(self.kind, start, end)
+
     def db_parameters(self, connection: Any) -> dict[str, Any]:
         params = super().db_parameters(connection)
         if self.db_collation is None:
@@ -581,4 +599,5 @@ class SortableTextField(models.CharField):
         return found
 
 
-SeqUUIDField.register_lookup(CreatedIn)  # id__created_in=(start, end)
+for _field in (SeqUUIDField, SortableTextField, SnowflakeField):
+    _field.register_lookup(CreatedIn)  # id__created_in=(start, end)

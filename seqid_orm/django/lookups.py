@@ -1,9 +1,10 @@
 """``id__created_in=(start, end)``: the rows made in a time range, as a range on the primary key.
 
-The lookup of :class:`~seqid_orm.django.SeqUUIDField` (registered with it): ``low <= id < high``,
-the bounds the first keys any seqid generator can make at ``start`` and at ``end`` in the layout the
-field's database keeps the column in, adopted keys included (the field's
-:meth:`~seqid_orm.django.SeqUUIDField.target_for`, read from the live column once).
+The lookup of seqid's key fields (registered with each): ``low <= id < high``, the bounds the first
+keys of ``start`` and of ``end`` as the field says (``time_bounds_for``): a
+:class:`~seqid_orm.django.SeqUUIDField`'s in the layout its database keeps the column in, adopted
+keys included; a :class:`~seqid_orm.django.SortableTextField`'s by its kind; a
+:class:`~seqid_orm.django.SnowflakeField`'s by its generator's profile.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ class CreatedIn(Lookup):
     def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
         field = self.lhs.output_field
         start, end = self.rhs
-        low, high = field.target_for(connection.alias).time_bounds(start, end)
+        low, high = field.time_bounds_for(connection.alias, start, end)
         lhs, lhs_params = compiler.compile(self.lhs)
         bounds = [field.get_db_prep_value(bound, connection, prepared=False) for bound in (low, high)]
         return f"{lhs} >= %s AND {lhs} < %s", [*lhs_params, bounds[0], *lhs_params, bounds[1]]

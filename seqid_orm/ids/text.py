@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 from ..errors import ArgumentTypeError, InvalidArgumentError, InvalidIDError
 from ._uuid import from_int
-from .comb import uuid7
+from .comb import comb_at, uuid7
 from .randomness import POOL, check_fork, on_fork
 
 BSV_ALPHABET = "$-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -126,6 +126,34 @@ def _ticks_to_datetime(ticks: int) -> _dt.datetime:
         return _dt.datetime(1, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(microseconds=ticks // 10)
     except OverflowError:
         raise InvalidIDError(f"a bsv id's time, {ticks} .NET ticks, is past 9999-12-31") from None
+
+
+def _ticks_of(when: object, name: str) -> int:
+    """.NET ticks (100 ns since 0001-01-01 UTC) of an aware datetime; a typed error otherwise."""
+    if not isinstance(when, _dt.datetime):
+        raise ArgumentTypeError(f"{name} must be a datetime.datetime, got {type(when).__name__}")
+    if when.tzinfo is None or when.utcoffset() is None:
+        raise InvalidArgumentError(f"{name} must be timezone-aware (naive datetimes are ambiguous)")
+    delta = when - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+    return (delta.days * 86_400 + delta.seconds) * 10_000_000 + delta.microseconds * 10 + DOTNET_TICKS_AT_UNIX_EPOCH
+
+
+def text_bounds(kind: str, start: _dt.datetime, end: _dt.datetime) -> tuple[str, str]:
+    """``(low, high)``: the ``kind`` text ids made in ``[start, end)`` lie at or above ``low`` and below
+    ``high`` under the column's binary collation (the texts sort as their bytes): the first id of each
+    instant, so ``low <= id < high`` is a range on the key's index.  base32 ids are UUIDv7 (millisecond
+    bounds); bsv ids carry .NET ticks (100 ns bounds)."""
+    text_id_kind(kind)
+    if kind == "base32":
+        low, high = (encode_base32(comb_at(when, "time_first", "min")) for when in (start, end))
+    else:
+        low, high = (
+            encode_bsv(_ticks_of(when, name).to_bytes(8, "big") + bytes(16))
+            for when, name in ((start, "start"), (end, "end"))
+        )
+    if start > end:
+        raise InvalidArgumentError(f"start {start.isoformat()} is after end {end.isoformat()}")
+    return low, high
 
 
 # --- base32 -----------------------------------------------------------------------------

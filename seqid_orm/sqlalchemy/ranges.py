@@ -15,30 +15,51 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
-from ..errors import ArgumentTypeError
+from ..errors import ArgumentTypeError, InvalidArgumentError
+from ..ids.snowflake import Snowflake
+from ..ids.text import text_bounds
 from .columns import column_target
-from .types import SeqUUID
+from .types import SeqUUID, SnowflakeID, SortableText
 
 __all__ = ["created_in"]
 
 
-def created_in(bind: Connection | Session, column: Any, start: dt.datetime, end: dt.datetime) -> sa.ColumnElement[bool]:
-    """``column`` (a :class:`~seqid_orm.sqlalchemy.SeqUUID` key, as ``Model.id`` or a table's column)
-    between the first possible key of ``start`` and that of ``end``: the rows made in ``[start, end)``,
-    as a range on the key's index.  ``bind`` is the connection or session the query runs on (its
-    database decides the bounds)::
+def created_in(
+    bind: Connection | Session, column: Any, start: dt.datetime, end: dt.datetime, *, generator: Snowflake | None = None
+) -> sa.ColumnElement[bool]:
+    """``column`` (a key, as ``Model.id`` or a table's column) between the first possible key of
+    ``start`` and that of ``end``: the rows made in ``[start, end)``, as a range on the key's index.
+    ``bind`` is the connection or session the query runs on (its database decides the bounds of a
+    UUID key)::
 
         stmt = select(Order).where(created_in(session, Order.id, start, end)).order_by(Order.id)
 
-    ``start`` and ``end`` are timezone-aware datetimes; a key made in another way (``uuid4``, another
-    library's UUIDv7 in a layout the database does not keep in order) is not found by its time.
+    The column's type says which bounds: a :class:`~seqid_orm.sqlalchemy.SeqUUID` key's (and a
+    :class:`~seqid_orm.sqlalchemy.TypeID`'s) in the layout its database keeps it in, adopted keys
+    included; a :class:`~seqid_orm.sqlalchemy.SortableText` key's by its kind; a
+    :class:`~seqid_orm.sqlalchemy.SnowflakeID` key's by ``generator``'s profile (its epoch and bit
+    widths: give the generator that fills the column).  ``start`` and ``end`` are timezone-aware
+    datetimes; a key made in another way (``uuid4``, another library's UUIDv7 in a layout the
+    database does not keep in order) is not found by its time.
     """
     real = column.property.columns[0] if hasattr(column, "property") else column
-    if not isinstance(getattr(real, "type", None), SeqUUID):
-        raise ArgumentTypeError(f"column must be a SeqUUID column, got {getattr(real, 'type', real)!r}")
-    connection = bind.connection() if isinstance(bind, Session) else bind
-    if not isinstance(connection, Connection):
-        raise ArgumentTypeError(f"bind must be a Connection or a Session, got {type(bind).__name__}")
-    target = column_target(connection.connection.dbapi_connection, connection.dialect, real)
-    low, high = target.time_bounds(start, end)
+    kind = getattr(real, "type", None)
+    low: Any
+    high: Any
+    if isinstance(kind, SnowflakeID):
+        if not isinstance(generator, Snowflake):
+            raise ArgumentTypeError("a SnowflakeID column's bounds need generator=, the Snowflake that fills it")
+        if start > end:
+            raise InvalidArgumentError(f"start {start.isoformat()} is after end {end.isoformat()}")
+        low, high = generator.min_id_at(start), generator.min_id_at(end)
+    elif isinstance(kind, SortableText):
+        low, high = text_bounds(kind.kind, start, end)
+    elif isinstance(kind, SeqUUID):
+        connection = bind.connection() if isinstance(bind, Session) else bind
+        if not isinstance(connection, Connection):
+            raise ArgumentTypeError(f"bind must be a Connection or a Session, got {type(bind).__name__}")
+        target = column_target(connection.connection.dbapi_connection, connection.dialect, real)
+        low, high = target.time_bounds(start, end)
+    else:
+        raise ArgumentTypeError(f"column must be a SeqUUID, SortableText or SnowflakeID column, got {kind!r}")
     return sa.and_(column >= low, column < high)

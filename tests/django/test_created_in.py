@@ -46,3 +46,26 @@ def test_what_it_refuses():
         list(Author.objects.filter(id__created_in=(now, now - dt.timedelta(seconds=1))))
     with pytest.raises(InvalidArgumentError, match="timezone-aware"):
         list(Author.objects.filter(id__created_in=(now.replace(tzinfo=None), now)))
+
+
+def test_snowflake_and_sortable_text_keys_are_asked_by_their_own_bounds():
+    """A SnowflakeField's bounds come from its generator's profile, a SortableTextField's from its
+    kind (bsv carries .NET ticks, base32 a UUIDv7): the same [start, end) on each, in time order."""
+    from seqid_orm import Snowflake, comb_at
+    from seqid_orm.django import settings_snowflake
+    from seqid_orm.ids.text import encode_base32, encode_bsv
+    from tests.django.testapp.models import Event, ShareCode, Ulid
+
+    whens = [START + dt.timedelta(minutes=n) for n in range(300)]
+    low, high = START + dt.timedelta(hours=1), START + dt.timedelta(hours=2)
+    inside = [w for w in whens if low <= w < high]
+    profile: Snowflake = settings_snowflake()
+    Event.objects.bulk_create(Event(id=profile.min_id_at(w) | 7, name=w.isoformat()) for w in whens)
+    ticks = [int((w - dt.datetime(1, 1, 1, tzinfo=dt.timezone.utc)).total_seconds()) * 10_000_000 for w in whens]
+    ShareCode.objects.bulk_create(ShareCode(code=encode_bsv(t.to_bytes(8, "big") + bytes(range(16)))) for t in ticks)
+    Ulid.objects.bulk_create(Ulid(id=encode_base32(comb_at(w)), note=w.isoformat()) for w in whens)
+    events = Event.objects.filter(id__created_in=(low, high)).order_by("id")
+    assert [e.name for e in events] == [w.isoformat() for w in inside]
+    ulids = Ulid.objects.filter(id__created_in=(low, high)).order_by("id")
+    assert [u.note for u in ulids] == [w.isoformat() for w in inside]
+    assert ShareCode.objects.filter(code__created_in=(low, high)).count() == len(inside)

@@ -174,3 +174,58 @@ def test_a_backfill_many_to_a_millisecond_keeps_its_order_in_the_database(engine
             )
     finally:
         metadata.drop_all(engine)
+
+
+@pytest.mark.parametrize("kind", ["bsv", "base32", "snowflake"])
+def test_text_and_snowflake_keys_are_asked_by_their_own_bounds(engine, table_name, kind):
+    """SortableText keys by their kind's bounds, SnowflakeID keys by their generator's profile:
+    exactly [start, end) in time order, read through the key's index."""
+    from seqid_orm import Snowflake
+    from seqid_orm.ids.text import encode_base32, encode_bsv
+    from seqid_orm.sqlalchemy import SnowflakeID, SortableText
+
+    generator = Snowflake(worker_id=5)
+    key_type = SnowflakeID() if kind == "snowflake" else SortableText(kind)
+    metadata = sa.MetaData()
+    table = sa.Table(
+        table_name,
+        metadata,
+        sa.Column("id", key_type, primary_key=True),
+        sa.Column("made", sa.BigInteger, nullable=False),
+    )
+    metadata.create_all(engine)
+    epoch_ticks = 621_355_968_000_000_000
+
+    def key(when: dt.datetime, n: int) -> object:
+        if kind == "snowflake":
+            return generator.min_id_at(when) | n % 4096
+        if kind == "base32":
+            return encode_base32(comb_at(when))
+        ticks = _ms(when) * 10_000 + epoch_ticks
+        return encode_bsv(ticks.to_bytes(8, "big") + n.to_bytes(16, "big"))
+
+    try:
+        whens = [START + dt.timedelta(minutes=n) for n in range(ROWS)]
+        with engine.begin() as conn:
+            conn.execute(table.insert(), [{"id": key(w, n), "made": _ms(w)} for n, w in enumerate(whens)])
+            if engine.dialect.name == "postgresql":
+                conn.exec_driver_sql(f"ANALYZE {table.name}")
+        low, high = START + dt.timedelta(hours=10), START + dt.timedelta(hours=12)
+        with engine.connect() as conn:
+            where = created_in(conn, table.c.id, low, high, generator=generator)
+            made = conn.execute(sa.select(table.c.made).where(where).order_by(table.c.id)).scalars().all()
+            plan = _plan(conn, engine, sa.select(table.c.made).where(where))
+        assert made == sorted(_ms(w) for w in whens if low <= w < high), kind
+        name = engine.dialect.name
+        if name == "postgresql":
+            assert "Index" in plan and f"{table_name}_pkey" in plan, plan
+        elif name == "mysql":
+            assert '"key": "PRIMARY"' in plan and '"access_type": "range"' in plan, plan
+        else:
+            assert (
+                "USING PRIMARY KEY" in plan or "USING INDEX sqlite_autoindex" in plan or "INTEGER PRIMARY KEY" in plan
+            ), plan
+    finally:
+        metadata.drop_all(engine)
+    with pytest.raises(ArgumentTypeError, match="generator="), engine.connect() as conn:
+        created_in(conn, sa.Column("id", SnowflakeID()), low, high)

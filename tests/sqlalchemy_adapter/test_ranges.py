@@ -109,7 +109,7 @@ def test_a_mapped_attribute_and_a_session_and_the_refusals(sqlite_engine):
                 created_in(session, Order.id, now, now - dt.timedelta(days=1))
             with pytest.raises(InvalidArgumentError, match="timezone-aware"):
                 created_in(session, Order.id, now.replace(tzinfo=None), now)
-            with pytest.raises(ArgumentTypeError, match="SeqUUID column"):
+            with pytest.raises(ArgumentTypeError, match="SeqUUID, SortableText or SnowflakeID column"):
                 created_in(session, sa.column("x", sa.Integer), now, now)
     finally:
         Base.metadata.drop_all(sqlite_engine)

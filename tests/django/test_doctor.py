@@ -13,6 +13,7 @@ from django.core.management import CommandError, call_command
 from django.db import connections, models
 from django.test.utils import isolate_apps
 
+from tests.django.tables import table_of
 from tests.django.testapp.models import Author, Receipt
 
 pytestmark = pytest.mark.django_db(transaction=True, databases="__all__")
@@ -33,14 +34,8 @@ def uuid4_keyed(db_table: str) -> Iterator[type[models.Model]]:
     meta = type("Meta", (), {"app_label": "testapp", "db_table": db_table})
     fields = {"id": models.UUIDField(primary_key=True, default=uuid.uuid4), "Meta": meta, "__module__": __name__}
     model = type(f"Keyed_{db_table}", (models.Model,), fields)
-    connection = connections["default"]
-    with connection.schema_editor() as editor:
-        editor.create_model(model)
-    try:
-        yield model
-    finally:
-        with connection.schema_editor() as editor:
-            editor.delete_model(model)
+    with table_of(model) as made:
+        yield made
 
 
 @isolate_apps("tests.django.testapp")

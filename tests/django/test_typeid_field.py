@@ -9,35 +9,30 @@ import uuid
 import pytest
 from django.core import exceptions
 from django.db import connection, models
+from django.test.utils import isolate_apps
 
 from seqid_orm.django import TypeIDField
 from seqid_orm.errors import InvalidArgumentError
 from seqid_orm.ids.typeid import decode_typeid
+from tests.django.tables import table_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
 def customer_model():
-    class Customer(models.Model):
-        id = TypeIDField("cust", primary_key=True)
-        n = models.IntegerField()
+    with isolate_apps("tests.django.testapp"):
 
-        class Meta:
-            app_label = "testapp"
-            db_table = "seqid_typeid_customer"
+        class Customer(models.Model):
+            id = TypeIDField("cust", primary_key=True)
+            n = models.IntegerField()
 
-    with connection.schema_editor() as editor:
-        editor.create_model(Customer)
-    try:
-        yield Customer
-    finally:
-        with connection.schema_editor() as editor:
-            editor.delete_model(Customer)
-        from django.apps import apps
+            class Meta:
+                app_label = "testapp"
+                db_table = "seqid_typeid_customer"
 
-        apps.all_models["testapp"].pop("customer", None)
-        apps.clear_cache()
+        with table_of(Customer):
+            yield Customer
 
 
 def test_keys_are_typeids_in_python_and_uuidv7s_in_the_column(customer_model):

@@ -105,8 +105,6 @@ def test_alembic_autogenerate_writes_the_type_and_its_migration_runs(engine, tab
             assert conn.execute(sa.select(table.c.id)).scalar_one().startswith("cust_")
     finally:
         metadata.drop_all(engine)
-        with engine.begin() as conn:
-            conn.execute(sa.text("DROP TABLE IF EXISTS alembic_version"))
 
 
 def test_every_new_key_is_a_uuidv7_in_the_database(engine, table_name):

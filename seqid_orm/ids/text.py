@@ -97,6 +97,7 @@ class BsvGenerator:
         self._clock = clock
         self._lock = threading.Lock()
         self._last = -1
+        self._backfill = (-1, -1)  # at(): the ticks asked for by the run of calls now, and the last given
         _LIVE.add(self)
 
     def __call__(self) -> str:
@@ -109,9 +110,28 @@ class BsvGenerator:
             body = ticks.to_bytes(8, "big") + _word().to_bytes(8, "big") + _word().to_bytes(8, "big")
         return base64.b64encode(body).translate(_TO_BSV).decode("ascii")
 
+    def at(self, when: _dt.datetime) -> str:
+        """A bsv id of the instant ``when`` (a backfill: rows imported with their own times).  Calls
+        in time order get ids in their order: an instant asked for again, or one that the ids of the
+        instants before it have passed, gets the next tick (100 ns) after the last id, as :meth:`__call__`
+        does for a clock that has not moved; an earlier instant than the run's starts a new one."""
+        check_fork()
+        asked = _ticks_of(when, "when")
+        with self._lock:
+            first, last = self._backfill
+            ticks = last + 1 if first <= asked <= last else asked
+            self._backfill = (first if first <= asked <= last else asked, ticks)
+            body = ticks.to_bytes(8, "big") + _word().to_bytes(8, "big") + _word().to_bytes(8, "big")
+        return base64.b64encode(body).translate(_TO_BSV).decode("ascii")
+
 
 bsv = BsvGenerator()
 """A new 32-character bsv id (call it: ``bsv()``)."""
+
+
+def bsv_at(when: _dt.datetime) -> str:
+    """A bsv id of the instant ``when``, for backfills: see :meth:`BsvGenerator.at`."""
+    return bsv.at(when)
 
 
 def bsv_parts(text: str) -> tuple[_dt.datetime, bytes]:
@@ -257,6 +277,7 @@ def _bsv_bytes(text: object) -> bytes:
 def _reset_after_fork() -> None:
     for gen in list(_LIVE):
         gen._lock = threading.Lock()
+        gen._backfill = (-1, -1)  # the child's backfill starts its own run
 
 
 on_fork(_reset_after_fork)  # the random words are the pool's, which drops them itself

@@ -65,3 +65,18 @@ def test_a_full_millisecond_and_bad_input_are_refused():
         comb_at(WHEN.replace(tzinfo=None), Layout.TIME_FIRST, "next")
     with pytest.raises(InvalidArgumentError, match="'next'"):
         comb_at(WHEN, Layout.TIME_FIRST, "later")  # type: ignore[arg-type]
+
+
+def test_bsv_ids_of_past_instants_sort_as_their_rows_came():
+    from seqid_orm.ids.text import bsv_at, bsv_parts, text_bounds
+
+    whens = [WHEN + dt.timedelta(milliseconds=ms) for ms in (0, 0, 0, 2, 2, 9) for _ in range(50)]
+    made = [bsv_at(when) for when in whens]
+    assert sorted(made) == made and len(set(made)) == len(made)  # text order is the ids' order
+    for text, when in zip(made, whens, strict=True):
+        at, _ = bsv_parts(text)
+        assert when <= at < when + dt.timedelta(milliseconds=1)  # its instant, a tick on per id made before
+    low, high = text_bounds("bsv", WHEN + dt.timedelta(milliseconds=1), WHEN + dt.timedelta(milliseconds=3))
+    assert [t for t in made if low <= t < high] == made[150:250]  # the ids of the 2 ms instant
+    with pytest.raises(InvalidArgumentError, match="timezone-aware"):
+        bsv_at(WHEN.replace(tzinfo=None))

@@ -73,8 +73,7 @@ def encode_typeid(prefix: str, value: uuid.UUID) -> str:
 
 def typeid(prefix: str) -> str:
     """A new TypeID of type ``prefix``: a :func:`~seqid_orm.uuid7` (time first, strictly increasing)."""
-    _check_prefix(prefix, InvalidArgumentError)
-    return encode_typeid(prefix, uuid7())
+    return encode_typeid(prefix, uuid7())  # which checks the prefix
 
 
 def decode_typeid(text: str, prefix: str | None = None) -> tuple[str, uuid.UUID]:

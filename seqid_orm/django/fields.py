@@ -28,7 +28,6 @@ from ..allocation.leases import WorkerLease
 from ..allocation.stores.django import DjangoLeaseStore
 from ..errors import (
     ArgumentTypeError,
-    InvalidArgumentError,
     InvalidIDError,
     SeqIDError,
     ServerDefaultUnavailableError,
@@ -454,14 +453,14 @@ class SnowflakeField(IntegerKeyField):
     def time_bounds_for(self, alias: str, start: Any, end: Any) -> tuple[int, int]:
         """The ids between which rows made in ``[start, end)`` lie (``id__created_in``): the first id of
         each instant in this field's generator's profile."""
-        gen = settings_snowflake() if self.generator is None else self._resolve()
-        low, high = gen.min_id_at(start), gen.min_id_at(end)
-        if start > end:
-            raise InvalidArgumentError(f"start {start.isoformat()} is after end {end.isoformat()}")
-        return low, high
+        return self._generator().time_bounds(start, end)
+
+    def _generator(self) -> Snowflake:
+        """The Snowflake filling this field: its own, or the one ``settings.SEQID`` configures."""
+        return settings_snowflake() if self.generator is None else self._resolve()
 
     def _next_from_generator(self) -> int:
-        gen = settings_snowflake() if self.generator is None else self._resolve()
+        gen = self._generator()
         last = self._last_bound
         if gen.source is not None and (last is None or last() is not gen) and hasattr(self, "model"):
             if gen not in self._bound:

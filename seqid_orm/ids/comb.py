@@ -855,15 +855,27 @@ on_fork(_backfill_after_fork)
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 
 
-def datetime_to_ms(when: object, name: str) -> int:
-    """An aware ``datetime`` as Unix milliseconds in the 48-bit range; a typed error naming ``name`` otherwise."""
+def since_epoch(when: object, name: str) -> _dt.timedelta:
+    """An aware ``datetime``'s time since the Unix epoch; a typed error naming ``name`` otherwise."""
     if not isinstance(when, _dt.datetime):
         raise ArgumentTypeError(f"{name} must be a datetime.datetime, got {type(when).__name__}")
     if when.tzinfo is None or when.utcoffset() is None:
         raise InvalidArgumentError(f"{name} must be timezone-aware (naive datetimes are ambiguous)")
-    delta = when - _EPOCH
+    return when - _EPOCH
+
+
+def check_span(start: _dt.datetime, end: _dt.datetime) -> None:
+    """Refuse a time range ``[start, end)`` that runs backwards (both already checked as aware)."""
+    if start > end:
+        raise InvalidArgumentError(f"start {start.isoformat()} is after end {end.isoformat()}")
+
+
+def datetime_to_ms(when: object, name: str) -> int:
+    """An aware ``datetime`` as Unix milliseconds in the 48-bit range; a typed error naming ``name`` otherwise."""
+    delta = since_epoch(when, name)
     ms = (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
     if not 0 <= ms <= _MS_MAX:
+        assert isinstance(when, _dt.datetime)  # since_epoch refused anything else
         raise InvalidArgumentError(f"{name} {when.isoformat()} is outside the 48-bit millisecond range")
     return ms
 

@@ -44,7 +44,7 @@ from ..errors import (
     WorkerIdConflictError,
 )
 from . import randomness
-from .comb import datetime_to_ms, ms_to_datetime
+from .comb import check_span, datetime_to_ms, ms_to_datetime
 from .randomness import on_fork
 
 TWITTER_EPOCH_MS = 1288834974657
@@ -620,6 +620,14 @@ class Snowflake:
                 )
             self._backfill = (units, sequence)
         return (units << self._time_shift) | self._node | sequence
+
+    def time_bounds(self, start: _dt.datetime, end: _dt.datetime) -> tuple[int, int]:
+        """``(low, high)``: the ids of this profile made in ``[start, end)`` lie at or above ``low`` and
+        below ``high`` (the first id of each instant), so ``low <= id < high`` is a range on the key's
+        index."""
+        low, high = self.min_id_at(start), self.min_id_at(end)
+        check_span(start, end)
+        return low, high
 
     def min_id_at(self, when: _dt.datetime) -> int:
         """The smallest id any generator of this profile can make at ``when`` (for range queries)."""

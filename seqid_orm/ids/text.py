@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 from ..errors import ArgumentTypeError, InvalidArgumentError, InvalidIDError
 from ._uuid import from_int
-from .comb import comb_at, uuid7
+from .comb import check_span, comb_at, since_epoch, uuid7
 from .randomness import POOL, check_fork, on_fork
 
 BSV_ALPHABET = "$-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -150,11 +150,7 @@ def _ticks_to_datetime(ticks: int) -> _dt.datetime:
 
 def _ticks_of(when: object, name: str) -> int:
     """.NET ticks (100 ns since 0001-01-01 UTC) of an aware datetime; a typed error otherwise."""
-    if not isinstance(when, _dt.datetime):
-        raise ArgumentTypeError(f"{name} must be a datetime.datetime, got {type(when).__name__}")
-    if when.tzinfo is None or when.utcoffset() is None:
-        raise InvalidArgumentError(f"{name} must be timezone-aware (naive datetimes are ambiguous)")
-    delta = when - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+    delta = since_epoch(when, name)
     return (delta.days * 86_400 + delta.seconds) * 10_000_000 + delta.microseconds * 10 + DOTNET_TICKS_AT_UNIX_EPOCH
 
 
@@ -171,8 +167,7 @@ def text_bounds(kind: str, start: _dt.datetime, end: _dt.datetime) -> tuple[str,
             encode_bsv(_ticks_of(when, name).to_bytes(8, "big") + bytes(16))
             for when, name in ((start, "start"), (end, "end"))
         )
-    if start > end:
-        raise InvalidArgumentError(f"start {start.isoformat()} is after end {end.isoformat()}")
+    check_span(start, end)
     return low, high
 
 

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
-from ..errors import ArgumentTypeError, InvalidArgumentError
+from ..errors import ArgumentTypeError
 from ..ids.snowflake import Snowflake
 from ..ids.text import text_bounds
 from .columns import column_target
@@ -49,9 +49,7 @@ def created_in(
     if isinstance(kind, SnowflakeID):
         if not isinstance(generator, Snowflake):
             raise ArgumentTypeError("a SnowflakeID column's bounds need generator=, the Snowflake that fills it")
-        if start > end:
-            raise InvalidArgumentError(f"start {start.isoformat()} is after end {end.isoformat()}")
-        low, high = generator.min_id_at(start), generator.min_id_at(end)
+        low, high = generator.time_bounds(start, end)
     elif isinstance(kind, SortableText):
         low, high = text_bounds(kind.kind, start, end)
     elif isinstance(kind, SeqUUID):

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from ..errors import ArgumentTypeError, InvalidArgumentError, UnknownLayoutError
 from ..ids.adopted import above_for as adopted_above_for
 from ..ids.adopted import recognise
-from ..ids.comb import CombGenerator, comb_at, decode_comb, generator_for, layout_of
+from ..ids.comb import CombGenerator, check_span, comb_at, decode_comb, generator_for, layout_of
 from ..ids.layout import Layout, as_layout, candidates, fits, layout_for_order, sort_key
 from . import cockroachdb, generic, mariadb, mssql, mysql, oracle, postgresql, sqlite, tidb, yugabytedb
 from ._base import ServerDefault, Storage, TextColumnSpec, VendorRules, as_storage, format_version
@@ -195,8 +195,7 @@ class Target:
         ``bound="min"``) in this column's layout: its adopted keys' where it has adopted keys."""
         layout = self.adopted_layout if self.above else self.layout
         low, high = comb_at(start, layout, "min", above=self.above), comb_at(end, layout, "min", above=self.above)
-        if start > end:  # (both checked as aware datetimes by comb_at first)
-            raise InvalidArgumentError(f"start {start.isoformat()} is after end {end.isoformat()}")
+        check_span(start, end)  # (both checked as aware datetimes by comb_at first)
         return low, high
 
     def above_for(self, top: Sequence[uuid.UUID], now_ms: int | None = None) -> int:

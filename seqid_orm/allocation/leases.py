@@ -401,8 +401,6 @@ class WorkerLease:
         """In a forked child: forget the parent's lease (the parent keeps renewing it)."""
         self._init_state()
         self._store.after_fork()
-        if self._store.opened is not None:
-            self._store.opened.after_fork()
 
 
 def _after_fork_in_child() -> None:

@@ -264,8 +264,6 @@ class ServerSet:
         self.pick_first()
         for slot in self._slots:
             slot.after_fork()
-            if slot.opened is not None:
-                slot.opened.after_fork()
 
     def close(self) -> None:
         """Release the opened stores' connections (a store never opened has none)."""

@@ -109,17 +109,19 @@ def _checked(value: object, version: int, what: str) -> int:
     return i
 
 
-def mask_uuidv47(value: uuid.UUID | str, key: bytes) -> uuid.UUID:
-    """The uuidv47 façade of a UUIDv7: its time masked, version 4, its random bits unchanged."""
-    i = _checked(value, 7, "the value to mask")
+def _xor_time(i: int, key: bytes, version: int) -> uuid.UUID:
+    """``i`` with its time XORed with the mask of its random bits, and version ``version``: the one
+    transform both ways (the random bits, which the mask is made of, are the same on both sides)."""
     k0, k1 = _key_halves(key)
     time = (i >> 80) ^ _mask48(i, k0, k1)
-    return uuid.UUID(int=(time << 80) | (i & ~(_M48 << 80) & ~_VERSION_NIBBLE) | (0x4 << 76))
+    return uuid.UUID(int=(time << 80) | (i & ~(_M48 << 80) & ~_VERSION_NIBBLE) | (version << 76))
+
+
+def mask_uuidv47(value: uuid.UUID | str, key: bytes) -> uuid.UUID:
+    """The uuidv47 façade of a UUIDv7: its time masked, version 4, its random bits unchanged."""
+    return _xor_time(_checked(value, 7, "the value to mask"), key, 4)
 
 
 def unmask_uuidv47(public: uuid.UUID | str, key: bytes) -> uuid.UUID:
     """The UUIDv7 behind a uuidv47 façade (any key gives some UUIDv7: a wrong one is not detected)."""
-    i = _checked(public, 4, "a uuidv47 public id")
-    k0, k1 = _key_halves(key)
-    time = (i >> 80) ^ _mask48(i, k0, k1)
-    return uuid.UUID(int=(time << 80) | (i & ~(_M48 << 80) & ~_VERSION_NIBBLE) | (0x7 << 76))
+    return _xor_time(_checked(public, 4, "a uuidv47 public id"), key, 7)

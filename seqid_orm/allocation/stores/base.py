@@ -74,7 +74,6 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
-_S = TypeVar("_S")
 
 #: URL schemes of the etcd store (here, where both the package and the store module read it).
 ETCD_SCHEMES = ("etcd",)
@@ -356,6 +355,17 @@ class LeaseStore(Protocol):
     def close(self) -> None: ...
 
 
+class _Store(Protocol):
+    """What :class:`Deferred` reads of a store: both store protocols have it."""
+
+    label: str
+
+    def after_fork(self) -> None: ...
+
+
+_S = TypeVar("_S", bound=_Store)
+
+
 class Deferred(Generic[_S]):
     """A store known by its label until the first call that needs it opens it, once, whichever thread
     asks first (a URL: opening imports its driver and builds an engine or a client, 0.1-1.2 s, which
@@ -378,9 +388,12 @@ class Deferred(Generic[_S]):
                 if store is None:
                     assert self._open is not None
                     store = self.opened = self._open()
-                    self.label = store.label  # type: ignore[attr-defined]  # the store's own spelling
+                    self.label = store.label  # the store's own spelling
         return store
 
     def after_fork(self) -> None:
-        """In a forked child: a parent's thread may have held the lock at the fork."""
+        """In a forked child: a new lock (a parent's thread may have held this one at the fork), and the
+        opened store's own reset (new connections)."""
         self._lock = threading.Lock()
+        if self.opened is not None:
+            self.opened.after_fork()

@@ -32,9 +32,7 @@ def engine():
     made.dispose()
 
 
-def _twin_tables(engine, name):
-    metadata = sa.MetaData()
-
+def _twin_tables(engine, metadata, name):
     def table(suffix):
         return sa.Table(
             f"{name}_{suffix}",
@@ -53,7 +51,7 @@ def _twin_tables(engine, name):
 
     tables = table("bulk"), table("plain")
     metadata.create_all(engine)
-    return metadata, tables
+    return tables
 
 
 def _rows(n):
@@ -79,56 +77,45 @@ def _stored(conn, table):
 
 
 @pytest.mark.parametrize("sql_mode", ["", "NO_BACKSLASH_ESCAPES"])
-def test_every_kind_of_value_arrives_as_executemany_stores_it(engine, table_name, sql_mode):
-    metadata, (loaded, plain) = _twin_tables(engine, table_name)
+def test_every_kind_of_value_arrives_as_executemany_stores_it(engine, metadata, table_name, sql_mode):
+    loaded, plain = _twin_tables(engine, metadata, table_name)
     rows = _rows(3_000)
-    try:
-        with engine.begin() as conn:
-            conn.exec_driver_sql(f"SET SESSION sql_mode = CONCAT(@@sql_mode, ',{sql_mode}')" if sql_mode else "DO 0")
-            keys = bulk_insert(conn, loaded, rows)
-            conn.execute(sa.insert(plain), [{"id": k, **r} for k, r in zip(keys, rows, strict=True)])
-        with engine.connect() as conn:
-            assert _stored(conn, loaded) == _stored(conn, plain)
-            assert conn.execute(sa.select(loaded.c.id).order_by(loaded.c.id)).scalars().all() == list(keys)
-            texts = conn.execute(sa.select(loaded.c.text).order_by(loaded.c.ticket)).scalars().all()
-            notes = conn.execute(sa.select(loaded.c.note).order_by(loaded.c.ticket)).scalars().all()
-        assert set(texts) == set(AWKWARD) | {None} and set(notes) == set(AWKWARD)
-    finally:
-        metadata.drop_all(engine)
+    with engine.begin() as conn:
+        conn.exec_driver_sql(f"SET SESSION sql_mode = CONCAT(@@sql_mode, ',{sql_mode}')" if sql_mode else "DO 0")
+        keys = bulk_insert(conn, loaded, rows)
+        conn.execute(sa.insert(plain), [{"id": k, **r} for k, r in zip(keys, rows, strict=True)])
+    with engine.connect() as conn:
+        assert _stored(conn, loaded) == _stored(conn, plain)
+        assert conn.execute(sa.select(loaded.c.id).order_by(loaded.c.id)).scalars().all() == list(keys)
+        texts = conn.execute(sa.select(loaded.c.text).order_by(loaded.c.ticket)).scalars().all()
+        notes = conn.execute(sa.select(loaded.c.note).order_by(loaded.c.ticket)).scalars().all()
+    assert set(texts) == set(AWKWARD) | {None} and set(notes) == set(AWKWARD)
 
 
-def test_a_large_load_goes_in_several_statements_and_keeps_every_row(engine, table_name, monkeypatch):
-    metadata = sa.MetaData()
+def test_a_large_load_goes_in_several_statements_and_keeps_every_row(engine, metadata, table_name, monkeypatch):
     table = sa.Table(
         table_name, metadata, sa.Column("id", TicketID(), primary_key=True), sa.Column("text", sa.String(200))
     )
     metadata.create_all(engine)
     monkeypatch.setattr(bulk_module, "_STATEMENT_BYTES", 50_000)
     inserts = "SHOW SESSION STATUS LIKE 'Com_insert'"  # the server's count of INSERT statements
-    try:
-        with engine.begin() as conn:
-            before = int(conn.exec_driver_sql(inserts).one()[1])
-            bulk_insert(conn, table, [{"id": i, "text": "t" * 100} for i in range(1, 20_001)])
-            sent = int(conn.exec_driver_sql(inserts).one()[1]) - before
-        with engine.connect() as conn:
-            assert conn.execute(sa.select(table.c.id).order_by(table.c.id)).scalars().all() == list(range(1, 20_001))
-    finally:
-        metadata.drop_all(engine)
+    with engine.begin() as conn:
+        before = int(conn.exec_driver_sql(inserts).one()[1])
+        bulk_insert(conn, table, [{"id": i, "text": "t" * 100} for i in range(1, 20_001)])
+        sent = int(conn.exec_driver_sql(inserts).one()[1]) - before
+    with engine.connect() as conn:
+        assert conn.execute(sa.select(table.c.id).order_by(table.c.id)).scalars().all() == list(range(1, 20_001))
     assert sent >= 20_000 * 105 // 50_000  # ~105 bytes a row: under 500 rows a statement
 
 
-def test_a_failing_statement_leaves_no_row_and_names_the_error(engine, table_name, monkeypatch):
-    metadata = sa.MetaData()
+def test_a_failing_statement_leaves_no_row_and_names_the_error(engine, metadata, table_name, monkeypatch):
     table = sa.Table(table_name, metadata, sa.Column("id", TicketID(), primary_key=True))
     metadata.create_all(engine)
     monkeypatch.setattr(bulk_module, "_STATEMENT_BYTES", 1_000)
-    try:
-        # the duplicate is in a later statement than the first rows
-        with pytest.raises(sa.exc.IntegrityError, match="Duplicate entry '7'"), engine.begin() as conn:
-            bulk_insert(conn, table, [{"id": i} for i in [*range(1, 2_000), 7]])
-        with pytest.raises(InvalidIDError), engine.begin() as conn:  # checked before anything is sent
-            bulk_insert(conn, table, [{"id": 5}, {"id": -1}])
-        with engine.connect() as conn:
-            assert conn.execute(sa.select(sa.func.count()).select_from(table)).scalar() == 0
-    finally:
-        metadata.drop_all(engine)
+    # the duplicate is in a later statement than the first rows
+    with pytest.raises(sa.exc.IntegrityError, match="Duplicate entry '7'"), engine.begin() as conn:
+        bulk_insert(conn, table, [{"id": i} for i in [*range(1, 2_000), 7]])
+    with pytest.raises(InvalidIDError), engine.begin() as conn:  # checked before anything is sent
+        bulk_insert(conn, table, [{"id": 5}, {"id": -1}])
+    with engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(table)).scalar() == 0

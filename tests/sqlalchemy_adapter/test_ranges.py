@@ -48,12 +48,11 @@ def _plan(conn, engine, statement) -> str:
 
 
 @pytest.mark.parametrize("storage_index", range(4))
-def test_the_rows_of_a_time_range_come_from_the_keys_index_in_time_order(engine, table_name, storage_index):
+def test_the_rows_of_a_time_range_come_from_the_keys_index_in_time_order(engine, metadata, table_name, storage_index):
     storages = STORAGES.get(engine.dialect.name, ["binary", "text", "hex"])
     if storage_index >= len(storages):
         return  # this database has fewer storages
     storage = storages[storage_index]
-    metadata = sa.MetaData()
     table = sa.Table(
         table_name,
         metadata,
@@ -61,28 +60,23 @@ def test_the_rows_of_a_time_range_come_from_the_keys_index_in_time_order(engine,
         sa.Column("made", sa.BigInteger(), nullable=False),  # Unix ms: every database keeps them exactly
     )
     metadata.create_all(engine)
-    try:
-        whens = _fill(engine, table)
-        low, high = START + dt.timedelta(hours=10), START + dt.timedelta(hours=12)
-        with engine.connect() as conn:
-            where = created_in(conn, table.c.id, low, high)
-            statement = sa.select(table.c.made).where(where).order_by(table.c.id)
-            made = conn.execute(statement).scalars().all()
-            plan = _plan(conn, engine, sa.select(table.c.made).where(where))
-        expected = sorted(_ms(w) for w in whens if low <= w < high)
-        assert made == expected, storage  # every row of [low, high) and no other, in time order by ORDER BY id
-        assert len(made) == 2 * 60 + 2  # the minutes, the edge at low again, the last ms before high
-        name = engine.dialect.name
-        if name == "postgresql":
-            assert "Index" in plan and f"{table_name}_pkey" in plan, plan
-        elif name == "mysql":
-            assert '"key": "PRIMARY"' in plan.replace("\\", "") and '"access_type": "range"' in plan.replace(
-                "\\", ""
-            ), plan
-        else:
-            assert "USING PRIMARY KEY" in plan or "USING INDEX sqlite_autoindex" in plan, plan
-    finally:
-        metadata.drop_all(engine)
+    whens = _fill(engine, table)
+    low, high = START + dt.timedelta(hours=10), START + dt.timedelta(hours=12)
+    with engine.connect() as conn:
+        where = created_in(conn, table.c.id, low, high)
+        statement = sa.select(table.c.made).where(where).order_by(table.c.id)
+        made = conn.execute(statement).scalars().all()
+        plan = _plan(conn, engine, sa.select(table.c.made).where(where))
+    expected = sorted(_ms(w) for w in whens if low <= w < high)
+    assert made == expected, storage  # every row of [low, high) and no other, in time order by ORDER BY id
+    assert len(made) == 2 * 60 + 2  # the minutes, the edge at low again, the last ms before high
+    name = engine.dialect.name
+    if name == "postgresql":
+        assert "Index" in plan and f"{table_name}_pkey" in plan, plan
+    elif name == "mysql":
+        assert '"key": "PRIMARY"' in plan.replace("\\", "") and '"access_type": "range"' in plan.replace("\\", ""), plan
+    else:
+        assert "USING PRIMARY KEY" in plan or "USING INDEX sqlite_autoindex" in plan, plan
 
 
 class Base(DeclarativeBase):
@@ -149,35 +143,29 @@ def test_an_adopted_column_is_asked_for_its_adopted_keys(pg_engine, table_name):
         metadata.drop_all(pg_engine)
 
 
-def test_a_backfill_many_to_a_millisecond_keeps_its_order_in_the_database(engine, table_name):
+def test_a_backfill_many_to_a_millisecond_keeps_its_order_in_the_database(engine, metadata, table_name):
     """Imported rows that keep their times, a hundred to each of five milliseconds (comb_at with
     bound="next" in the column's layout): ORDER BY id gives them back in the order they came, and
     created_in finds one millisecond's hundred."""
-    metadata = sa.MetaData()
     table = sa.Table(
         table_name, metadata, sa.Column("id", SeqUUID(), primary_key=True), sa.Column("n", sa.Integer, nullable=False)
     )
     metadata.create_all(engine)
-    try:
-        with engine.connect() as conn:
-            layout = table.c.id.type.target(conn.dialect).layout
-        whens = [START + dt.timedelta(milliseconds=ms) for ms in range(5) for _ in range(100)]
-        with engine.begin() as conn:
-            conn.execute(table.insert(), [{"id": comb_at(w, layout, "next"), "n": n} for n, w in enumerate(whens)])
-        with engine.connect() as conn:
-            assert conn.execute(sa.select(table.c.n).order_by(table.c.id)).scalars().all() == list(range(500))
-            third = created_in(
-                conn, table.c.id, START + dt.timedelta(milliseconds=2), START + dt.timedelta(milliseconds=3)
-            )
-            assert conn.execute(sa.select(table.c.n).where(third).order_by(table.c.id)).scalars().all() == list(
-                range(200, 300)
-            )
-    finally:
-        metadata.drop_all(engine)
+    with engine.connect() as conn:
+        layout = table.c.id.type.target(conn.dialect).layout
+    whens = [START + dt.timedelta(milliseconds=ms) for ms in range(5) for _ in range(100)]
+    with engine.begin() as conn:
+        conn.execute(table.insert(), [{"id": comb_at(w, layout, "next"), "n": n} for n, w in enumerate(whens)])
+    with engine.connect() as conn:
+        assert conn.execute(sa.select(table.c.n).order_by(table.c.id)).scalars().all() == list(range(500))
+        third = created_in(conn, table.c.id, START + dt.timedelta(milliseconds=2), START + dt.timedelta(milliseconds=3))
+        assert conn.execute(sa.select(table.c.n).where(third).order_by(table.c.id)).scalars().all() == list(
+            range(200, 300)
+        )
 
 
 @pytest.mark.parametrize("kind", ["bsv", "base32", "snowflake"])
-def test_text_and_snowflake_keys_are_asked_by_their_own_bounds(engine, table_name, kind):
+def test_text_and_snowflake_keys_are_asked_by_their_own_bounds(engine, metadata, table_name, kind):
     """SortableText keys by their kind's bounds, SnowflakeID keys by their generator's profile:
     exactly [start, end) in time order, read through the key's index."""
     from seqid_orm import Snowflake
@@ -186,7 +174,6 @@ def test_text_and_snowflake_keys_are_asked_by_their_own_bounds(engine, table_nam
 
     generator = Snowflake(worker_id=5)
     key_type = SnowflakeID() if kind == "snowflake" else SortableText(kind)
-    metadata = sa.MetaData()
     table = sa.Table(
         table_name,
         metadata,
@@ -204,28 +191,25 @@ def test_text_and_snowflake_keys_are_asked_by_their_own_bounds(engine, table_nam
         ticks = _ms(when) * 10_000 + epoch_ticks
         return encode_bsv(ticks.to_bytes(8, "big") + n.to_bytes(16, "big"))
 
-    try:
-        whens = [START + dt.timedelta(minutes=n) for n in range(ROWS)]
-        with engine.begin() as conn:
-            conn.execute(table.insert(), [{"id": key(w, n), "made": _ms(w)} for n, w in enumerate(whens)])
-            if engine.dialect.name == "postgresql":
-                conn.exec_driver_sql(f"ANALYZE {table.name}")
-        low, high = START + dt.timedelta(hours=10), START + dt.timedelta(hours=12)
-        with engine.connect() as conn:
-            where = created_in(conn, table.c.id, low, high, generator=generator)
-            made = conn.execute(sa.select(table.c.made).where(where).order_by(table.c.id)).scalars().all()
-            plan = _plan(conn, engine, sa.select(table.c.made).where(where))
-        assert made == sorted(_ms(w) for w in whens if low <= w < high), kind
-        name = engine.dialect.name
-        if name == "postgresql":
-            assert "Index" in plan and f"{table_name}_pkey" in plan, plan
-        elif name == "mysql":
-            assert '"key": "PRIMARY"' in plan and '"access_type": "range"' in plan, plan
-        else:
-            assert (
-                "USING PRIMARY KEY" in plan or "USING INDEX sqlite_autoindex" in plan or "INTEGER PRIMARY KEY" in plan
-            ), plan
-    finally:
-        metadata.drop_all(engine)
+    whens = [START + dt.timedelta(minutes=n) for n in range(ROWS)]
+    with engine.begin() as conn:
+        conn.execute(table.insert(), [{"id": key(w, n), "made": _ms(w)} for n, w in enumerate(whens)])
+        if engine.dialect.name == "postgresql":
+            conn.exec_driver_sql(f"ANALYZE {table.name}")
+    low, high = START + dt.timedelta(hours=10), START + dt.timedelta(hours=12)
+    with engine.connect() as conn:
+        where = created_in(conn, table.c.id, low, high, generator=generator)
+        made = conn.execute(sa.select(table.c.made).where(where).order_by(table.c.id)).scalars().all()
+        plan = _plan(conn, engine, sa.select(table.c.made).where(where))
+    assert made == sorted(_ms(w) for w in whens if low <= w < high), kind
+    name = engine.dialect.name
+    if name == "postgresql":
+        assert "Index" in plan and f"{table_name}_pkey" in plan, plan
+    elif name == "mysql":
+        assert '"key": "PRIMARY"' in plan and '"access_type": "range"' in plan, plan
+    else:
+        assert "USING PRIMARY KEY" in plan or "USING INDEX sqlite_autoindex" in plan or "INTEGER PRIMARY KEY" in plan, (
+            plan
+        )
     with pytest.raises(ArgumentTypeError, match="generator="), engine.connect() as conn:
         created_in(conn, sa.Column("id", SnowflakeID()), low, high)

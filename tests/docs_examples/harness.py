@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 from tests.conftest import MYSQL_URL, POSTGRES_URL, REDIS_URL
 
 _SCHEMA = "seqid_docs"  # PostgreSQL: the examples' own schema (search_path)
@@ -53,6 +56,17 @@ def fresh_servers() -> None:
     client.close()
 
 
+def reader_env() -> dict[str, str]:
+    """The environment of a reader's shell in this project's virtualenv: its ``bin`` first on ``PATH``
+    (``python``, ``django-admin``, ``alembic``, ``uvicorn``), and nothing of the test run's own (no Django
+    settings module, no ``PYTHONPATH``: an example sees the installed package, not this checkout's tests)."""
+    bin_dir = os.path.dirname(sys.executable)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    env.pop("PYTHONPATH", None)
+    return env
+
+
 def on_test_servers(source: str) -> str:
     """An example as written, its URLs those of the test servers: the one change a test makes."""
     for written, real in SERVERS.items():
@@ -60,4 +74,4 @@ def on_test_servers(source: str) -> str:
     return source
 
 
-__all__ = ["SERVERS", "fresh_servers", "on_test_servers"]
+__all__ = ["SERVERS", "fresh_servers", "on_test_servers", "reader_env"]

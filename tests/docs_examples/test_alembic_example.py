@@ -4,24 +4,21 @@ file copied over its ``env.py``, the models beside it, the database URL written 
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import sqlalchemy as sa
 
+from tests.docs_examples.harness import reader_env
 from tests.integrations.served import scratch_database
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "alembic"
 
 
 def test_the_env_py_autogenerates_upgrades_and_writes_offline_sql(tmp_path):
-    bin_dir = Path(sys.executable).parent
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
-    env.pop("PYTHONPATH", None)
+    env = reader_env()
 
     def alembic(*args: str, ok: bool = True) -> str:
         done = subprocess.run(["alembic", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)

@@ -10,7 +10,6 @@ test servers' (:mod:`tests.docs_examples.harness`)."""
 
 from __future__ import annotations
 
-import os
 import pathlib
 import subprocess
 import sys
@@ -20,7 +19,6 @@ import pytest
 from tests.docs_examples import harness
 from tests.docs_examples.pages import PAGES, blocks, script
 
-BIN = pathlib.Path(sys.executable).parent
 SCRIPTED = [page for page in PAGES if any(not b.is_django_models for b in blocks(page))]
 MODELS = [b for page in PAGES for b in blocks(page) if b.is_django_models]
 
@@ -38,15 +36,10 @@ def _fresh_servers():
     harness.fresh_servers()
 
 
-def _env() -> dict[str, str]:
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
-    env.pop("DJANGO_SETTINGS_MODULE", None)
-    env.pop("PYTHONPATH", None)  # the page sees the installed package, not this checkout's tests
-    return env
-
-
 def _run(args: list[str], cwd: pathlib.Path, stdin: str | None = None) -> str:
-    done = subprocess.run(args, cwd=cwd, env=_env(), input=stdin, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        args, cwd=cwd, env=harness.reader_env(), input=stdin, capture_output=True, text=True, timeout=300
+    )
     output = done.stdout + done.stderr
     assert done.returncode == 0 and "Traceback" not in output, (args, output[-4000:])
     return output

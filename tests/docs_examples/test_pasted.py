@@ -3,11 +3,12 @@ directory, the edit it asks for in words, its files, and its shell block pasted 
 
 from __future__ import annotations
 
-import os
 import pathlib
 import re
 import subprocess
 import sys
+
+from tests.docs_examples.harness import reader_env
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -27,9 +28,7 @@ def test_the_tutorials_django_part_runs_from_startproject(tmp_path):
     languages = [language for language, _ in blocks]
     assert languages == ["sh", "py", "sh", "py"], languages
     (_, create), (_, models), (_, migrate), (_, shell) = blocks
-    bin_dir = pathlib.Path(sys.executable).parent
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
-    env.pop("DJANGO_SETTINGS_MODULE", None)
+    env = reader_env()
     cwd = tmp_path
 
     def run(line: str, stdin: str | None = None) -> str:

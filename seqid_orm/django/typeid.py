@@ -19,11 +19,9 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from ..errors import InvalidIDError
-from ..ids.typeid import decode_typeid, encode_typeid, typeid
+from ..ids.typeid import check_typeid_prefix, decode_typeid, encode_typeid, typeid
 
 __all__ = ["TypeIDField"]
-
-_NIL = uuid.UUID(int=0)
 
 
 class TypeIDField(models.UUIDField):
@@ -33,8 +31,7 @@ class TypeIDField(models.UUIDField):
     description = _("TypeID")
 
     def __init__(self, prefix: str, *args: Any, **kwargs: Any) -> None:
-        encode_typeid(prefix, _NIL)  # the prefix checked now (InvalidArgumentError names the rule)
-        self.prefix = prefix
+        self.prefix = check_typeid_prefix(prefix)  # now (InvalidArgumentError names the rule)
         kwargs.setdefault("default", functools.partial(typeid, prefix))
         super().__init__(*args, **kwargs)
 

@@ -8,7 +8,7 @@ The format is jetify's TypeID specification, version 0.3.0
 * the suffix: the UUID's 128 bits behind two zero bits, in 26 characters of Crockford's alphabet
   written in lowercase only, so the first character is ``0``-``7``.  Nothing else decodes: no upper
   case, no hyphens, none of the letters Crockford's decoding reads as others (``i l o u``), so one id
-  has one text (the specification's ``invalid`` cases, all 19 of them, are refused).
+  has one text (every one of the specification's ``invalid`` cases is refused).
 
 The suffix is the same base32 as seqid's :func:`~seqid_orm.base32` ids (a ULID's text), in lower case;
 new TypeIDs carry a :func:`~seqid_orm.uuid7`, and any UUID can be written as one (the specification
@@ -36,7 +36,7 @@ from ._uuid import from_int
 from .comb import uuid7
 from .text import encode_base32
 
-__all__ = ["TYPEID_ALPHABET", "TYPEID_PREFIX_MAX", "decode_typeid", "encode_typeid", "typeid"]
+__all__ = ["TYPEID_ALPHABET", "TYPEID_PREFIX_MAX", "check_typeid_prefix", "decode_typeid", "encode_typeid", "typeid"]
 
 #: The suffix's alphabet: Crockford's, in lower case (the specification's table).
 TYPEID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
@@ -60,6 +60,12 @@ def _check_prefix(prefix: object, error: type[Exception]) -> str:
             f"a TypeID prefix is lowercase ASCII letters and underscores, starting and ending with a letter: {prefix!r}"
         )
     return prefix
+
+
+def check_typeid_prefix(prefix: object) -> str:
+    """``prefix`` if the specification allows it as a type (for a column declared with it), else
+    :class:`~seqid_orm.errors.InvalidArgumentError` naming the rule."""
+    return _check_prefix(prefix, InvalidArgumentError)
 
 
 def encode_typeid(prefix: str, value: uuid.UUID) -> str:

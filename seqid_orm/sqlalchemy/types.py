@@ -23,7 +23,7 @@ from sqlalchemy.types import TypeDecorator, UserDefinedType
 from ..errors import ArgumentTypeError, UnknownLayoutError
 from ..ids.layout import Layout, as_layout
 from ..ids.text import BSV_LENGTH, check_text_id, text_id_kind
-from ..ids.typeid import decode_typeid, encode_typeid
+from ..ids.typeid import check_typeid_prefix, decode_typeid, encode_typeid
 from ..ids.validate import BIGINT_MAX, coerce_int_id, coerce_uuid
 from ..vendors import Storage, Target, as_storage, normalize_vendor, normalize_version, target
 
@@ -247,8 +247,7 @@ class TypeID(SeqUUID):
     cache_ok = True
 
     def __init__(self, prefix: str, storage: Storage | str | None = None) -> None:
-        encode_typeid(prefix, _NIL)  # the prefix checked now, with the specification's rules
-        self.prefix = prefix
+        self.prefix = check_typeid_prefix(prefix)  # now, with the specification's rules
         super().__init__(storage, Layout.TIME_FIRST)
 
     def __repr__(self) -> str:
@@ -296,7 +295,6 @@ def uuid_int_bytes(ints: Iterable[int]) -> list[Any]:
 
 _UUID_BYTES = operator.attrgetter("bytes")
 _UUID_HEX = operator.attrgetter("hex")
-_NIL = uuid.UUID(int=0)
 _MARIADB_BIND = {"bytes": _UUID_BYTES, "hex": _UUID_HEX, "text": str}
 
 

@@ -5,6 +5,12 @@ A ``UUIDField`` underneath (the same column on every backend: ``uuid`` where the
 It accepts what its text form allows, a ``uuid.UUID`` too, and refuses the rest as ``UUIDField``
 refuses a bad UUID: a ``ValidationError`` with code ``invalid``, here naming the type expected.
 New keys are TypeIDs of a :func:`~seqid_orm.uuid7`, as the specification requires.
+
+System check ``seqid.E006`` (with ``manage.py check --database``, and before ``migrate``): a
+database whose UUID column does not keep UUIDv7s in the order they are made (MariaDB's ``uuid``
+before 10.11.5, which Django 5 and later create there, compares the time's low bits first), where
+the keys would scatter over the primary key's index.  The SQLAlchemy ``TypeID`` refuses the same
+column at its first statement.
 """
 
 from __future__ import annotations
@@ -14,12 +20,15 @@ import uuid
 from typing import Any
 
 from django import forms
-from django.core import exceptions
+from django.core import checks, exceptions
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from ..errors import InvalidIDError
+from ..ids.layout import Layout
 from ..ids.typeid import check_typeid_prefix, decode_typeid, encode_typeid, typeid
+from ..vendors import Storage, Target
+from .connection import field_target, storage_of
 
 __all__ = ["TypeIDField"]
 
@@ -41,6 +50,38 @@ class TypeIDField(models.UUIDField):
         if isinstance(default, functools.partial) and default.func is typeid and default.args == (self.prefix,):
             del kwargs["default"]
         return name, "seqid_orm.django.TypeIDField", [self.prefix, *args], kwargs
+
+    def check(self, **kwargs: Any) -> list[checks.CheckMessage]:
+        return [*super().check(**kwargs), *self._check_databases(kwargs.get("databases") or [])]
+
+    def _check_databases(self, databases: list[str]) -> list[checks.CheckMessage]:
+        from django.db import connections
+
+        found: list[checks.CheckMessage] = []
+        for alias in databases:
+            try:  # the server's version, where the check may use the database
+                where = field_target(self, connections[alias])
+            except Exception:  # a database not there yet: migrate will check again
+                continue
+            found.extend(self.check_target(alias, where))
+        return found
+
+    def check_target(self, alias: str, where: Target) -> list[checks.CheckMessage]:
+        """``seqid.E006`` where ``where`` (this field's column on database ``alias``) would scatter the
+        keys; a decision of the column's target alone, so it is tested for servers not at hand."""
+        if where.server_version is None or where.keeps_in_order(Layout.TIME_FIRST):
+            return []
+        return [
+            checks.Error(
+                f"database {alias!r}: TypeID keys are UUIDv7, which {where} does not keep in the order they "
+                "are made: they would land all over the primary key's index",
+                hint="Upgrade MariaDB to 10.11.5 or later (its uuid type then compares a UUIDv7 by its time), or "
+                "give the field a char(32) column (a subclass whose db_type() returns 'char(32)', as Django's "
+                "release notes show for UUIDs on MariaDB).",
+                obj=self,
+                id="seqid.E006",
+            )
+        ]
 
     def _invalid(self, value: object) -> exceptions.ValidationError:
         return exceptions.ValidationError(
@@ -77,7 +118,8 @@ class TypeIDField(models.UUIDField):
         found = value if prepared else self.get_prep_value(value)
         if found is None:
             return None
-        return found if connection.features.has_native_uuid_field else found.hex
+        # the column's own form: a subclass may give it char(32) where the backend has a uuid type
+        return found if storage_of(self, connection) is Storage.NATIVE else found.hex
 
     def formfield(self, **kwargs: Any) -> Any:
         length = len(self.prefix) + 27 if self.prefix else 26

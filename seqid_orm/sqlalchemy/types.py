@@ -269,7 +269,7 @@ class TypeID(SeqUUID):
 
     def bind_processor(self, dialect: Dialect) -> Any:
         where = self.target(dialect)
-        if where.server_version is not None and where.layout is not Layout.TIME_FIRST:
+        if where.server_version is not None and not where.keeps_in_order(Layout.TIME_FIRST):
             raise UnknownLayoutError(
                 f"TypeID({self.prefix!r}) keys are UUIDv7, which {where} does not keep in order: "
                 "declare it with storage='binary'"

@@ -168,6 +168,14 @@ class Target:
             return self.preferred
         return choose_layout(self.vendor, self.server_version, self.storage, preferred=self.preferred)
 
+    def keeps_in_order(self, layout: Layout) -> bool:
+        """Whether this column keeps ids of ``layout`` in the order they are made: what a key whose
+        layout is fixed by a specification rather than chosen here (TypeID's UUIDv7) must ask before
+        its first row, since a column that compares its bytes elsewhere scatters them over the index
+        (MariaDB's ``UUID`` before 10.11.5, SQL Server's ``UNIQUEIDENTIFIER``)."""
+        order = self.order_for(layout_sample(layout))
+        return order is not None and fits(layout, order)
+
     @functools.cached_property
     def generator(self) -> CombGenerator:
         """The process's shared generator for :attr:`layout` (the one ``seqid_orm.comb`` uses), or

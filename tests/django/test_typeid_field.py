@@ -14,6 +14,7 @@ from django.test.utils import isolate_apps
 from seqid_orm.django import TypeIDField
 from seqid_orm.errors import InvalidArgumentError
 from seqid_orm.ids.typeid import decode_typeid
+from seqid_orm.vendors import Storage, target
 from tests.django.tables import table_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -64,3 +65,58 @@ def test_refusals_speak_as_uuidfield_does(customer_model):
         TypeIDField("Cust")
     assert field.deconstruct()[1:3] == ("seqid_orm.django.TypeIDField", ["cust"])
     assert field.formfield().max_length == len("cust_") + 26
+
+
+class Char32TypeIDField(TypeIDField):
+    """The fix seqid.E006's hint names: the UUID as 32 hex digits, whatever type the backend has."""
+
+    def db_type(self, connection):
+        return "char(32)"
+
+
+def test_a_char32_column_keeps_the_keys_as_hex_in_the_order_made():
+    with isolate_apps("tests.django.testapp"):
+
+        class Order(models.Model):
+            id = Char32TypeIDField("ord", primary_key=True)
+            n = models.IntegerField()
+
+            class Meta:
+                app_label = "testapp"
+                db_table = "seqid_typeid_char32"
+
+        with table_of(Order):
+            made = [Order.objects.create(n=n) for n in range(50)]
+            assert list(Order.objects.order_by("id").values_list("n", flat=True)) == list(range(50))
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT id FROM seqid_typeid_char32 WHERE n = 7")
+                raw = cursor.fetchone()[0]
+            assert raw == decode_typeid(made[7].id)[1].hex  # 32 hex digits, not the 36-character form
+            assert Order.objects.get(id=made[7].id).n == 7
+            assert Order._meta.get_field("id").check(databases=[connection.alias]) == []
+
+
+def test_the_live_database_keeps_typeids_in_order_so_no_check_fires(customer_model):
+    field = customer_model._meta.get_field("id")
+    assert [m.id for m in field.check(databases=[connection.alias])] == []
+
+
+@pytest.mark.parametrize(
+    ("vendor", "version", "storage", "refused"),
+    [
+        ("mariadb", (10, 11, 4), Storage.NATIVE, True),  # uuid compares a v7's low time bits first
+        ("mariadb", (10, 7, 0), Storage.NATIVE, True),  # the first uuid type, created by Django 5+
+        ("mariadb", (10, 11, 5), Storage.NATIVE, False),  # compares a v7 by its time from 10.11.5
+        ("mariadb", (10, 11, 4), Storage.HEX, False),  # char(32): compared as written
+        ("mssql", (16, 0), Storage.NATIVE, True),  # uniqueidentifier compares the last six bytes first
+        ("postgresql", (15, 0), Storage.NATIVE, False),
+        ("sqlite", (3, 45, 0), Storage.HEX, False),
+        ("mariadb", None, Storage.NATIVE, False),  # no version known: nothing to judge
+    ],
+)
+def test_e006_names_a_column_that_would_scatter_the_keys(customer_model, vendor, version, storage, refused):
+    field = customer_model._meta.get_field("id")
+    found = field.check_target("default", target(vendor, version, storage))
+    assert [m.id for m in found] == (["seqid.E006"] if refused else [])
+    if refused:
+        assert "does not keep in the order" in found[0].msg and "char(32)" in found[0].hint

@@ -6,11 +6,17 @@ SQLite 3.35+), so ``obj.pk`` is known after ``save()``, not before.  The SQL is 
 :class:`~seqid_orm.vendors.Target`'s (``Target.server_default``), for the database and the column
 Django creates there; system check ``seqid.E003`` reports a database that cannot (Oracle,
 CockroachDB, MySQL before 8.0.13, PostgreSQL before 13).  Needs Django 5.0+ (``db_default``).
+
+``DatabaseSeqUUID(shift=timedelta(days=-30))`` moves the clock the default reads, as Django 6.1's
+``UUID7(shift)`` and PostgreSQL 18's ``uuidv7(shift)`` do
+(:meth:`seqid_orm.vendors.Target.shifted_default`); ``makemigrations`` keeps the shift, and a
+database whose default cannot take one is ``seqid.E003``.
 """
 
 from __future__ import annotations
 
 import copy
+import datetime as dt
 from typing import Any
 
 from django.db.models import Func, UUIDField
@@ -30,6 +36,12 @@ class DatabaseSeqUUID(Func):
     output_field = UUIDField()
     _field: Any = None
 
+    def __init__(self, *, shift: dt.timedelta | None = None) -> None:
+        if shift is not None and not isinstance(shift, dt.timedelta):
+            raise ArgumentTypeError(f"shift must be a datetime.timedelta, got {type(shift).__name__}")
+        super().__init__()
+        self.shift = shift or None  # timedelta(0) is no shift
+
     def bind(self, field: Any) -> DatabaseSeqUUID:
         """A copy tied to ``field``, whose column type decides the SQL (done by SeqUUIDField)."""
         bound = copy.copy(self)
@@ -42,7 +54,7 @@ class DatabaseSeqUUID(Func):
         that sets the default runs, :func:`~seqid_orm.django.connection.column_target`)."""
         if self._field is None:
             raise ArgumentTypeError("DatabaseSeqUUID() works only as the db_default of a SeqUUIDField")
-        return column_target(self._field, connection)[0].server_default
+        return column_target(self._field, connection)[0].shifted_default(self.shift)
 
     def as_sql(self, compiler: Any, connection: Any, **extra_context: Any) -> tuple[str, list[Any]]:
         # Django formats SQL with %-parameters: SQLite's printf('%012x') must arrive as '%%'

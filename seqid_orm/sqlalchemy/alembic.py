@@ -36,6 +36,7 @@ drop it.  (This is GeoAlchemy2's arrangement for its spatial operations.)
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable
 from typing import Any
 
@@ -89,6 +90,8 @@ def render_item(type_: str, obj: Any, autogen_context: Any) -> str | bool:
         return False
     if type_ == "server_default" and isinstance(getattr(obj, "arg", None), DatabaseSeqUUID):
         autogen_context.imports.add("import seqid_orm.sqlalchemy")
+        if obj.arg.shift is not None:
+            autogen_context.imports.add("import datetime")
         return f"seqid_orm.sqlalchemy.{obj.arg!r}"
     return False
 
@@ -137,7 +140,10 @@ def compare_server_default(
     if inspected_default is None:
         return True
     found = inspected_default.lower()
-    return not any(signature in found for signature in element.signatures(context.dialect))
+    if not any(signature in found for signature in element.signatures(context.dialect)):
+        return True
+    # a shift added or removed: the default without one must not show a shift's mark
+    return element.shift is None and any(mark in found for mark in element.shift_signatures(context.dialect))
 
 
 class _TableOp(MigrateOperation):
@@ -568,7 +574,11 @@ def _alter_column_as_seqid_ops(context: Any, revision: Any, op: ops.AlterColumnO
     default = getattr(op.modify_server_default, "arg", None)
     if isinstance(default, DatabaseSeqUUID):
         storage = default.seq_type.storage
-        out.append(SetSeqIDDefaultOp(op.table_name, op.column_name, None if storage is None else storage.value))
+        out.append(
+            SetSeqIDDefaultOp(
+                op.table_name, op.column_name, None if storage is None else storage.value, shift=default.shift
+            )
+        )
         op.modify_server_default = False
     if not out:
         return op
@@ -602,16 +612,30 @@ class SetSeqIDDefaultOp(MigrateOperation):
     server it runs on, and, where the column already holds other keys that new ones would land among
     (random ``uuid4`` keys on PostgreSQL), keys that sort after them (:mod:`seqid_orm.ids.adopted`), read
     from the column's largest keys.  Needs a live connection.  Its reverse drops the default.
+    ``shift`` (a ``datetime.timedelta``) moves the clock the default reads, as ``DatabaseSeqUUID(shift=)``.
     """
 
-    def __init__(self, table: str, column: str, storage: str | None = None, schema: str | None = None) -> None:
-        self.table, self.column, self.storage, self.schema = table, column, storage, schema
+    def __init__(
+        self,
+        table: str,
+        column: str,
+        storage: str | None = None,
+        schema: str | None = None,
+        shift: datetime.timedelta | None = None,
+    ) -> None:
+        self.table, self.column, self.storage, self.schema, self.shift = table, column, storage, schema, shift
 
     @classmethod
     def set_seqid_default(
-        cls, operations: Operations, table: str, column: str, storage: str | None = None, schema: str | None = None
+        cls,
+        operations: Operations,
+        table: str,
+        column: str,
+        storage: str | None = None,
+        schema: str | None = None,
+        shift: datetime.timedelta | None = None,
     ) -> None:
-        operations.invoke(cls(table, column, storage, schema))
+        operations.invoke(cls(table, column, storage, schema, shift))
 
     def reverse(self) -> MigrateOperation:
         return ops.AlterColumnOp(self.table, self.column, schema=self.schema, modify_server_default=None)
@@ -628,7 +652,10 @@ def _set_seqid_default(operations: Operations, operation: SetSeqIDDefaultOp) -> 
         operation.table, sa.MetaData(), sa.Column(operation.column, SeqUUID(operation.storage)), schema=operation.schema
     )
     where = column_target(conn.connection.dbapi_connection, conn.dialect, table.c[operation.column])
-    default: Any = DatabaseSeqUUID(operation.storage) if not where.above else sa.text(where.server_default.sql)
+    shift = operation.shift
+    default: Any = DatabaseSeqUUID(operation.storage, shift=shift)
+    if where.above:  # the adopted keys' SQL, as it is for this column now
+        default = sa.text(where.shifted_default(shift).sql)
     operations.alter_column(operation.table, operation.column, server_default=default, schema=operation.schema)
 
 
@@ -637,7 +664,11 @@ def _render_set_default(autogen_context: Any, op: SetSeqIDDefaultOp) -> str:
     autogen_context.imports.add(_IMPORT)
     storage = "" if op.storage is None else f", storage={op.storage!r}"
     schema = "" if op.schema is None else f", schema={op.schema!r}"
-    return f"op.set_seqid_default({op.table!r}, {op.column!r}{storage}{schema})"
+    shift = ""
+    if op.shift is not None:
+        autogen_context.imports.add("import datetime")
+        shift = f", shift={op.shift!r}"
+    return f"op.set_seqid_default({op.table!r}, {op.column!r}{storage}{schema}{shift})"
 
 
 def include_object(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:

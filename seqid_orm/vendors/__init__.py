@@ -263,8 +263,38 @@ class Target:
         version nobody named (offline DDL must not guess: PostgreSQL 18's default fails on 16).
         """
         if self.above:
-            return self.rules.adopted_default(self.server_version, self.storage, self.above)
-        return self.rules.server_default(self.server_version, self.storage)
+            return self.rules.adopted_default(self.server_version, self.storage, self.above, 0)
+        return self.rules.server_default(self.server_version, self.storage, 0)
+
+    def shifted_default(self, shift: _dt.timedelta | None) -> ServerDefault:
+        """:attr:`server_default` with the clock it reads moved by ``shift``, as PostgreSQL 18's
+        ``uuidv7(shift)`` and Django 6.1's ``UUID7(shift)`` move theirs: keys that sort as if made
+        ``shift`` later (earlier, for a negative one), for a table of historic rows or a copy whose
+        keys must not tell when a row came.
+
+        ``shift`` is a :class:`datetime.timedelta` (:class:`~seqid_orm.errors.ArgumentTypeError`
+        otherwise), checked now against the keys' range, as :func:`~seqid_orm.comb_at` checks a time
+        (:class:`~seqid_orm.errors.InvalidArgumentError` for one before 1970 or past what the keys
+        hold); a default that cannot take one (SQL Server's ``NEWSEQUENTIALID()``, MariaDB's
+        ``UUID()``) raises :class:`~seqid_orm.errors.ServerDefaultUnavailableError`.  ``None`` (or a
+        zero shift) is :attr:`server_default`, so that callers holding an optional shift ask once.
+        """
+        if shift is None:
+            return self.server_default
+        if not isinstance(shift, _dt.timedelta):
+            raise ArgumentTypeError(f"shift must be a datetime.timedelta, got {type(shift).__name__}")
+        shift_us = (shift.days * 86_400 + shift.seconds) * 1_000_000 + shift.microseconds
+        if not shift_us:
+            return self.server_default
+        try:
+            shifted_now = _dt.datetime.now(_dt.timezone.utc) + shift
+        except OverflowError:
+            raise InvalidArgumentError(f"shift={shift!r} moves the clock outside any datetime") from None
+        layout = self.adopted_layout if self.above else self.layout
+        comb_at(shifted_now, layout, "min", above=self.above)  # refuses a time the keys cannot hold
+        if self.above:
+            return self.rules.adopted_default(self.server_version, self.storage, self.above, shift_us)
+        return self.rules.server_default(self.server_version, self.storage, shift_us)
 
     def sequential_functions(self) -> list[str]:
         """The ``CREATE FUNCTION`` statements of the sequential-uuids generators, for columns of this
@@ -378,4 +408,4 @@ def _target(
 def server_default(vendor: str, server_version: Sequence[object] | None, storage: Storage | str) -> ServerDefault:
     """The column default that makes time-ordered UUIDs on this engine, version and storage (what
     :attr:`Target.server_default` keeps), or the typed refusal saying why the engine cannot."""
-    return rules_for(normalize_vendor(vendor)).server_default(normalize_version(server_version), as_storage(storage))
+    return rules_for(normalize_vendor(vendor)).server_default(normalize_version(server_version), as_storage(storage), 0)

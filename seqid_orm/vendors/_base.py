@@ -66,7 +66,9 @@ class ServerDefault:
     signature: str = ""
     """A piece of ``sql`` that survives the server's rewriting of a stored default and the
     truncation of nested parentheses in reflection (MariaDB turns ``lower(`` into ``lcase(``):
-    what :func:`seqid_orm.sqlalchemy.alembic.compare_server_default` looks for."""
+    what :func:`seqid_orm.sqlalchemy.alembic.compare_server_default` looks for.  A shifted default's
+    (:meth:`~seqid_orm.vendors.Target.shifted_default`) is the mark of its shift, which no default
+    without one shows."""
 
 
 @dataclass(frozen=True)
@@ -108,10 +110,11 @@ class VendorRules(Protocol):
         """The order in which the engine compares the bytes of values shaped like ``value``
         (positions of ``uuid.UUID.bytes``); ``None`` when it cannot store them there."""
 
-    def server_default(self, version: Version, storage: Storage, /) -> ServerDefault:
-        """The column default that makes time-ordered UUIDs, or a typed refusal saying why not."""
+    def server_default(self, version: Version, storage: Storage, shift_us: int, /) -> ServerDefault:
+        """The column default that makes time-ordered UUIDs, or a typed refusal saying why not;
+        ``shift_us`` microseconds added to the clock it reads (PostgreSQL 18's ``uuidv7(shift)``)."""
 
-    def adopted_default(self, version: Version, storage: Storage, above: int, /) -> ServerDefault:
+    def adopted_default(self, version: Version, storage: Storage, above: int, shift_us: int, /) -> ServerDefault:
         """The column default that makes adopted keys with ``above`` leading one bits (for a column
         that holds other keys, on an engine that splits inner pages half), or a typed refusal."""
 
@@ -161,6 +164,13 @@ def bytewise_order(version: Version, storage: Storage, value: uuid.UUID) -> tupl
     return None if storage is Storage.NATIVE else ORDER_BYTES
 
 
+def seconds_literal(shift_us: int) -> str:
+    """``shift_us`` microseconds as an exact decimal count of seconds with its sign (``-0.000001``), for
+    the engines that move a clock reading by a number: no float, whose digits could round a shift."""
+    seconds, micros = divmod(abs(shift_us), 1_000_000)
+    return f"{'-' if shift_us < 0 else '+'}{seconds}.{micros:06d}"
+
+
 def no_native_uuid(version: Version) -> bool:
     return False
 
@@ -174,7 +184,7 @@ def bytewise_in_every_storage(version: Version, storage: Storage, value: uuid.UU
     return ORDER_BYTES
 
 
-def hot_spot_refusal(vendor: str) -> Callable[[Version, Storage], ServerDefault]:
+def hot_spot_refusal(vendor: str) -> Callable[[Version, Storage, int], ServerDefault]:
     """The ``server_default`` of a distributed engine, where a time-ordered key made by the database is a hot spot."""
     return no_server_default(
         f"on {vendor} a time-ordered key made by the database sends every insert to one range (a write "
@@ -182,19 +192,19 @@ def hot_spot_refusal(vendor: str) -> Callable[[Version, Storage], ServerDefault]
     )
 
 
-def no_server_default(reason: str) -> Callable[[Version, Storage], ServerDefault]:
+def no_server_default(reason: str) -> Callable[[Version, Storage, int], ServerDefault]:
     """A ``server_default`` that refuses with ``reason``."""
 
-    def server_default(version: Version, storage: Storage) -> ServerDefault:
+    def server_default(version: Version, storage: Storage, shift_us: int) -> ServerDefault:
         raise ServerDefaultUnavailableError(reason)
 
     return server_default
 
 
-def no_adopted_default(vendor: str) -> Callable[[Version, Storage, int], ServerDefault]:
+def no_adopted_default(vendor: str) -> Callable[[Version, Storage, int, int], ServerDefault]:
     """An ``adopted_default`` that refuses: the engine makes no adopted keys itself."""
 
-    def adopted_default(version: Version, storage: Storage, above: int) -> ServerDefault:
+    def adopted_default(version: Version, storage: Storage, above: int, shift_us: int) -> ServerDefault:
         raise ServerDefaultUnavailableError(
             f"{vendor} cannot make the keys of a column that already holds other keys (which must sort after "
             "them); make them in Python (seq_uuid_pk(), SeqUUIDField())"

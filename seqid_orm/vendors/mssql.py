@@ -41,7 +41,11 @@ def compare_order(version: Version, storage: Storage, value: uuid.UUID, /) -> tu
     return ORDER_SQLSERVER if storage is Storage.NATIVE else ORDER_BYTES
 
 
-def server_default(version: Version, storage: Storage, /) -> ServerDefault:
+def server_default(version: Version, storage: Storage, shift_us: int, /) -> ServerDefault:
+    if shift_us:
+        raise ServerDefaultUnavailableError(
+            "SQL Server's NEWSEQUENTIALID() takes no time to shift; make the keys in Python (comb_at)"
+        )
     if storage is not Storage.NATIVE:
         raise ServerDefaultUnavailableError(
             "SQL Server makes time-ordered UUIDs only for UNIQUEIDENTIFIER columns (NEWSEQUENTIALID())"

@@ -21,6 +21,7 @@ from ._base import (
     no_conversion,
     no_native_uuid,
     no_sequential_functions,
+    seconds_literal,
     unknown_version,
     version_at_least,
 )
@@ -53,28 +54,44 @@ def hyphenate(hex32: str) -> str:
     return f"lower(insert(insert(insert(insert({hex32}, 21, 0, '-'), 17, 0, '-'), 13, 0, '-'), 9, 0, '-'))"
 
 
-def v7_default(name: str, version: Version, minimum: tuple[int, ...], storage: Storage) -> ServerDefault:
+_EPOCH = "unix_timestamp(sysdate(6))"
+
+
+def shifted(sql: str, shift_us: int) -> str:
+    """``sql`` with its reading of the clock moved by ``shift_us`` microseconds: added to the seconds since
+    the epoch, exact in decimal and blind to the session's time zone and its daylight-saving gaps (a
+    ``SYSDATE(6) + INTERVAL`` is local time); written first, so that the default SQLAlchemy reflects,
+    cut at its first space (``...hex(floor((-2592000.000000``), still shows that it is shifted."""
+    return sql.replace(_EPOCH, f"({seconds_literal(shift_us)} + {_EPOCH})") if shift_us else sql
+
+
+def v7_default(
+    name: str, version: Version, minimum: tuple[int, ...], storage: Storage, shift_us: int = 0
+) -> ServerDefault:
     """The UUIDv7 expression in a ``BINARY(16)`` or text column of the MySQL family (``name`` and the
-    first ``minimum`` version whose defaults may call ``RANDOM_BYTES()``)."""
+    first ``minimum`` version whose defaults may call ``RANDOM_BYTES()``); ``storage`` may be the
+    native ``UUID`` of MariaDB 10.11.5 and later, which takes the text and keeps a UUIDv7 in order."""
     if not version_at_least(version, minimum):
         raise ServerDefaultUnavailableError(
             f"{name} {format_version(version)} cannot make a UUID column default from a strong random "
             f"source (needs {name} {'.'.join(map(str, minimum))}+ for RANDOM_BYTES() in a default)"
         )
+    v7 = shifted(V7_HEX, shift_us)
     sql = {
-        Storage.BINARY: f"unhex({V7_HEX})",
-        Storage.TEXT: hyphenate(V7_HEX),
-        Storage.HEX: f"lower({V7_HEX})",
+        Storage.BINARY: f"unhex({v7})",
+        Storage.NATIVE: hyphenate(v7),
+        Storage.TEXT: hyphenate(v7),
+        Storage.HEX: f"lower({v7})",
     }[storage]
-    return ServerDefault(sql, 7, "UUIDv7 expression", "sysdate(6)")
+    return ServerDefault(sql, 7, "UUIDv7 expression", "floor((" if shift_us else "sysdate(6)")
 
 
-def server_default(version: Version, storage: Storage, /) -> ServerDefault:
+def server_default(version: Version, storage: Storage, shift_us: int, /) -> ServerDefault:
     if version is None:
         raise unknown_version(NAME, "8.0.36")
     if storage is Storage.NATIVE:
         raise ServerDefaultUnavailableError(f"MySQL {format_version(version)} has no UUID column type")
-    return v7_default("MySQL", version, (8, 0, 13), storage)
+    return v7_default("MySQL", version, (8, 0, 13), storage, shift_us)
 
 
 adopted_default = no_adopted_default(NAME)

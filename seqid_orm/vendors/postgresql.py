@@ -54,30 +54,48 @@ V7_BYTES = (
 )
 
 
-def _v7_expression(version: Version) -> tuple[str, str]:
+_CLOCK = "clock_timestamp()"
+_SHIFT_MARK = "::interval"  # how a stored default shows the literal of a shift ('-720:00:00'::interval)
+
+
+def _interval(shift_us: int) -> str:
+    """``shift_us`` microseconds as an interval literal: a count of microseconds, which PostgreSQL keeps
+    as time (``-720:00:00``), not as days, so adding it moves the clock by exactly that much in any
+    time zone, across a daylight-saving change too."""
+    return f"interval '{shift_us} microseconds'"
+
+
+def _shifted(sql: str, shift_us: int) -> str:
+    """``sql`` with every reading of the clock moved by ``shift_us`` microseconds."""
+    return sql.replace(_CLOCK, f"({_CLOCK} + {_interval(shift_us)})") if shift_us else sql
+
+
+def _v7_expression(version: Version, shift_us: int) -> tuple[str, str]:
     """A UUIDv7 ``uuid`` expression for this version, and the generator's name."""
     if version is None:
         raise unknown_version(NAME, "16")
     if version_at_least(version, (18,)):
-        return "uuidv7()", "uuidv7()"
+        return (f"uuidv7({_interval(shift_us)})" if shift_us else "uuidv7()"), "uuidv7()"
     if version_at_least(version, (13,)):
-        return f"encode({V7_BYTES}, 'hex')::uuid", "UUIDv7 expression"
+        return f"encode({_shifted(V7_BYTES, shift_us)}, 'hex')::uuid", "UUIDv7 expression"
     raise ServerDefaultUnavailableError(
         f"PostgreSQL {format_version(version)} has no built-in random source for a UUID "
         "default (gen_random_uuid() arrived in 13); generate ids in Python instead"
     )
 
 
-def server_default(version: Version, storage: Storage, /) -> ServerDefault:
-    value, generator = _v7_expression(version)
+def server_default(version: Version, storage: Storage, shift_us: int, /) -> ServerDefault:
+    value, generator = _v7_expression(version, shift_us)
     built = generator != "uuidv7()"  # the bytes themselves, where a storage takes them without the uuid
+    raw = _shifted(V7_BYTES, shift_us)
     sql = {
         Storage.NATIVE: value,
-        Storage.BINARY: V7_BYTES if built else f"uuid_send({value})",
+        Storage.BINARY: raw if built else f"uuid_send({value})",
         Storage.TEXT: f"{value}::text",
-        Storage.HEX: f"encode({V7_BYTES}, 'hex')" if built else f"replace({value}::text, '-', '')",
+        Storage.HEX: f"encode({raw}, 'hex')" if built else f"replace({value}::text, '-', '')",
     }[storage]
-    return ServerDefault(sql, 7, generator, "uuidv7(" if generator == "uuidv7()" else "clock_timestamp()")
+    signature = _SHIFT_MARK if shift_us else "uuidv7(" if generator == "uuidv7()" else _CLOCK
+    return ServerDefault(sql, 7, generator, signature)
 
 
 def _adopted_bytes(above: int) -> str:
@@ -100,7 +118,7 @@ def _adopted_bytes(above: int) -> str:
     return f"int8send{high} || int8send{low}"
 
 
-def adopted_default(version: Version, storage: Storage, above: int, /) -> ServerDefault:
+def adopted_default(version: Version, storage: Storage, above: int, shift_us: int, /) -> ServerDefault:
     """The default of an adopted column: the same SQL from 13 on (``uuidv7()`` cannot put one bits first)."""
     if version is None:
         raise unknown_version(NAME, "16")
@@ -109,14 +127,14 @@ def adopted_default(version: Version, storage: Storage, above: int, /) -> Server
             f"PostgreSQL {format_version(version)} has no built-in random source for a UUID "
             "default (gen_random_uuid() arrived in 13); generate ids in Python instead"
         )
-    raw = _adopted_bytes(above)
+    raw = _shifted(_adopted_bytes(above), shift_us)
     sql = {
         Storage.NATIVE: f"encode({raw}, 'hex')::uuid",
         Storage.BINARY: raw,
         Storage.TEXT: f"encode({raw}, 'hex')::uuid::text",
         Storage.HEX: f"encode({raw}, 'hex')",
     }[storage]
-    return ServerDefault(sql, 8, f"adopted key ({above} one bits)", "clock_timestamp()")
+    return ServerDefault(sql, 8, f"adopted key ({above} one bits)", _SHIFT_MARK if shift_us else _CLOCK)
 
 
 # The sequential-uuids extension's two functions in PL/pgSQL, for services where no C extension can be

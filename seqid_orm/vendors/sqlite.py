@@ -20,6 +20,7 @@ from ._base import (
     no_conversion,
     no_native_uuid,
     no_sequential_functions,
+    seconds_literal,
     unknown_version,
     version_at_least,
 )
@@ -54,23 +55,31 @@ _V7_TEXT = (
 )
 
 
-def server_default(version: Version, storage: Storage, /) -> ServerDefault:
+def _shifted(sql: str, shift_us: int) -> str:
+    """``sql`` with its reading of the clock (``julianday('now')``) moved by ``shift_us`` microseconds."""
+    if not shift_us:
+        return sql
+    return sql.replace("julianday('now')", f"julianday('now', '{seconds_literal(shift_us)} seconds')")
+
+
+def server_default(version: Version, storage: Storage, shift_us: int, /) -> ServerDefault:
     if version is None:
         raise unknown_version(NAME, "3.45")
+    hex_v7, text_v7 = _shifted(_V7_HEX, shift_us), _shifted(_V7_TEXT, shift_us)
     if storage is Storage.BINARY:
         if not version_at_least(version, (3, 41)):
             raise ServerDefaultUnavailableError(
                 f"SQLite {format_version(version)} cannot build a BLOB default (unhex() arrived in 3.41); "
                 "use text or hex storage, or generate ids in Python"
             )
-        sql = f"unhex({_V7_HEX})"
+        sql = f"unhex({hex_v7})"
     elif storage is Storage.TEXT:
-        sql = _V7_TEXT
+        sql = text_v7
     elif storage is Storage.HEX:
-        sql = f"lower({_V7_HEX})"
+        sql = f"lower({hex_v7})"
     else:
         raise ServerDefaultUnavailableError("SQLite has no UUID column type")
-    return ServerDefault(sql, 7, "UUIDv7 expression", "randomblob(")
+    return ServerDefault(sql, 7, "UUIDv7 expression", " seconds')" if shift_us else "randomblob(")
 
 
 adopted_default = no_adopted_default(NAME)

@@ -10,6 +10,7 @@ A column that keeps another form than the type writes is refused before a row is
 
 from __future__ import annotations
 
+import datetime as dt
 import subprocess
 import sys
 import textwrap
@@ -34,6 +35,7 @@ N = 100_000  # rows before the swap, and rows after it
 RATIO = 1.05  # the adopted index against its old part plus a fresh seqid index of the new rows
 
 ENV_PY = """
+import datetime
 from alembic import context
 import sqlalchemy as sa
 from seqid_orm.sqlalchemy import DatabaseSeqUUID, SeqUUID
@@ -223,19 +225,25 @@ def test_an_adopted_table_finds_its_old_rows_orders_its_new_ones_and_grows_as_a_
         assert by_key[N:] == list(range(N))
 
 
-def test_database_made_keys_on_an_adopted_postgresql_column_sort_after_the_old_ones(pg_engine, tmp_path, table_name):
+@pytest.mark.parametrize("days", [0, -30])
+def test_database_made_keys_on_an_adopted_postgresql_column_sort_after_the_old_ones(
+    pg_engine, tmp_path, table_name, days
+):
     """seq_uuid_pk(generate="database"): autogenerate writes op.set_seqid_default, which reads the column
-    when it runs and sets the default of keys that sort after its old ones."""
+    when it runs and sets the default of keys that sort after its old ones; with a shift, keys of the
+    shifted time, still after the old ones."""
     forget_columns(pg_engine.dialect)
     legacy = _legacy(table_name)
     legacy.metadata.create_all(pg_engine)
     count = N // 5
     try:
         old_keys = set(_fill_old(pg_engine, legacy, count))
+        shift = f"shift=datetime.timedelta(days={days})" if days else ""
         script = _autogenerate_and_upgrade(
-            pg_engine, _project(tmp_path, table_name, ", server_default=DatabaseSeqUUID()")
+            pg_engine, _project(tmp_path, table_name, f", server_default=DatabaseSeqUUID({shift})")
         )
-        assert f"op.set_seqid_default('{table_name}', 'id')" in script
+        assert f"op.set_seqid_default('{table_name}', 'id'{', ' + shift if shift else ''})" in script
+        assert ("import datetime" in script) == bool(days)
         plain = sa.Table(table_name, sa.MetaData(), sa.Column("n", sa.Integer), sa.Column("note", sa.String(20)))
         with pg_engine.begin() as conn:
             for start in range(0, count, 5000):
@@ -246,6 +254,8 @@ def test_database_made_keys_on_an_adopted_postgresql_column_sort_after_the_old_o
     assert {r.id for r in rows[:count]} == old_keys
     assert sorted(r.n for r in rows[count:]) == list(range(count))
     assert {describe(r.id).kind for r in rows[count:]} == {"adopted"}
+    made = describe(rows[-1].id).timestamp
+    assert abs(made - (dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=days))) < dt.timedelta(minutes=5)
     # one statement's rows in its order, give or take the two clock readings of a row's default
     # (the same as PostgreSQL 13-17's database-made UUIDv7, vendors/postgresql.py)
     inversions = sum(1 for a, b in zip(rows[count:], rows[count + 1 :], strict=False) if a.n > b.n)

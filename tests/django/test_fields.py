@@ -293,6 +293,58 @@ def test_db_default_made_ids_are_time_ordered_through_the_orm():
                 editor.delete_model(DbMade)
 
 
+@pytest.mark.django_db(transaction=True, databases="__all__")
+@isolate_apps("tests.django.testapp")
+def test_db_default_made_ids_with_a_shift_carry_the_shifted_time():
+    """db_default=DatabaseSeqUUID(shift=...), as Django 6.1's UUID7(shift): keys of the shifted time, in
+    insertion order, below a key made now; the migration writer keeps the shift, a changed shift is
+    another default to the autodetector."""
+    import datetime as dt
+
+    from django.db.migrations.writer import MigrationWriter
+
+    from seqid_orm.django import DatabaseSeqUUID
+
+    shift = dt.timedelta(days=-30)
+
+    class DbMadeShifted(models.Model):
+        id = SeqUUIDField(primary_key=True, db_default=DatabaseSeqUUID(shift=shift))
+        n = models.IntegerField()
+
+        class Meta:
+            app_label = "testapp"
+
+    field = DbMadeShifted._meta.pk
+    assert field.check(databases=list(connections)) == []
+    written, imports = MigrationWriter.serialize(field)
+    assert "seqid_orm.django.DatabaseSeqUUID(shift=datetime.timedelta(days=-30))" in written, written
+    assert "import datetime" in imports
+    assert DatabaseSeqUUID(shift=shift) == DatabaseSeqUUID(shift=dt.timedelta(days=-30))
+    assert DatabaseSeqUUID(shift=shift) != DatabaseSeqUUID(shift=dt.timedelta(days=-31))
+    assert DatabaseSeqUUID(shift=shift) != DatabaseSeqUUID()
+    with pytest.raises(TypeError, match="timedelta"):
+        DatabaseSeqUUID(shift=-30)
+    for alias in connections:
+        conn = connections[alias]
+        with conn.schema_editor() as editor:
+            editor.create_model(DbMadeShifted)
+        try:
+            now = dt.datetime.now(dt.timezone.utc)
+            made = [DbMadeShifted.objects.using(alias).create(n=i) for i in range(20)]
+            DbMadeShifted.objects.using(alias).bulk_create([DbMadeShifted(n=i) for i in range(20, 120)])
+            DbMadeShifted.objects.using(alias).create(id=field.target_for(alias).generator.next(), n=-1)
+            table = conn.ops.quote_name(DbMadeShifted._meta.db_table)
+            with conn.cursor() as cursor:
+                cursor.execute(f"SELECT n, id FROM {table} ORDER BY id")
+                rows = [(n, field.to_python(v)) for n, v in cursor.fetchall()]
+            assert rows[-1][0] == -1, "a key made now sorts after every key made a month back"
+            check_time_ordered(conn.vendor, tuple(conn.get_database_version()), rows[:-1])
+            assert abs(timestamp_of(made[0].pk) - (now + shift)) < dt.timedelta(minutes=1)
+        finally:
+            with conn.schema_editor() as editor:
+                editor.delete_model(DbMadeShifted)
+
+
 @isolate_apps("tests.django.testapp")
 def test_oracle_cannot_make_ids_so_db_default_fails_check_e003():
     """Django's Oracle backend, built without a server: no time-ordered generator there."""

@@ -25,6 +25,7 @@ and variant bits and are random apart from the prefix; they carry no absolute ti
 
 from __future__ import annotations
 
+import datetime as _dt
 import math
 import time
 import uuid
@@ -32,13 +33,14 @@ from collections.abc import Callable
 
 from ..errors import ArgumentTypeError, InvalidArgumentError
 from . import _uuid, randomness
-from .comb import swap_le
+from .comb import check_span, since_epoch, swap_le
 from .layout import Layout, as_layout
 from .randomness import POOL
 
 _V4_CLEAR = ~((0xF << 76) | (0b11 << 62)) & ((1 << 128) - 1)
 _V4_FLAGS = (0x4 << 76) | (0b10 << 62)
 _MAX_PREFIX_BYTES = 6  # stays clear of the version and variant bits in every layout
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 
 
 def _check_int(name: str, value: object, minimum: int) -> int:
@@ -166,16 +168,21 @@ def uuid_time_nextval(
     interval_count: int = 65536,
     layout: Layout | str = Layout.TIME_FIRST,
     *,
-    now: float | None = None,
+    now: float | _dt.datetime | None = None,
 ) -> uuid.UUID:
     """A random UUID whose prefix is ``(unix_seconds // interval_length) % interval_count``.
 
-    ``now`` (Unix seconds) overrides the clock, for backfills and tests.
+    ``now`` (Unix seconds, or a timezone-aware ``datetime``) overrides the clock, for backfills and
+    tests: a backfilled row's key lands among the keys its time's interval was given.
     """
     _check_int("interval_length", interval_length, 1)
     nbytes = prefix_bytes(interval_count)
     if now is None:
         seconds = int(time.time())
+    elif isinstance(now, _dt.datetime):
+        seconds = _seconds(now, "now")
+        if seconds < 0:
+            raise InvalidArgumentError(f"now must be at or after 1970, got {now.isoformat()}")
     elif isinstance(now, bool) or not isinstance(now, (int, float)):
         raise ArgumentTypeError(f"now must be Unix seconds (int or float), got {type(now).__name__}")
     elif not math.isfinite(now) or now < 0:  # inf would overflow int(), nan compares false
@@ -184,6 +191,54 @@ def uuid_time_nextval(
         seconds = int(now)
     prefix = extension_prefix(seconds, interval_length, interval_count)
     return _place(prefix, nbytes, _prefix_layout(layout))
+
+
+def _seconds(when: _dt.datetime, name: str) -> int:
+    """An aware ``datetime`` as whole Unix seconds (floored, as ``int(time.time())`` floors)."""
+    delta = since_epoch(when, name)
+    return delta.days * 86_400 + delta.seconds
+
+
+def time_prefix_bounds(
+    start: _dt.datetime,
+    end: _dt.datetime,
+    interval_length: int = 60,
+    interval_count: int = 65536,
+    layout: Layout | str = Layout.TIME_FIRST,
+) -> list[tuple[uuid.UUID, uuid.UUID]]:
+    """The key ranges holding the :func:`uuid_time_nextval` keys made in ``[start, end)``: one
+    ``(low, high)`` pair, *both included* (``low <= key <= high``), or two where the prefix wraps
+    inside the range, or the whole key space for a range as long as a lap of the prefix.
+
+    ``low`` and ``high`` are the smallest and the largest key of a prefix in the order of an engine
+    that compares the prefix first (``layout``: the column's ``prefix_layout``), so each range is a
+    range of the primary key's index.  The prefix tells an interval within a lap, not the lap: keys
+    made one or more laps earlier (``interval_length * interval_count`` seconds, 45.5 days by
+    default) lie in the same ranges.  A query that must be exact keeps a time column beside the key.
+    """
+    _check_int("interval_length", interval_length, 1)
+    first, stop = _seconds(start, "start"), _seconds(end, "end")
+    check_span(start, end)
+    nbytes = prefix_bytes(interval_count)
+    lay = _prefix_layout(layout)
+    place, top = _placer(nbytes, lay), (1 << 128) - 1
+    prefix_count = 1 << (8 * nbytes)
+    rescaled = max(1, interval_length * interval_count // prefix_count)
+    last = stop - 1 if end == _EPOCH + _dt.timedelta(seconds=stop) else stop  # the last second in the range
+    if last < first:
+        return []  # an empty range: no second in it
+    if first < 0:
+        raise InvalidArgumentError(f"start must be at or after 1970, got {start.isoformat()}")
+
+    def span(low: int, high: int) -> tuple[uuid.UUID, uuid.UUID]:
+        return _uuid.from_int(place(low, 0)), _uuid.from_int(place(high, top))
+
+    if last // rescaled - first // rescaled + 1 >= prefix_count:
+        return [span(0, prefix_count - 1)]
+    low, high = (first // rescaled) % prefix_count, (last // rescaled) % prefix_count
+    if low <= high:
+        return [span(low, high)]
+    return [span(low, prefix_count - 1), span(0, high)]
 
 
 def prefix_of(value: uuid.UUID, block_count: int, layout: Layout | str = Layout.TIME_FIRST) -> int:

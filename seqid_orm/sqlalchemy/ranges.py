@@ -16,6 +16,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from ..errors import ArgumentTypeError
+from ..ids.prefixed import time_prefix_bounds
 from ..ids.snowflake import Snowflake
 from ..ids.text import text_bounds
 from .columns import column_target
@@ -25,7 +26,13 @@ __all__ = ["created_in"]
 
 
 def created_in(
-    bind: Connection | Session, column: Any, start: dt.datetime, end: dt.datetime, *, generator: Snowflake | None = None
+    bind: Connection | Session,
+    column: Any,
+    start: dt.datetime,
+    end: dt.datetime,
+    *,
+    generator: Snowflake | None = None,
+    time_prefix: tuple[int, int] | None = None,
 ) -> sa.ColumnElement[bool]:
     """``column`` (a key, as ``Model.id`` or a table's column) between the first possible key of
     ``start`` and that of ``end``: the rows made in ``[start, end)``, as a range on the key's index.
@@ -41,11 +48,18 @@ def created_in(
     widths: give the generator that fills the column).  ``start`` and ``end`` are timezone-aware
     datetimes; a key made in another way (``uuid4``, another library's UUIDv7 in a layout the
     database does not keep in order) is not found by its time.
+
+    ``time_prefix=(interval_length, interval_count)``: the column's keys are
+    :func:`~seqid_orm.uuid_time_nextval`'s with those arguments, asked by their prefix
+    (:func:`~seqid_orm.ids.prefixed.time_prefix_bounds`, where the column's database compares it
+    first): one or two ranges of the key's index, which hold the keys of earlier laps of the prefix too.
     """
     real = column.property.columns[0] if hasattr(column, "property") else column
     kind = getattr(real, "type", None)
     low: Any
     high: Any
+    if time_prefix is not None and not isinstance(kind, SeqUUID):
+        raise ArgumentTypeError(f"time_prefix= asks a SeqUUID column of uuid_time_nextval keys, got {kind!r}")
     if isinstance(kind, SnowflakeID):
         if not isinstance(generator, Snowflake):
             raise ArgumentTypeError("a SnowflakeID column's bounds need generator=, the Snowflake that fills it")
@@ -57,6 +71,11 @@ def created_in(
         if not isinstance(connection, Connection):
             raise ArgumentTypeError(f"bind must be a Connection or a Session, got {type(bind).__name__}")
         target = column_target(connection.connection.dbapi_connection, connection.dialect, real)
+        if time_prefix is not None:
+            if not isinstance(time_prefix, tuple) or len(time_prefix) != 2:
+                raise ArgumentTypeError(f"time_prefix must be (interval_length, interval_count), got {time_prefix!r}")
+            ranges = time_prefix_bounds(start, end, *time_prefix, layout=target.prefix_layout)
+            return sa.or_(sa.false(), *(column.between(low, high) for low, high in ranges))
         low, high = target.time_bounds(start, end)
     else:
         raise ArgumentTypeError(f"column must be a SeqUUID, SortableText or SnowflakeID column, got {kind!r}")

@@ -11,8 +11,9 @@ import pytest
 sa = pytest.importorskip("sqlalchemy")
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column  # noqa: E402
 
-from seqid_orm import comb_at  # noqa: E402
+from seqid_orm import comb_at, uuid_time_nextval  # noqa: E402
 from seqid_orm.errors import ArgumentTypeError, InvalidArgumentError  # noqa: E402
+from seqid_orm.ids.prefixed import time_prefix_bounds  # noqa: E402
 from seqid_orm.sqlalchemy import SeqUUID, created_in  # noqa: E402
 
 STORAGES = {"postgresql": ["native", "binary", "text", "hex"], "mysql": ["native", "binary", "hex"]}
@@ -213,3 +214,74 @@ def test_text_and_snowflake_keys_are_asked_by_their_own_bounds(engine, metadata,
         )
     with pytest.raises(ArgumentTypeError, match="generator="), engine.connect() as conn:
         created_in(conn, sa.Column("id", SnowflakeID()), low, high)
+
+
+@pytest.mark.parametrize("storage_index", range(4))
+def test_time_prefixed_keys_are_asked_by_their_prefixes_across_a_wrap(engine, metadata, table_name, storage_index):
+    """uuid_time_nextval keys (60-second intervals, 256 of them: a lap of 256 minutes), one every six
+    seconds for 300 minutes from a lap's start; a range over the wrap is two ranges of the key's index,
+    and holds the rows of the lap before that share its prefixes, as the family's keys tell no lap."""
+    storages = STORAGES.get(engine.dialect.name, ["binary", "text", "hex"])
+    if storage_index >= len(storages):
+        return
+    table = sa.Table(
+        table_name,
+        metadata,
+        sa.Column("id", SeqUUID(storages[storage_index]), primary_key=True),
+        sa.Column("second", sa.Integer(), nullable=False),
+    )
+    metadata.create_all(engine)
+    lap = 256 * 60
+    start = dt.datetime.fromtimestamp(int(START.timestamp()) // lap * lap, dt.timezone.utc)  # prefix 0
+    with engine.connect() as conn:
+        layout = table.c.id.type.target(conn.dialect).prefix_layout
+    seconds = range(0, 300 * 60, 6)
+    rows = [
+        {"id": uuid_time_nextval(60, 256, layout, now=start + dt.timedelta(seconds=s)), "second": s} for s in seconds
+    ]
+    with engine.begin() as conn:
+        conn.execute(table.insert(), rows)
+        if engine.dialect.name == "postgresql":
+            conn.exec_driver_sql(f"ANALYZE {table.name}")
+    low, high = start + dt.timedelta(minutes=250), start + dt.timedelta(minutes=262)
+    with engine.connect() as conn:
+        where = created_in(conn, table.c.id, low, high, time_prefix=(60, 256))
+        found = conn.execute(sa.select(table.c.second).where(where).order_by(table.c.id)).scalars().all()
+        plan = _plan(conn, engine, sa.select(table.c.second).where(where))
+    # every row of [low, high), and those of the lap before with the same prefixes (minutes 0-5)
+    assert sorted(found) == [s for s in seconds if 250 * 60 <= s < 262 * 60 or s < 6 * 60]
+    prefixes = [s // 60 % 256 for s in found]
+    assert prefixes == sorted(prefixes)  # in key order by prefix: 0-5, then 250-255 (the rest is random)
+    name = engine.dialect.name
+    if name == "postgresql":
+        assert f"{table_name}_pkey" in plan, plan
+    elif name == "mysql":
+        assert '"key": "PRIMARY"' in plan and '"access_type": "range"' in plan, plan
+    else:
+        assert "USING PRIMARY KEY" in plan or "USING INDEX sqlite_autoindex" in plan, plan
+
+
+def test_time_prefix_bounds_are_one_range_two_or_the_whole_lap():
+    lap_start = dt.datetime.fromtimestamp(1_000 * 256 * 60, dt.timezone.utc)
+    one = time_prefix_bounds(lap_start, lap_start + dt.timedelta(minutes=3), 60, 256)
+    assert [(lo.bytes[0], hi.bytes[0]) for lo, hi in one] == [(0, 2)]
+    assert one[0][0].bytes[1:] == bytes([0, 0, 0, 0, 0, 0x40, 0, 0x80, 0, 0, 0, 0, 0, 0, 0])  # version and variant
+    wrap = time_prefix_bounds(lap_start - dt.timedelta(minutes=1), lap_start + dt.timedelta(minutes=1), 60, 256)
+    assert [(lo.bytes[0], hi.bytes[0]) for lo, hi in wrap] == [(255, 255), (0, 0)]
+    whole = time_prefix_bounds(lap_start, lap_start + dt.timedelta(minutes=256), 60, 256)
+    assert [(lo.bytes[0], hi.bytes[0]) for lo, hi in whole] == [(0, 255)]
+    assert time_prefix_bounds(lap_start, lap_start, 60, 256) == []
+    half = time_prefix_bounds(lap_start, lap_start + dt.timedelta(seconds=60, microseconds=1), 60, 256)
+    assert [(lo.bytes[0], hi.bytes[0]) for lo, hi in half] == [(0, 1)]  # the second at 60 s is in the range
+    with pytest.raises(InvalidArgumentError, match="after end"):
+        time_prefix_bounds(lap_start, lap_start - dt.timedelta(seconds=1))
+    with pytest.raises(InvalidArgumentError, match="timezone-aware"):
+        time_prefix_bounds(dt.datetime(2026, 1, 1), dt.datetime(2026, 1, 2))
+    with pytest.raises(ArgumentTypeError, match="time_prefix"):
+        created_in(None, sa.Column("id", sa.Integer), lap_start, lap_start, time_prefix=(60, 256))
+    # a backfill: the key of a given time has that time's prefix, whether it is asked as a datetime or seconds
+    when = lap_start + dt.timedelta(minutes=7, seconds=5)
+    as_datetime, as_seconds = uuid_time_nextval(60, 256, now=when), uuid_time_nextval(60, 256, now=when.timestamp())
+    assert as_datetime.bytes[0] == as_seconds.bytes[0] == 7
+    with pytest.raises(InvalidArgumentError, match="1970"):
+        uuid_time_nextval(now=dt.datetime(1969, 12, 31, tzinfo=dt.timezone.utc))

@@ -3,7 +3,8 @@
 The lookup of seqid's key fields (registered with each): ``low <= id < high``, the bounds the first
 keys of ``start`` and of ``end`` as the field says (``time_bounds_for``): a
 :class:`~seqid_orm.django.SeqUUIDField`'s in the layout its database keeps the column in, adopted
-keys included; a :class:`~seqid_orm.django.SortableTextField`'s by its kind; a
+keys included; a :class:`~seqid_orm.django.TypeIDField`'s as UUIDv7s; a
+:class:`~seqid_orm.django.SortableTextField`'s by its kind; a
 :class:`~seqid_orm.django.SnowflakeField`'s by its generator's profile.
 """
 

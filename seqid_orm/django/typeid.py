@@ -25,10 +25,12 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from ..errors import InvalidIDError
+from ..ids.comb import check_span, comb_at
 from ..ids.layout import Layout
 from ..ids.typeid import check_typeid_prefix, decode_typeid, encode_typeid, typeid
 from ..vendors import Storage, Target
 from .connection import field_target, storage_of
+from .lookups import CreatedIn
 
 __all__ = ["TypeIDField"]
 
@@ -83,6 +85,13 @@ class TypeIDField(models.UUIDField):
             )
         ]
 
+    def time_bounds_for(self, alias: str, start: Any, end: Any) -> tuple[uuid.UUID, uuid.UUID]:
+        """The keys between which rows made in ``[start, end)`` lie (``id__created_in``): the first
+        UUIDv7 of each instant, the layout every TypeID has (a column that would not keep it is E006)."""
+        low, high = (comb_at(when, Layout.TIME_FIRST, "min") for when in (start, end))
+        check_span(start, end)
+        return low, high
+
     def _invalid(self, value: object) -> exceptions.ValidationError:
         return exceptions.ValidationError(
             self.error_messages["invalid"], code="invalid", params={"value": value, "prefix": self.prefix}
@@ -124,3 +133,6 @@ class TypeIDField(models.UUIDField):
     def formfield(self, **kwargs: Any) -> Any:
         length = len(self.prefix) + 27 if self.prefix else 26
         return models.Field.formfield(self, **{"form_class": forms.CharField, "max_length": length, **kwargs})
+
+
+TypeIDField.register_lookup(CreatedIn)  # id__created_in=(start, end)

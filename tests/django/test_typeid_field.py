@@ -120,3 +120,29 @@ def test_e006_names_a_column_that_would_scatter_the_keys(customer_model, vendor,
     assert [m.id for m in found] == (["seqid.E006"] if refused else [])
     if refused:
         assert "does not keep in the order" in found[0].msg and "char(32)" in found[0].hint
+
+
+def test_created_in_finds_the_rows_of_a_time_range_by_their_keys(customer_model):
+    import datetime as dt
+
+    from seqid_orm import comb_at
+    from seqid_orm.ids.typeid import encode_typeid
+
+    start = dt.datetime(2026, 11, 3, tzinfo=dt.timezone.utc)
+    whens = [start + dt.timedelta(minutes=n) for n in range(3_000)]
+    customer_model.objects.bulk_create(
+        customer_model(id=encode_typeid("cust", comb_at(when, "time_first")), n=n) for n, when in enumerate(whens)
+    )
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE seqid_typeid_customer")
+    low, high = start + dt.timedelta(hours=10), start + dt.timedelta(hours=12)
+    found = customer_model.objects.filter(id__created_in=(low, high)).order_by("id")
+    assert [c.n for c in found] == [n for n, when in enumerate(whens) if low <= when < high]
+    plan = found.explain()
+    if connection.vendor == "postgresql":
+        assert "Index" in plan and "pkey" in plan, plan
+    elif connection.vendor == "mysql":
+        assert "PRIMARY" in plan and "range" in plan, plan
+    else:
+        assert "PRIMARY KEY" in plan or "sqlite_autoindex" in plan, plan

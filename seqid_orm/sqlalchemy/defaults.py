@@ -316,28 +316,49 @@ def ticket_pk(sequence: Callable[[], int], **column_kw: Any) -> MappedColumn[Any
     column_kw.setdefault("autoincrement", False)
     bind_floor = getattr(sequence, "bind_floor", None)
     if bind_floor is not None:
-        column_kw.setdefault("default", _bound_default(next_id, bind_floor))
+        column_kw.setdefault("default", _bound_default(next_id, bind_floor, getattr(sequence, "next_ids", None)))
     else:
         column_kw.setdefault("default", next_id)
     return mapped_column(TicketID(), **column_kw)
 
 
-def _bound_default(next_id: Callable[[], int], bind_floor: Callable[[Any], None]) -> Callable[[ExecutionContext], int]:
+def _bound_default(
+    next_id: Callable[[], int],
+    bind_floor: Callable[[Any], None],
+    next_ids: Callable[[int], list[int]] | None = None,
+) -> Callable[[ExecutionContext], int]:
     """A default that binds its generator (a ticket sequence's floor, a leased Snowflake's worker-id
-    check) to the column and engine it fills before its first id there."""
+    check) to the column and engine it fills before its first id there.
+
+    With ``next_ids`` (a :class:`~seqid_orm.allocation.tickets.TicketSequence`'s), the default also
+    answers ``default.seqid_many(context, count)``: a load's ``count`` ids in one call, which
+    :func:`~seqid_orm.sqlalchemy.bulk_insert` takes instead of a call a row (a reserved block is a
+    range: it is handed over as one)."""
     from ..allocation.stores.sqlalchemy import ColumnFloor
 
     bound: set[tuple[int, int]] = set()  # (engine, column) pairs already bound; one look-up a row
 
-    def default(context: ExecutionContext) -> int:
+    def bind(context: ExecutionContext) -> None:
         column = context.current_column  # type: ignore[attr-defined]
         engine = context.engine
         key = (id(engine), id(column))
         if key not in bound:
             bind_floor(ColumnFloor(engine, column))
             bound.add(key)
+
+    def default(context: ExecutionContext) -> int:
+        bind(context)
         return next_id()
 
+    if next_ids is not None:
+        many = next_ids
+
+        def seqid_many(context: ExecutionContext, count: int) -> list[int]:
+            bind(context)
+            step = 1 << 20  # next_ids takes up to 2**24 at a call
+            return [i for start in range(0, count, step) for i in many(min(step, count - start))]
+
+        default.seqid_many = seqid_many  # type: ignore[attr-defined]
     return default
 
 

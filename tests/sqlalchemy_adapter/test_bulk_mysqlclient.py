@@ -119,3 +119,19 @@ def test_a_failing_statement_leaves_no_row_and_names_the_error(engine, metadata,
         bulk_insert(conn, table, [{"id": 5}, {"id": -1}])
     with engine.connect() as conn:
         assert conn.execute(sa.select(sa.func.count()).select_from(table)).scalar() == 0
+
+
+def test_keys_the_load_makes_for_a_uuid_column_are_read_back_as_made_in_order(engine, metadata, table_name):
+    """The keys of a native uuid column go as their 16 bytes (X'...' literals, which MariaDB's uuid reads
+    faster than the text): the server must read them back as the same UUIDs, in the order made."""
+    table = sa.Table(
+        table_name, metadata, sa.Column("id", SeqUUID(), primary_key=True), sa.Column("n", sa.Integer, nullable=False)
+    )
+    metadata.create_all(engine)
+    with engine.begin() as conn:
+        assert table.c.id.type.target(conn.dialect).storage.value == "native"  # MariaDB's uuid type
+        keys = list(bulk_insert(conn, table, [{"n": n} for n in range(5_000)]))
+    with engine.connect() as conn:
+        rows = conn.execute(sa.select(table.c.id, table.c.n).order_by(table.c.id)).all()
+    assert [r.n for r in rows] == list(range(5_000))
+    assert [r.id for r in rows] == keys and all(isinstance(k, uuid.UUID) and k.version == 7 for k in keys)

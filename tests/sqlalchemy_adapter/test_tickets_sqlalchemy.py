@@ -110,6 +110,34 @@ def test_ticket_pk_through_core_executemany(engine, sequence, table_name):
         Base.metadata.drop_all(engine)
 
 
+def test_bulk_insert_takes_a_loads_tickets_at_once_and_still_binds_the_floor(engine, sequence, table_name):
+    """bulk_insert asks the sequence for a load's ids in one call (blocks handed over as ranges): the
+    keys run on as one process's identity column would, and a counter behind the table is refused
+    before any row of the load is written, as the per-row default refuses it."""
+    from seqid_orm.errors import CounterBelowDataError
+    from seqid_orm.sqlalchemy import bulk_insert
+
+    Base, Order = make_model(table_name, sequence)
+    Base.metadata.create_all(engine)
+    table = Order.__table__
+    try:
+        with engine.begin() as conn:
+            conn.execute(table.insert(), [{"id": 7, "note": "old"}])
+        with engine.begin() as conn, pytest.raises(CounterBelowDataError, match="the key 7 "):
+            bulk_insert(conn, table, [{"note": "new"} for _ in range(120)])
+        with engine.connect() as conn:
+            assert conn.execute(sa.select(sa.func.count()).select_from(table)).scalar() == 1  # no row of the load
+        sequence.repair()
+        with engine.begin() as conn:
+            keys = bulk_insert(conn, table, [{"note": str(i)} for i in range(1_234)])
+        with engine.connect() as conn:
+            rows = conn.execute(sa.select(table.c.id, table.c.note).order_by(table.c.id)).all()
+        assert keys == list(range(keys[0], keys[0] + 1_234)) and keys[0] > 7  # 25 blocks of 50, in order
+        assert [r.note for r in rows[1:]] == [str(i) for i in range(1_234)] and [r.id for r in rows[1:]] == keys
+    finally:
+        Base.metadata.drop_all(engine)
+
+
 def test_ticket_pk_with_an_async_session(pg_engine, table_name):
     from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 

@@ -26,6 +26,9 @@ What a user running twenty application processes gets:
 * **Losses**: a process that stops, cleanly or not, loses the rest of its current segment and its
   prefetched one, at most ``2 * block_size`` values (``2 * max_block_size`` when adaptive).
   Gaps are normal; ids are unique, not dense.
+* **A batch is a range**: :meth:`TicketSequence.next_ids` that finds too few values in memory
+  reserves all it still lacks in one segment (one round trip for a bulk load, not one a block);
+  the next reservation after it asks for a block again.
 * **Never inside your transaction**: a reservation is one statement on the store's own
   connection, committed at once, so an open business transaction holds no ticket-row lock.
 * **Failover**: each process starts at a random server of the list and stays with it while it
@@ -283,6 +286,9 @@ class TicketSequence:
         # follow it (flight.py: a claim ends with its owner, each follower owns its own wait).
         self._flight: Flight[Segment] = Flight()
         self._failures = 0  # reservations that failed
+        # the values a next_ids call still lacks when it has to reserve: the next reservation asks for
+        # them all (a block is a range: a load of n ids costs one round trip, not n / block_size)
+        self._shortfall = 0
         self._worker: threading.Thread | None = None  # the last prefetch thread
         self._tasks: set[asyncio.Task[None]] = set()  # prefetch tasks on event loops, kept referenced
         self._closed = False
@@ -350,6 +356,7 @@ class TicketSequence:
                 self._prefetch_in_thread()
             if len(out) == n:
                 return out
+            self._shortfall = n - len(out)
             self._reserve_now()
 
     def _reserve_now(self) -> None:
@@ -462,6 +469,7 @@ class TicketSequence:
                 self._prefetch_on_loop()
             if len(out) == n:
                 return out
+            self._shortfall = n - len(out)
             await self._areserve_now()
 
     async def aprefetch(self) -> None:
@@ -535,8 +543,10 @@ class TicketSequence:
         runs them holding ``_fetch_lock`` (so a fork waits until no thread of ours is in a driver), a
         loop's thread without it (:meth:`_lead`)."""
         began = time.monotonic()
+        # a batch's shortfall, taken once (a race between two batches only sizes a block: either is right)
+        shortfall, self._shortfall = self._shortfall, 0
         try:
-            segment = yield from self.servers.reserve(self._buffer.block)
+            segment = yield from self.servers.reserve(max(self._buffer.block, min(shortfall, MAX_BLOCK_SIZE)))
         except SeqIDError as exc:
             seconds = time.monotonic() - began
             telemetry.record_reservation(self.name, seconds, exc)

@@ -89,13 +89,14 @@ def compare_order(version: Version, storage: Storage, value: uuid.UUID, /) -> tu
 
 
 _V1_SAMPLE = uuid.UUID(int=(1 << 76) | (0b10 << 62))  # the version/variant bits of UUID() values
+_V7_SAMPLE = uuid.UUID(int=(7 << 76) | (0b10 << 62))  # those of the UUIDv7 expression's values
 
 
 def server_default(version: Version, storage: Storage, shift_us: int, /) -> ServerDefault:
     if version is None:
         raise unknown_version(NAME, "mariadb-10.11.5")
     if shift_us:  # UUID_v7() and UUID() take no time: the expression, which reads SYSDATE(6)
-        if storage is Storage.NATIVE and not (has_native_uuid(version) and version_at_least(version, (10, 11, 5))):
+        if compare_order(version, storage, _V7_SAMPLE) != ORDER_BYTES:  # the uuid type before 10.11.5
             raise ServerDefaultUnavailableError(
                 f"MariaDB {format_version(version)} makes a UUID column's values with UUID(), which takes no "
                 "time to shift, and its uuid type scatters a UUIDv7 before 10.11.5: use storage='binary', or "

@@ -20,6 +20,7 @@ from seqid_orm.django import SeqUUIDField, SnowflakeField, SortableTextField
 from seqid_orm.django.connection import storage_of, vendor_of
 from seqid_orm.ids.comb import layout_of
 from seqid_orm.vendors import Storage
+from tests.django.tables import table_of
 from tests.django.testapp.models import Author, Book, Event, ShareCode, Tag, Ulid
 from tests.ordering import check_time_ordered
 from tests.system import need
@@ -326,9 +327,7 @@ def test_db_default_made_ids_with_a_shift_carry_the_shifted_time():
         DatabaseSeqUUID(shift=-30)
     for alias in connections:
         conn = connections[alias]
-        with conn.schema_editor() as editor:
-            editor.create_model(DbMadeShifted)
-        try:
+        with table_of(DbMadeShifted, alias):
             now = dt.datetime.now(dt.timezone.utc)
             made = [DbMadeShifted.objects.using(alias).create(n=i) for i in range(20)]
             DbMadeShifted.objects.using(alias).bulk_create([DbMadeShifted(n=i) for i in range(20, 120)])
@@ -340,9 +339,6 @@ def test_db_default_made_ids_with_a_shift_carry_the_shifted_time():
             assert rows[-1][0] == -1, "a key made now sorts after every key made a month back"
             check_time_ordered(conn.vendor, tuple(conn.get_database_version()), rows[:-1])
             assert abs(timestamp_of(made[0].pk) - (now + shift)) < dt.timedelta(minutes=1)
-        finally:
-            with conn.schema_editor() as editor:
-                editor.delete_model(DbMadeShifted)
 
 
 @isolate_apps("tests.django.testapp")

@@ -64,3 +64,36 @@ def test_snowflake_and_sortable_text_keys_are_asked_by_their_own_bounds():
     ulids = Ulid.objects.filter(id__created_in=(low, high)).order_by("id")
     assert [u.note for u in ulids] == [w.isoformat() for w in inside]
     assert ShareCode.objects.filter(code__created_in=(low, high)).count() == len(inside)
+
+
+def test_time_prefixed_keys_are_asked_by_their_prefixes_across_a_wrap():
+    """(start, end, (interval_length, interval_count)): uuid_time_nextval keys of 60-second intervals,
+    256 of them, one every six seconds for 300 minutes from a lap's start; a range over the wrap reads
+    two ranges of the key's index and holds the lap before's rows of the same prefixes."""
+    from seqid_orm import uuid_time_nextval
+
+    lap = 256 * 60
+    start = dt.datetime.fromtimestamp(int(START.timestamp()) // lap * lap, dt.timezone.utc)  # prefix 0
+    layout = Author._meta.pk.target_for(connection.alias).prefix_layout
+    seconds = range(0, 300 * 60, 6)
+    Author.objects.bulk_create(
+        Author(id=uuid_time_nextval(60, 256, layout, now=start + dt.timedelta(seconds=s)), name=str(s))
+        for s in seconds
+    )
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(f"ANALYZE {Author._meta.db_table}")
+    low, high = start + dt.timedelta(minutes=250), start + dt.timedelta(minutes=262)
+    found = Author.objects.filter(id__created_in=(low, high, (60, 256))).order_by("id")
+    got = [int(a.name) for a in found]
+    assert sorted(got) == [s for s in seconds if 250 * 60 <= s < 262 * 60 or s < 6 * 60]
+    prefixes = [s // 60 % 256 for s in got]
+    assert prefixes == sorted(prefixes)  # in key order by prefix: 0-5, then 250-255
+    assert reads_the_primary_key(found), found.explain()
+    assert not Author.objects.filter(id__created_in=(low, low, (60, 256))).exists()  # an empty range
+    with pytest.raises(ArgumentTypeError, match="SeqUUIDField"):
+        from tests.django.testapp.models import Event
+
+        list(Event.objects.filter(id__created_in=(low, high, (60, 256))))
+    with pytest.raises(ArgumentTypeError, match="interval_length"):
+        list(Author.objects.filter(id__created_in=(low, high, 60)))

@@ -77,8 +77,7 @@ def test_time_prefixed_keys_are_asked_by_their_prefixes_across_a_wrap():
     layout = Author._meta.pk.target_for(connection.alias).prefix_layout
     seconds = range(0, 300 * 60, 6)
     Author.objects.bulk_create(
-        Author(id=uuid_time_nextval(60, 256, layout, now=start + dt.timedelta(seconds=s)), name=str(s))
-        for s in seconds
+        Author(id=uuid_time_nextval(60, 256, layout, now=start + dt.timedelta(seconds=s)), name=str(s)) for s in seconds
     )
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:

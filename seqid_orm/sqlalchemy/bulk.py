@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from itertools import accumulate
-from operator import attrgetter, methodcaller
+from operator import attrgetter, itemgetter, methodcaller
 from typing import Any
 
 import sqlalchemy as sa
@@ -80,7 +80,7 @@ def _checked_columns(table: sa.Table, rows: Iterable[Mapping[str, Any]]) -> dict
     try:
         if set(map(len, listed)) != {width}:
             raise KeyError
-        return {name: [row[name] for row in listed] for name in names}
+        return {name: list(map(itemgetter(name), listed)) for name in names}
     except KeyError:  # some row gives other columns: find the first, for the message
         expected = set(names)
         number, row = next((i, r) for i, r in enumerate(listed) if set(r) != expected)

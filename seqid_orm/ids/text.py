@@ -83,6 +83,7 @@ def decode_bsv(text: str) -> bytes:
 
 
 _word = POOL.word_unchecked  # BsvGenerator runs check_fork() first
+_b2a_base64 = binascii.b2a_base64  # what base64.b64encode calls, without its Python frame
 _LIVE: weakref.WeakSet[BsvGenerator] = weakref.WeakSet()
 
 
@@ -102,13 +103,17 @@ class BsvGenerator:
 
     def __call__(self) -> str:
         check_fork()
-        with self._lock:
+        lock = self._lock  # read each call: a forked child gets a new one
+        lock.acquire()  # acquire and release rather than `with`, and one int's to_bytes rather than
+        try:  # three joined, straight to binascii: 917 -> 675 ns a call (docs/benchmarks.md)
             ticks = self._clock() // 100 + DOTNET_TICKS_AT_UNIX_EPOCH
             if ticks <= self._last:
                 ticks = self._last + 1
             self._last = ticks
-            body = ticks.to_bytes(8, "big") + _word().to_bytes(8, "big") + _word().to_bytes(8, "big")
-        return base64.b64encode(body).translate(_TO_BSV).decode("ascii")
+            value = (ticks << 128) | (_word() << 64) | _word()
+        finally:
+            lock.release()
+        return _b2a_base64(value.to_bytes(_BSV_BYTES, "big"), newline=False).translate(_TO_BSV).decode("ascii")
 
     def at(self, when: _dt.datetime) -> str:
         """A bsv id of the instant ``when`` (a backfill: rows imported with their own times).  Calls
@@ -121,8 +126,8 @@ class BsvGenerator:
             first, last = self._backfill
             ticks = last + 1 if first <= asked <= last else asked
             self._backfill = (first if first <= asked <= last else asked, ticks)
-            body = ticks.to_bytes(8, "big") + _word().to_bytes(8, "big") + _word().to_bytes(8, "big")
-        return base64.b64encode(body).translate(_TO_BSV).decode("ascii")
+            value = (ticks << 128) | (_word() << 64) | _word()
+        return _b2a_base64(value.to_bytes(_BSV_BYTES, "big"), newline=False).translate(_TO_BSV).decode("ascii")
 
 
 bsv = BsvGenerator()
@@ -191,8 +196,24 @@ def _id_bytes(value: object) -> bytes:
 def encode_base32(value: uuid.UUID | bytes | int) -> str:
     """The 26-character Crockford base32 (ULID) text of a 128-bit id; sorts as the bytes do."""
     n = value.int if isinstance(value, uuid.UUID) else int.from_bytes(_id_bytes(value), "big")
-    pairs = _PAIRS
-    return "".join([pairs[(n >> shift) & 0x3FF] for shift in range(120, -10, -10)])
+    p = _PAIRS  # ten bits a look-up, written out: 848 -> 493 ns against a comprehension over the shifts
+    return "".join(
+        (
+            p[n >> 120],
+            p[n >> 110 & 1023],
+            p[n >> 100 & 1023],
+            p[n >> 90 & 1023],
+            p[n >> 80 & 1023],
+            p[n >> 70 & 1023],
+            p[n >> 60 & 1023],
+            p[n >> 50 & 1023],
+            p[n >> 40 & 1023],
+            p[n >> 30 & 1023],
+            p[n >> 20 & 1023],
+            p[n >> 10 & 1023],
+            p[n & 1023],
+        )
+    )
 
 
 def decode_base32(text: str) -> uuid.UUID:

@@ -574,6 +574,8 @@ def _sample(
     if not head:
         return []
     tail = [r[0] for r in ex.fetch(f"{base} ORDER BY {col} DESC LIMIT {per_run}", {})][::-1]
+    if not tail:  # emptied between the two reads (dropped and made again, its rows not yet in): no sample
+        return []
     runs = [head, tail]
     native = column.sql_type.lower() == "uuid"  # a UUID type: compared as the vendor compares it
     digits = _Digits([*head, *tail], (lambda u: compare_order(vendor, version, Storage.NATIVE, u)) if native else None)

@@ -36,7 +36,7 @@ from ..errors import (
 )
 from ..ids.comb import comb
 from ..ids.layout import Layout, as_layout
-from ..ids.prefixed import time_prefix_bounds
+from ..ids.prefixed import check_time_prefix, time_prefix_bounds
 from ..ids.snowflake import Snowflake
 from ..ids.text import base32, bsv, check_text_id, text_bounds, text_id_kind
 from ..ids.validate import BIGINT_MAX, coerce_int_id
@@ -144,9 +144,8 @@ class SeqUUIDField(models.UUIDField):
         """The key ranges (both ends included) of :func:`~seqid_orm.uuid_time_nextval` keys made in
         ``[start, end)`` with ``time_prefix=(interval_length, interval_count)``, where this field's
         column on ``alias`` compares the prefix first (``id__created_in=(start, end, time_prefix)``)."""
-        if not isinstance(time_prefix, tuple) or len(time_prefix) != 2:
-            raise ArgumentTypeError(f"time_prefix must be (interval_length, interval_count), got {time_prefix!r}")
-        return time_prefix_bounds(start, end, *time_prefix, layout=self._decided(alias)[1].prefix_layout)
+        layout = self._decided(alias)[1].prefix_layout
+        return time_prefix_bounds(start, end, *check_time_prefix(time_prefix), layout=layout)
 
     def layout_for(self, alias: str) -> Layout:
         """The layout of ids for this field on database ``alias`` (its target's, decided once); an

@@ -855,13 +855,18 @@ on_fork(_backfill_after_fork)
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 
 
-def since_epoch(when: object, name: str) -> _dt.timedelta:
-    """An aware ``datetime``'s time since the Unix epoch; a typed error naming ``name`` otherwise."""
+_ONE_US = _dt.timedelta(microseconds=1)
+
+
+def epoch_us(when: object, name: str) -> int:
+    """An aware ``datetime`` as whole microseconds since the Unix epoch (exact: a ``timedelta`` counts
+    microseconds), which the millisecond, .NET-tick and second clocks of the ids are each a division or
+    multiple of; a typed error naming ``name`` otherwise."""
     if not isinstance(when, _dt.datetime):
         raise ArgumentTypeError(f"{name} must be a datetime.datetime, got {type(when).__name__}")
     if when.tzinfo is None or when.utcoffset() is None:
         raise InvalidArgumentError(f"{name} must be timezone-aware (naive datetimes are ambiguous)")
-    return when - _EPOCH
+    return (when - _EPOCH) // _ONE_US
 
 
 def check_span(start: _dt.datetime, end: _dt.datetime) -> None:
@@ -872,10 +877,9 @@ def check_span(start: _dt.datetime, end: _dt.datetime) -> None:
 
 def datetime_to_ms(when: object, name: str) -> int:
     """An aware ``datetime`` as Unix milliseconds in the 48-bit range; a typed error naming ``name`` otherwise."""
-    delta = since_epoch(when, name)
-    ms = (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
+    ms = epoch_us(when, name) // 1000
     if not 0 <= ms <= _MS_MAX:
-        assert isinstance(when, _dt.datetime)  # since_epoch refused anything else
+        assert isinstance(when, _dt.datetime)  # epoch_us refused anything else
         raise InvalidArgumentError(f"{name} {when.isoformat()} is outside the 48-bit millisecond range")
     return ms
 

@@ -33,14 +33,13 @@ from collections.abc import Callable
 
 from ..errors import ArgumentTypeError, InvalidArgumentError
 from . import _uuid, randomness
-from .comb import check_span, since_epoch, swap_le
+from .comb import check_span, epoch_us, swap_le
 from .layout import Layout, as_layout
 from .randomness import POOL
 
 _V4_CLEAR = ~((0xF << 76) | (0b11 << 62)) & ((1 << 128) - 1)
 _V4_FLAGS = (0x4 << 76) | (0b10 << 62)
 _MAX_PREFIX_BYTES = 6  # stays clear of the version and variant bits in every layout
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 
 
 def _check_int(name: str, value: object, minimum: int) -> int:
@@ -195,8 +194,15 @@ def uuid_time_nextval(
 
 def _seconds(when: _dt.datetime, name: str) -> int:
     """An aware ``datetime`` as whole Unix seconds (floored, as ``int(time.time())`` floors)."""
-    delta = since_epoch(when, name)
-    return delta.days * 86_400 + delta.seconds
+    return epoch_us(when, name) // 1_000_000
+
+
+def check_time_prefix(time_prefix: object) -> tuple[int, int]:
+    """``time_prefix`` as the ``(interval_length, interval_count)`` of :func:`uuid_time_nextval` keys,
+    the pair the adapters' time-range queries take (their values checked by :func:`time_prefix_bounds`)."""
+    if not isinstance(time_prefix, tuple) or len(time_prefix) != 2:
+        raise ArgumentTypeError(f"time_prefix must be (interval_length, interval_count), got {time_prefix!r}")
+    return time_prefix
 
 
 def time_prefix_bounds(
@@ -217,14 +223,14 @@ def time_prefix_bounds(
     default) lie in the same ranges.  A query that must be exact keeps a time column beside the key.
     """
     _check_int("interval_length", interval_length, 1)
-    first, stop = _seconds(start, "start"), _seconds(end, "end")
+    # the first second of the range, and the last that holds an instant of it (the one before ``end``'s)
+    first, last = _seconds(start, "start"), (epoch_us(end, "end") - 1) // 1_000_000
     check_span(start, end)
     nbytes = prefix_bytes(interval_count)
     lay = _prefix_layout(layout)
     place, top = _placer(nbytes, lay), (1 << 128) - 1
     prefix_count = 1 << (8 * nbytes)
     rescaled = max(1, interval_length * interval_count // prefix_count)
-    last = stop - 1 if end == _EPOCH + _dt.timedelta(seconds=stop) else stop  # the last second in the range
     if last < first:
         return []  # an empty range: no second in it
     if first < 0:

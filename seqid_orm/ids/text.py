@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 from ..errors import ArgumentTypeError, InvalidArgumentError, InvalidIDError
 from ._uuid import from_int
-from .comb import check_span, comb_at, since_epoch, uuid7
+from .comb import check_span, comb_at, epoch_us, uuid7
 from .randomness import POOL, check_fork, on_fork
 
 BSV_ALPHABET = "$-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -52,11 +52,14 @@ BASE32_LENGTH = 26
 # --- bsv --------------------------------------------------------------------------------
 
 
+_b2a_base64 = binascii.b2a_base64  # what base64.b64encode calls, without its Python frame
+
+
 def encode_bsv(data: bytes) -> str:
     """Encode bytes with the order-preserving base64 alphabet (equal lengths sort as bytes)."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise ArgumentTypeError(f"data must be bytes, got {type(data).__name__}")
-    return base64.b64encode(data).translate(_TO_BSV).decode("ascii")
+    return _b2a_base64(data, newline=False).translate(_TO_BSV).decode("ascii")
 
 
 def decode_bsv(text: str) -> bytes:
@@ -83,7 +86,6 @@ def decode_bsv(text: str) -> bytes:
 
 
 _word = POOL.word_unchecked  # BsvGenerator runs check_fork() first
-_b2a_base64 = binascii.b2a_base64  # what base64.b64encode calls, without its Python frame
 _LIVE: weakref.WeakSet[BsvGenerator] = weakref.WeakSet()
 
 
@@ -113,6 +115,7 @@ class BsvGenerator:
             value = (ticks << 128) | (_word() << 64) | _word()
         finally:
             lock.release()
+        # encode_bsv's steps, written here: the hot path skips its type check and one call
         return _b2a_base64(value.to_bytes(_BSV_BYTES, "big"), newline=False).translate(_TO_BSV).decode("ascii")
 
     def at(self, when: _dt.datetime) -> str:
@@ -127,7 +130,7 @@ class BsvGenerator:
             ticks = last + 1 if first <= asked <= last else asked
             self._backfill = (first if first <= asked <= last else asked, ticks)
             value = (ticks << 128) | (_word() << 64) | _word()
-        return _b2a_base64(value.to_bytes(_BSV_BYTES, "big"), newline=False).translate(_TO_BSV).decode("ascii")
+        return encode_bsv(value.to_bytes(_BSV_BYTES, "big"))
 
 
 bsv = BsvGenerator()
@@ -155,8 +158,7 @@ def _ticks_to_datetime(ticks: int) -> _dt.datetime:
 
 def _ticks_of(when: object, name: str) -> int:
     """.NET ticks (100 ns since 0001-01-01 UTC) of an aware datetime; a typed error otherwise."""
-    delta = since_epoch(when, name)
-    return (delta.days * 86_400 + delta.seconds) * 10_000_000 + delta.microseconds * 10 + DOTNET_TICKS_AT_UNIX_EPOCH
+    return epoch_us(when, name) * 10 + DOTNET_TICKS_AT_UNIX_EPOCH
 
 
 def text_bounds(kind: str, start: _dt.datetime, end: _dt.datetime) -> tuple[str, str]:

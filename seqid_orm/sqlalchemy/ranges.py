@@ -16,7 +16,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from ..errors import ArgumentTypeError
-from ..ids.prefixed import time_prefix_bounds
+from ..ids.prefixed import check_time_prefix, time_prefix_bounds
 from ..ids.snowflake import Snowflake
 from ..ids.text import text_bounds
 from .columns import column_target
@@ -72,9 +72,7 @@ def created_in(
             raise ArgumentTypeError(f"bind must be a Connection or a Session, got {type(bind).__name__}")
         target = column_target(connection.connection.dbapi_connection, connection.dialect, real)
         if time_prefix is not None:
-            if not isinstance(time_prefix, tuple) or len(time_prefix) != 2:
-                raise ArgumentTypeError(f"time_prefix must be (interval_length, interval_count), got {time_prefix!r}")
-            ranges = time_prefix_bounds(start, end, *time_prefix, layout=target.prefix_layout)
+            ranges = time_prefix_bounds(start, end, *check_time_prefix(time_prefix), layout=target.prefix_layout)
             return sa.or_(sa.false(), *(column.between(low, high) for low, high in ranges))
         low, high = target.time_bounds(start, end)
     else:

@@ -283,7 +283,7 @@ class Target:
             return self.server_default
         if not isinstance(shift, _dt.timedelta):
             raise ArgumentTypeError(f"shift must be a datetime.timedelta, got {type(shift).__name__}")
-        shift_us = (shift.days * 86_400 + shift.seconds) * 1_000_000 + shift.microseconds
+        shift_us = shift // _dt.timedelta(microseconds=1)  # exact: a timedelta counts microseconds
         if not shift_us:
             return self.server_default
         try:

@@ -70,14 +70,15 @@ def _shifted(sql: str, shift_us: int) -> str:
     return sql.replace(_CLOCK, f"({_CLOCK} + {_interval(shift_us)})") if shift_us else sql
 
 
-def _v7_expression(version: Version, shift_us: int) -> tuple[str, str]:
-    """A UUIDv7 ``uuid`` expression for this version, and the generator's name."""
+def _v7_expression(version: Version, raw: str, shift_us: int) -> tuple[str, str]:
+    """A UUIDv7 ``uuid`` expression for this version (from ``raw``, the bytes expression, before 18),
+    and the generator's name."""
     if version is None:
         raise unknown_version(NAME, "16")
     if version_at_least(version, (18,)):
         return (f"uuidv7({_interval(shift_us)})" if shift_us else "uuidv7()"), "uuidv7()"
     if version_at_least(version, (13,)):
-        return f"encode({_shifted(V7_BYTES, shift_us)}, 'hex')::uuid", "UUIDv7 expression"
+        return f"encode({raw}, 'hex')::uuid", "UUIDv7 expression"
     raise ServerDefaultUnavailableError(
         f"PostgreSQL {format_version(version)} has no built-in random source for a UUID "
         "default (gen_random_uuid() arrived in 13); generate ids in Python instead"
@@ -85,9 +86,9 @@ def _v7_expression(version: Version, shift_us: int) -> tuple[str, str]:
 
 
 def server_default(version: Version, storage: Storage, shift_us: int, /) -> ServerDefault:
-    value, generator = _v7_expression(version, shift_us)
-    built = generator != "uuidv7()"  # the bytes themselves, where a storage takes them without the uuid
     raw = _shifted(V7_BYTES, shift_us)
+    value, generator = _v7_expression(version, raw, shift_us)
+    built = generator != "uuidv7()"  # the bytes themselves, where a storage takes them without the uuid
     sql = {
         Storage.NATIVE: value,
         Storage.BINARY: raw if built else f"uuid_send({value})",

@@ -23,7 +23,7 @@ from django.db.models import Func, UUIDField
 from django.utils.deconstruct import deconstructible
 
 from ..errors import ArgumentTypeError
-from ..vendors import ServerDefault
+from ..vendors import ServerDefault, check_shift
 from .connection import column_target
 
 
@@ -37,10 +37,8 @@ class DatabaseSeqUUID(Func):
     _field: Any = None
 
     def __init__(self, *, shift: dt.timedelta | None = None) -> None:
-        if shift is not None and not isinstance(shift, dt.timedelta):
-            raise ArgumentTypeError(f"shift must be a datetime.timedelta, got {type(shift).__name__}")
         super().__init__()
-        self.shift = shift or None  # timedelta(0) is no shift
+        self.shift = check_shift(shift)  # now, as the field is declared
 
     def bind(self, field: Any) -> DatabaseSeqUUID:
         """A copy tied to ``field``, whose column type decides the SQL (done by SeqUUIDField)."""

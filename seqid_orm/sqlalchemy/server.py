@@ -22,9 +22,9 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.expression import ColumnElement
 from sqlalchemy.sql.visitors import InternalTraversal
 
-from ..errors import ArgumentTypeError, ServerDefaultUnavailableError
+from ..errors import ServerDefaultUnavailableError
 from ..ids.adopted import ABOVE_BITS
-from ..vendors import ServerDefault, Storage
+from ..vendors import ServerDefault, Storage, check_shift
 from .types import SeqUUID
 
 
@@ -44,9 +44,7 @@ class DatabaseSeqUUID(ColumnElement[Any]):
         self.seq_type = SeqUUID(storage=storage)  # validates storage; the column's must match
         self.type = self.seq_type
         self.storage = self.seq_type.storage
-        if shift is not None and not isinstance(shift, dt.timedelta):
-            raise ArgumentTypeError(f"shift must be a datetime.timedelta, got {type(shift).__name__}")
-        self.shift = shift or None  # timedelta(0) is no shift
+        self.shift = check_shift(shift)  # now, as the column is declared
 
     def __repr__(self) -> str:
         # what Alembic writes into a migration (seqid_orm.sqlalchemy.alembic.render_item): the SQL

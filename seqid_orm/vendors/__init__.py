@@ -42,6 +42,7 @@ __all__ = [
     "TextColumnSpec",
     "VendorRules",
     "as_storage",
+    "check_shift",
     "choose_layout",
     "choose_prefix_layout",
     "compare_order",
@@ -62,6 +63,15 @@ _RULES: dict[str, VendorRules] = {
 
 VENDORS = tuple(_RULES)
 """Vendor names with rules of their own (SQLAlchemy's dialect names; MariaDB, TiDB and YugabyteDB apart)."""
+
+
+def check_shift(shift: object) -> _dt.timedelta | None:
+    """``shift`` as a database-made default's shift (:meth:`Target.shifted_default`): a ``timedelta``,
+    ``None`` for none (so is a zero one); :class:`~seqid_orm.errors.ArgumentTypeError` otherwise.  The
+    adapters' ``DatabaseSeqUUID(shift=)`` calls it when declared, the target again when compiled."""
+    if shift is not None and not isinstance(shift, _dt.timedelta):
+        raise ArgumentTypeError(f"shift must be a datetime.timedelta, got {type(shift).__name__}")
+    return shift or None
 
 
 def rules_for(vendor: str) -> VendorRules:
@@ -279,13 +289,10 @@ class Target:
         ``UUID()``) raises :class:`~seqid_orm.errors.ServerDefaultUnavailableError`.  ``None`` (or a
         zero shift) is :attr:`server_default`, so that callers holding an optional shift ask once.
         """
+        shift = check_shift(shift)
         if shift is None:
             return self.server_default
-        if not isinstance(shift, _dt.timedelta):
-            raise ArgumentTypeError(f"shift must be a datetime.timedelta, got {type(shift).__name__}")
         shift_us = shift // _dt.timedelta(microseconds=1)  # exact: a timedelta counts microseconds
-        if not shift_us:
-            return self.server_default
         try:
             shifted_now = _dt.datetime.now(_dt.timezone.utc) + shift
         except OverflowError:

@@ -596,37 +596,47 @@ def test_what_redis_keeps_of_its_replication_id():
     """The measurement seqid's Redis history rests on (Redis 7.0 here): an AOF reload keeps the
     replication id and offset, but a restart, after a clean ``SHUTDOWN`` or a ``kill -9`` alike,
     begins a new id at offset 0 with the data kept, and so does the primary's first replica after it.
-    So an id cannot tell a restart from another node: the data set counts seqid's writes per id."""
+    So an id cannot tell a restart from another node: the data set counts seqid's writes per id.
+
+    Each step is read with nothing else able to move it: the replica is stopped before the primary
+    restarts and started again only after the restarted primary's id is read. (With the replica left
+    running, it reconnects on its own timing, once a second, and its attach could come before the
+    read: the test failed so once on a loaded machine, reading the second new id as the first.)"""
     import redis
 
     from tests.servers.private import PrivateRedis
 
     debug = ("--enable-debug-command", "yes")
-    with PrivateRedis("redis-server", *REDIS_DURABLE, *debug) as primary:
+    with (
+        PrivateRedis("redis-server", *REDIS_DURABLE, *debug) as primary,
+        PrivateRedis("redis-server", *REDIS_DURABLE, "--replicaof", "127.0.0.1", str(primary.port)) as replica,
+    ):
         client = redis.Redis.from_url(primary.url)
-        with PrivateRedis("redis-server", *REDIS_DURABLE, "--replicaof", "127.0.0.1", str(primary.port)):
-            wait_synced(primary.url, 1)
-            for _ in range(50):
-                client.incr("k")
-            replid, offset = _replication(primary.url)
-            assert offset > 0
-            client.execute_command("DEBUG", "LOADAOF")
-            assert _replication(primary.url) == (replid, offset)  # an AOF reload: the same history
-            for how in ("shutdown", "kill -9"):
-                if how == "shutdown":
-                    with contextlib.suppress(redis.ConnectionError):
-                        client.shutdown()
-                    primary.process.wait(10)
-                else:
-                    primary.stop()
-                primary.start()
-                client = redis.Redis.from_url(primary.url)
-                restarted = _replication(primary.url)
-                assert restarted[0] != replid and restarted[1] == 0, how
-                assert client.get("k") == b"50", how  # the data set is kept
-                wait_synced(primary.url, 1)  # its replica comes back: a new id once more
-                assert _replication(primary.url)[0] not in (replid, restarted[0]), how
-                replid = _replication(primary.url)[0]
+        wait_synced(primary.url, 1)
+        for _ in range(50):
+            client.incr("k")
+        replid, offset = _replication(primary.url)
+        assert offset > 0
+        client.execute_command("DEBUG", "LOADAOF")
+        assert _replication(primary.url) == (replid, offset)  # an AOF reload: the same history
+        for how in ("shutdown", "kill -9"):
+            replica.stop()  # no replica can attach until the restarted primary's own id is read
+            if how == "shutdown":
+                with contextlib.suppress(redis.ConnectionError):
+                    client.shutdown()
+                primary.process.wait(10)
+            else:
+                primary.stop()
+            primary.start()
+            client = redis.Redis.from_url(primary.url)
+            restarted = _replication(primary.url)
+            assert online_replicas(primary.url) == 0, how
+            assert restarted[0] != replid and restarted[1] == 0, how
+            assert client.get("k") == b"50", how  # the data set is kept
+            replica.start()
+            wait_synced(primary.url, 1)  # its replica comes back: a new id once more
+            assert _replication(primary.url)[0] not in (replid, restarted[0]), how
+            replid = _replication(primary.url)[0]
         client.close()
 
 

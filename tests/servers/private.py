@@ -11,14 +11,13 @@
 
 from __future__ import annotations
 
-import atexit
 import contextlib
-import fcntl
 import os
 import secrets
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -71,55 +70,39 @@ def _ephemeral_range() -> tuple[int, int]:
         return 49152, 65535
 
 
-# Ports handed out by free_port, kept for the life of the process that took them: one file per port
-# naming its owner's pid, written under one lock file, in a directory of this user's.
-_CLAIMS = os.path.join(tempfile.gettempdir(), f"seqid-test-ports-{os.getuid()}")
-_claimed: set[int] = set()
+# Ports handed out by free_port stay their taker's for its life, across every test process of every
+# user on this machine. A claim is a Unix socket bound to a name in Linux's abstract namespace
+# (unix(7): a name with a leading NUL byte, no file) and held open by the claiming process: the
+# kernel refuses the same name to any other process, whoever runs it, and frees it when the last
+# process holding it exits, a crash or SIGKILL included. So there is no directory to share between
+# users, no owner's pid to judge alive, and nothing left behind. (The claims were files under a
+# per-user directory: two users' suites could be handed the same port, each blind to the other's.)
+_REGISTRY = "seqid-test-port"
+_held: dict[tuple[str, int], socket.socket | None] = {}
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+def claim_port(port: int, registry: str = _REGISTRY) -> bool:
+    """Take ``port`` for this process's life unless this or another live process took it.
+
+    ``registry`` names the set of claims: the suite's by default; a test of the claims themselves
+    uses a name of its own, so that it needs no port number anybody else could be using.
+    """
+    if (registry, port) in _held:
         return False
-    except PermissionError:
+    if not sys.platform.startswith("linux"):  # no abstract namespace: this process's claims only
+        _held[(registry, port)] = None
         return True
-    return True
-
-
-def _claim(port: int) -> bool:
-    """Take ``port`` for this process's life unless this or another live test process took it."""
-    if port in _claimed:
+    holder = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        holder.bind(f"\0{registry}-{port}")
+    except OSError:  # EADDRINUSE: a live process holds it
+        holder.close()
         return False
-    os.makedirs(_CLAIMS, exist_ok=True)
-    path = os.path.join(_CLAIMS, str(port))
-    with open(os.path.join(_CLAIMS, "lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        try:
-            with open(path) as f:
-                owner = int(f.read() or 0)
-        except (FileNotFoundError, ValueError):
-            owner = 0
-        if owner and owner != os.getpid() and _alive(owner):
-            return False
-        with open(path, "w") as f:
-            f.write(str(os.getpid()))
-    if not _claimed:
-        atexit.register(_release_claims)
-    _claimed.add(port)
+    _held[(registry, port)] = holder
     return True
 
 
-def _release_claims() -> None:
-    for port in _claimed:
-        path = os.path.join(_CLAIMS, str(port))
-        with contextlib.suppress(OSError, ValueError), open(path) as f:
-            mine = int(f.read() or 0) == os.getpid()
-            if mine:
-                os.unlink(path)
-
-
-def free_port(low: int = 26000, high: int = 32767) -> int:
+def free_port(low: int = 26000, high: int = 32767, registry: str = _REGISTRY) -> int:
     """A TCP port on loopback that nothing uses right now, outside the kernel's ephemeral range.
 
     A port from the ephemeral range (what binding port 0 gives) can be taken at any moment by an
@@ -132,7 +115,7 @@ def free_port(low: int = 26000, high: int = 32767) -> int:
     is stopped to be restarted on its port, another caller could be handed it too (an etcd member
     failed to bind its peer port that way in CI, the suite's xdist workers and the Django settings
     modules all drawing ports at once). So a port is handed out once: it stays this process's until
-    it exits, for every test process of this user (``_claim``).
+    it exits, for every process of every user (:func:`claim_port`).
     """
     eph_low, eph_high = _ephemeral_range()
     candidates = [p for p in range(low, high + 1) if not eph_low <= p <= eph_high]
@@ -140,7 +123,7 @@ def free_port(low: int = 26000, high: int = 32767) -> int:
         raise BackendUnavailableError(f"no port in {low}-{high} lies outside the ephemeral range {eph_low}-{eph_high}")
     for _ in range(200):
         port = candidates[secrets.randbelow(len(candidates))]
-        if not _claim(port):
+        if not claim_port(port, registry):
             continue
         with socket.socket() as s:
             try:

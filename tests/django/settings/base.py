@@ -40,11 +40,12 @@ TEMPLATES = [
 ]
 SEQID = {"SNOWFLAKE": {"worker_id": 3, "datacenter_id": 1}, "SWAP_RANDOM_KEY_APPS": ["thirdparty"]}
 
-# Each settings module and Django version has test databases of its own, so that they can run at
-# once (make test-django runs the settings modules side by side; CI runs the nox matrix's Django
-# versions beside other steps): test_seqid_<module>_<django version>, e.g. test_seqid_postgres_52.
+# Each settings module, Django version and user has test databases of its own, so that they can run
+# at once (make test-django runs the settings modules side by side; CI runs the nox matrix's Django
+# versions beside other steps; two users' suites share the servers): test_seqid_<module>_<django
+# version>_u<uid>, e.g. test_seqid_postgres_52_u1000.
 _MODULE = os.environ.get("DJANGO_SETTINGS_MODULE", "").rpartition(".")[2] or "base"
-_RUN = f"{_MODULE}_{django.VERSION[0]}{django.VERSION[1]}"
+_RUN = f"{_MODULE}_{django.VERSION[0]}{django.VERSION[1]}_u{os.getuid()}"
 
 POSTGRES = {
     "ENGINE": "django.db.backends.postgresql",

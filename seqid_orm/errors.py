@@ -12,8 +12,9 @@ know this package:
   argument or setting out of range), :class:`NoTimestampError`, and the two look-up failures
   :class:`UnknownLayoutError` and :class:`ServerDefaultUnavailableError` (also ``LookupError``).
 * ``RuntimeError``: the generator's state refuses to go on (:class:`ClockMovedBackwardsError`,
-  :class:`GeneratorExhaustedError`, :class:`ForkedGeneratorError`). These are not caused by a
-  bad argument, so they are deliberately not ``ValueError``.
+  :class:`GeneratorExhaustedError`, :class:`ForkedGeneratorError`), and a key column could not be
+  read before its first key (:class:`ColumnReadError`). These are not caused by a bad argument, so
+  they are deliberately not ``ValueError``.
 * Allocation from a shared backend (ticket sequences, worker leases) fails with an
   :class:`AllocationError` (a ``RuntimeError``): :class:`BackendUnavailableError` when no
   backend answers, :class:`BackendMismatchError` when a backend's stored settings contradict
@@ -83,6 +84,16 @@ class StorageMismatchError(SeqIDError, ValueError):
     class, and a look-up of an old key by the new form would find nothing.  Refused at the column's
     first use, before a row is written; the message names the column, both forms and the two fixes
     (declare the storage the column has, or convert the column).
+    """
+
+
+class ColumnReadError(SeqIDError, RuntimeError):
+    """Reading a key column before its first key failed: the catalog or key statement the database
+    refused or did not finish (a short ``statement_timeout``, a revoked catalog, a lost connection).
+
+    The message names the column and the statement, and the driver's error is the ``__cause__``.  On
+    PostgreSQL the failed statement aborted the transaction it ran in, as any failed statement does:
+    the row that needed the key was not written.
     """
 
 

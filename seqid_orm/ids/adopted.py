@@ -15,20 +15,29 @@ The fix is a key that sorts after every key the column held *and* strictly incre
 one bits first (in the order the database compares the bytes), then 44 bits of Unix milliseconds
 (until the year 2527, as the ``SHARDED`` layout), then a counter that increments inside the
 millisecond and random bits.  Measured on the same runs: 6.02 MB, the size of a fresh index.
-``above`` is chosen from the column's largest key (:func:`above_for`): more one bits than it has,
-so no old key sorts above, with room for the keys a rolling deploy's old code still writes.
+``above`` is the fewest one bits that put the new keys after the column's old keys
+(:func:`above_for`): one more than the largest old key has, at least 16, and at most
+:data:`ABOVE_CHOSEN_MAX`, the width whose keys keep a uniqueness budget (:func:`expected_duplicates`).
+Keys with that many one bits or more (sentinels such as the Max UUID, crafted keys, the last few
+random keys of a table of billions) stay above the new ones, on the index's rightmost leaf page, which
+PostgreSQL splits at its fillfactor wherever in the page the new key goes: the right edge still fills.
+
+The width is decided once, by the migration that adopts the column, and recorded in the schema
+(:func:`record_comment`), where every process, role and tenant reads the same answer; a process that
+finds no record judges the keys it can read, as before, and says so.
 
 The values are RFC 9562 version 8 (vendor-specific) UUIDs, variant ``0b10``, so every validator
 of UUIDs takes them, and they carry their time (:meth:`AdoptedFormat.decode`).  SQL Server's carry
 version 8 with the Microsoft variant ``0b110`` instead (as seqid's ``TIME_LAST`` keys carry it beside
 version 4), so the bits alone say which engine order a key was made for.  They are recognised by
-those bits and a run of at least 16 leading one bits in that order: seqid's ``SHARDED`` layout,
-the other version 8 it makes, has at most four until the 23rd century, and a foreign version 8
-with 16 leading one bits is one in 65,536.
+those bits and a run of 16 to 32 leading one bits in that order (exactly ``above``: the time's top
+bit is 0 until 2248): seqid's ``SHARDED`` layout, the other version 8 it makes, has at most four
+until the 23rd century, and a foreign version 8 with 16 leading one bits is one in 65,536.
 
-Uniqueness: ``78 - above`` bits of counter and random per millisecond (62 with 16 one bits, 46
-with 32; one fewer in SQL Server's order), where a UUIDv7 has 74.  The one bits are the price of
-sorting above the old keys: a table of ``N`` random keys needs about ``log2(N)`` of them.
+Uniqueness: ``77 - above`` bits of counter seed and random per millisecond in Python (the counter's
+top bit starts clear), where a UUIDv7 has 73; :func:`expected_duplicates` turns that into duplicate
+keys a year at an insert rate.  The one bits are the price of sorting above the old keys: a table
+of ``N`` random keys needs about ``log2(N) + 1`` of them.
 
 Standard library only; this folder's :mod:`.layout` says the comparison orders.
 """
@@ -37,22 +46,43 @@ from __future__ import annotations
 
 import functools
 import operator
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..errors import InvalidArgumentError
 from .layout import ORDER_BYTES, Layout
 
-__all__ = ["ABOVE_BITS", "AdoptedFormat", "above_for", "adopted_format", "leading_ones", "recognise"]
+__all__ = [
+    "ABOVE_BITS",
+    "ABOVE_CHOSEN_MAX",
+    "AdoptedFormat",
+    "above_for",
+    "adopted_format",
+    "expected_duplicates",
+    "first_regular",
+    "leading_ones",
+    "recognise",
+    "record_comment",
+    "record_of",
+    "without_record",
+]
 
-#: The numbers of leading one bits an adopted key can have: whole hex digits, from 16 (a table of
-#: a few thousand random keys) to 32 (several hundred million).
-ABOVE_BITS = (16, 20, 24, 28, 32)
+#: The numbers of leading one bits an adopted key can have: 16 (a table of up to 32,768 random
+#: keys) to 32.  Keys made before this decision took whole hex digits (16, 20, 24, 28, 32); every
+#: width in between is recognised and decoded alike.
+ABOVE_BITS = tuple(range(16, 33))
 
-#: How many more one bits than the largest old key has: one to sort above it, the rest so that a
-#: random key written later by code that still makes uuid4 lands above the new keys once in
-#: ``2 ** (margin + log2(N))`` keys (about ``1 / (4 N)``), not once in ``N``.
-MARGIN = 3
+#: The widest :func:`above_for` chooses: 28 one bits leave 49 bits of counter seed and random per
+#: millisecond in Python (0.0027 duplicate keys a year at 10,000 inserts a second from 20
+#: processes) and 38 random bits after a sub-millisecond clock in the database (0.0055); one bit
+#: more doubles both.  A table whose random keys reach past it (a quarter of tables of 100 million
+#: rows have an old key with 28 one bits or more) keeps those few keys above the new ones.
+ABOVE_CHOSEN_MAX = 28
+
+#: A key with this many more one bits than the number of rows would give a random key is not a
+#: random key (one table in 4,096 would have such a key by chance): a sentinel, or a crafted key.
+OUTLIER_BITS = 12
 
 _MS_BITS = 44
 #: Each layout's fixed bits (``UUID.int`` mask and value): version 8 with the RFC variant for byte
@@ -72,16 +102,116 @@ def leading_ones(key: bytes) -> int:
     return width - inverted.bit_length()
 
 
-def above_for(largest: bytes | None) -> int:
-    """The ``above`` of keys that must sort after ``largest`` (an old key's bytes in the database's
-    compare order), or ``0`` when there is none.  The smallest of :data:`ABOVE_BITS` with at least
-    :data:`MARGIN` more one bits than ``largest``; 32 when even that is too few (a key near the top
-    of the range, such as ``ffffffff-ffff-…``: the few old keys above stay on the rightmost page,
-    which is filled as the tree's right edge is)."""
-    if largest is None:
-        return 0
-    wanted = leading_ones(largest) + MARGIN
-    return next((bits for bits in ABOVE_BITS if bits >= wanted), ABOVE_BITS[-1])
+def above_for(top: Sequence[bytes], rows: int | None = None) -> int:
+    """The ``above`` of keys that must sort after the old keys ``top`` (the largest, largest first, as
+    bytes in the database's compare order), or ``0`` when there is none: one more one bit than the
+    largest of them that is not an outlier, at least 16 and at most :data:`ABOVE_CHOSEN_MAX`.
+
+    An outlier is a key with far more one bits than a random key of the column would have: with
+    ``rows`` (how many keys the column holds) ``OUTLIER_BITS`` more than ``rows`` has bits; without
+    it (a process reading only the largest few), a key ``OUTLIER_BITS`` ones above the next one.
+    Outliers stay above the new keys, as do the keys past :data:`ABOVE_CHOSEN_MAX`.
+
+    >>> above_for([bytes.fromhex("ffffc0" + "00" * 13)], rows=100_000)  # 18 one bits -> 19
+    19
+    >>> above_for([b"\\xff" * 16, bytes.fromhex("fff0" + "00" * 14)], rows=1000)  # the Max UUID stays above
+    16
+    """
+    first = first_regular(top, rows)
+    if first is None:  # every key read is an outlier: the widest the budget allows
+        return ABOVE_CHOSEN_MAX if top else 0
+    return min(max(leading_ones(top[first]) + 1, ABOVE_BITS[0]), ABOVE_CHOSEN_MAX)
+
+
+def first_regular(top: Sequence[bytes], rows: int | None = None) -> int | None:
+    """The index in ``top`` (largest first, compare-order bytes) of the first key that is not an outlier
+    (see :func:`above_for`), or ``None`` where every one is (or there is none)."""
+    ones = [leading_ones(key) for key in top]
+    if rows is not None:
+        limit = max(rows, 1).bit_length() + OUTLIER_BITS
+        return next((i for i, n in enumerate(ones) if n < limit), None)
+    for i in range(len(ones)):
+        if i + 1 == len(ones) or ones[i] - ones[i + 1] < OUTLIER_BITS:
+            return i
+    return None
+
+
+# Milliseconds a year, and the sub-millisecond values a database clock of one microsecond tells apart.
+_MS_A_YEAR = 365.25 * 86_400_000
+_DATABASE_TICKS = 1000
+
+
+def expected_duplicates(above: int, inserts_per_second: float, processes: int = 20, made_by: str = "python") -> float:
+    """The duplicate keys to expect in a year (each an ``IntegrityError``) among keys of ``above`` one
+    bits (``0``: plain UUIDv7s) made at ``inserts_per_second`` in all by ``processes`` processes.
+
+    Two keys can be equal only when made in the same millisecond by two processes (a process counts
+    its own): ``(rate / 1000) ** 2 / 2 * (1 - 1 / processes)`` pairs a millisecond, each equal with
+    probability ``2 ** -b``.  ``made_by="python"``: ``b`` is the counter's seed (its top bit clear)
+    and the random bits; ``"database"``: PostgreSQL's keys carry a sub-millisecond clock, read to the
+    microsecond, then random bits, so two keys must share the microsecond as well.
+
+    >>> round(expected_duplicates(28, 10_000), 4)
+    0.0027
+    >>> round(expected_duplicates(28, 10_000, made_by="database"), 4)
+    0.0055
+    """
+    per_ms = inserts_per_second / 1000
+    pairs = per_ms * per_ms / 2 * (1 - 1 / max(processes, 1))
+    if made_by == "python":
+        bits = 73 if above == 0 else 77 - above  # UUIDv7: 41 of the counter's 42, 32 random
+        chance = 2.0**-bits
+    elif made_by == "database":
+        random_bits = 62 if above == 0 else 66 - above  # after the version, fraction and variant
+        chance = 2.0**-random_bits / _DATABASE_TICKS
+    else:
+        raise InvalidArgumentError(f'made_by must be "python" or "database", got {made_by!r}')
+    return _MS_A_YEAR * pairs * chance
+
+
+# The record of an adoption in the column's comment, beside whatever the comment says already:
+# `[seqid adopted=24]` (keys after 24 one bits) or `[seqid adopted=0]` (plain keys: nothing to
+# stay above).  A comment is the same for every role, tenant and session, readable without SELECT
+# on the table, and kept by TRUNCATE.
+_RECORD = re.compile(r"\s*\[seqid adopted=(\d+)\]")
+
+
+def record_of(comment: str | None) -> int | None:
+    """The width recorded in a column's ``comment`` (``0``: plain keys), or ``None`` where there is no
+    record.
+
+    >>> record_of("The invoice's key [seqid adopted=24]")
+    24
+    >>> record_of("The invoice's key") is None
+    True
+    """
+    found = _RECORD.search(comment or "")
+    if found is None:
+        return None
+    above = int(found.group(1))
+    return above if above == 0 or above in ABOVE_BITS else None
+
+
+def record_comment(comment: str | None, above: int) -> str:
+    """``comment`` with the record of ``above`` (replacing any earlier record, keeping the rest).
+
+    >>> record_comment("The invoice's key [seqid adopted=20]", 24)
+    "The invoice's key [seqid adopted=24]"
+    >>> record_comment(None, 0)
+    '[seqid adopted=0]'
+    """
+    if above != 0 and above not in ABOVE_BITS:
+        raise InvalidArgumentError(f"above must be 0 or one of {ABOVE_BITS[0]}..{ABOVE_BITS[-1]}, got {above!r}")
+    rest = _RECORD.sub("", comment or "").rstrip()
+    tag = f"[seqid adopted={above}]"
+    return f"{rest} {tag}" if rest else tag
+
+
+def without_record(comment: str | None) -> str | None:
+    """``comment`` without seqid's record (``None`` where nothing else is left): what an ORM that
+    compares comments should see."""
+    rest = _RECORD.sub("", comment or "").rstrip()
+    return rest or None
 
 
 def _fixed_positions(order: Sequence[int], mask: int, value: int) -> dict[int, int]:
@@ -204,7 +334,7 @@ class AdoptedFormat:
         if value & self.mask != self.flags:
             return False
         s = self.from_uuid_int(value)
-        return leading_ones(s.to_bytes(16, "big")) // 4 * 4 == self.above
+        return leading_ones(s.to_bytes(16, "big")) == self.above
 
 
 def _same(value: int) -> int:
@@ -228,7 +358,7 @@ def adopted_format(layout: Layout, above: int) -> AdoptedFormat:
     its writes spread, not appended).
     """
     if above not in ABOVE_BITS:
-        raise InvalidArgumentError(f"above must be one of {', '.join(map(str, ABOVE_BITS))}, got {above!r}")
+        raise InvalidArgumentError(f"above must be one of {ABOVE_BITS[0]}..{ABOVE_BITS[-1]}, got {above!r}")
     order = _ORDERS.get(layout)
     if order is None:
         raise InvalidArgumentError(
@@ -257,6 +387,6 @@ def recognise(value: int) -> AdoptedFormat | None:
         if value & mask != flags:
             continue
         raw = value.to_bytes(16, "big")
-        bits = leading_ones(bytes(raw[i] for i in order)) // 4 * 4
+        bits = leading_ones(bytes(raw[i] for i in order))
         return adopted_format(layout, bits) if bits in ABOVE_BITS else None
     return None

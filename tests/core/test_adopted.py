@@ -20,7 +20,18 @@ from hypothesis import strategies as st
 
 from seqid_orm import Layout, comb_at, describe, timestamp_of
 from seqid_orm.errors import ArgumentTypeError, InvalidArgumentError, StorageMismatchError
-from seqid_orm.ids.adopted import ABOVE_BITS, above_for, adopted_format, leading_ones, recognise
+from seqid_orm.ids.adopted import (
+    ABOVE_BITS,
+    ABOVE_CHOSEN_MAX,
+    above_for,
+    adopted_format,
+    expected_duplicates,
+    leading_ones,
+    recognise,
+    record_comment,
+    record_of,
+    without_record,
+)
 from seqid_orm.ids.classify import classify
 from seqid_orm.ids.comb import CombGenerator, adopted_of, decode_comb, generator_for
 from seqid_orm.ids.layout import ORDER_SQLSERVER
@@ -72,8 +83,8 @@ def test_a_sql_server_key_that_starts_with_one_bytes_in_byte_order_is_still_read
 
 
 def test_widths_and_layouts_without_adopted_keys_are_refused_by_name():
-    for bad in (0, 8, 15, 17, 36, 64):
-        with pytest.raises(InvalidArgumentError, match="above must be one of 16, 20, 24, 28, 32"):
+    for bad in (0, 8, 15, 33, 36, 64):
+        with pytest.raises(InvalidArgumentError, match=r"above must be one of 16\.\.32"):
             adopted_format(Layout.TIME_FIRST, bad)
     with pytest.raises(InvalidArgumentError, match="not sharded"):
         adopted_format(Layout.SHARDED, 16)
@@ -142,11 +153,79 @@ def test_comb_at_gives_the_bounds_of_a_millisecond_of_adopted_keys():
 PG = target("postgresql", (15,), "native")
 
 
-def test_a_column_of_random_keys_gets_three_more_one_bits_than_its_largest_key_in_whole_hex_digits():
-    assert PG.above_for([uuid.UUID("f0000000-0000-4000-8000-000000000000")], NOW_MS) == 16  # 4 ones + 3 -> 16
-    assert PG.above_for([uuid.UUID("fffff7ff-0000-4000-8000-000000000000")], NOW_MS) == 24  # 20 ones + 3 -> 24
-    assert PG.above_for([uuid.UUID("fffffffe-0000-4000-8000-000000000000")], NOW_MS) == 32  # 31 + 3: the widest
-    assert above_for(bytes.fromhex("ffffffffffffffffffffffffffffffff")) == 32  # the very top: as wide as can be
+def test_a_column_of_random_keys_gets_one_more_one_bit_than_its_largest_key_and_at_least_16():
+    assert PG.above_for([uuid.UUID("f0000000-0000-4000-8000-000000000000")], NOW_MS) == 16  # 4 ones: the least
+    assert PG.above_for([uuid.UUID("fffff7ff-0000-4000-8000-000000000000")], NOW_MS) == 21  # 20 ones + 1
+    assert PG.above_for([uuid.UUID("fffffff7-0000-4000-8000-000000000000")], NOW_MS) == 28  # 28 + 1: the budget's cap
+    assert above_for([bytes.fromhex("ffffffffffffffffffffffffffffffff")]) == ABOVE_CHOSEN_MAX  # the very top
+
+
+def test_sentinels_far_above_the_random_keys_stay_above_the_new_keys_and_do_not_widen_them():
+    """The Max UUID and crafted keys: a random key of a table of N rows has about log2(N) one bits; one with
+    OUTLIER_BITS more is not random.  Judged from the row count (the migration) or from the gap to the next
+    key (a process reading the largest few)."""
+    random_tail = uuid.UUID("fffe1234-0000-4000-8000-000000000000")  # 15 ones
+    sentinels = [uuid.UUID("ffffffff-ffff-ffff-ffff-ffffffffffff"), uuid.UUID("ffffffff-ffff-4fff-bfff-ffffffffffff")]
+    assert PG.above_for([*sentinels, random_tail], NOW_MS, rows=20_000) == 16
+    assert PG.above_for([*sentinels, random_tail], NOW_MS) == 16  # the gaps say it too
+    # without the row count, eight sentinels hide the random keys: the widest the budget allows
+    assert PG.above_for(sentinels * 4, NOW_MS) == ABOVE_CHOSEN_MAX
+    ones = [leading_ones(PG.rules and u.bytes) for u in sentinels]
+    assert min(ones) >= 48
+
+
+def test_the_fewest_one_bits_keep_a_huge_tables_uniqueness_budget():
+    """At 10,000 inserts a second from 20 processes, the widest width keeps both Python- and database-made
+    keys under 0.01 duplicates a year; the issue's figures (width 32, 200,000 a second) are reproduced."""
+    assert expected_duplicates(ABOVE_CHOSEN_MAX, 10_000) <= 0.01
+    assert expected_duplicates(ABOVE_CHOSEN_MAX, 10_000, made_by="database") <= 0.01
+    assert expected_duplicates(ABOVE_CHOSEN_MAX + 1, 10_000, made_by="database") > 0.01  # why the cap is 28
+    assert round(expected_duplicates(32, 200_000)) == 17  # 45 bits: what widths of whole hex digits cost
+    assert expected_duplicates(0, 10_000) < 1e-9  # a UUIDv7's 73 bits
+    with pytest.raises(InvalidArgumentError, match="made_by"):
+        expected_duplicates(20, 1, made_by="sql")
+
+
+def test_generators_of_one_millisecond_draw_their_counters_and_random_bits_independently():
+    """The budget's model: keys of different processes in one millisecond are equal with ``2 ** -b``.  Checked
+    on the real generator by cutting ``b`` down to 12 (six low bits of the counter, whose seed is drawn each
+    millisecond, and the six top random bits): the cross-process pairs of equal values counted over many
+    simulated milliseconds match the model's ``pairs / 4096`` (a generator seeded alike in each process, or
+    a counter not drawn afresh, would collide far more; five standard deviations of room)."""
+    import collections
+    import math
+    import random
+
+    fmt = adopted_format(Layout.TIME_FIRST, 20)
+    rounds, processes = 3000, 3
+    pairs = equal = 0
+    for ms in range(rounds):
+        drawn: list[collections.Counter[int]] = []
+        for p in range(processes):
+            gen = CombGenerator(Layout.TIME_FIRST, above=20, clock=lambda ms=ms: (NOW_MS + ms) * 1_000_000)
+            values = collections.Counter()
+            for _ in range(random.Random(ms * 7 + p).randint(1, 6)):
+                compared = fmt.from_uuid_int(gen.next().int)
+                _ms, counter = fmt.decode(compared)
+                rnd = compared & ((1 << fmt.random_bits) - 1)
+                values[((counter & 0x3F) << 6) | (rnd >> (fmt.random_bits - 6))] += 1
+            drawn.append(values)
+        for a in range(processes):
+            for b in range(a + 1, processes):
+                pairs += sum(drawn[a].values()) * sum(drawn[b].values())
+                equal += sum(n * drawn[b][v] for v, n in drawn[a].items())
+    expected = pairs / 4096
+    assert abs(equal - expected) <= 5 * math.sqrt(expected), (equal, expected)
+
+
+def test_the_record_is_kept_beside_a_comment_and_read_back():
+    assert record_of(record_comment("the invoice key", 21)) == 21
+    assert record_of(record_comment(None, 0)) == 0
+    assert record_comment(record_comment("words", 20), 24) == "words [seqid adopted=24]"
+    assert without_record("words [seqid adopted=24]") == "words" and without_record("[seqid adopted=0]") is None
+    assert record_of("words [seqid adopted=7]") is None  # not a width seqid makes: no record
+    with pytest.raises(InvalidArgumentError):
+        record_comment(None, 40)
 
 
 def test_an_empty_column_and_one_whose_largest_key_is_older_than_now_keep_plain_keys():
@@ -190,7 +269,7 @@ def test_sql_server_puts_the_one_bits_where_it_compares_first():
     mssql = target("mssql", (16,), "native")
     assert mssql.adopted_layout is Layout.TIME_LAST and mssql.layout is Layout.TIME_LAST
     top = uuid.UUID("00000000-0000-4000-8000-fffff0000000")  # its last six bytes compare first
-    assert mssql.above_for([top], NOW_MS) == 24
+    assert mssql.above_for([top], NOW_MS) == 21
     made = mssql.adopted(24).generator.batch(50)
     assert all(sorted(ORDER_SQLSERVER[:3]) == [10, 11, 12] and u.bytes[10:13] == b"\xff\xff\xff" for u in made)
     with pytest.raises(Exception, match="make them in Python"):
@@ -253,14 +332,136 @@ def test_declared_types_name_their_storage():
 
 
 def test_the_reading_statements_quote_what_they_name():
-    [declared, top] = reading_statements("postgresql", 'we"ird', "i'd")
-    assert 'to_regclass(\'"we""ird"\')' in declared and "a.attname = 'i''d'" in declared
+    [catalog, top, bottom] = reading_statements("postgresql", 'we"ird', "i'd")
+    assert 'to_regclass(\'"we""ird"\')' in catalog and "a.attname = 'i''d'" in catalog
+    assert "col_description(a.attrelid, a.attnum)" in catalog  # the record, without SELECT on the table
     assert top == 'SELECT "i\'d" FROM "we""ird" WHERE "i\'d" IS NOT NULL ORDER BY "i\'d" DESC LIMIT 8'
-    [declared, _top] = reading_statements("mariadb", "t\\", "id")
-    assert "TABLE_NAME = 't\\\\'" in declared  # MariaDB reads a backslash as an escape
+    assert bottom.endswith('ORDER BY "i\'d" LIMIT 1')
+    [catalog, _top, _bottom] = reading_statements("mariadb", "t\\", "id")
+    assert "TABLE_NAME = 't\\\\'" in catalog  # MariaDB reads a backslash as an escape
+    assert "FIND_IN_SET('select', PRIVILEGES)" in catalog and "COLUMN_COMMENT" in catalog
     assert len(reading_statements("sqlite", "t", "id")) == 3
     assert reading_statements("mssql", "t", "id") == []
     assert reading_from([[]]) == ColumnReading(None)
+
+
+# --- storage from the values ------------------------------------------------------------------------------
+
+_HEX = "0190b1e25c3a7b2d8e4f0a1b2c3d4e5f"
+_TEXT = "0190b1e2-5c3a-7b2d-8e4f-0a1b2c3d4e5f"
+
+
+@pytest.mark.parametrize(
+    ("values", "storage", "refused"),
+    [
+        ((_HEX,), "text", "holds hex"),  # a text or varchar(255) column of uuid4().hex: 36 characters would follow
+        ((_TEXT,), "hex", "holds text"),
+        ((_TEXT.upper(),), "text", "upper-case 36-character text"),
+        ((_HEX.upper(),), "hex", "upper-case 32 hex digits"),
+        (("{" + _TEXT + "}",), "text", "36-character text in braces"),
+        (("urn:uuid:" + _TEXT,), "text", "urn:uuid: text"),
+        (("not-a-key",), "text", "that is not a UUID"),
+        ((bytes(20),), "binary", "20-byte values"),
+        ((_TEXT, _TEXT.upper()), "text", "upper-case"),  # the odd one among canonical ones
+    ],
+)
+def test_a_column_whose_values_are_not_what_the_type_writes_is_refused_on_every_engine(values, storage, refused):
+    for vendor, version in (("postgresql", (15,)), ("mariadb", (10, 11, 9)), ("sqlite", (3, 40))):
+        where = target(vendor, version, storage)
+        reading = ColumnReading("text", values[:-1] or values, values[-1])
+        with pytest.raises(StorageMismatchError, match=refused):
+            judge(where, reading, label="t.id", fix=_fix)
+
+
+def test_values_in_the_types_form_pass_whatever_the_declared_type_says_of_length():
+    for storage, value in (("text", _TEXT), ("hex", _HEX), ("binary", bytes(16))):
+        where = target("postgresql", (15,), storage)
+        judged = judge(where, ColumnReading("varchar(255)", (value,), value), label="t", fix=_fix)
+        assert judged.storage is where.storage
+    # a native UUID column: the driver's form says nothing (MariaDB's comes back as text)
+    maria = target("mariadb", (10, 11, 9), "native")
+    assert judge(maria, ColumnReading("uuid", (_TEXT,), _TEXT), label="t", fix=_fix).storage is Storage.NATIVE
+
+
+def test_the_record_decides_the_width_over_the_keys_read_and_over_none():
+    old = uuid.UUID("fffff000-0000-4000-8000-000000000000")  # 20 ones: a process would pick 21
+    assert judge(PG, ColumnReading("uuid", (old,), identity=1), label="t", fix=_fix).above == 21
+    recorded = ColumnReading("uuid", (old,), identity=1, comment="[seqid adopted=24]")
+    assert judge(PG, recorded, label="t", fix=_fix).above == 24
+    nothing = ColumnReading("uuid", (), identity=1, comment="key [seqid adopted=24]", may_read=False)  # INSERT-only
+    assert judge(PG, nothing, label="t", fix=_fix).above == 24
+    emptied = ColumnReading("uuid", (), identity=1, comment="[seqid adopted=24]")  # after a TRUNCATE
+    assert judge(PG, emptied, label="t", fix=_fix).above == 24
+    maria = target("mariadb", (10, 11, 9), "native")  # plain keys there whatever a record says
+    assert judge(maria, ColumnReading("uuid", (), comment="[seqid adopted=24]"), label="t", fix=_fix).above == 0
+
+
+class _Catalog:
+    """A scripted database: each table name resolves to a real table per ``search_path``; counts statements."""
+
+    def __init__(self, tables: dict[object, tuple[list[object], str | None]], path: str = "a") -> None:
+        self.tables, self.path, self.statements = tables, path, []
+
+    def fetch(self, statement: str) -> list[tuple[object, ...]]:
+        self.statements.append(statement)
+        keys, comment = self.tables[self.path]
+        if statement.startswith("SELECT a.attrelid"):
+            return [(self.path, "uuid", True, comment)]
+        if "DESC LIMIT" in statement:
+            return [(k,) for k in keys]
+        return [(keys[-1],)] if keys else []
+
+
+def test_live_columns_keep_one_judgement_per_real_table_and_resolve_names_per_connection():
+    from seqid_orm.vendors.live import ColumnName, LiveColumns
+
+    big = [uuid.UUID("fffff000-0000-4000-8000-000000000000")]
+    db = _Catalog({"a": ([], "[seqid adopted=0]"), "b": (big, "[seqid adopted=21]")})
+    live, name = LiveColumns(), ColumnName("t", "id")
+    seen: dict[object, object] = {}
+    assert live.target(PG, name, db.fetch, seen, _fix).above == 0  # tenant a's table
+    ran = len(db.statements)
+    assert live.target(PG, name, db.fetch, seen, _fix).above == 0 and len(db.statements) == ran  # kept: no SQL
+    db.path = "b"
+    seen.clear()  # what a search_path statement does to the connection's names
+    assert live.target(PG, name, db.fetch, seen, _fix).above == 21  # tenant b's own record
+    other_connection: dict[object, object] = {}
+    db.path = "a"
+    assert live.target(PG, name, db.fetch, other_connection, _fix).above == 0
+    assert [s for s in db.statements if "LIMIT" in s].__len__() == 4  # each real table's keys read once
+
+
+def test_a_judgement_made_without_a_record_follows_a_record_written_since(monkeypatch, caplog):
+    from seqid_orm.vendors import live as live_module
+    from seqid_orm.vendors.live import ColumnName, LiveColumns
+
+    old = [uuid.UUID("fffff000-0000-4000-8000-000000000000")]
+    db = _Catalog({"a": (old, None)})
+    live, name, seen = LiveColumns(), ColumnName("t", "id"), {}
+    with caplog.at_level("WARNING", logger="seqid_orm"):
+        assert live.target(PG, name, db.fetch, seen, _fix).above == 21  # judged from the keys, and said so
+    assert "t.id has no adoption record" in caplog.text and "op.adopt_seqid_keys('t', 'id')" in caplog.text
+    db.tables["a"] = (old, "[seqid adopted=24]")  # the migration ran meanwhile
+    assert live.target(PG, name, db.fetch, seen, _fix).above == 21  # within RECHECK_SECONDS: kept
+    monkeypatch.setattr(live_module, "RECHECK_SECONDS", 0.0)
+    db.tables["a"] = (old, None)
+    live, seen = LiveColumns(), {}
+    assert live.target(PG, name, db.fetch, seen, _fix).above == 21  # kept for no time at all now
+    db.tables["a"] = (old, "[seqid adopted=24]")
+    assert live.target(PG, name, db.fetch, seen, _fix).above == 24  # the catalog read again: the record
+
+
+def test_a_failed_read_is_a_typed_error_naming_the_statement():
+    from seqid_orm.errors import ColumnReadError
+    from seqid_orm.vendors.live import ColumnName, LiveColumns
+
+    def fetch(statement: str) -> list[tuple[object, ...]]:
+        raise TimeoutError("canceling statement due to statement timeout")
+
+    said = r"reading t\.id .* TimeoutError: canceling .*statement: SELECT a\.attrelid"
+    with pytest.raises(ColumnReadError, match=said) as raised:
+        LiveColumns().target(PG, ColumnName("t", "id"), fetch, {}, _fix)
+    assert isinstance(raised.value.__cause__, TimeoutError)
 
 
 def test_the_doctor_reads_adopted_keys_as_time_ordered():

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 
-from seqid_orm.vendors.postgresql import V7_BYTES
+from seqid_orm.vendors.postgresql import V7_HEX
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
 
     tables = {
         "random_v4": "id uuid PRIMARY KEY DEFAULT gen_random_uuid()",
-        "seqid_v7": f"id uuid PRIMARY KEY DEFAULT encode({V7_BYTES}, 'hex')::uuid",
+        "seqid_v7": f"id uuid PRIMARY KEY DEFAULT ({V7_HEX})::uuid",
         "identity": "id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
     }
     psql(f"CREATE SCHEMA {schema}")

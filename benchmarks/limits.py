@@ -176,10 +176,10 @@ def bulk(urls: dict[str, str], rows: int, rounds: int) -> list[dict[str, Any]]:
 def database_made(pg_url: str, pg18_url: str | None, rows: int, rounds: int) -> list[dict[str, Any]]:
     """PostgreSQL's database-made keys in an ``INSERT ... SELECT``, over identity on the same server."""
     from benchmarks.pg_expression import insert_times, psql_runner
-    from seqid_orm.vendors.postgresql import V7_BYTES
+    from seqid_orm.vendors.postgresql import V7_HEX
 
     identity = "id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY"
-    ours = f"id uuid PRIMARY KEY DEFAULT encode({V7_BYTES}, 'hex')::uuid"
+    ours = f"id uuid PRIMARY KEY DEFAULT ({V7_HEX})::uuid"
     out = []
     servers = [(pg_url, {"BIGINT identity": identity, "seqid expression": ours})]
     if pg18_url:

@@ -7,9 +7,9 @@ rows ``ORDER BY id`` puts out of insertion order::
 
     python -m benchmarks.pg_expression [--url postgresql://postgres@127.0.0.1:5432/test] [--rounds 5]
 
-The candidates: seqid's current expression (``seqid_orm.vendors.postgresql.V7_BYTES``), the text one it
-replaced, milliseconds with a random fraction, ``gen_random_uuid()``, and ``uuidv7()`` where the server has
-it (PostgreSQL 18).  Uses ``psql``.
+The candidates: seqid's current expression (``seqid_orm.vendors.postgresql.V7_HEX``, one clock reading),
+the bytes one of two clock readings it replaced, milliseconds with a random fraction,
+``gen_random_uuid()``, and ``uuidv7()`` where the server has it (PostgreSQL 18).  Uses ``psql``.
 """
 
 from __future__ import annotations
@@ -23,13 +23,14 @@ import time
 from collections.abc import Callable
 
 from seqid_orm.cli.bench.rounds import median_ratio, ratios, rotated
-from seqid_orm.vendors.postgresql import V7_BYTES
+from seqid_orm.vendors.postgresql import V7_HEX
 
 CANDIDATES = {
-    "seqid bytes (now)": f"encode({V7_BYTES}, 'hex')::uuid",
-    "seqid text (before)": (
-        "(overlay(lpad(to_hex(floor(date_part('epoch', clock_timestamp()) * 4096000)::bigint), 15, '0') "
-        "placing '7' from 13 for 0) || substr(encode(uuid_send(gen_random_uuid()), 'hex'), 17))::uuid"
+    "seqid one reading (now)": f"({V7_HEX})::uuid",
+    "seqid two readings (before)": (
+        "encode(int8send((floor(date_part('epoch', clock_timestamp()) * 1000)::bigint << 16) | 28672 "
+        "| (floor(date_part('epoch', clock_timestamp()) * 4096000)::bigint & 4095)) "
+        "|| substring(uuid_send(gen_random_uuid()) from 9), 'hex')::uuid"
     ),
     "ms only, random fraction": (
         "encode(set_bit(set_bit(substring(int8send(floor(date_part('epoch', clock_timestamp()) * 1000)::bigint) "

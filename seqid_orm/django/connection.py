@@ -6,9 +6,12 @@ and ``uniqueidentifier`` (mssql-django) are native UUID columns; ``char(32)`` (M
 older Django on MariaDB) and Oracle's ``VARCHAR2(32)`` hold 32 hex digits.  Everything else is
 the target's decision, made once per database and column kind and kept by the field.
 
-:func:`column_target` reads the live column as well (:mod:`seqid_orm.vendors.live`): the form its
-UUIDs are really kept in, which must be the field's, and its largest keys, which say whether new
-keys must sort after old ones (a column that held random keys, :mod:`seqid_orm.ids.adopted`).
+:func:`column_target` reads the live column as well (:mod:`seqid_orm.vendors.live`, the layer both
+ORMs share): the form its UUIDs are really kept in, which must be the field's, and the adoption's
+record (or, without one, its largest keys), which says whether new keys must sort after old ones (a
+column that held random keys, :mod:`seqid_orm.ids.adopted`).  The judgement is kept per real table and
+database alias; each connection keeps which real table each name resolved to, made anew for a new
+database connection, a tenant (``connection.schema_name``) or a ``search_path`` statement.
 """
 
 from __future__ import annotations
@@ -16,9 +19,10 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import models
+from django.db.backends.signals import connection_created
 
-from ..vendors import Storage, Target, distributed_flavor, live, normalize_vendor, target
-from ..vendors.live import ColumnReading, judge
+from ..vendors import Storage, Target, distributed_flavor, normalize_vendor, target
+from ..vendors.live import ColumnName, LiveColumns
 
 _NATIVE_TYPES = {"uuid", "uniqueidentifier"}
 
@@ -98,36 +102,106 @@ def storage_fix(table: str, column: str, found: Storage) -> str:
     )
 
 
-def read_column(connection: Any, table: str, column: str) -> ColumnReading | None:
-    """What the live column ``table.column`` says on ``connection`` (declared type, largest keys), or
-    ``None`` where it could not be read (no database access now: a check, a test without one)."""
-    try:
-        with connection.cursor() as cursor:
+# One LiveColumns per database alias: the judgements of its real tables (forgotten when the test runner
+# changes DATABASES or SEQID, as the fields' kept decisions are).
+_LIVE: dict[str, LiveColumns] = {}
+_SEEN = "_seqid_seen"  # on a Django connection: {ColumnName: real table}, and the tenant schema it was made for
+_PATH_LOCAL = "_seqid_path_local"  # on a Django connection: a transaction-local search_path was set
 
-            def fetch(statement: str) -> list[Any]:
-                cursor.execute(statement)  # no parameters: the literals are inline, no %-formatting
-                return list(cursor.fetchall())
 
-            return live.read_column(vendor_of(connection), table, column, fetch)
-    except Exception:  # pytest-django's block on database access, a database not there yet
-        return None
+def live_columns(alias: str) -> LiveColumns:
+    """The judgements of database ``alias`` (see :class:`~seqid_orm.vendors.live.LiveColumns`)."""
+    known = _LIVE.get(alias)
+    if known is None:
+        known = _LIVE[alias] = LiveColumns()
+    return known
+
+
+def forget_columns(alias: str | None = None) -> None:
+    """Forget what was read of the key columns of ``alias`` (every alias by default), and which table
+    each name resolved to on each connection: the next key reads again.  For tests, and where a
+    connection's ``search_path`` changed where Django does not see it (a server-side function, the
+    raw driver connection)."""
+    for name in [alias] if alias is not None else list(_LIVE):
+        live = _LIVE.get(name)
+        if live is not None:
+            live.forget()
+    from django.db import connections
+
+    for connection in connections.all(initialized_only=True):
+        connection.__dict__.pop(_SEEN, None)
+
+
+def _seen(connection: Any) -> dict[Any, Any]:
+    """The names this connection resolved: made anew for each new database connection, for each tenant
+    a tenancy library names (``connection.schema_name``: django-tenants and its kin set the
+    ``search_path`` from it), after a ``search_path`` statement through Django, and, after a
+    transaction-local one (``SET LOCAL``), not kept at all."""
+    if connection.__dict__.get(_PATH_LOCAL):
+        return {}
+    tenant = getattr(connection, "schema_name", None)
+    seen: dict[Any, Any] | None = connection.__dict__.get(_SEEN)
+    if seen is None or seen[None] != tenant:
+        seen = {None: tenant}
+        connection.__dict__[_SEEN] = seen
+    return seen
+
+
+def _watch(execute: Any, sql: Any, params: Any, many: bool, context: dict[str, Any]) -> Any:
+    """Django's execute wrapper on PostgreSQL connections: a statement that sets the ``search_path``
+    makes the connection resolve its names again."""
+    if isinstance(sql, str) and len(sql) < 1000 and "search_path" in sql.lower():
+        connection = context["connection"]
+        connection.__dict__.pop(_SEEN, None)
+        low = sql.lower()
+        if "local" in low or "set_config" in low:
+            connection.__dict__[_PATH_LOCAL] = True
+    return execute(sql, params, many, context)
+
+
+def _new_connection(sender: Any, connection: Any, **kwargs: Any) -> None:
+    connection.__dict__.pop(_SEEN, None)
+    connection.__dict__.pop(_PATH_LOCAL, None)
+    if connection.vendor == "postgresql" and _watch not in connection.execute_wrappers:
+        connection.execute_wrappers.append(_watch)
+
+
+connection_created.connect(_new_connection, dispatch_uid="seqid_orm.django.connection")
 
 
 def column_target(field: Any, connection: Any, where: Target | None = None) -> tuple[Target, bool]:
-    """The target of ``field``'s column as it is on ``connection`` (``where``: the target its values are
-    written for, by default the field's own), and whether that is final (the column was read; a table
-    not there yet is judged by the field alone, and read again next time).  Raises
-    :class:`~seqid_orm.errors.StorageMismatchError` for a column that holds another form."""
+    """The target of ``field``'s column as its name resolves on ``connection`` (``where``: the target its
+    values are written for, by default the field's own), and whether the column was read (a table not
+    there yet, or a connection that may not reach the database now, a check or a test without one, is
+    judged by the field alone, and read again next time).
+
+    Raises :class:`~seqid_orm.errors.StorageMismatchError` for a column whose values are not what the
+    field writes, and :class:`~seqid_orm.errors.ColumnReadError` for a read that failed."""
     if where is None:
         where = field_target(field, connection)
     model = getattr(field, "model", None)
     if model is None or getattr(field, "column", None) is None:
         return where, False
-    table = model._meta.db_table
-    reading = read_column(connection, table, field.column)
-    if reading is None or reading.declared is None:
-        return where, False
-    judged = judge(
-        where, reading, label=f"{table}.{field.column}", fix=lambda found: storage_fix(table, field.column, found)
-    )
-    return judged, True
+    name = ColumnName(model._meta.db_table, field.column)
+    seen = _seen(connection)
+    if name not in seen:
+        try:
+            connection.ensure_connection()
+        except Exception:  # pytest-django's block on database access, a database not there yet
+            return where, False
+    cursors: list[Any] = []
+
+    def fetch(statement: str) -> list[Any]:
+        if not cursors:
+            cursors.append(connection.cursor())
+        cursors[0].execute(statement)  # no parameters: the literals are inline, no %-formatting
+        return list(cursors[0].fetchall())
+
+    try:
+        judged = live_columns(connection.alias).target(
+            where, name, fetch, seen, lambda found: storage_fix(name.table, name.column, found)
+        )
+    finally:
+        for cursor in cursors:
+            cursor.close()
+    return judged, name in seen

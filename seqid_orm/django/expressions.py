@@ -55,5 +55,26 @@ class DatabaseSeqUUID(Func):
         return column_target(self._field, connection)[0].shifted_default(self.shift)
 
     def as_sql(self, compiler: Any, connection: Any, **extra_context: Any) -> tuple[str, list[Any]]:
+        default = self.for_connection(connection)
+        if default.setup:  # an adopted column's default calls a function: AdoptSeqUUID makes it, or here
+            ensure_functions(connection, default.setup)
         # Django formats SQL with %-parameters: SQLite's printf('%012x') must arrive as '%%'
-        return self.for_connection(connection).sql.replace("%", "%%"), []
+        return default.sql.replace("%", "%%"), []
+
+
+def ensure_functions(connection: Any, setup: tuple[str, ...]) -> None:
+    """Run ``setup`` (the ``CREATE OR REPLACE FUNCTION`` of an adopted key's default) where the function is
+    not there yet: a ``db_default`` set by an ``AlterField`` that no ``AdoptSeqUUID`` preceded (a swap
+    migrated before seqid wrote the adoption) still finds what it calls."""
+    from ..vendors.postgresql import ADOPTED_FUNCTION
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+            "WHERE p.proname = %s AND n.nspname = ANY (current_schemas(false))",
+            [ADOPTED_FUNCTION],
+        )
+        if cursor.fetchone()[0] >= len(setup):
+            return
+        for statement in setup:
+            cursor.execute(statement)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import threading
 import uuid
 import weakref
-from collections.abc import Callable
 from typing import Any
 
 import django
@@ -41,13 +40,13 @@ from ..ids.snowflake import Snowflake
 from ..ids.text import base32, bsv, check_text_id, text_bounds, text_id_kind
 from ..ids.validate import BIGINT_MAX, coerce_int_id
 from ..vendors import Storage, Target, normalize_vendor, rules_for, target
-from .connection import column_target, storage_of
+from .connection import column_target, field_target, storage_of
 from .expressions import DatabaseSeqUUID
 from .lookups import CreatedIn
 
 # Ids this process drew for SeqUUIDFields and has not seen saved yet (compared by value), with the
 # target each was drawn for (its layout and adopted keys); only projects with several databases need them (see
-# SeqUUIDField._first_default).
+# reissue_for_database).
 _DRAWN: weakref.WeakKeyDictionary[uuid.UUID, Target] = weakref.WeakKeyDictionary()
 
 # Bumped when the test runner changes DATABASES or SEQID, so kept decisions are made again.
@@ -113,30 +112,31 @@ class SeqUUIDField(models.UUIDField):
             kwargs["layout"] = self.layout.value
         return name, "seqid_orm.django.SeqUUIDField", args, kwargs
 
-    # database alias -> (settings version, target, id function), kept once decided: a row asks a dictionary
-    _layouts: dict[str, tuple[int, Target, Callable[[], uuid.UUID]]]
+    # database alias -> (settings version, the target this field's values are written for there): the
+    # column's own target is the live one, resolved per connection (column_target)
+    _layouts: dict[str, tuple[int, Target]]
 
-    def _decided(self, alias: str) -> tuple[int, Target, Callable[[], uuid.UUID]]:
-        """The kept decision for ``alias``, made (from the live column, :func:`column_target`) when
-        missing or made under old settings; a column not there yet is read again next time."""
+    def _where(self, alias: str, connection: Any) -> Target:
+        """The target of this field's type on ``alias`` (its ``db_type`` there), kept per alias."""
         kept = self._layouts.get(alias)
         if kept is None or kept[0] != _settings_version:
-            from django.db import connections
+            kept = self._layouts[alias] = (_settings_version, field_target(self, connection))
+        return kept[1]
 
-            where, final = column_target(self, connections[alias])
-            kept = (_settings_version, where, where.generator.id_function)
-            if final:
-                self._layouts[alias] = kept
-        return kept
+    def _decided(self, alias: str) -> Target:
+        """The target of this field's column on ``alias``'s connection of this thread (:meth:`_decided_on`)."""
+        from django.db import connections
+
+        return self._decided_on(connections[alias])
 
     def target_for(self, alias: str) -> Target:
         """Where this field's ids go on database ``alias``: the column's :class:`~seqid_orm.vendors.Target`,
-        storage, layout and adopted keys included (read from the live column once)."""
-        return self._decided(alias)[1]
+        storage, layout and adopted keys included."""
+        return self._decided(alias)
 
     def time_bounds_for(self, alias: str, start: Any, end: Any) -> tuple[uuid.UUID, uuid.UUID]:
         """The keys between which rows made in ``[start, end)`` lie on database ``alias`` (``id__created_in``)."""
-        return self._decided(alias)[1].time_bounds(start, end)
+        return self._decided(alias).time_bounds(start, end)
 
     def time_prefix_bounds_for(
         self, alias: str, start: Any, end: Any, time_prefix: Any
@@ -144,65 +144,59 @@ class SeqUUIDField(models.UUIDField):
         """The key ranges (both ends included) of :func:`~seqid_orm.uuid_time_nextval` keys made in
         ``[start, end)`` with ``time_prefix=(interval_length, interval_count)``, where this field's
         column on ``alias`` compares the prefix first (``id__created_in=(start, end, time_prefix)``)."""
-        layout = self._decided(alias)[1].prefix_layout
+        layout = self._decided(alias).prefix_layout
         return time_prefix_bounds(start, end, *check_time_prefix(time_prefix), layout=layout)
 
     def layout_for(self, alias: str) -> Layout:
-        """The layout of ids for this field on database ``alias`` (its target's, decided once); an
-        adopted column's keys are made in it with one bits first (:meth:`target_for`)."""
-        return self._decided(alias)[1].layout
+        """The layout of ids for this field on database ``alias``; an adopted column's keys are made in
+        it with one bits first (:meth:`target_for`)."""
+        return self._decided(alias).layout
 
     def new_value(self, alias: str | None = None) -> uuid.UUID:
         """A new id for database ``alias`` (default: where the router writes this model)."""
         if alias is None:
             model = getattr(self, "model", None)
             alias = router.db_for_write(model) if model is not None else DEFAULT_DB_ALIAS
-        kept = self._layouts.get(alias or DEFAULT_DB_ALIAS)
-        if kept is None or kept[0] != _settings_version:
-            kept = self._decided(alias or DEFAULT_DB_ALIAS)
-        value = kept[2]()
-        _DRAWN[value] = kept[1]
+        where = self._decided(alias or DEFAULT_DB_ALIAS)
+        value = where.generator.id_function()
+        _DRAWN[value] = where
         return value
 
     def get_default(self) -> Any:
         if self.default is seq_uuid_default:
-            kept = self._default_ids
-            if kept is not None and kept[0] == _settings_version:
-                return kept[1]() if kept[1] is not None else self.new_value()
-            return self._first_default()
-        return super().get_default()
-
-    # (settings version, id function) once decided: the function with one database in the settings,
-    # None with several (each id then follows the router, and is tracked in case it must be re-issued)
-    _default_ids: tuple[int, Callable[[], uuid.UUID] | None] | None = None
-
-    def _first_default(self) -> uuid.UUID:
-        """The slow path of :meth:`get_default`: with one database in ``settings.DATABASES`` there is
-        no other layout to re-issue an id for, so the id function is kept and nothing is tracked."""
-        from django.db import connections
-
-        aliases = list(connections.settings)
-        if len(aliases) != 1:
-            self._default_ids = (_settings_version, None)
             return self.new_value()
-        make = self._decided(aliases[0])[2]
-        if aliases[0] in self._layouts:  # the column was read: the decision is final
-            self._default_ids = (_settings_version, make)
-        return make()
+        return super().get_default()
 
     def to_python(self, value: Any) -> Any:
         """What ``UUIDField.to_python`` reads (forms, fixtures, lookups, values read back), with its
-        message and code; ``bool`` and an out-of-range ``uuid.UUID`` are refused as well."""
-        if value is None or (value.__class__ is uuid.UUID and not value.int >> 128):
+        message and code: a ``uuid.UUID`` or a subclass of it (asyncpg's, a library's) as it is, as
+        ``UUIDField`` takes them; ``bool`` and a ``uuid.UUID`` whose ``int`` is not 128 bits are refused."""
+        if value is None:
             return value
-        if isinstance(value, (bool, uuid.UUID)) or not isinstance(value, (str, int)):
-            # UUIDField would take True as UUID(int=1), pass a forged UUID on, and let bytes raise TypeError
-            raise ValidationError(self.error_messages["invalid"], code="invalid", params={"value": value})
-        return super().to_python(value)
+        if isinstance(value, uuid.UUID):
+            number = value.int
+            if isinstance(number, int) and 0 <= number < 1 << 128:
+                return value
+        elif isinstance(value, (str, int)) and not isinstance(value, bool):
+            return super().to_python(value)
+        # UUIDField would take True as UUID(int=1), pass a forged UUID on, and let bytes raise TypeError
+        raise ValidationError(self.error_messages["invalid"], code="invalid", params={"value": value})
 
     def get_db_prep_value(self, value: Any, connection: Any, prepared: bool = False) -> Any:
-        """Every bind goes through :meth:`to_python`: a bad key is a ``ValidationError`` before any SQL."""
-        return super().get_db_prep_value(self.to_python(value), connection, prepared)
+        """Every bind goes through :meth:`to_python`: a bad key is a ``ValidationError`` before any SQL;
+        and a key bound for a column whose values are in another form than this field writes (a
+        ``char(32)`` column Django 4.2 made on MariaDB, upper-case text another program wrote) is
+        refused (:class:`~seqid_orm.errors.StorageMismatchError`) rather than looked up and missed."""
+        value = self.to_python(value)
+        if value is not None:
+            self._decided_on(connection)
+        return super().get_db_prep_value(value, connection, prepared)
+
+    def _decided_on(self, connection: Any) -> Target:
+        """The target of this field's column as its name resolves on ``connection`` (:func:`column_target`:
+        the adoption's record, the values' form; two dictionary look-ups once read), or the field's own
+        where the column cannot be read now."""
+        return column_target(self, connection, self._where(connection.alias, connection))[0]
 
     def contribute_to_class(self, cls: type[models.Model], name: str, private_only: bool = False) -> None:
         super().contribute_to_class(cls, name, private_only=private_only)
@@ -283,8 +277,7 @@ def reissue_for_database(instance: models.Model, using: str) -> None:
         drawn = _DRAWN.get(value) if value.__class__ is uuid.UUID else None  # text takes no weak reference
         if drawn is None:
             continue
-        kept = field._layouts.get(using)
-        if drawn != (kept[1] if kept is not None and kept[0] == _settings_version else field.target_for(using)):
+        if drawn != field.target_for(using):
             setattr(instance, field.attname, field.new_value(using))
 
 

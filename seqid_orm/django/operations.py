@@ -18,7 +18,13 @@ from django.db.migrations.operations.base import Operation
 from ..vendors import as_storage
 from .connection import connection_target, field_target, uuid_field_storage
 
-__all__ = ["BackfillSeqUUID", "ConvertUUIDStorage", "CreateSequentialUUIDFunctions", "CreateTableUnlessThere"]
+__all__ = [
+    "AdoptSeqUUID",
+    "BackfillSeqUUID",
+    "ConvertUUIDStorage",
+    "CreateSequentialUUIDFunctions",
+    "CreateTableUnlessThere",
+]
 
 
 class CreateSequentialUUIDFunctions(Operation):
@@ -199,6 +205,94 @@ class BackfillSeqUUID(Operation):
     def describe(self) -> str:
         source = f" from {self.from_field}" if self.from_field else ""
         return f"Fill {self.model_name}.{self.field_name} for existing rows{source}"
+
+
+class AdoptSeqUUID(Operation):
+    """Decide once how a ``SeqUUIDField``'s keys sort after the keys its column already holds, and record
+    it in the schema (:mod:`seqid_orm.vendors.adoption`): every process, role and tenant then reads the
+    record instead of judging the rows it can see.
+
+    ``makemigrations`` (with ``seqid_orm.django`` in ``INSTALLED_APPS``) writes it before the
+    ``AlterField`` that turns a ``UUIDField`` (or any other field) into a ``SeqUUIDField``: the swap.  On
+    PostgreSQL it reads the whole column as the migration's role (the table's owner), decides the adopted
+    keys' width from the row count and the largest keys, records it in the column's comment
+    (``[seqid adopted=N]``) and creates the function database-made keys of that width call; elsewhere
+    plain keys are right whatever the rows, and it checks the column's values against the field's
+    storage.  Run per schema where each tenant has one, as the rest of the migration is.  Unapplying
+    removes the record.
+    """
+
+    reversible = True
+    reduces_to_sql = False  # it reads the column's keys
+
+    def __init__(self, model_name: str, field_name: str) -> None:
+        self.model_name, self.field_name = model_name, field_name
+
+    def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
+        return "seqid_orm.django.operations.AdoptSeqUUID", [self.model_name, self.field_name], {}
+
+    def state_forwards(self, app_label: str, state: Any) -> None:
+        pass  # a record in the database, no part of the model's state
+
+    def _column(self, app_label: str, state: Any) -> tuple[Any, Any]:
+        from ..vendors.live import ColumnName
+
+        model = state.apps.get_model(app_label, self.model_name)
+        field = model._meta.get_field(self.field_name)
+        return field, ColumnName(model._meta.db_table, field.column)
+
+    def database_forwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
+        from ..vendors.adoption import adopt
+        from .connection import forget_columns, storage_fix
+
+        # the column as the swapped field writes it (the state after the AlterField, where there is one)
+        field, name = self._column(app_label, to_state)
+        connection = schema_editor.connection
+        where = (
+            field_target(field, connection)
+            if hasattr(field, "layout")
+            else connection_target(connection, uuid_field_storage(connection))
+        )
+        with connection.cursor() as cursor:
+
+            def fetch(statement: str) -> list[Any]:
+                cursor.execute(statement)
+                return list(cursor.fetchall())
+
+            done = adopt(
+                where,
+                name,
+                fetch,
+                lambda statement: schema_editor.execute(statement, params=None),
+                lambda found: storage_fix(name.table, name.column, found),
+            )
+        forget_columns(connection.alias)
+        if done.recorded:
+            print(f"  seqid: {done}")
+
+    def database_backwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
+        from ..ids.adopted import record_of, without_record
+        from ..vendors.live import literal, qualified, quote_identifier, reading_statements
+
+        _field, name = self._column(app_label, from_state)
+        connection = schema_editor.connection
+        vendor = connection_target(connection).vendor
+        if vendor != "postgresql":
+            return
+        with connection.cursor() as cursor:
+            cursor.execute(reading_statements(vendor, name.table, name.column)[0])
+            found = cursor.fetchall()
+        comment = found[0][3] if found else None
+        if record_of(comment) is None:
+            return
+        rest = without_record(comment)
+        target = f"{qualified(vendor, name.table, None)}.{quote_identifier(vendor, name.column)}"
+        schema_editor.execute(
+            f"COMMENT ON COLUMN {target} IS {'NULL' if rest is None else literal(vendor, rest)}", params=None
+        )
+
+    def describe(self) -> str:
+        return f"Record how {self.model_name}.{self.field_name}'s keys sort after the keys it holds"
 
 
 class CreateTableUnlessThere(Operation):

@@ -29,7 +29,7 @@ from django.apps import apps
 from django.conf import settings
 from django.db import connections, models, router
 
-from ..vendors import Storage
+from ..vendors import Storage, Target
 from .checks import eligible_key
 from .connection import column_target, connection_target, field_target
 
@@ -65,20 +65,18 @@ def _time_ordered(model: type[models.Model], field: Any, sample: object) -> Call
     else:
         storage = None
         as_text = lambda u: u  # noqa: E731
-    made: dict[str, Callable[[], uuid.UUID]] = {}
+    written: dict[str, Target] = {}
 
     def new_id() -> object:
         alias = router.db_for_write(model)
-        make = made.get(alias)
-        if make is None:
-            connection = connections[alias]
-            # text keeps its own storage; a UUIDField's is its column type's, as for SeqUUIDField; and the
-            # column as it is (its random keys: new ones must sort after them where the engine needs it)
+        connection = connections[alias]
+        where = written.get(alias)
+        if where is None:
+            # text keeps its own storage; a UUIDField's is its column type's, as for SeqUUIDField
             where = connection_target(connection, storage) if storage is not None else field_target(field, connection)
-            where, final = column_target(field, connection, where)
-            make = where.generator.id_function
-            if final:
-                made[alias] = make
-        return as_text(make())
+            written[alias] = where
+        # and the column as its name resolves on this connection (its random keys: new ones must sort
+        # after them where the engine needs it)
+        return as_text(column_target(field, connection, where)[0].generator.id_function())
 
     return new_id

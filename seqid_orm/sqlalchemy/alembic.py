@@ -36,12 +36,13 @@ drop it.  (This is GeoAlchemy2's arrangement for its spatial operations.)
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 from collections.abc import Callable
 from typing import Any
 
 try:
-    from alembic.autogenerate import renderers, rewriter
+    from alembic.autogenerate import comparators, renderers, rewriter
     from alembic.operations import MigrateOperation, Operations, ops
 except ImportError as exc:  # say which extra brings it
     raise ImportError("seqid_orm.sqlalchemy.alembic needs Alembic: pip install 'seqid-orm[alembic]'") from exc
@@ -50,17 +51,22 @@ import sqlalchemy as sa
 
 from ..allocation.stores.base import LEASE_TABLE, TICKET_TABLE
 from ..allocation.stores.sqlalchemy import lease_columns, ticket_columns
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, SeqIDError
+from ..ids.adopted import recognise, record_comment, record_of, without_record
 from ..vendors import Storage
-from ..vendors.live import declared_storage
+from ..vendors.adoption import Adoption, adopt
+from ..vendors.live import ColumnName, declared_storage, read_column, uuids_of
+from .columns import storage_fix
 from .server import DatabaseSeqUUID
 from .types import SeqUUID, SnowflakeID, SortableText, TicketID
 
 __all__ = [
+    "AdoptSeqIDKeysOp",
     "ConvertUUIDStorageOp",
     "CreateLeaseTableOp",
     "CreateTicketTableOp",
     "DropLeaseTableOp",
+    "DropSeqIDRecordOp",
     "DropTicketTableOp",
     "SetSeqIDDefaultOp",
     "compare_server_default",
@@ -643,19 +649,14 @@ class SetSeqIDDefaultOp(MigrateOperation):
 
 @Operations.implementation_for(SetSeqIDDefaultOp)
 def _set_seqid_default(operations: Operations, operation: SetSeqIDDefaultOp) -> None:
-    from .columns import column_target
-
     if operations.get_context().as_sql:
         raise InvalidArgumentError("set_seqid_default reads the column's keys: run it online")
     conn = operations.get_bind()
-    table = sa.Table(
-        operation.table, sa.MetaData(), sa.Column(operation.column, SeqUUID(operation.storage)), schema=operation.schema
-    )
-    where = column_target(conn.connection.dbapi_connection, conn.dialect, table.c[operation.column])
-    shift = operation.shift
-    default: Any = DatabaseSeqUUID(operation.storage, shift=shift)
-    if where.above:  # the adopted keys' SQL, as it is for this column now
-        default = sa.text(where.shifted_default(shift).sql)
+    done = _adopt(conn, operation.table, operation.column, operation.storage, operation.schema)
+    default: Any = DatabaseSeqUUID(operation.storage, shift=operation.shift)
+    if done.above:  # the adopted keys' SQL: the function adopt_seqid_keys made beside the table
+        where = SeqUUID(operation.storage).target(conn.dialect).adopted(done.above)
+        default = sa.text(where.shifted_default(operation.shift, done.schema).sql)
     operations.alter_column(operation.table, operation.column, server_default=default, schema=operation.schema)
 
 
@@ -669,6 +670,170 @@ def _render_set_default(autogen_context: Any, op: SetSeqIDDefaultOp) -> str:
         autogen_context.imports.add("import datetime")
         shift = f", shift={op.shift!r}"
     return f"op.set_seqid_default({op.table!r}, {op.column!r}{storage}{schema}{shift})"
+
+
+@Operations.register_operation("adopt_seqid_keys")
+class AdoptSeqIDKeysOp(MigrateOperation):
+    """``op.adopt_seqid_keys("invoice", "id")``: decide once, with the migration's view of the whole
+    column, how seqid's keys sort after the keys a column already holds, and record it in the schema
+    (:mod:`seqid_orm.vendors.adoption`).
+
+    Autogenerate writes it (with this module imported in ``env.py``) for a ``SeqUUID`` column of a table
+    that holds keys seqid did not make and has no record yet: the migration that swaps the key.  Every
+    process, role and tenant then reads the record instead of judging the rows it happens to see.  On
+    PostgreSQL the record is the column's comment (``[seqid adopted=N]``, beside any comment it has);
+    elsewhere plain keys are right whatever the rows, and the operation checks the column's values
+    against the type's storage and records nothing.  Needs a live connection, and a role that reads
+    every row (the table's owner).  Its reverse removes the record.
+    """
+
+    def __init__(self, table: str, column: str, storage: str | None = None, schema: str | None = None) -> None:
+        self.table, self.column, self.storage, self.schema = table, column, storage, schema
+
+    @classmethod
+    def adopt_seqid_keys(
+        cls, operations: Operations, table: str, column: str, storage: str | None = None, schema: str | None = None
+    ) -> None:
+        operations.invoke(cls(table, column, storage, schema))
+
+    def reverse(self) -> DropSeqIDRecordOp:
+        return DropSeqIDRecordOp(self.table, self.column, self.storage, self.schema)
+
+    def to_diff_tuple(self) -> tuple[str, str | None, str, str]:
+        """What ``alembic.autogenerate.compare_metadata`` lists for it."""
+        name = "drop_seqid_record" if isinstance(self, DropSeqIDRecordOp) else "adopt_seqid_keys"
+        return (name, self.schema, self.table, self.column)
+
+
+@Operations.register_operation("drop_seqid_record")
+class DropSeqIDRecordOp(AdoptSeqIDKeysOp):
+    """``op.drop_seqid_record("invoice", "id")``: undo :class:`AdoptSeqIDKeysOp` (the record goes, the
+    column's own comment stays)."""
+
+    @classmethod
+    def drop_seqid_record(
+        cls, operations: Operations, table: str, column: str, storage: str | None = None, schema: str | None = None
+    ) -> None:
+        operations.invoke(cls(table, column, storage, schema))
+
+    def reverse(self) -> AdoptSeqIDKeysOp:  # type: ignore[override]
+        return AdoptSeqIDKeysOp(self.table, self.column, self.storage, self.schema)
+
+
+def _adopt(conn: Any, table: str, column: str, storage: str | None, schema: str | None) -> Adoption:
+    from .columns import _fetcher, forget_columns
+
+    where = SeqUUID(storage).target(conn.dialect)
+    done = adopt(
+        where,
+        ColumnName(table, column, schema),
+        _fetcher(conn),
+        conn.exec_driver_sql,
+        lambda found: storage_fix(table, column, found),
+    )
+    forget_columns(conn.dialect)  # this process reads the record from now on
+    return done
+
+
+@Operations.implementation_for(AdoptSeqIDKeysOp)
+def _adopt_seqid_keys(operations: Operations, operation: AdoptSeqIDKeysOp) -> None:
+    if operations.get_context().as_sql:
+        raise InvalidArgumentError("adopt_seqid_keys reads the column's keys: run it online")
+    _adopt(operations.get_bind(), operation.table, operation.column, operation.storage, operation.schema)
+
+
+@Operations.implementation_for(DropSeqIDRecordOp)
+def _drop_seqid_record(operations: Operations, operation: DropSeqIDRecordOp) -> None:
+    if operations.get_context().as_sql:
+        raise InvalidArgumentError("drop_seqid_record reads the column's comment: run it online")
+    conn = operations.get_bind()
+    if not SeqUUID(operation.storage).target(conn.dialect).rules.INNER_SPLITS_HALF:
+        return  # nothing was recorded there
+    inspector = sa.inspect(conn)
+    comment = next(
+        (
+            c.get("comment")
+            for c in inspector.get_columns(operation.table, schema=operation.schema)
+            if c["name"] == operation.column
+        ),
+        None,
+    )
+    operations.alter_column(
+        operation.table,
+        operation.column,
+        comment=without_record(comment),
+        existing_comment=comment,
+        schema=operation.schema,
+    )
+
+
+@renderers.dispatch_for(AdoptSeqIDKeysOp)
+def _render_adopt(autogen_context: Any, op: AdoptSeqIDKeysOp) -> str:
+    autogen_context.imports.add(_IMPORT)
+    storage = "" if op.storage is None else f", storage={op.storage!r}"
+    schema = "" if op.schema is None else f", schema={op.schema!r}"
+    name = "drop_seqid_record" if isinstance(op, DropSeqIDRecordOp) else "adopt_seqid_keys"
+    return f"op.{name}({op.table!r}, {op.column!r}{storage}{schema})"
+
+
+def _keep_the_record(
+    autogen_context: Any,
+    alter_column_op: Any,
+    schema: str | None,
+    tname: str,
+    cname: str,
+    conn_col: Any,
+    metadata_col: Any,
+) -> None:
+    """Autogenerate (and ``compare_metadata``, which tools such as pytest-alembic call): the adoption's
+    record in a column's comment (``[seqid adopted=N]``), which the metadata does not know, is no change
+    to write; a change of the comment's own words keeps the record beside them.  Runs after Alembic's own
+    comment comparison."""
+    recorded = record_of(getattr(conn_col, "comment", None))
+    if recorded is None or alter_column_op.modify_comment is False:
+        return
+    if without_record(conn_col.comment) == (metadata_col.comment or None):
+        alter_column_op.modify_comment = False
+    else:
+        alter_column_op.modify_comment = record_comment(metadata_col.comment or None, recorded)
+
+
+try:  # Alembic 1.18+: after its own comparators of the same priority
+    from alembic.util.langhelpers import DispatchPriority
+
+    comparators.dispatch_for("column", priority=DispatchPriority.LAST)(_keep_the_record)
+except ImportError:  # earlier: comparators run in the order they were registered, Alembic's own first
+    comparators.dispatch_for("column")(_keep_the_record)
+
+
+@comparators.dispatch_for("table")
+def _compare_adoption(
+    autogen_context: Any, modify_table_ops: Any, schema: str | None, tname: str, conn_table: Any, metadata_table: Any
+) -> None:
+    """Autogenerate: a ``SeqUUID`` column of a table that is there already and holds keys seqid did not
+    make, with no record of an adoption, gets :class:`AdoptSeqIDKeysOp` (the swap's migration).  A new
+    table, an empty column, or one of seqid's own plain keys needs none."""
+    connection = getattr(autogen_context, "connection", None)
+    if conn_table is None or metadata_table is None or connection is None:
+        return
+    from .columns import _fetcher
+
+    for column in metadata_table.columns:
+        if not isinstance(column.type, SeqUUID) or column.name not in conn_table.columns:
+            continue
+        where = column.type.target(connection.dialect)
+        if not where.rules.INNER_SPLITS_HALF:
+            continue
+        reading = read_column(where.vendor, ColumnName(tname, column.name, schema), _fetcher(connection))
+        if reading.declared is None or reading.record is not None or not reading.top:
+            continue
+        with contextlib.suppress(SeqIDError):  # a column the type cannot take: refused when it is used
+            if where.adopted(0).above_for(uuids_of(reading.top)) == 0 and not any(
+                recognise(u.int) for u in uuids_of(reading.top)
+            ):
+                continue  # seqid's own plain keys: the judgement every process makes agrees
+            storage = None if column.type.storage is None else column.type.storage.value
+            modify_table_ops.ops.append(AdoptSeqIDKeysOp(tname, column.name, storage, schema))
 
 
 def include_object(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:

@@ -121,12 +121,12 @@ def bulk_insert(
 
 
 def _key_target(connection: Connection, target: Any) -> Target | None:
-    """The target of the table's SeqUUID key as the live column says (read once per engine,
+    """The target of the table's SeqUUID key as the live column says (read once per real table and engine,
     :func:`~seqid_orm.sqlalchemy.columns.column_target`), or ``None`` when it has none."""
     key = _key_column(_table_of(target))
     if key is None:
         return None
-    return column_target(connection.connection.dbapi_connection, connection.dialect, key)
+    return column_target(connection, key)
 
 
 async def abulk_insert(

@@ -30,7 +30,7 @@ from ..ids.snowflake import Snowflake
 from ..ids.text import text_id_kind
 from ..ids.typeid import typeid
 from ..vendors import Target, distributed_flavor
-from .columns import column_target, kept_target
+from .columns import column_target
 from .types import SeqUUID, SnowflakeID, SortableText, TicketID, TypeID, dialect_target
 
 
@@ -93,11 +93,12 @@ def seq_uuid_default(context: ExecutionContext) -> uuid.UUID:
     """Default for a :class:`SeqUUID` column: a new id in the layout of this connection.
 
     SQLAlchemy calls it once per row and column, with the statement's execution context.  The
-    first call in a statement of several rows picks the id source and keeps it on the context,
-    so every later row costs one dictionary look-up and one call: from
-    :data:`BATCH_FROM_ROWS` rows the source hands out ids reserved in one batch (then, should
-    more rows ask, new ones), below that it is the layout's generator itself.  The layout is
-    decided once per dialect (see :func:`_id_function`).  No exception is raised on the way
+    first call in a statement picks the id source and keeps it on the context, so every later row
+    costs one dictionary look-up and one call: from :data:`BATCH_FROM_ROWS` rows the source hands
+    out ids reserved in one batch (then, should more rows ask, new ones), below that it is the
+    layout's generator itself.  The source follows the column as this connection resolves it
+    (:func:`~seqid_orm.sqlalchemy.columns.column_target`: two dictionary look-ups once it was read), so
+    a tenant's table gets the keys its own column needs.  No exception is raised on the way
     (``getattr`` with a default does not make one), since one costs more than the id.
     """
     memo = getattr(context, "seqid_next", None)
@@ -112,16 +113,14 @@ def _first_in_statement(context: ExecutionContext) -> uuid.UUID:
     """The first id of a column in a statement: choose its source, and keep it on the context
     when more rows will ask for it."""
     column = getattr(context, "current_column", None)
-    known = getattr(context.dialect, "seqid_id_functions", None)
-    make = known.get(column) if known is not None and column is not None else None
-    if make is None:
-        make = _id_function(context, column)
+    where = _column_target(context, column)
+    make = where.generator.id_function  # the closure: forks reset its state in place
     rows = len(getattr(context, "compiled_parameters", None) or ())
     if rows < 2 or column is None:
         return make()
     if rows >= BATCH_FROM_ROWS:
         # The reserved ids first, then fresh ones should more rows ask than were counted.
-        batch = _column_target(context, column).generator.batch(rows)
+        batch = where.generator.batch(rows)
         make = itertools.chain(batch, iter(make, None)).__next__
     memo = getattr(context, "seqid_next", None)
     if memo is None:
@@ -133,33 +132,13 @@ def _first_in_statement(context: ExecutionContext) -> uuid.UUID:
 
 
 def _column_target(context: ExecutionContext, column: Any) -> Target:
-    """The target of the column a default fills: read on the statement's own connection the first
-    time (:func:`~seqid_orm.sqlalchemy.columns.column_target`), the type's alone without one."""
-    dialect = context.dialect
-    if column is not None:
-        kept = kept_target(dialect, column)
-        if kept is not None:
-            return kept
-        connection = getattr(getattr(context, "root_connection", None), "connection", None)
-        dbapi = getattr(connection, "dbapi_connection", None)
-        if dbapi is not None:
-            return column_target(dbapi, dialect, column)
+    """The target of the column a default fills, as the statement's own connection resolves it
+    (:func:`~seqid_orm.sqlalchemy.columns.column_target`), the type's alone without one."""
+    connection = getattr(context, "root_connection", None)
+    if column is not None and connection is not None:
+        return column_target(connection, column)
     seq_type = column.type if column is not None and isinstance(column.type, SeqUUID) else _DEFAULT_TYPE
-    return seq_type.target(dialect)
-
-
-def _id_function(context: ExecutionContext, column: Any) -> Callable[[], uuid.UUID]:
-    """The function making ``column``'s ids, kept in ``dialect.seqid_id_functions`` (read directly by
-    :func:`_first_in_statement`) once the column was read on the dialect's server: before the first
-    connection nothing is known, and nothing is kept."""
-    dialect = context.dialect
-    make = _column_target(context, column).generator.id_function  # the closure: forks reset its state in place
-    if column is not None and kept_target(dialect, column) is not None:
-        known: dict[object, Callable[[], uuid.UUID]] | None = getattr(dialect, "seqid_id_functions", None)
-        if known is None:
-            dialect.seqid_id_functions = known = {}  # type: ignore[attr-defined]
-        known[column] = make
-    return make
+    return seq_type.target(context.dialect)
 
 
 def seq_uuid_pk(
@@ -426,8 +405,7 @@ def assign_ids_on_init(mapped_class: type, bind: Engine) -> Callable[..., None]:
     if not columns:
         raise ArgumentTypeError(f"{mapped_class.__name__} has no SeqUUID primary-key column")
     with bind.connect() as conn:  # the server's version, and each key column as it is there
-        dbapi = conn.connection.dbapi_connection
-        makers = {c.key: column_target(dbapi, bind.dialect, c).generator.id_function for c, _ in columns}
+        makers = {c.key: column_target(conn, c).generator.id_function for c, _ in columns}
     attrs = {c.key: mapper.get_property_by_column(c).key for c, _ in columns}
 
     def listener(target: Any, args: Any, kwargs: dict[str, Any]) -> None:

@@ -70,7 +70,7 @@ def created_in(
         connection = bind.connection() if isinstance(bind, Session) else bind
         if not isinstance(connection, Connection):
             raise ArgumentTypeError(f"bind must be a Connection or a Session, got {type(bind).__name__}")
-        target = column_target(connection.connection.dbapi_connection, connection.dialect, real)
+        target = column_target(connection, real)
         if time_prefix is not None:
             ranges = time_prefix_bounds(start, end, *check_time_prefix(time_prefix), layout=target.prefix_layout)
             return sa.or_(sa.false(), *(column.between(low, high) for low, high in ranges))

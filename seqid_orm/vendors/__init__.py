@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from ..errors import ArgumentTypeError, InvalidArgumentError, UnknownLayoutError
 from ..ids.adopted import above_for as adopted_above_for
-from ..ids.adopted import recognise
+from ..ids.adopted import first_regular, recognise
 from ..ids.comb import CombGenerator, check_span, comb_at, decode_comb, generator_for, layout_of
 from ..ids.layout import Layout, as_layout, candidates, fits, layout_for_order, sort_key
 from . import cockroachdb, generic, mariadb, mssql, mysql, oracle, postgresql, sqlite, tidb, yugabytedb
@@ -216,16 +216,18 @@ class Target:
         check_span(start, end)  # (both checked as aware datetimes by comb_at first)
         return low, high
 
-    def above_for(self, top: Sequence[uuid.UUID], now_ms: int | None = None) -> int:
+    def above_for(self, top: Sequence[uuid.UUID], now_ms: int | None = None, rows: int | None = None) -> int:
         """The :attr:`above` of this column, from its largest keys as the database orders them
-        (``ORDER BY key DESC``, largest first; a few, so that an old key written above the new ones
-        by code that still makes uuid4 does not hide them).
+        (``ORDER BY key DESC``, largest first), and, where known, how many keys it holds: what the
+        migration that adopts a column decides (and records), and what a process that finds no record
+        judges from the keys it can read.
 
         ``0`` on an engine that keeps plain keys growing anyway (:attr:`VendorRules.INNER_SPLITS_HALF`
         false: InnoDB, SQLite, the distributed engines), for an empty column, and where a key made
-        now (at ``now_ms``) would sort after the largest key already; the width of an adopted key
-        among ``top`` where there is one, so every process that comes later agrees with the first;
-        else what :func:`seqid_orm.ids.adopted.above_for` makes of the largest key.
+        now (at ``now_ms``) would sort after the largest key that is not an outlier (a sentinel such
+        as the Max UUID stays above); the widest of the adopted keys among ``top`` where there are
+        some, so that keys made later sort after every one already made; else what
+        :func:`seqid_orm.ids.adopted.above_for` makes of the keys.
         """
         if not self.rules.INNER_SPLITS_HALF or not top:
             return 0
@@ -233,24 +235,27 @@ class Target:
             layout = self.adopted_layout
         except UnknownLayoutError:
             return 0
-        for key in top:
-            found = recognise(key.int)
-            if found is not None and found.order == layout.order:
-                return found.above
+        formats = (recognise(key.int) for key in top)
+        widths = [found.above for found in formats if found is not None and found.order == layout.order]
+        if widths:
+            return max(widths)
         order = self.order_for(top[0])
         if order is None:
             return 0
-        largest = sort_key(top[0], order)
-        when = time.time_ns() // 1_000_000 if now_ms is None else now_ms
-        # a key of this column's own layout is not an old key, whatever clock made it (another
-        # process's, running ahead by less than a day, must not flip this one to adopted keys)
-        if layout_of(top[0]) is self.layout and decode_comb(top[0], self.layout)[0] <= when + _DAY_MS:
-            return 0
-        fresh = comb_at(_dt.datetime.fromtimestamp(when / 1000, _dt.timezone.utc), self.layout, "min")
-        fresh_order = self.order_for(fresh)
-        if fresh_order is not None and sort_key(fresh, fresh_order) > largest:
-            return 0
-        return adopted_above_for(largest)
+        compared = [sort_key(key, order) for key in top]
+        first = first_regular(compared, rows)
+        if first is not None:
+            largest = top[first]
+            when = time.time_ns() // 1_000_000 if now_ms is None else now_ms
+            # a key of this column's own layout is not an old key, whatever clock made it (another
+            # process's, running ahead by less than a day, must not flip this one to adopted keys)
+            if layout_of(largest) is self.layout and decode_comb(largest, self.layout)[0] <= when + _DAY_MS:
+                return 0
+            fresh = comb_at(_dt.datetime.fromtimestamp(when / 1000, _dt.timezone.utc), self.layout, "min")
+            fresh_order = self.order_for(fresh)
+            if fresh_order is not None and sort_key(fresh, fresh_order) > compared[first]:
+                return 0
+        return adopted_above_for(compared, rows)
 
     def adopted(self, above: int) -> Target:
         """This target for a column whose keys get ``above`` leading one bits (``0``: plain keys)."""
@@ -273,10 +278,10 @@ class Target:
         version nobody named (offline DDL must not guess: PostgreSQL 18's default fails on 16).
         """
         if self.above:
-            return self.rules.adopted_default(self.server_version, self.storage, self.above, 0)
+            return self.rules.adopted_default(self.server_version, self.storage, self.above, 0, None)
         return self.rules.server_default(self.server_version, self.storage, 0)
 
-    def shifted_default(self, shift: _dt.timedelta | None) -> ServerDefault:
+    def shifted_default(self, shift: _dt.timedelta | None, schema: str | None = None) -> ServerDefault:
         """:attr:`server_default` with the clock it reads moved by ``shift``, as PostgreSQL 18's
         ``uuidv7(shift)`` and Django 6.1's ``UUID7(shift)`` move theirs: keys that sort as if made
         ``shift`` later (earlier, for a negative one), for a table of historic rows or a copy whose
@@ -288,11 +293,17 @@ class Target:
         hold); a default that cannot take one (SQL Server's ``NEWSEQUENTIALID()``, MariaDB's
         ``UUID()``) raises :class:`~seqid_orm.errors.ServerDefaultUnavailableError`.  ``None`` (or a
         zero shift) is :attr:`server_default`, so that callers holding an optional shift ask once.
+        ``schema`` (quoted): where the function an adopted key's default calls is (PostgreSQL), for a
+        table outside the ``search_path``.
         """
         shift = check_shift(shift)
-        if shift is None:
+        if shift is None and schema is None:
             return self.server_default
+        if shift is None:
+            shift = _dt.timedelta(0)
         shift_us = shift // _dt.timedelta(microseconds=1)  # exact: a timedelta counts microseconds
+        if not shift_us and not self.above:
+            return self.server_default
         try:
             shifted_now = _dt.datetime.now(_dt.timezone.utc) + shift
         except OverflowError:
@@ -300,7 +311,7 @@ class Target:
         layout = self.adopted_layout if self.above else self.layout
         comb_at(shifted_now, layout, "min", above=self.above)  # refuses a time the keys cannot hold
         if self.above:
-            return self.rules.adopted_default(self.server_version, self.storage, self.above, shift_us)
+            return self.rules.adopted_default(self.server_version, self.storage, self.above, shift_us, schema)
         return self.rules.server_default(self.server_version, self.storage, shift_us)
 
     def sequential_functions(self) -> list[str]:

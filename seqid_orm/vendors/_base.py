@@ -69,6 +69,9 @@ class ServerDefault:
     what :func:`seqid_orm.sqlalchemy.alembic.compare_server_default` looks for.  A shifted default's
     (:meth:`~seqid_orm.vendors.Target.shifted_default`) is the mark of its shift, which no default
     without one shows."""
+    setup: tuple[str, ...] = ()
+    """Statements to run before the default is set (``CREATE OR REPLACE FUNCTION`` of the function
+    an adopted key's default calls on PostgreSQL); empty for a self-contained expression."""
 
 
 @dataclass(frozen=True)
@@ -114,9 +117,16 @@ class VendorRules(Protocol):
         """The column default that makes time-ordered UUIDs, or a typed refusal saying why not;
         ``shift_us`` microseconds added to the clock it reads (PostgreSQL 18's ``uuidv7(shift)``)."""
 
-    def adopted_default(self, version: Version, storage: Storage, above: int, shift_us: int, /) -> ServerDefault:
+    def adopted_default(
+        self, version: Version, storage: Storage, above: int, shift_us: int, schema: str | None, /
+    ) -> ServerDefault:
         """The column default that makes adopted keys with ``above`` leading one bits (for a column
-        that holds other keys, on an engine that splits inner pages half), or a typed refusal."""
+        that holds other keys, on an engine that splits inner pages half), or a typed refusal;
+        ``schema`` (quoted) holds what it calls, where it calls something (else the ``search_path``)."""
+
+    def adoption_statements(self, table: str, column: str, /) -> dict[str, str]:
+        """The statements of a migration's adoption of a column (:mod:`seqid_orm.vendors.adoption`),
+        ``table`` and ``column`` quoted: empty where the engine records nothing."""
 
     def sequential_functions(self, prefix_layout: Layout, /) -> list[str]:
         """``CREATE FUNCTION`` statements of the sequential-uuids generators, or a typed refusal."""
@@ -201,16 +211,23 @@ def no_server_default(reason: str) -> Callable[[Version, Storage, int], ServerDe
     return server_default
 
 
-def no_adopted_default(vendor: str) -> Callable[[Version, Storage, int, int], ServerDefault]:
+def no_adopted_default(vendor: str) -> Callable[[Version, Storage, int, int, str | None], ServerDefault]:
     """An ``adopted_default`` that refuses: the engine makes no adopted keys itself."""
 
-    def adopted_default(version: Version, storage: Storage, above: int, shift_us: int) -> ServerDefault:
+    def adopted_default(
+        version: Version, storage: Storage, above: int, shift_us: int, schema: str | None
+    ) -> ServerDefault:
         raise ServerDefaultUnavailableError(
             f"{vendor} cannot make the keys of a column that already holds other keys (which must sort after "
             "them); make them in Python (seq_uuid_pk(), SeqUUIDField())"
         )
 
     return adopted_default
+
+
+def no_adoption_statements(table: str, column: str, /) -> dict[str, str]:
+    """An ``adoption_statements`` of an engine whose adoption records nothing."""
+    return {}
 
 
 def no_sequential_functions(vendor: str) -> tuple[Callable[[Layout], list[str]], Callable[[], list[str]]]:

@@ -19,6 +19,7 @@ from ._base import (
     bytewise_in_every_storage,
     hot_spot_refusal,
     no_adopted_default,
+    no_adoption_statements,
     no_conversion,
     no_sequential_functions,
 )
@@ -63,3 +64,4 @@ def hash_sharded_primary_key(table: str, column: str = "id", bucket_count: int =
 
 
 adopted_default = no_adopted_default(NAME)
+adoption_statements = no_adoption_statements

@@ -11,6 +11,7 @@ from ._base import (
     bytewise_order,
     hex_literal,
     no_adopted_default,
+    no_adoption_statements,
     no_conversion,
     no_native_uuid,
     no_sequential_functions,
@@ -36,3 +37,4 @@ convert_column = no_conversion("this database")
 sequential_functions, drop_sequential_functions = no_sequential_functions("this database")
 
 adopted_default = no_adopted_default("this database")
+adoption_statements = no_adoption_statements

@@ -25,6 +25,7 @@ from ._base import (
     format_version,
     hex_literal,
     no_adopted_default,
+    no_adoption_statements,
     unknown_version,
     version_at_least,
 )
@@ -223,3 +224,4 @@ def convert_column(q: Quote, ref: ColumnRef, src: Storage, dst: Storage, /) -> l
 
 
 adopted_default = no_adopted_default(NAME)
+adoption_statements = no_adoption_statements

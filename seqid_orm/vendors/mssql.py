@@ -19,6 +19,7 @@ from ._base import (
     Version,
     always_native_uuid,
     no_adopted_default,
+    no_adoption_statements,
     no_conversion,
     no_sequential_functions,
 )
@@ -58,3 +59,4 @@ def binary_literal(raw: bytes, /) -> str:
 
 
 adopted_default = no_adopted_default(NAME)
+adoption_statements = no_adoption_statements

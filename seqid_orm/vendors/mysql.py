@@ -18,6 +18,7 @@ from ._base import (
     format_version,
     hex_literal,
     no_adopted_default,
+    no_adoption_statements,
     no_conversion,
     no_native_uuid,
     no_sequential_functions,
@@ -95,3 +96,4 @@ def server_default(version: Version, storage: Storage, shift_us: int, /) -> Serv
 
 
 adopted_default = no_adopted_default(NAME)
+adoption_statements = no_adoption_statements

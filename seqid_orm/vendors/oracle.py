@@ -7,6 +7,7 @@ from ._base import (
     TextColumnSpec,
     bytewise_order,
     no_adopted_default,
+    no_adoption_statements,
     no_conversion,
     no_native_uuid,
     no_sequential_functions,
@@ -33,3 +34,4 @@ def binary_literal(raw: bytes, /) -> str:
 
 
 adopted_default = no_adopted_default(NAME)
+adoption_statements = no_adoption_statements

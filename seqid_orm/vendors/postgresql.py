@@ -37,20 +37,22 @@ has_native_uuid = always_native_uuid
 compare_order = bytewise_in_every_storage
 
 
-# PostgreSQL 13-17's UUIDv7, built from bytes: 48 bits of milliseconds, the version 7 and a 12-bit
-# sub-millisecond fraction (RFC 9562 §6.2, method 3) as one bigint sent as 8 bytes, then bytes 8-15
-# of a random UUIDv4 (the variant and 62 bits from the server's strong random source).  The
-# milliseconds and the fraction come from two clock readings (a column default cannot name one reading
-# twice): when the two straddle a millisecond's end, the row sorts early inside its millisecond (47 of
-# 300,000 rows in a bulk load; never a repeat, the 62 random bits see to that).  Against the text
-# expression it replaced (one reading; to_hex, lpad, overlay, encode): 1,655 against 1,981 ns a row of
-# expression, 1.69x against 1.83x BIGINT identity for a 300,000-row INSERT ... SELECT, the same index
-# size (docs/benchmarks.md).  date_part (float8) rather than extract (numeric, exact): 15 % cheaper
-# per row, and a float8 holds the value exactly until 2039, then rounds the fraction to 2/4096 ms.
-V7_BYTES = (
-    "int8send((floor(date_part('epoch', clock_timestamp()) * 1000)::bigint << 16) | 28672 "
-    "| (floor(date_part('epoch', clock_timestamp()) * 4096000)::bigint & 4095)) "
-    "|| substring(uuid_send(gen_random_uuid()) from 9)"
+# PostgreSQL 13-17's UUIDv7 from one clock reading: floor(epoch * 4096000) is the millisecond
+# times 4096 plus the millisecond's fraction in 1/4096 (RFC 9562 §6.2, method 3), 60 bits written as
+# 15 hex digits with the version '7' put between the millisecond's 12 and the fraction's 3, then the
+# last 16 hex digits of a random UUIDv4 (the variant and 62 bits from the server's strong random
+# source).  A column default cannot name a value twice, and the clock is read anew at every call
+# (clock_timestamp() is volatile), so an expression that took the millisecond and the fraction from
+# two readings mixed two milliseconds when one ended between them (47 of 300,000 rows of a bulk load
+# sorted early inside their millisecond; 26 of 1,000,000 adopted keys carried a time 15 ms early).
+# Measured on 300,000 rows of INSERT ... SELECT (server side, PostgreSQL 15): 660 ms against 550 ms
+# for the two readings' bytes, 340 ms for gen_random_uuid() alone.  date_part (float8) rather than
+# extract (numeric, exact): cheaper per row, and a float8 holds the value exactly until 2039, then
+# rounds the fraction to 2/4096 ms.
+V7_CLOCK = "floor(date_part('epoch', clock_timestamp()) * 4096000)::bigint"
+V7_HEX = (
+    f"overlay(lpad(to_hex({V7_CLOCK}), 15, '0') placing '7' from 13 for 0) "
+    "|| right(encode(uuid_send(gen_random_uuid()), 'hex'), 16)"
 )
 
 
@@ -70,15 +72,15 @@ def _shifted(sql: str, shift_us: int) -> str:
     return sql.replace(_CLOCK, f"({_CLOCK} + {_interval(shift_us)})") if shift_us else sql
 
 
-def _v7_expression(version: Version, raw: str, shift_us: int) -> tuple[str, str]:
-    """A UUIDv7 ``uuid`` expression for this version (from ``raw``, the bytes expression, before 18),
+def _v7_expression(version: Version, hex32: str, shift_us: int) -> tuple[str, str]:
+    """A UUIDv7 ``uuid`` expression for this version (from ``hex32``, its 32 hex digits, before 18),
     and the generator's name."""
     if version is None:
         raise unknown_version(NAME, "16")
     if version_at_least(version, (18,)):
         return (f"uuidv7({_interval(shift_us)})" if shift_us else "uuidv7()"), "uuidv7()"
     if version_at_least(version, (13,)):
-        return f"encode({raw}, 'hex')::uuid", "UUIDv7 expression"
+        return f"({hex32})::uuid", "UUIDv7 expression"
     raise ServerDefaultUnavailableError(
         f"PostgreSQL {format_version(version)} has no built-in random source for a UUID "
         "default (gen_random_uuid() arrived in 13); generate ids in Python instead"
@@ -86,41 +88,71 @@ def _v7_expression(version: Version, raw: str, shift_us: int) -> tuple[str, str]
 
 
 def server_default(version: Version, storage: Storage, shift_us: int, /) -> ServerDefault:
-    raw = _shifted(V7_BYTES, shift_us)
-    value, generator = _v7_expression(version, raw, shift_us)
-    built = generator != "uuidv7()"  # the bytes themselves, where a storage takes them without the uuid
+    hex32 = _shifted(V7_HEX, shift_us)
+    value, generator = _v7_expression(version, hex32, shift_us)
+    built = generator != "uuidv7()"  # the hex digits themselves, where a storage takes them without the uuid
     sql = {
         Storage.NATIVE: value,
-        Storage.BINARY: raw if built else f"uuid_send({value})",
+        Storage.BINARY: f"decode({hex32}, 'hex')" if built else f"uuid_send({value})",
         Storage.TEXT: f"{value}::text",
-        Storage.HEX: f"encode({raw}, 'hex')" if built else f"replace({value}::text, '-', '')",
+        Storage.HEX: hex32 if built else f"replace({value}::text, '-', '')",
     }[storage]
     signature = _SHIFT_MARK if shift_us else "uuidv7(" if generator == "uuidv7()" else _CLOCK
     return ServerDefault(sql, 7, generator, signature)
 
 
-def _adopted_bytes(above: int) -> str:
-    """The 16 bytes of an adopted key (:mod:`seqid_orm.ids.adopted`) with ``above`` leading one bits,
-    as a ``bytea`` expression: the one bits, 44 bits of milliseconds, a 12-bit sub-millisecond
-    fraction where Python-made keys count (RFC 9562 §6.2, method 3, as :data:`V7_BYTES`), then
-    random bits from ``gen_random_uuid()`` (the server's strong random source), with the version 8
-    and the RFC variant.  Two bigints: the one bits and the top of the time in the first (with the
-    version), the rest of the time, the fraction and the random bits in the second (with the
-    variant).  Negative literals: the one bits and the variant set each bigint's sign bit."""
-    ms = "floor(date_part('epoch', clock_timestamp()) * 1000)::bigint"
-    fraction = "(floor(date_part('epoch', clock_timestamp()) * 4096000)::bigint & 4095)"
-    rnd = "('x' || right(replace(gen_random_uuid()::text, '-', ''), 16))::bit(64)::bigint"
-    ones = -(1 << (64 - above))  # `above` one bits at the top of a bigint
-    high = f"({ones}::bigint | (({ms} >> {above - 4}) << 16) | 32768 | (({ms} >> {above - 16}) & 4095))"
-    low_ms = f"(({ms} & {(1 << (above - 16)) - 1}) << {78 - above})" if above > 16 else "0"
-    low = (
-        f"((-9223372036854775807 - 1) | {low_ms} | ({fraction} << {66 - above}) | ({rnd} & {(1 << (66 - above)) - 1}))"
-    )
-    return f"int8send{high} || int8send{low}"
+#: The function an adopted key's default calls: the clock is read once, as its argument (a column
+#: default cannot name a value twice, and an expression that read the clock at each of its four uses
+#: mixed two milliseconds in 26 of 1,000,000 keys).  PL/pgSQL, not SQL: a SQL function that is not
+#: inlined (its argument is volatile and used more than once) cost 11 us a row against 3.3 us.
+ADOPTED_FUNCTION = "seqid_adopted_uuid"
+
+# The bits of an adopted key (seqid_orm.ids.adopted, byte order) from t = the millisecond << 12 | its
+# fraction in 1/4096 and r = random bits: two bigints, the one bits, the top of the time and the
+# version 8 in the first, the rest of the time, the variant and the random bits in the second.  The
+# fraction takes the 12 bits where Python-made keys count (RFC 9562 §6.2, method 3).  Negative
+# literals: the one bits and the variant set each bigint's sign bit.
+_ADOPTED_BITS = (
+    "encode(int8send(-(1::bigint << (64 - above)) | ((t >> (above + 8)) << 16) | 32768 | ((t >> (above - 4)) & 4095)) "
+    "|| int8send((-9223372036854775807 - 1) | ((t & ((1::bigint << (above - 4)) - 1)) << (66 - above)) "
+    "| (r & ((1::bigint << (66 - above)) - 1))), 'hex')::uuid"
+)
 
 
-def adopted_default(version: Version, storage: Storage, above: int, shift_us: int, /) -> ServerDefault:
-    """The default of an adopted column: the same SQL from 13 on (``uuidv7()`` cannot put one bits first)."""
+def adopted_functions(version: Version, schema: str | None) -> tuple[str, ...]:
+    """The ``CREATE OR REPLACE FUNCTION`` statements of :data:`ADOPTED_FUNCTION` (in ``schema``, quoted,
+    else the first of the ``search_path``): from a clock reading (13 and later), and, on 18, from a
+    ``uuidv7()``, whose millisecond and fraction increase within a backend, so one connection's keys
+    keep the order it made them in."""
+    name = ADOPTED_FUNCTION if schema is None else f"{schema}.{ADOPTED_FUNCTION}"
+    statements = [
+        f"CREATE OR REPLACE FUNCTION {name}(above integer, at timestamptz) RETURNS uuid "
+        "LANGUAGE plpgsql VOLATILE PARALLEL SAFE AS $seqid$\n"
+        "DECLARE\n"
+        "    t bigint := floor(date_part('epoch', at) * 4096000)::bigint;\n"
+        "    r bigint := ('x' || encode(substring(uuid_send(gen_random_uuid()) from 9), 'hex'))::bit(64)::bigint;\n"
+        f"BEGIN\n    RETURN {_ADOPTED_BITS};\nEND\n$seqid$"
+    ]
+    if version_at_least(version, (18,)):
+        statements.append(
+            f"CREATE OR REPLACE FUNCTION {name}(above integer, v7 uuid) RETURNS uuid "
+            "LANGUAGE plpgsql VOLATILE PARALLEL SAFE AS $seqid$\n"
+            "DECLARE\n"
+            "    b bytea := uuid_send(v7);\n"
+            "    hi bigint := ('x' || encode(substring(b from 1 for 8), 'hex'))::bit(64)::bigint;\n"
+            "    t bigint := ((hi >> 16) << 12) | (hi & 4095);\n"
+            "    r bigint := ('x' || encode(substring(b from 9), 'hex'))::bit(64)::bigint;\n"
+            f"BEGIN\n    RETURN {_ADOPTED_BITS};\nEND\n$seqid$"
+        )
+    return tuple(statements)
+
+
+def adopted_default(
+    version: Version, storage: Storage, above: int, shift_us: int, schema: str | None, /
+) -> ServerDefault:
+    """The default of an adopted column: a call of :data:`ADOPTED_FUNCTION` (in ``schema``, quoted, else
+    the ``search_path``'s) with one reading of the clock (a ``uuidv7()`` on 18), which
+    :attr:`ServerDefault.setup` creates."""
     if version is None:
         raise unknown_version(NAME, "16")
     if not version_at_least(version, (13,)):
@@ -128,14 +160,42 @@ def adopted_default(version: Version, storage: Storage, above: int, shift_us: in
             f"PostgreSQL {format_version(version)} has no built-in random source for a UUID "
             "default (gen_random_uuid() arrived in 13); generate ids in Python instead"
         )
-    raw = _shifted(_adopted_bytes(above), shift_us)
+    if version_at_least(version, (18,)):
+        clock = f"uuidv7({_interval(shift_us)})" if shift_us else "uuidv7()"
+    else:
+        clock = _shifted(_CLOCK, shift_us)
+    function = ADOPTED_FUNCTION if schema is None else f"{schema}.{ADOPTED_FUNCTION}"
+    value = f"{function}({above}, {clock})"
     sql = {
-        Storage.NATIVE: f"encode({raw}, 'hex')::uuid",
-        Storage.BINARY: raw,
-        Storage.TEXT: f"encode({raw}, 'hex')::uuid::text",
-        Storage.HEX: f"encode({raw}, 'hex')",
+        Storage.NATIVE: value,
+        Storage.BINARY: f"uuid_send({value})",
+        Storage.TEXT: f"{value}::text",
+        Storage.HEX: f"replace({value}::text, '-', '')",
     }[storage]
-    return ServerDefault(sql, 8, f"adopted key ({above} one bits)", _SHIFT_MARK if shift_us else _CLOCK)
+    signature = _SHIFT_MARK if shift_us else f"{ADOPTED_FUNCTION}("
+    return ServerDefault(sql, 8, f"adopted key ({above} one bits)", signature, adopted_functions(version, schema))
+
+
+def adoption_statements(table: str, column: str, /) -> dict[str, str]:
+    """A migration's adoption of ``column`` of ``table`` (both quoted; :mod:`seqid_orm.vendors.adoption`):
+    whether row-level security hides rows from this role (on, and it is neither superuser nor
+    BYPASSRLS nor an owner the table spares), the planner's row estimate and the table's schema, the
+    rows counted (up to a bound), the largest keys, the largest below a bound, and the record."""
+    return {
+        "hidden": (
+            "SELECT c.relrowsecurity AND NOT (r.rolsuper OR r.rolbypassrls "
+            "OR (c.relowner = r.oid AND NOT c.relforcerowsecurity)) "
+            "FROM pg_class c JOIN pg_roles r ON r.rolname = current_user WHERE c.oid = {identity}"
+        ),
+        "estimate": (
+            "SELECT GREATEST(c.reltuples, 0)::bigint, quote_ident(n.nspname) FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = {identity}"
+        ),
+        "count": f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {column} IS NOT NULL LIMIT {{limit}}) s",
+        "top": f"SELECT {column} FROM {table} WHERE {column} IS NOT NULL ORDER BY {column} DESC LIMIT {{limit}}",
+        "below": f"SELECT {column} FROM {table} WHERE {column} < {{bound}} ORDER BY {column} DESC LIMIT 1",
+        "record": f"COMMENT ON COLUMN {table}.{column} IS {{comment}}",
+    }
 
 
 # The sequential-uuids extension's two functions in PL/pgSQL, for services where no C extension can be

@@ -17,6 +17,7 @@ from ._base import (
     format_version,
     hex_literal,
     no_adopted_default,
+    no_adoption_statements,
     no_conversion,
     no_native_uuid,
     no_sequential_functions,
@@ -83,3 +84,4 @@ def server_default(version: Version, storage: Storage, shift_us: int, /) -> Serv
 
 
 adopted_default = no_adopted_default(NAME)
+adoption_statements = no_adoption_statements

@@ -13,6 +13,7 @@ from ._base import (
     hex_literal,
     hot_spot_refusal,
     no_adopted_default,
+    no_adoption_statements,
     no_conversion,
     no_native_uuid,
     no_sequential_functions,
@@ -34,3 +35,4 @@ convert_column = no_conversion(NAME)
 sequential_functions, drop_sequential_functions = no_sequential_functions(NAME)
 
 adopted_default = no_adopted_default(NAME)
+adoption_statements = no_adoption_statements

@@ -11,6 +11,7 @@ from ._base import (
     bytewise_in_every_storage,
     hot_spot_refusal,
     no_adopted_default,
+    no_adoption_statements,
     no_conversion,
     no_sequential_functions,
 )
@@ -33,3 +34,4 @@ sequential_functions, drop_sequential_functions = no_sequential_functions(NAME)
 __all__ = ["binary_literal"]
 
 adopted_default = no_adopted_default(NAME)
+adoption_statements = no_adoption_statements

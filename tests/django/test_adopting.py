@@ -13,7 +13,6 @@ import uuid
 import django
 import pytest
 from django.db import connection, models
-from django.db.migrations.autodetector import MigrationAutodetector
 from django.db.migrations.graph import MigrationGraph
 from django.db.migrations.operations import AlterField
 from django.db.migrations.state import ModelState, ProjectState
@@ -21,6 +20,8 @@ from django.db.migrations.writer import MigrationWriter
 
 from seqid_orm import describe
 from seqid_orm.django import SeqUUIDField, bulk_insert
+from seqid_orm.django.migrating import SeqIDAutodetector
+from seqid_orm.django.operations import AdoptSeqUUID
 from seqid_orm.errors import StorageMismatchError
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -37,22 +38,24 @@ def _state(app: str, key: models.Field) -> ProjectState:
     return project
 
 
-def _swap(app: str, after_key: models.Field):
-    """The legacy model's table made and filled, the swap detected and applied: (old model, new model, old keys)."""
+def _swap(app: str, after_key: models.Field, rows: int = N):
+    """The legacy model's table made and filled, the swap detected (by seqid's makemigrations) and applied
+    as migrate applies it: (old model, new model)."""
     before = _state(app, models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False))
     after = _state(app, after_key)
-    changes = MigrationAutodetector(before, after)._detect_changes(graph=MigrationGraph())
+    changes = SeqIDAutodetector(before, after)._detect_changes(graph=MigrationGraph())
     [migration] = changes[app]
-    [operation] = migration.operations
-    assert isinstance(operation, AlterField) and operation.name == "id"
-    assert "seqid_orm.django.SeqUUIDField" in MigrationWriter(migration).as_string()  # what makemigrations writes
+    adopt, alter = migration.operations  # the adoption first: the column stays a UUIDField's
+    assert isinstance(adopt, AdoptSeqUUID) and isinstance(alter, AlterField) and alter.name == "id"
+    written = MigrationWriter(migration).as_string()  # what makemigrations writes
+    assert "seqid_orm.django.SeqUUIDField" in written and "seqid_orm.django.operations.AdoptSeqUUID" in written
     old = before.apps.get_model(app, "Thing")
     with connection.schema_editor() as editor:
         editor.create_model(old)
-    for start in range(0, N, 10_000):
-        old.objects.bulk_create(old(n=-1 - i, note="old") for i in range(start, start + 10_000))
+    for start in range(0, rows, 10_000):
+        old.objects.bulk_create(old(n=-1 - i, note="old") for i in range(start, min(start + 10_000, rows)))
     with connection.schema_editor() as editor:
-        operation.database_forwards(app, editor, before, after)
+        migration.apply(before, editor)
     return old, after.apps.get_model(app, "Thing")
 
 

@@ -43,7 +43,7 @@ class CreateSequentialUUIDFunctions(Operation):
 
     def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
         kwargs = {} if self.storage is None else {"storage": self.storage}
-        return "seqid_orm.django.operations.CreateSequentialUUIDFunctions", [], kwargs
+        return "CreateSequentialUUIDFunctions", [], kwargs
 
     def state_forwards(self, app_label: str, state: Any) -> None:
         pass  # functions are no part of Django's model state
@@ -89,7 +89,7 @@ class ConvertUUIDStorage(Operation):
         kwargs: dict[str, Any] = {"from_storage": self.from_storage}
         if self.to_storage != "native":
             kwargs["to_storage"] = self.to_storage
-        return "seqid_orm.django.operations.ConvertUUIDStorage", [self.model_name, self.field_name], kwargs
+        return "ConvertUUIDStorage", [self.model_name, self.field_name], kwargs
 
     def state_forwards(self, app_label: str, state: Any) -> None:
         pass  # the field stays a UUIDField: only its column's storage changes
@@ -171,7 +171,7 @@ class BackfillSeqUUID(Operation):
             kwargs["from_field"] = self.from_field
         if self.batch_size != 1000:
             kwargs["batch_size"] = self.batch_size
-        return "seqid_orm.django.operations.BackfillSeqUUID", [self.model_name, self.field_name], kwargs
+        return "BackfillSeqUUID", [self.model_name, self.field_name], kwargs
 
     def state_forwards(self, app_label: str, state: Any) -> None:
         pass
@@ -229,7 +229,7 @@ class AdoptSeqUUID(Operation):
         self.model_name, self.field_name = model_name, field_name
 
     def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
-        return "seqid_orm.django.operations.AdoptSeqUUID", [self.model_name, self.field_name], {}
+        return "AdoptSeqUUID", [self.model_name, self.field_name], {}
 
     def state_forwards(self, app_label: str, state: Any) -> None:
         pass  # a record in the database, no part of the model's state
@@ -314,7 +314,7 @@ class CreateTableUnlessThere(Operation):
         self.columns = list(columns)
 
     def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
-        return "seqid_orm.django.operations.CreateTableUnlessThere", [self.create, self.columns], {}
+        return "CreateTableUnlessThere", [self.create, self.columns], {}
 
     def state_forwards(self, app_label: str, state: Any) -> None:
         self.create.state_forwards(app_label, state)

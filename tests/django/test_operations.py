@@ -22,7 +22,7 @@ def run(operation, direction: str) -> None:
 
 def test_the_operation_creates_and_drops_the_functions():
     operation = CreateSequentialUUIDFunctions()
-    assert operation.deconstruct() == ("seqid_orm.django.operations.CreateSequentialUUIDFunctions", [], {})
+    assert operation.deconstruct() == ("CreateSequentialUUIDFunctions", [], {})  # Django's writer adds the module
     assert CreateSequentialUUIDFunctions(storage="hex").deconstruct()[2] == {"storage": "hex"}
     if connection.vendor == "sqlite":
         with pytest.raises(InvalidArgumentError, match="PostgreSQL 13\\+ and MariaDB"):
@@ -65,7 +65,7 @@ def test_convert_uuid_storage_moves_a_key_and_its_foreign_keys_there_and_back():
         Book.objects.create(author=authors[i % 5], title=f"b{i}")
     operation = ConvertUUIDStorage("author", "id", from_storage="native", to_storage="hex")
     assert operation.deconstruct() == (
-        "seqid_orm.django.operations.ConvertUUIDStorage",
+        "ConvertUUIDStorage",
         ["author", "id"],
         {"from_storage": "native", "to_storage": "hex"},
     )
@@ -153,3 +153,33 @@ def test_the_functions_as_a_db_default_made_by_the_database():  # Django 5.0+ (n
             editor.delete_model(Stamped)
     finally:
         run(operation, "backwards")
+
+
+def test_every_operation_is_written_by_makemigrations_as_code_that_imports_and_runs():
+    """Django's migration writer puts an operation as ``<its module>.<the name deconstruct() gives>(...)``: a
+    dotted name there was written twice over (``seqid_orm.django.operations.seqid_orm.django...``), and the
+    migration failed to import."""
+    from django.db import migrations
+    from django.db.migrations.writer import MigrationWriter
+
+    from seqid_orm.django.operations import (
+        AdoptSeqUUID,
+        BackfillSeqUUID,
+        ConvertUUIDStorage,
+        CreateSequentialUUIDFunctions,
+    )
+
+    operations = [
+        AdoptSeqUUID("order", "id"),
+        BackfillSeqUUID("visit", "seq_id", from_field="created_at"),
+        ConvertUUIDStorage("author", "id", from_storage="hex"),
+        CreateSequentialUUIDFunctions(storage="hex"),
+    ]
+    migration = type("Migration", (migrations.Migration,), {"operations": operations, "dependencies": []})(
+        "0002", "shop"
+    )
+    namespace: dict[str, object] = {}
+    exec(MigrationWriter(migration).as_string(), namespace)
+    written = namespace["Migration"].operations  # type: ignore[attr-defined]
+    assert [type(op) for op in written] == [type(op) for op in operations]
+    assert [op.deconstruct() for op in written] == [op.deconstruct() for op in operations]

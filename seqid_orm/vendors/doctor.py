@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from ..errors import DatabaseUnavailableError, InvalidArgumentError, UnknownLayoutError
-from ..ids.adopted import recognise
+from ..ids.adopted import expected_duplicates, leading_ones, recognise, record_of
 from ..ids.classify import KINDS, as_uuid, classify, in_order_share
 from ..ids.comb import comb_at
 from ..ids.layout import Layout, sort_key
@@ -62,9 +62,10 @@ __all__ = [
 #: The vendors the doctor reads a catalog of.
 DOCTOR_VENDORS = ("postgresql", "mariadb", "mysql", "sqlite")
 #: What ``--fail-on`` takes: a kind (``adopted``: old random keys and new time-ordered ones), ``out-of-order``
-#: (time-ordered keys the column does not keep in order), or ``inside-old-keys`` (new keys landing among
-#: old random ones where the engine splits those pages half).
-FAIL_ON = (*KINDS, "adopted", "out-of-order", "inside-old-keys")
+#: (time-ordered keys the column does not keep in order), ``inside-old-keys`` (new keys landing among
+#: old random ones where the engine splits those pages half), or ``widths-disagree`` (keys of two widths,
+#: or adopted keys beside plain ones: processes that judged the column differently).
+FAIL_ON = (*KINDS, "adopted", "out-of-order", "inside-old-keys", "widths-disagree")
 
 _RUNS = 10  # the low end, the high end and 8 pivots between
 _IN_ORDER = 0.9  # share of adjacent pairs in time order above which a column keeps its keys in order
@@ -107,6 +108,7 @@ class KeyColumn:
     in_current_schema: bool = True
     references: str | None = None  # the table whose key this column copies (a foreign key of its own)
     ideal_bytes: int | None = None  # the index built in key order, where the catalog's reader knows it
+    record: int | None = None  # the width an adoption recorded in the column's comment (PostgreSQL)
 
     @property
     def name(self) -> str:
@@ -144,6 +146,14 @@ class Finding:
     half_splits: bool | None = None
     """Whether the engine splits a full index page that is not its level's last 50/50 (PostgreSQL):
     keys landing among old ones then leave the pages they fill half empty."""
+    record: int | None = None
+    """The width of adopted keys the column's adoption recorded (``0``: plain keys), ``None``: no record."""
+    widths: tuple[int, ...] = ()
+    """The widths of the adopted keys sampled (``0`` for plain UUIDv7 keys beside them): more than one is
+    processes that judged the column differently."""
+    kept_above: int = 0
+    """Old keys sampled above every new key: sentinels, or the far tail of the random keys, which stay on
+    the index's rightmost page."""
 
     @property
     def problem(self) -> str | None:
@@ -156,6 +166,8 @@ class Finding:
             return "out-of-order"
         if self.new_keys == "among-old-keys" and self.half_splits:
             return "inside-old-keys"
+        if len(self.widths) > 1 and self.half_splits:
+            return "widths-disagree"
         return None
 
     def as_dict(self) -> dict[str, object]:
@@ -240,7 +252,8 @@ SELECT n.nspname = current_schema(), n.nspname, c.relname, a.attname, format_typ
        COALESCE((SELECT SUM(pg_relation_size(t.relid)) FROM pg_partition_tree(i.indexrelid) t),
                 pg_relation_size(i.indexrelid)),
        (SELECT CAST(CAST(f.confrelid AS regclass) AS text) FROM pg_constraint f
-        WHERE f.contype = 'f' AND f.conrelid = c.oid AND f.conkey = ARRAY[a.attnum] LIMIT 1)
+        WHERE f.contype = 'f' AND f.conrelid = c.oid AND f.conkey = ARRAY[a.attnum] LIMIT 1),
+       col_description(c.oid, a.attnum)
 FROM pg_index i
 JOIN pg_class c ON c.oid = i.indrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -287,7 +300,7 @@ def _keyish(sql_type: str, primary: bool) -> bool:
 
 def _pg_columns(ex: Executor) -> list[KeyColumn]:
     out = []
-    for current, schema, table, column, sql_type, primary, rows, size, references in ex.fetch(_PG_KEYS, {}):
+    for current, schema, table, column, sql_type, primary, rows, size, references, comment in ex.fetch(_PG_KEYS, {}):
         if size is None or rows is None:  # dropped while the catalog was read: pg_relation_size() says NULL
             continue
         out.append(
@@ -302,6 +315,7 @@ def _pg_columns(ex: Executor) -> list[KeyColumn]:
                 schema=schema,
                 in_current_schema=bool(current),
                 references=references,
+                record=record_of(comment),
             )
         )
     return out
@@ -592,7 +606,25 @@ def _sample(
         pivot = _in_form_of(head[0], recent)
         rows = ex.fetch(f"{base} AND {col} >= :pivot ORDER BY {col} LIMIT {per_run}", {"pivot": pivot})
         runs.append([r[0] for r in rows])
+        # below each band of adopted keys the high end shows, the keys just under it: a band of narrower
+        # adopted keys (processes that judged the column differently) sorts there, too thin for a pivot
+        narrowest = min(_widths(tail), default=0)
+        for _ in range(3):
+            if not narrowest:
+                break
+            bound = digits.like(head[0], ((1 << narrowest) - 1) << (128 - narrowest))
+            rows = ex.fetch(f"{base} AND {col} < :bound ORDER BY {col} DESC LIMIT {per_run}", {"bound": bound})
+            below = [r[0] for r in rows][::-1]
+            runs.append(below)
+            narrower = min(_widths(below), default=0)
+            narrowest = narrower if 0 < narrower < narrowest else 0
     return runs
+
+
+def _widths(values: Sequence[object]) -> set[int]:
+    """The widths of the adopted keys among ``values``."""
+    found = (recognise(u.int) for u in map(as_uuid, values) if u is not None)
+    return {f.above for f in found if f is not None}
 
 
 # --- the judgement ----------------------------------------------------------------------------
@@ -659,7 +691,10 @@ def _advice(vendor: str, finding: dict[str, Any], storage: Storage | None) -> st
     if kind == "random-uuid":
         if storage in (None, Storage.NATIVE, Storage.BINARY):
             migration = (
-                "Django writes one AlterField, no SQL on PostgreSQL and MariaDB; Alembic: none (the column type stays)"
+                "Django writes one AlterField, no SQL on PostgreSQL and MariaDB, and seqid's makemigrations the "
+                "AdoptSeqUUID beside it; Alembic's autogenerate (with seqid's env.py) op.adopt_seqid_keys, the "
+                "column type staying: on PostgreSQL they decide once how new keys sort after the old ones and "
+                "record it for every process"
             )
         else:
             migration = (
@@ -687,11 +722,14 @@ def _advice(vendor: str, finding: dict[str, Any], storage: Storage | None) -> st
 
 @dataclass(frozen=True)
 class _Mixed:
-    """A UUID column's sample that holds random keys and time-ordered ones (kind ``adopted``)."""
+    """A UUID column's sample that holds time-ordered keys seqid or a UUIDv7 generator made beside old
+    random ones, or adopted keys beside plain ones (kind ``adopted``)."""
 
     new_keys: str
     new_format: str
     ms_of: Callable[[object], int | None]
+    widths: tuple[int, ...]
+    kept_above: int
 
 
 def _new_key_ms(value: object) -> int | None:
@@ -710,13 +748,15 @@ def _new_key_ms(value: object) -> int | None:
 def _mixed(
     vendor: str, version: tuple[int, ...] | None, storage: Storage | None, values: list[object]
 ) -> _Mixed | None:
-    """Whether ``values`` (one sample, in any order) are old random keys and new time-ordered ones, and
-    where the new ones land in the database's order: after every old one, or among them."""
+    """Whether ``values`` (one sample, in any order) are old random keys and new time-ordered ones (or
+    adopted keys and plain ones, with or without old keys), and where the new ones land in the database's
+    order: after every old one but those that sort above even the widest adopted keys (sentinels, the far
+    tail: they stay on the rightmost page), or among them."""
     if storage is None or not values:
         return None
     old: list[bytes] = []
     new: list[bytes] = []
-    formats: set[str] = set()
+    widths: set[int] = set()
     for value in {repr(v): v for v in values}.values():
         u = as_uuid(value)
         if u is None:
@@ -726,31 +766,70 @@ def _mixed(
             return None
         if _new_key_ms(value) is not None:
             new.append(sort_key(u, order))
-            formats.add("adopted" if recognise(u.int) is not None else "uuid7")
-        elif (u.int >> 76) & 0xF == 4 and (u.int >> 62) & 0b11 == 0b10:
+            found = recognise(u.int)
+            widths.add(0 if found is None else found.above)
+        elif ((u.int >> 76) & 0xF == 4 and (u.int >> 62) & 0b11 == 0b10) or leading_ones(sort_key(u, order)) >= 16:
             old.append(sort_key(u, order))
     least = max(3, int(_SOME * (len(old) + len(new))))
-    if len(old) < least or len(new) < least:
+    two_kinds = 0 in widths and len(widths) > 1 and len(new) >= least
+    if not two_kinds and (len(old) < least or len(new) < least):
         return None
-    where = "after-old-keys" if min(new) > max(old) else "among-old-keys"
-    return _Mixed(
-        where, "adopted" if formats == {"adopted"} else "uuid7" if formats == {"uuid7"} else "mixed", _new_key_ms
-    )
+    widest = max(widths)
+    above = [k for k in old if k > min(new)]
+    kept = [k for k in above if widest and leading_ones(k) > widest]
+    where = "after-old-keys" if len(above) == len(kept) else "among-old-keys"
+    formats = {"uuid7" if w == 0 else "adopted" for w in widths}
+    new_format = formats.pop() if len(formats) == 1 else "mixed"
+    return _Mixed(where, new_format, _new_key_ms, tuple(sorted(widths)), len(kept))
 
 
-def _adopted_advice(vendor: str, mixed: _Mixed, half_splits: bool, ratio: float | None) -> str:
-    """What helps a column of old random keys and new time-ordered ones: nothing, or one REINDEX."""
+def _adopted_advice(vendor: str, mixed: _Mixed, half_splits: bool, ratio: float | None, record: int | None) -> str:
+    """What helps a column of old random keys and new time-ordered ones: nothing, one REINDEX, or the
+    adoption's record, where processes judged the column differently."""
+    recorded = f"recorded ({record} one bits)" if record else "recorded (plain keys)" if record == 0 else ""
+    if half_splits and len(mixed.widths) > 1:
+        kinds = " and ".join("plain UUIDv7" if w == 0 else f"after {w} one bits" for w in mixed.widths)
+        return (
+            f"keys {kinds} in one column: processes judged it differently (a table emptied under them, a role that "
+            "could not read its keys, tenants that each saw their own rows), and the narrower keys land below the "
+            "wider ones. "
+            + (
+                f"The column's record says {record} one bits: restart the processes that made the others."
+                if record is not None
+                else "Record the adoption, which keeps the widest so new keys sort after every one: "
+                "op.adopt_seqid_keys(table, column) (Alembic) or AdoptSeqUUID (Django); every process then reads it."
+            )
+        )
     if mixed.new_keys == "after-old-keys":
         said = (
             "an adopted column: the old random keys stay where they are and new keys append after them, at the "
             "end of the index, as in a table of their own."
         )
+        if mixed.kept_above:
+            said += (
+                f" {mixed.kept_above} old key(s) sort above the new ones (sentinels, or the far tail of the random "
+                "keys): they stay on the index's rightmost page, which still fills as the right edge does."
+            )
+        if half_splits and mixed.widths and mixed.widths[-1]:
+            width = mixed.widths[-1]
+            duplicates = expected_duplicates(width, 10_000)
+            said += (
+                f" Keys after {width} one bits: {duplicates:.2g} duplicate keys a year expected at 10,000 inserts a "
+                f"second ({expected_duplicates(width, 10_000, made_by='database'):.2g} for keys the database makes)."
+            )
+            if not recorded:
+                said += (
+                    " No record of the adoption: each process judges the keys it can read. Record it with "
+                    "op.adopt_seqid_keys(table, column) (Alembic) or AdoptSeqUUID (Django)."
+                )
+            else:
+                said += f" The adoption is {recorded}."
         if ratio is not None and ratio > _REINDEX_FROM:
             return (
                 f"{said} The index is {ratio:.2f}x its size built in key order, which the old random keys left: "
                 "REINDEX INDEX CONCURRENTLY compacts it once, and the new part stays full."
             )
-        return f"{said} Nothing to do."
+        return f"{said} Nothing to do." if recorded or not half_splits or not mixed.widths[-1] else said
     if not half_splits:
         return (
             f"new keys land among the old random keys, which {vendor} handles well (it splits a page where the "
@@ -759,9 +838,11 @@ def _adopted_advice(vendor: str, mixed: _Mixed, half_splits: bool, ratio: float 
     return (
         f"the new keys ({mixed.new_format}) land among the old random keys, and {vendor} splits a page that is not "
         "its level's last 50/50: the new part of the index grows half empty. Make them with seqid_orm's "
-        "SeqUUIDField or seq_uuid_pk(), which read the column and make keys that sort after the old ones (a "
-        "database default: op.set_seqid_default, or db_default=DatabaseSeqUUID() set again by a migration); "
-        "then REINDEX INDEX CONCURRENTLY once to compact what they left."
+        "SeqUUIDField or seq_uuid_pk() and record the adoption once, in the swap's migration "
+        "(op.adopt_seqid_keys(table, column), which autogenerate writes, or AdoptSeqUUID, which seqid's "
+        "makemigrations writes): new keys then sort after the old ones (a database default: op.set_seqid_default, "
+        "or db_default=DatabaseSeqUUID() set again by a migration); then REINDEX INDEX CONCURRENTLY once to "
+        "compact what they left."
     )
 
 
@@ -800,6 +881,7 @@ def _judge(vendor: str, version: tuple[int, ...] | None, column: KeyColumn, runs
         "ideal_index_bytes": _ideal_index_bytes(vendor, column),
         "sampled": len(set(map(repr, values))),
         "references": column.references,
+        "record": column.record,
     }
     return Finding(**fields, advice=_advice(vendor, fields, storage))
 
@@ -836,11 +918,14 @@ def _judge_mixed(
         index_bytes=column.index_bytes,
         ideal_index_bytes=ideal,
         sampled=len(set(map(repr, values))),
-        advice=_adopted_advice(vendor, mixed, half_splits, ratio),
+        advice=_adopted_advice(vendor, mixed, half_splits, ratio, column.record),
         references=column.references,
         new_keys=mixed.new_keys,
         new_keys_format=mixed.new_format,
         half_splits=half_splits,
+        record=column.record,
+        widths=mixed.widths,
+        kept_above=mixed.kept_above,
     )
 
 
@@ -889,7 +974,7 @@ def examine(
             findings.append(_unreadable(column, runs))
         elif runs is not None:
             findings.append(_judge(vendor, server_version, column, runs))
-    order = {"random-uuid": 0, "out-of-order": 1, "inside-old-keys": 1, None: 2}
+    order = {"random-uuid": 0, "out-of-order": 1, "inside-old-keys": 1, "widths-disagree": 1, None: 2}
     return sorted(findings, key=lambda f: (order[f.problem], f.kind != "unknown", -(f.rows or 0), f.table, f.column))
 
 

@@ -897,3 +897,69 @@ def test_a_table_emptied_between_the_doctors_two_reads_gives_no_sample():
     reads = Emptied()
     assert _sample(reads, "sqlite", KeyColumn("t", "id", "BLOB", True), 100) == []
     assert len(reads.statements) == 2
+
+
+def _states(vendor: str) -> dict[str, tuple[list[uuid.UUID], int | None]]:
+    """Each adoption state as a column's keys (and the record its comment holds): ROWS random keys, then keys
+    made since over the last two hours."""
+    old = [uuid.uuid4() for _ in range(ROWS)]
+    start = dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=2)
+    when = [start + dt.timedelta(seconds=n * 0.72) for n in range(ROWS // 2)]
+    width = seqid_orm.vendors.target(vendor, (15,), "native").above_for(old)
+
+    def made(above: int, times: list[dt.datetime]) -> list[uuid.UUID]:
+        return [seqid_orm.comb_at(t, Layout.TIME_FIRST, above=above) for t in times]
+
+    half = len(when) // 2
+    high = [uuid.UUID(int=((1 << 128) - 1) ^ (k + 1)) for k in range(3)]  # three keys above even the widest
+    return {
+        "recorded": (old + made(width, when), width),
+        "untouched": (old, None),
+        "plain_among_old": (old + made(0, when), None),
+        "adopted_and_plain": (made(width, when[:half]) + made(0, when[half:]), None),  # emptied under processes
+        "two_widths": (old + made(width, when[:half]) + made(width + 8, when[half:]), None),
+        "below_high_old_keys": (old + high + made(width, when), width),
+    }
+
+
+def test_the_doctor_tells_every_adoption_state_apart_and_reads_the_record(pg_engine):
+    """On PostgreSQL, which splits inner pages half: adopted and recorded (nothing to do), untouched (swap),
+    UUIDv7 among the old keys (adopt), adopted keys beside plain ones and two widths (processes that judged
+    the column differently: record it), adopted keys below a few high old keys (not random keys: fine)."""
+    schema = f"seqid_states_{secrets.token_hex(3)}"
+    states = _states("postgresql")
+    with pg_engine.begin() as conn:
+        conn.exec_driver_sql(f"CREATE SCHEMA {schema}")
+        for name, (values, record) in states.items():
+            conn.exec_driver_sql(f"CREATE TABLE {schema}.{name} (id uuid PRIMARY KEY)")
+            conn.execute(sa.text(f"INSERT INTO {schema}.{name} (id) VALUES (:id)"), [{"id": k} for k in values])
+            if record is not None:
+                conn.exec_driver_sql(f"COMMENT ON COLUMN {schema}.{name}.id IS '[seqid adopted={record}]'")
+    try:
+        found = {f.table.split(".")[-1]: f for f in diagnose(POSTGRES_URL, sample=500, schemas=[schema])}
+    finally:
+        with pg_engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP SCHEMA {schema} CASCADE")
+    width = states["recorded"][1]
+    recorded = found["recorded"]
+    assert (recorded.kind, recorded.problem, recorded.record, recorded.widths) == ("adopted", None, width, (width,))
+    assert "recorded" in recorded.advice and "duplicate keys a year" in recorded.advice
+    untouched = found["untouched"]
+    assert (untouched.kind, untouched.problem) == ("random-uuid", "random-uuid")
+    assert "op.adopt_seqid_keys" in untouched.advice and "AdoptSeqUUID" in untouched.advice
+    among = found["plain_among_old"]
+    assert (among.kind, among.problem, among.new_keys) == ("adopted", "inside-old-keys", "among-old-keys")
+    assert "op.adopt_seqid_keys" in among.advice
+    mixed = found["adopted_and_plain"]
+    assert (mixed.kind, mixed.problem, mixed.widths, mixed.new_keys_format) == (
+        "adopted",
+        "widths-disagree",
+        (0, width),
+        "mixed",
+    )
+    assert "plain UUIDv7 and after" in mixed.advice and "Record the adoption" in mixed.advice
+    two = found["two_widths"]
+    assert (two.problem, two.widths) == ("widths-disagree", (width, width + 8))
+    high = found["below_high_old_keys"]
+    assert (high.kind, high.problem, high.new_keys, high.kept_above) == ("adopted", None, "after-old-keys", 3)
+    assert "stay on the index's rightmost page" in high.advice

@@ -39,6 +39,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 from collections.abc import Callable
+from types import EllipsisType
 from typing import Any
 
 try:
@@ -687,14 +688,29 @@ class AdoptSeqIDKeysOp(MigrateOperation):
     every row (the table's owner).  Its reverse removes the record.
     """
 
-    def __init__(self, table: str, column: str, storage: str | None = None, schema: str | None = None) -> None:
+    def __init__(
+        self,
+        table: str,
+        column: str,
+        storage: str | None = None,
+        schema: str | None = None,
+        comment: str | EllipsisType | None = ...,
+    ) -> None:
         self.table, self.column, self.storage, self.schema = table, column, storage, schema
+        self.comment = comment
+        """The column's own words beside the record, where the migration changes them too (``...``: kept)."""
 
     @classmethod
     def adopt_seqid_keys(
-        cls, operations: Operations, table: str, column: str, storage: str | None = None, schema: str | None = None
+        cls,
+        operations: Operations,
+        table: str,
+        column: str,
+        storage: str | None = None,
+        schema: str | None = None,
+        comment: str | EllipsisType | None = ...,
     ) -> None:
-        operations.invoke(cls(table, column, storage, schema))
+        operations.invoke(cls(table, column, storage, schema, comment))
 
     def reverse(self) -> DropSeqIDRecordOp:
         return DropSeqIDRecordOp(self.table, self.column, self.storage, self.schema)
@@ -720,7 +736,14 @@ class DropSeqIDRecordOp(AdoptSeqIDKeysOp):
         return AdoptSeqIDKeysOp(self.table, self.column, self.storage, self.schema)
 
 
-def _adopt(conn: Any, table: str, column: str, storage: str | None, schema: str | None) -> Adoption:
+def _adopt(
+    conn: Any,
+    table: str,
+    column: str,
+    storage: str | None,
+    schema: str | None,
+    comment: str | EllipsisType | None = ...,
+) -> Adoption:
     from .columns import _fetcher, forget_columns
 
     where = SeqUUID(storage).target(conn.dialect)
@@ -730,6 +753,7 @@ def _adopt(conn: Any, table: str, column: str, storage: str | None, schema: str 
         _fetcher(conn),
         conn.exec_driver_sql,
         lambda found: storage_fix(table, column, found),
+        comment,
     )
     forget_columns(conn.dialect)  # this process reads the record from now on
     return done
@@ -739,7 +763,8 @@ def _adopt(conn: Any, table: str, column: str, storage: str | None, schema: str 
 def _adopt_seqid_keys(operations: Operations, operation: AdoptSeqIDKeysOp) -> None:
     if operations.get_context().as_sql:
         raise InvalidArgumentError("adopt_seqid_keys reads the column's keys: run it online")
-    _adopt(operations.get_bind(), operation.table, operation.column, operation.storage, operation.schema)
+    conn = operations.get_bind()
+    _adopt(conn, operation.table, operation.column, operation.storage, operation.schema, operation.comment)
 
 
 @Operations.implementation_for(DropSeqIDRecordOp)
@@ -772,8 +797,9 @@ def _render_adopt(autogen_context: Any, op: AdoptSeqIDKeysOp) -> str:
     autogen_context.imports.add(_IMPORT)
     storage = "" if op.storage is None else f", storage={op.storage!r}"
     schema = "" if op.schema is None else f", schema={op.schema!r}"
+    comment = "" if op.comment is ... else f", comment={op.comment!r}"
     name = "drop_seqid_record" if isinstance(op, DropSeqIDRecordOp) else "adopt_seqid_keys"
-    return f"op.{name}({op.table!r}, {op.column!r}{storage}{schema})"
+    return f"op.{name}({op.table!r}, {op.column!r}{storage}{schema}{comment})"
 
 
 def _keep_the_record(
@@ -833,7 +859,22 @@ def _compare_adoption(
             ):
                 continue  # seqid's own plain keys: the judgement every process makes agrees
             storage = None if column.type.storage is None else column.type.storage.value
-            modify_table_ops.ops.append(AdoptSeqIDKeysOp(tname, column.name, storage, schema))
+            comment = _take_comment_change(modify_table_ops, column.name)
+            modify_table_ops.ops.append(AdoptSeqIDKeysOp(tname, column.name, storage, schema, comment))
+
+
+def _take_comment_change(modify_table_ops: Any, column: str) -> str | EllipsisType | None:
+    """The comment this migration gives ``column`` (``...``: none given), taken off its ``alter_column``:
+    the adoption writes it beside the record, after every other change of the column (a comment set after
+    the record would drop it)."""
+    for op in list(modify_table_ops.ops):
+        if isinstance(op, ops.AlterColumnOp) and op.column_name == column and op.modify_comment is not False:
+            words: str | None = op.modify_comment or None
+            op.modify_comment = False
+            if not op.has_changes():
+                modify_table_ops.ops.remove(op)
+            return words
+    return ...
 
 
 def include_object(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from types import EllipsisType
 
 from ..errors import InvalidArgumentError
 from ..ids.adopted import OUTLIER_BITS, first_regular, leading_ones, record_comment
@@ -79,8 +80,12 @@ def adopt(
     fetch: Callable[[str], Rows],
     execute: Callable[[str], object],
     fix: Callable[[Storage], str],
+    comment: str | EllipsisType | None = ...,
 ) -> Adoption:
     """Decide the adopted keys' width of ``name`` (a column whose type's target is ``where``) and record it.
+
+    ``comment``: the column's own words beside the record (``None``: none), where the migration changes
+    them too; by default the comment it has keeps its words.
 
     Refuses, with nothing written: a column that does not exist, one whose values are not what the type
     writes (:class:`~seqid_orm.errors.StorageMismatchError`, with ``fix``), a role that may not read
@@ -123,7 +128,8 @@ def adopt(
         top = [*top, *uuids_of([row[0] for row in below])]
     above = where.above_for(top, rows=rows)
     kept = sum(1 for u in top if above and leading_ones(sort_key(u, order)) >= above)
-    execute(statements["record"].format(comment=literal(where.vendor, record_comment(reading.comment, above))))
+    words = reading.comment if comment is ... else comment
+    execute(statements["record"].format(comment=literal(where.vendor, record_comment(words, above))))
     if above:
         for statement in where.adopted(above).shifted_default(None, str(schema)).setup:
             execute(statement)

@@ -45,11 +45,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(marks.get(engine, engine))
     # Tests that reach the test database from another process need a server: with only SQLite's
     # in-memory test database they are deselected (counted in the summary), never skipped.
-    if engines == {"sqlite3"}:
-        dropped = [i for i in items if i.get_closest_marker("server_database") is not None]
+    # Tests of what only PostgreSQL does (adopted keys) run under the settings whose default database is
+    # PostgreSQL: elsewhere deselected, never skipped.
+    for marker, kept in (
+        ("server_database", engines != {"sqlite3"}),
+        ("postgres_settings", settings.DATABASES["default"]["ENGINE"].endswith("postgresql")),
+    ):
+        dropped = [] if kept else [i for i in items if i.get_closest_marker(marker) is not None]
         if dropped:
             config.hook.pytest_deselected(items=dropped)
-            items[:] = [i for i in items if i.get_closest_marker("server_database") is None]
+            items[:] = [i for i in items if i.get_closest_marker(marker) is None]
 
 
 def all_databases():

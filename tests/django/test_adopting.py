@@ -48,7 +48,8 @@ def _swap(app: str, after_key: models.Field, rows: int = N):
     adopt, alter = migration.operations  # the adoption first: the column stays a UUIDField's
     assert isinstance(adopt, AdoptSeqUUID) and isinstance(alter, AlterField) and alter.name == "id"
     written = MigrationWriter(migration).as_string()  # what makemigrations writes
-    assert "seqid_orm.django.SeqUUIDField" in written and "seqid_orm.django.operations.AdoptSeqUUID" in written
+    assert "seqid_orm.django.SeqUUIDField" in written
+    assert "import seqid_orm.django.operations" in written and "seqid_orm.django.operations.AdoptSeqUUID(" in written
     old = before.apps.get_model(app, "Thing")
     with connection.schema_editor() as editor:
         editor.create_model(old)

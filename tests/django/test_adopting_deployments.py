@@ -23,10 +23,8 @@ from django.conf import settings
 ROOT = Path(__file__).resolve().parents[2]
 OLD = 20_000
 
-pytestmark = pytest.mark.skipif(
-    settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql",
-    reason="adopted keys are PostgreSQL's (the other engines keep plain keys; tests/django/test_adopting.py)",
-)
+# adopted keys are PostgreSQL's (the other engines keep plain keys: tests/django/test_adopting.py)
+pytestmark = pytest.mark.postgres_settings
 
 MODELS = """
 import uuid

@@ -140,7 +140,7 @@ profile_file = profiles.txt
 [db]
 default = {url}
 """
-_SQLA_TESTS = '''
+_SQLA_TESTS = """
 import pytest
 from sqlalchemy.testing.suite.test_types import UuidTest as _UuidTest
 from seqid_orm.sqlalchemy import SeqUUID
@@ -167,7 +167,7 @@ for _storage in {storages!r}:
         "test_uuid_returning": STR_WANTED(_UuidTest.test_uuid_returning),
     }})
 del _UuidTest
-'''
+"""
 
 
 @pytest.mark.parametrize(

@@ -390,3 +390,31 @@ def _as_uuid(value: object) -> uuid.UUID:
     if isinstance(value, (bytes, memoryview)):
         return uuid.UUID(bytes=bytes(value))
     return uuid.UUID(str(value))
+
+
+def test_a_read_of_the_column_that_fails_is_a_typed_error_naming_the_statement(pg_engine, table):
+    """A migration holds the table (ACCESS EXCLUSIVE, its transaction open) while an application process
+    with a short statement_timeout makes its first key: the read of the keys times out, and the insert fails
+    with ColumnReadError naming that statement (the driver's error as its cause), not the driver's error
+    under the INSERT's SQL; nothing is written."""
+    from seqid_orm.errors import ColumnReadError
+    from seqid_orm.sqlalchemy import bulk_insert
+    from tests.sqlalchemy_adapter.test_adopting import _Models
+
+    with pg_engine.begin() as conn:
+        _make_legacy(conn, table, 100)
+    impatient = sa.create_engine(pg_engine.url, connect_args={"options": "-c statement_timeout=300"})
+    holder = pg_engine.connect()
+    try:
+        holder.exec_driver_sql(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
+        models = _Models(table)
+        with impatient.begin() as conn, pytest.raises(ColumnReadError) as raised:
+            bulk_insert(conn, models.table, [{"n": 1, "note": "new"}])
+        assert f'ORDER BY "id" DESC LIMIT 8' in str(raised.value) and "statement timeout" in str(raised.value)
+        assert raised.value.__cause__ is not None
+    finally:
+        holder.rollback()
+        holder.close()
+        impatient.dispose()
+    with pg_engine.connect() as conn:
+        assert conn.exec_driver_sql(f"SELECT count(*) FROM {table}").scalar_one() == 100

@@ -16,9 +16,12 @@ from typing import Any
 from django.db.migrations.operations.base import Operation
 
 from ..vendors import as_storage
+from ..vendors.online import IN_TRANSACTION_UP_TO_ROWS
 from .connection import connection_target, field_target, uuid_field_storage
 
 __all__ = [
+    "ATOMIC_UP_TO_ROWS",
+    "AddSeqUUIDField",
     "AdoptSeqUUID",
     "BackfillSeqUUID",
     "ConvertUUIDStorage",
@@ -144,14 +147,91 @@ def _rules(cursor: Any, vendor: str, constraint: str) -> tuple[str | None, str |
     return tuple(None if rule in ("NO ACTION", "RESTRICT") else rule for rule in row)  # type: ignore[return-value]
 
 
-class BackfillSeqUUID(Operation):
-    """Fill a new ``SeqUUIDField`` for existing rows, from a timestamp field when given.
+#: Up to this many rows (the planner's estimate) a backfill may run inside an atomic migration; a larger
+#: table needs ``atomic = False``, so each batch commits and the table stays usable.
+ATOMIC_UP_TO_ROWS = IN_TRANSACTION_UP_TO_ROWS
 
-    Adopting seqid on a table that has rows: ``AddField(..., SeqUUIDField(null=True))``, then
-    ``BackfillSeqUUID("visit", "seq_id", from_field="created_at")``, then ``AlterField`` to
-    ``unique=True`` without ``null``.  Rows with a timestamp get :func:`~seqid_orm.comb_at` of it, so
-    they keep the order they were made in; rows without one get new ids after them.  Unapplying does
-    nothing (unapplying the ``AddField`` removes the column).
+
+class _OnlineIO:
+    """:class:`~seqid_orm.vendors.online.OnlineIO` on a Django connection (``:name`` parameters become
+    ``%s`` ones, as the other Django executors do)."""
+
+    def __init__(self, connection: Any) -> None:
+        self.connection = connection
+
+    def fetch(self, sql: str, params: dict[str, object]) -> list[tuple[Any, ...]]:
+        from ..allocation.stores.django import DjangoExecutor
+
+        with self.connection.cursor() as cursor:
+            cursor.execute(*DjangoExecutor._positional(sql, params))
+            return [tuple(row) for row in cursor.fetchall()]
+
+    def run(self, sql: str, params: dict[str, object]) -> int:
+        from ..allocation.stores.django import DjangoExecutor
+
+        with self.connection.cursor() as cursor:
+            if params:
+                cursor.execute(*DjangoExecutor._positional(sql, params))
+            else:
+                cursor.execute(sql)  # DDL as it is: no %-formatting of a default's SQL
+            return int(cursor.rowcount)
+
+    def transaction(self) -> Any:
+        from django.db import transaction
+
+        return transaction.atomic(using=self.connection.alias)
+
+
+def _online_column(model: Any, field: Any, connection: Any, from_field: str | None) -> Any:
+    """The :class:`~seqid_orm.vendors.online.OnlineColumn` of ``field`` on ``model``'s table."""
+    from ..vendors.online import OnlineColumn
+
+    where = field_target(field, connection)
+    pk = model._meta.pk
+    stamp = model._meta.get_field(from_field).column if from_field else None
+    return OnlineColumn(
+        vendor=where.vendor,
+        table=model._meta.db_table,
+        column=field.column,
+        keys=(pk.column,),
+        column_type=str(field.db_type(connection)),
+        default_sql=where.server_default.sql,
+        storage=where.storage,
+        layout=where.layout,
+        stamp=stamp,
+        key_casts=(str(pk.rel_db_type(connection) if pk.is_relation else pk.db_type(connection)),),
+    )
+
+
+def _in_the_migrations_transaction(connection: Any, column: Any, what: str) -> bool:
+    """Whether the operation runs inside an atomic migration's transaction, where every batch waits for the
+    migration's end and nothing may run ``CONCURRENTLY``: refused where the table is big, with the fix."""
+    if not connection.in_atomic_block:
+        return False
+    from ..vendors.online import estimate_rows
+
+    rows = estimate_rows(_OnlineIO(connection), column) or 0
+    if rows > ATOMIC_UP_TO_ROWS:
+        from ..errors import InvalidArgumentError
+
+        raise InvalidArgumentError(
+            f"{what} on {column.table} (about {rows:,} rows) fills it in batches that each commit, so the table stays "
+            "usable: give the migration atomic = False (class Migration(migrations.Migration): atomic = False)"
+        )
+    return True
+
+
+class BackfillSeqUUID(Operation):
+    """Fill a ``SeqUUIDField`` for existing rows, from a timestamp field when given.
+
+    Rows with a timestamp get :func:`~seqid_orm.comb_at` of it, so they keep the order they were made in;
+    rows without one get new ids after them.  Only rows whose key is still ``NULL`` are written.  On
+    PostgreSQL and MariaDB it runs online (:func:`seqid_orm.vendors.online.backfill`): batches of
+    ``batch_size`` walked by the primary key, each its own short transaction that records how far it got
+    (run again after a kill, it goes on there), with bounded memory and its progress on the console; a
+    table of more than :data:`ATOMIC_UP_TO_ROWS` rows needs the migration's ``atomic = False``.  For the
+    whole online column (added, filled, unique, ``NOT NULL``, a default for old code's inserts) use
+    :class:`AddSeqUUIDField`.  Unapplying does nothing (unapplying the ``AddField`` removes the column).
     """
 
     reversible = True
@@ -177,17 +257,31 @@ class BackfillSeqUUID(Operation):
         pass
 
     def database_forwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
+        from ..vendors.online import ONLINE_VENDORS, backfill, forget
+        from .connection import vendor_of
+
+        model = to_state.apps.get_model(app_label, self.model_name)
+        field = model._meta.get_field(self.field_name)
+        connection = schema_editor.connection
+        if vendor_of(connection) not in ONLINE_VENDORS:
+            self._offline(model, field, connection)
+            return
+        column = _online_column(model, field, connection, self.from_field)
+        _in_the_migrations_transaction(connection, column, "BackfillSeqUUID")  # small enough, or refused
+        io = _OnlineIO(connection)
+        backfill(io, column, batch_size=self.batch_size)
+        forget(io, column)
+
+    def _offline(self, model: Any, field: Any, connection: Any) -> None:
+        """SQLite: every row of the table in the migration's transaction (one writer at a time there)."""
         import datetime as dt
 
         from ..ids.comb import comb_at, comb_batch
 
-        model = to_state.apps.get_model(app_label, self.model_name)
-        alias = schema_editor.connection.alias
-        field = model._meta.get_field(self.field_name)
-        layout = field_target(field, schema_editor.connection).layout
-        manager = model._base_manager.db_manager(alias)
+        layout = field_target(field, connection).layout
+        manager = model._base_manager.db_manager(connection.alias)
         order = [self.from_field, "pk"] if self.from_field else ["pk"]
-        rows = list(manager.order_by(*order))
+        rows = list(manager.filter(**{f"{field.attname}__isnull": True}).order_by(*order))
         fresh = iter(comb_batch(len(rows), layout))
         for row in rows:
             when = getattr(row, self.from_field) if self.from_field else None
@@ -205,6 +299,85 @@ class BackfillSeqUUID(Operation):
     def describe(self) -> str:
         source = f" from {self.from_field}" if self.from_field else ""
         return f"Fill {self.model_name}.{self.field_name} for existing rows{source}"
+
+
+class AddSeqUUIDField(Operation):
+    """``AddSeqUUIDField("visit", "seq_id", SeqUUIDField(unique=True), from_field="created_at")``: adopt
+    seqid on a table with rows, online, as Alembic's ``op.add_seqid_column`` does.
+
+    The model gets ``field`` (unique, not null: what the migration's state says); the database gets the
+    column in the five steps of :mod:`seqid_orm.vendors.online` on PostgreSQL and MariaDB: added without a
+    rewrite, a database default for the rows code that does not know the column inserts (it stays), the
+    existing rows filled in committed batches (from ``from_field`` with :func:`~seqid_orm.comb_at`, so they
+    keep the order they were made in), the unique index built without blocking writes, ``NOT NULL`` without a
+    long lock; each DDL statement waits half a second at most for its lock and is tried again.  Needs the
+    migration's ``atomic = False`` where the table is big (:data:`ATOMIC_UP_TO_ROWS`); a run killed anywhere
+    and run again goes on where it stopped.  On SQLite: the column, the rows and the constraints in the
+    migration's transaction.  Unapplying drops the column.
+    """
+
+    reversible = True
+    reduces_to_sql = False
+
+    def __init__(
+        self, model_name: str, name: str, field: Any, from_field: str | None = None, batch_size: int = 1000
+    ) -> None:
+        self.model_name, self.name, self.field = model_name, name, field
+        self.from_field, self.batch_size = from_field, batch_size
+
+    def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
+        kwargs: dict[str, Any] = {}
+        if self.from_field is not None:
+            kwargs["from_field"] = self.from_field
+        if self.batch_size != 1000:
+            kwargs["batch_size"] = self.batch_size
+        return "AddSeqUUIDField", [self.model_name, self.name, self.field], kwargs
+
+    def state_forwards(self, app_label: str, state: Any) -> None:
+        state.add_field(app_label, self.model_name.lower(), self.name, self.field, True)
+
+    def database_forwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
+        from ..vendors.online import ONLINE_VENDORS, add_column
+        from .connection import vendor_of
+
+        model = to_state.apps.get_model(app_label, self.model_name)
+        field = model._meta.get_field(self.name)
+        connection = schema_editor.connection
+        if vendor_of(connection) not in ONLINE_VENDORS:
+            self._offline(app_label, schema_editor, from_state, model, field)
+            return
+        column = _online_column(model, field, connection, self.from_field)
+        if _in_the_migrations_transaction(connection, column, "AddSeqUUIDField"):
+            self._offline(app_label, schema_editor, from_state, model, field)  # a small table, one transaction
+            return
+        add_column(_OnlineIO(connection), column, batch_size=self.batch_size)
+
+    def _offline(self, app_label: str, schema_editor: Any, from_state: Any, model: Any, field: Any) -> None:
+        _name, _path, args, kwargs = field.deconstruct()
+        nullable = field.__class__(*args, **{**kwargs, "null": True, "unique": False, "default": None})
+        nullable.set_attributes_from_name(self.name)
+        nullable.model = model
+        schema_editor.add_field(model, nullable)
+        BackfillSeqUUID(self.model_name, self.name, self.from_field, self.batch_size)._offline(
+            model, nullable, schema_editor.connection
+        )
+        schema_editor.alter_field(model, nullable, field)
+
+    def database_backwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
+        from ..vendors.online import ONLINE_VENDORS, drop_column
+        from .connection import vendor_of
+
+        model = from_state.apps.get_model(app_label, self.model_name)
+        field = model._meta.get_field(self.name)
+        connection = schema_editor.connection
+        if vendor_of(connection) in ONLINE_VENDORS:
+            drop_column(_OnlineIO(connection), _online_column(model, field, connection, None))
+        else:
+            schema_editor.remove_field(model, field)
+
+    def describe(self) -> str:
+        source = f" from {self.from_field}" if self.from_field else ""
+        return f"Add {self.model_name}.{self.name} and fill it for existing rows{source}, online"
 
 
 class AdoptSeqUUID(Operation):

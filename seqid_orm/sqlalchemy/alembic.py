@@ -449,10 +449,19 @@ class AddSeqIDColumnOp(MigrateOperation):
 
     Adds a ``SeqUUID`` column, fills it for the existing rows (from ``from_timestamp`` with
     :func:`~seqid_orm.comb_at`, so old rows sort by the time they were made, else with new ids in
-    key order), makes it ``NOT NULL`` and unique, and with ``server_default=True`` lets the
-    database make the id of every new row (:class:`~seqid_orm.sqlalchemy.DatabaseSeqUUID`), so
-    inserts from other programs get one too.  Naive timestamps are read as UTC.  Reversed by dropping
-    the column.  Needs a live connection (it reads and writes the rows).
+    key order), makes it ``NOT NULL`` and unique, and gives it a database default
+    (:class:`~seqid_orm.sqlalchemy.DatabaseSeqUUID`), so inserts from code that does not know the column
+    (the application's old code in a rolling deploy, other programs) get one too; ``server_default=False``
+    drops that default at the end.  Naive timestamps are read as UTC.  Reversed by dropping the column.
+    Needs a live connection (it reads and writes the rows).
+
+    On PostgreSQL and MariaDB it runs **online** (:mod:`seqid_orm.vendors.online`): outside the
+    migration's transaction (Alembic's ``autocommit_block``, so the migration must run in a transaction
+    Alembic begins, as ``env.py``'s ``context.begin_transaction()`` does), the column added without a
+    rewrite, the rows filled in batches of ``batch_size`` that each commit, the unique index built
+    without blocking writes, ``NOT NULL`` reached without a long lock, every DDL statement waiting for its
+    lock half a second at most and tried again; a run killed anywhere and run again goes on where it
+    stopped.  ``online=False`` runs the old single-transaction form, which is what SQLite always gets.
     """
 
     def __init__(
@@ -461,11 +470,12 @@ class AddSeqIDColumnOp(MigrateOperation):
         column: str,
         from_timestamp: str | None = None,
         storage: str | None = None,
-        server_default: bool = False,
+        server_default: bool = True,
         batch_size: int = 1000,
+        online: bool | None = None,
     ) -> None:
         self.table, self.column, self.from_timestamp = table, column, from_timestamp
-        self.storage, self.server_default, self.batch_size = storage, server_default, batch_size
+        self.storage, self.server_default, self.batch_size, self.online = storage, server_default, batch_size, online
 
     @classmethod
     def add_seqid_column(
@@ -475,10 +485,11 @@ class AddSeqIDColumnOp(MigrateOperation):
         column: str,
         from_timestamp: str | None = None,
         storage: str | None = None,
-        server_default: bool = False,
+        server_default: bool = True,
         batch_size: int = 1000,
+        online: bool | None = None,
     ) -> None:
-        operations.invoke(cls(table, column, from_timestamp, storage, server_default, batch_size))
+        operations.invoke(cls(table, column, from_timestamp, storage, server_default, batch_size, online))
 
     def reverse(self) -> MigrateOperation:
         return DropSeqIDColumnOp(self.table, self.column)
@@ -506,15 +517,113 @@ def _drop_seqid_column(operations: Operations, operation: DropSeqIDColumnOp) -> 
 
 @Operations.implementation_for(AddSeqIDColumnOp)
 def _add_seqid_column(operations: Operations, operation: AddSeqIDColumnOp) -> None:
-    import datetime as dt
-
-    from ..ids.comb import comb_at, comb_batch
-    from .defaults import layout_for
+    from ..vendors.online import IN_TRANSACTION_UP_TO_ROWS, ONLINE_VENDORS, add_column, estimate_rows
 
     if operations.get_context().as_sql:
         raise InvalidArgumentError("add_seqid_column fills the existing rows: run it online")
     conn = operations.get_bind()
     type_ = SeqUUID(storage=operation.storage)
+    where = type_.target(conn.dialect)
+    if operation.online is False or where.vendor not in ONLINE_VENDORS:
+        _add_seqid_column_offline(operations, operation, type_)
+        return
+    column = _online_column(conn, operation, type_)
+    with _outside_the_transaction(operations) as free:
+        if free is None:  # inside a transaction Alembic did not begin, so cannot commit
+            rows = estimate_rows(_OnlineIO(conn), column) or 0
+            if rows > IN_TRANSACTION_UP_TO_ROWS:
+                raise InvalidArgumentError(
+                    f"add_seqid_column on {operation.table} (about {rows:,} rows) runs its batches outside the "
+                    "migration's transaction, which Alembic commits first (autocommit_block): run the migration in a "
+                    "transaction Alembic begins (env.py's context.begin_transaction() on a connection not already in "
+                    "a transaction), or pass online=False to hold the table for the whole fill"
+                )
+            _add_seqid_column_offline(operations, operation, type_)  # a small table: one short transaction
+            return
+        add_column(_OnlineIO(free), column, batch_size=operation.batch_size, keep_default=operation.server_default)
+
+
+@contextlib.contextmanager
+def _outside_the_transaction(operations: Operations) -> Any:
+    """A connection that commits each statement: where the server's DDL is transactional (PostgreSQL),
+    Alembic's ``autocommit_block``, which commits the migration's transaction first (so a lock it took is
+    not waited for), or ``None`` where that transaction is not Alembic's to commit (a connection begun
+    outside ``env.py``'s ``context.begin_transaction()``); where DDL commits by itself anyway (MariaDB,
+    MySQL), a connection of the engine's own in autocommit."""
+    conn = operations.get_bind()
+    if not operations.get_context().impl.transactional_ddl:
+        with conn.engine.connect() as free:
+            yield free.execution_options(isolation_level="AUTOCOMMIT")
+        return
+    stack = contextlib.ExitStack()
+    try:
+        stack.enter_context(operations.get_context().autocommit_block())
+    except (AssertionError, AttributeError):
+        yield None
+        return
+    with stack:
+        yield operations.get_bind()
+
+
+def _online_column(conn: Any, operation: AddSeqIDColumnOp, type_: SeqUUID) -> Any:
+    """The :class:`~seqid_orm.vendors.online.OnlineColumn` of ``operation`` on ``conn``'s server."""
+    from ..vendors.online import OnlineColumn
+
+    dialect = conn.dialect
+    where = type_.target(dialect)
+    inspector = sa.inspect(conn)
+    keys = tuple(inspector.get_pk_constraint(operation.table)["constrained_columns"])
+    declared = {c["name"]: c["type"] for c in inspector.get_columns(operation.table)}
+    if operation.from_timestamp and operation.from_timestamp not in declared:
+        raise InvalidArgumentError(f"table {operation.table!r} has no column {operation.from_timestamp!r}")
+    return OnlineColumn(
+        vendor=where.vendor,
+        table=operation.table,
+        column=operation.column,
+        keys=keys,
+        column_type=str(type_.compile(dialect=dialect)),
+        default_sql=where.server_default.sql,
+        storage=where.storage,
+        layout=where.layout,
+        stamp=operation.from_timestamp,
+        key_casts=tuple(str(declared[k].compile(dialect=dialect)) for k in keys),
+    )
+
+
+class _OnlineIO:
+    """:class:`~seqid_orm.vendors.online.OnlineIO` on a SQLAlchemy connection in autocommit."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    def fetch(self, sql: str, params: dict[str, object]) -> list[tuple[Any, ...]]:
+        return [tuple(row) for row in self.conn.execute(sa.text(sql), params).all()]
+
+    def run(self, sql: str, params: dict[str, object]) -> int:
+        if not params:  # DDL: as it is (a default's SQL may hold what text() would read as a parameter)
+            return int(self.conn.exec_driver_sql(sql).rowcount)
+        return int(self.conn.execute(sa.text(sql), params).rowcount)
+
+    @contextlib.contextmanager
+    def transaction(self) -> Any:
+        self.conn.exec_driver_sql("BEGIN")
+        try:
+            yield
+        except BaseException:
+            self.conn.exec_driver_sql("ROLLBACK")
+            raise
+        self.conn.exec_driver_sql("COMMIT")
+
+
+def _add_seqid_column_offline(operations: Operations, operation: AddSeqIDColumnOp, type_: SeqUUID) -> None:
+    """The single-transaction form (SQLite, and ``online=False``): every row read, then written, then the
+    constraints, all under the migration's transaction."""
+    import datetime as dt
+
+    from ..ids.comb import comb_at, comb_batch
+    from .defaults import layout_for
+
+    conn = operations.get_bind()
     layout = layout_for(conn.dialect, type_)
     operations.add_column(operation.table, sa.Column(operation.column, type_, nullable=True))
     inspector = sa.inspect(conn)

@@ -183,3 +183,58 @@ def test_every_operation_is_written_by_makemigrations_as_code_that_imports_and_r
     written = namespace["Migration"].operations  # type: ignore[attr-defined]
     assert [type(op) for op in written] == [type(op) for op in operations]
     assert [op.deconstruct() for op in written] == [op.deconstruct() for op in operations]
+
+
+@pytest.mark.parametrize("atomic", [True, False])
+def test_add_seq_uuid_field_adds_fills_and_constrains_the_column_and_unapplies(atomic):
+    """A small table (the big ones and the live traffic: tests/django/test_online.py): online outside an
+    atomic migration on PostgreSQL and MariaDB, the single-transaction form inside one and on SQLite; either
+    way the column ends filled in the rows' time order, unique, NOT NULL, and old code's inserts get keys
+    where the database makes them; unapplying drops it."""
+    import datetime as dt
+
+    from django.db import models
+    from django.db.migrations.state import ModelState, ProjectState
+
+    from seqid_orm.django import SeqUUIDField
+    from seqid_orm.django.operations import AddSeqUUIDField
+
+    before = ProjectState()
+    before.add_model(
+        ModelState(
+            "testapp",
+            "Stamp",
+            [
+                ("id", models.BigAutoField(primary_key=True)),
+                ("created_at", models.DateTimeField(null=True)),
+                ("note", models.CharField(max_length=10, default="x")),
+            ],
+        )
+    )
+    operation = AddSeqUUIDField("stamp", "seq_id", SeqUUIDField(unique=True), from_field="created_at")
+    after = before.clone()
+    operation.state_forwards("testapp", after)
+    old = before.apps.get_model("testapp", "Stamp")
+    with connection.schema_editor() as editor:
+        editor.create_model(old)
+    try:
+        base = dt.datetime(2024, 3, 1, tzinfo=dt.timezone.utc)
+        old.objects.bulk_create(old(created_at=base + dt.timedelta(seconds=(i * 37) % 200)) for i in range(200))
+        with connection.schema_editor(atomic=atomic) as editor:
+            operation.database_forwards("testapp", editor, before, after)
+        new = after.apps.get_model("testapp", "Stamp")
+        times = list(new.objects.order_by("seq_id").values_list("created_at", flat=True))
+        assert times == sorted(times) and new.objects.filter(seq_id__isnull=True).count() == 0
+        field = new._meta.get_field("seq_id")
+        assert field.unique and not field.null
+        with connection.cursor() as cursor:  # the column as the database has it: NOT NULL
+            description = connection.introspection.get_table_description(cursor, new._meta.db_table)
+        assert not next(c for c in description if c.name == "seq_id").null_ok
+        with connection.schema_editor(atomic=atomic) as editor:
+            operation.database_backwards("testapp", editor, after, before)
+        with connection.cursor() as cursor:
+            names = [c.name for c in connection.introspection.get_table_description(cursor, old._meta.db_table)]
+        assert "seq_id" not in names
+    finally:
+        with connection.schema_editor() as editor:
+            editor.delete_model(old)

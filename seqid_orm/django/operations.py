@@ -76,29 +76,42 @@ class ConvertUUIDStorage(Operation):
     created before stay ``char(32)``; ``ConvertUUIDStorage("author", "id", from_storage="hex")``
     converts them, values and relationships kept (:mod:`seqid_orm.vendors.conversions`).  ``to_storage``
     defaults to the native type; unapplying converts back.  PostgreSQL and MariaDB (SQLite has no UUID
-    type, and Django keeps ``char(32)`` there).
+    type, and Django keeps ``char(32)`` there).  It rewrites each table while holding it: above
+    :data:`~seqid_orm.vendors.conversions.REWRITE_UP_TO_ROWS` rows it is refused, naming the online ways,
+    unless ``allow_rewrite=True``.
     """
 
     reversible = True
     reduces_to_sql = False  # it reads the foreign keys from the database
 
-    def __init__(self, model_name: str, field_name: str, from_storage: str, to_storage: str = "native") -> None:
+    def __init__(
+        self,
+        model_name: str,
+        field_name: str,
+        from_storage: str,
+        to_storage: str = "native",
+        allow_rewrite: bool = False,
+    ) -> None:
         self.model_name = model_name
         self.field_name = field_name
         self.from_storage = from_storage
         self.to_storage = to_storage
+        self.allow_rewrite = allow_rewrite
 
     def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
         kwargs: dict[str, Any] = {"from_storage": self.from_storage}
         if self.to_storage != "native":
             kwargs["to_storage"] = self.to_storage
+        if self.allow_rewrite:
+            kwargs["allow_rewrite"] = True
         return "ConvertUUIDStorage", [self.model_name, self.field_name], kwargs
 
     def state_forwards(self, app_label: str, state: Any) -> None:
         pass  # the field stays a UUIDField: only its column's storage changes
 
     def _run(self, app_label: str, schema_editor: Any, state: Any, source: str, target: str) -> None:
-        from ..vendors.conversions import ColumnRef, ForeignKeyRef, conversion_plan
+        from ..vendors.conversions import ColumnRef, ForeignKeyRef, check_rewrite, conversion_plan
+        from ..vendors.online import table_rows
 
         model = state.apps.get_model(app_label, self.model_name)
         table, column = model._meta.db_table, model._meta.get_field(self.field_name).column
@@ -119,6 +132,9 @@ class ConvertUUIDStorage(Operation):
                         references.append(ForeignKeyRef(name, other, fk_column, other_nullable[fk_column]))
         key = ColumnRef(table, column, nullable[column])
         where = connection_target(connection, as_storage(target))
+        fetch = _OnlineIO(connection).fetch
+        rows = {t: table_rows(fetch, where.vendor, t) for t in [table, *(r.table for r in references)]}
+        check_rewrite(where.vendor, table, column, rows, self.allow_rewrite)
         plan = conversion_plan(where, key, references, source, connection.ops.quote_name)
         for statement in plan:
             schema_editor.execute(statement, params=None)

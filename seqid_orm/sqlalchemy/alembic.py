@@ -337,30 +337,44 @@ class ConvertUUIDStorageOp(MigrateOperation):
     another, keeping every value and relationship (:mod:`seqid_orm.vendors.conversions`).  ``to_storage``
     defaults to what ``SeqUUID()`` uses on the server (native where there is a UUID type; BLOB on
     SQLite).  Needs a live connection (it reads the foreign keys).  Its reverse converts back.
+
+    The conversion rewrites each table, holding it (PostgreSQL's ``ALTER COLUMN ... TYPE``: no read, no write;
+    MariaDB's table copy: no write): above :data:`~seqid_orm.vendors.conversions.REWRITE_UP_TO_ROWS` rows it
+    is refused, naming the online ways, unless ``allow_rewrite=True``.
     """
 
-    def __init__(self, table: str, column: str, from_storage: str, to_storage: str | None = None) -> None:
+    def __init__(
+        self, table: str, column: str, from_storage: str, to_storage: str | None = None, allow_rewrite: bool = False
+    ) -> None:
         self.table = table
         self.column = column
         self.from_storage = from_storage
         self.to_storage = to_storage
+        self.allow_rewrite = allow_rewrite
 
     @classmethod
     def convert_uuid_storage(
-        cls, operations: Operations, table: str, column: str, from_storage: str, to_storage: str | None = None
+        cls,
+        operations: Operations,
+        table: str,
+        column: str,
+        from_storage: str,
+        to_storage: str | None = None,
+        allow_rewrite: bool = False,
     ) -> None:
-        operations.invoke(cls(table, column, from_storage, to_storage))
+        operations.invoke(cls(table, column, from_storage, to_storage, allow_rewrite))
 
     def reverse(self) -> ConvertUUIDStorageOp:
         if self.to_storage is None:
             raise InvalidArgumentError("give to_storage= to make the conversion reversible")
-        return ConvertUUIDStorageOp(self.table, self.column, self.to_storage, self.from_storage)
+        return ConvertUUIDStorageOp(self.table, self.column, self.to_storage, self.from_storage, self.allow_rewrite)
 
 
 @Operations.implementation_for(ConvertUUIDStorageOp)
 def _convert_uuid_storage(operations: Operations, operation: ConvertUUIDStorageOp) -> None:
     from ..vendors import as_storage
-    from ..vendors.conversions import ColumnRef, ForeignKeyRef, conversion_plan
+    from ..vendors.conversions import ColumnRef, ForeignKeyRef, check_rewrite, conversion_plan
+    from ..vendors.online import table_rows
     from .types import dialect_target
 
     if operations.get_context().as_sql:
@@ -391,6 +405,9 @@ def _convert_uuid_storage(operations: Operations, operation: ConvertUUIDStorageO
                     )
                 )
     key = ColumnRef(operation.table, operation.column, nullable[operation.column])
+    fetch = _OnlineIO(conn).fetch
+    rows = {t: table_rows(fetch, where.vendor, t) for t in [operation.table, *(r.table for r in references)]}
+    check_rewrite(where.vendor, operation.table, operation.column, rows, operation.allow_rewrite)
     if where.vendor == "sqlite":
         _convert_sqlite(operations, conn, [key, *references], source, where.storage)
         return
@@ -717,7 +734,8 @@ def _storage_of_type(type_: Any, dialect: Any) -> Storage | None:
 def _render_convert(autogen_context: Any, op: ConvertUUIDStorageOp) -> str:
     autogen_context.imports.add(_IMPORT)
     to = "" if op.to_storage is None else f", to_storage={op.to_storage!r}"
-    return f"op.convert_uuid_storage({op.table!r}, {op.column!r}, from_storage={op.from_storage!r}{to})"
+    allow = ", allow_rewrite=True" if op.allow_rewrite else ""
+    return f"op.convert_uuid_storage({op.table!r}, {op.column!r}, from_storage={op.from_storage!r}{to}{allow})"
 
 
 @Operations.register_operation("set_seqid_default")

@@ -27,7 +27,13 @@ from ..errors import InvalidArgumentError
 from . import Target
 from ._base import ColumnRef, Quote, Storage, as_storage, format_version
 
-__all__ = ["ColumnRef", "ForeignKeyRef", "conversion_plan"]
+__all__ = [
+    "REWRITE_UP_TO_ROWS",
+    "ColumnRef",
+    "ForeignKeyRef",
+    "check_rewrite",
+    "conversion_plan",
+]
 
 
 @dataclass(frozen=True)
@@ -40,6 +46,32 @@ class ForeignKeyRef:
     nullable: bool
     ondelete: str | None = None
     onupdate: str | None = None
+
+
+#: Above this many rows (the planner's estimate, the key's table and each that references it), a conversion
+#: is refused unless the caller allows the rewrite: it holds the table for the whole of it.
+REWRITE_UP_TO_ROWS = 100_000
+
+
+def check_rewrite(vendor: str, table: str, column: str, rows: dict[str, int | None], allow: bool) -> None:
+    """Refuse a conversion that would rewrite more than :data:`REWRITE_UP_TO_ROWS` rows of ``rows`` (each
+    table's estimate) while holding them, unless ``allow``; the message names the online ways."""
+    big = {t: n for t, n in rows.items() if n is not None and n > REWRITE_UP_TO_ROWS}
+    if allow or not big or vendor not in ("postgresql", "mariadb", "mysql"):
+        return
+    how = (
+        "PostgreSQL's ALTER COLUMN ... TYPE holds ACCESS EXCLUSIVE, no read and no write, for the whole rewrite"
+        if vendor == "postgresql"
+        else "MariaDB copies the table (ALGORITHM=COPY), no write for the whole copy"
+    )
+    listed = ", ".join(f"{t} (about {n:,} rows)" for t, n in big.items())
+    raise InvalidArgumentError(
+        f"converting {table}.{column} rewrites {listed}, and {how}. The online ways: keep the column as it is and "
+        f'declare its storage (seq_uuid_pk(storage="..."), or a SeqUUIDField subclass whose db_type() is the '
+        "column's), which touches no row; or expand and contract: a new column kept in step by a trigger, filled "
+        "in batches, swapped in in a short lock (pgroll on PostgreSQL, gh-ost or pt-online-schema-change on "
+        "MariaDB). To rewrite it anyway, in a maintenance window: allow_rewrite=True."
+    )
 
 
 def conversion_plan(

@@ -65,6 +65,7 @@ __all__ = [
     "estimate_rows",
     "forget",
     "is_lock_timeout",
+    "table_rows",
 ]
 
 log = logging.getLogger("seqid_orm")
@@ -508,16 +509,24 @@ def _batches(io: OnlineIO, col: OnlineColumn, after: list[object] | None, size: 
 
 
 def estimate_rows(io: OnlineIO, col: OnlineColumn) -> int | None:
-    """The planner's row count (PostgreSQL's ``reltuples``, InnoDB's ``TABLE_ROWS``): for the progress
-    line only."""
-    if col.pg:
-        rows = io.fetch(
-            "SELECT CAST(reltuples AS bigint) FROM pg_class WHERE oid = to_regclass(:t)", {"t": col.q(col.table)}
+    """The planner's row count of ``col``'s table (see :func:`table_rows`)."""
+    return table_rows(io.fetch, col.vendor, col.table)
+
+
+def table_rows(fetch: Callable[[str, dict[str, object]], list[tuple[Any, ...]]], vendor: str, table: str) -> int | None:
+    """The planner's row count of ``table`` (PostgreSQL's ``reltuples``, InnoDB's ``TABLE_ROWS``; ``None``
+    where it has none yet, or on another vendor): a bound, never a count that would scan the table."""
+    if vendor == "postgresql":
+        rows = fetch(
+            "SELECT CAST(reltuples AS bigint) FROM pg_class WHERE oid = to_regclass(:t)",
+            {"t": quote_identifier(vendor, table)},
+        )
+    elif vendor in ("mariadb", "mysql"):
+        rows = fetch(
+            "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = :t",
+            {"t": table},
         )
     else:
-        rows = io.fetch(
-            "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = :t",
-            {"t": col.table},
-        )
+        return None
     value = rows[0][0] if rows else None
     return int(value) if value is not None and int(value) > 0 else None

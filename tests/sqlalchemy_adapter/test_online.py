@@ -254,3 +254,41 @@ def seqid_type(engine) -> str:
     from seqid_orm.sqlalchemy import SeqUUID
 
     return str(SeqUUID().compile(dialect=engine.dialect))
+
+
+@pytest.mark.parametrize("engine", ["postgresql", "mysql"], indirect=True)
+def test_a_storage_conversion_of_a_big_table_is_refused_naming_the_online_ways(engine, table_name):
+    """convert_uuid_storage rewrites the table while holding it: above REWRITE_UP_TO_ROWS rows it is refused
+    before anything changes, naming the ways that touch no row or hold nothing, unless allow_rewrite=True."""
+    from alembic.migration import MigrationContext
+    from alembic.operations import Operations
+
+    import seqid_orm.sqlalchemy.alembic  # noqa: F401 - registers op.convert_uuid_storage, as env.py does
+    from seqid_orm.errors import InvalidArgumentError
+    from seqid_orm.vendors.conversions import REWRITE_UP_TO_ROWS
+
+    rows = REWRITE_UP_TO_ROWS + 50_000
+    pg = engine.dialect.name == "postgresql"
+    with engine.begin() as conn:
+        conn.exec_driver_sql(f"CREATE TABLE {table_name} (id char(32) PRIMARY KEY)")
+        if pg:
+            conn.exec_driver_sql(
+                f"INSERT INTO {table_name} SELECT replace(gen_random_uuid()::text, '-', '') FROM generate_series(1, {rows})"
+            )
+        else:
+            conn.exec_driver_sql(
+                f"INSERT INTO {table_name} SELECT lower(replace(uuid(), '-', '')) FROM seq_1_to_{rows}"
+            )
+        conn.exec_driver_sql(f"ANALYZE {table_name}" if pg else f"ANALYZE TABLE {table_name}")
+    try:
+        with engine.begin() as conn, pytest.raises(InvalidArgumentError) as refused:
+            Operations(MigrationContext.configure(conn)).convert_uuid_storage(table_name, "id", from_storage="hex")
+        said = str(refused.value)
+        assert f"rewrites {table_name} (about" in said and "allow_rewrite=True" in said
+        assert 'seq_uuid_pk(storage="...")' in said and ("pgroll" in said if pg else "gh-ost" in said)
+        with engine.connect() as conn:
+            kind = next(c["type"] for c in sa.inspect(conn).get_columns(table_name) if c["name"] == "id")
+        assert isinstance(kind, sa.CHAR)  # nothing changed
+    finally:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP TABLE IF EXISTS {table_name}")

@@ -8,8 +8,6 @@ process makes keys of the recorded width, after every old key and in creation or
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 import secrets
 import subprocess
@@ -19,6 +17,8 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+
+from tests.line_worker import LineWorker, started
 
 ROOT = Path(__file__).resolve().parents[2]
 OLD = 20_000
@@ -107,50 +107,10 @@ class Project:
         self.sql(f"DROP DATABASE IF EXISTS {self.name} WITH (FORCE)", database="postgres")
 
 
-class Worker:
-    def __init__(self, project: Project, **env: str) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.django.adopting_worker", "shop.Order"],
-            env={**project.env, **env},
-            cwd=project.tmp,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-
-    def ask(self, line: str) -> dict:
-        assert self.process.stdin is not None and self.process.stdout is not None
-        self.process.stdin.write(line + "\n")
-        self.process.stdin.flush()
-        answer = self.process.stdout.readline()
-        if not answer:
-            raise AssertionError(self.process.communicate(timeout=30)[1][-2000:])
-        return json.loads(answer)
-
-    def widths(self, line: str) -> list[int]:
-        answer = self.ask(line)
-        assert "widths" in answer, answer
-        return answer["widths"]
-
-    def stop(self) -> None:
-        with contextlib.suppress(Exception):
-            self.ask("quit")
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-
-@contextlib.contextmanager
 def workers(project: Project, count: int, **env: str):
-    started = [Worker(project, **env) for _ in range(count)]
-    try:
-        yield started
-    finally:
-        for worker in started:
-            worker.stop()
+    """``count`` application processes (tests/django/adopting_worker.py) of ``project``, stopped after the block."""
+    command = [sys.executable, "-m", "tests.django.adopting_worker", "shop.Order"]
+    return started(count, lambda: LineWorker(command, env={**project.env, **env}, cwd=project.tmp))
 
 
 @pytest.fixture

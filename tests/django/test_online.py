@@ -150,9 +150,7 @@ class Project:
         return self
 
     def drop(self) -> None:
-        self.admin(
-            f"DROP DATABASE IF EXISTS {self.name}" + (" WITH (FORCE)" if self.vendor == "postgresql" else "")
-        )
+        self.admin(f"DROP DATABASE IF EXISTS {self.name}" + (" WITH (FORCE)" if self.vendor == "postgresql" else ""))
 
 
 @pytest.fixture

@@ -917,7 +917,7 @@ def _states(vendor: str) -> dict[str, tuple[list[uuid.UUID], int | None]]:
         "untouched": (old, None),
         "plain_among_old": (old + made(0, when), None),
         "adopted_and_plain": (made(width, when[:half]) + made(0, when[half:]), None),  # emptied under processes
-        "two_widths": (old + made(width, when[:half]) + made(width + 8, when[half:]), None),
+        "two_widths": (old + made(width, when[:half]) + made(width + 4, when[half:]), None),
         "below_high_old_keys": (old + high + made(width, when), width),
     }
 
@@ -959,7 +959,7 @@ def test_the_doctor_tells_every_adoption_state_apart_and_reads_the_record(pg_eng
     )
     assert "plain UUIDv7 and after" in mixed.advice and "Record the adoption" in mixed.advice
     two = found["two_widths"]
-    assert (two.problem, two.widths) == ("widths-disagree", (width, width + 8))
+    assert (two.problem, two.widths) == ("widths-disagree", (width, width + 4))
     high = found["below_high_old_keys"]
     assert (high.kind, high.problem, high.new_keys, high.kept_above) == ("adopted", None, "after-old-keys", 3)
     assert "stay on the index's rightmost page" in high.advice

@@ -9,6 +9,10 @@ before the ``AlterField`` where the column stays what it is (a ``UUIDField``'s c
 calls; after it where the ``AlterField`` changes the column's type (a ``CharField`` of hex keys), with a
 ``db_default`` then set by an ``AlterField`` of its own after the adoption.
 
+A ``SeqUUIDField`` added to a model whose table exists already becomes
+:class:`~seqid_orm.django.operations.AddSeqUUIDField`, the online form, in a migration with
+``atomic = False``.
+
 The ``seqid_orm.django`` app's ``makemigrations`` command uses it (Django 5.2's ``Command.autodetector``;
 before 5.2 the command's module-level autodetector is replaced for the command's run).  With another
 app that replaces ``makemigrations`` listed first in ``INSTALLED_APPS``, add ``AdoptSeqUUID`` by hand.
@@ -23,16 +27,76 @@ from typing import Any
 from django.db import models
 from django.db.migrations import operations
 from django.db.migrations.autodetector import MigrationAutodetector
+from django.db.migrations.writer import MigrationWriter
 
 from .expressions import DatabaseSeqUUID
 from .fields import SeqUUIDField
-from .operations import AdoptSeqUUID
+from .operations import AddSeqUUIDField, AdoptSeqUUID
 
-__all__ = ["SeqIDAutodetector"]
+__all__ = ["SeqIDAutodetector", "SeqIDMigrationWriter"]
+
+
+class SeqIDMigrationWriter(MigrationWriter):
+    """Django's migration writer, which also writes ``atomic = False`` (Django's never writes it: a
+    migration it makes is always atomic) where the autodetector made a migration non-atomic."""
+
+    def as_string(self) -> str:
+        text = str(super().as_string())
+        if getattr(self.migration, "atomic", True):
+            return text
+        head = "class Migration(migrations.Migration):\n"
+        return text.replace(head, head + "    atomic = False  # each batch of AddSeqUUIDField commits\n", 1)
 
 
 class SeqIDAutodetector(MigrationAutodetector):
-    """Django's autodetector, with :class:`~seqid_orm.django.operations.AdoptSeqUUID` beside each swap."""
+    """Django's autodetector, with :class:`~seqid_orm.django.operations.AdoptSeqUUID` beside each swap,
+    and a ``SeqUUIDField`` added to a model that has a table already added online
+    (:class:`~seqid_orm.django.operations.AddSeqUUIDField`, in a migration with ``atomic = False``):
+    Django's ``AddField`` would give every existing row the one default value it computes, and hold the
+    table while it writes them."""
+
+    def changes(self, *args: Any, **kwargs: Any) -> Any:
+        found = super().changes(*args, **kwargs)
+        for migrations in found.values():
+            for migration in migrations:
+                if any(isinstance(op, AddSeqUUIDField) for op in migration.operations):
+                    migration.atomic = False  # each batch commits (MigrationWriter writes atomic = False)
+        return found
+
+    def generate_added_fields(self) -> None:
+        # Django asks whether a callable default on a unique field is meant (its AddField would give every
+        # old row the one value): not for a SeqUUIDField, which AddSeqUUIDField fills row by row
+        questioner = self.questioner
+        ask = getattr(questioner, "ask_unique_callable_default_addition", None)
+        if ask is not None:
+
+            def ask_unless_seq_uuid(field_name: str, model_name: str) -> Any:
+                fields = [
+                    state.fields.get(field_name)
+                    for (_app, name), state in self.to_state.models.items()
+                    if name == model_name.lower()
+                ]
+                if fields and all(isinstance(f, SeqUUIDField) for f in fields):
+                    return None
+                return ask(field_name, model_name)
+
+            questioner.ask_unique_callable_default_addition = ask_unless_seq_uuid
+        try:
+            super().generate_added_fields()
+        finally:
+            if ask is not None:
+                questioner.ask_unique_callable_default_addition = ask
+        for app_label, ops in self.generated_operations.items():
+            for i, op in enumerate(ops):
+                if (
+                    isinstance(op, operations.AddField)
+                    and isinstance(op.field, SeqUUIDField)
+                    and not op.field.primary_key
+                    and (app_label, op.model_name) in self.from_state.models
+                ):
+                    online = AddSeqUUIDField(op.model_name, op.name, op.field)
+                    online._auto_deps = getattr(op, "_auto_deps", [])
+                    ops[i] = online
 
     def generate_altered_fields(self) -> None:
         super().generate_altered_fields()

@@ -216,6 +216,8 @@ def _online_column(model: Any, field: Any, connection: Any, from_field: str | No
         layout=where.layout,
         stamp=stamp,
         key_casts=(str(pk.rel_db_type(connection) if pk.is_relation else pk.db_type(connection)),),
+        unique=bool(field.unique),
+        nullable=bool(field.null),
     )
 
 

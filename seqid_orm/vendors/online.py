@@ -116,6 +116,10 @@ class OnlineColumn:
     keeps the rows in the order they were made."""
     key_casts: tuple[str, ...] = ()
     """Each key column's type, to read a recorded key back (``bigint``, ``uuid``...)."""
+    unique: bool = True
+    """Whether the column ends unique (a key: the index that makes a key's look-up an index read)."""
+    nullable: bool = False
+    """Whether the column may stay ``NULL`` (a Django field with ``null=True``); else it ends ``NOT NULL``."""
 
     def __post_init__(self) -> None:
         if self.vendor not in ONLINE_VENDORS:
@@ -289,7 +293,8 @@ def add_column(
     sleep: Callable[[float], None] = time.sleep,
 ) -> Progress:
     """Add ``col`` online, fill it for the existing rows, make it unique and ``NOT NULL`` (the module
-    docstring's five steps).  Each step looks first whether an earlier run did it, so a run killed
+    docstring's five steps; as :attr:`OnlineColumn.unique` and :attr:`OnlineColumn.nullable` say).
+    Each step looks first whether an earlier run did it, so a run killed
     anywhere and run again finishes the work.  ``keep_default=False`` drops the database default at the
     end (where every writer sets the column itself).  Returns the backfill's :class:`Progress`."""
     table, column = col.q(col.table), col.q(col.column)
@@ -300,7 +305,7 @@ def add_column(
     default = col.default_sql if col.pg else f"({col.default_sql})"
     _ddl(io, col, f"ALTER TABLE {table} ALTER COLUMN {column} SET DEFAULT {default}{instant}", sleep)
     progress = backfill(io, col, batch_size=batch_size, say=say)
-    state = _index_state(io, col)
+    state = _index_state(io, col) if col.unique else "not wanted"
     index = col.q(col.index_name)
     if col.pg:
         if state == "invalid":  # a killed run's CREATE INDEX CONCURRENTLY
@@ -308,9 +313,9 @@ def add_column(
             state = None
         if state is None:
             _ddl(io, col, f"CREATE UNIQUE INDEX CONCURRENTLY {index} ON {table} ({column})", sleep)
-        if not _is_unique_constraint(io, col):
+        if col.unique and not _is_unique_constraint(io, col):
             _ddl(io, col, f"ALTER TABLE {table} ADD CONSTRAINT {index} UNIQUE USING INDEX {index}", sleep)
-        if not _not_null(io, col):
+        if not col.nullable and not _not_null(io, col):
             check = col.q(col.check_name)
             _ddl(io, col, f"ALTER TABLE {table} DROP CONSTRAINT IF EXISTS {check}", sleep)
             _ddl(io, col, f"ALTER TABLE {table} ADD CONSTRAINT {check} CHECK ({column} IS NOT NULL) NOT VALID", sleep)
@@ -319,21 +324,22 @@ def add_column(
             _ddl(io, col, f"ALTER TABLE {table} DROP CONSTRAINT {check}", sleep)
         if not keep_default:
             _ddl(io, col, f"ALTER TABLE {table} ALTER COLUMN {column} DROP DEFAULT", sleep)
-        forget(io, col)
     else:
         if state is None:
             _ddl(
                 io, col, f"ALTER TABLE {table} ADD UNIQUE INDEX {index} ({column}), ALGORITHM=INPLACE, LOCK=NONE", sleep
             )
         kept = f" DEFAULT {default}" if keep_default else ""
-        if not _not_null(io, col) or not keep_default:
+        if not col.nullable and (not _not_null(io, col) or not keep_default):
             _ddl(
                 io,
                 col,
                 f"ALTER TABLE {table} MODIFY {column} {col.column_type} NOT NULL{kept}, ALGORITHM=INPLACE, LOCK=NONE",
                 sleep,
             )
-        forget(io, col)
+        elif not keep_default:
+            _ddl(io, col, f"ALTER TABLE {table} ALTER COLUMN {column} DROP DEFAULT, ALGORITHM=INSTANT", sleep)
+    forget(io, col)
     return progress
 
 

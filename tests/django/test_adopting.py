@@ -171,3 +171,30 @@ def test_a_column_of_another_form_fails_the_check_and_refuses_a_key_before_its_r
     finally:
         with connection.cursor() as cursor:
             cursor.execute(f"DROP TABLE {table}")
+
+
+def test_a_seq_uuid_field_added_to_a_model_with_a_table_is_written_online_in_a_non_atomic_migration():
+    """Django's AddField would give every old row the one value its default computes (a unique violation for
+    a key) while holding the table: seqid's makemigrations writes AddSeqUUIDField, with atomic = False; a
+    model made in the same migration keeps Django's own operations."""
+    from seqid_orm.django.operations import AddSeqUUIDField
+
+    before = _state("addonline", models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False))
+    after = before.clone()
+    after.models["addonline", "thing"].fields["seq_id"] = SeqUUIDField(unique=True)
+    from django.db.migrations.questioner import MigrationQuestioner
+
+    asks = MigrationQuestioner(defaults={"ask_initial": True})  # an app with no migrations yet: take it
+    changes = SeqIDAutodetector(before, after, asks).changes(graph=MigrationGraph())  # what makemigrations calls
+    [migration] = changes["addonline"]
+    [operation] = migration.operations
+    assert isinstance(operation, AddSeqUUIDField) and operation.name == "seq_id"
+    from seqid_orm.django.migrating import SeqIDMigrationWriter
+
+    written = SeqIDMigrationWriter(migration).as_string()  # what seqid's makemigrations writes
+    assert "    atomic = False" in written and "seqid_orm.django.operations.AddSeqUUIDField(" in written
+    namespace: dict[str, object] = {}
+    exec(written, namespace)
+    assert namespace["Migration"].atomic is False  # type: ignore[attr-defined]
+    fresh = SeqIDAutodetector(ProjectState(), after)._detect_changes(graph=MigrationGraph())
+    assert not any(isinstance(op, AddSeqUUIDField) for m in fresh["addonline"] for op in m.operations)

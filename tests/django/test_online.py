@@ -256,3 +256,30 @@ def test_a_big_table_in_an_atomic_migration_is_refused_naming_the_fix(tmp_path):
         assert columns == 0  # refused before anything was changed
     finally:
         made.drop()
+
+
+def test_makemigrations_writes_the_online_form_for_a_key_column_added_to_a_table(tmp_path):
+    """The user adds the field and runs makemigrations, as for any field: seqid's command writes
+    AddSeqUUIDField in a migration with atomic = False, which migrate then runs."""
+    made = Project(tmp_path)
+    try:
+        (tmp_path / "shop" / "migrations" / "0002_seq_id.py").unlink()
+        done = subprocess.run(
+            [sys.executable, "-m", "django", "makemigrations", "shop", "-n", "seq_id"],
+            env=made.env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        written = (tmp_path / "shop" / "migrations" / "0002_seq_id.py").read_text()
+        assert "seqid_orm.django.operations.AddSeqUUIDField(" in written and "    atomic = False" in written
+        made.filled()
+        migration = made.migrate()
+        _out, err = migration.communicate(timeout=600)
+        assert migration.returncode == 0, err[-2000:]
+        [(total, filled)] = made.sql("SELECT count(*), count(seq_id) FROM shop_visit")
+        assert total == filled == ROWS
+    finally:
+        made.drop()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import subprocess
 import sys
 from pathlib import Path
@@ -177,14 +178,29 @@ del _UuidTest
 def test_sqlalchemys_own_uuid_tests_pass_with_seq_uuid_in_every_storage(server, driver, tmp_path, request):
     from sqlalchemy.engine import make_url
 
+    own = f"seqid_sqla_{secrets.token_hex(4)}"  # SQLAlchemy's provisioning creates extensions: not in the shared db
+    admin = None
     if server == "sqlite":
         url, storages = f"sqlite:///{tmp_path / 'uuid.db'}", ["binary", "text", "hex"]
     else:
         engine = request.getfixturevalue("pg_engine" if server == "postgresql" else "mysql_engine")
-        url = make_url(POSTGRES_URL if server == "postgresql" else MYSQL_URL)
+        admin = engine.execution_options(isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f"CREATE DATABASE {own}")
+        url = make_url(POSTGRES_URL if server == "postgresql" else MYSQL_URL).set(database=own)
         url = (url.set(drivername=driver) if driver else url).render_as_string(hide_password=False)
         native = engine.dialect.name == "postgresql" or engine.dialect.server_version_info >= (10, 7)
         storages = ["native", "binary", "text", "hex"] if native else ["binary", "text", "hex"]
+    try:
+        _run_sqlalchemys_uuid_suite(tmp_path, url, storages)
+    finally:
+        if admin is not None:
+            force = " WITH (FORCE)" if server == "postgresql" else ""
+            with admin.connect() as conn:
+                conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {own}{force}")
+
+
+def _run_sqlalchemys_uuid_suite(tmp_path, url: str, storages: list[str]) -> None:
     (tmp_path / "conftest.py").write_text(_SQLA_CONFTEST)
     (tmp_path / "setup.cfg").write_text(_SQLA_SETUP.format(url=url))
     (tmp_path / "profiles.txt").write_text("")

@@ -52,7 +52,7 @@ import sqlalchemy as sa
 
 from ..allocation.stores.base import LEASE_TABLE, TICKET_TABLE
 from ..allocation.stores.sqlalchemy import lease_columns, ticket_columns
-from ..errors import InvalidArgumentError, SeqIDError
+from ..errors import InvalidArgumentError
 from ..ids.adopted import recognise, record_comment, record_of, without_record
 from ..vendors import Storage
 from ..vendors.adoption import Adoption, adopt
@@ -980,14 +980,12 @@ def _compare_adoption(
         reading = read_column(where.vendor, ColumnName(tname, column.name, schema), _fetcher(connection))
         if reading.declared is None or reading.record is not None or not reading.top:
             continue
-        with contextlib.suppress(SeqIDError):  # a column the type cannot take: refused when it is used
-            if where.adopted(0).above_for(uuids_of(reading.top)) == 0 and not any(
-                recognise(u.int) for u in uuids_of(reading.top)
-            ):
-                continue  # seqid's own plain keys: the judgement every process makes agrees
-            storage = None if column.type.storage is None else column.type.storage.value
-            comment = _take_comment_change(modify_table_ops, column.name)
-            modify_table_ops.ops.append(AdoptSeqIDKeysOp(tname, column.name, storage, schema, comment))
+        top = uuids_of(reading.top)
+        if where.above_for(top) == 0 and not any(recognise(u.int) for u in top):
+            continue  # plain keys are right, as every process judges: seqid's own, or keys below today's
+        storage = None if column.type.storage is None else column.type.storage.value
+        comment = _take_comment_change(modify_table_ops, column.name)
+        modify_table_ops.ops.append(AdoptSeqIDKeysOp(tname, column.name, storage, schema, comment))
 
 
 def _take_comment_change(modify_table_ops: Any, column: str) -> str | EllipsisType | None:

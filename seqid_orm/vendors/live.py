@@ -441,11 +441,7 @@ class LiveColumns:
         matter: old keys to sort after, or keys this role cannot read."""
         if not target.rules.INNER_SPLITS_HALF or (identity, name.table, name.column) in self._warned:
             return
-        if not target.above and reading.may_read and not reading.top:
-            return  # an empty column of a new table: nothing to decide
-        if (
-            not target.above and reading.may_read and all(u.version == 7 for u in uuids_of(reading.top[:1]))
-        ):  # the plain keys of a column seqid has filled from the start
+        if not target.above and reading.may_read:  # plain keys, as on a new table: nothing was guessed
             return
         self._warned.add((identity, name.table, name.column))
         seen = "its largest keys" if reading.may_read else "nothing: this role may not read its keys"

@@ -239,6 +239,16 @@ def _in_the_migrations_transaction(connection: Any, column: Any, what: str) -> b
     return True
 
 
+def _fill_kwargs(from_field: str | None, batch_size: int) -> dict[str, Any]:
+    """The backfill's arguments a migration file writes: only those not left at their defaults."""
+    kwargs: dict[str, Any] = {}
+    if from_field is not None:
+        kwargs["from_field"] = from_field
+    if batch_size != 1000:
+        kwargs["batch_size"] = batch_size
+    return kwargs
+
+
 class BackfillSeqUUID(Operation):
     """Fill a ``SeqUUIDField`` for existing rows, from a timestamp field when given.
 
@@ -264,12 +274,7 @@ class BackfillSeqUUID(Operation):
         )
 
     def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
-        kwargs: dict[str, Any] = {}
-        if self.from_field is not None:
-            kwargs["from_field"] = self.from_field
-        if self.batch_size != 1000:
-            kwargs["batch_size"] = self.batch_size
-        return "BackfillSeqUUID", [self.model_name, self.field_name], kwargs
+        return "BackfillSeqUUID", [self.model_name, self.field_name], _fill_kwargs(self.from_field, self.batch_size)
 
     def state_forwards(self, app_label: str, state: Any) -> None:
         pass
@@ -344,12 +349,11 @@ class AddSeqUUIDField(Operation):
         self.from_field, self.batch_size = from_field, batch_size
 
     def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
-        kwargs: dict[str, Any] = {}
-        if self.from_field is not None:
-            kwargs["from_field"] = self.from_field
-        if self.batch_size != 1000:
-            kwargs["batch_size"] = self.batch_size
-        return "AddSeqUUIDField", [self.model_name, self.name, self.field], kwargs
+        return (
+            "AddSeqUUIDField",
+            [self.model_name, self.name, self.field],
+            _fill_kwargs(self.from_field, self.batch_size),
+        )
 
     def state_forwards(self, app_label: str, state: Any) -> None:
         state.add_field(app_label, self.model_name.lower(), self.name, self.field, True)

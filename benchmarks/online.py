@@ -75,7 +75,7 @@ def make_table(engine: sa.Engine, table: str, rows: int) -> None:
         conn.exec_driver_sql(f"DROP TABLE IF EXISTS {table}")
         conn.exec_driver_sql(f"DROP TABLE IF EXISTS {table}_version")
         conn.exec_driver_sql(f"DROP TABLE IF EXISTS {table}_audit")
-        conn.exec_driver_sql("DROP TABLE IF EXISTS seqid_backfills")
+        conn.exec_driver_sql(f"DROP TABLE IF EXISTS seqid_fill_{table}_seq_id")
         if engine.dialect.name == "postgresql":
             conn.exec_driver_sql(f"CREATE TABLE {table} (id bigserial PRIMARY KEY, created_at timestamptz, note text)")
             for start in range(0, rows, 1_000_000):
@@ -203,7 +203,7 @@ def kill_and_resume(engine: sa.Engine, url: str, table: str, tmp: Path, rows: in
         conn.exec_driver_sql(f"DROP TRIGGER IF EXISTS {table}_audit" + (f" ON {table}" if pg else ""))
         if pg:
             conn.exec_driver_sql(f"DROP FUNCTION IF EXISTS {table}_audit()")
-    progress = sa.inspect(engine).has_table("seqid_backfills")
+    progress = sa.inspect(engine).has_table(f"seqid_fill_{table}_seq_id")
     return {
         "killed_after_rows": done,
         "progress_table_left": progress,
@@ -274,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{server} killed and run again: {results[server]['kill']}", flush=True)
         finally:
             with engine.begin() as conn:
-                for name in (table, f"{table}_version", f"{table}_audit", "seqid_backfills"):
+                for name in (table, f"{table}_version", f"{table}_audit", f"seqid_fill_{table}_seq_id"):
                     conn.exec_driver_sql(f"DROP TABLE IF EXISTS {name}")
             engine.dispose()
     (out / "online.json").write_text(json.dumps(results))

@@ -13,7 +13,7 @@ gh-ost, MariaDB's online DDL) all do, and what :func:`add_column` does, step by 
    the column, inserts and gets a key.
 3. **Existing rows in batches** (:func:`backfill`), each its own short transaction, walking the table by
    its primary key with bounded memory, each row written only while its key is still ``NULL``, the batch's
-   last primary key recorded in the same transaction (``seqid_backfills``), so a run killed at any point and
+   last primary key recorded in the same transaction (``seqid_fill_<table>_<column>``), so a run killed at any point and
    run again goes on after it, writing no row twice and missing none.
 4. **The unique index without blocking writes**: PostgreSQL's ``CREATE UNIQUE INDEX CONCURRENTLY`` (an
    invalid one a killed run left is dropped first), then ``ADD CONSTRAINT ... UNIQUE USING INDEX``;
@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import hashlib
 import json
 import logging
 import sys
@@ -55,7 +56,7 @@ __all__ = [
     "IN_TRANSACTION_UP_TO_ROWS",
     "LOCK_TIMEOUT_MS",
     "ONLINE_VENDORS",
-    "PROGRESS_TABLE",
+    "PROGRESS_PREFIX",
     "OnlineColumn",
     "OnlineIO",
     "Progress",
@@ -76,8 +77,10 @@ ONLINE_VENDORS = ("postgresql", "mariadb", "mysql")
 LOCK_TIMEOUT_MS = 500
 #: How many times a DDL statement that timed out waiting for its lock is tried, pausing between.
 DDL_ATTEMPTS = 60
-#: Where a backfill records how far it got: one row per column, in the table's schema's search path.
-PROGRESS_TABLE = "seqid_backfills"
+#: Where a backfill records how far it got: a table of its own per column (this prefix, the table's and the
+#: column's names), in the search path's schema, dropped when the column is done.  Not one table shared by
+#: every backfill: the first to finish would drop it, or its last row, under another that had just begun.
+PROGRESS_PREFIX = "seqid_fill_"
 #: Up to this many rows (the planner's estimate) a column may be added and filled inside the migration's
 #: own transaction (a Django migration that stays atomic, an Alembic one in a transaction begun outside
 #: it): a few seconds at most.  A bigger table needs the batches to commit.
@@ -137,6 +140,17 @@ class OnlineColumn:
     @property
     def index_name(self) -> str:
         return f"uq_{self.table}_{self.column}"
+
+    @property
+    def progress_table(self) -> str:
+        """The table that records how far this column's backfill got (:data:`PROGRESS_PREFIX`); a name
+        past 60 characters ends in a digest of the table's and column's names instead (MariaDB refuses a
+        name over 64, PostgreSQL cuts it at 63)."""
+        name = f"{PROGRESS_PREFIX}{self.table}_{self.column}"
+        if len(name) <= 60:
+            return name
+        digest = hashlib.sha256(f"{self.table}.{self.column}".encode()).hexdigest()[:12]
+        return f"{PROGRESS_PREFIX}{self.table[:36]}_{digest}"
 
     @property
     def check_name(self) -> str:
@@ -226,21 +240,6 @@ def _ddl(io: OnlineIO, col: OnlineColumn, statement: str, sleep: Callable[[float
                 io.run("SET lock_timeout = 0", {})
 
 
-def _has_column(io: OnlineIO, col: OnlineColumn) -> bool:
-    if col.pg:
-        rows = io.fetch(
-            "SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(:t) AND attname = :c AND NOT attisdropped",
-            {"t": col.q(col.table), "c": col.column},
-        )
-    else:
-        rows = io.fetch(
-            "SELECT 1 FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = :t "
-            "AND COLUMN_NAME = :c",
-            {"t": col.table, "c": col.column},
-        )
-    return bool(rows)
-
-
 def _index_state(io: OnlineIO, col: OnlineColumn) -> str | None:
     """``"valid"``, ``"invalid"`` (a ``CREATE INDEX CONCURRENTLY`` that did not finish) or ``None``."""
     if col.pg:
@@ -268,10 +267,12 @@ def _is_unique_constraint(io: OnlineIO, col: OnlineColumn) -> bool:
     return bool(rows)
 
 
-def _not_null(io: OnlineIO, col: OnlineColumn) -> bool:
+def _column_state(io: OnlineIO, col: OnlineColumn) -> bool | None:
+    """``None`` while the column does not exist, else whether it is ``NOT NULL``: one catalog row."""
     if col.pg:
         rows = io.fetch(
-            "SELECT attnotnull FROM pg_attribute WHERE attrelid = to_regclass(:t) AND attname = :c",
+            "SELECT attnotnull FROM pg_attribute WHERE attrelid = to_regclass(:t) AND attname = :c "
+            "AND NOT attisdropped",
             {"t": col.q(col.table), "c": col.column},
         )
     else:
@@ -280,7 +281,15 @@ def _not_null(io: OnlineIO, col: OnlineColumn) -> bool:
             "AND TABLE_NAME = :t AND COLUMN_NAME = :c",
             {"t": col.table, "c": col.column},
         )
-    return bool(rows and rows[0][0])
+    return bool(rows[0][0]) if rows else None
+
+
+def _has_column(io: OnlineIO, col: OnlineColumn) -> bool:
+    return _column_state(io, col) is not None
+
+
+def _not_null(io: OnlineIO, col: OnlineColumn) -> bool:
+    return bool(_column_state(io, col))
 
 
 def add_column(
@@ -363,7 +372,7 @@ def drop_column(io: OnlineIO, col: OnlineColumn, sleep: Callable[[float], None] 
 
 
 def _progress_table(io: OnlineIO, col: OnlineColumn) -> str:
-    name = col.q(PROGRESS_TABLE)
+    name = col.q(col.progress_table)
     text = "text" if col.pg else "TEXT"
     io.run(
         f"CREATE TABLE IF NOT EXISTS {name} (table_name varchar(255) NOT NULL, column_name varchar(255) NOT NULL, "
@@ -374,23 +383,9 @@ def _progress_table(io: OnlineIO, col: OnlineColumn) -> str:
 
 
 def forget(io: OnlineIO, col: OnlineColumn) -> None:
-    """Drop the column's progress row, and the table when it was the last (a failed statement would abort
-    a PostgreSQL transaction the caller is in: the table is looked for, not tried)."""
-    if col.pg:
-        there = io.fetch("SELECT to_regclass(:t) IS NOT NULL", {"t": col.q(PROGRESS_TABLE)})[0][0]
-    else:
-        there = bool(
-            io.fetch(
-                "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = :t",
-                {"t": PROGRESS_TABLE},
-            )
-        )
-    if not there:
-        return
-    name = col.q(PROGRESS_TABLE)
-    io.run(f"DELETE FROM {name} WHERE table_name = :t AND column_name = :c", {"t": col.table, "c": col.column})
-    if not io.fetch(f"SELECT 1 FROM {name} LIMIT 1", {}):
-        io.run(f"DROP TABLE IF EXISTS {name}", {})
+    """Drop the column's progress table (``IF EXISTS``: no failed statement to abort a PostgreSQL
+    transaction the caller is in).  No other backfill's progress is in it."""
+    io.run(f"DROP TABLE IF EXISTS {col.q(col.progress_table)}", {})
 
 
 def _encode_key(values: Sequence[object]) -> str:

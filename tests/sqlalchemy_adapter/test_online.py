@@ -9,7 +9,9 @@ trigger counts each write of the key), none missed.  And the refusal of a big st
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
 import time
 
 import pytest
@@ -33,7 +35,7 @@ def big(request, tmp_path):
         yield engine, engine.url.render_as_string(hide_password=False), table
     finally:
         with engine.begin() as conn:
-            for name in (table, f"{table}_version", f"{table}_audit", "seqid_backfills"):
+            for name in (table, f"{table}_version", f"{table}_audit", f"seqid_fill_{table}_seq_id"):
                 conn.exec_driver_sql(f"DROP TABLE IF EXISTS {name}")
 
 
@@ -119,3 +121,86 @@ def test_a_storage_conversion_of_a_big_table_is_refused_naming_the_online_ways(e
     finally:
         with engine.begin() as conn:
             conn.exec_driver_sql(f"DROP TABLE IF EXISTS {table_name}")
+
+
+class _ScriptedIO:
+    """The online steps' I/O on an autocommit connection, which runs ``meanwhile`` once, right after the
+    statement that creates the progress table: the moment another migration's end used to drop a progress
+    table shared by every backfill, before this one had written its row in it."""
+
+    def __init__(self, conn, meanwhile) -> None:
+        self.conn, self.meanwhile = conn, meanwhile
+
+    def fetch(self, sql, params):
+        return [tuple(row) for row in self.conn.execute(sa.text(sql), params).all()]
+
+    def run(self, sql, params):
+        count = (self.conn.execute(sa.text(sql), params) if params else self.conn.exec_driver_sql(sql)).rowcount
+        if sql.startswith("CREATE TABLE IF NOT EXISTS") and self.meanwhile is not None:
+            meanwhile, self.meanwhile = self.meanwhile, None
+            meanwhile()
+        return count
+
+    @contextlib.contextmanager
+    def transaction(self):  # the server's own: an autocommit connection's begin() is SQLAlchemy's alone
+        self.conn.exec_driver_sql("BEGIN")
+        try:
+            yield
+        except BaseException:
+            self.conn.exec_driver_sql("ROLLBACK")
+            raise
+        self.conn.exec_driver_sql("COMMIT")
+
+
+@pytest.mark.parametrize("engine", ["postgresql", "mysql"], indirect=True)
+def test_two_columns_filled_at_once_keep_their_own_progress(engine):
+    """Two tables' columns added at once (two tenants' migrations, two applications in one database): the
+    one that ends while the other has just begun leaves the other's progress alone, and both finish with
+    every row keyed and no progress table left."""
+    from seqid_orm.sqlalchemy import SeqUUID
+    from seqid_orm.vendors.online import OnlineColumn, add_column
+
+    where = SeqUUID().target(engine.dialect)
+    pg = engine.dialect.name == "postgresql"
+    tables = [f"t_{secrets.token_hex(4)}" for _ in range(2)]
+    columns = [
+        OnlineColumn(
+            vendor=where.vendor,
+            table=name,
+            column="seq_id",
+            keys=("id",),
+            column_type=str(SeqUUID().compile(dialect=engine.dialect)),
+            default_sql=where.server_default.sql,
+            storage=where.storage,
+            layout=where.layout,
+            key_casts=("bigint",) if pg else (),
+        )
+        for name in tables
+    ]
+    with engine.begin() as conn:
+        for name in tables:
+            conn.exec_driver_sql(f"CREATE TABLE {name} (id bigint PRIMARY KEY)")
+            conn.exec_driver_sql(f"INSERT INTO {name} (id) VALUES " + ", ".join(f"({i})" for i in range(1, 251)))
+    said: list[str] = []
+    try:
+        with engine.connect() as mine, engine.connect() as theirs:
+            mine = mine.execution_options(isolation_level="AUTOCOMMIT")
+            theirs = theirs.execution_options(isolation_level="AUTOCOMMIT")
+            other = _ScriptedIO(theirs, None)
+            io = _ScriptedIO(mine, lambda: add_column(other, columns[1], batch_size=100, say=said.append))
+            add_column(io, columns[0], batch_size=100, say=said.append)
+            assert io.meanwhile is None  # the other migration ran, in the middle of this one
+            names = set(sa.inspect(mine).get_table_names())
+        for name in tables:
+            with engine.connect() as conn:
+                total, keyed, distinct = conn.exec_driver_sql(
+                    f"SELECT count(*), count(seq_id), count(DISTINCT seq_id) FROM {name}"
+                ).one()
+            assert total == keyed == distinct == 250, name
+        assert not {c.progress_table for c in columns} & names  # each dropped its own at its end
+        assert sum("(done)" in line for line in said) == 2
+    finally:
+        with engine.begin() as conn:
+            for column in columns:
+                conn.exec_driver_sql(f"DROP TABLE IF EXISTS {column.progress_table}")
+                conn.exec_driver_sql(f"DROP TABLE IF EXISTS {column.table}")

@@ -479,6 +479,10 @@ class AddSeqIDColumnOp(MigrateOperation):
     without blocking writes, ``NOT NULL`` reached without a long lock, every DDL statement waiting for its
     lock half a second at most and tried again; a run killed anywhere and run again goes on where it
     stopped.  ``online=False`` runs the old single-transaction form, which is what SQLite always gets.
+
+    Autogenerate writes it for a ``SeqUUID`` column that is not nullable, added to a table that is there
+    already (Alembic's own ``add_column`` would need every row's value at once); ``unique=False`` for a
+    column the metadata does not declare unique.
     """
 
     def __init__(
@@ -490,9 +494,11 @@ class AddSeqIDColumnOp(MigrateOperation):
         server_default: bool = True,
         batch_size: int = 1000,
         online: bool | None = None,
+        unique: bool = True,
     ) -> None:
         self.table, self.column, self.from_timestamp = table, column, from_timestamp
         self.storage, self.server_default, self.batch_size, self.online = storage, server_default, batch_size, online
+        self.unique = unique
 
     @classmethod
     def add_seqid_column(
@@ -505,31 +511,63 @@ class AddSeqIDColumnOp(MigrateOperation):
         server_default: bool = True,
         batch_size: int = 1000,
         online: bool | None = None,
+        unique: bool = True,
     ) -> None:
-        operations.invoke(cls(table, column, from_timestamp, storage, server_default, batch_size, online))
+        operations.invoke(cls(table, column, from_timestamp, storage, server_default, batch_size, online, unique))
 
     def reverse(self) -> MigrateOperation:
-        return DropSeqIDColumnOp(self.table, self.column)
+        return DropSeqIDColumnOp(self.table, self.column, self.unique)
+
+    def to_diff_tuple(self) -> tuple[str, None, str, str]:
+        """What ``alembic.autogenerate.compare_metadata`` lists for it."""
+        return ("add_seqid_column", None, self.table, self.column)
 
 
 @Operations.register_operation("drop_seqid_column")
 class DropSeqIDColumnOp(MigrateOperation):
     """``op.drop_seqid_column("event", "seq_id")``: undo :class:`AddSeqIDColumnOp` (its unique
-    constraint, then the column; in batch mode, which SQLite needs for both)."""
+    constraint, unless ``unique=False``, then the column; in batch mode, which SQLite needs for both)."""
 
-    def __init__(self, table: str, column: str) -> None:
-        self.table, self.column = table, column
+    def __init__(self, table: str, column: str, unique: bool = True) -> None:
+        self.table, self.column, self.unique = table, column, unique
 
     @classmethod
-    def drop_seqid_column(cls, operations: Operations, table: str, column: str) -> None:
-        operations.invoke(cls(table, column))
+    def drop_seqid_column(cls, operations: Operations, table: str, column: str, unique: bool = True) -> None:
+        operations.invoke(cls(table, column, unique))
+
+    def reverse(self) -> MigrateOperation:
+        return AddSeqIDColumnOp(self.table, self.column, unique=self.unique)
+
+    def to_diff_tuple(self) -> tuple[str, None, str, str]:
+        """What ``alembic.autogenerate.compare_metadata`` lists for it."""
+        return ("drop_seqid_column", None, self.table, self.column)
 
 
 @Operations.implementation_for(DropSeqIDColumnOp)
 def _drop_seqid_column(operations: Operations, operation: DropSeqIDColumnOp) -> None:
     with operations.batch_alter_table(operation.table) as batch:
-        batch.drop_constraint(f"uq_{operation.table}_{operation.column}", type_="unique")
+        if operation.unique:
+            batch.drop_constraint(f"uq_{operation.table}_{operation.column}", type_="unique")
         batch.drop_column(operation.column)
+
+
+@renderers.dispatch_for(AddSeqIDColumnOp)
+def _render_add_seqid_column(autogen_context: Any, op: AddSeqIDColumnOp) -> str:
+    autogen_context.imports.add(_IMPORT)
+    args = [repr(op.table), repr(op.column)]
+    args += [] if op.storage is None else [f"storage={op.storage!r}"]
+    args += [] if op.server_default else ["server_default=False"]
+    args += [] if op.unique else ["unique=False"]
+    hint = "" if op.from_timestamp else "  # from_timestamp='<a column of each row's time>' keys old rows in that order"
+    stamp = [] if op.from_timestamp is None else [f"from_timestamp={op.from_timestamp!r}"]
+    return f"op.add_seqid_column({', '.join(args + stamp)}){hint}"
+
+
+@renderers.dispatch_for(DropSeqIDColumnOp)
+def _render_drop_seqid_column(autogen_context: Any, op: DropSeqIDColumnOp) -> str:
+    autogen_context.imports.add(_IMPORT)
+    unique = "" if op.unique else ", unique=False"
+    return f"op.drop_seqid_column({op.table!r}, {op.column!r}{unique})"
 
 
 @Operations.implementation_for(AddSeqIDColumnOp)
@@ -604,6 +642,7 @@ def _online_column(conn: Any, operation: AddSeqIDColumnOp, type_: SeqUUID) -> An
         layout=where.layout,
         stamp=operation.from_timestamp,
         key_casts=tuple(str(declared[k].compile(dialect=dialect)) for k in keys),
+        unique=operation.unique,
     )
 
 
@@ -681,7 +720,8 @@ def _add_seqid_column_offline(operations: Operations, operation: AddSeqIDColumnO
     server = DatabaseSeqUUID(operation.storage) if operation.server_default else None
     with operations.batch_alter_table(operation.table) as batch:
         batch.alter_column(operation.column, existing_type=type_, nullable=False, server_default=server)
-        batch.create_unique_constraint(f"uq_{operation.table}_{operation.column}", [operation.column])
+        if operation.unique:
+            batch.create_unique_constraint(f"uq_{operation.table}_{operation.column}", [operation.column])
 
 
 @writer.rewrites(ops.AlterColumnOp)
@@ -929,6 +969,14 @@ def _render_adopt(autogen_context: Any, op: AdoptSeqIDKeysOp) -> str:
     return f"op.{name}({op.table!r}, {op.column!r}{storage}{schema}{comment})"
 
 
+try:  # Alembic 1.18+: after its own comparators of the same priority
+    from alembic.util.langhelpers import DispatchPriority
+
+    _AFTER_ALEMBIC: dict[str, Any] = {"priority": DispatchPriority.LAST}
+except ImportError:  # earlier: comparators run in the order they were registered, Alembic's own first
+    _AFTER_ALEMBIC = {}
+
+
 def _keep_the_record(
     autogen_context: Any,
     alter_column_op: Any,
@@ -951,12 +999,7 @@ def _keep_the_record(
         alter_column_op.modify_comment = record_comment(metadata_col.comment or None, recorded)
 
 
-try:  # Alembic 1.18+: after its own comparators of the same priority
-    from alembic.util.langhelpers import DispatchPriority
-
-    comparators.dispatch_for("column", priority=DispatchPriority.LAST)(_keep_the_record)
-except ImportError:  # earlier: comparators run in the order they were registered, Alembic's own first
-    comparators.dispatch_for("column")(_keep_the_record)
+comparators.dispatch_for("column", **_AFTER_ALEMBIC)(_keep_the_record)
 
 
 @comparators.dispatch_for("table")
@@ -986,6 +1029,47 @@ def _compare_adoption(
         storage = None if column.type.storage is None else column.type.storage.value
         comment = _take_comment_change(modify_table_ops, column.name)
         modify_table_ops.ops.append(AdoptSeqIDKeysOp(tname, column.name, storage, schema, comment))
+
+
+def _add_online(
+    autogen_context: Any, modify_table_ops: Any, schema: str | None, tname: str, conn_table: Any, metadata_table: Any
+) -> None:
+    """Autogenerate: a ``SeqUUID`` column that is not nullable, added to a table that is there already,
+    becomes :class:`AddSeqIDColumnOp` (online on PostgreSQL and MariaDB), taking the unique constraint
+    Alembic wrote beside it; its reverse drops both.  Alembic's ``add_column(..., nullable=False)`` needs
+    a value for every row at once, which a table with rows does not have, and holds the table while it
+    is given.  A column the operation would not make as the metadata declares it (another layout, another
+    server default, a constraint of another name, a schema) keeps Alembic's own operations."""
+    if conn_table is None or metadata_table is None or schema is not None:
+        return
+    for op in list(modify_table_ops.ops):
+        if not isinstance(op, ops.AddColumnOp):
+            continue
+        column = op.column
+        kind, default = column.type, getattr(column.server_default, "arg", None)
+        if not isinstance(kind, SeqUUID) or column.nullable or column.primary_key or kind.layout is not None:
+            continue
+        if column.server_default is not None and not isinstance(default, DatabaseSeqUUID):
+            continue
+        if isinstance(default, DatabaseSeqUUID) and default.shift is not None:
+            continue
+        uniques = [
+            u
+            for u in modify_table_ops.ops
+            if isinstance(u, ops.CreateUniqueConstraintOp) and list(u.columns) == [column.name]
+        ]
+        if any(u.constraint_name not in (None, f"uq_{tname}_{column.name}") for u in uniques):
+            continue
+        storage = None if kind.storage is None else kind.storage.value
+        online = AddSeqIDColumnOp(
+            tname, column.name, storage=storage, server_default=default is not None, unique=bool(uniques)
+        )
+        modify_table_ops.ops[modify_table_ops.ops.index(op)] = online
+        for unique in uniques:
+            modify_table_ops.ops.remove(unique)
+
+
+comparators.dispatch_for("table", **_AFTER_ALEMBIC)(_add_online)
 
 
 def _take_comment_change(modify_table_ops: Any, column: str) -> str | EllipsisType | None:

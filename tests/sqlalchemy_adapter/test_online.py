@@ -204,3 +204,117 @@ def test_two_columns_filled_at_once_keep_their_own_progress(engine):
             for column in columns:
                 conn.exec_driver_sql(f"DROP TABLE IF EXISTS {column.progress_table}")
                 conn.exec_driver_sql(f"DROP TABLE IF EXISTS {column.table}")
+
+
+AUTOGENERATE_ENV = """
+from alembic import context
+import sqlalchemy as sa
+from seqid_orm.sqlalchemy import DatabaseSeqUUID, SeqUUID
+from seqid_orm.sqlalchemy.alembic import render_item
+
+metadata = sa.MetaData()
+sa.Table(
+    "{table}",
+    metadata,
+    sa.Column("id", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("created_at", sa.DateTime),
+    sa.Column("seq_id", SeqUUID({storage}), nullable=False{extra}),
+)
+engine = sa.create_engine(context.config.get_main_option("sqlalchemy.url"), poolclass=sa.NullPool)
+with engine.connect() as connection:
+    context.configure(
+        connection=connection,
+        target_metadata=metadata,
+        render_item=render_item,
+        include_name=lambda name, type_, parents: type_ != "table" or name == "{table}",
+        version_table="{table}_version",
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+"""
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "postgresql", "mysql"], indirect=True)
+@pytest.mark.parametrize(
+    ("extra", "written"),
+    [
+        (", unique=True", "op.add_seqid_column('{table}', 'seq_id'{storage}, server_default=False)"),
+        (
+            ", unique=True, server_default=DatabaseSeqUUID({storage_arg})",
+            "op.add_seqid_column('{table}', 'seq_id'{storage})",
+        ),
+        ("", "op.add_seqid_column('{table}', 'seq_id'{storage}, server_default=False, unique=False)"),
+    ],
+    ids=["unique", "with-database-default", "not-unique"],
+)
+def test_autogenerate_writes_a_key_column_added_to_a_table_with_rows_as_the_online_operation(
+    engine, tmp_path, table_name, extra, written
+):
+    """A non-null SeqUUID column added to a model whose table has rows: autogenerate writes
+    op.add_seqid_column (Alembic's add_column(..., nullable=False) fails on the first row), as the metadata
+    declares it; upgrade fills every row, a second autogenerate finds nothing, downgrade takes it away."""
+    from alembic import command
+    from alembic.config import Config
+
+    url = engine.url.render_as_string(hide_password=False)
+    storage = "'hex'" if engine.dialect.name == "sqlite" else ""  # SQLite < 3.41 cannot build a BLOB default
+    extra, written = (
+        extra.format(storage_arg=storage),
+        written.format(table=table_name, storage=storage and f", storage={storage}"),
+    )
+    (tmp_path / "versions").mkdir()
+    (tmp_path / "env.py").write_text(AUTOGENERATE_ENV.format(table=table_name, extra=extra, storage=storage))
+    (tmp_path / "script.py.mako").write_text(
+        '"""${message}"""\nrevision = ${repr(up_revision)}\ndown_revision = ${repr(down_revision)}\n'
+        "from alembic import op\nimport sqlalchemy as sa\n${imports if imports else ''}\n\n"
+        "def upgrade():\n    ${upgrades if upgrades else 'pass'}\n\n\n"
+        "def downgrade():\n    ${downgrades if downgrades else 'pass'}\n"
+    )
+    config = Config()
+    config.set_main_option("script_location", str(tmp_path))
+    config.set_main_option("sqlalchemy.url", url)
+
+    def script(message: str) -> str:
+        command.revision(config, message=message, autogenerate=True)
+        return next(p for p in (tmp_path / "versions").glob("*.py") if message in p.read_text()).read_text()
+
+    with engine.begin() as conn:
+        old = sa.Table(  # the model before the key column, as the application's last migration made it
+            table_name,
+            sa.MetaData(),
+            sa.Column("id", sa.BigInteger, primary_key=True, autoincrement=False),
+            sa.Column("created_at", sa.DateTime),
+        )
+        old.create(conn)
+        conn.execute(
+            sa.text(f"INSERT INTO {table_name} (id, created_at) VALUES (:i, CURRENT_TIMESTAMP)"),
+            [{"i": i} for i in range(1, 1201)],
+        )
+    try:
+        first = script("add")
+        assert written in first, first
+        assert "op.add_column" not in first and "create_unique_constraint" not in first, first
+        unique = ", unique=False" if "unique=False" in written else ""
+        assert f"op.drop_seqid_column('{table_name}', 'seq_id'{unique})" in first, first
+        command.upgrade(config, "head")
+        with engine.connect() as conn:
+            total, keyed, distinct = conn.exec_driver_sql(
+                f"SELECT count(*), count(seq_id), count(DISTINCT seq_id) FROM {table_name}"
+            ).one()
+            inspector = sa.inspect(conn)
+            column = next(c for c in inspector.get_columns(table_name) if c["name"] == "seq_id")
+            uniques = [u["column_names"] for u in inspector.get_unique_constraints(table_name)]
+            uniques += [i["column_names"] for i in inspector.get_indexes(table_name) if i["unique"]]
+            default = column.get("default")
+        assert total == keyed == distinct == 1200 and column["nullable"] is False
+        assert (["seq_id"] in uniques) == ("unique=True" in extra)
+        assert (default is not None) == ("DatabaseSeqUUID" in extra), default
+        second = script("again")
+        assert "op." not in second.split("def upgrade")[1], second  # nothing left to change
+        command.downgrade(config, "base")
+        with engine.connect() as conn:
+            assert "seq_id" not in {c["name"] for c in sa.inspect(conn).get_columns(table_name)}
+    finally:
+        with engine.begin() as conn:
+            for name in (table_name, f"{table_name}_version", f"seqid_fill_{table_name}_seq_id"):
+                conn.exec_driver_sql(f"DROP TABLE IF EXISTS {name}")

@@ -545,6 +545,15 @@ class DropSeqIDColumnOp(MigrateOperation):
 
 @Operations.implementation_for(DropSeqIDColumnOp)
 def _drop_seqid_column(operations: Operations, operation: DropSeqIDColumnOp) -> None:
+    from ..vendors.online import ONLINE_VENDORS, drop_column
+
+    conn = operations.get_bind()
+    if not operations.get_context().as_sql and SeqUUID().target(conn.dialect).vendor in ONLINE_VENDORS:
+        with _outside_the_transaction(operations) as free:
+            if free is not None:  # each statement's lock waited for briefly and tried again, as adding it
+                added = AddSeqIDColumnOp(operation.table, operation.column, unique=operation.unique)
+                drop_column(_OnlineIO(free), _online_column(free, added, SeqUUID()))
+                return
     with operations.batch_alter_table(operation.table) as batch:
         if operation.unique:
             batch.drop_constraint(f"uq_{operation.table}_{operation.column}", type_="unique")

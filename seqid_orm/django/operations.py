@@ -215,7 +215,7 @@ def _online_column(model: Any, field: Any, connection: Any, from_field: str | No
         storage=where.storage,
         layout=where.layout,
         stamp=stamp,
-        key_casts=(str(pk.rel_db_type(connection) if pk.is_relation else pk.db_type(connection)),),
+        key_casts=(str(pk.rel_db_type(connection)),),  # an AutoField's type without AUTO_INCREMENT or serial
         unique=bool(field.unique),
         nullable=bool(field.null),
     )

@@ -10,6 +10,7 @@ trigger counts each write of the key), none missed.  And the refusal of a big st
 from __future__ import annotations
 
 import contextlib
+import datetime as _dt
 import os
 import secrets
 import time
@@ -318,3 +319,107 @@ def test_autogenerate_writes_a_key_column_added_to_a_table_with_rows_as_the_onli
         with engine.begin() as conn:
             for name in (table_name, f"{table_name}_version", f"seqid_fill_{table_name}_seq_id"):
                 conn.exec_driver_sql(f"DROP TABLE IF EXISTS {name}")
+
+
+KEY_SHAPES = {  # the primary key each table has: its DDL per server, its columns, and how to make row r's key
+    "bigint": ({"postgresql": "id bigint", "mysql": "id bigint"}, ("id",), lambda r: (r,)),
+    "composite": (
+        {"postgresql": "id bigint, region varchar(8)", "mysql": "id bigint, region varchar(8)"},
+        ("id", "region"),
+        lambda r: (r // 3, ("eu", "us", "ap")[r % 3]),
+    ),
+    "bytes": ({"postgresql": "id bytea", "mysql": "id binary(16)"}, ("id",), lambda r: (r.to_bytes(16, "big"),)),
+    "timestamp": (
+        {"postgresql": "id timestamp", "mysql": "id datetime(6)"},
+        ("id",),
+        lambda r: (_dt.datetime(2020, 1, 1) + _dt.timedelta(seconds=r),),
+    ),
+}
+
+
+@pytest.mark.parametrize("engine", ["postgresql", "mysql"], indirect=True)
+@pytest.mark.parametrize("shape", sorted(KEY_SHAPES))
+@pytest.mark.parametrize("storage", [None, "binary"])
+@pytest.mark.parametrize("typed", [True, False], ids=["key-types-known", "key-types-unknown"])
+def test_a_backfill_walks_every_kind_of_primary_key_and_resumes_after_a_kill(engine, shape, storage, typed):
+    """Keys of one column and of two, of bytes, of a type JSON cannot carry, with their types known (one
+    parameter a batch: arrays, a JSON document) or not (a list of rows): killed after two batches and run
+    again, every row gets one key, of its own time, and the run says it resumed."""
+    from seqid_orm.sqlalchemy import SeqUUID
+    from seqid_orm.vendors.online import OnlineColumn, backfill
+
+    server = engine.dialect.name
+    ddl, names, key_of = KEY_SHAPES[shape]
+    table = f"t_{secrets.token_hex(4)}"
+    kind = SeqUUID(storage=storage)
+    where = kind.target(engine.dialect)
+    column_type = str(kind.compile(dialect=engine.dialect))
+    with engine.begin() as conn:
+        conn.exec_driver_sql(
+            f"CREATE TABLE {table} ({ddl[server]}, created_at timestamp NULL, seq_id {column_type} NULL, "
+            f"PRIMARY KEY ({', '.join(names)}))"
+        )
+        rows = [
+            dict(zip(names, key_of(r), strict=True)) | {"at": _dt.datetime(2024, 1, 1) + _dt.timedelta(minutes=r)}
+            for r in range(1, 1001)
+        ]
+        marks = ", ".join(f":{n}" for n in names)
+        conn.execute(sa.text(f"INSERT INTO {table} ({', '.join(names)}, created_at) VALUES ({marks}, :at)"), rows)
+    with engine.connect() as conn:
+        casts = tuple(
+            str(c["type"].compile(dialect=engine.dialect))
+            for n in names
+            for c in sa.inspect(conn).get_columns(table)
+            if c["name"] == n
+        )
+    column = OnlineColumn(
+        vendor=where.vendor,
+        table=table,
+        column="seq_id",
+        keys=names,
+        column_type=column_type,
+        default_sql=where.server_default.sql,
+        storage=where.storage,
+        layout=where.layout,
+        stamp="created_at",
+        key_casts=casts if typed else (),
+    )
+    said: list[str] = []
+    try:
+        with engine.connect() as conn:
+            conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+            with pytest.raises(_Killed):
+                backfill(_KilledAfter(conn, 2), column, batch_size=150, say=said.append)
+            backfill(_ScriptedIO(conn, None), column, batch_size=150, say=said.append)
+        assert any("resuming after 300 rows" in line for line in said), said
+        with engine.connect() as conn:
+            total, keyed, distinct = conn.exec_driver_sql(
+                f"SELECT count(*), count(seq_id), count(DISTINCT seq_id) FROM {table}"
+            ).one()
+            times = conn.exec_driver_sql(f"SELECT created_at FROM {table} ORDER BY seq_id").scalars().all()
+        assert total == keyed == distinct == 1000
+        assert times == sorted(times)  # each row's key of its own time, as the server orders them
+    finally:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP TABLE IF EXISTS {table}")
+            conn.exec_driver_sql(f"DROP TABLE IF EXISTS {column.progress_table}")
+
+
+class _Killed(Exception):
+    pass
+
+
+class _KilledAfter(_ScriptedIO):
+    """Dies, as a killed process would, after ``batches`` committed batches (the next one never begins)."""
+
+    def __init__(self, conn, batches: int) -> None:
+        super().__init__(conn, None)
+        self.batches = batches
+
+    @contextlib.contextmanager
+    def transaction(self):
+        if self.batches == 0:
+            raise _Killed
+        self.batches -= 1
+        with super().transaction():
+            yield

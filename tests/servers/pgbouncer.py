@@ -15,6 +15,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import urllib.parse
 
 from seqid_orm.errors import BackendUnavailableError
 from tests.servers.lifecycle import end, read_log
@@ -23,7 +24,9 @@ from tests.servers.stack_files import pgbouncer_settings
 
 
 class PrivatePgBouncer:
-    """``pgbouncer`` on a free port, pooling ``test`` on 127.0.0.1:5432 in ``pool_mode`` (the guide's by default)."""
+    """``pgbouncer`` on a free port, pooling the suite's database on 127.0.0.1:5432 (``test``, or the one
+    ``SEQID_TEST_POSTGRES_URL`` names, so a test's direct connection sees the same rows) in ``pool_mode``
+    (the guide's by default)."""
 
     def __init__(self, pool_mode: str | None = None, pool_size: int = 4, binary: str = "pgbouncer") -> None:
         self.binary = shutil.which(binary, path="/usr/sbin:/usr/bin:" + os.environ.get("PATH", "")) or binary
@@ -32,16 +35,17 @@ class PrivatePgBouncer:
         self.tmp = tempfile.mkdtemp(prefix="seqid-pgbouncer-")
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
+        self.database = urllib.parse.urlsplit(os.environ.get("SEQID_TEST_POSTGRES_URL", "")).path.strip("/") or "test"
 
     @property
     def url(self) -> str:
-        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/test"
+        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{self.database}"
 
     def _config(self) -> str:
         settings = {**pgbouncer_settings(), "pool_mode": self.pool_mode or pgbouncer_settings()["pool_mode"]}
         return (
             "[databases]\n"
-            f"test = host=127.0.0.1 port=5432 dbname=test pool_size={self.pool_size}\n"
+            f"{self.database} = host=127.0.0.1 port=5432 dbname={self.database} pool_size={self.pool_size}\n"
             "[pgbouncer]\n"
             + "".join(f"{key} = {value}\n" for key, value in settings.items())
             + f"listen_addr = 127.0.0.1\nlisten_port = {self.port}\nunix_socket_dir =\n"

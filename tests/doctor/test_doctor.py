@@ -905,7 +905,11 @@ def _states(vendor: str) -> dict[str, tuple[list[uuid.UUID], int | None]]:
     old = [uuid.uuid4() for _ in range(ROWS)]
     start = dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=2)
     when = [start + dt.timedelta(seconds=n * 0.72) for n in range(ROWS // 2)]
-    width = seqid_orm.vendors.target(vendor, (15,), "native").above_for(old)
+    # what the adopting migration decides: from the largest keys as the database orders them (a uuid
+    # compares its bytes), largest first; an unordered list judged its first random key, and the width
+    # came out too narrow (keys inside the old ones) or 0 about one run in three
+    largest = sorted(old, key=lambda key: key.bytes, reverse=True)
+    width = seqid_orm.vendors.target(vendor, (15,), "native").above_for(largest, rows=len(old))
 
     def made(above: int, times: list[dt.datetime]) -> list[uuid.UUID]:
         return [seqid_orm.comb_at(t, Layout.TIME_FIRST, above=above) for t in times]

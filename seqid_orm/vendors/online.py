@@ -25,6 +25,8 @@ gh-ost, MariaDB's online DDL) all do, and what :func:`add_column` does, step by 
 Every DDL statement waits for its lock at most :data:`LOCK_TIMEOUT_MS` (PostgreSQL's ``lock_timeout``;
 MariaDB's ``lock_wait_timeout``, whole seconds) and is tried again after a pause, up to
 :data:`DDL_ATTEMPTS`: a busy table delays the migration instead of queueing the application behind it.
+PostgreSQL's concurrent index statements are the exception: their lock stops no reader or writer, and
+they wait as long as the database's older transactions run (cut short, they leave an invalid index).
 What each step locks, and for how long, is in docs/how-to/migrate.md.  SQLite is not changed online (one
 writer at a time, and ``ALTER TABLE`` there copies the table): the adapters keep the offline form for it.
 
@@ -217,14 +219,27 @@ def is_lock_timeout(exc: BaseException) -> bool:
 # --- the DDL steps -------------------------------------------------------------------------------------
 
 
-def _ddl(io: OnlineIO, col: OnlineColumn, statement: str, sleep: Callable[[float], None] = time.sleep) -> None:
+def _ddl(
+    io: OnlineIO,
+    col: OnlineColumn,
+    statement: str,
+    sleep: Callable[[float], None] = time.sleep,
+    *,
+    bounded: bool = True,
+) -> None:
     """``statement`` with a bounded wait for its lock, tried again after a growing pause while the lock
-    is taken (:data:`DDL_ATTEMPTS` times)."""
+    is taken (:data:`DDL_ATTEMPTS` times).
+
+    ``bounded=False`` for PostgreSQL's concurrent index statements: their lock (``SHARE UPDATE
+    EXCLUSIVE``) stops no reader or writer, so nothing queues behind their wait, and they wait for every
+    transaction of the database with an older snapshot to end ("Building Indexes Concurrently", the
+    ``CREATE INDEX`` page of PostgreSQL's docs).  A lock timeout there does not spare the application
+    anything; it leaves an invalid index behind, whose name the next attempt then finds taken."""
     pause = 0.2
     for attempt in range(1, DDL_ATTEMPTS + 1):
         try:
             if col.pg:
-                io.run(f"SET lock_timeout = {LOCK_TIMEOUT_MS}", {})
+                io.run(f"SET lock_timeout = {LOCK_TIMEOUT_MS if bounded else 0}", {})
             else:
                 io.run(f"SET SESSION lock_wait_timeout = {max(1, round(LOCK_TIMEOUT_MS / 1000))}", {})
             io.run(statement, {})
@@ -318,10 +333,10 @@ def add_column(
     index = col.q(col.index_name)
     if col.pg:
         if state == "invalid":  # a killed run's CREATE INDEX CONCURRENTLY
-            _ddl(io, col, f"DROP INDEX CONCURRENTLY IF EXISTS {index}", sleep)
+            _ddl(io, col, f"DROP INDEX CONCURRENTLY IF EXISTS {index}", sleep, bounded=False)
             state = None
         if state is None:
-            _ddl(io, col, f"CREATE UNIQUE INDEX CONCURRENTLY {index} ON {table} ({column})", sleep)
+            _ddl(io, col, f"CREATE UNIQUE INDEX CONCURRENTLY {index} ON {table} ({column})", sleep, bounded=False)
         if col.unique and not _is_unique_constraint(io, col):
             _ddl(io, col, f"ALTER TABLE {table} ADD CONSTRAINT {index} UNIQUE USING INDEX {index}", sleep)
         if not col.nullable and not _not_null(io, col):

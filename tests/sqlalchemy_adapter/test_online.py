@@ -13,6 +13,7 @@ import contextlib
 import datetime as _dt
 import os
 import secrets
+import threading
 import time
 
 import pytest
@@ -205,6 +206,81 @@ def test_two_columns_filled_at_once_keep_their_own_progress(engine):
             for column in columns:
                 conn.exec_driver_sql(f"DROP TABLE IF EXISTS {column.progress_table}")
                 conn.exec_driver_sql(f"DROP TABLE IF EXISTS {column.table}")
+
+
+def test_the_unique_index_waits_for_an_older_transaction_instead_of_failing(pg_engine):
+    """PostgreSQL's concurrent index build waits for every transaction of the database with an older
+    snapshot, another table's included.  Under the DDL's half-second lock timeout that wait was cut short,
+    left an invalid index, and the next attempt failed on its name (``DuplicateTable``: CI, beside other
+    tests' transactions).  The build stops no reader or writer, so it waits, watched here from this thread:
+    still waiting three timeouts on, done once the transaction ends, the index valid."""
+    from seqid_orm.sqlalchemy import SeqUUID
+    from seqid_orm.vendors.online import LOCK_TIMEOUT_MS, OnlineColumn, add_column
+
+    where = SeqUUID().target(pg_engine.dialect)
+    table = f"t_{secrets.token_hex(4)}"
+    col = OnlineColumn(
+        vendor=where.vendor,
+        table=table,
+        column="seq_id",
+        keys=("id",),
+        column_type="uuid",
+        default_sql=where.server_default.sql,
+        storage=where.storage,
+        layout=where.layout,
+        key_casts=("bigint",),
+    )
+    with pg_engine.begin() as conn:
+        conn.exec_driver_sql(f"CREATE TABLE {table} (id bigint PRIMARY KEY)")
+        conn.exec_driver_sql(f"INSERT INTO {table} (id) SELECT generate_series(1, 500)")
+    outcome: list[BaseException | None] = []
+
+    def migrate() -> None:
+        try:
+            with pg_engine.connect() as conn:
+                add_column(_ScriptedIO(conn.execution_options(isolation_level="AUTOCOMMIT"), None), col, say=str)
+            outcome.append(None)
+        except BaseException as exc:  # handed to the test's thread
+            outcome.append(exc)
+
+    try:
+        with pg_engine.connect() as holder, pg_engine.connect() as watch:
+            holder.exec_driver_sql("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            holder.exec_driver_sql("SELECT count(*) FROM pg_class").scalar()  # a snapshot, on no table of ours
+            worker = threading.Thread(target=migrate, daemon=True)
+            worker.start()
+            waited_since = None
+            deadline = time.monotonic() + 60
+            while worker.is_alive() and time.monotonic() < deadline:
+                waiting = watch.execute(
+                    sa.text(
+                        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                        "AND query LIKE 'CREATE UNIQUE INDEX CONCURRENTLY%' AND query LIKE :t"
+                    ),
+                    {"t": f"%{table}%"},
+                ).scalar()
+                watch.rollback()
+                if waiting and waited_since is None:
+                    waited_since = time.monotonic()
+                if waited_since is not None and time.monotonic() - waited_since > 3 * LOCK_TIMEOUT_MS / 1000:
+                    break
+                time.sleep(0.05)
+            assert waited_since is not None, outcome  # the build waited for the older transaction
+            assert worker.is_alive(), outcome  # and still waits, three timeouts on
+            holder.exec_driver_sql("COMMIT")
+            worker.join(60)
+        assert not worker.is_alive() and outcome == [None], outcome
+        with pg_engine.connect() as conn:
+            valid = conn.exec_driver_sql(
+                "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+                f"WHERE i.indrelid = '{table}'::regclass AND c.relname = '{col.index_name}'"
+            ).scalar_one()
+            total, keyed = conn.exec_driver_sql(f"SELECT count(*), count(DISTINCT seq_id) FROM {table}").one()
+        assert valid and total == keyed == 500
+    finally:
+        with pg_engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP TABLE IF EXISTS {col.progress_table}")
+            conn.exec_driver_sql(f"DROP TABLE IF EXISTS {table}")
 
 
 AUTOGENERATE_ENV = """

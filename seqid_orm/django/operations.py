@@ -110,8 +110,8 @@ class ConvertUUIDStorage(Operation):
         pass  # the field stays a UUIDField: only its column's storage changes
 
     def _run(self, app_label: str, schema_editor: Any, state: Any, source: str, target: str) -> None:
-        from ..vendors.conversions import ColumnRef, ForeignKeyRef, check_rewrite, conversion_plan
-        from ..vendors.online import table_rows
+        from ..vendors.conversions import REWRITE_UP_TO_ROWS, ColumnRef, ForeignKeyRef, check_rewrite, conversion_plan
+        from ..vendors.online import rows_past
 
         model = state.apps.get_model(app_label, self.model_name)
         table, column = model._meta.db_table, model._meta.get_field(self.field_name).column
@@ -133,7 +133,9 @@ class ConvertUUIDStorage(Operation):
         key = ColumnRef(table, column, nullable[column])
         where = connection_target(connection, as_storage(target))
         fetch = _OnlineIO(connection).fetch
-        rows = {t: table_rows(fetch, where.vendor, t) for t in [table, *(r.table for r in references)]}
+        rows = {
+            t: rows_past(fetch, where.vendor, t, REWRITE_UP_TO_ROWS) for t in [table, *(r.table for r in references)]
+        }
         check_rewrite(where.vendor, table, column, rows, self.allow_rewrite)
         plan = conversion_plan(where, key, references, source, connection.ops.quote_name)
         for statement in plan:

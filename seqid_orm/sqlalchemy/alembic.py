@@ -373,8 +373,8 @@ class ConvertUUIDStorageOp(MigrateOperation):
 @Operations.implementation_for(ConvertUUIDStorageOp)
 def _convert_uuid_storage(operations: Operations, operation: ConvertUUIDStorageOp) -> None:
     from ..vendors import as_storage
-    from ..vendors.conversions import ColumnRef, ForeignKeyRef, check_rewrite, conversion_plan
-    from ..vendors.online import table_rows
+    from ..vendors.conversions import REWRITE_UP_TO_ROWS, ColumnRef, ForeignKeyRef, check_rewrite, conversion_plan
+    from ..vendors.online import rows_past
     from .types import dialect_target
 
     if operations.get_context().as_sql:
@@ -406,7 +406,10 @@ def _convert_uuid_storage(operations: Operations, operation: ConvertUUIDStorageO
                 )
     key = ColumnRef(operation.table, operation.column, nullable[operation.column])
     fetch = _OnlineIO(conn).fetch
-    rows = {t: table_rows(fetch, where.vendor, t) for t in [operation.table, *(r.table for r in references)]}
+    rows = {
+        t: rows_past(fetch, where.vendor, t, REWRITE_UP_TO_ROWS)
+        for t in [operation.table, *(r.table for r in references)]
+    }
     check_rewrite(where.vendor, operation.table, operation.column, rows, operation.allow_rewrite)
     if where.vendor == "sqlite":
         _convert_sqlite(operations, conn, [key, *references], source, where.storage)

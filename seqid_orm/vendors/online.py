@@ -68,6 +68,7 @@ __all__ = [
     "estimate_rows",
     "forget",
     "is_lock_timeout",
+    "rows_past",
     "table_rows",
 ]
 
@@ -598,3 +599,40 @@ def table_rows(fetch: Callable[[str, dict[str, object]], list[tuple[Any, ...]]],
         return None
     value = rows[0][0] if rows else None
     return int(value) if value is not None and int(value) > 0 else None
+
+
+def rows_past(
+    fetch: Callable[[str, dict[str, object]], list[tuple[Any, ...]]], vendor: str, table: str, limit: int
+) -> int | None:
+    """``table``'s rows where a refusal turns on ``limit``: the planner's estimate (:func:`table_rows`), and where
+    that says more than ``limit``, the rows themselves, counted up to ``limit + 1`` (more than ``limit``
+    of them: the estimate again, for a message to say how many).
+
+    An estimate is a sample: InnoDB's ``TABLE_ROWS`` put a table of exactly 100,000 rows at 100,001 (CI), and
+    a refusal should be true of the table it names.  The count reads at most ``limit + 1`` entries of an
+    index and blocks no writer (a plain ``SELECT``: PostgreSQL's ACCESS SHARE, InnoDB's consistent read).
+    A role that may not read the table keeps the estimate; so does one from which row-level security hides
+    rows (PostgreSQL), which would count fewer rows than the rewrite touches.
+    """
+    estimate = table_rows(fetch, vendor, table)
+    if estimate is None or estimate <= limit:
+        return estimate
+    quoted = quote_identifier(vendor, table)
+    if vendor == "postgresql":
+        # row-level security hides rows from this role as in postgresql.adoption_statements()["hidden"]
+        [(readable,)] = fetch(
+            "SELECT has_table_privilege(c.oid, 'SELECT') AND NOT (c.relrowsecurity AND NOT (r.rolsuper "
+            "OR r.rolbypassrls OR (c.relowner = r.oid AND NOT c.relforcerowsecurity))) "
+            "FROM pg_class c JOIN pg_roles r ON r.rolname = current_user WHERE c.oid = to_regclass(:t)",
+            {"t": quoted},
+        )
+        if not readable:
+            return estimate
+    count = f"SELECT COUNT(*) FROM (SELECT 1 FROM {quoted} LIMIT {int(limit) + 1}) AS seqid_rows"
+    try:
+        [(rows,)] = fetch(count, {})
+    except Exception:  # MariaDB: no SELECT on it (on PostgreSQL no statement fails: checked above)
+        # MariaDB's failed statement leaves its transaction as it was; no privilege function to ask first
+        # (roles, database- and column-level grants: https://mariadb.com/kb/en/grant/).
+        return estimate
+    return int(rows) if int(rows) <= limit else estimate  # past the line: the estimate says how far

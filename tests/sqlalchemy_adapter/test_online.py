@@ -97,20 +97,8 @@ def test_a_storage_conversion_of_a_big_table_is_refused_naming_the_online_ways(e
     from seqid_orm.errors import InvalidArgumentError
     from seqid_orm.vendors.conversions import REWRITE_UP_TO_ROWS
 
-    rows = REWRITE_UP_TO_ROWS + 50_000
     pg = engine.dialect.name == "postgresql"
-    with engine.begin() as conn:
-        conn.exec_driver_sql(f"CREATE TABLE {table_name} (id char(32) PRIMARY KEY)")
-        if pg:
-            conn.exec_driver_sql(
-                f"INSERT INTO {table_name} SELECT replace(gen_random_uuid()::text, '-', '') "
-                f"FROM generate_series(1, {rows})"
-            )
-        else:
-            conn.exec_driver_sql(
-                f"INSERT INTO {table_name} SELECT lower(replace(uuid(), '-', '')) FROM seq_1_to_{rows}"
-            )
-        conn.exec_driver_sql(f"ANALYZE {table_name}" if pg else f"ANALYZE TABLE {table_name}")
+    _hex_key_table(engine, table_name, REWRITE_UP_TO_ROWS + 50_000)
     try:
         with engine.begin() as conn, pytest.raises(InvalidArgumentError) as refused:
             Operations(MigrationContext.configure(conn)).convert_uuid_storage(table_name, "id", from_storage="hex")
@@ -123,6 +111,128 @@ def test_a_storage_conversion_of_a_big_table_is_refused_naming_the_online_ways(e
     finally:
         with engine.begin() as conn:
             conn.exec_driver_sql(f"DROP TABLE IF EXISTS {table_name}")
+
+
+def _hex_key_table(engine, table_name: str, rows: int, autovacuum: bool = True) -> None:
+    """A table of ``rows`` text keys (32 hex digits), analyzed."""
+    pg = engine.dialect.name == "postgresql"
+    with engine.begin() as conn:
+        if pg:
+            conn.exec_driver_sql(
+                f"CREATE TABLE {table_name} (id char(32) PRIMARY KEY) WITH (autovacuum_enabled = {autovacuum})"
+            )
+            conn.exec_driver_sql(
+                f"INSERT INTO {table_name} SELECT replace(gen_random_uuid()::text, '-', '') "
+                f"FROM generate_series(1, {rows})"
+            )
+        else:
+            conn.exec_driver_sql(f"CREATE TABLE {table_name} (id char(32) PRIMARY KEY)")
+            conn.exec_driver_sql(
+                f"INSERT INTO {table_name} SELECT lower(replace(uuid(), '-', '')) FROM seq_1_to_{rows}"
+            )
+        conn.exec_driver_sql(f"ANALYZE {table_name}" if pg else f"ANALYZE TABLE {table_name}")
+
+
+@contextlib.contextmanager
+def _overestimated(engine, table_name: str, rows: int, estimate: int):
+    """A table of ``rows`` keys that the planner puts at about ``estimate`` while this lasts. PostgreSQL:
+    ANALYZE saw ``estimate`` rows before the rest were deleted (autovacuum off, so nothing counts them
+    again). InnoDB keeps its sampled count in step with each insert and delete as it is made: another
+    transaction holds ``estimate - rows`` rows inserted and not committed, which no other reader sees."""
+    if engine.dialect.name == "postgresql":
+        _hex_key_table(engine, table_name, estimate, autovacuum=False)
+        with engine.begin() as conn:
+            conn.exec_driver_sql(
+                f"DELETE FROM {table_name} WHERE id IN (SELECT id FROM {table_name} LIMIT {estimate - rows})"
+            )
+        yield
+        return
+    _hex_key_table(engine, table_name, rows)
+    with engine.connect() as other:
+        other.exec_driver_sql(
+            f"INSERT INTO {table_name} SELECT lower(replace(uuid(), '-', '')) FROM seq_1_to_{estimate - rows}"
+        )
+        try:
+            yield
+        finally:
+            other.rollback()
+
+
+@pytest.mark.parametrize("engine", ["postgresql", "mysql"], indirect=True)
+def test_a_table_its_estimate_puts_past_the_line_is_judged_by_its_rows(engine, table_name):
+    """The refusal turns on the rows, not on the planner's sample of them: a table of exactly
+    REWRITE_UP_TO_ROWS rows whose estimate says 50,000 more is counted (read up to the line and one more)
+    and converts (InnoDB put such a table at 100,001 in CI and refused it); a role that may not read the
+    table is judged by the estimate."""
+    from alembic.migration import MigrationContext
+    from alembic.operations import Operations
+
+    import seqid_orm.sqlalchemy.alembic
+    from seqid_orm.vendors.conversions import REWRITE_UP_TO_ROWS
+    from seqid_orm.vendors.online import rows_past, table_rows
+
+    vendor = "postgresql" if engine.dialect.name == "postgresql" else "mariadb"
+    try:
+        with _overestimated(engine, table_name, REWRITE_UP_TO_ROWS, REWRITE_UP_TO_ROWS + 50_000):
+            with engine.connect() as conn:
+                fetch = seqid_orm.sqlalchemy.alembic._OnlineIO(conn).fetch
+                estimate = table_rows(fetch, vendor, table_name)
+                counted = rows_past(fetch, vendor, table_name, REWRITE_UP_TO_ROWS)
+                with_less_room = rows_past(fetch, vendor, table_name, REWRITE_UP_TO_ROWS - 1)
+            unreadable = _estimate_as_a_role_without_select(engine, table_name, vendor)
+            if vendor == "postgresql":  # MariaDB's ALTER waits for the open insert to end
+                with engine.begin() as conn:
+                    Operations(MigrationContext.configure(conn)).convert_uuid_storage(
+                        table_name, "id", from_storage="hex"
+                    )
+        assert estimate is not None and estimate > REWRITE_UP_TO_ROWS + 25_000  # the sample still sees them
+        assert counted == REWRITE_UP_TO_ROWS and with_less_room == estimate  # past 99,999: the estimate
+        assert unreadable == estimate
+        if vendor == "mariadb":  # its estimate back at the rows, give or take ANALYZE's sample (CI's 100,001)
+            with engine.begin() as conn:
+                Operations(MigrationContext.configure(conn)).convert_uuid_storage(table_name, "id", from_storage="hex")
+        with engine.connect() as conn:
+            kind = next(c["type"] for c in sa.inspect(conn).get_columns(table_name) if c["name"] == "id")
+            left = conn.execute(sa.text(f"SELECT COUNT(*) FROM {table_name}")).scalar_one()
+        assert not isinstance(kind, sa.CHAR) and left == REWRITE_UP_TO_ROWS  # converted, every row kept
+    finally:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP TABLE IF EXISTS {table_name}")
+
+
+def _estimate_as_a_role_without_select(engine, table_name: str, vendor: str) -> int | None:
+    """What :func:`rows_past` says of ``table_name`` to a role that may alter it but not read it."""
+    from seqid_orm.sqlalchemy.alembic import _OnlineIO
+    from seqid_orm.vendors.conversions import REWRITE_UP_TO_ROWS
+    from seqid_orm.vendors.online import rows_past
+
+    role = f"{table_name}_r"
+    if vendor == "postgresql":
+        with engine.connect() as conn:
+            conn.exec_driver_sql(f"CREATE ROLE {role}")
+            conn.commit()
+            try:
+                conn.exec_driver_sql(f"GRANT SELECT ON pg_class TO {role}")  # the catalogs stay readable
+                conn.exec_driver_sql(f"SET ROLE {role}")
+                return rows_past(_OnlineIO(conn).fetch, vendor, table_name, REWRITE_UP_TO_ROWS)
+            finally:
+                conn.rollback()
+                conn.exec_driver_sql("RESET ROLE")
+                conn.exec_driver_sql(f"DROP ROLE {role}")
+                conn.commit()
+    with engine.begin() as conn:
+        conn.execute(sa.text(f"CREATE USER '{role}'@'%'"))
+        conn.execute(sa.text(f"GRANT ALTER, INSERT ON {engine.url.database}.{table_name} TO '{role}'@'%'"))
+    try:
+        other = sa.create_engine(engine.url.set(username=role, password=""))
+        try:
+            with other.connect() as conn:
+                return rows_past(_OnlineIO(conn).fetch, vendor, table_name, REWRITE_UP_TO_ROWS)
+        finally:
+            other.dispose()
+    finally:
+        with engine.begin() as conn:
+            conn.execute(sa.text(f"DROP USER '{role}'@'%'"))
 
 
 class _ScriptedIO:

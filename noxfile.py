@@ -9,7 +9,9 @@ Each session runs what its versions can break, not everything again:
     nox -s django42 django60 django61   # Django 4.2 (Python 3.11), 6.0 (3.12), 6.1 (3.13)
 
 Tests marked ``slow`` (real processes, private servers, faults: what the operating system and the
-servers decide, not the Python, SQLAlchemy or Django version) run in the default .venv only.
+servers decide, not the Python, SQLAlchemy or Django version) and ``big`` (100,000 rows, for what a
+server does at that size; smaller tests walk the same paths here) run in the default .venv only
+(and ``big`` ones on PostgreSQL 18).
 Django 5.2 is the .venv's own (``make test-django``), so it has no session here; the other Django
 versions run the settings modules whose backends they change, each backend once beyond the .venv's
 5.2: 4.2 on MariaDB (its UUID column is char(32), before Django 5.0's uuid type, and db_default is
@@ -44,7 +46,7 @@ TICKETS = "tests/tickets"
 LEASES = "tests/leases"
 ASYNC = "tests/async_ids"
 INTEGRATIONS = "tests/integrations"
-NO_DJANGO = ["-m", "not django and not slow and not mysqlclient and not etcd"]
+NO_DJANGO = ["-m", "not django and not slow and not big and not mysqlclient and not etcd"]
 
 
 @nox.session(python=["3.10", "3.13"])
@@ -75,7 +77,7 @@ def core(session: nox.Session) -> None:
         ASYNC,
         INTEGRATIONS,
         "-m",
-        "not django and not slow and not postgres and not mysql and not etcd",
+        "not django and not slow and not big and not postgres and not mysql and not etcd",
         *session.posargs,
     )
 
@@ -133,7 +135,7 @@ def _django_suite(session: nox.Session, spec: str, settings_modules: list[str], 
             "-q",
             "tests/django",
             "-m",
-            "not slow and not etcd",  # etcd3gw and the etcd server: the .venv's tests
+            "not slow and not big and not etcd",  # etcd3gw and the etcd server: the .venv's tests
             *deselect,
             *session.posargs,
             env={"DJANGO_SETTINGS_MODULE": f"tests.django.settings.{settings}"},

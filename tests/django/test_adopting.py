@@ -76,14 +76,15 @@ def _key_bytes(table: str) -> int:
         return int(cursor.fetchone()[0])
 
 
-def _fill_new(model) -> None:
-    """N rows, n from 0 up: save() for the first thousand, then bulk_create, then seqid's bulk_insert."""
-    for i in range(1000):
+def _fill_new(model, rows: int = N) -> None:
+    """``rows`` rows, n from 0 up: save() for the first thousand (a tenth of a few), then bulk_create, then
+    seqid's bulk_insert."""
+    saved, half = min(1000, rows // 10), rows // 2
+    for i in range(saved):
         model.objects.create(n=i, note="new")
-    half = N // 2
-    for start in range(1000, half, 5000):
+    for start in range(saved, half, 5000):
         model.objects.bulk_create(model(n=i, note="new") for i in range(start, min(start + 5000, half)))
-    bulk_insert([model(n=i, note="new") for i in range(half, N)])
+    bulk_insert([model(n=i, note="new") for i in range(half, rows)])
 
 
 def _drop(model) -> None:
@@ -102,6 +103,7 @@ def _fresh_key_bytes(app: str) -> int:
         _drop(fresh)
 
 
+@pytest.mark.big
 def test_a_swapped_uuidfield_finds_its_old_rows_orders_its_new_ones_and_grows_as_a_new_one():
     old, new = _swap("adopt", SeqUUIDField(primary_key=True, editable=False))
     table = new._meta.db_table
@@ -125,6 +127,28 @@ def test_a_swapped_uuidfield_finds_its_old_rows_orders_its_new_ones_and_grows_as
         assert by_key[N:] == list(range(N))
 
 
+def test_a_swap_of_a_few_rows_finds_them_and_orders_the_new_ones_after_them():
+    """The swap's path, makemigrations' operations and migrate's, at a size every Django version of the
+    matrix runs (the 100,000-row tests, of what the server does at that size, are ``big``)."""
+    rows = 3000
+    old, new = _swap("adoptfew", SeqUUIDField(primary_key=True, editable=False), rows=rows)
+    try:
+        old_keys = list(old.objects.values_list("pk", flat=True))
+        _fill_new(new, rows)
+        found = sum(new.objects.filter(pk__in=old_keys[i : i + 500]).count() for i in range(0, rows, 500))
+        by_key = list(new.objects.order_by("pk").values_list("n", flat=True))
+        newest = new.objects.get(n=rows - 1).pk
+    finally:
+        _drop(new)
+    assert found == rows
+    assert [n for n in by_key if n >= 0] == list(range(rows))
+    adopted = connection.vendor == "postgresql"
+    assert describe(newest).kind == ("adopted" if adopted else "uuid7")
+    if adopted:
+        assert by_key[rows:] == list(range(rows))
+
+
+@pytest.mark.big
 @pytest.mark.skipif(django.VERSION < (5, 0), reason="db_default arrived in Django 5.0")
 def test_db_default_made_keys_on_a_column_of_random_keys_sort_after_them():
     """AlterField to db_default=DatabaseSeqUUID(): on PostgreSQL the migration reads the column and sets the

@@ -179,6 +179,7 @@ def _fresh_key_bytes(engine, name: str, count: int) -> int:
     return _key_bytes(engine, name)
 
 
+@pytest.mark.big
 def test_an_adopted_table_finds_its_old_rows_orders_its_new_ones_and_grows_as_a_new_one(engine, tmp_path, table_name):
     forget_columns(engine.dialect)
     legacy = _legacy(table_name)

@@ -10,8 +10,7 @@ Each session runs what its versions can break, not everything again:
 
 Tests marked ``slow`` (real processes, private servers, faults: what the operating system and the
 servers decide, not the Python, SQLAlchemy or Django version) and ``big`` (100,000 rows, for what a
-server does at that size; smaller tests walk the same paths here) run in the default .venv only
-(and ``big`` ones on PostgreSQL 18).
+server does at that size; smaller tests walk the same paths here) run in the default .venv only.
 Django 5.2 is the .venv's own (``make test-django``), so it has no session here; the other Django
 versions run the settings modules whose backends they change, each backend once beyond the .venv's
 5.2: 4.2 on MariaDB (its UUID column is char(32), before Django 5.0's uuid type, and db_default is

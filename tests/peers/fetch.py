@@ -1,5 +1,5 @@
 """The peers' own test suites, fetched from their source distributions on PyPI (never copied into this
-repository): ``pip download --no-binary :all:`` of the installed version, kept in a cache folder."""
+repository): ``pip download --no-binary <project>`` of the installed version, kept in a cache folder."""
 
 from __future__ import annotations
 
@@ -19,7 +19,10 @@ def sdist_tree(project: str, version: str, inside: str) -> Path:
     if target.exists():
         return target
     root.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:"]
+    # The project's sdist, its build backend from wheels: pip prepares an sdist's metadata, and with
+    # --no-binary :all: it built the backend and the backend's own from source (hatchling, packaging,
+    # flit_core...): pydantic's took 180 s on a new user's first run, 10 s this way.
+    command = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", project]
     command += ["--dest", str(root), f"{project}=={version}"]
     done = subprocess.run(
         command,

@@ -172,11 +172,17 @@ def include_name(name, type_, parent_names):
     return type_ != "table" or name == "{table}"
 
 
+def include_object(object_, name, type_, reflected, compare_to):
+    # SQLModel.metadata is one for the process: the Hero tables of this test's other runs are in it too
+    return type_ != "table" or name == "{table}"
+
+
 context.configure(
     connection=context.config.attributes["connection"],
     target_metadata=SQLModel.metadata,
     render_item=render_item,
     include_name=include_name,
+    include_object=include_object,
 )
 with context.begin_transaction():
     context.run_migrations()
@@ -196,3 +202,4 @@ def test_a_sqlmodel_project_migrates_with_the_readmes_env_py(engine, tmp_path, t
             config.attributes["connection"] = conn
             alembic_command.upgrade(config, "head")
         assert {"id", "name"} <= {c["name"] for c in sa.inspect(engine).get_columns(table_name)}
+        assert f"op.create_table('{table_name}'" in script and script.count("op.create_table(") == 1

@@ -52,6 +52,7 @@ from ..ids.comb import comb_at, comb_batch
 from ..ids.layout import Layout
 from ._base import Storage
 from .live import quote_identifier
+from .postgresql import reads_every_row
 
 __all__ = [
     "DDL_ATTEMPTS",
@@ -619,13 +620,7 @@ def rows_past(
         return estimate
     quoted = quote_identifier(vendor, table)
     if vendor == "postgresql":
-        # row-level security hides rows from this role as in postgresql.adoption_statements()["hidden"]
-        [(readable,)] = fetch(
-            "SELECT has_table_privilege(c.oid, 'SELECT') AND NOT (c.relrowsecurity AND NOT (r.rolsuper "
-            "OR r.rolbypassrls OR (c.relowner = r.oid AND NOT c.relforcerowsecurity))) "
-            "FROM pg_class c JOIN pg_roles r ON r.rolname = current_user WHERE c.oid = to_regclass(:t)",
-            {"t": quoted},
-        )
+        [(readable,)] = fetch(reads_every_row("to_regclass(:t)"), {"t": quoted})
         if not readable:
             return estimate
     count = f"SELECT COUNT(*) FROM (SELECT 1 FROM {quoted} LIMIT {int(limit) + 1}) AS seqid_rows"

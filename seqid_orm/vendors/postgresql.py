@@ -176,17 +176,29 @@ def adopted_default(
     return ServerDefault(sql, 8, f"adopted key ({above} one bits)", signature, adopted_functions(version, schema))
 
 
+#: Row-level security hides rows of the table ``c`` from the role ``r``: it is on, and the role is neither
+#: superuser nor BYPASSRLS nor an owner the table spares (https://www.postgresql.org/docs/current/ddl-rowsecurity.html).
+_ROWS_HIDDEN = (
+    "c.relrowsecurity AND NOT (r.rolsuper OR r.rolbypassrls OR (c.relowner = r.oid AND NOT c.relforcerowsecurity))"
+)
+_TABLE_AND_ROLE = "FROM pg_class c JOIN pg_roles r ON r.rolname = current_user WHERE c.oid = {identity}"
+
+
+def reads_every_row(identity: str, /) -> str:
+    """Whether this role may read every row of the table whose oid ``identity`` gives: SELECT on it, and no
+    row-level security that hides rows from it (what a count of its rows needs to be true)."""
+    return f"SELECT has_table_privilege(c.oid, 'SELECT') AND NOT ({_ROWS_HIDDEN}) {_TABLE_AND_ROLE}".format(
+        identity=identity
+    )
+
+
 def adoption_statements(table: str, column: str, /) -> dict[str, str]:
     """A migration's adoption of ``column`` of ``table`` (both quoted; :mod:`seqid_orm.vendors.adoption`):
     whether row-level security hides rows from this role (on, and it is neither superuser nor
     BYPASSRLS nor an owner the table spares), the planner's row estimate and the table's schema, the
     rows counted (up to a bound), the largest keys, the largest below a bound, and the record."""
     return {
-        "hidden": (
-            "SELECT c.relrowsecurity AND NOT (r.rolsuper OR r.rolbypassrls "
-            "OR (c.relowner = r.oid AND NOT c.relforcerowsecurity)) "
-            "FROM pg_class c JOIN pg_roles r ON r.rolname = current_user WHERE c.oid = {identity}"
-        ),
+        "hidden": f"SELECT {_ROWS_HIDDEN} {_TABLE_AND_ROLE}",
         "estimate": (
             "SELECT GREATEST(c.reltuples, 0)::bigint, quote_ident(n.nspname) FROM pg_class c "
             "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = {identity}"

@@ -1,164 +1,275 @@
-"""Taking a lease: which caller leads a grant, which ones wait for it, and which will not wait.
+"""Taking a lease: what a caller that asks for the worker id does, as one table, and its two drivers.
 
-However many threads and tasks ask a :class:`~.leases.WorkerLease` for its worker id at once, one
-grant runs (:class:`~.flight.Flight`: a namespace's cold start costs one worker id and one wait),
-led by the first caller; the others follow it.  Who does what, in one place:
+However many threads and tasks ask at once, one grant runs (:class:`~.flight.Flight`: a
+namespace's cold start costs one worker id and one wait), led by the first caller; the others
+follow it.  What each caller does is a pure function of what it sees, :func:`choose`:
 
-==============================  ================================================================
-the caller                      what it does
-==============================  ================================================================
-leads, waits (``acquire()``)    runs the grant (:mod:`.grants`) in its thread, or awaits it on its loop
-leads, lazy (a first id)        hands the grant to a thread of its own, follows it until ``timeout``
-follows, waits                  waits for the grant to end (:meth:`~.flight.Flight.wait`/``await_``)
-follows, lazy                   looks at the grant until ``timeout``, or until its fence is known
-                                to end later (:class:`~seqid_orm.errors.WorkerIdNotReadyError`)
-follows, on a loop's thread     grants beside the flight (the leader may be a task of this very
-                                loop); the second to end is given back (:meth:`Acquirer.settle`)
-the renewal thread, once lost   leads a grant if no caller does (:meth:`Acquirer.lease_again`)
-==============================  ================================================================
+==========================  =========  ======  ====================  =====================================
+the lease                   the grant  waits   the caller            what it does (:class:`Act`)
+==========================  =========  ======  ====================  =====================================
+held, with time left        (any)      (any)   (any)                 RETURN the worker id
+expired (its time ran out)  (any)      (any)   (any)                 RENEW_LATE, then choose again
+not held                    not asked  (any)   (any)                 JOIN the flight, then choose again
+(any)                       leads      yes     (any)                 LEAD: run the grant here
+(any)                       leads      no      (any)                 LEAD_IN_THREAD, then follow it
+(any)                       follows    yes     on a loop's thread    GRANT_BESIDE the flight (its leader
+                                                                     may be a task of this very loop)
+(any)                       follows    yes     a thread, a task      WAIT for the grant to end
+(any)                       follows    no      led on this loop,     REFUSE_ON_LOOP at once (it cannot
+                                               from its thread       go on while this thread waits)
+(any)                       follows    no      (any)                 REFUSE where the caller's deadline
+                                                                     passed, or comes before the fence
+(any)                       follows    no      (any)                 else FOLLOW until the deadline
+==========================  =========  ======  ====================  =====================================
 
-A grant that ends is adopted where the lease's table takes it (:meth:`~.lease_life.LeaseLife.adopt`)
-and renewed from then on; a grant that ends after a release gives its worker id back.
+A grant that ends is adopted where the lease's table takes it (:meth:`~.lease_life.LeaseLife.ended`)
+and renewed from then on; one that ends second, or after a release, gives its worker id back.  The
+renewal thread leases again after a loss with the same grant (:meth:`Acquirer.lease_again`).
 
 May import: the standard library, :mod:`seqid_orm.errors` and this package's ``telemetry``, ``flight``,
-``grants``, ``lease_life``, ``renewal``, ``stores.base``, ``stores.retry`` and ``stores.steps``.
+``grants``, ``lease_life``, ``renewal`` and ``stores.steps``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import threading
 import time
-from typing import Protocol
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from ..errors import LeaseLostError, SeqIDError, WorkerIdNotReadyError
 from . import telemetry
-from .flight import Abandoned, Claim, Flight
-from .grants import GrantRun, Released, Taken, Terms, clear_since, give_back, released_error
-from .lease_life import LATE, LeaseLife, LeaseWaits, Renewer, log, not_ready
-from .renewal import Outcome
-from .stores.base import LeaseStore
-from .stores.retry import grant_seconds
+from .flight import Abandoned, Claim, Flight, running_loop
+from .grants import GrantRun, Released, clear_since, give_back, released_error
+from .lease_life import LeaseLife, State, Taken, log
+from .renewal import Renewer
 from .stores.steps import Steps, adrive, drive
 
-__all__ = ["Acquirer", "Leasing"]
-
-_LOOK = 0.05  # seconds between a lazy caller's looks at the grant it follows (has its fence a known end?)
+__all__ = ["Acquirer", "Act", "Ask", "Caller", "LeaseWaits", "choose"]
 
 
-class _Slice(Exception):
-    """One look of a lazy caller at the grant it follows has ended (:meth:`Acquirer._follow`)."""
+class Caller(enum.Enum):
+    """Where the caller runs: a thread, an event loop's own thread (a synchronous call there, such
+    as an AsyncSession flush's column default), or a task awaiting ``aacquire``."""
+
+    THREAD = "thread"
+    LOOP_THREAD = "loop thread"
+    TASK = "task"
 
 
-class Leasing(Protocol):
-    """What taking a lease reads of it (:class:`~.leases.WorkerLease`)."""
+class Act(enum.Enum):
+    """What a caller does next (see the module docstring's table)."""
 
-    life: LeaseLife
-    renewer: Renewer
-    namespace: str
-    ttl: float
-    clock_tolerance: float
-    max_workers: int
-    timeout: float
-    waits: LeaseWaits
+    RETURN = "return the worker id held"
+    RENEW_LATE = "renew a lease whose time ran out before its first use"
+    JOIN = "join the flight"
+    LEAD = "lead the grant"
+    LEAD_IN_THREAD = "lead the grant in a thread of its own"
+    GRANT_BESIDE = "grant beside the flight"
+    WAIT = "wait for the grant"
+    FOLLOW = "follow the grant until the caller's deadline"
+    REFUSE = "refuse: not ready within the caller's deadline"
+    REFUSE_ON_LOOP = "refuse: led by a task of this loop"
 
-    @property
-    def store(self) -> LeaseStore: ...
 
-    def monotonic(self) -> float: ...
+@dataclass(frozen=True)
+class Ask:
+    """What a caller sees: the lease's state, its role in the flight (``None``: not joined, else
+    whether it leads), whether it waits out a fence, where it runs, whether the grant's leader is
+    its own loop, when the fence ends (``None``: not known yet), the time and its deadline."""
 
-    def wall_ms(self) -> int: ...
+    state: State
+    leads: bool | None
+    waits: bool
+    caller: Caller
+    leader_here: bool = False
+    fence: float | None = None
+    now: float = 0.0
+    deadline: float = float("inf")
 
-    def wall_ns(self) -> int: ...
+
+def choose(ask: Ask) -> Act:
+    """The module docstring's table, read top to bottom."""
+    if ask.leads is None:
+        if ask.state is State.HELD:
+            return Act.RETURN
+        return Act.RENEW_LATE if ask.state is State.EXPIRED else Act.JOIN
+    if ask.leads:
+        return Act.LEAD if ask.waits else Act.LEAD_IN_THREAD
+    if ask.waits:
+        return Act.GRANT_BESIDE if ask.caller is Caller.LOOP_THREAD else Act.WAIT
+    if ask.caller is Caller.LOOP_THREAD and ask.leader_here:
+        return Act.REFUSE_ON_LOOP
+    if ask.now >= ask.deadline or (ask.fence is not None and ask.fence > ask.deadline):
+        return Act.REFUSE
+    return Act.FOLLOW
+
+
+class LeaseWaits:
+    """A lease's own sleep (:attr:`~.lease_life.Terms.sleep`) as a step target: a thread calls it (a
+    release wakes it at once), a loop awaits ``asyncio.sleep`` instead (or the test's clock)."""
+
+    def __init__(self, life: LeaseLife) -> None:
+        self._life = life
+
+    def sleep(self, seconds: float, releases: int) -> None:
+        life = self._life
+        if life.terms.sleep is not time.sleep:
+            life.terms.sleep(seconds)
+            return
+        with life.released:  # release() ends the wait at once (then the grant gives its id back)
+            life.released.wait_for(lambda: life.releases != releases, seconds)
+
+    async def asleep(self, seconds: float, releases: int) -> None:
+        if self._life.terms.sleep is time.sleep:
+            await asyncio.sleep(seconds)  # a release() meanwhile is seen after it
+        else:
+            self._life.terms.sleep(seconds)
 
 
 class Acquirer:
-    """The grants of one lease: see the module docstring."""
+    """The grants of one lease (its life, and the renewer it starts): see the module docstring."""
 
-    def __init__(self, lease: Leasing) -> None:
-        self._lease = lease
+    def __init__(self, life: LeaseLife) -> None:
+        self.life = life
+        self.terms = life.terms
+        self.renewer = Renewer(life, self.lease_again)
+        self.waits = LeaseWaits(life)
         self._grants: Flight[Taken] = Flight()
-        self.thread: threading.Thread | None = None  # a lazy caller's grant (_lead_in_thread)
+        self.thread: threading.Thread | None = None  # a lazy caller's grant (LEAD_IN_THREAD)
 
-    def acquire(self, wait: bool) -> int:
-        """The worker id held and live, granted first where none is (:meth:`~.leases.WorkerLease.acquire`)."""
-        lease = self._lease
-        deadline = lease.monotonic() + lease.timeout
-        while True:
-            held = lease.life.live_worker_id()
-            if held == LATE:
-                self._renew_late()  # live again, or lost: granted again below
-                continue
-            if held is not None:
-                return held
-            claim, leads = self._grants.join(self._grant_seconds())
-            if not wait:
-                if leads:
-                    self._lead_in_thread(claim)
-                elif claim.owner is asyncio._get_running_loop():
-                    # a task of this very loop leads (an aacquire() under way): it cannot run while
-                    # this thread waits, so say so now rather than at the deadline
-                    raise WorkerIdNotReadyError(
-                        f"a worker id in namespace {lease.namespace!r} is being leased by a task of this event "
-                        "loop, which cannot go on while a synchronous call (an AsyncSession flush's column "
-                        "default) waits on the loop's thread: await snowflake.aprefetch() or lease.aacquire() "
-                        "before the flush"
-                    )
-                with contextlib.suppress(Abandoned):
-                    self._follow(claim, deadline)
-                continue
-            if leads:
-                self._lead(claim)
-            elif asyncio._get_running_loop() is not None:
-                # On an event loop's thread (a column default in an AsyncSession's flush): the grant in
-                # flight may be a task of this very loop, which cannot run while we wait. Grant here
-                # too; whichever ends second is given back (settle).
-                drive(self.settle(drive(self.grant(), None)), None)
-            else:
-                with contextlib.suppress(Abandoned):
-                    self._grants.wait(claim, claim.deadline, self._timed_out)
+    def _ask(
+        self, claim: Claim[Taken] | None, leads: bool | None, waits: bool, caller: Caller, deadline: float
+    ) -> tuple[Ask, int | None]:
+        """What the caller sees now, and the worker id held where the lease is held (read together)."""
+        state, worker_id = self.life.seen()
+        return Ask(
+            state,
+            leads,
+            waits,
+            caller,
+            leader_here=claim is not None and claim.owner is running_loop(),
+            fence=self.life.fence_until,
+            now=self.terms.monotonic(),
+            deadline=deadline,
+        ), worker_id
 
-    async def aacquire(self, wait: bool) -> int:
-        """:meth:`acquire` on the running loop (:meth:`~.leases.WorkerLease.aacquire`)."""
-        lease = self._lease
-        deadline = lease.monotonic() + lease.timeout
+    def acquire(self, waits: bool) -> int:
+        """The worker id held and live, granted first where none is (the table's synchronous driver)."""
+        deadline = self.terms.monotonic() + self.terms.timeout
+        caller = Caller.LOOP_THREAD if running_loop() is not None else Caller.THREAD
+        claim: Claim[Taken] | None = None
+        leads: bool | None = None
         while True:
-            held = lease.life.live_worker_id()
-            if held == LATE:
-                await asyncio.to_thread(self._renew_late)
-                continue
-            if held is not None:
+            ask, held = self._ask(claim, leads, waits, caller, deadline)
+            act = choose(ask)
+            if act is Act.RETURN and held is not None:
                 return held
-            claim, leads = self._grants.join(self._grant_seconds())
-            if leads and not wait:
-                # a thread of its own leads, not a task: a short asyncio.run() that ends before the
-                # fence would cancel a task's grant, and every such run would start one again
+            if act is Act.JOIN:
+                claim, leads = self._grants.join(self.terms.grant_seconds())
+                continue
+            if act is Act.LEAD_IN_THREAD:
+                assert claim is not None
                 self._lead_in_thread(claim)
-            elif leads:
-                await self._alead(claim)
+                leads = False
                 continue
             with contextlib.suppress(Abandoned):
-                if wait:
-                    await self._grants.await_(claim, claim.deadline, self._timed_out)
+                if act is Act.RENEW_LATE:
+                    self.renewer.renew(0)  # held again, or lost: granted again
+                elif act is Act.LEAD:
+                    self._lead(claim)
+                elif act is Act.GRANT_BESIDE:  # whichever grant ends second is given back (_take)
+                    drive(self._take(), None)
+                elif act in (Act.WAIT, Act.FOLLOW):
+                    assert claim is not None
+                    self._grants.wait(claim, *self._follow(act, claim, deadline))
                 else:
-                    await self._afollow(claim, deadline)
+                    raise self._refusal(act, deadline)
+            claim, leads = None, None
 
-    def _renew_late(self) -> None:
-        """Renew a lease whose time ran out before its first use, where the store still gives it to
-        this holder; where it does not (expired there too, taken over, the store unreachable) the
-        lease is lost, and the caller grants again."""
-        life = self._lease.life
-        acquisition = life.acquisitions
-        renewal = self._lease.renewer.renew(0)
-        if renewal is not None and renewal.outcome is Outcome.RETRY:  # no answer, and out of time
-            with life.lock:
-                life.expire(acquisition)
+    async def aacquire(self, waits: bool) -> int:
+        """:meth:`acquire` on the running loop (the table's awaited driver)."""
+        deadline = self.terms.monotonic() + self.terms.timeout
+        claim: Claim[Taken] | None = None
+        leads: bool | None = None
+        while True:
+            ask, held = self._ask(claim, leads, waits, Caller.TASK, deadline)
+            act = choose(ask)
+            if act is Act.RETURN and held is not None:
+                return held
+            if act is Act.JOIN:
+                claim, leads = self._grants.join(self.terms.grant_seconds())
+                continue
+            if act is Act.LEAD_IN_THREAD:
+                # a thread of its own leads, not a task: a short asyncio.run() that ends before the
+                # fence would cancel a task's grant, and every such run would start one again
+                assert claim is not None
+                self._lead_in_thread(claim)
+                leads = False
+                continue
+            with contextlib.suppress(Abandoned):
+                if act is Act.RENEW_LATE:
+                    await asyncio.to_thread(self.renewer.renew, 0)
+                elif act is Act.LEAD:
+                    await self._alead(claim)
+                elif act in (Act.WAIT, Act.FOLLOW):
+                    assert claim is not None
+                    await self._grants.await_(claim, *self._follow(act, claim, deadline))
+                else:
+                    raise self._refusal(act, deadline)
+            claim, leads = None, None
 
-    def _grant_seconds(self) -> float:
-        """The longest a grant may take (:func:`~.stores.retry.grant_seconds`)."""
-        lease = self._lease
-        return grant_seconds(lease.timeout, lease.ttl, lease.clock_tolerance)
+    def _follow(
+        self, act: Act, claim: Claim[Taken], deadline: float
+    ) -> tuple[float, Callable[[], BaseException], Callable[[], BaseException | None] | None]:
+        """A follower's wait (:meth:`~.flight.Flight.wait`'s arguments): the grant's own bound where
+        it waits; else the caller's deadline, and a refusal as soon as the table says so (the fence
+        is seen to end after the deadline)."""
+        if act is Act.WAIT:
+            return claim.deadline, self._timed_out, None
+        until = time.monotonic() + max(0.0, deadline - self.terms.monotonic())
+
+        def refused() -> BaseException | None:
+            ask, _ = self._ask(claim, False, False, Caller.THREAD, deadline)
+            return self._refusal(Act.REFUSE, deadline) if choose(ask) is Act.REFUSE else None
+
+        return until, lambda: self._refusal(Act.REFUSE, deadline), refused
+
+    def _refusal(self, act: Act, deadline: float) -> WorkerIdNotReadyError:
+        """The typed refusal of a caller that will not wait past ``deadline`` (monotonic)."""
+        t = self.terms
+        if act is Act.REFUSE_ON_LOOP:
+            return WorkerIdNotReadyError(
+                f"a worker id in namespace {t.namespace!r} is being leased by a task of this event loop, which "
+                "cannot go on while a synchronous call (an AsyncSession flush's column default) waits on the loop's "
+                "thread: await snowflake.aprefetch() or lease.aacquire() before the flush"
+            )
+        fence, now = self.life.fence_until, t.monotonic()
+        if fence is None or fence <= now:  # unknown, or over with the grant's last steps under way
+            return WorkerIdNotReadyError(
+                f"no worker id was leased in namespace {t.namespace!r} on {t.label()} within "
+                f"timeout={t.timeout:g} s; the grant under way goes on in the background"
+            )
+        safe_in = max(0.0, fence - now)
+        at = time.strftime("%H:%M:%S", time.gmtime(t.wall_ns() / 1e9 + safe_in))
+        return WorkerIdNotReadyError(
+            f"the worker id leased in namespace {t.namespace!r} on {t.label()} is safe to use in "
+            f"{safe_in:.1f} s (at {at} UTC): a holder the store cannot rule out may stamp it until then (a "
+            "new namespace's cold start, a takeover); a first id waits at most timeout="
+            f"{t.timeout:g} s. The lease stays taken meanwhile. Take it at start-up (lease.acquire(), "
+            "await lease.aacquire(), await snowflake.aprefetch()), which waits, or pass first_id_waits=True",
+            safe_in=safe_in,
+        )
+
+    def _timed_out(self) -> LeaseLostError:
+        t = self.terms
+        return LeaseLostError(
+            f"no worker id was leased in namespace {t.namespace!r} on {t.label()} within "
+            f"{t.grant_seconds():g} s (the grant under way did not finish)"
+        )
 
     def _lead_in_thread(self, claim: Claim[Taken]) -> None:
         """Hand ``claim`` to a thread of its own that runs the grant (a lazy caller will not wait out
@@ -168,67 +279,25 @@ class Acquirer:
             with contextlib.suppress(Exception):  # its followers get the error; _failed logged it
                 self._lead(claim)
 
-        worker = threading.Thread(target=lead, name=f"seqid-lease-grant-{self._lease.namespace}", daemon=True)
-        self._lease.life.run = None  # its fence is not yet known (a previous grant's is over)
+        worker = threading.Thread(target=lead, name=f"seqid-lease-grant-{self.terms.namespace}", daemon=True)
         self.thread = worker  # release() waits for it
-        worker.start()
-        # the claim lives and dies with the thread that does the work (from its start: a thread not
-        # yet started reads as dead, and a caller meanwhile would abandon the claim and grant again)
-        claim.owner = worker
+        self._grants.hand_over(claim, worker)
 
-    def _past_deadline(self, deadline: float) -> WorkerIdNotReadyError | None:
-        """The refusal of a lazy caller whose deadline (the lease's monotonic clock) has passed, or
-        comes before the end of the fence the grant under way waits for; ``None``: look again."""
-        lease = self._lease
-        run = lease.life.run
-        fence = None if run is None else run.fence_until
-        now = lease.monotonic()
-        if (fence is not None and fence > deadline) or now >= deadline:
-            return not_ready(lease.namespace, lease.store.label, lease.timeout, fence, now, lease.wall_ns())
-        return None
-
-    def _follow(self, claim: Claim[Taken], deadline: float) -> None:
-        """Follow ``claim`` in this thread until it ends or :meth:`_past_deadline` refuses."""
-        while (refused := self._past_deadline(deadline)) is None:
-            try:
-                self._grants.wait(claim, time.monotonic() + _LOOK, _Slice)
-                return
-            except _Slice:
-                continue
-        raise refused
-
-    async def _afollow(self, claim: Claim[Taken], deadline: float) -> None:
-        """:meth:`_follow` on the running loop (its own future; cancelling it ends this wait only)."""
-        while (refused := self._past_deadline(deadline)) is None:
-            try:
-                await self._grants.await_(claim, time.monotonic() + _LOOK, _Slice)
-                return
-            except _Slice:
-                continue
-        raise refused
-
-    def _timed_out(self) -> LeaseLostError:
-        lease = self._lease
-        return LeaseLostError(
-            f"no worker id was leased in namespace {lease.namespace!r} on {lease.store.label} within "
-            f"{self._grant_seconds():g} s (the grant under way did not finish)"
-        )
-
-    def _lead(self, claim: Claim[Taken]) -> None:
+    def _lead(self, claim: Claim[Taken] | None) -> None:
         """Run a grant in this thread for ``claim`` and adopt it."""
+        assert claim is not None
         try:
-            taken = drive(self.grant(), None)
-            drive(self.settle(taken), None)
+            taken = drive(self._take(), None)
         except BaseException as exc:
             self._failed(claim, exc)
             raise
         self._grants.finish(claim, taken)
 
-    async def _alead(self, claim: Claim[Taken]) -> None:
+    async def _alead(self, claim: Claim[Taken] | None) -> None:
         """Run a grant on the loop for ``claim`` and adopt it (a cancellation ends the claim too)."""
+        assert claim is not None
         try:
-            taken = await adrive(self.grant(), None)
-            await adrive(self.settle(taken), None)
+            taken = await adrive(self._take(), None)
         except BaseException as exc:
             self._failed(claim, exc)
             raise
@@ -236,83 +305,62 @@ class Acquirer:
 
     def _failed(self, claim: Claim[Taken], exc: BaseException) -> None:
         # all leased, a clock behind the last holder's mark, a store refused: said once, in the log
-        lease = self._lease
         if isinstance(exc, SeqIDError) and not isinstance(exc, Released):
-            telemetry.record_refusal(exc, namespace=lease.namespace)
+            telemetry.record_refusal(exc, namespace=self.terms.namespace)
             log.warning(
                 "no worker id leased in %r on %s: %s",
-                lease.namespace,
-                lease.store.label,
+                self.terms.namespace,
+                self.terms.label(),
                 exc,
-                extra=lease.life.extra(error=type(exc).__name__),
+                extra=self.life.extra(error=type(exc).__name__),
             )
         self._grants.finish(claim, error=exc)
 
-    def grant(self) -> Steps[Taken]:
-        """A worker id granted, fenced and waited for (grants.py decides when it is safe), as steps
-        (:mod:`.stores.steps`): a thread runs them on the store's blocking calls, a loop awaits them."""
-        lease = self._lease
-        life = lease.life
-        run = life.run = GrantRun(
-            Terms(
-                namespace=lease.namespace,
-                max_workers=lease.max_workers,
-                ttl=lease.ttl,
-                clock_tolerance=lease.clock_tolerance,
-                store=lease.store,
-                waits=lease.waits,
-                monotonic=lease.monotonic,
-                wall_ms=lease.wall_ms,
-                releases=lambda: life.releases,
-            )
-        )
-        with life.lock:
-            life.granting += 1
+    def _take(self, stop: threading.Event | None = None) -> Steps[Taken]:
+        """A worker id granted, fenced and waited for (grants.py decides when it is safe), then adopted
+        and renewed where the lease's table takes it; else given back, its mark unused: a lease held
+        already (a grant run beside the flight ended second), or one released since the grant began,
+        which raises :class:`~.grants.Released` (for the renewal thread's grant, ``stop`` set, it ends
+        quietly).  Steps: a thread runs them on the store's blocking calls, a loop awaits them."""
+        life, t = self.life, self.terms
+        life.begin()
+        run = GrantRun(t, self.waits, lambda: life.releases, life.fenced)
         try:
-            return (yield from run.steps())
-        finally:
-            with life.lock:
-                life.granting -= 1
-                life.granted_at, life.mark_wait = run.granted_at, run.mark_wait
-
-    def settle(self, taken: Taken, stop: threading.Event | None = None) -> Steps[None]:
-        """Adopt ``taken`` and start renewing it, where the lease's table takes it; else give it back,
-        its mark unused (steps: a thread drives them, a loop awaits): a lease held already (a grant
-        run beside the flight ended second), or one released since the grant began, which raises
-        :class:`~.grants.Released` (for the renewal thread's grant, ``stop`` set, it ends quietly)."""
-        lease = self._lease
-        life = lease.life
-        with life.lock:
-            released = life.releases != taken.releases or (stop is not None and stop.is_set())
-            since = clear_since(taken.grant, lease.wall_ms(), lease.ttl, lease.clock_tolerance)
-            adopted = not released and life.adopt(taken, since, lease.ttl)
+            taken = yield from run.steps()
+        except BaseException:
+            life.ended(run.granted_at, run.mark_wait, None, 0)
+            raise
+        released = life.releases != taken.releases or (stop is not None and stop.is_set())
+        since = clear_since(taken.grant, t.wall_ms(), t.ttl, t.clock_tolerance)
+        with life.lock:  # adopted and renewing at once: a release meanwhile stops both
+            adopted = life.ended(run.granted_at, run.mark_wait, None if released else taken, since)
             if adopted:
-                lease.renewer.start()
+                self.renewer.start()
         if not adopted:
-            yield from give_back(lease.namespace, lease.store, taken.grant, taken.token)
+            yield from give_back(t.namespace, run.store, taken.grant, taken.token)
         if released and stop is None:
-            raise released_error(lease.namespace)
+            raise released_error(t.namespace)
+        return taken
 
     def lease_again(self, stop: threading.Event) -> None:
         """Lease a worker id again after the lease was lost (from the renewal thread).  Callers keep
         getting :class:`~seqid_orm.errors.LeaseLostError` meanwhile, not a wait; a grant that ends
         after the lease was released is given back."""
-        claim = self._grants.lead(self._grant_seconds())
+        claim = self._grants.lead(self.terms.grant_seconds())
         if claim is None:  # a caller is leasing already
             return
         try:
-            taken = drive(self.grant(), None)
-            drive(self.settle(taken, stop), None)
+            taken = drive(self._take(stop), None)
         except BaseException as exc:
             self._grants.finish(claim, error=exc)
             if not isinstance(exc, SeqIDError):  # a bug surfaces as itself (in the renewal thread)
                 raise
             # all taken, the store down: said, and tried again at the next renewal
-            log.warning("leasing a worker id in %r again failed: %s", self._lease.namespace, exc)
+            log.warning("leasing a worker id in %r again failed: %s", self.terms.namespace, exc)
             return
         self._grants.finish(claim, taken)
 
-    def on_release(self) -> threading.Thread | None:
-        """The lazy caller's grant thread, for release() to wait for (lock held)."""
+    def halt(self) -> list[threading.Thread]:
+        """Stop renewing and forget the lazy caller's grant thread: the threads for release() to join."""
         thread, self.thread = self.thread, None
-        return thread
+        return [t for t in (self.renewer.halt(), thread) if t is not None]

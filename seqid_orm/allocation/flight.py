@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-__all__ = ["Abandoned", "Claim", "Flight", "owner_alive"]
+__all__ = ["Abandoned", "Claim", "Flight", "owner_alive", "running_loop"]
 
 _T = TypeVar("_T")
 
@@ -49,9 +49,18 @@ class Abandoned(Exception):
     gone, or its deadline passed): the work was not done, and a follower should lead it."""
 
 
+def running_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop running in this thread, or ``None`` (a synchronous caller on a loop's own
+    thread must not wait for that loop's tasks)."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 def _current_owner() -> threading.Thread | asyncio.AbstractEventLoop:
     """The running event loop of this thread where there is one, else the thread."""
-    loop = asyncio._get_running_loop()
+    loop = running_loop()
     return loop if loop is not None else threading.current_thread()
 
 
@@ -113,6 +122,13 @@ class Flight(Generic[_T]):
         claim, leads = self.join(seconds)
         return claim if leads else None
 
+    def hand_over(self, claim: Claim[_T], thread: threading.Thread) -> None:
+        """Start ``thread``, which leads ``claim`` from now on: the claim lives and dies with the
+        thread that does the work (handed over once it runs: a thread not yet started reads as dead)."""
+        with self._lock:
+            thread.start()
+            claim.owner = thread
+
     def leads(self, claim: Claim[_T]) -> bool:
         """Whether ``claim`` is the live one (not given up for a successor)."""
         return self._claim is claim
@@ -152,13 +168,22 @@ class Flight(Generic[_T]):
 
     # --- following ----------------------------------------------------------------------------
 
-    def wait(self, claim: Claim[_T], deadline: float, timed_out: Callable[[], BaseException]) -> _T:
+    def wait(
+        self,
+        claim: Claim[_T],
+        deadline: float,
+        timed_out: Callable[[], BaseException],
+        refuse: Callable[[], BaseException | None] | None = None,
+    ) -> _T:
         """Follow ``claim`` in a thread until ``deadline`` (monotonic): its value, or (a copy of) its
-        exception — :class:`Abandoned` where its leader died; ``timed_out()`` is raised at the deadline."""
+        exception — :class:`Abandoned` where its leader died; ``timed_out()`` is raised at the deadline,
+        and what ``refuse()`` returns as soon as it returns one (it is asked at each look)."""
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise timed_out()
+            if refuse is not None and (refused := refuse()) is not None:
+                raise refused
             # wait(), not result(timeout=): from 3.11 a leader's TimeoutError is the wait's own type
             concurrent.futures.wait([claim.future], timeout=min(left, _LOOK))
             if claim.future.done():
@@ -168,10 +193,15 @@ class Flight(Generic[_T]):
                 return claim.future.result()
             self._give_up_if_dead(claim)
 
-    async def await_(self, claim: Claim[_T], deadline: float, timed_out: Callable[[], BaseException]) -> _T:
-        """Follow ``claim`` on the running loop until ``deadline``: a future of this loop's own,
-        completed from whichever thread ends the claim; cancelling the caller cancels that future
-        only."""
+    async def await_(
+        self,
+        claim: Claim[_T],
+        deadline: float,
+        timed_out: Callable[[], BaseException],
+        refuse: Callable[[], BaseException | None] | None = None,
+    ) -> _T:
+        """:meth:`wait` on the running loop: a future of this loop's own, completed from whichever
+        thread ends the claim; cancelling the caller cancels that future only."""
         loop = asyncio.get_running_loop()
         mine: asyncio.Future[_T] = loop.create_future()
 
@@ -191,9 +221,10 @@ class Flight(Generic[_T]):
         claim.future.add_done_callback(deliver)
         while True:
             left = deadline - time.monotonic()
-            if left <= 0:
+            refused = timed_out() if left <= 0 else refuse() if refuse is not None else None
+            if refused is not None:
                 mine.cancel()
-                raise timed_out()
+                raise refused
             try:
                 done, _ = await asyncio.wait([mine], timeout=min(left, _LOOK))
             except BaseException:

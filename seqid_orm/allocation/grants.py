@@ -20,8 +20,8 @@ Steps (:mod:`.stores.steps`): the store's calls and the sleeps are yielded, so a
 event loop carry out the same decisions.  :func:`clear_since` is the other half of "when is a
 worker id ours": from which millisecond a key stamped with it cannot be another holder's.
 
-May import: the standard library, :mod:`seqid_orm.errors` and this package's ``renewal``,
-``stores.base`` and ``stores.steps``.
+May import: the standard library, :mod:`seqid_orm.errors` and this package's ``lease_life``,
+``renewal``, ``stores.base`` and ``stores.steps``.
 """
 
 from __future__ import annotations
@@ -29,29 +29,17 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Protocol
 
 from ..errors import AllocationError, ClockMovedBackwardsError, LeaseLostError, LeaseUnavailableError
-from .renewal import Outcome, renew, valid_until
+from .lease_life import Event, Taken, Terms, valid_until
+from .renewal import mark_for, renew
 from .stores.base import Grant, LeaseStore, new_token
 from .stores.steps import Call, Steps
 
-__all__ = ["GrantRun", "Released", "Taken", "clear_since"]
+__all__ = ["GrantRun", "Released", "Waits", "clear_since", "give_back", "released_error"]
 
 log = logging.getLogger("seqid_orm.leases")
-
-
-@dataclass(frozen=True)
-class Taken:
-    """A grant made, fenced and waited for, not yet adopted: the worker id's token, the bound left
-    before the first id, and when the last renewal was sent (monotonic)."""
-
-    grant: Grant
-    token: str
-    bound: int
-    sent: float
-    releases: int  # the lease's release count when the grant began: moved, the grant is given back
 
 
 class Waits(Protocol):
@@ -68,38 +56,26 @@ class Released(LeaseLostError):
     than hold it with no one to use or release it (callers waiting on it get this)."""
 
 
-@dataclass(frozen=True)
-class Terms:
-    """What a grant needs of its lease: where, how many ids, how long, and its clocks.
-
-    ``monotonic`` (seconds) times the waits; ``wall_ms`` (Unix milliseconds) is the clock ids are
-    stamped with, compared with the previous holder's mark; ``releases`` reads the lease's release
-    count (moved: give the id back)."""
-
-    namespace: str
-    max_workers: int
-    ttl: float
-    clock_tolerance: float
-    store: LeaseStore
-    waits: Waits  # the lease's sleep, as a step target (a thread calls ``sleep``, a loop awaits ``asleep``)
-    monotonic: Callable[[], float]
-    wall_ms: Callable[[], int]
-    releases: Callable[[], int]
-
-    @property
-    def ttl_ms(self) -> int:
-        return int(self.ttl * 1000)
-
-
 class GrantRun:
-    """One grant, run once by :meth:`steps`; its progress is readable from other threads.
+    """One grant of the lease with ``terms``, run once by :meth:`steps`.
 
-    :attr:`fence_until` (monotonic) is when the fence ends, once the store has answered (``None``
-    before); :attr:`mark_wait` the seconds waited for the fence; :attr:`granted_at` when the store's
-    grant arrived (monotonic)."""
+    ``waits`` is the lease's sleep as a step target (a thread calls ``sleep``, a loop awaits
+    ``asleep``); ``releases`` reads the lease's release count (moved: give the id back); ``fenced``
+    is told when the fence ends (monotonic), once the store has answered.  :attr:`mark_wait` is the
+    seconds waited for the fence; :attr:`granted_at` when the store's grant arrived (monotonic)."""
 
-    def __init__(self, terms: Terms) -> None:
+    def __init__(
+        self,
+        terms: Terms,
+        waits: Waits,
+        releases: Callable[[], int],
+        fenced: Callable[[float], object] = lambda until: None,
+    ) -> None:
         self.terms = terms
+        self.store = terms.store()
+        self.waits = waits
+        self.releases = releases
+        self.fenced = fenced
         self.fence_until: float | None = None
         self.mark_wait = 0.0
         self.granted_at: float | None = None
@@ -107,22 +83,22 @@ class GrantRun:
     def steps(self) -> Steps[Taken]:
         """Ask for a worker id, leave this holder's bound, and wait out the fence (renewing)."""
         t = self.terms
-        releases = t.releases()
+        releases = self.releases()
         token = new_token()
         quarantine_ms = int((t.ttl + t.clock_tolerance) * 1000)
         sent = t.monotonic()
-        grant = yield Call(t.store.acquire, (t.namespace, token, t.max_workers, t.ttl_ms, quarantine_ms))
+        grant = yield Call(self.store.acquire, (t.namespace, token, t.max_workers, t.ttl_ms, quarantine_ms))
         self.granted_at = t.monotonic()
         if grant is None:
             raise LeaseUnavailableError(
-                f"all {t.max_workers} worker ids of namespace {t.namespace!r} on {t.store.label} are "
+                f"all {t.max_workers} worker ids of namespace {t.namespace!r} on {self.store.label} are "
                 "leased (max_workers); stop a process, wait for a dead one's lease to expire, or allow more workers"
             )
         # Leave our own bound before the first id: a holder killed before its first renewal
         # must still leave a mark (the store handed us the previous holder's, which stays if higher).
         bound = max(grant.mark_ms, t.wall_ms() + t.ttl_ms)
         yield from self._unless_released(releases, grant, token)
-        if not (yield Call(t.store.renew, (t.namespace, grant.worker_id, token, t.ttl_ms, bound))):
+        if not (yield Call(self.store.renew, (t.namespace, grant.worker_id, token, t.ttl_ms, bound))):
             raise LeaseLostError(f"worker id {grant.worker_id} in {t.namespace!r} was taken again at once")
         if grant.wait_ms > 0:
             sent = yield from self._quarantine(grant, token, sent, releases)
@@ -139,13 +115,14 @@ class GrantRun:
             "an expired lease, a record lost or rolled back, a new namespace): waiting %.1f s before its first id",
             grant.worker_id,
             t.namespace,
-            t.store.label,
+            self.store.label,
             grant.wait_ms / 1000,
         )
         began = t.monotonic()
         until = self.fence_until = began + grant.wait_ms / 1000
+        self.fenced(until)
         while (now := t.monotonic()) < until:
-            yield Call(t.waits.sleep, (min(t.ttl / 3, until - now), releases))
+            yield Call(self.waits.sleep, (min(t.ttl / 3, until - now), releases))
             yield from self._unless_released(releases, grant, token)
             sent = yield from self._keep(grant.worker_id, token, sent)
         self.mark_wait += t.monotonic() - began
@@ -163,15 +140,16 @@ class GrantRun:
         # the fence ends at the mark, or at the tolerance with a refusal (ClockMovedBackwardsError)
         ends = began + min((mark_ms - t.wall_ms() + 1) / 1000, t.clock_tolerance)
         self.fence_until = max(self.fence_until or 0.0, ends)
+        self.fenced(self.fence_until)
         while (now := t.wall_ms()) <= mark_ms:
             if t.monotonic() >= deadline:
-                yield Call(t.store.release, (t.namespace, worker_id, token, mark_ms))
+                yield Call(self.store.release, (t.namespace, worker_id, token, mark_ms))
                 raise ClockMovedBackwardsError(
                     f"this node's clock reads {now} ms, {mark_ms - now + 1} ms before the mark the previous holder "
                     f"of worker id {worker_id} in {t.namespace!r} left ({mark_ms} ms); waited "
                     f"{t.clock_tolerance} s (clock_tolerance). Fix this node's clock (NTP) or raise the tolerance"
                 )
-            yield Call(t.waits.sleep, (min(0.05, (mark_ms - now + 1) / 1000), releases))
+            yield Call(self.waits.sleep, (min(0.05, (mark_ms - now + 1) / 1000), releases))
             yield from self._unless_released(releases, grant, token)
             sent = yield from self._keep(worker_id, token, sent)
         self.mark_wait += t.monotonic() - began
@@ -183,13 +161,12 @@ class GrantRun:
         t = self.terms
         if t.monotonic() - sent < t.ttl / 3:
             return sent
-        mark = t.wall_ms() + t.ttl_ms
         renewal = yield from renew(
-            t.store, t.namespace, worker_id, token, t.ttl, mark, valid_until(sent, t.ttl), t.monotonic
+            self.store, t.namespace, worker_id, token, t.ttl, mark_for(t), valid_until(sent, t.ttl), t.monotonic
         )
-        if renewal.outcome is Outcome.RETRY and renewal.error is not None:
+        if renewal.outcome is Event.RETRY and renewal.error is not None:
             raise renewal.error  # the store did not answer: the grant fails as the store's call did
-        if renewal.outcome is not Outcome.RENEWED:
+        if renewal.outcome is not Event.RENEWED:
             raise LeaseLostError(
                 f"the lease of worker id {worker_id} in {t.namespace!r} was lost while it waited before its first id"
             )
@@ -198,8 +175,8 @@ class GrantRun:
     def _unless_released(self, releases: int, grant: Grant, token: str) -> Steps[None]:
         """Go on unless the lease was released since the grant began; if it was, give the worker id
         back and raise :class:`Released`."""
-        if self.terms.releases() != releases:
-            yield from give_back(self.terms.namespace, self.terms.store, grant, token)
+        if self.releases() != releases:
+            yield from give_back(self.terms.namespace, self.store, grant, token)
             raise released_error(self.terms.namespace)
 
 

@@ -1,68 +1,54 @@
-"""A lease's life: its states, the events that move it from one to the next, and what it holds.
+"""A lease's life: its states, the events that move it, what it holds, and the terms it was made with.
 
-A :class:`~.leases.WorkerLease` is a façade over the pieces here and in :mod:`.grants` (one grant, as
-steps) and :mod:`.renewal` (one renewal, as steps).  Its states and what moves it, as
-:data:`TRANSITIONS` has them::
+A :class:`~.leases.WorkerLease` is a façade over the pieces here, :mod:`.renewal` (one renewal, as
+steps, and the renewal thread), :mod:`.grants` (one grant, as steps) and :mod:`.acquiring` (who
+leads a grant and who waits).  Every state and what moves it, as :data:`TRANSITIONS` has them::
 
-    state      event      next     sent by
-    idle       granted    held     a grant that ended, adopted (acquire(), aacquire(), a lazy first id)
-    lost       granted    held     the renewal thread, leasing again after a loss
-    held       renewed    held     a renewal the store confirmed
-    held       retry      held     a renewal the store did not answer, with time left
-    held       lost       lost     a renewal refused, or unanswered past the lease's time
-    (any)      released   idle     release()
+    state              event     next      sent by
+    idle               begin     granting  a grant that starts (acquire(), aacquire(), a lazy first id)
+    granting           fence     fenced    the grant, once the store said when its worker id is safe
+    idle/granting/
+      fenced/lost      granted   held      a grant that ended, adopted
+    granting/fenced    failed    idle      a grant that failed, or gave its worker id back
+    held               expired   expired   a reader that found the lease's time ran out before a renewal
+    held/expired       renewed   held      a renewal the store confirmed
+    held               retry     held      a renewal the store did not answer, with time left
+    expired            retry     lost      a renewal the store did not answer, out of time
+    held/expired       lost      lost      a renewal refused, or unanswered past the lease's time
+    lost               begin, fence, failed: lost (the renewal thread leases again; callers are refused meanwhile)
+    (any)              released  idle      release()
 
-Two more states are reported (:attr:`LeaseLife.state`), not stored: **granting** (idle, a grant
-under way) and **fenced** (its store answered, and the worker id is safe only from a known time on:
-a takeover's or a cold start's fence).  An event that the table does not list for the state is
-refused, and what it carried is not applied: a grant that ends while a lease is held already (a
-second grant run beside the flight) is given back; a renewal answered after a release, or after the
-lease was lost and taken again, changes nothing.
+An event the table does not list for the state is refused, and what it carried is not applied: a
+grant that ends while a lease is held already (a second grant run beside the flight) is given back;
+a renewal answered after a release, or after the lease was lost and taken again, changes nothing.
 
-Every change goes through :meth:`LeaseLife.move`, under the lease's lock; no lock is held across a
-store's round trip (:mod:`.renewal` says why), so reading the lease (a generator's first id, a stats
-page) never waits behind a stalled store.
+Every change goes through :meth:`LeaseLife.move`, under the lease's lock, and only this module's
+methods call it; no lock is held across a store's round trip, so reading the lease (a generator's
+first id, a stats page) never waits behind a stalled store.
 
 May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.ids` and this package's
-``telemetry``, ``grants``, ``renewal``, ``stores.base`` and ``stores.steps``.
+``telemetry`` and ``stores.base``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import enum
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Protocol
 
-from ..errors import LeaseLostError, WorkerIdNotReadyError
+from ..errors import AllocationError, LeaseLostError
 from ..ids.snowflake import Holding
 from . import telemetry
-from .grants import GrantRun, Taken
-from .renewal import Outcome, Renewal, renew, valid_until
-from .stores.base import LeaseStore
-from .stores.steps import drive
+from .stores.base import Grant, LeaseStore
 
-__all__ = [
-    "LATE",
-    "TRANSITIONS",
-    "Event",
-    "LeaseLife",
-    "LeaseStats",
-    "LeaseWaits",
-    "Renewer",
-    "State",
-    "not_ready",
-    "observed",
-]
+__all__ = ["TRANSITIONS", "Event", "LeaseLife", "LeaseStats", "Renewal", "State", "Taken", "Terms", "observed"]
 
 log = logging.getLogger("seqid_orm.leases")
 
-#: :meth:`LeaseLife.live_worker_id`: a lease held whose time ran out before its first use.
-LATE = -1
+#: The share of the ttl a holder gives up, so that it stops before the store's expiry.
+MARGIN = 0.1
 
 
 class State(enum.Enum):
@@ -72,44 +58,132 @@ class State(enum.Enum):
     GRANTING = "granting"
     FENCED = "fenced"
     HELD = "held"
+    EXPIRED = "expired"
     LOST = "lost"
 
 
 class Event(enum.Enum):
-    """What moves a lease (see the module docstring)."""
+    """What moves a lease (see the module docstring); a renewal's outcome is one of the last three."""
 
+    BEGIN = "begin"
+    FENCE = "fence"
     GRANTED = "granted"
+    FAILED = "failed"
+    EXPIRED = "expired"
+    RELEASED = "released"
     RENEWED = "renewed"
     RETRY = "retry"
     LOST = "lost"
-    RELEASED = "released"
 
 
-#: The lease's stored states and what moves each; a pair not listed is refused (not applied).
+_S, _E = State, Event
+#: Every state and what moves it; a pair not listed is refused (not applied).
 TRANSITIONS: dict[tuple[State, Event], State] = {
-    (State.IDLE, Event.GRANTED): State.HELD,
-    (State.LOST, Event.GRANTED): State.HELD,
-    (State.HELD, Event.RENEWED): State.HELD,
-    (State.HELD, Event.RETRY): State.HELD,
-    (State.HELD, Event.LOST): State.LOST,
-    (State.IDLE, Event.RELEASED): State.IDLE,
-    (State.HELD, Event.RELEASED): State.IDLE,
-    (State.LOST, Event.RELEASED): State.IDLE,
+    (_S.IDLE, _E.BEGIN): _S.GRANTING,
+    (_S.GRANTING, _E.BEGIN): _S.GRANTING,  # a grant beside the flight (a loop's own thread)
+    (_S.FENCED, _E.BEGIN): _S.FENCED,
+    (_S.LOST, _E.BEGIN): _S.LOST,
+    (_S.GRANTING, _E.FENCE): _S.FENCED,
+    (_S.FENCED, _E.FENCE): _S.FENCED,
+    (_S.LOST, _E.FENCE): _S.LOST,
+    **{(state, _E.GRANTED): _S.HELD for state in (_S.IDLE, _S.GRANTING, _S.FENCED, _S.LOST)},
+    (_S.GRANTING, _E.FAILED): _S.IDLE,
+    (_S.FENCED, _E.FAILED): _S.IDLE,
+    (_S.LOST, _E.FAILED): _S.LOST,
+    (_S.HELD, _E.EXPIRED): _S.EXPIRED,
+    (_S.HELD, _E.RENEWED): _S.HELD,
+    (_S.EXPIRED, _E.RENEWED): _S.HELD,
+    (_S.HELD, _E.RETRY): _S.HELD,
+    (_S.EXPIRED, _E.RETRY): _S.LOST,
+    (_S.HELD, _E.LOST): _S.LOST,
+    (_S.EXPIRED, _E.LOST): _S.LOST,
+    **{(state, _E.RELEASED): _S.IDLE for state in State},
 }
 
-#: A renewal's outcome as the event it sends.
-_RENEWAL_EVENTS = {Outcome.RENEWED: Event.RENEWED, Outcome.RETRY: Event.RETRY, Outcome.LOST: Event.LOST}
+
+def valid_until(sent: float, ttl: float) -> float:
+    """The monotonic time until which a lease renewed (or granted) by a request sent at ``sent`` may be used."""
+    return sent + ttl * (1 - MARGIN)
+
+
+@dataclass(frozen=True)
+class Terms:
+    """What a lease was made with, read by every piece that acts on it (frozen: a Snowflake's
+    ``bind`` makes new terms before the lease is first taken).
+
+    ``store`` opens the lease store at its first use; ``monotonic`` (seconds) times the waits;
+    ``wall_ns`` is the clock ids are stamped with; ``high_water`` the last Unix millisecond the
+    lease's user has used; ``sleep`` the lease's own wait (a test's clock, or ``time.sleep``)."""
+
+    namespace: str
+    max_workers: int
+    ttl: float
+    clock_tolerance: float
+    timeout: float
+    store: Callable[[], LeaseStore]
+    label: Callable[[], str]
+    monotonic: Callable[[], float]
+    wall_ns: Callable[[], int]
+    high_water: Callable[[], int]
+    sleep: Callable[[float], object]
+
+    @property
+    def ttl_ms(self) -> int:
+        return int(self.ttl * 1000)
+
+    def wall_ms(self) -> int:
+        return self.wall_ns() // 1_000_000
+
+    def grant_seconds(self) -> float:
+        """The longest a worker-id grant may take: its round trips (the acquire, a renewal before the
+        first id, a renewal during a wait, a release of an id it gives back), a quarantine of one ttl
+        and the clock tolerance, the wait for the previous holder's mark (the tolerance again), and a
+        second."""
+        return 4 * self.timeout + self.ttl + 2 * self.clock_tolerance + 1.0
+
+
+@dataclass(frozen=True)
+class Taken:
+    """A grant made, fenced and waited for, not yet adopted: the worker id's token, the bound left
+    before the first id, and when the last renewal was sent (monotonic)."""
+
+    grant: Grant
+    token: str
+    bound: int
+    sent: float
+    releases: int  # the lease's release count when the grant began: moved, the grant is given back
+
+
+@dataclass(frozen=True)
+class Renewal:
+    """One renewal's outcome (``RENEWED``, ``RETRY`` or ``LOST``): when it was sent, the mark it asked
+    for, until when the lease may be used now, and the store's error where it did not answer."""
+
+    outcome: Event
+    sent: float
+    mark_ms: int
+    valid_until: float
+    error: AllocationError | None = None
+
+    def next_in(self, ttl: float, now: float) -> float:
+        """Seconds until the next renewal: a third of the ttl after one that renewed, a tenth after a
+        lost lease (an attempt to lease again), and half the time left (a tenth of the ttl at most,
+        10 ms at least) after one the store did not answer."""
+        if self.outcome is Event.RENEWED:
+            return ttl / 3
+        if self.outcome is Event.LOST:
+            return ttl / 10
+        return max(0.01, min(ttl / 10, (self.valid_until - now) / 2))
 
 
 @dataclass(frozen=True)
 class LeaseStats:
     """One :class:`~.leases.WorkerLease` at one moment (:meth:`~.leases.WorkerLease.stats`).
 
-    ``state``: ``"idle"`` (not taken yet, or released), ``"granting"`` (a grant under way),
-    ``"fenced"`` (granted, waiting out a fence whose end is known), ``"held"`` or ``"lost"`` (a
-    renewal failed; the renewal thread keeps trying to lease again).  ``expires_in``: seconds until
-    the worker id may no longer be used unless renewed (``None`` unless held).  ``store`` is the
-    store's label, password hidden.
+    ``state``: one of :class:`State`'s values (``"idle"``: not taken yet, or released; ``"lost"``:
+    the renewal thread keeps trying to lease again).  ``expires_in``: seconds until the worker id
+    may no longer be used unless renewed (``None`` unless held).  ``store`` is the store's label,
+    password hidden.
     """
 
     namespace: str
@@ -128,20 +202,15 @@ class LeaseStats:
 class LeaseLife:
     """What one lease holds now, and the one place that changes it (:meth:`move`, lock held)."""
 
-    def __init__(self, namespace: str, label: Callable[[], str], monotonic: Callable[[], float]) -> None:
-        self.namespace = namespace
-        self._label = label
-        self._monotonic = monotonic
+    def __init__(self, terms: Terms) -> None:
+        self.terms = terms
         self.lock = threading.RLock()
         # release() counts here and wakes a grant's waits: a grant that sees the count move gives its
         # worker id back (a lease released during its cold start leaves nothing taken or renewing)
         self.releases = 0
         self.released = threading.Condition(self.lock)
-        self.stored = State.IDLE  # IDLE, HELD or LOST: the table's states
-        self.granting = 0  # grants under way (reported as granting, or fenced)
-        # The grant under way or last run (grants.py): when its fence ends, once the store has
-        # answered, is what a caller that does not wait past its deadline tells its user.
-        self.run: GrantRun | None = None
+        self.state = State.IDLE
+        self.fence_until: float | None = None  # when the grant under way may use its id, once known
         self.worker_id: int | None = None
         self.token = ""
         self.inherited_mark = 0  # the previous holder's mark, which our own release never lowers
@@ -155,30 +224,22 @@ class LeaseLife:
         self.last_renewal: float | None = None
         self.clear_since_ms = 0
 
-    @property
-    def state(self) -> State:
-        """The stored state, or granting / fenced while idle with a grant under way."""
-        if self.stored is not State.IDLE or not self.granting:
-            return self.stored
-        run = self.run
-        return State.FENCED if run is not None and run.fence_until is not None else State.GRANTING
-
     def move(self, event: Event) -> bool:
-        """Take ``event`` where :data:`TRANSITIONS` lists it for the stored state (lock held);
-        ``False``, nothing changed, where it does not."""
-        after = TRANSITIONS.get((self.stored, event))
+        """Take ``event`` where :data:`TRANSITIONS` lists it for the state (lock held); ``False``,
+        nothing changed, where it does not."""
+        after = TRANSITIONS.get((self.state, event))
         if after is None:
             return False
-        self.stored = after
-        if after is not State.HELD:
+        self.state = after
+        if after not in (State.HELD, State.EXPIRED):
             self.valid_until = float("-inf")
         return True
 
     def extra(self, **fields: object) -> dict[str, object]:
         """A log record's ``extra``: the lease's fields under ``seqid_`` names."""
         out: dict[str, object] = {
-            "seqid_namespace": self.namespace,
-            "seqid_store": self._label(),
+            "seqid_namespace": self.terms.namespace,
+            "seqid_store": self.terms.label(),
             "seqid_worker_id": self.worker_id,
         }
         out.update({f"seqid_{k}": v for k, v in fields.items()})
@@ -186,34 +247,61 @@ class LeaseLife:
 
     # --- reading it ------------------------------------------------------------------------
 
+    def now(self) -> State:
+        """The state now: a lease held whose time ran out moves to expired here (lock taken)."""
+        with self.lock:
+            if self.state is State.HELD and self.terms.monotonic() >= self.valid_until:
+                self.move(Event.EXPIRED)
+            return self.state
+
+    def seen(self) -> tuple[State, int | None]:
+        """The state now and the worker id where one is held with time left, read together."""
+        with self.lock:
+            state = self.now()
+            return state, self.worker_id if state is State.HELD else None
+
+    def live(self) -> bool:
+        """Whether a worker id is held with time left (the one "held and live" test)."""
+        return self.now() is State.HELD
+
+    def fresh(self, acquisition: int) -> bool:
+        """Whether ``acquisition`` is the lease held now, with time left (lock-free: read before each id)."""
+        return acquisition == self.acquisitions and self.terms.monotonic() < self.valid_until
+
     def holding(self) -> Holding | None:
         """The worker id held and live with its acquisition and mark, read together; ``None`` while
-        idle; :meth:`expired_error` once lost, or held past its time (no id is stamped then)."""
+        none is taken; :meth:`expired_error` once lost, or held past its time (no id is stamped then)."""
         with self.lock:
-            if self.stored is State.IDLE:
-                return None
-            if self.stored is not State.HELD or self._monotonic() >= self.valid_until:
+            state = self.now()
+            if state is State.HELD:
+                assert self.worker_id is not None
+                return Holding(self.worker_id, self.acquisitions, self.mark_ms, self.clear_since_ms)
+            if state in (State.EXPIRED, State.LOST):
                 raise self.expired_error()
-            assert self.worker_id is not None
-            return Holding(self.worker_id, self.acquisitions, self.mark_ms, self.clear_since_ms)
+            return None
 
-    def live_worker_id(self) -> int | None:
-        """The worker id held and live now; :data:`LATE` where one is held but its time ran out
-        before it could be used (a grant slower than its ttl, on a loaded machine); ``None`` where
-        none is."""
+    def renewing(self) -> tuple[int, str, int, float] | None:
+        """What a renewal sends and checks against (worker id, token, acquisition, valid until) while
+        a worker id is held, expired or not; ``None`` where none is."""
         with self.lock:
-            if self.stored is not State.HELD or self.worker_id is None:
+            if self.state not in (State.HELD, State.EXPIRED) or self.worker_id is None:
                 return None
-            return self.worker_id if self._monotonic() < self.valid_until else LATE
+            return self.worker_id, self.token, self.acquisitions, self.valid_until
+
+    def mark_for(self, acquisition: int) -> int | None:
+        """The confirmed mark while ``acquisition`` is the lease held now; ``None`` once it is not."""
+        with self.lock:
+            ok = acquisition == self.acquisitions and self.state in (State.HELD, State.EXPIRED)
+            return self.mark_ms if ok else None
 
     def stats(self) -> LeaseStats:
-        state, worker_id = self.state, self.worker_id
-        left = self.valid_until - self._monotonic()
+        state, worker_id = self.now(), self.worker_id
+        left = self.valid_until - self.terms.monotonic()
         return LeaseStats(
-            namespace=self.namespace,
-            store=self._label(),
+            namespace=self.terms.namespace,
+            store=self.terms.label(),
             state=state.value,
-            worker_id=worker_id if state in (State.HELD, State.LOST) else None,
+            worker_id=worker_id if state in (State.HELD, State.EXPIRED, State.LOST) else None,
             expires_in=left if state is State.HELD and left > 0 else None,
             mark_ms=self.mark_ms,
             acquisitions=self.acquisitions,
@@ -225,86 +313,99 @@ class LeaseLife:
 
     # --- moving it -------------------------------------------------------------------------
 
-    def adopt(self, taken: Taken, clear_since_ms: int, ttl: float) -> bool:
-        """Make ``taken`` the lease held, where the table takes it (lock held): not while one is held
-        (a grant run beside the flight ended second), not after a release since it began."""
-        if self.releases != taken.releases or not self.move(Event.GRANTED):
-            return False
-        grant = taken.grant
-        self.clear_since_ms = clear_since_ms  # from when a key carrying this worker id is foreign
-        self.token = taken.token
-        self.inherited_mark = grant.mark_ms
-        self.worker_id = grant.worker_id
-        self.mark_ms = taken.bound
-        self.valid_until = valid_until(taken.sent, ttl)
-        self.acquisitions += 1
+    def begin(self) -> None:
+        """A grant starts: its fence is not known yet (a previous grant's is over)."""
+        with self.lock:
+            self.move(Event.BEGIN)
+            self.fence_until = None
+
+    def fenced(self, until: float) -> None:
+        """The grant under way may use its worker id from ``until`` (monotonic) on."""
+        with self.lock:
+            self.move(Event.FENCE)
+            self.fence_until = until
+
+    def ended(self, granted_at: float | None, mark_wait: float, taken: Taken | None, clear_since_ms: int) -> bool:
+        """A grant ended: ``taken`` made the lease held where the table takes it (not while one is
+        held, nor after a release since it began); ``False`` where it was not (it failed, ``taken``
+        ``None``, or it is to be given back)."""
+        with self.lock:
+            self.granted_at, self.mark_wait = granted_at, mark_wait
+            if taken is None or self.releases != taken.releases or not self.move(Event.GRANTED):
+                self.move(Event.FAILED)
+                return False
+            grant = taken.grant
+            self.clear_since_ms = clear_since_ms  # from when a key carrying this worker id is foreign
+            self.token = taken.token
+            self.inherited_mark = grant.mark_ms
+            self.worker_id = grant.worker_id
+            self.mark_ms = taken.bound
+            self.valid_until = valid_until(taken.sent, self.terms.ttl)
+            self.acquisitions += 1
         log.info(
             "leased worker id %s in %r on %s",
             grant.worker_id,
-            self.namespace,
-            self._label(),
-            extra=self.extra(worker_id=grant.worker_id, mark_wait=self.mark_wait),
+            self.terms.namespace,
+            self.terms.label(),
+            extra=self.extra(worker_id=grant.worker_id, mark_wait=mark_wait),
         )
         return True
 
     def apply(self, renewal: Renewal, acquisition: int) -> bool:
-        """A renewal of ``acquisition`` made the lease's (lock held); ``False`` where the lease was
-        released, or lost and taken again, while the store answered: that answer changes nothing."""
-        if self.acquisitions != acquisition or self.stored is not State.HELD:
-            return False
-        self.move(_RENEWAL_EVENTS[renewal.outcome])
-        if renewal.outcome is Outcome.RETRY:
-            self.renewal_failures += 1
+        """A renewal of ``acquisition`` made the lease's; ``False`` where the lease was released, or
+        lost and taken again, while the store answered: that answer changes nothing."""
+        with self.lock:
+            if self.acquisitions != acquisition or not self.move(renewal.outcome):
+                return False
+            if renewal.outcome is Event.RETRY:
+                self.renewal_failures += 1
+            elif renewal.outcome is Event.RENEWED:
+                # a renewal that went out earlier and answered later never pulls the deadline back
+                self.valid_until = max(self.valid_until, renewal.valid_until)
+                self.mark_ms = max(self.mark_ms, renewal.mark_ms)
+                self.renewals += 1
+                self.last_renewal = self.terms.monotonic() - renewal.sent
+        if renewal.outcome is Event.RETRY:
             log.warning(
                 "renewing worker id %s in %r failed: %s",
                 self.worker_id,
-                self.namespace,
+                self.terms.namespace,
                 renewal.error,
                 extra=self.extra(error=type(renewal.error).__name__),
             )
-        elif renewal.outcome is Outcome.RENEWED:
-            # a renewal that went out earlier and answered later never pulls the deadline back
-            self.valid_until = max(self.valid_until, renewal.valid_until)
-            self.mark_ms = max(self.mark_ms, renewal.mark_ms)
-            self.renewals += 1
-            self.last_renewal = self._monotonic() - renewal.sent
+        elif renewal.outcome is Event.RENEWED:
             log.debug(
-                "renewed worker id %s in %r on %s",
+                "renewed worker id %s in %r",
                 self.worker_id,
-                self.namespace,
-                self._label(),
+                self.terms.namespace,
                 extra=self.extra(seconds=self.last_renewal, mark_ms=self.mark_ms),
             )
-        elif renewal.outcome is Outcome.LOST:
+        elif self.state is State.LOST:
             error = self.lost_error()
-            telemetry.record_refusal(error, namespace=self.namespace)
+            telemetry.record_refusal(error, namespace=self.terms.namespace)
             log.error(
-                "lost the lease of worker id %s in %r on %s: its ids stop until a lease is held again",
+                "lost the lease of worker id %s in %r: its ids stop until a lease is held again",
                 self.worker_id,
-                self.namespace,
-                self._label(),
+                self.terms.namespace,
                 extra=self.extra(error=type(error).__name__),
             )
         return True
 
-    def expire(self, acquisition: int) -> None:
-        """The lease of ``acquisition`` lost without an answer (lock held): its time ran out before
-        its first use, and the store could not be asked to renew it."""
-        if self.acquisitions == acquisition:
-            self.move(Event.LOST)
-
-    def release(self) -> tuple[State, int | None, str]:
-        """Move to idle (lock held): the state it left, the worker id and its token to give back."""
-        left = self.stored
-        self.releases += 1  # a grant under way gives its worker id back
-        self.released.notify_all()
-        self.move(Event.RELEASED)
-        return left, self.worker_id, self.token
+    def release(self, used: int) -> tuple[State, int | None, str, int]:
+        """Move to idle: the state it left, the worker id and its token to give back, and the mark to
+        leave (``used``, what its user really stamped, never below the mark it inherited: the next
+        holder then waits only as long as it must)."""
+        with self.lock:
+            left = self.state
+            self.releases += 1  # a grant under way gives its worker id back
+            self.released.notify_all()
+            self.move(Event.RELEASED)
+            return left, self.worker_id, self.token, max(self.inherited_mark, used)
 
     def expired_error(self) -> LeaseLostError:
         """The error for the worker id asked of a lease lost, or held past its time."""
         return LeaseLostError(
-            f"the lease of worker id {self.worker_id} in namespace {self.namespace!r} on {self._label()} "
+            f"the lease of worker id {self.worker_id} in namespace {self.terms.namespace!r} on {self.terms.label()} "
             "could not be renewed before it expired; no id is made until a lease is held again (the renewal "
             "thread keeps trying)"
         )
@@ -312,135 +413,10 @@ class LeaseLife:
     def lost_error(self) -> LeaseLostError:
         """The error for ids asked while no worker id is held."""
         return LeaseLostError(
-            f"the lease of worker id {self.worker_id} in namespace {self.namespace!r} on {self._label()} "
+            f"the lease of worker id {self.worker_id} in namespace {self.terms.namespace!r} on {self.terms.label()} "
             "is not held (expired, taken over by another process, or lost by the store); no id is made until a "
             "lease is held again (the renewal thread keeps trying)"
         )
-
-
-def not_ready(
-    namespace: str, label: str, timeout: float, fence: float | None, now: float, wall_ns: int
-) -> WorkerIdNotReadyError:
-    """The refusal of a caller that will not wait past ``timeout`` for a grant whose fence ends at
-    ``fence`` (monotonic; ``None``: not known yet)."""
-    if fence is None or fence <= now:  # unknown, or over with the grant's last steps under way
-        return WorkerIdNotReadyError(
-            f"no worker id was leased in namespace {namespace!r} on {label} within "
-            f"timeout={timeout:g} s; the grant under way goes on in the background"
-        )
-    safe_in = max(0.0, fence - now)
-    at = time.strftime("%H:%M:%S", time.gmtime(wall_ns / 1e9 + safe_in))
-    return WorkerIdNotReadyError(
-        f"the worker id leased in namespace {namespace!r} on {label} is safe to use in "
-        f"{safe_in:.1f} s (at {at} UTC): a holder the store cannot rule out may stamp it until then (a "
-        "new namespace's cold start, a takeover); a first id waits at most timeout="
-        f"{timeout:g} s. The lease stays taken meanwhile. Take it at start-up (lease.acquire(), "
-        "await lease.aacquire(), await snowflake.aprefetch()), which waits, or pass first_id_waits=True",
-        safe_in=safe_in,
-    )
-
-
-class LeaseWaits:
-    """A lease's own sleep (a test's clock, or ``time.sleep``; a Snowflake's ``bind`` may set it after
-    construction, so it is read at each wait) as a step target: a thread calls it, a loop awaits
-    ``asyncio.sleep`` instead (or the test's clock, which does not block)."""
-
-    def __init__(self, life: LeaseLife, sleep: Callable[[float], object]) -> None:
-        self._life = life
-        self.sleep_with = sleep
-
-    def sleep(self, seconds: float, releases: int) -> None:
-        if self.sleep_with is not time.sleep:
-            self.sleep_with(seconds)
-            return
-        life = self._life
-        with life.released:  # release() ends the wait at once (then the grant gives its id back)
-            life.released.wait_for(lambda: life.releases != releases, seconds)
-
-    async def asleep(self, seconds: float, releases: int) -> None:
-        if self.sleep_with is time.sleep:
-            await asyncio.sleep(seconds)  # a release() meanwhile is seen after it
-        else:
-            self.sleep_with(seconds)
-
-
-class Renewing(Protocol):
-    """What the renewal thread asks of its lease (:class:`~.leases.WorkerLease`)."""
-
-    life: LeaseLife
-    namespace: str
-    ttl: float
-    high_water: Callable[[], int]
-
-    @property
-    def store(self) -> LeaseStore: ...
-
-    def wall_ms(self) -> int: ...
-
-    def monotonic(self) -> float: ...
-
-    def lease_again(self, stop: threading.Event) -> None: ...
-
-
-class Renewer:
-    """A lease's renewal thread: a renewal every ``ttl / 3`` (:func:`~.renewal.renew`, its outcome made
-    the lease's by :meth:`LeaseLife.apply`), sooner after one the store did not answer; once the
-    lease is lost, an attempt to lease again instead.  :meth:`renew` is also what a generator calls
-    when its clock passes the confirmed mark (:meth:`~.leases.WorkerLease.extend_mark`)."""
-
-    def __init__(self, lease: Renewing) -> None:
-        self._lease = lease
-        self.stop = threading.Event()
-        self.thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        """Start the thread (lock held), unless one is running (a lease lost and taken again)."""
-        if self.thread is not None and self.thread.is_alive() and not self.stop.is_set():
-            return
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._loop, args=(self.stop,), daemon=True, name="seqid-lease")
-        self.thread.start()
-
-    def halt(self) -> threading.Thread | None:
-        """Stop the thread (lock held); the thread, for the caller to join outside the lock."""
-        self.stop.set()
-        thread, self.thread = self.thread, None
-        return thread
-
-    def _loop(self, stop: threading.Event) -> None:
-        interval = self._lease.ttl / 3
-        while not stop.wait(interval):
-            interval = self.once(stop)
-
-    def once(self, stop: threading.Event) -> float:
-        """One renewal (or, once lost, one attempt to lease again); the seconds until the next."""
-        lease = self._lease
-        if lease.life.stored is State.LOST:
-            lease.lease_again(stop)
-            return lease.ttl / 3
-        renewal = self.renew(0, stop)
-        if renewal is None:
-            return lease.ttl / 3  # released meanwhile, or not held
-        return renewal.next_in(lease.ttl, lease.monotonic())
-
-    def renew(self, at_least_ms: int, stop: threading.Event | None = None) -> Renewal | None:
-        """Renew the lease held now, recording a mark of at least ``at_least_ms`` (and of what its user
-        may stamp before the next renewal); the renewal as applied, or ``None`` where no lease is held
-        (or it was released, or taken again, while the store answered: that answer is not applied).
-        No lock is held across the round trip: a release meanwhile is the store's to order (the
-        token it gives back is the one this renewal carries, so whichever comes second is refused)."""
-        lease = self._lease
-        life = lease.life
-        with life.lock:
-            if (stop is not None and stop.is_set()) or life.stored is not State.HELD or life.worker_id is None:
-                return None
-            worker_id, token, acquisition, held_until = life.worker_id, life.token, life.acquisitions, life.valid_until
-        # the most its user may stamp before renewing again
-        mark = max(at_least_ms, lease.high_water(), lease.wall_ms() + int(lease.ttl * 1000))
-        steps = renew(lease.store, lease.namespace, worker_id, token, lease.ttl, mark, held_until, lease.monotonic)
-        renewal = drive(steps, None)
-        with life.lock:
-            return renewal if life.apply(renewal, acquisition) else None
 
 
 def observed(leases: Iterable[LeaseStats]) -> Iterator[tuple[str, float, dict[str, str | int]]]:

@@ -65,8 +65,7 @@ from ..ids.snowflake import Holding
 from ..ids.validate import check_bool, check_seconds
 from . import telemetry
 from .acquiring import Acquirer
-from .lease_life import LeaseLife, LeaseStats, LeaseWaits, Renewer, State, log, observed
-from .renewal import Outcome
+from .lease_life import Event, LeaseLife, LeaseStats, State, Terms, log, observed
 from .stores import check_store_options, defer, open_lease_store
 from .stores.base import Deferred, LeaseStore, check_name
 
@@ -172,11 +171,24 @@ class WorkerLease:
         telemetry.watch("leases", _observed)
 
     def _init_state(self) -> None:
-        """What the lease holds and does (new in a forked child: the parent keeps its own)."""
-        self.life = LeaseLife(self.namespace, lambda: self._store.label, self.monotonic)
-        self.waits = LeaseWaits(self.life, self._sleep)
-        self.renewer = Renewer(self)
-        self._acquirer = Acquirer(self)
+        """What the lease holds and does, on frozen terms (new in a forked child: the parent keeps
+        its own; new when a Snowflake binds it, before it is first taken)."""
+        terms = Terms(
+            namespace=self.namespace,
+            max_workers=self.max_workers,
+            ttl=self.ttl,
+            clock_tolerance=self.clock_tolerance,
+            timeout=self.timeout,
+            store=self._store.get,
+            label=lambda: self._store.label,
+            monotonic=self.monotonic,
+            wall_ns=self._wall,
+            high_water=self.high_water,
+            sleep=self._sleep,
+        )
+        self.life = LeaseLife(terms)
+        self._acquirer = Acquirer(self.life)
+        self.renewer = self._acquirer.renewer
 
     @property
     def store(self) -> LeaseStore:
@@ -200,7 +212,7 @@ class WorkerLease:
                 f"this WorkerLease in {self.namespace!r} already serves a Snowflake: two generators on one "
                 "worker id would make the same ids; give each its own lease"
             )
-        if self.life.state is not State.IDLE:
+        if self.life.now() is not State.IDLE:
             raise InvalidArgumentError("a WorkerLease must be given to its Snowflake before it is acquired")
         if not self._max_workers_given:
             self.max_workers = capacity
@@ -210,12 +222,12 @@ class WorkerLease:
             )
         self.high_water, self._on_release = high_water, on_release
         self._wall, self._sleep = wall_clock, sleep
-        self.waits.sleep_with = sleep
         self._bound = True
+        self._init_state()
 
     def fresh(self, acquisition: int) -> bool:
         """Whether the worker id of ``acquisition`` is still held, with time left before it must be renewed."""
-        return acquisition == self.life.acquisitions and self.monotonic() < self.life.valid_until
+        return self.life.fresh(acquisition)
 
     def hold(self) -> Holding:
         """The worker id held now with its acquisition and mark, read together under the lock, leasing
@@ -233,11 +245,7 @@ class WorkerLease:
 
     def mark_for(self, acquisition: int) -> int | None:
         """The confirmed mark while ``acquisition`` is the lease held now; ``None`` once it is not."""
-        life = self.life
-        with life.lock:
-            if acquisition != life.acquisitions or life.stored is not State.HELD:
-                return None
-            return life.mark_ms
+        return self.life.mark_for(acquisition)
 
     # --- what it holds (LeaseLife's, read here) ----------------------------------------------
 
@@ -266,31 +274,27 @@ class WorkerLease:
 
     def __repr__(self) -> str:
         life, label = self.life, self._store.label
-        return f"WorkerLease({label}, namespace={self.namespace!r}, worker_id={life.worker_id}, {life.state.value})"
+        return f"WorkerLease({label}, namespace={self.namespace!r}, worker_id={life.worker_id}, {life.now().value})"
 
     def wall_ms(self) -> int:
         return self._wall() // 1_000_000
 
-    def wall_ns(self) -> int:
-        return self._wall()
-
     @property
     def held(self) -> bool:
         """Whether this process holds a live lease now."""
-        return self.life.stored is State.HELD and self.monotonic() < self.life.valid_until
+        return self.life.live()
 
     @property
     def worker_id(self) -> int:
         """The worker id, while the lease is live; :class:`LeaseLostError` otherwise."""
-        life = self.life
-        if life.stored is State.HELD and self.monotonic() < life.valid_until:
-            assert life.worker_id is not None
-            return life.worker_id
-        if life.stored is State.IDLE:
+        state, worker_id = self.life.seen()
+        if worker_id is not None:
+            return worker_id
+        if state in (State.IDLE, State.GRANTING, State.FENCED):
             raise LeaseLostError(
                 f"no worker id is leased in namespace {self.namespace!r}: use `with lease:` or lease.acquire()"
             )
-        raise life.expired_error()
+        raise self.life.expired_error()
 
     # --- taking it (acquiring.py decides who leads a grant and who waits) ----------------------
 
@@ -320,10 +324,6 @@ class WorkerLease:
             await asyncio.to_thread(getattr, self, "store")
         return await self._acquirer.aacquire(wait)
 
-    def lease_again(self, stop: threading.Event) -> None:
-        """A grant after the lease was lost (the renewal thread's, :class:`~.lease_life.Renewer`)."""
-        self._acquirer.lease_again(stop)
-
     # --- keeping it, giving it back ------------------------------------------------------------
 
     def extend_mark(self, at_least_ms: int) -> int:
@@ -331,9 +331,9 @@ class WorkerLease:
         the confirmed one); the new confirmed mark, or :class:`LeaseLostError` if the lease is gone
         or the store did not answer (the renewal thread goes on trying)."""
         renewal = self.renewer.renew(at_least_ms)
-        if renewal is None or renewal.outcome is Outcome.LOST:
+        if renewal is None or renewal.outcome is Event.LOST:
             raise self.lost_error()
-        if renewal.outcome is Outcome.RETRY:
+        if renewal.outcome is Event.RETRY:
             raise LeaseLostError(
                 f"renewing worker id {self.life.worker_id} in {self.namespace!r} to move its clock mark failed: "
                 f"{renewal.error}"
@@ -354,23 +354,17 @@ class WorkerLease:
         used = self._on_release()
         # a renewal in flight is the store's to order: it carries the token this gives back, so whichever
         # comes second is refused (a renewal after the release) or lowered (the release after it)
-        life = self.life
-        with life.lock:
-            granting = self._acquirer.on_release()
-            thread = self.renewer.halt()
-            state, worker_id, token = life.release()
-            # our own bound (clock + ttl) is replaced by what we really used (after stopping the
-            # generator for good), but never below the mark we inherited: the next holder then
-            # waits only as long as it must
-            mark = max(life.inherited_mark, used)
+        with self.life.lock:  # no grant adopts, and starts renewing, between the two
+            state, worker_id, token, mark = self.life.release(used)
+            ending = self._acquirer.halt()
         if state is not State.IDLE and worker_id is not None:
             try:
                 self.store.release(self.namespace, worker_id, token, mark)
             except AllocationError as exc:  # the store is gone: the lease simply expires there
                 log.warning("releasing worker id %s in %r failed: %s", worker_id, self.namespace, exc)
-        for ending in (thread, granting):
-            if ending is not None and ending is not threading.current_thread():
-                ending.join(timeout=self.timeout + 5)  # a store round trip under way ends by its timeout
+        for thread in ending:
+            if thread is not threading.current_thread():
+                thread.join(timeout=self.timeout + 5)  # a store round trip under way ends by its timeout
         if self._opened_store and self._store.opened is not None:  # an Engine or a client passed in is the caller's
             self._store.opened.close()
 
@@ -414,7 +408,7 @@ on_fork(_after_fork_in_child)
 @atexit.register
 def _release_at_exit() -> None:
     for lease in list(_LIVE):
-        if lease.life.stored is not State.IDLE or lease._acquirer.thread is not None:
+        if lease.life.state is not State.IDLE or lease._acquirer.thread is not None:
             lease.release()
 
 

@@ -1,8 +1,9 @@
-"""A held lease's renewal, as steps, and its outcome decided once.
+"""A held lease's renewal, as steps, its outcome decided once, and the thread that renews.
 
 A renewal sends the store the lease's token with a new mark (the last Unix millisecond the holder
 may stamp before it renews again) and the store answers whether the worker id is still this
-holder's.  What follows is one of three, decided here and read by every caller:
+holder's.  What follows is one of three :class:`~.lease_life.Event` values, decided here
+(:func:`decide`) and made the lease's by :meth:`~.lease_life.LeaseLife.apply`:
 
 * **renewed**: the lease is valid for another ttl, less a margin, counted from when the renewal
   was *sent* (the store's expiry is counted from a later instant, when it wrote the renewal, so the
@@ -13,68 +14,34 @@ holder's.  What follows is one of three, decided here and read by every caller:
 * **retry**: the store could not be asked (a typed store error: unreachable, stalled) and the lease
   is still valid: ask again soon, well before it runs out.
 
-Three callers run the same steps: the renewal thread (:meth:`WorkerLease._renew_once`), a generator
-whose clock passed the confirmed mark (:meth:`WorkerLease.extend_mark`), and a grant keeping its new
-lease alive while it waits out its fence (:meth:`grants.GrantRun._keep`).  Only the store's typed
-errors (:class:`~seqid_orm.errors.AllocationError`) mean "the store did not answer": anything else
-is a bug and surfaces as itself.
+Three callers run the same steps (:func:`renew`): the renewal thread (:meth:`Renewer.once`), a
+generator whose clock passed the confirmed mark and a caller whose lease ran out before its first
+use (both through :meth:`Renewer.renew`), and a grant keeping its new lease alive while it waits
+out its fence (:meth:`~.grants.GrantRun._keep`).  The mark a renewal records is :func:`mark_for`.
+Only the store's typed errors (:class:`~seqid_orm.errors.AllocationError`) mean "the store did not
+answer": anything else is a bug and surfaces as itself.
 
-May import: the standard library, :mod:`seqid_orm.errors` and this package's ``stores.base`` and
-``stores.steps``.
+No lock is held across the round trip: a release meanwhile is the store's to order (the token it
+gives back is the one the renewal carries, so whichever comes second is refused).
+
+May import: the standard library, :mod:`seqid_orm.errors` and this package's ``lease_life``,
+``stores.base`` and ``stores.steps``.
 """
 
 from __future__ import annotations
 
-import enum
+import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from ..errors import AllocationError
+from .lease_life import Event, LeaseLife, Renewal, State, Terms, valid_until
 from .stores.base import LeaseStore
-from .stores.steps import Call, Steps
+from .stores.steps import Call, Steps, drive
 
-__all__ = ["MARGIN", "Outcome", "Renewal", "decide", "renew", "valid_until"]
-
-#: The share of the ttl a holder gives up, so that it stops before the store's expiry.
-MARGIN = 0.1
+__all__ = ["Renewer", "decide", "mark_for", "renew"]
 
 
-class Outcome(enum.Enum):
-    """What a renewal came to (see the module docstring)."""
-
-    RENEWED = "renewed"
-    LOST = "lost"
-    RETRY = "retry"
-
-
-def valid_until(sent: float, ttl: float) -> float:
-    """The monotonic time until which a lease renewed (or granted) by a request sent at ``sent`` may be used."""
-    return sent + ttl * (1 - MARGIN)
-
-
-@dataclass(frozen=True)
-class Renewal:
-    """One renewal's outcome: when it was sent, the mark it asked for, until when the lease may be
-    used now, and the store's error where it did not answer."""
-
-    outcome: Outcome
-    sent: float
-    mark_ms: int
-    valid_until: float
-    error: AllocationError | None = None
-
-    def next_in(self, ttl: float, now: float) -> float:
-        """Seconds until the next renewal: a third of the ttl after one that renewed, a tenth after a
-        lost lease (an attempt to lease again), and half the time left (a tenth of the ttl at most,
-        10 ms at least) after one the store did not answer."""
-        if self.outcome is Outcome.RENEWED:
-            return ttl / 3
-        if self.outcome is Outcome.LOST:
-            return ttl / 10
-        return max(0.01, min(ttl / 10, (self.valid_until - now) / 2))
-
-
-def decide(renewed: bool | None, sent: float, now: float, ttl: float, held_until: float) -> Outcome:
+def decide(renewed: bool | None, sent: float, now: float, ttl: float, held_until: float) -> Event:
     """The outcome of a renewal sent at ``sent``, the store's answer ``renewed`` (``None``: no answer),
     at monotonic time ``now``, for a lease valid until ``held_until``.
 
@@ -88,10 +55,16 @@ def decide(renewed: bool | None, sent: float, now: float, ttl: float, held_until
     'lost'
     """
     if renewed:
-        return Outcome.RENEWED
+        return Event.RENEWED
     if renewed is False or now >= held_until:
-        return Outcome.LOST
-    return Outcome.RETRY
+        return Event.LOST
+    return Event.RETRY
+
+
+def mark_for(terms: Terms, at_least_ms: int = 0) -> int:
+    """The mark a renewal records: the most the lease's user may stamp before it renews again (its
+    clock plus the ttl), and never less than it has used or than ``at_least_ms``."""
+    return max(at_least_ms, terms.high_water(), terms.wall_ms() + terms.ttl_ms)
 
 
 def renew(
@@ -112,5 +85,69 @@ def renew(
     except AllocationError as exc:  # the store's typed "no answer": a bug is not one, and surfaces
         answer, error = None, exc
     outcome = decide(answer, sent, monotonic(), ttl, held_until)
-    until = {Outcome.RENEWED: valid_until(sent, ttl), Outcome.LOST: float("-inf")}.get(outcome, held_until)
+    until = {Event.RENEWED: valid_until(sent, ttl), Event.LOST: float("-inf")}.get(outcome, held_until)
     return Renewal(outcome, sent, mark_ms, until, error)
+
+
+class Renewer:
+    """A lease's renewal thread: a renewal every ``ttl / 3``, sooner after one the store did not
+    answer; once the lease is lost, ``lease_again`` instead (the grant :mod:`.acquiring` leads, which
+    hands it this renewer)."""
+
+    def __init__(self, life: LeaseLife, lease_again: Callable[[threading.Event], None]) -> None:
+        self._life = life
+        self._lease_again = lease_again
+        self.stop = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Start the thread, unless one is running (a lease lost and taken again)."""
+        if self.thread is not None and self.thread.is_alive() and not self.stop.is_set():
+            return
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._loop, args=(self.stop,), daemon=True, name="seqid-lease")
+        self.thread.start()
+
+    def halt(self) -> threading.Thread | None:
+        """Stop the thread; the thread, for the caller to join outside the lease's lock."""
+        self.stop.set()
+        thread, self.thread = self.thread, None
+        return thread
+
+    def _loop(self, stop: threading.Event) -> None:
+        interval = self._life.terms.ttl / 3
+        while not stop.wait(interval):
+            interval = self.once(stop)
+
+    def once(self, stop: threading.Event) -> float:
+        """One renewal (or, once lost, one attempt to lease again); the seconds until the next."""
+        terms = self._life.terms
+        if self._life.state is State.LOST:
+            self._lease_again(stop)
+            return terms.ttl / 3
+        renewal = self.renew(0, stop)
+        if renewal is None:
+            return terms.ttl / 3  # released meanwhile, or not held
+        return renewal.next_in(terms.ttl, terms.monotonic())
+
+    def renew(self, at_least_ms: int, stop: threading.Event | None = None) -> Renewal | None:
+        """Renew the lease held now (expired or not), recording :func:`mark_for` ``at_least_ms``; the
+        renewal as applied, or ``None`` where no lease is held (or it was released, or taken again,
+        while the store answered: that answer is not applied)."""
+        life, terms = self._life, self._life.terms
+        held = life.renewing()
+        if held is None or (stop is not None and stop.is_set()):
+            return None
+        worker_id, token, acquisition, held_until = held
+        steps = renew(
+            terms.store(),
+            terms.namespace,
+            worker_id,
+            token,
+            terms.ttl,
+            mark_for(terms, at_least_ms),
+            held_until,
+            terms.monotonic,
+        )
+        renewal = drive(steps, None)
+        return renewal if life.apply(renewal, acquisition) else None

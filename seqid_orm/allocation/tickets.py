@@ -80,7 +80,7 @@ from ..errors import (
 from ..ids.randomness import check_fork, on_fork
 from ..ids.validate import BIGINT_MAX, check_bool, check_seconds
 from . import telemetry
-from .flight import Abandoned, Claim, Flight
+from .flight import Abandoned, Claim, Flight, running_loop
 from .floors import Floors, KeyFloor
 from .segments import Segment, SegmentBuffer
 from .servers import ServerSet
@@ -368,7 +368,7 @@ class TicketSequence:
         follows: the reservation in flight may need that very loop (a key floor on an asyncio
         engine reads there; a task of the loop may lead it), so it reserves beside it instead."""
         claim, leads = self._flight.join(follower_wait(self.timeout))
-        on_loop = asyncio._get_running_loop() is not None
+        on_loop = running_loop() is not None
         if leads:
             self._lead(claim, fork_lock=not on_loop)
         elif on_loop:

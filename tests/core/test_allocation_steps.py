@@ -448,21 +448,23 @@ class Clocks(Scripted):
 
 
 def grant_run(store: Scripted, clocks: Clocks, releases=lambda: 0, ttl: float = 3.0, tolerance: float = 1.0):
-    from seqid_orm.allocation.grants import GrantRun, Terms
+    from seqid_orm.allocation.grants import GrantRun
+    from seqid_orm.allocation.lease_life import Terms
 
-    return GrantRun(
-        Terms(
-            namespace="api",
-            max_workers=4,
-            ttl=ttl,
-            clock_tolerance=tolerance,
-            store=store,  # type: ignore[arg-type]
-            waits=clocks,
-            monotonic=lambda: clocks.mono,
-            wall_ms=lambda: clocks.wall,
-            releases=releases,
-        )
+    terms = Terms(
+        namespace="api",
+        max_workers=4,
+        ttl=ttl,
+        clock_tolerance=tolerance,
+        timeout=1.0,
+        store=lambda: store,  # type: ignore[arg-type,return-value]
+        label=lambda: "store",
+        monotonic=lambda: clocks.mono,
+        wall_ns=lambda: clocks.wall * 1_000_000,
+        high_water=lambda: 0,
+        sleep=clocks.sleep,
     )
+    return GrantRun(terms, clocks, releases)  # type: ignore[arg-type]
 
 
 def drive_grant(run, clocks: Clocks):

@@ -8,7 +8,8 @@ import threading
 import pytest
 
 from seqid_orm import WorkerLease
-from seqid_orm.allocation.renewal import Outcome, decide, renew, valid_until
+from seqid_orm.allocation.lease_life import Event, valid_until
+from seqid_orm.allocation.renewal import decide, renew
 from seqid_orm.allocation.stores.base import Grant
 from seqid_orm.errors import BackendUnavailableError, LeaseLostError, StoreTimeoutError
 from tests.core.test_allocation_steps import Scripted, run_script
@@ -30,7 +31,7 @@ def test_renewal_answered_yes_renews_from_when_it_was_sent():
     clock = Clock()
     store = Scripted("s", renew=lambda *args: (setattr(clock, "now", clock.now + 0.4), True)[1])
     renewal, _ = run_script(renew(store, "ns", 3, "tok", TTL, 5_000, 1010.0, clock))
-    assert renewal.outcome is Outcome.RENEWED and renewal.sent == 1000.0
+    assert renewal.outcome is Event.RENEWED and renewal.sent == 1000.0
     assert renewal.valid_until == valid_until(1000.0, TTL) == 1027.0  # counted from the send, less the margin
     assert renewal.next_in(TTL, clock.now) == TTL / 3
     assert store.asked == [("renew", ("ns", 3, "tok", 30_000, 5_000))]
@@ -38,7 +39,7 @@ def test_renewal_answered_yes_renews_from_when_it_was_sent():
 
 def test_renewal_refused_is_lost_at_once():
     renewal, _ = run_script(renew(Scripted("s", renew=False), "ns", 3, "tok", TTL, 5_000, 1010.0, Clock()))
-    assert renewal.outcome is Outcome.LOST and renewal.valid_until == float("-inf")
+    assert renewal.outcome is Event.LOST and renewal.valid_until == float("-inf")
     assert renewal.next_in(TTL, 1000.0) == TTL / 10  # the next step is leasing again
 
 
@@ -46,7 +47,7 @@ def test_renewal_refused_is_lost_at_once():
 def test_an_unanswered_renewal_is_tried_again_before_the_lease_runs_out(error):
     clock = Clock(1000.0)
     renewal, _ = run_script(renew(Scripted("s", renew=error), "ns", 3, "tok", TTL, 5_000, 1004.0, clock))
-    assert renewal.outcome is Outcome.RETRY and renewal.error is error
+    assert renewal.outcome is Event.RETRY and renewal.error is error
     assert renewal.valid_until == 1004.0  # as it was: nothing the store did not say
     assert renewal.next_in(TTL, 1000.0) == 2.0  # half the time left (at most a tenth of the ttl)
     assert renewal.next_in(TTL, 1003.99) == pytest.approx(0.01)  # never less than 10 ms
@@ -60,7 +61,7 @@ def test_an_unanswered_renewal_after_the_lease_ran_out_is_lost():
         raise StoreTimeoutError("stalled")
 
     renewal, _ = run_script(renew(Scripted("s", renew=stalled), "ns", 3, "tok", TTL, 5_000, 1004.0, clock))
-    assert renewal.outcome is Outcome.LOST
+    assert renewal.outcome is Event.LOST
 
 
 def test_a_bug_in_a_store_surfaces_as_itself():
@@ -211,24 +212,52 @@ def test_a_renewal_answered_after_a_release_is_not_applied(scripted):
 # --- the lease's table (lease_life.py): every state and event, and a release in each state ----------
 
 
-def test_the_lease_moves_only_as_its_table_says():
-    """Every stored state with every event: a pair the table lists moves the lease there; any other
-    changes nothing (a grant ending while a lease is held is given back; a renewal answered once the
-    lease is released or lost is not applied)."""
-    from seqid_orm.allocation.lease_life import TRANSITIONS, Event, LeaseLife, State
+def _life(clock: Clock):
+    from seqid_orm.allocation.lease_life import LeaseLife, Terms
 
-    stored = [State.IDLE, State.HELD, State.LOST]
-    assert {state for state, _ in TRANSITIONS} == set(stored)  # granting and fenced are reported, not stored
-    for state in stored:
+    return LeaseLife(
+        Terms("ns", 4, TTL, 5.0, 5.0, MemoryStore, lambda: "memory", clock, lambda: 0, lambda: 0, lambda s: None)
+    )
+
+
+def test_the_lease_moves_only_as_its_table_says():
+    """Every state with every event: a pair the table lists moves the lease there; any other changes
+    nothing (a grant ending while a lease is held is given back; a renewal answered once the lease is
+    released or lost is not applied)."""
+    from seqid_orm.allocation.lease_life import TRANSITIONS, Event, State
+
+    assert {state for state, _ in TRANSITIONS} == set(State)  # every state is the table's
+    for state in State:
         for event in Event:
-            life = LeaseLife("ns", lambda: "memory", Clock())
-            life.stored, life.valid_until = state, 5.0
+            life = _life(Clock())
+            life.state, life.valid_until = state, 5.0
             moved = life.move(event)
             assert moved == ((state, event) in TRANSITIONS)
-            assert life.stored is TRANSITIONS.get((state, event), state)
-            assert (life.valid_until == 5.0) == (life.stored is State.HELD or not moved), (state, event)
+            assert life.state is TRANSITIONS.get((state, event), state)
+            kept = life.state in (State.HELD, State.EXPIRED) or not moved
+            assert (life.valid_until == 5.0) == kept, (state, event)
     assert (State.HELD, Event.GRANTED) not in TRANSITIONS  # a second grant is given back, never adopted
-    assert all((state, Event.RELEASED) in TRANSITIONS for state in stored)  # a release ends every state
+    assert all((state, Event.RELEASED) in TRANSITIONS for state in State)  # a release ends every state
+    assert TRANSITIONS[State.EXPIRED, Event.RETRY] is State.LOST  # no answer, and no time left
+
+
+def test_a_lease_held_past_its_time_is_expired_when_read_and_renewed_late():
+    """ "Held but past its time" is a state of the table, moved there by the reader that sees the clock
+    pass (not a sentinel); a renewal the store confirms takes it back to held, one it cannot answer to lost."""
+    from seqid_orm.allocation.lease_life import Event, Renewal, State
+
+    clock = Clock(100.0)
+    life = _life(clock)
+    life.state, life.valid_until, life.worker_id, life.acquisitions = State.HELD, 101.0, 7, 1
+    assert life.seen() == (State.HELD, 7)
+    clock.now = 101.0
+    assert life.seen() == (State.EXPIRED, None) and life.state is State.EXPIRED
+    with pytest.raises(LeaseLostError):
+        life.holding()
+    assert life.apply(Renewal(Event.RENEWED, 101.0, 5, 128.0), 1) and life.seen() == (State.HELD, 7)
+    clock.now = 200.0
+    assert life.now() is State.EXPIRED
+    assert life.apply(Renewal(Event.RETRY, 200.0, 5, 128.0), 1) and life.state is State.LOST
 
 
 def _quarantined(store: MemoryStore, wait_ms: int) -> MemoryStore:
@@ -240,7 +269,9 @@ def _quarantined(store: MemoryStore, wait_ms: int) -> MemoryStore:
 def test_a_grant_is_reported_granting_then_fenced_then_held():
     store, clock = _quarantined(MemoryStore(), 2_000), Clock()
     seen: list[str] = []
-    lease = WorkerLease(store, "ns", ttl=TTL, monotonic=clock, wall_clock=lambda: 2_000_000 * 10**6, timeout=5.0)
+    lease = WorkerLease(
+        store, "ns", ttl=TTL, monotonic=clock, wall_clock=lambda: 2 * 10**15, timeout=5.0, sleep=lambda s: sleep(s)
+    )
     original = store.acquire
 
     def acquire(*args):
@@ -252,7 +283,6 @@ def test_a_grant_is_reported_granting_then_fenced_then_held():
         clock.now += seconds
 
     store.acquire = acquire  # type: ignore[method-assign]
-    lease._sleep = lease.waits.sleep_with = sleep
     try:
         assert lease.stats().state == "idle"
         assert lease.acquire() == 7
@@ -271,7 +301,9 @@ def test_a_release_while_granting_or_fenced_gives_the_worker_id_back(when):
     from seqid_orm.allocation.grants import Released
 
     store, clock = _quarantined(MemoryStore(), 2_000), Clock()
-    lease = WorkerLease(store, "ns", ttl=TTL, monotonic=clock, wall_clock=lambda: 2_000_000 * 10**6, timeout=5.0)
+    lease = WorkerLease(
+        store, "ns", ttl=TTL, monotonic=clock, wall_clock=lambda: 2 * 10**15, timeout=5.0, sleep=lambda s: sleep(s)
+    )
     original = store.acquire
 
     def release_in_another_thread() -> None:
@@ -290,7 +322,6 @@ def test_a_release_while_granting_or_fenced_gives_the_worker_id_back(when):
         clock.now += seconds
 
     store.acquire = acquire  # type: ignore[method-assign]
-    lease._sleep = lease.waits.sleep_with = sleep
     with pytest.raises(Released):
         lease.acquire()
     assert [w for w, _ in store.released] == [7]  # given back, by the grant

@@ -173,7 +173,12 @@ def _first_use(conn: Any, cursor: Any, statement: str, parameters: Any, context:
 @event.listens_for(Engine, "commit")
 @event.listens_for(Engine, "rollback")
 def _transaction_end(conn: Any) -> None:
-    """A ``SET LOCAL search_path`` ends with its transaction: the names it resolved go with it."""
+    """A ``SET LOCAL search_path`` ends with its transaction: the names it resolved go with it.  Not on a
+    connection invalidated meanwhile (a server that went away): its names went with its DBAPI
+    connection, and reading its ``info`` would raise ``PendingRollbackError`` in place of the error
+    that ended it, from every engine of a process that imported seqid."""
+    if conn.invalidated:
+        return
     if conn.info.pop(_PATH_CHANGED, False):
         conn.info.pop(_SEEN, None)
 

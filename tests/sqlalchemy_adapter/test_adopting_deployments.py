@@ -379,3 +379,17 @@ def test_a_read_of_the_column_that_fails_is_a_typed_error_naming_the_statement(p
         impatient.dispose()
     with pg_engine.connect() as conn:
         assert conn.exec_driver_sql(f"SELECT count(*) FROM {table}").scalar_one() == 100
+
+
+def test_a_connection_the_server_dropped_mid_transaction_closes_with_the_servers_error(pg_engine):
+    """seqid's rollback listener (the search-path record, on every Engine of the process) must not turn a
+    connection the server dropped into PendingRollbackError: the driver's disconnect surfaces, and closing
+    the connection raises nothing (found by a lease store call cut off at its deadline)."""
+    with pg_engine.connect() as killer, pg_engine.connect() as conn:
+        killer.execution_options(isolation_level="AUTOCOMMIT")
+        pid = conn.exec_driver_sql("SELECT pg_backend_pid()").scalar()
+        killer.exec_driver_sql(f"SELECT pg_terminate_backend({pid})")
+        with pytest.raises(sa.exc.OperationalError) as raised:
+            conn.exec_driver_sql("SELECT 1")
+        assert raised.value.connection_invalidated
+        conn.close()  # the rollback of the dropped transaction: no PendingRollbackError

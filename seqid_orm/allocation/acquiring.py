@@ -27,7 +27,7 @@ and renewed from then on; one that ends second, or after a release, gives its wo
 renewal thread leases again after a loss with the same grant (:meth:`Acquirer.lease_again`).
 
 May import: the standard library, :mod:`seqid_orm.errors` and this package's ``telemetry``, ``flight``,
-``grants``, ``lease_life``, ``renewal`` and ``stores.steps``.
+``grants``, ``lease_life``, ``renewal``, ``stores.retry`` and ``stores.steps``.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ from .flight import Abandoned, Claim, Flight, running_loop
 from .grants import GrantRun, Released, clear_since, give_back, released_error
 from .lease_life import LeaseLife, State, Taken, log
 from .renewal import Renewer
+from .stores.retry import Deadline
 from .stores.steps import Steps, adrive, drive
 
 __all__ = ["Acquirer", "Act", "Ask", "Caller", "LeaseWaits", "choose"]
@@ -157,89 +158,90 @@ class Acquirer:
             deadline=deadline,
         ), worker_id
 
-    def acquire(self, waits: bool) -> int:
-        """The worker id held and live, granted first where none is (the table's synchronous driver)."""
-        deadline = self.terms.monotonic() + self.terms.timeout
-        caller = Caller.LOOP_THREAD if running_loop() is not None else Caller.THREAD
+    def _next(self, waits: bool, caller: Caller, deadline: Deadline) -> tuple[Act, Claim[Taken] | None, int | None]:
+        """The next act the caller's driver carries out (joining the flight and handing a grant to a
+        thread are done here, for both drivers): the act, the claim it follows or leads, the worker id
+        held where the act is RETURN."""
         claim: Claim[Taken] | None = None
         leads: bool | None = None
         while True:
-            ask, held = self._ask(claim, leads, waits, caller, deadline)
+            ask, held = self._ask(claim, leads, waits, caller, deadline.end)
             act = choose(ask)
-            if act is Act.RETURN and held is not None:
-                return held
             if act is Act.JOIN:
                 claim, leads = self._grants.join(self.terms.grant_seconds())
-                continue
-            if act is Act.LEAD_IN_THREAD:
-                assert claim is not None
-                self._lead_in_thread(claim)
-                leads = False
-                continue
-            with contextlib.suppress(Abandoned):
-                if act is Act.RENEW_LATE:
-                    self.renewer.renew(0)  # held again, or lost: granted again
-                elif act is Act.LEAD:
-                    self._lead(claim)
-                elif act is Act.GRANT_BESIDE:  # whichever grant ends second is given back (_take)
-                    drive(self._take(), None)
-                elif act in (Act.WAIT, Act.FOLLOW):
-                    assert claim is not None
-                    self._grants.wait(claim, *self._follow(act, claim, deadline))
-                else:
-                    raise self._refusal(act, deadline)
-            claim, leads = None, None
-
-    async def aacquire(self, waits: bool) -> int:
-        """:meth:`acquire` on the running loop (the table's awaited driver)."""
-        deadline = self.terms.monotonic() + self.terms.timeout
-        claim: Claim[Taken] | None = None
-        leads: bool | None = None
-        while True:
-            ask, held = self._ask(claim, leads, waits, Caller.TASK, deadline)
-            act = choose(ask)
-            if act is Act.RETURN and held is not None:
-                return held
-            if act is Act.JOIN:
-                claim, leads = self._grants.join(self.terms.grant_seconds())
-                continue
-            if act is Act.LEAD_IN_THREAD:
+            elif act is Act.LEAD_IN_THREAD:
                 # a thread of its own leads, not a task: a short asyncio.run() that ends before the
                 # fence would cancel a task's grant, and every such run would start one again
                 assert claim is not None
                 self._lead_in_thread(claim)
                 leads = False
-                continue
-            with contextlib.suppress(Abandoned):
-                if act is Act.RENEW_LATE:
-                    await asyncio.to_thread(self.renewer.renew, 0)
-                elif act is Act.LEAD:
-                    await self._alead(claim)
-                elif act in (Act.WAIT, Act.FOLLOW):
-                    assert claim is not None
-                    await self._grants.await_(claim, *self._follow(act, claim, deadline))
-                else:
-                    raise self._refusal(act, deadline)
-            claim, leads = None, None
+            else:
+                return act, claim, held
+
+    def _deadline(self, waits: bool) -> Deadline:
+        """The call's one deadline, handed to every store call beneath it: ``timeout`` for a caller
+        that will not wait out a fence, else the grant's own bound."""
+        t = self.terms
+        return Deadline.after(t.grant_seconds() if waits else t.timeout, t.monotonic)
+
+    def acquire(self, waits: bool) -> int:
+        """The worker id held and live, granted first where none is (the table's synchronous driver)."""
+        caller = Caller.LOOP_THREAD if running_loop() is not None else Caller.THREAD
+        with self._deadline(waits).passed_down() as deadline:
+            while True:
+                act, claim, held = self._next(waits, caller, deadline)
+                if act is Act.RETURN and held is not None:
+                    return held
+                with contextlib.suppress(Abandoned):
+                    if act is Act.RENEW_LATE:
+                        self.renewer.renew(0)  # held again, or lost: granted again
+                    elif act is Act.LEAD:
+                        self._lead(claim)
+                    elif act is Act.GRANT_BESIDE:  # whichever grant ends second is given back (_take)
+                        drive(self._take(), None)
+                    elif act in (Act.WAIT, Act.FOLLOW):
+                        assert claim is not None
+                        self._grants.wait(claim, *self._follow(act, claim, deadline))
+                    else:
+                        raise self._refusal(act)
+
+    async def aacquire(self, waits: bool) -> int:
+        """:meth:`acquire` on the running loop (the table's awaited driver)."""
+        with self._deadline(waits).passed_down() as deadline:
+            while True:
+                act, claim, held = self._next(waits, Caller.TASK, deadline)
+                if act is Act.RETURN and held is not None:
+                    return held
+                with contextlib.suppress(Abandoned):
+                    if act is Act.RENEW_LATE:
+                        await asyncio.to_thread(self.renewer.renew, 0)
+                    elif act is Act.LEAD:
+                        await self._alead(claim)
+                    elif act in (Act.WAIT, Act.FOLLOW):
+                        assert claim is not None
+                        await self._grants.await_(claim, *self._follow(act, claim, deadline))
+                    else:
+                        raise self._refusal(act)
 
     def _follow(
-        self, act: Act, claim: Claim[Taken], deadline: float
+        self, act: Act, claim: Claim[Taken], deadline: Deadline
     ) -> tuple[float, Callable[[], BaseException], Callable[[], BaseException | None] | None]:
         """A follower's wait (:meth:`~.flight.Flight.wait`'s arguments): the grant's own bound where
         it waits; else the caller's deadline, and a refusal as soon as the table says so (the fence
         is seen to end after the deadline)."""
         if act is Act.WAIT:
             return claim.deadline, self._timed_out, None
-        until = time.monotonic() + max(0.0, deadline - self.terms.monotonic())
+        until = time.monotonic() + max(0.0, deadline.left())
 
         def refused() -> BaseException | None:
-            ask, _ = self._ask(claim, False, False, Caller.THREAD, deadline)
-            return self._refusal(Act.REFUSE, deadline) if choose(ask) is Act.REFUSE else None
+            ask, _ = self._ask(claim, False, False, Caller.THREAD, deadline.end)
+            return self._refusal(Act.REFUSE) if choose(ask) is Act.REFUSE else None
 
-        return until, lambda: self._refusal(Act.REFUSE, deadline), refused
+        return until, lambda: self._refusal(Act.REFUSE), refused
 
-    def _refusal(self, act: Act, deadline: float) -> WorkerIdNotReadyError:
-        """The typed refusal of a caller that will not wait past ``deadline`` (monotonic)."""
+    def _refusal(self, act: Act) -> WorkerIdNotReadyError:
+        """The typed refusal of a caller that will not wait past its deadline (what it says of the
+        fence: its end where the store has told it)."""
         t = self.terms
         if act is Act.REFUSE_ON_LOOP:
             return WorkerIdNotReadyError(
@@ -276,7 +278,8 @@ class Acquirer:
         its fence; the grant goes on, renewing, and the worker id is held when it ends)."""
 
         def lead() -> None:
-            with contextlib.suppress(Exception):  # its followers get the error; _failed logged it
+            # its followers get the error (_failed logged it); its deadline is the grant's own bound
+            with contextlib.suppress(Exception), self._deadline(True).passed_down():
                 self._lead(claim)
 
         worker = threading.Thread(target=lead, name=f"seqid-lease-grant-{self.terms.namespace}", daemon=True)
@@ -350,7 +353,8 @@ class Acquirer:
         if claim is None:  # a caller is leasing already
             return
         try:
-            taken = drive(self._take(stop), None)
+            with self._deadline(True).passed_down():
+                taken = drive(self._take(stop), None)
         except BaseException as exc:
             self._grants.finish(claim, error=exc)
             if not isinstance(exc, SeqIDError):  # a bug surfaces as itself (in the renewal thread)

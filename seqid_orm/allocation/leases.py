@@ -11,38 +11,15 @@ back on exit; an expired lease may be taken over::
 
     gen = Snowflake(worker_id=WorkerLease("redis://127.0.0.1:6379/0", namespace="orders-api"))  # leases at its first id
 
-Rules that keep ids unique:
+The rules that keep ids unique (expiry by the store's clock, a lease that cannot be renewed stops
+its generator, a fence by time through the confirmed high-water mark, a cold start's wait where the
+store may have forgotten a holder) are told in docs/how-to/leases.md and docs/explanation/
+what-can-go-wrong.md; each is decided in one place, which docs/architecture.md names.  A forked child
+never uses its parent's lease: a leased generator takes one of its own at its first id there.
 
-* **Expiry by the store's clock**, the one clock all nodes share (the database's ``now``,
-  Redis's ``PX``).  The holder counts its own deadline from the moment it *sent* the renewal,
-  minus a margin, so it always stops before the store lets anyone else in.
-* **A lease that cannot be renewed stops its generator** (:class:`~seqid_orm.errors.LeaseLostError`)
-  before it expires, instead of risking duplicates; the renewal thread keeps trying and the
-  generator resumes once it holds a lease again, perhaps for another worker id.
-* **A fence by time, not by a check that can be paused past.**  Every renewal records in the
-  store a high-water mark ahead of the clock (its clock plus the ttl: the last Unix millisecond
-  this holder may stamp until it renews again), and a leased generator never stamps an id past
-  the mark the store confirmed, whatever its clock says: a clock stepped forward makes it renew
-  (and record the higher mark) before it goes on.  A new holder of that worker id makes no id
-  until its own clock has passed the mark: it waits up to ``clock_tolerance`` seconds, else gives
-  the id back and raises :class:`~seqid_orm.errors.ClockMovedBackwardsError`.  So a holder that
-  was frozen (SIGSTOP, a GC pause, a VM migration) past its ttl and resumes can only stamp
-  milliseconds the next holder never stamps: its next clock reading is past its mark, and the
-  renewal that would move the mark fails because its token is gone.  On release the holder
-  stops its generator first and then lowers the mark to what it really used.
-* **A store that lost its state**: a worker id the store has no record of may still have a
-  holder the store forgot, stamping up to one ttl past its last renewal.  The store tells a
-  never-used id from a lost one (see :meth:`~seqid_orm.allocation.stores.base.LeaseStore.acquire`), and
-  the new holder of a lost id, or of any id in the first ``ttl + clock_tolerance`` seconds of a
-  namespace the store has just (re)created, waits out that time before its first id, renewing
-  meanwhile.  That is the cost of a cold start: the first process of a new namespace waits one
-  ttl plus the tolerance (35 s with the defaults; tests pass a short ttl).
-* **Forks**: a child never uses its parent's lease; a leased generator takes a lease of its own
-  at its first id in the child (the parent keeps and renews its own).
-
-The lease's states and what moves them are :mod:`.lease_life`'s (with its renewal thread), who
-leads a grant and who waits for it :mod:`.acquiring`'s; one grant is :mod:`.grants`', one renewal
-:mod:`.renewal`'s.  This module is the façade: what users and a Snowflake ask of a lease.
+The lease's states and what moves them are :mod:`.lease_life`'s, what a caller asking for the
+worker id does :mod:`.acquiring`'s; one grant is :mod:`.grants`', one renewal (and the renewal
+thread) :mod:`.renewal`'s.  This module is the façade: what users and a Snowflake ask of a lease.
 
 May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.ids` and this package's
 ``telemetry``, ``acquiring``, ``lease_life``, ``renewal`` and ``stores`` (its one factory of stores).
@@ -68,6 +45,7 @@ from .acquiring import Acquirer
 from .lease_life import Event, LeaseLife, LeaseStats, State, Terms, log, observed
 from .stores import check_store_options, defer, open_lease_store
 from .stores.base import Deferred, LeaseStore, check_name
+from .stores.retry import GRACE, Deadline
 
 __all__ = ["LeaseStats", "WorkerLease"]
 
@@ -357,14 +335,15 @@ class WorkerLease:
         with self.life.lock:  # no grant adopts, and starts renewing, between the two
             state, worker_id, token, mark = self.life.release(used)
             ending = self._acquirer.halt()
-        if state is not State.IDLE and worker_id is not None:
-            try:
-                self.store.release(self.namespace, worker_id, token, mark)
-            except AllocationError as exc:  # the store is gone: the lease simply expires there
-                log.warning("releasing worker id %s in %r failed: %s", worker_id, self.namespace, exc)
-        for thread in ending:
+        with Deadline.after(self.timeout).passed_down() as deadline:  # the call's one deadline
+            if state is not State.IDLE and worker_id is not None:
+                try:
+                    self.store.release(self.namespace, worker_id, token, mark)
+                except AllocationError as exc:  # the store is gone: the lease simply expires there
+                    log.warning("releasing worker id %s in %r failed: %s", worker_id, self.namespace, exc)
+        for thread in ending:  # a store round trip under way ends by its own bound, within this call's
             if thread is not threading.current_thread():
-                thread.join(timeout=self.timeout + 5)  # a store round trip under way ends by its timeout
+                thread.join(timeout=max(0.0, deadline.left()) + GRACE)
         if self._opened_store and self._store.opened is not None:  # an Engine or a client passed in is the caller's
             self._store.opened.close()
 

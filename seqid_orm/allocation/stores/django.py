@@ -84,8 +84,8 @@ class _OwnConnection:
         transaction holds with ``SELECT ... FOR UPDATE`` held a call, and every call after it, for
         good).  A connection the server dropped is tried again on a fresh one; the database's other
         answers are :class:`BackendUnavailableError`, the one translation here."""
-        deadline = Deadline.after(self.timeout)
-        if not self.lock.acquire(timeout=self.timeout):
+        deadline = Deadline.within(self.timeout)  # or the caller's, passed down, where it ends sooner
+        if not self.lock.acquire(timeout=max(0.0, deadline.left())):
             raise self.timed_out()
         try:
             for attempt, left in CONNECTION.tries(deadline):

@@ -67,7 +67,7 @@ from .base import (
     last_value_limit,
     vanished,
 )
-from .retry import LOST_TRANSACTION, socket_share
+from .retry import LOST_TRANSACTION, Deadline, socket_share
 from .steps import Call, Steps, drive
 
 try:
@@ -207,10 +207,13 @@ class _Cluster:
 
     def call(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         """POST ``body`` to ``path`` on the first member that answers within the deadline."""
-        deadline = time.monotonic() + self.timeout
+        deadline = Deadline.within(self.timeout)  # or the caller's, passed down, where it ends sooner
         errors: list[str] = []
         tries = 0
         while True:
+            if deadline.left() <= 0:
+                tried = f"{tries} tries: " + "; ".join(errors[-3:])
+                raise StoreTimeoutError(f"etcd {self.label} did not answer within {self.timeout} s ({tried})")
             with self._lock:
                 index = self._current
             client = self._clients[index]
@@ -237,14 +240,8 @@ class _Cluster:
             with self._lock:
                 if self._current == index:
                     self._current = (index + 1) % len(self._clients)
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise StoreTimeoutError(
-                    f"etcd {self.label} did not answer within {self.timeout} s ({tries} tries): "
-                    + "; ".join(errors[-3:])
-                )
             if tries % len(self._clients) == 0:  # every member refused: an election is under way
-                time.sleep(min(left, 0.05 + secrets.randbelow(50) / 1000))
+                time.sleep(max(0.0, min(deadline.left(), 0.05 + secrets.randbelow(50) / 1000)))
 
     def post(self, client: Etcd3Client, path: str, body: dict[str, Any]) -> Any:
         """One request.  The URL's CA goes with each request, not only on the session: requests lets

@@ -83,7 +83,7 @@ from .base import (
     vanished,
 )
 from .history import ReplicationPoint, lacks_write
-from .retry import redis_wait_ms, socket_share
+from .retry import Deadline, redis_wait_ms, socket_share
 from .steps import Call, PerLoop, Steps, adrive, drive
 from .urls import SENTINEL_SCHEME, SentinelURL
 
@@ -408,6 +408,11 @@ class _RedisStore:
         return self._url is not None
 
     def _drive(self, steps: Steps[_T]) -> _T:
+        """Run ``steps`` on the blocking client.  A caller's deadline passed down that has passed
+        sends nothing; one with time left cannot shorten a call under way (redis-py has no per-command
+        time-out): that is bounded by the socket's (:func:`~.retry.socket_share` of the store's)."""
+        if Deadline.within(self.timeout).left() <= 0:
+            raise StoreTimeoutError(f"{self.what} {self.label}: the caller's deadline passed before the call")
         with self._errors():
             return drive(steps, self._commands)
 
@@ -424,7 +429,8 @@ class _RedisStore:
         commands = await self._aclients.get()
         try:
             with self._errors():
-                return await asyncio.wait_for(adrive(steps, commands), self.timeout)
+                # the store's bound, or the caller's deadline passed down where it ends sooner
+                return await asyncio.wait_for(adrive(steps, commands), max(0.0, Deadline.within(self.timeout).left()))
         except asyncio.TimeoutError:
             raise StoreTimeoutError(f"{self.what} {self.label} did not answer within {self.timeout:g} s") from None
 

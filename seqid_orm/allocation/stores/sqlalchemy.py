@@ -317,8 +317,9 @@ class _OwnEngineStore:
 
     def _tries(self) -> Iterator[tuple[int, float]]:
         """Each try of a store call (its number, the seconds left of the call's deadline), for the
-        blocking and the awaited path alike: :data:`~.retry.CONNECTION`'s, none past the deadline."""
-        return CONNECTION.tries(Deadline.after(self.timeout))
+        blocking and the awaited path alike: :data:`~.retry.CONNECTION`'s, none past the deadline
+        (the store's bound on one call, or the caller's passed down where it ends sooner)."""
+        return CONNECTION.tries(Deadline.within(self.timeout))
 
     def _on_connection(self, fn: Callable[[Connection, str | None], _T]) -> _T:
         """``fn(conn, bounds)`` on a connection of the store's engine, within the store's deadline

@@ -27,6 +27,7 @@ May import: the standard library, :mod:`seqid_orm.errors`, :mod:`.segments` and 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import secrets
 from collections.abc import Callable, Sequence
@@ -41,12 +42,16 @@ from ..errors import (
 )
 from .segments import Segment
 from .stores.base import Deferred, TicketRow, TicketStore, first_value, regressed
-from .stores.retry import PARTIAL_SET
-from .stores.steps import Call, Sleep, Steps
+from .stores.retry import PARTIAL_SET, Again
+from .stores.steps import Call, Steps
 
 __all__ = ["ServerSet"]
 
 log = logging.getLogger("seqid_orm.tickets")
+
+
+class _Partial(Exception):
+    """The set stayed partial through every read (:data:`~.stores.retry.PARTIAL_SET`): refused below."""
 
 
 def _ask(method: Callable[..., Any], *args: object) -> Steps[Any]:
@@ -179,13 +184,19 @@ class ServerSet:
         it later means that counter went back.
         """
         yield from self.opening()
-        for attempt, _left in PARTIAL_SET.tries():
-            rows, down = yield from self._read_rows()
-            if not (any(rows.values()) and None in rows.values()) or attempt == PARTIAL_SET.attempts:
-                break
+        read: tuple[dict[int, TicketRow | None], list[str]] = ({}, [])
+
+        def whole(left: float) -> Steps[None]:
             # Present on some servers only: another client may be creating it on its servers right
             # now (one insert after the other); a set that stays partial is refused below.
-            yield Sleep(PARTIAL_SET.pause(attempt))
+            nonlocal read
+            read = yield from self._read_rows()
+            if any(read[0].values()) and None in read[0].values():
+                raise Again(_Partial("partial"))
+
+        with contextlib.suppress(_Partial):
+            yield from PARTIAL_SET.steps(whole)
+        rows, down = read
         if not any(rows.values()):
             if down:
                 raise BackendUnavailableError(

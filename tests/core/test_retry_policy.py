@@ -18,25 +18,102 @@ class Clock:
         return self.now
 
 
+def _run(steps, clock=None):
+    """Drive a policy's steps with scripted time: each ``Sleep`` moves ``clock``; the pauses are returned."""
+    from seqid_orm.allocation.stores.steps import Sleep
+
+    slept, result, error = [], None, None
+    while True:
+        try:
+            request = steps.send(result) if error is None else steps.throw(error)
+        except StopIteration as done:
+            return done.value, slept
+        assert isinstance(request, Sleep)
+        slept.append(request.seconds)
+        if clock is not None:
+            clock.now += request.seconds
+        result, error = None, None
+
+
+class Flaky(Exception):
+    pass
+
+
+def _attempts(outcomes, clock=None, took=0.0):
+    """An attempt that raises or returns the next of ``outcomes``, each try taking ``took`` seconds."""
+    seen = []
+
+    def attempt(left):
+        seen.append(left)
+        if clock is not None:
+            clock.now += took
+        outcome = outcomes[len(seen) - 1]
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+        yield  # a step function
+
+    return attempt, seen
+
+
+def test_the_policy_owns_the_loop_and_tries_a_retryable_error_again() -> None:
+    attempt, seen = _attempts([Flaky(), Flaky(), "done"])
+    assert _run(Retry(4).steps(attempt, lambda exc: isinstance(exc, Flaky))) == ("done", [])
+    assert seen == [math.inf] * 3
+
+
+def test_an_error_that_may_not_be_retried_is_raised_at_once() -> None:
+    attempt, seen = _attempts([KeyError("bug"), "done"])
+    with pytest.raises(KeyError):
+        _run(Retry(4).steps(attempt, lambda exc: isinstance(exc, Flaky)))
+    assert len(seen) == 1
+
+
+def test_the_last_try_raises_its_own_error_and_again_raises_what_it_carries() -> None:
+    attempt, seen = _attempts([Flaky("1"), Flaky("2")])
+    with pytest.raises(Flaky, match="2"):
+        _run(Retry(2).steps(attempt, lambda exc: True))
+    attempt, seen = _attempts([retry.Again(ValueError("lost")), retry.Again(ValueError("lost"))])
+    with pytest.raises(ValueError, match="lost"):
+        _run(Retry(2).steps(attempt))
+    assert len(seen) == 2
+
+
 def test_no_try_starts_past_the_deadline() -> None:
     clock = Clock()
     deadline = Deadline.after(1.0, clock)
-    seen = []
-    for attempt, left in Retry(10).tries(deadline):
-        seen.append((attempt, left))
-        clock.now += 0.4  # each try takes 0.4 s
-    assert seen == [(1, 1.0), (2, pytest.approx(0.6)), (3, pytest.approx(0.2))]
-
-
-def test_without_a_deadline_every_attempt_runs() -> None:
-    tries = list(Retry(3).tries())
-    assert tries == [(1, math.inf), (2, math.inf), (3, math.inf)]
+    attempt, seen = _attempts([Flaky()] * 10, clock, took=0.4)
+    with pytest.raises(TimeoutError):
+        _run(Retry(10).steps(attempt, lambda exc: True, deadline), clock)
+    assert seen == [1.0, pytest.approx(0.6), pytest.approx(0.2)]
 
 
 def test_a_passed_deadline_gives_no_try() -> None:
     clock = Clock()
-    deadline = Deadline.after(0.0, clock)
-    assert list(Retry(4).tries(deadline)) == []
+    attempt, seen = _attempts(["done"])
+    with pytest.raises(RuntimeError, match="late"):
+        _run(Retry(4).steps(attempt, deadline=Deadline.after(0.0, clock), out_of_time=lambda: RuntimeError("late")))
+    assert seen == []
+
+
+def test_pauses_are_the_policys_and_never_pass_the_deadline() -> None:
+    clock = Clock()
+    attempt, _ = _attempts([Flaky(), Flaky(), "done"], clock)
+    policy = Retry(4, delay=0.05, growth=0.05)
+    assert _run(policy.steps(attempt, lambda exc: True), clock) == ("done", pytest.approx([0.05, 0.10]))
+    attempt, seen = _attempts([Flaky(), "done"], clock)
+    slow = Retry(4, delay=5.0).steps(attempt, lambda exc: True, Deadline.after(1.0, clock))
+    assert next(slow).seconds == 1.0  # the pause stops at the deadline, and no try starts after it
+    clock.now += 1.0
+    with pytest.raises(TimeoutError):
+        slow.send(None)
+    assert len(seen) == 1
+
+
+def test_jitter_comes_from_the_os_and_stays_in_its_band() -> None:
+    policy = Retry(3, delay=0.02, jitter=0.03)
+    pauses = [policy.pause(1) for _ in range(200)]
+    assert all(0.02 <= p <= 0.05 for p in pauses) and len(set(pauses)) > 20
 
 
 def test_pauses_grow_linearly() -> None:

@@ -31,7 +31,7 @@ from . import lease_sql
 from .base import LEASE_TABLE, TICKET_TABLE, LeaseStore, TicketRow, TicketStore, is_conflict
 from .deadline import watch
 from .retry import CONNECTION, Deadline
-from .steps import Steps, drive
+from .steps import Steps, call, drive
 from .ticket_sql import SQLTicketStore, TicketSQL, ticket_sql
 from .ticket_sql import rows as ticket_sql_rows
 
@@ -88,30 +88,33 @@ class _OwnConnection:
         if not self.lock.acquire(timeout=max(0.0, deadline.left())):
             raise self.timed_out()
         try:
-            for attempt, left in CONNECTION.tries(deadline):
-                conn = self.get()
-                try:
-                    conn.ensure_connection()
-                    with watch(conn.connection, left) as alarm:
-                        try:
-                            _bounds(conn, left, self.timeout)
-                            return body(conn)
-                        except Exception:
-                            if alarm is not None and alarm.fired:
-                                self.discard()  # its socket is shut: never used again
-                                raise self.timed_out() from None
-                            raise
-                except DatabaseError as exc:
-                    if _locked(exc):
-                        raise self.timed_out() from None
-                    if not isinstance(exc, (OperationalError, InterfaceError)) or attempt == CONNECTION.attempts:
-                        raise _unavailable(self.what, self.label, exc) from exc
-                    # the server dropped this long-lived connection (wait_timeout, restart): again on a
-                    # fresh one; values the lost statement reserved are only a gap
-                    self.discard()
-            raise self.timed_out()
+            tries = CONNECTION.steps(lambda left: call(self._once, body, left), _again, deadline, self.timed_out)
+            done: _T = drive(tries, None)
+            return done
+        except DatabaseError as exc:
+            raise (self.timed_out() if _locked(exc) else _unavailable(self.what, self.label, exc)) from exc
         finally:
             self.lock.release()
+
+    def _once(self, body: Callable[[Any], _T], left: float) -> _T:
+        """One try of :meth:`call`, with ``left`` seconds."""
+        conn = self.get()
+        try:
+            conn.ensure_connection()
+            with watch(conn.connection, left) as alarm:
+                try:
+                    _bounds(conn, left, self.timeout)
+                    return body(conn)
+                except Exception:
+                    if alarm is not None and alarm.fired:
+                        self.discard()  # its socket is shut: never used again
+                        raise self.timed_out() from None
+                    raise
+        except (OperationalError, InterfaceError):
+            # the server dropped this long-lived connection (wait_timeout, restart): the next try opens a
+            # fresh one; values the lost statement reserved are only a gap
+            self.discard()
+            raise
 
     def timed_out(self) -> StoreTimeoutError:
         return StoreTimeoutError(
@@ -145,6 +148,12 @@ def _bounds(conn: Any, left: float, timeout: float) -> None:
             cursor.execute(f"SET SESSION innodb_lock_wait_timeout = {max(1, math.ceil(left))}")
         elif conn.vendor == "sqlite":
             cursor.execute(f"PRAGMA busy_timeout = {ms}")
+
+
+def _again(exc: Exception) -> bool:
+    """Whether a call that failed with ``exc`` is tried again: a connection the server dropped, not a
+    lock waited for until the deadline."""
+    return isinstance(exc, (OperationalError, InterfaceError)) and not _locked(exc)
 
 
 def _locked(exc: Exception) -> bool:

@@ -41,9 +41,8 @@ from __future__ import annotations
 
 import base64
 import os
-import secrets
 import threading
-import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
@@ -67,8 +66,8 @@ from .base import (
     last_value_limit,
     vanished,
 )
-from .retry import LOST_TRANSACTION, Deadline, socket_share
-from .steps import Call, Steps, drive
+from .retry import LOST_TRANSACTION, MEMBERS, Again, Deadline, socket_share
+from .steps import Call, Steps, call, drive
 
 try:
     from etcd3gw import exceptions as etcd_errors
@@ -77,6 +76,12 @@ except ImportError as exc:  # say which extra brings it
     raise ImportError("etcd ticket servers need etcd3gw: pip install 'seqid-orm[etcd]'") from exc
 
 __all__ = ["EtcdLeaseStore", "EtcdOptions", "EtcdTicketStore", "cluster_status", "etcd_options", "parse_etcd_url"]
+
+_MEMBER_FAULTS = (
+    etcd_errors.ConnectionFailedError,  # refused, reset; and HTTP 503: "leader changed", "no leader"
+    etcd_errors.ConnectionTimeoutError,  # a member that stalls, or a partitioned one
+    etcd_errors.InternalServerError,
+)
 
 
 _FORM = "etcd://[user:password@]host:port[,host:port...][/prefix][?tls=true&ca=PATH&cert=PATH&key=PATH]"
@@ -206,14 +211,15 @@ class _Cluster:
         """The id of the cluster that answered last (a snapshot restored starts a new one)."""
 
     def call(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        """POST ``body`` to ``path`` on the first member that answers within the deadline."""
-        deadline = Deadline.within(self.timeout)  # or the caller's, passed down, where it ends sooner
+        """POST ``body`` to ``path`` on the first member that answers within the deadline (the store's
+        bound on one call, or the caller's passed down): :data:`~.retry.MEMBERS` owns the loop, a member
+        that does not answer (refused, reset, stalled, "no leader") is left for the next one."""
         errors: list[str] = []
         tries = 0
-        while True:
-            if deadline.left() <= 0:
-                tried = f"{tries} tries: " + "; ".join(errors[-3:])
-                raise StoreTimeoutError(f"etcd {self.label} did not answer within {self.timeout} s ({tried})")
+
+        def once(left: float) -> dict[str, Any]:
+            nonlocal tries
+            tries += 1
             with self._lock:
                 index = self._current
             client = self._clients[index]
@@ -221,27 +227,30 @@ class _Cluster:
                 if self.options.user is not None and self._token is None:
                     self._authenticate(client)
                 reply: dict[str, Any] = self.post(client, path, body)
-            except (
-                etcd_errors.ConnectionFailedError,  # refused, reset; and HTTP 503: "leader changed", "no leader"
-                etcd_errors.ConnectionTimeoutError,  # a member that stalls, or a partitioned one
-                etcd_errors.InternalServerError,
-            ) as exc:
+            except _MEMBER_FAULTS as exc:
                 errors.append(f"{client.host}:{client.port}: {type(exc).__name__}: {str(exc)[:200]}")
+                with self._lock:
+                    if self._current == index:
+                        self._current = (index + 1) % len(self._clients)
+                raise
             except etcd_errors.Etcd3Exception as exc:  # a request etcd refuses: no other member would take it
-                if "invalid auth token" in str(exc) and self._token is not None and tries == 0:
+                refused = BackendUnavailableError(f"etcd {self.label} refused a request: {str(exc)[:500]}")
+                if "invalid auth token" in str(exc) and self._token is not None and tries == 1:
                     self._token = None  # expired (etcd's --auth-token-ttl): authenticate again, once
-                    tries += 1
-                    continue
-                raise BackendUnavailableError(f"etcd {self.label} refused a request: {str(exc)[:500]}") from exc
-            else:
-                self._check_revision(reply)
-                return reply
-            tries += 1
-            with self._lock:
-                if self._current == index:
-                    self._current = (index + 1) % len(self._clients)
-            if tries % len(self._clients) == 0:  # every member refused: an election is under way
-                time.sleep(max(0.0, min(deadline.left(), 0.05 + secrets.randbelow(50) / 1000)))
+                    raise Again(refused) from exc
+                raise refused from exc
+            self._check_revision(reply)
+            return reply
+
+        def out_of_time() -> StoreTimeoutError:
+            tried = f"{tries} tries: " + "; ".join(errors[-3:])
+            return StoreTimeoutError(f"etcd {self.label} did not answer within {self.timeout} s ({tried})")
+
+        member_fault: Callable[[Exception], bool] = lambda exc: isinstance(exc, _MEMBER_FAULTS)  # noqa: E731
+        replied: dict[str, Any] = drive(
+            MEMBERS.steps(lambda left: call(once, left), member_fault, Deadline.within(self.timeout), out_of_time), None
+        )
+        return replied
 
     def post(self, client: Etcd3Client, path: str, body: dict[str, Any]) -> Any:
         """One request.  The URL's CA goes with each request, not only on the session: requests lets
@@ -383,7 +392,13 @@ class EtcdTicketStore(_Steps):
                 raise vanished(name, self.label)
             self._check_cluster(name, kv)
             cached = (_row(name, kv), int(kv["mod_revision"]))
-        for _attempt, _left in LOST_TRANSACTION.tries():
+        changed = AllocationError(
+            f"sequence {name!r} on {self.label} changed under {LOST_TRANSACTION.attempts} attempts to reserve values"
+        )
+
+        def reserve(left: float) -> Steps[tuple[int, int]]:
+            nonlocal cached
+            assert cached is not None
             row, revision = cached
             granted = grantable(row, self.label, count, step, offset, limit, above)
             moved = TicketRow(name, row.next_value + granted * step, step, offset)
@@ -402,10 +417,13 @@ class EtcdTicketStore(_Steps):
                 raise vanished(name, self.label)
             self._check_cluster(name, found[0])
             cached = (_row(name, found[0]), int(found[0]["mod_revision"]))
-        self._cached.pop(name, None)
-        raise AllocationError(
-            f"sequence {name!r} on {self.label} changed under {LOST_TRANSACTION.attempts} attempts to reserve values"
-        )
+            raise Again(changed)
+
+        try:
+            return (yield from LOST_TRANSACTION.steps(reserve))
+        except AllocationError:
+            self._cached.pop(name, None)
+            raise
 
     def _check_cluster(self, name: str, kv: dict[str, Any]) -> None:
         """Refuse a counter written on another cluster: a snapshot restored into a new cluster (``etcdctl
@@ -438,7 +456,8 @@ class EtcdTicketStore(_Steps):
     def raise_steps(self, row: TicketRow) -> Steps[TicketRow]:
         """:meth:`raise_to` as steps: the counter raised (never lowered) and this cluster recorded."""
         key = _b64(self._key(row.name))
-        for _attempt, _left in LOST_TRANSACTION.tries():
+
+        def repair(left: float) -> Steps[TicketRow]:
             kv = yield from self._range(self._key(row.name))
             if kv is None:
                 compare = {"key": key, "result": "EQUAL", "target": "CREATE", "create_revision": "0"}
@@ -456,10 +475,13 @@ class EtcdTicketStore(_Steps):
             reply = yield from self._txn(
                 [compare], [{"request_put": {"key": key, "value": _value(stored, self.cluster_id)}}]
             )
-            if reply.get("succeeded"):
-                self._cached.pop(row.name, None)
-                return stored
-        raise AllocationError(f"sequence {row.name!r} on {self.label} changed under every attempt to repair it")
+            if not reply.get("succeeded"):
+                changed = f"sequence {row.name!r} on {self.label} changed under every attempt to repair it"
+                raise Again(AllocationError(changed))
+            self._cached.pop(row.name, None)
+            return stored
+
+        return (yield from LOST_TRANSACTION.steps(repair))
 
     def rows(self) -> list[TicketRow]:
         start = f"{self.prefix}/tickets/"
@@ -532,36 +554,38 @@ class EtcdLeaseStore(_Steps):
         from another cluster), a worker id taken in one transaction (read again on a lost race)."""
         ns = self._ns(namespace)
         lease = yield from self._grant(ttl_ms)
+        changed = AllocationError(
+            f"lease namespace {namespace!r} on {self.label} changed under {LOST_TRANSACTION.attempts} attempts"
+        )
+
+        def take(left: float) -> Steps[Grant | None]:
+            found = {_text(kv["key"])[len(ns) :]: kv for kv in (yield from self._range_prefix(ns))}
+            meta = found.get("meta")
+            if meta is None or _text(meta["value"]) != self.cluster_id:
+                # a new namespace, or one a restored snapshot brought into a new cluster: every
+                # grant waits ttl + tolerance from now (a holder the cluster forgot may still stamp)
+                yield from self._start_namespace(ns, meta, quarantine_ms)
+                raise Again(changed)
+            young = found.get("young")
+            fresh = (yield from self._left_ms(young["lease"])) if young is not None and young.get("lease") else 0
+            high = int(_text(found["high"]["value"])) if "high" in found else -1
+            grant = yield from self._take(ns, found, token, lease, max_workers, high, ttl_ms, quarantine_ms, fresh)
+            if grant is None:
+                raise Again(changed)  # lost a race: read again
+            if grant.worker_id < 0:
+                yield from self._revoke(lease)
+                return None
+            with self._lock:
+                self._held[(namespace, grant.worker_id, token)] = lease
+            return grant
+
         try:
-            for _attempt, _left in LOST_TRANSACTION.tries():
-                found = {_text(kv["key"])[len(ns) :]: kv for kv in (yield from self._range_prefix(ns))}
-                meta = found.get("meta")
-                if meta is None or _text(meta["value"]) != self.cluster_id:
-                    # a new namespace, or one a restored snapshot brought into a new cluster: every
-                    # grant waits ttl + tolerance from now (a holder the cluster forgot may still stamp)
-                    yield from self._start_namespace(ns, meta, quarantine_ms)
-                    continue
-                young = found.get("young")
-                fresh = (yield from self._left_ms(young["lease"])) if young is not None and young.get("lease") else 0
-                high = int(_text(found["high"]["value"])) if "high" in found else -1
-                grant = yield from self._take(ns, found, token, lease, max_workers, high, ttl_ms, quarantine_ms, fresh)
-                if grant is None:
-                    continue  # lost a race: read again
-                if grant.worker_id < 0:
-                    yield from self._revoke(lease)
-                    return None
-                with self._lock:
-                    self._held[(namespace, grant.worker_id, token)] = lease
-                return grant
+            return (yield from LOST_TRANSACTION.steps(take))
         except GeneratorExit:  # dropped unfinished: no more steps can run (the lease expires by itself)
             raise
         except BaseException:
             yield from self._revoke(lease)
             raise
-        yield from self._revoke(lease)
-        raise AllocationError(
-            f"lease namespace {namespace!r} on {self.label} changed under {LOST_TRANSACTION.attempts} attempts"
-        )
 
     def _start_namespace(self, ns: str, meta: dict[str, Any] | None, quarantine_ms: int) -> Steps[None]:
         young = yield from self._grant(quarantine_ms)

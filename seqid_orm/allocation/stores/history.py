@@ -62,7 +62,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import BackendUnavailableError, StoreHistoryError, VolatileStoreError
-from .retry import HISTORY_ROW
+from .retry import HISTORY_ROW, Again
 from .steps import Steps, fetch, run
 
 __all__ = [
@@ -389,7 +389,7 @@ class HistoryGuard:
         return verdict
 
     def _settle(self, present: StoreHistory, records: HistoryRecords) -> Steps[Verdict]:
-        for _attempt, _left in HISTORY_ROW.tries():  # another process may write the row between read and write
+        def settle(left: float) -> Steps[Verdict]:  # another process may write the row between read and write
             rows = yield from fetch(records.select, {})
             recorded = records.unpack(rows[0]) if rows else None
             verdict = judge(recorded, present)
@@ -397,9 +397,11 @@ class HistoryGuard:
                 if self.what == "tickets":
                     raise StoreHistoryError(self._refusal(recorded, present))
                 yield from run(records.rebirth, {})  # every namespace is new again: grants wait the quarantine
-            if (yield from _record(records, recorded, present)):
-                return verdict
-        raise BackendUnavailableError(f"{self.label}: its history row changed under every attempt to read it")
+            if not (yield from _record(records, recorded, present)):
+                raise Again(BackendUnavailableError(f"{self.label}: its history row changed under every attempt"))
+            return verdict
+
+        return (yield from HISTORY_ROW.steps(settle))
 
     def adopt(self, vendor: str, records: HistoryRecords) -> Steps[None]:
         """Record the present history whatever was recorded (``seqid ticket repair``, after the

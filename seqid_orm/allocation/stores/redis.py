@@ -83,7 +83,7 @@ from .base import (
     vanished,
 )
 from .history import ReplicationPoint, lacks_write
-from .retry import Deadline, redis_wait_ms, socket_share
+from .retry import NEW_REPLICA, OVERFLOW, Again, Deadline, redis_wait_ms, socket_share
 from .steps import Call, PerLoop, Steps, adrive, drive
 from .urls import SENTINEL_SCHEME, SentinelURL
 
@@ -503,7 +503,8 @@ class _RedisStore:
         """
         if self.accept_state_loss:
             return (yield Call("script", (script, keys, args)))
-        for _ in range(2):
+
+        def once(left: float) -> Steps[tuple[ReplicationPoint | None, Any, Any, Any, Any, list[Any]]]:
             waited = self._replicas
             if waited > self._recorded:  # before the write, whose WAIT then confirms the record too
                 yield Call("script", (_RECORD_REPLICAS, [REPLICATION_KEY], [waited]))
@@ -513,9 +514,12 @@ class _RedisStore:
                 "written", (script, keys, args, waited, self._wait_ms, known.replid if known else "")
             )
             serving = _online(info) if info.get("role") == "master" else 0
-            if serving <= waited:
-                break
-            self._replicas = serving  # from now on; this write was not waited for: again
+            if serving > waited:
+                self._replicas = serving  # from now on; this write was not waited for: again
+                raise Again(StoreTimeoutError(f"{self.what} {self.label}: replicas joined during each try of a write"))
+            return known, info, recorded, reply, point, acked
+
+        known, info, recorded, reply, point, acked = yield from NEW_REPLICA.steps(once)
         why = lacks_write(known, info, None if recorded is None else int(_text(recorded)))
         if why is not None and not repair:
             yield from self._history_lost(why, str(info.get("master_replid")))
@@ -598,10 +602,12 @@ class RedisTicketStore(_RedisStore):
         yield from self.check_durability()
         limit = last_value_limit(max_value, step)
         key = KEY_PREFIX + name
-        while True:
+        wanted = count
+
+        def reserve(_left: float) -> Steps[int]:
+            nonlocal wanted
             try:
-                first = yield from self._reserve(key, name, count, step, offset, above)
-                break
+                return (yield from self._reserve(key, name, wanted, step, offset, above))
             except redis.ResponseError as exc:
                 if "overflow" not in str(exc):
                     raise
@@ -610,9 +616,14 @@ class RedisTicketStore(_RedisStore):
                 # left then (fewer each time, so this ends), never read the refusal as a server's silence
                 stored = yield Call("hget", (key, "next_value"))
                 left = 0 if stored is None else (limit - int(_text(stored))) // step + 1
-                if not 0 < left < count:
-                    raise GeneratorExhaustedError(f"sequence {name!r} on {self.label} is exhausted: {exc}") from None
-                count = left
+                exhausted = GeneratorExhaustedError(f"sequence {name!r} on {self.label} is exhausted: {exc}")
+                if not 0 < left < wanted:
+                    raise exhausted from None
+                wanted = left
+                raise Again(exhausted) from None
+
+        first = yield from OVERFLOW.steps(reserve)
+        count = wanted
         if first > limit:
             raise GeneratorExhaustedError(
                 f"sequence {name!r} on {self.label} is exhausted: its next value {first} is past {limit}"

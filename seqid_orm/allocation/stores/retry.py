@@ -6,7 +6,7 @@ each retry site carried a constant of its own (4 connection tries, 2 in the Djan
 changed under a reservation, 32 lost etcd transactions, 8 re-reads of a partial set, 3 of a history
 row) and the deadline was re-derived in five places; the derivations are named functions here.
 
-May import: the standard library only.
+May import: the standard library and :mod:`.steps` (a try's pause is a step).
 """
 
 from __future__ import annotations
@@ -14,9 +14,15 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import math
+import secrets
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TypeVar
+
+from .steps import Sleep, Steps
+
+_T = TypeVar("_T")
 
 __all__ = [
     "CHANGED_ROW",
@@ -24,7 +30,11 @@ __all__ = [
     "GRACE",
     "HISTORY_ROW",
     "LOST_TRANSACTION",
+    "MEMBERS",
+    "NEW_REPLICA",
+    "OVERFLOW",
     "PARTIAL_SET",
+    "Again",
     "Deadline",
     "Retry",
     "follower_wait",
@@ -78,29 +88,68 @@ class Deadline:
 _CALLER: contextvars.ContextVar[Deadline | None] = contextvars.ContextVar("seqid_deadline", default=None)
 
 
+class Again(Exception):
+    """Raised by an attempt to be tried again, whatever its policy's errors (kazoo's ``ForceRetryError``):
+    an etcd transaction another client won, a write a new replica did not see.  ``error`` is what is
+    raised when no try is left."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 @dataclass(frozen=True)
 class Retry:
     """Try at most ``attempts`` times, pausing ``delay`` seconds before the second try and ``growth`` more
-    before each next one (linear backoff), none past a deadline where the call has one."""
+    before each next one (linear backoff), plus up to ``jitter`` seconds drawn from the OS's CSPRNG (so
+    clients that failed together do not all come back together), none past a deadline where the call
+    has one.  :meth:`steps` owns the loop: a site says what one try is and which errors may be tried again."""
 
     attempts: int
     delay: float = 0.0
     growth: float = 0.0
+    jitter: float = 0.0
     why: str = ""
 
     def pause(self, attempt: int) -> float:
         """The pause after try ``attempt`` (1 for the first), before the next."""
-        return self.delay + self.growth * (attempt - 1)
+        return self.delay + self.growth * (attempt - 1) + self.jitter * secrets.randbelow(1001) / 1000
 
-    def tries(self, deadline: Deadline | None = None) -> Iterator[tuple[int, float]]:
-        """Each try: its number (from 1) and the seconds left of ``deadline`` (``inf`` without one); none
-        starts once the deadline has passed.  The caller pauses (:meth:`pause`) as its I/O allows: a
-        thread sleeps, a step yields a ``Sleep``."""
-        for attempt in range(1, self.attempts + 1):
+    def steps(
+        self,
+        attempt: Callable[[float], Steps[_T]],
+        retryable: Callable[[Exception], bool] = lambda exc: False,
+        deadline: Deadline | None = None,
+        out_of_time: Callable[[], Exception] | None = None,
+    ) -> Steps[_T]:
+        """Run ``attempt(left)`` (its steps; ``left``: the seconds left of ``deadline``) until it returns.
+        An error ``retryable`` accepts, or :class:`Again`, is tried again after :meth:`pause` while tries
+        and the deadline last; any other error is raised as it is, and so is the last try's (an
+        :class:`Again`'s own ``error``).  Once the deadline has passed no try starts: ``out_of_time()``
+        is raised.  Steps (:mod:`.steps`): a thread drives them with blocking calls and ``time.sleep``,
+        a loop awaits them."""
+        for number in range(1, self.attempts + 1):
             left = math.inf if deadline is None else deadline.left()
             if left <= 0:
-                return
-            yield attempt, left
+                break
+            try:
+                return (yield from attempt(left))
+            except Again as again:
+                if number == self.attempts:
+                    raise again.error from None
+            except Exception as exc:
+                if number == self.attempts or not retryable(exc):
+                    raise
+            pause = self.pause(number)
+            if deadline is not None:
+                pause = min(pause, max(0.0, deadline.left()))
+            if pause > 0:
+                yield Sleep(pause)
+        raise (out_of_time or _out_of_time)()
+
+
+def _out_of_time() -> Exception:
+    return TimeoutError("the call's deadline passed before its next try")
 
 
 #: A pooled connection the server closed (idle time-out, restart), or a conflict another node of a
@@ -114,6 +163,13 @@ LOST_TRANSACTION = Retry(32, why="an etcd transaction another client won")
 PARTIAL_SET = Retry(9, delay=0.05, growth=0.05, why="a sequence another client is creating on its servers")
 #: A history row another process wrote between this one's read and its write.
 HISTORY_ROW = Retry(3, why="a history row another process wrote meanwhile")
+#: A Redis primary that serves more replicas than the write waited for: the write once more, waiting for them.
+NEW_REPLICA = Retry(2, why="a replica that joined during a write")
+#: A Redis reservation that would pass 2**63: asked again for what is left (fewer each time, so it ends).
+OVERFLOW = Retry(1 << 30, why="a reservation another client's took past the limit")
+#: An etcd member that does not answer (refused, reset, stalled, "no leader"): the next one, until the
+#: deadline; a short pause with jitter between tries lets an election end.
+MEMBERS = Retry(1 << 30, delay=0.02, jitter=0.03, why="an etcd member that does not answer")
 
 
 def per_server(timeout: float, servers: int) -> float:

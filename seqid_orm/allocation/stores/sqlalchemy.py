@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import math
 import re
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import sqlalchemy as sa
@@ -28,7 +28,7 @@ from sqlalchemy.engine import Connection, Engine
 if TYPE_CHECKING:  # sqlalchemy.ext.asyncio is imported where a loop runs, not by every store
     from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from ...errors import BackendUnavailableError, InvalidArgumentError, StoreTimeoutError
+from ...errors import AllocationError, BackendUnavailableError, InvalidArgumentError, StoreTimeoutError
 from . import lease_sql
 from .base import (
     LEASE_TABLE,
@@ -43,7 +43,7 @@ from .base import (
 )
 from .deadline import watch
 from .retry import CONNECTION, Deadline
-from .steps import PerLoop, Steps, adrive, drive
+from .steps import PerLoop, Steps, adrive, call, drive
 from .ticket_sql import SQLTicketStore, TicketSQL, ticket_sql
 from .ticket_sql import rows as ticket_sql_rows
 from .urls import psycopg_typed_options
@@ -234,11 +234,6 @@ def _connect_args(url: sa.URL, connect_timeout: float, timeout: float) -> dict[s
 _BACKSTOP = 1.0  # seconds past the deadline an awaited call is cancelled where no socket can be shut
 
 
-def _again(exc: sa.exc.DBAPIError, attempt: int) -> bool:
-    """Whether a store call that failed with ``exc`` is tried again (sync and async alike)."""
-    return attempt < CONNECTION.attempts and bool(exc.connection_invalidated or is_conflict(exc))
-
-
 class _OwnEngineStore:
     """What the ticket and lease stores share: an engine of their own in autocommit (or
     connections of a given ``Engine``'s pool, never one the application holds), and their table,
@@ -315,11 +310,26 @@ class _OwnEngineStore:
                     raise
         self._ready = True
 
-    def _tries(self) -> Iterator[tuple[int, float]]:
-        """Each try of a store call (its number, the seconds left of the call's deadline), for the
-        blocking and the awaited path alike: :data:`~.retry.CONNECTION`'s, none past the deadline
-        (the store's bound on one call, or the caller's passed down where it ends sooner)."""
-        return CONNECTION.tries(Deadline.within(self.timeout))
+    def _tries(self, attempt: Callable[[float], Steps[_T]]) -> Steps[_T]:
+        """A store call's tries, for the blocking and the awaited path alike: :data:`~.retry.CONNECTION`
+        owns the loop, within the store's bound on one call (or the caller's deadline passed down, where
+        it ends sooner); a connection the server dropped, or a conflict another node won, is tried again
+        on a fresh connection; what the database says otherwise is translated once (:meth:`translated`)."""
+        try:
+            return (yield from CONNECTION.steps(attempt, self._again, Deadline.within(self.timeout), self.timed_out))
+        except sa.exc.DBAPIError as exc:
+            raise self.translated(exc) from exc
+
+    def _again(self, exc: Exception) -> bool:
+        """Whether a store call that failed with ``exc`` is tried again (sync and async alike)."""
+        if not isinstance(exc, sa.exc.DBAPIError) or self._still_locked(exc):
+            return False
+        return bool(exc.connection_invalidated or is_conflict(exc))
+
+    def translated(self, exc: sa.exc.DBAPIError) -> AllocationError:
+        """The driver's error as seqid's: a lock waited for until the deadline is a time-out, the rest
+        :meth:`unavailable`."""
+        return self.timed_out() if self._still_locked(exc) else self.unavailable(exc)
 
     def _on_connection(self, fn: Callable[[Connection, str | None], _T]) -> _T:
         """``fn(conn, bounds)`` on a connection of the store's engine, within the store's deadline
@@ -331,25 +341,22 @@ class _OwnEngineStore:
         connection's socket is shut down (:mod:`.deadline`) and :class:`StoreTimeoutError` raised:
         a stalled server is not asked again within the same call.
         """
-        for attempt, left in self._tries():
+        done: _T = drive(self._tries(lambda left: call(self._once, fn, left)), None)
+        return done
+
+    def _once(self, fn: Callable[[Connection, str | None], _T], left: float) -> _T:
+        """One try of :meth:`_on_connection`, with ``left`` seconds."""
+        with self.engine.connect() as conn, watch(conn.connection.dbapi_connection, left) as alarm:
             try:
-                with self.engine.connect() as conn, watch(conn.connection.dbapi_connection, left) as alarm:
-                    try:
-                        if self._sqlite:
-                            conn.exec_driver_sql(self._busy_wait(left))
-                        self.prepare(conn)
-                        return fn(conn, self._bounds(conn, left))
-                    except Exception:
-                        if alarm is not None and alarm.fired:
-                            conn.invalidate()  # its socket is shut: never back into the pool
-                            raise self.timed_out() from None
-                        raise
-            except sa.exc.DBAPIError as exc:
-                if self._still_locked(exc):
+                if self._sqlite:
+                    conn.exec_driver_sql(self._busy_wait(left))
+                self.prepare(conn)
+                return fn(conn, self._bounds(conn, left))
+            except Exception:
+                if alarm is not None and alarm.fired:
+                    conn.invalidate()  # its socket is shut: never back into the pool
                     raise self.timed_out() from None
-                if not _again(exc, attempt):
-                    raise self.unavailable(exc) from exc
-        raise self.timed_out()
+                raise
 
     def unavailable(self, exc: sa.exc.DBAPIError) -> BackendUnavailableError:
         """The driver's error as seqid's (the one place this store translates them): the server's
@@ -393,17 +400,14 @@ class _OwnEngineStore:
         stalled network holds too (14 s measured behind a stalled proxy); an ``asyncio`` time-out a
         second later bounds the drivers that give no socket (aiomysql's streams)."""
         engine = await self._aengines.get()
-        for attempt, left in self._tries():
+
+        async def once(left: float) -> _T:
             try:
                 return await asyncio.wait_for(self._aonce(engine, fn, left), left + _BACKSTOP)
             except asyncio.TimeoutError:
                 raise self.timed_out() from None
-            except sa.exc.DBAPIError as exc:
-                if self._still_locked(exc):
-                    raise self.timed_out() from None
-                if not _again(exc, attempt):
-                    raise self.unavailable(exc) from exc
-        raise self.timed_out()
+
+        return await adrive(self._tries(lambda left: call(once, left)), None)
 
     async def _aonce(
         self, engine: AsyncEngine, fn: Callable[[AsyncConnection, str | None], Awaitable[_T]], left: float

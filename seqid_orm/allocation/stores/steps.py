@@ -22,6 +22,7 @@ May import: the standard library only.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
 from dataclasses import dataclass
@@ -132,8 +133,9 @@ def drive(steps: Steps[_T], io: object) -> _T:
 
 
 async def adrive(steps: Steps[_T], aio: object) -> _T:
-    """Carry out ``steps`` on an event loop: ``aio``'s methods are awaited; a :class:`Call` to
-    another target awaits its ``a``-prefixed method where it has one, else runs in a worker thread."""
+    """Carry out ``steps`` on an event loop: ``aio``'s methods are awaited; a :class:`Call` to a
+    coroutine function is awaited, to another target its ``a``-prefixed method where it has one, else
+    it runs in a worker thread."""
     result: Any = None
     error: BaseException | None = None
     while True:
@@ -146,6 +148,8 @@ async def adrive(steps: Steps[_T], aio: object) -> _T:
                 await asyncio.sleep(request.seconds)
             elif isinstance(request.method, str):
                 result = await getattr(aio, request.method)(*request.args)
+            elif inspect.iscoroutinefunction(request.method):  # a coroutine function: awaited as it is
+                result = await request.method(*request.args)
             else:
                 twin = awaitable_twin(request.method)
                 if twin is not None:

@@ -32,7 +32,7 @@ from ...errors import AllocationError, InvalidArgumentError
 from ...ids.validate import BIGINT_MAX
 from .base import TicketRow, grantable, last_value_limit, vanished
 from .history import HISTORY_NAME, HistoryGuard, ticket_records
-from .retry import CHANGED_ROW
+from .retry import CHANGED_ROW, Again
 from .steps import Call, Steps, fetch, run
 
 __all__ = [
@@ -180,16 +180,21 @@ def allocate_rows(
     """
     limit = last_value_limit(max_value, step)
     lowest_start = -BIGINT_MAX - 1 if above is None else above + 1
-    for _attempt, _left in CHANGED_ROW.tries():  # shrink, ask again: more rounds, someone keeps changing the row
-        highest_start = limit - (count - 1) * step  # the last value reserved must be <= limit
-        new_next = yield from advance(sql, name, count * step, step, offset, lowest_start, highest_start)
+    wanted = count
+
+    def reserve(left: float) -> Steps[tuple[int, int]]:  # shrink, ask again: someone keeps changing the row
+        nonlocal wanted
+        highest_start = limit - (wanted - 1) * step  # the last value reserved must be <= limit
+        new_next = yield from advance(sql, name, wanted * step, step, offset, lowest_start, highest_start)
         if new_next is not None:
-            return new_next - count * step, count
+            return new_next - wanted * step, wanted
         row = yield from read(sql, name)
         if row is None:
             raise vanished(name, label)
-        count = grantable(row, label, count, step, offset, limit, above)
-    raise AllocationError(f"sequence {name!r} on {label} changed under every attempt to reserve values")
+        wanted = grantable(row, label, wanted, step, offset, limit, above)
+        raise Again(AllocationError(f"sequence {name!r} on {label} changed under every attempt to reserve values"))
+
+    return (yield from CHANGED_ROW.steps(reserve))
 
 
 def raise_rows(sql: TicketSQL, row: TicketRow) -> Steps[TicketRow]:

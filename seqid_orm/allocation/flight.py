@@ -44,6 +44,17 @@ _T = TypeVar("_T")
 _LOOK = 0.05
 
 
+_Raise = Callable[[], BaseException]  # the error a follower raises at its deadline
+_Refuse = Callable[[], "BaseException | None"]  # asked at each look: an error to raise now, or None
+
+
+def _refusal(left: float, timed_out: _Raise, refuse: _Refuse | None) -> BaseException | None:
+    """What a follower with ``left`` seconds raises now, if anything."""
+    if left <= 0:
+        return timed_out()
+    return None if refuse is None else refuse()
+
+
 class Abandoned(Exception):
     """The leader of a claim gave it up without an outcome (cancelled, its loop closed, its thread
     gone, or its deadline passed): the work was not done, and a follower should lead it."""
@@ -168,21 +179,13 @@ class Flight(Generic[_T]):
 
     # --- following ----------------------------------------------------------------------------
 
-    def wait(
-        self,
-        claim: Claim[_T],
-        deadline: float,
-        timed_out: Callable[[], BaseException],
-        refuse: Callable[[], BaseException | None] | None = None,
-    ) -> _T:
+    def wait(self, claim: Claim[_T], deadline: float, timed_out: _Raise, refuse: _Refuse | None = None) -> _T:
         """Follow ``claim`` in a thread until ``deadline`` (monotonic): its value, or (a copy of) its
         exception — :class:`Abandoned` where its leader died; ``timed_out()`` is raised at the deadline,
         and what ``refuse()`` returns as soon as it returns one (it is asked at each look)."""
         while True:
             left = deadline - time.monotonic()
-            if left <= 0:
-                raise timed_out()
-            if refuse is not None and (refused := refuse()) is not None:
+            if (refused := _refusal(left, timed_out, refuse)) is not None:
                 raise refused
             # wait(), not result(timeout=): from 3.11 a leader's TimeoutError is the wait's own type
             concurrent.futures.wait([claim.future], timeout=min(left, _LOOK))
@@ -193,13 +196,7 @@ class Flight(Generic[_T]):
                 return claim.future.result()
             self._give_up_if_dead(claim)
 
-    async def await_(
-        self,
-        claim: Claim[_T],
-        deadline: float,
-        timed_out: Callable[[], BaseException],
-        refuse: Callable[[], BaseException | None] | None = None,
-    ) -> _T:
+    async def await_(self, claim: Claim[_T], deadline: float, timed_out: _Raise, refuse: _Refuse | None = None) -> _T:
         """:meth:`wait` on the running loop: a future of this loop's own, completed from whichever
         thread ends the claim; cancelling the caller cancels that future only."""
         loop = asyncio.get_running_loop()
@@ -221,8 +218,7 @@ class Flight(Generic[_T]):
         claim.future.add_done_callback(deliver)
         while True:
             left = deadline - time.monotonic()
-            refused = timed_out() if left <= 0 else refuse() if refuse is not None else None
-            if refused is not None:
+            if (refused := _refusal(left, timed_out, refuse)) is not None:
                 mine.cancel()
                 raise refused
             try:

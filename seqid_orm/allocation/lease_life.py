@@ -27,7 +27,7 @@ methods call it; no lock is held across a store's round trip, so reading the lea
 first id, a stats page) never waits behind a stalled store.
 
 May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.ids` and this package's
-``telemetry`` and ``stores.base``.
+``telemetry``, ``stores.base`` and ``stores.retry``.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from ..errors import AllocationError, LeaseLostError
 from ..ids.snowflake import Holding
 from . import telemetry
 from .stores.base import Grant, LeaseStore
+from .stores.retry import grant_seconds
 
 __all__ = ["TRANSITIONS", "Event", "LeaseLife", "LeaseStats", "Renewal", "State", "Taken", "Terms", "observed"]
 
@@ -135,11 +136,8 @@ class Terms:
         return self.wall_ns() // 1_000_000
 
     def grant_seconds(self) -> float:
-        """The longest a worker-id grant may take: its round trips (the acquire, a renewal before the
-        first id, a renewal during a wait, a release of an id it gives back), a quarantine of one ttl
-        and the clock tolerance, the wait for the previous holder's mark (the tolerance again), and a
-        second."""
-        return 4 * self.timeout + self.ttl + 2 * self.clock_tolerance + 1.0
+        """The longest a worker-id grant of this lease may take (:func:`~.stores.retry.grant_seconds`)."""
+        return grant_seconds(self.timeout, self.ttl, self.clock_tolerance)
 
 
 @dataclass(frozen=True)

@@ -261,3 +261,25 @@ def no_conversion(vendor: str) -> Callable[[Quote, ColumnRef, Storage, Storage],
 def hex_literal(raw: bytes) -> str:
     """``X'..'``: the SQL standard's binary literal (MySQL, MariaDB, SQLite, and the rest)."""
     return f"X'{raw.hex().upper()}'"
+
+
+def is_lock_timeout(exc: BaseException) -> bool:
+    """Whether a driver's error (or one wrapping it) says a statement gave up waiting for a lock:
+    PostgreSQL's ``lock_not_available`` (SQLSTATE 55P03, ``lock_timeout``), MariaDB's and MySQL's 1205
+    (``lock_wait_timeout``, ``innodb_lock_wait_timeout``), SQLite's busy wait ("database is locked").
+    Read by the online DDL (try again) and by the SQL stores (the call's deadline is spent)."""
+    seen: BaseException | None = exc
+    for _ in range(5):
+        if seen is None:
+            return False
+        code = getattr(seen, "sqlstate", None) or getattr(seen, "pgcode", None)
+        if code == "55P03":
+            return True
+        args = getattr(seen, "args", ())
+        if args and args[0] == 1205:
+            return True
+        text = str(seen).lower()
+        if "lock timeout" in text or "lock wait timeout" in text or "database is locked" in text:
+            return True
+        seen = getattr(seen, "orig", None) or seen.__cause__
+    return False

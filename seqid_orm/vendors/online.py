@@ -50,7 +50,7 @@ from typing import Any, Protocol
 from ..errors import InvalidArgumentError
 from ..ids.comb import comb_at, comb_batch
 from ..ids.layout import Layout
-from ._base import Storage
+from ._base import Storage, is_lock_timeout
 from .live import quote_identifier
 from .postgresql import reads_every_row
 
@@ -68,7 +68,6 @@ __all__ = [
     "drop_column",
     "estimate_rows",
     "forget",
-    "is_lock_timeout",
     "rows_past",
     "table_rows",
 ]
@@ -195,27 +194,6 @@ class Progress:
 
 def _say_to_stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
-
-
-def is_lock_timeout(exc: BaseException) -> bool:
-    """Whether a driver's error (or one wrapping it) says a statement gave up waiting for a lock:
-    PostgreSQL's ``lock_not_available`` (SQLSTATE 55P03, ``lock_timeout``), MariaDB's and MySQL's 1205
-    (``lock_wait_timeout``, ``innodb_lock_wait_timeout``)."""
-    seen: BaseException | None = exc
-    for _ in range(5):
-        if seen is None:
-            return False
-        code = getattr(seen, "sqlstate", None) or getattr(seen, "pgcode", None)
-        if code == "55P03":
-            return True
-        args = getattr(seen, "args", ())
-        if args and args[0] == 1205:
-            return True
-        text = str(seen).lower()
-        if "lock timeout" in text or "lock wait timeout" in text:
-            return True
-        seen = getattr(seen, "orig", None) or seen.__cause__
-    return False
 
 
 # --- the DDL steps -------------------------------------------------------------------------------------

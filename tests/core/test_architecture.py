@@ -21,7 +21,7 @@ ALLOWED = {
     "errors": set(),
     "ids": {"errors", "ids"},
     "vendors": {"errors", "ids", "vendors"},
-    "allocation": {"errors", "ids", "allocation"},
+    "allocation": {"errors", "ids", "vendors", "allocation"},  # vendors: the per-vendor rules the SQL stores read
     "public": {"errors", "ids", "public"},
     "sqlalchemy": {"errors", "ids", "vendors", "allocation", "public", "sqlalchemy"},
     "django": {"errors", "ids", "vendors", "allocation", "public", "django"},

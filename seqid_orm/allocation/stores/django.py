@@ -10,7 +10,8 @@ The table is the ``seqid_orm.django`` app's migration (add ``"seqid_orm.django"`
 ``INSTALLED_APPS`` and run ``migrate``); it has the shape of the SQLAlchemy/Alembic one, so
 Django and SQLAlchemy processes can share a sequence.
 
-May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.ids`, Django and this package's
+May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.ids`, :mod:`seqid_orm.vendors` (its
+rules), Django and this package's
 ``base``, ``deadline``, ``lease_sql``, ``retry``, ``steps`` and ``ticket_sql``.
 """
 
@@ -27,6 +28,7 @@ from django.db import DatabaseError, IntegrityError, InterfaceError, Operational
 
 from ...errors import BackendUnavailableError, InvalidArgumentError, StoreTimeoutError
 from ...ids.validate import check_seconds
+from ...vendors import is_lock_timeout
 from . import lease_sql
 from .base import LEASE_TABLE, TICKET_TABLE, LeaseStore, TicketRow, TicketStore, is_conflict
 from .deadline import watch
@@ -92,7 +94,7 @@ class _OwnConnection:
             done: _T = drive(tries, None)
             return done
         except DatabaseError as exc:
-            raise (self.timed_out() if _locked(exc) else _unavailable(self.what, self.label, exc)) from exc
+            raise (self.timed_out() if is_lock_timeout(exc) else _unavailable(self.what, self.label, exc)) from exc
         finally:
             self.lock.release()
 
@@ -152,18 +154,8 @@ def _bounds(conn: Any, left: float, timeout: float) -> None:
 
 def _again(exc: Exception) -> bool:
     """Whether a call that failed with ``exc`` is tried again: a connection the server dropped, not a
-    lock waited for until the deadline."""
-    return isinstance(exc, (OperationalError, InterfaceError)) and not _locked(exc)
-
-
-def _locked(exc: Exception) -> bool:
-    """Whether the database gave up waiting for another transaction's lock (the deadline, not a fault):
-    PostgreSQL's ``lock_not_available`` (55P03), InnoDB's 1205, SQLite's busy wait."""
-    cause = getattr(exc, "__cause__", None) or exc
-    if getattr(cause, "sqlstate", getattr(cause, "pgcode", None)) == "55P03":
-        return True
-    args: tuple[object, ...] = tuple(getattr(cause, "args", ()))
-    return (len(args) > 0 and args[0] == 1205) or "database is locked" in str(cause)
+    lock waited for until the deadline (:func:`~seqid_orm.vendors.is_lock_timeout`)."""
+    return isinstance(exc, (OperationalError, InterfaceError)) and not is_lock_timeout(exc)
 
 
 class DjangoTicketStore(SQLTicketStore):

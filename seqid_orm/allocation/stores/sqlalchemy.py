@@ -8,9 +8,9 @@ the business commit serialises every writer).  The statements, per vendor, are
 :mod:`.ticket_sql`'s and :mod:`.lease_sql`'s, shared with the Django store; this module brings
 the connections, the deadlines and the error translation.
 
-May import: the standard library, :mod:`seqid_orm.errors`, SQLAlchemy, psycopg (its client-side
-cursor) and this package's ``base``, ``deadline``, ``lease_sql``, ``retry``, ``steps``, ``ticket_sql``
-and ``urls``.
+May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.vendors` (its rules),
+SQLAlchemy, psycopg (its client-side cursor) and this package's ``base``, ``deadline``, ``lease_sql``,
+``retry``, ``steps``, ``ticket_sql`` and ``urls``.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # sqlalchemy.ext.asyncio is imported where a loop runs, not b
     from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from ...errors import AllocationError, BackendUnavailableError, InvalidArgumentError, StoreTimeoutError
+from ...vendors import is_lock_timeout
 from . import lease_sql
 from .base import (
     LEASE_TABLE,
@@ -322,14 +323,14 @@ class _OwnEngineStore:
 
     def _again(self, exc: Exception) -> bool:
         """Whether a store call that failed with ``exc`` is tried again (sync and async alike)."""
-        if not isinstance(exc, sa.exc.DBAPIError) or self._still_locked(exc):
+        if not isinstance(exc, sa.exc.DBAPIError) or is_lock_timeout(exc):
             return False
         return bool(exc.connection_invalidated or is_conflict(exc))
 
     def translated(self, exc: sa.exc.DBAPIError) -> AllocationError:
         """The driver's error as seqid's: a lock waited for until the deadline is a time-out, the rest
         :meth:`unavailable`."""
-        return self.timed_out() if self._still_locked(exc) else self.unavailable(exc)
+        return self.timed_out() if is_lock_timeout(exc) else self.unavailable(exc)
 
     def _on_connection(self, fn: Callable[[Connection, str | None], _T]) -> _T:
         """``fn(conn, bounds)`` on a connection of the store's engine, within the store's deadline
@@ -374,13 +375,6 @@ class _OwnEngineStore:
         if self._postgres and conn.dialect.driver in _BOUNDED_DRIVERS:
             return pg_bounds(left, self.timeout)
         return None
-
-    def _still_locked(self, exc: sa.exc.DBAPIError) -> bool:
-        """Whether the database gave up waiting for another connection's lock at the deadline:
-        SQLite's busy wait, PostgreSQL's ``lock_timeout`` (SQLSTATE 55P03, ``lock_not_available``)."""
-        if self._sqlite:
-            return "database is locked" in str(exc.orig)
-        return self._postgres and getattr(exc.orig, "sqlstate", getattr(exc.orig, "pgcode", None)) == "55P03"
 
     @property
     def native_async(self) -> bool:

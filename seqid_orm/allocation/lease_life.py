@@ -102,6 +102,10 @@ TRANSITIONS: dict[tuple[State, Event], State] = {
 }
 
 
+#: The states in which the lease has a worker id of its own (to stamp with, renew, or give back).
+_WITH_ID = (State.HELD, State.EXPIRED, State.LOST)
+
+
 def valid_until(sent: float, ttl: float) -> float:
     """The monotonic time until which a lease renewed (or granted) by a request sent at ``sent`` may be used."""
     return sent + ttl * (1 - MARGIN)
@@ -299,7 +303,7 @@ class LeaseLife:
             namespace=self.terms.namespace,
             store=self.terms.label(),
             state=state.value,
-            worker_id=worker_id if state in (State.HELD, State.EXPIRED, State.LOST) else None,
+            worker_id=worker_id if state in _WITH_ID else None,
             expires_in=left if state is State.HELD and left > 0 else None,
             mark_ms=self.mark_ms,
             acquisitions=self.acquisitions,
@@ -355,6 +359,7 @@ class LeaseLife:
         with self.lock:
             if self.acquisitions != acquisition or not self.move(renewal.outcome):
                 return False
+            reached = self.state
             if renewal.outcome is Event.RETRY:
                 self.renewal_failures += 1
             elif renewal.outcome is Event.RENEWED:
@@ -363,7 +368,16 @@ class LeaseLife:
                 self.mark_ms = max(self.mark_ms, renewal.mark_ms)
                 self.renewals += 1
                 self.last_renewal = self.terms.monotonic() - renewal.sent
-        if renewal.outcome is Event.RETRY:
+        if reached is State.LOST:  # refused, or no answer past its time (expired, then retry)
+            error = self.lost_error()
+            telemetry.record_refusal(error, namespace=self.terms.namespace)
+            log.error(
+                "lost the lease of worker id %s in %r: its ids stop until a lease is held again",
+                self.worker_id,
+                self.terms.namespace,
+                extra=self.extra(error=type(error).__name__),
+            )
+        elif renewal.outcome is Event.RETRY:
             log.warning(
                 "renewing worker id %s in %r failed: %s",
                 self.worker_id,
@@ -378,27 +392,19 @@ class LeaseLife:
                 self.terms.namespace,
                 extra=self.extra(seconds=self.last_renewal, mark_ms=self.mark_ms),
             )
-        elif self.state is State.LOST:
-            error = self.lost_error()
-            telemetry.record_refusal(error, namespace=self.terms.namespace)
-            log.error(
-                "lost the lease of worker id %s in %r: its ids stop until a lease is held again",
-                self.worker_id,
-                self.terms.namespace,
-                extra=self.extra(error=type(error).__name__),
-            )
         return True
 
-    def release(self, used: int) -> tuple[State, int | None, str, int]:
-        """Move to idle: the state it left, the worker id and its token to give back, and the mark to
-        leave (``used``, what its user really stamped, never below the mark it inherited: the next
-        holder then waits only as long as it must)."""
+    def release(self, used: int) -> tuple[int | None, str, int]:
+        """Move to idle: the worker id and its token to give back where one is held (held, expired or
+        lost; not one a grant under way has yet, which the grant gives back itself, nor the last one
+        already given back), and the mark to leave (``used``, what its user really stamped, never below
+        the mark it inherited: the next holder then waits only as long as it must)."""
         with self.lock:
-            left = self.state
+            holds = self.state in _WITH_ID
             self.releases += 1  # a grant under way gives its worker id back
             self.released.notify_all()
             self.move(Event.RELEASED)
-            return left, self.worker_id, self.token, max(self.inherited_mark, used)
+            return self.worker_id if holds else None, self.token, max(self.inherited_mark, used)
 
     def expired_error(self) -> LeaseLostError:
         """The error for the worker id asked of a lease lost, or held past its time."""

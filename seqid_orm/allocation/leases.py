@@ -333,10 +333,10 @@ class WorkerLease:
         # a renewal in flight is the store's to order: it carries the token this gives back, so whichever
         # comes second is refused (a renewal after the release) or lowered (the release after it)
         with self.life.lock:  # no grant adopts, and starts renewing, between the two
-            state, worker_id, token, mark = self.life.release(used)
+            worker_id, token, mark = self.life.release(used)
             ending = self._acquirer.halt()
         with Deadline.after(self.timeout).passed_down() as deadline:  # the call's one deadline
-            if state is not State.IDLE and worker_id is not None:
+            if worker_id is not None:
                 try:
                     self.store.release(self.namespace, worker_id, token, mark)
                 except AllocationError as exc:  # the store is gone: the lease simply expires there

@@ -326,3 +326,31 @@ def test_a_release_while_granting_or_fenced_gives_the_worker_id_back(when):
         lease.acquire()
     assert [w for w, _ in store.released] == [7]  # given back, by the grant
     assert lease.stats().state == "idle" and not lease.held and lease.renewer.thread is None
+
+
+def test_a_release_during_a_later_grant_gives_back_only_that_grants_worker_id():
+    """A lease held, released, then granted again and released while that grant waits out its fence: the
+    second release sends the store nothing of the first lease (its worker id went back already, its token
+    is spent); the grant under way gives its own worker id back, once."""
+    from seqid_orm.allocation.grants import Released
+
+    store, clock = MemoryStore(), Clock()
+    lease = WorkerLease(
+        store, "ns", ttl=TTL, monotonic=clock, wall_clock=lambda: 2 * 10**15, timeout=5.0, sleep=lambda s: sleep(s)
+    )
+
+    def sleep(seconds: float) -> None:
+        if lease.stats().state == "fenced":
+            thread = threading.Thread(target=lease.release)
+            thread.start()
+            thread.join()
+        clock.now += seconds
+
+    assert lease.acquire() == 7
+    lease.release()
+    assert len(store.released) == 1
+    _quarantined(store, 2_000)
+    with pytest.raises(Released):
+        lease.acquire()
+    assert len(store.released) == 2  # the first release, then the second grant's give-back: no third
+    assert lease.stats().state == "idle" and lease.renewer.thread is None

@@ -112,10 +112,11 @@ class _OwnConnection:
                         self.discard()  # its socket is shut: never used again
                         raise self.timed_out() from None
                     raise
-        except (OperationalError, InterfaceError):
-            # the server dropped this long-lived connection (wait_timeout, restart): the next try opens a
-            # fresh one; values the lost statement reserved are only a gap
-            self.discard()
+        except (OperationalError, InterfaceError) as exc:
+            if _again(exc):
+                # the server dropped this long-lived connection (wait_timeout, restart): the next try opens
+                # a fresh one; values the lost statement reserved are only a gap
+                self.discard()
             raise
 
     def timed_out(self) -> StoreTimeoutError:

@@ -32,16 +32,29 @@ from ..ids.adopted import first_regular, recognise
 from ..ids.comb import CombGenerator, check_span, comb_at, decode_comb, generator_for, layout_of
 from ..ids.layout import Layout, as_layout, candidates, fits, layout_for_order, sort_key
 from . import cockroachdb, generic, mariadb, mssql, mysql, oracle, postgresql, sqlite, tidb, yugabytedb
-from ._base import ServerDefault, Storage, TextColumnSpec, VendorRules, as_storage, format_version, is_lock_timeout
+from ._base import (
+    CallBounds,
+    ServerDefault,
+    Storage,
+    TextColumnSpec,
+    VendorRules,
+    as_storage,
+    call_bounds,
+    format_version,
+    is_conflict,
+    is_lock_timeout,
+)
 
 __all__ = [
     "VENDORS",
+    "CallBounds",
     "ServerDefault",
     "Storage",
     "Target",
     "TextColumnSpec",
     "VendorRules",
     "as_storage",
+    "call_bounds",
     "check_shift",
     "choose_layout",
     "choose_prefix_layout",
@@ -49,6 +62,7 @@ __all__ = [
     "default_storage",
     "distributed_flavor",
     "format_version",
+    "is_conflict",
     "is_lock_timeout",
     "layout_sample",
     "normalize_vendor",

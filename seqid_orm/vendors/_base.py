@@ -9,6 +9,7 @@ into the decisions for one connection and column.  Standard library and :mod:`se
 from __future__ import annotations
 
 import enum
+import math
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -283,3 +284,57 @@ def is_lock_timeout(exc: BaseException) -> bool:
             return True
         seen = getattr(seen, "orig", None) or seen.__cause__
     return False
+
+
+def is_conflict(exc: BaseException) -> bool:
+    """Whether a driver's error (or one wrapping it) says another transaction won: a deadlock, a
+    serialization failure, a Galera certification conflict (MariaDB's and MySQL's 1213, and 1205;
+    PostgreSQL's 40001 and 40P01).  The statement was rolled back and may be tried again; read by the
+    SQL stores' executors (another node took the row: nothing was written) and their runner."""
+    orig = getattr(exc, "orig", None) or getattr(exc, "__cause__", None) or exc
+    args = getattr(orig, "args", ())
+    if args and args[0] in (1213, 1205):
+        return True
+    return (getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)) in ("40001", "40P01")
+
+
+@dataclass(frozen=True)
+class CallBounds:
+    """What bounds the database's own waits during one store call: ``prefix`` goes before each of its
+    statements in the same message, ``before`` runs on the session before them."""
+
+    prefix: str = ""
+    before: tuple[str, ...] = ()
+
+
+def call_bounds(vendor: str, left: float, timeout: float, *, one_message: bool, own_session: bool) -> CallBounds:
+    """The database's own waits for one store call with ``left`` seconds of a ``timeout`` bound, as the
+    connection allows: ``one_message``, its driver sends several statements with their parameters in
+    one message (client-side binding); ``own_session``, no other client ever uses its session.
+
+    PostgreSQL: ``lock_timeout`` is what is left (a reservation waiting on a locked row gives up on the
+    server too, instead of staying there and burning a block when the lock goes), ``statement_timeout``
+    twice the bound, *above* the deadline, never below it: cancelling a commit that waits for a
+    synchronous standby makes PostgreSQL report it committed, with only a warning, though the standby
+    may lack it (the store's deadline shuts the connection instead, so the block is never used).  In
+    one message as ``SET LOCAL``: one message of several statements is one transaction that the server
+    runs to its end whatever the client does meanwhile, so the time-outs hold for that statement only
+    and no transaction waits on the client (not one opened by an explicit ``BEGIN`` whose client, a
+    task of a closed event loop, never sent its ``COMMIT`` and left the ticket row locked); a pooler in
+    transaction mode keeps them.  Not libpq's ``options`` startup parameter (PgBouncer refuses it, or
+    silently drops it where configured to ignore it), and a session ``SET`` only on a session of the
+    store's own: on a pooled server connection it would outlive the call.  Else none (asyncpg and
+    pg8000, which cannot send parameters with several statements, through a shared pool).  InnoDB's lock
+    wait in whole seconds, on a session of the store's own (an engine of the store's sets its bound at
+    connect).  SQLite's busy wait, always: a lock has no socket the deadline could shut."""
+    lock_ms = max(1, math.ceil(left * 1000))
+    if vendor == "postgresql":
+        lock, statement = f"lock_timeout = {lock_ms}", f"statement_timeout = {max(1, math.ceil(2 * timeout * 1000))}"
+        if one_message:
+            return CallBounds(prefix=f"SET LOCAL {lock}; SET LOCAL {statement}; ")
+        return CallBounds(before=(f"SET {lock}; SET {statement}",) if own_session else ())
+    if vendor in ("mysql", "mariadb") and own_session:
+        return CallBounds(before=(f"SET SESSION innodb_lock_wait_timeout = {max(1, math.ceil(left))}",))
+    if vendor == "sqlite":
+        return CallBounds(before=(f"PRAGMA busy_timeout = {lock_ms}",))
+    return CallBounds()

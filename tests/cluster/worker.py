@@ -19,8 +19,8 @@ def main() -> int:
     import sqlalchemy as sa
 
     from seqid_orm import comb_batch
-    from seqid_orm.allocation.stores.base import is_conflict
     from seqid_orm.sqlalchemy import SeqUUID, layout_for
+    from seqid_orm.vendors import is_conflict
     from tests.cluster.schema import table as make_table
 
     engine = sa.create_engine(o["url"])

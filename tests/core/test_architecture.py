@@ -32,7 +32,7 @@ ALLOWED = {
 # of allocation load their driver when a store of that kind is opened).
 THIRD_PARTY = {
     # and psycopg, imported where the engine's driver is psycopg: its client-side-binding cursor
-    # sends a statement and its time-outs in one message (pg_bounds)
+    # sends a statement and its time-outs in one message (vendors.call_bounds)
     "allocation.stores.sqlalchemy": {"sqlalchemy", "psycopg"},
     "allocation.stores.redis": {"redis"},
     "allocation.stores.etcd": {"etcd3gw"},

@@ -309,3 +309,46 @@ def test_migrate_keeps_a_ticket_table_a_store_made_and_refuses_one_that_is_not_s
 
         close_ticket_sequences()
         call_command("migrate", verbosity=0)  # every app, should one depend on seqid's
+
+
+@pytest.mark.server_database  # ends the server's sessions of the store
+def test_a_store_connection_the_server_ended_is_opened_again_within_the_call():
+    """The stores' connection is their own and lives long; the server ended its session (a restart, its
+    wait_timeout, an operator's kill) and the next call tried again on a fresh connection within the same
+    call (the one SQL store runner, as the SQLAlchemy store does), where before the runner it was the
+    Django store's own copy of that policy.  Both stores, on the ticket row and the lease row."""
+    import secrets
+
+    from seqid_orm.allocation.stores.base import TicketRow
+    from seqid_orm.allocation.stores.django import DjangoLeaseStore, DjangoTicketStore
+
+    def end_other_sessions() -> int:
+        with connection.cursor() as cursor:
+            if connection.vendor == "postgresql":
+                cursor.execute(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                    " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )
+                return int(cursor.fetchone()[0])
+            cursor.execute(
+                "SELECT ID FROM information_schema.PROCESSLIST WHERE DB = DATABASE() AND ID <> CONNECTION_ID()"
+            )
+            ids = [row[0] for row in cursor.fetchall()]
+            for pid in ids:
+                cursor.execute(f"KILL CONNECTION {int(pid)}")
+            return len(ids)
+
+    name = f"ended_{secrets.token_hex(3)}"
+    tickets, leases = DjangoTicketStore("default", timeout=3.0), DjangoLeaseStore("default", timeout=3.0)
+    try:
+        tickets.create(TicketRow(name, 1, 1, 1))
+        first = tickets.allocate(name, 10, 1, 1, 10**9)
+        grant = leases.acquire(name, "a" * 32, 4, 60_000, 0)
+        assert grant is not None
+        assert end_other_sessions() >= 2  # the two stores' connections
+        second = tickets.allocate(name, 10, 1, 1, 10**9)  # the first try meets the ended session
+        assert second == (first[0] + 10, 10), (first, second)  # a lost try reserved nothing: no gap here
+        assert [row.worker_id for row in leases.leases(name) if row.held] == [grant.worker_id]
+    finally:
+        tickets.close()
+        leases.close()

@@ -1,4 +1,4 @@
-"""PostgreSQL statements carry their own time-outs (``pg_bounds``): ``SET LOCAL`` in the same
+"""PostgreSQL statements carry their own time-outs (``vendors.call_bounds``): ``SET LOCAL`` in the same
 message as the statement, so they hold in a pooler's transaction mode, leak into no session, and
 no transaction ever waits on the client.  Direct to the server here; through PgBouncer in
 ``tests/integrations/test_pgbouncer.py``."""

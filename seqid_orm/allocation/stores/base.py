@@ -65,7 +65,6 @@ __all__ = [
     "grantable",
     "hide_password",
     "holder_of",
-    "is_conflict",
     "last_value_limit",
     "new_token",
     "regressed",
@@ -97,17 +96,6 @@ def check_name(name: object, what: str = "sequence name") -> str:
             "starting with a letter or digit (lower case, so every backend treats it alike)"
         )
     return name
-
-
-def is_conflict(exc: BaseException) -> bool:
-    """Whether a driver error says another transaction won (a deadlock, a serialization failure, a
-    Galera certification conflict): the statement was rolled back and may be retried."""
-    orig = getattr(exc, "orig", None) or getattr(exc, "__cause__", None) or exc
-    args = getattr(orig, "args", ())
-    if args and args[0] in (1213, 1205):  # MySQL/MariaDB: deadlock (Galera's conflicts too), lock wait
-        return True
-    state = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
-    return state in ("40001", "40P01")  # PostgreSQL: serialization failure, deadlock
 
 
 _PASSWORD = re.compile(r"(://[^:/@]*:)[^/]*@")  # to the last @ of the authority: a password may hold an unescaped @

@@ -6,11 +6,12 @@ caller's transaction, so a business transaction that drew ids and is still open 
 on the ticket row (the warning in the comments on Flickr's ticket servers: a row lock held until
 the business commit serialises every writer).  The statements, per vendor, are
 :mod:`.ticket_sql`'s and :mod:`.lease_sql`'s, shared with the Django store; this module brings
-the connections, the deadlines and the error translation.
+the engines and connections, and is the door of the one SQL store runner (:mod:`.runner`: the
+deadlines, the tries, the error translation), which the Django store runs its calls through too.
 
 May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.vendors` (its rules),
 SQLAlchemy, psycopg (its client-side cursor) and this package's ``base``, ``deadline``, ``lease_sql``,
-``retry``, ``steps``, ``ticket_sql`` and ``urls``.
+``runner``, ``steps``, ``ticket_sql`` and ``urls``.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ from sqlalchemy.engine import Connection, Engine
 if TYPE_CHECKING:  # sqlalchemy.ext.asyncio is imported where a loop runs, not by every store
     from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from ...errors import AllocationError, BackendUnavailableError, InvalidArgumentError, StoreTimeoutError
-from ...vendors import is_lock_timeout
+from ...errors import InvalidArgumentError
+from ...vendors import call_bounds, is_conflict
 from . import lease_sql
 from .base import (
     LEASE_TABLE,
@@ -39,11 +40,10 @@ from .base import (
     LeaseRow,
     TicketRow,
     hide_password,
-    is_conflict,
     split_state_loss_option,
 )
 from .deadline import watch
-from .retry import CONNECTION, Deadline
+from .runner import Facts, SQLRunner
 from .steps import PerLoop, Steps, adrive, call, drive
 from .ticket_sql import SQLTicketStore, TicketSQL, ticket_sql
 from .ticket_sql import rows as ticket_sql_rows
@@ -114,7 +114,7 @@ def create_engine_for(url: str, connect_timeout: float = _DEFAULT_TIMEOUT, timeo
     never shares a connection or a transaction with the application.  No pre-ping: a reservation
     on a connection the server dropped is retried once on a fresh one instead (one round trip, not two).
 
-    PostgreSQL's time-outs are not here: they travel with each statement (:func:`pg_bounds`), which
+    PostgreSQL's time-outs are not here: they travel with each statement (:func:`~seqid_orm.vendors.call_bounds`), which
     a pooler in transaction mode keeps.  Driver options in the URL's query reach the driver with
     their types (:func:`_typed_query`).
     """
@@ -133,29 +133,7 @@ def _typed_query(url: sa.URL) -> tuple[sa.URL, dict[str, Any]]:
     return url.difference_update_query(typed), typed
 
 
-def pg_bounds(left: float, timeout: float) -> str:
-    """What a store statement on PostgreSQL is sent after, in the same message: its time-outs as
-    ``SET LOCAL``.  One message of several statements is one transaction that the server runs to
-    its end whatever the client does meanwhile, so the time-outs hold for that statement only, and
-    no transaction ever waits on the client: not one held open by an explicit ``BEGIN``, whose
-    client (a task of an event loop that was closed) never sent its ``COMMIT`` and left the ticket
-    row locked until the next reservation's deadline.
-
-    Not libpq's ``options`` startup parameter: PgBouncer refuses it (``unsupported startup
-    parameter: options``), and where configured to ignore it the time-outs were silently lost; a
-    session ``SET`` would outlive the call on a pooled server connection that other clients then
-    use.  ``lock_timeout`` is what is left of the deadline (a reservation waiting on a locked row
-    gives up on the server too, instead of staying there and burning a block when the lock goes);
-    ``statement_timeout`` is *above* the deadline, never below: cancelling a commit that waits for
-    a synchronous standby makes PostgreSQL report it committed, with only a warning, though the
-    standby may lack it.  The deadline (:mod:`.deadline`) closes the connection instead, so the
-    block is never used."""
-    lock_ms = max(1, math.ceil(left * 1000))
-    statement_ms = max(1, math.ceil(2 * timeout * 1000))
-    return f"SET LOCAL lock_timeout = {lock_ms}; SET LOCAL statement_timeout = {statement_ms}; "
-
-
-#: The PostgreSQL drivers whose statements carry their time-outs (:func:`pg_bounds`): they can send
+#: The PostgreSQL drivers whose statements carry their time-outs (:func:`~seqid_orm.vendors.call_bounds`): they can send
 #: several statements with parameters in one message (client-side binding).  asyncpg and pg8000
 #: cannot; their statements go without, as SQLite's do.
 _BOUNDED_DRIVERS = ("psycopg", "psycopg2")
@@ -232,6 +210,41 @@ def _connect_args(url: sa.URL, connect_timeout: float, timeout: float) -> dict[s
     return connect_args
 
 
+class _EngineDoor:
+    """The one SQL store runner's door (:class:`~.runner.Door`) onto a store's engine."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def connect(self) -> Connection:
+        return self.engine.connect()
+
+    def facts(self, conn: Connection) -> Facts:
+        return _facts(conn, conn.connection.dbapi_connection)
+
+    def execute(self, conn: Connection, sql: str) -> None:
+        conn.exec_driver_sql(sql)
+
+    def discard(self, conn: Connection) -> None:
+        conn.invalidate()
+
+    def dropped(self, exc: Exception) -> bool:
+        return isinstance(exc, sa.exc.DBAPIError) and exc.connection_invalidated
+
+    def is_error(self, exc: Exception) -> bool:
+        return isinstance(exc, sa.exc.DBAPIError)
+
+    def cause(self, exc: Exception) -> BaseException:
+        return exc.orig if isinstance(exc, sa.exc.DBAPIError) and exc.orig is not None else exc
+
+
+def _facts(conn: Connection | AsyncConnection, dbapi_connection: Any) -> Facts:
+    """What the runner decides a call's bounds from: an engine's pool is not the store's alone (the
+    application may have handed the engine in, a pooler may share a server connection), so no session
+    setting but SQLite's busy wait; psycopg and psycopg2 send the time-outs in each statement's message."""
+    return Facts(conn.dialect.name, dbapi_connection, one_message=conn.dialect.driver in _BOUNDED_DRIVERS)
+
+
 _BACKSTOP = 1.0  # seconds past the deadline an awaited call is cancelled where no socket can be shut
 
 
@@ -277,8 +290,7 @@ class _OwnEngineStore:
             self._async_url = async_url_for(target)
             self._connect_timeout = min(connect_timeout, timeout)
         self.accept_state_loss = accept_state_loss
-        self._sqlite = self.engine.dialect.name == "sqlite"
-        self._postgres = self.engine.dialect.name == "postgresql"
+        self.runner = SQLRunner(_EngineDoor(self.engine), timeout, self.what, self.label)
         self.table = table
         self._create_table = create_table
         self._ready = False
@@ -311,70 +323,16 @@ class _OwnEngineStore:
                     raise
         self._ready = True
 
-    def _tries(self, attempt: Callable[[float], Steps[_T]]) -> Steps[_T]:
-        """A store call's tries, for the blocking and the awaited path alike: :data:`~.retry.CONNECTION`
-        owns the loop, within the store's bound on one call (or the caller's deadline passed down, where
-        it ends sooner); a connection the server dropped, or a conflict another node won, is tried again
-        on a fresh connection; what the database says otherwise is translated once (:meth:`translated`)."""
-        try:
-            return (yield from CONNECTION.steps(attempt, self._again, Deadline.within(self.timeout), self.timed_out))
-        except sa.exc.DBAPIError as exc:
-            raise self.translated(exc) from exc
-
-    def _again(self, exc: Exception) -> bool:
-        """Whether a store call that failed with ``exc`` is tried again (sync and async alike)."""
-        if not isinstance(exc, sa.exc.DBAPIError) or is_lock_timeout(exc):
-            return False
-        return bool(exc.connection_invalidated or is_conflict(exc))
-
-    def translated(self, exc: sa.exc.DBAPIError) -> AllocationError:
-        """The driver's error as seqid's: a lock waited for until the deadline is a time-out, the rest
-        :meth:`unavailable`."""
-        return self.timed_out() if is_lock_timeout(exc) else self.unavailable(exc)
-
     def _on_connection(self, fn: Callable[[Connection, str | None], _T]) -> _T:
-        """``fn(conn, bounds)`` on a connection of the store's engine, within the store's deadline
-        (``bounds``: what its statements are sent after, :meth:`_bounds`).
+        """``fn(conn, prefix)`` on a connection of the store's engine, its table ready, with the one SQL
+        store runner's policy (:class:`~.runner.SQLRunner`: the deadline, the tries on a fresh connection,
+        the database's own waits bounded, the socket shut at the deadline, the one translation)."""
 
-        A pooled connection the server closed (idle time-out, restart) is retried on a fresh one;
-        if the lost statement did reserve values, they are only a gap.  A conflict (another node of
-        a Galera cluster updated the row first) reserved nothing: try again.  Past the deadline the
-        connection's socket is shut down (:mod:`.deadline`) and :class:`StoreTimeoutError` raised:
-        a stalled server is not asked again within the same call.
-        """
-        done: _T = drive(self._tries(lambda left: call(self._once, fn, left)), None)
-        return done
+        def run(conn: Connection, prefix: str) -> _T:
+            self.prepare(conn)
+            return fn(conn, prefix or None)
 
-    def _once(self, fn: Callable[[Connection, str | None], _T], left: float) -> _T:
-        """One try of :meth:`_on_connection`, with ``left`` seconds."""
-        with self.engine.connect() as conn, watch(conn.connection.dbapi_connection, left) as alarm:
-            try:
-                if self._sqlite:
-                    conn.exec_driver_sql(self._busy_wait(left))
-                self.prepare(conn)
-                return fn(conn, self._bounds(conn, left))
-            except Exception:
-                if alarm is not None and alarm.fired:
-                    conn.invalidate()  # its socket is shut: never back into the pool
-                    raise self.timed_out() from None
-                raise
-
-    def unavailable(self, exc: sa.exc.DBAPIError) -> BackendUnavailableError:
-        """The driver's error as seqid's (the one place this store translates them): the server's
-        own class and message, the password hidden.  Callers fail over on it; anything else that
-        escapes a store call is a bug and surfaces as itself."""
-        return BackendUnavailableError(f"{self.what} {self.label}: {type(exc.orig).__name__}: {exc.orig}")
-
-    def _busy_wait(self, left: float) -> str:
-        """SQLite's wait for another connection's write lock, set to what is left of the deadline
-        (a lock has no socket to shut down: without this a call waited out the driver's own 30 s)."""
-        return f"PRAGMA busy_timeout = {max(1, int(left * 1000))}"
-
-    def _bounds(self, conn: Connection | AsyncConnection, left: float) -> str | None:
-        """What this call's statements are sent after (:func:`pg_bounds`), or ``None``."""
-        if self._postgres and conn.dialect.driver in _BOUNDED_DRIVERS:
-            return pg_bounds(left, self.timeout)
-        return None
+        return self.runner.run(run)
 
     @property
     def native_async(self) -> bool:
@@ -399,9 +357,9 @@ class _OwnEngineStore:
             try:
                 return await asyncio.wait_for(self._aonce(engine, fn, left), left + _BACKSTOP)
             except asyncio.TimeoutError:
-                raise self.timed_out() from None
+                raise self.runner.timed_out() from None
 
-        return await adrive(self._tries(lambda left: call(once, left)), None)
+        return await adrive(self.runner.tries(lambda left: call(once, left)), None)
 
     async def _aonce(
         self, engine: AsyncEngine, fn: Callable[[AsyncConnection, str | None], Awaitable[_T]], left: float
@@ -410,25 +368,20 @@ class _OwnEngineStore:
             raw = await conn.get_raw_connection()
             with watch(getattr(raw, "driver_connection", None), left) as alarm:
                 try:
-                    if self._sqlite:
-                        await conn.exec_driver_sql(self._busy_wait(left))
+                    bounds = self.runner.bounds(_facts(conn, None), left)
+                    for statement in bounds.before:
+                        await conn.exec_driver_sql(statement)
                     await conn.run_sync(self.prepare)
-                    return await fn(conn, self._bounds(conn, left))
+                    return await fn(conn, bounds.prefix or None)
                 except Exception:
                     if alarm is not None and alarm.fired:
                         await conn.invalidate()  # its socket is shut: never back into the pool
-                        raise self.timed_out() from None
+                        raise self.runner.timed_out() from None
                     raise
                 except asyncio.CancelledError:  # the backstop cut a statement off: the connection is unusable
                     with contextlib.suppress(Exception):
                         await conn.invalidate()
                     raise
-
-    def timed_out(self) -> StoreTimeoutError:
-        return StoreTimeoutError(
-            f"{self.label} did not answer within {self.timeout:g} s (a stalled server or network, a lock held "
-            "elsewhere, or a synchronous standby that does not confirm); its connection was closed"
-        )
 
     def after_fork(self) -> None:
         # the parent's sockets stay open for the parent; the child opens its own
@@ -494,7 +447,7 @@ class SQLAlchemyTicketStore(_OwnEngineStore, SQLTicketStore):
                     return []
                 return drive(ticket_sql_rows(self._sql(conn)), SQLAlchemyExecutor(conn))
         except sa.exc.DBAPIError as exc:
-            raise self.unavailable(exc) from exc
+            raise self.runner.translated(exc) from exc
 
     # --- internals -----------------------------------------------------------------------
 
@@ -556,7 +509,7 @@ class SQLAlchemyLeaseStore(_OwnEngineStore, lease_sql.SQLLeaseStore):
             with self.engine.connect() as conn:
                 return bool(sa.inspect(conn).has_table(self.table.name))
         except sa.exc.DBAPIError as exc:
-            raise self.unavailable(exc) from exc
+            raise self.runner.translated(exc) from exc
 
     def leases(self, namespace: str) -> list[LeaseRow]:
         return super().leases(namespace) if self._has_table() else []  # a listing creates nothing
@@ -604,7 +557,7 @@ def _as_sqlalchemy_error(
 class _OnLoop:
     """:class:`SQLAlchemyExecutor` on an ``AsyncConnection``: each statement runs in SQLAlchemy's
     asyncio bridge (``run_sync``), awaited on the loop through the asynchronous driver, by the very
-    code the synchronous store runs; with ``bounds`` (:func:`pg_bounds`), on psycopg's own
+    code the synchronous store runs; with ``bounds`` (:func:`~seqid_orm.vendors.call_bounds`), on psycopg's own
     asynchronous connection, in one message with its time-outs."""
 
     def __init__(self, conn: AsyncConnection, bounds: str | None = None) -> None:
@@ -672,7 +625,7 @@ class ColumnFloor:
     on a connection of the engine's pool, never the caller's transaction.
 
     With ``timeout`` (seconds), a query on PostgreSQL through psycopg or psycopg2 runs in a
-    transaction of its own after its time-outs (:func:`pg_bounds`): a column whose table another
+    transaction of its own after its time-outs (:func:`~seqid_orm.vendors.call_bounds`): a column whose table another
     session holds locked is an error at the deadline rather than a wait without end (``seqid ticket
     repair --key``).  MariaDB's and MySQL's engines of :func:`create_engine_for` bound a read already.
     """
@@ -685,7 +638,7 @@ class ColumnFloor:
         self.engine = engine
         self.column = column
         self._bounds = (
-            pg_bounds(timeout, timeout)
+            call_bounds("postgresql", timeout, timeout, one_message=True, own_session=False).prefix
             if timeout is not None and engine.dialect.name == "postgresql" and engine.dialect.driver in _BOUNDED_DRIVERS
             else None
         )
@@ -772,8 +725,8 @@ def _run_refused(exc: sa.exc.DBAPIError) -> int:
 
 class SQLAlchemyExecutor:
     """:class:`~seqid_orm.allocation.stores.lease_sql.Executor` on one SQLAlchemy connection (also
-    what ``seqid doctor`` reads through).  With ``bounds`` (:func:`pg_bounds`) each statement goes to
-    the driver on a cursor that binds on the client, in one message after its time-outs."""
+    what ``seqid doctor`` reads through).  With ``bounds`` (a prefix of :func:`~seqid_orm.vendors.call_bounds`)
+    each statement goes to the driver on a cursor that binds on the client, in one message after its time-outs."""
 
     def __init__(self, conn: Connection, bounds: str | None = None) -> None:
         self.conn = conn

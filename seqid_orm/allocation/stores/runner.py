@@ -1,0 +1,164 @@
+"""One SQL store runner: how a call of the SQLAlchemy store or of the Django store reaches its database.
+
+Both stores run the same statements (:mod:`.ticket_sql`, :mod:`.lease_sql`); before this module each
+also wrote its own policy around them (its deadline, the errors it tried again, its lock detection,
+its per-vendor session bounds, its socket watch, its error translation), and the two disagreed
+(MariaDB's lock wait was a time-out in one, a retry in the other).  The policy is here once; each
+store is an adapter, a :class:`Door`, that says how its API opens and drops a connection and which of
+its errors is which, as the ``Executor`` of :mod:`.steps` says how it runs a statement.
+
+What one call does (:meth:`SQLRunner.run`): its deadline is the store's bound on one call, or the
+caller's passed down where that ends sooner (:meth:`~.retry.Deadline.within`); a door whose connection
+threads share is waited for within it; :data:`~.retry.CONNECTION` owns the tries; each try bounds the
+database's own waits as :func:`~seqid_orm.vendors.call_bounds` says for the connection the door
+describes, and shuts the connection's socket when the deadline passes (:mod:`.deadline`); a connection
+the server dropped, or a conflict another node won, is tried again on a fresh connection; what the
+database says otherwise is translated once: a lock waited for until the deadline is
+:class:`~seqid_orm.errors.StoreTimeoutError`, the rest :class:`~seqid_orm.errors.BackendUnavailableError`.
+The awaited path of the SQLAlchemy store takes the same tries and translation (:meth:`SQLRunner.tries`)
+and bounds (:meth:`SQLRunner.bounds`) around its own awaited connection.
+
+May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.vendors` (its rules) and
+this package's ``deadline``, ``retry`` and ``steps``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+from ...errors import AllocationError, BackendUnavailableError, StoreTimeoutError
+from ...vendors import CallBounds, call_bounds, is_conflict, is_lock_timeout
+from .deadline import watch
+from .retry import CONNECTION, Deadline
+from .steps import Steps, call, drive
+
+__all__ = ["Door", "Facts", "SQLRunner"]
+
+_C = TypeVar("_C")
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What a door tells of one connection, from which the runner decides (the adapter describes, the
+    vendors' rules decide, as everywhere in seqid): its vendor (``postgresql``, ``mysql``, ...), its
+    DB-API connection (whose socket the deadline shuts), whether its driver sends several statements
+    with their parameters in one message, and whether its session is the store's alone."""
+
+    vendor: str
+    dbapi_connection: Any
+    one_message: bool = False
+    own_session: bool = False
+
+
+class Door(Protocol[_C]):
+    """What the runner needs of a database API (SQLAlchemy's, Django's) to run a call on it."""
+
+    def connect(self) -> AbstractContextManager[_C]:
+        """A connection for one try (a pooled one, or the store's own)."""
+
+    def facts(self, conn: _C) -> Facts:
+        """What the runner decides from (:class:`Facts`)."""
+
+    def execute(self, conn: _C, sql: str) -> None:
+        """Run one statement of :func:`~seqid_orm.vendors.call_bounds` on ``conn``."""
+
+    def discard(self, conn: _C) -> None:
+        """Never use ``conn`` again: its socket was shut at the deadline."""
+
+    def dropped(self, exc: Exception) -> bool:
+        """Whether ``exc`` says the server dropped the connection (the next try takes a fresh one)."""
+
+    def is_error(self, exc: Exception) -> bool:
+        """Whether ``exc`` is this API's database error (the runner translates it)."""
+
+    def cause(self, exc: Exception) -> BaseException:
+        """The driver's own error inside ``exc`` (what a :class:`BackendUnavailableError` names)."""
+
+
+class SQLRunner(Generic[_C]):
+    """Runs a SQL store's calls through ``door`` within ``timeout`` seconds each (see the module
+    docstring).  ``lock``: where the door's one connection is shared by threads, the lock that hands it
+    to one call at a time; waited for within the call's deadline."""
+
+    def __init__(
+        self, door: Door[_C], timeout: float, what: str, label: str, lock: threading.Lock | None = None
+    ) -> None:
+        self.door, self.timeout, self.what, self.label, self.lock = door, timeout, what, label, lock
+
+    def run(self, body: Callable[[_C, str], _T]) -> _T:
+        """``body(conn, prefix)`` on a connection of the door (``prefix``: what each of its statements is
+        sent after, :attr:`~seqid_orm.vendors.CallBounds.prefix`), with the call's policy."""
+        deadline = Deadline.within(self.timeout)
+        if self.lock is not None and not self.lock.acquire(timeout=max(0.0, deadline.left())):
+            raise self.timed_out()
+        try:
+            done: _T = drive(self.tries(lambda left: call(self._once, body, left), deadline), None)
+            return done
+        finally:
+            if self.lock is not None:
+                self.lock.release()
+
+    def tries(self, attempt: Callable[[float], Steps[_T]], deadline: Deadline | None = None) -> Steps[_T]:
+        """A call's tries (``attempt(left)``: one try's steps with ``left`` seconds), for a blocking and
+        an awaited path alike: :data:`~.retry.CONNECTION` owns the loop within ``deadline`` (by default
+        the store's bound or the caller's, :meth:`~.retry.Deadline.within`), and an error of the
+        door's API is translated once (:meth:`translated`)."""
+        deadline = deadline or Deadline.within(self.timeout)
+        try:
+            return (yield from CONNECTION.steps(attempt, self.again, deadline, self.timed_out))
+        except Exception as exc:
+            if self.door.is_error(exc):
+                raise self.translated(exc) from exc
+            raise
+
+    def _once(self, body: Callable[[_C, str], _T], left: float) -> _T:
+        """One try of :meth:`run`, with ``left`` seconds."""
+        with self.door.connect() as conn:
+            facts = self.door.facts(conn)
+            with watch(facts.dbapi_connection, left) as alarm:
+                try:
+                    bounds = self.bounds(facts, left)
+                    for statement in bounds.before:
+                        self.door.execute(conn, statement)
+                    return body(conn, bounds.prefix)
+                except Exception as exc:
+                    if alarm is not None and alarm.fired:
+                        self.door.discard(conn)  # its socket is shut: never used again
+                        raise self.timed_out() from None
+                    if self.door.is_error(exc) and self.door.dropped(exc) and not is_lock_timeout(exc):
+                        self.door.discard(conn)  # the next try opens a fresh one; what it reserved is a gap
+                    raise
+
+    def bounds(self, facts: Facts, left: float) -> CallBounds:
+        """The database's own waits for a try with ``left`` seconds, on the connection ``facts`` describes."""
+        return call_bounds(
+            facts.vendor, left, self.timeout, one_message=facts.one_message, own_session=facts.own_session
+        )
+
+    def again(self, exc: Exception) -> bool:
+        """Whether a try that failed with ``exc`` is tried again: a connection the server dropped, or a
+        conflict another node won (which wrote nothing); never a lock waited for until the deadline."""
+        if not self.door.is_error(exc) or is_lock_timeout(exc):
+            return False
+        return self.door.dropped(exc) or is_conflict(exc)
+
+    def translated(self, exc: Exception) -> AllocationError:
+        """The database's answer as seqid's (the one place a SQL store translates them): a lock waited
+        for until the deadline is a time-out; the rest :class:`BackendUnavailableError`, which callers
+        fail over on, naming the driver's error (anything else that escapes a call is a bug and
+        surfaces as itself)."""
+        if is_lock_timeout(exc):
+            return self.timed_out()
+        cause = self.door.cause(exc)
+        return BackendUnavailableError(f"{self.what} {self.label}: {type(cause).__name__}: {cause}")
+
+    def timed_out(self) -> StoreTimeoutError:
+        return StoreTimeoutError(
+            f"{self.what} {self.label} did not answer within {self.timeout:g} s (a lock held elsewhere, a stalled "
+            "server or network, or a synchronous standby that does not confirm); its connection was closed"
+        )

@@ -98,35 +98,9 @@ def open_lease_store(
     ``accept_state_loss`` allows a Redis server that would lose the leases on a restart (see
     :class:`~seqid_orm.errors.VolatileStoreError`), as for ticket stores.
     """
-    connect_timeout, timeout = check_store_options(connect_timeout, create_table, accept_state_loss, timeout)
-    backend = backend_of(target, "lease store")
-    if backend == "redis":
-        from .redis import RedisLeaseStore
-
-        return RedisLeaseStore(
-            target,  # type: ignore[arg-type]
-            connect_timeout=connect_timeout,
-            accept_state_loss=accept_state_loss,
-            timeout=timeout,
-        )
-    if backend == "etcd":
-        from .etcd import EtcdLeaseStore
-
-        return EtcdLeaseStore(target, connect_timeout=connect_timeout, timeout=timeout)  # type: ignore[arg-type]
-    if backend == "sql":
-        from .sqlalchemy import SQLAlchemyLeaseStore
-
-        return SQLAlchemyLeaseStore(
-            target,  # type: ignore[arg-type]
-            connect_timeout=connect_timeout,
-            create_table=create_table,
-            accept_state_loss=accept_state_loss,
-            timeout=timeout,
-        )
-    if all(hasattr(target, a) for a in ("acquire", "renew", "release", "leases", "label")):
-        return target  # type: ignore[return-value]
-    kind = f"{type(target).__module__}.{type(target).__qualname__}"
-    raise ArgumentTypeError(f"a lease store must be a URL, an Engine, a redis.Redis or a lease store, got {kind}")
+    methods = ("acquire", "renew", "release", "leases", "label")
+    store: LeaseStore = _open(target, "Lease", methods, None, connect_timeout, create_table, accept_state_loss, timeout)
+    return store
 
 
 def open_ticket_store(
@@ -145,36 +119,45 @@ def open_ticket_store(
     ``timeout`` bounds every call on the store (:class:`~seqid_orm.errors.StoreTimeoutError` past it).
     Bad arguments and an unknown scheme raise a typed error before anything is imported or connected.
     """
-    connect_timeout, timeout = check_store_options(connect_timeout, create_table, accept_state_loss, timeout)
-    backend = backend_of(target, "ticket server")
-    if backend == "redis":
-        from .redis import RedisTicketStore
-
-        return RedisTicketStore(
-            target,  # type: ignore[arg-type]
-            connect_timeout=connect_timeout,
-            accept_state_loss=accept_state_loss,
-            timeout=timeout,
-        )
-    if backend == "etcd":
-        from .etcd import EtcdTicketStore
-
-        return EtcdTicketStore(target, connect_timeout=connect_timeout, timeout=timeout)  # type: ignore[arg-type]
-    if backend == "sql":
-        from .sqlalchemy import SQLAlchemyTicketStore
-
-        sql_options: dict[str, Any] = {
-            "connect_timeout": connect_timeout,
-            "create_table": create_table,
-            "accept_state_loss": accept_state_loss,
-            "timeout": timeout,
-        }
-        if table_name is not None:
-            sql_options["table_name"] = table_name
-        return SQLAlchemyTicketStore(target, **sql_options)  # type: ignore[arg-type]
-    if all(hasattr(target, a) for a in _STORE_METHODS):
-        return target  # type: ignore[return-value]
-    kind = f"{type(target).__module__}.{type(target).__qualname__}"
-    raise ArgumentTypeError(
-        f"a ticket server must be a URL, a SQLAlchemy Engine, a redis.Redis or a ticket store, got {kind}"
+    store: TicketStore = _open(
+        target, "Ticket", _STORE_METHODS, table_name, connect_timeout, create_table, accept_state_loss, timeout
     )
+    return store
+
+
+def _open(
+    target: object,
+    kind: str,
+    methods: tuple[str, ...],
+    table_name: str | None,
+    connect_timeout: float,
+    create_table: bool,
+    accept_state_loss: bool,
+    timeout: float,
+) -> Any:
+    """The ``kind`` store (``"Ticket"``, ``"Lease"``) for ``target``, its options checked first; its
+    backend's module (and driver) imported only now.  A store object (one with ``methods``) is its own."""
+    what = {"Ticket": "ticket server", "Lease": "lease store"}[kind]
+    connect_timeout, timeout = check_store_options(connect_timeout, create_table, accept_state_loss, timeout)
+    backend = backend_of(target, what)
+    module: Any
+    options: dict[str, Any] = {"connect_timeout": connect_timeout, "timeout": timeout}
+    if backend == "redis":
+        from . import redis as module
+
+        options["accept_state_loss"] = accept_state_loss
+    elif backend == "etcd":
+        from . import etcd as module
+    elif backend == "sql":
+        from . import sqlalchemy as module
+
+        options.update(create_table=create_table, accept_state_loss=accept_state_loss, table_name=table_name)
+    elif all(hasattr(target, a) for a in methods):
+        return target
+    else:
+        got = f"{type(target).__module__}.{type(target).__qualname__}"
+        raise ArgumentTypeError(
+            f"a {what} must be a URL, a SQLAlchemy Engine, a redis.Redis or a {kind.lower()} store, got {got}"
+        )
+    prefix = {"redis": "Redis", "etcd": "Etcd", "sql": "SQLAlchemy"}[backend]
+    return getattr(module, f"{prefix}{kind}Store")(target, **options)

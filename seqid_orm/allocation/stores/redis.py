@@ -358,7 +358,12 @@ class _RedisStore:
     what = "store"
 
     def __init__(
-        self, target: str | redis.Redis, connect_timeout: float, timeout: float, accept_state_loss: bool
+        self,
+        target: str | redis.Redis,
+        *,
+        connect_timeout: float = 5.0,
+        accept_state_loss: bool = False,
+        timeout: float = 5.0,
     ) -> None:
         if not isinstance(accept_state_loss, bool):
             raise ArgumentTypeError(f"accept_state_loss must be a bool, got {type(accept_state_loss).__name__}")
@@ -576,16 +581,6 @@ class RedisTicketStore(_RedisStore):
 
     what = "ticket store"
 
-    def __init__(
-        self,
-        target: str | redis.Redis,
-        *,
-        connect_timeout: float = 5.0,
-        accept_state_loss: bool = False,
-        timeout: float = 5.0,
-    ) -> None:
-        super().__init__(target, connect_timeout, timeout, accept_state_loss)
-
     def allocate(
         self, name: str, count: int, step: int, offset: int, max_value: int, above: int | None = None
     ) -> tuple[int, int]:
@@ -763,16 +758,6 @@ class RedisLeaseStore(_RedisStore):
     """
 
     what = "lease store"
-
-    def __init__(
-        self,
-        target: str | redis.Redis,
-        *,
-        connect_timeout: float = 5.0,
-        accept_state_loss: bool = False,
-        timeout: float = 5.0,
-    ) -> None:
-        super().__init__(target, connect_timeout, timeout, accept_state_loss)
 
     @staticmethod
     def _keys(namespace: str) -> tuple[str, str]:

@@ -206,7 +206,7 @@ def _connect_args(url: sa.URL, connect_timeout: float, timeout: float) -> dict[s
     elif backend in ("mysql", "mariadb") and driver in ("pymysql", "mysqldb", "aiomysql"):
         connect_args["init_command"] = f"SET SESSION innodb_lock_wait_timeout = {max(1, math.ceil(timeout))}"
     # SQLite's lock wait (driver_deadlines): many processes, one writer; each call then sets the
-    # wait to what is left of its deadline (_OwnEngineStore._busy_wait)
+    # wait to what is left of its deadline (vendors.call_bounds)
     return connect_args
 
 
@@ -257,16 +257,24 @@ class _OwnEngineStore:
     create_hint = ""
     #: what the store is, as its errors name it
     what = "store"
+    #: the store's table on a metadata, by name (:func:`ticket_table`, :func:`lease_table`), and its default name
+    table_of: Callable[[sa.MetaData, str], sa.Table]
+    table_name = ""
 
     def __init__(
         self,
         target: str | Engine,
-        table: sa.Table,
-        create_table: bool,
-        connect_timeout: float,
-        accept_state_loss: bool,
-        timeout: float,
+        *,
+        table_name: str | None = None,
+        create_table: bool = True,
+        connect_timeout: float = _DEFAULT_TIMEOUT,
+        accept_state_loss: bool = False,
+        timeout: float = _DEFAULT_TIMEOUT,
     ) -> None:
+        """``table_name``: the store's table (``seqid_tickets`` for tickets, ``seqid_worker_leases`` for
+        leases by default); ``timeout``: the longest one call waits on the server (seconds),
+        ``connect_timeout`` the longest a connection takes to open."""
+        table = type(self).table_of(sa.MetaData(), self.table_name if table_name is None else table_name)
         self.timeout = timeout
         self.engine: Engine
         self._async_url: sa.URL | None = None
@@ -404,20 +412,8 @@ class SQLAlchemyTicketStore(_OwnEngineStore, SQLTicketStore):
         "an Alembic migration (op.create_ticket_table()), the Django app seqid_orm.django, `seqid ticket init URL`"
     )
     what = "ticket server"
-
-    def __init__(
-        self,
-        target: str | Engine,
-        *,
-        table_name: str = TICKET_TABLE,
-        create_table: bool = True,
-        connect_timeout: float = _DEFAULT_TIMEOUT,
-        accept_state_loss: bool = False,
-        timeout: float = _DEFAULT_TIMEOUT,
-    ) -> None:
-        super().__init__(
-            target, ticket_table(sa.MetaData(), table_name), create_table, connect_timeout, accept_state_loss, timeout
-        )
+    table_of = staticmethod(ticket_table)
+    table_name = TICKET_TABLE
 
     # --- TicketStore ---------------------------------------------------------------------
 
@@ -472,20 +468,8 @@ class SQLAlchemyLeaseStore(_OwnEngineStore, lease_sql.SQLLeaseStore):
 
     create_hint = "op.create_lease_table(), the Django app seqid_orm.django"
     what = "lease store"
-
-    def __init__(
-        self,
-        target: str | Engine,
-        *,
-        table_name: str = LEASE_TABLE,
-        create_table: bool = True,
-        connect_timeout: float = _DEFAULT_TIMEOUT,
-        accept_state_loss: bool = False,
-        timeout: float = _DEFAULT_TIMEOUT,
-    ) -> None:
-        super().__init__(
-            target, lease_table(sa.MetaData(), table_name), create_table, connect_timeout, accept_state_loss, timeout
-        )
+    table_of = staticmethod(lease_table)
+    table_name = LEASE_TABLE
 
     def _run(self, steps_of: Callable[[lease_sql.LeaseSQL], Steps[Any]]) -> Any:
         def run(conn: Connection, bounds: str | None) -> Any:

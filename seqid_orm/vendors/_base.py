@@ -307,7 +307,9 @@ class CallBounds:
     before: tuple[str, ...] = ()
 
 
-def call_bounds(vendor: str, left: float, timeout: float, *, one_message: bool, own_session: bool) -> CallBounds:
+def call_bounds(
+    vendor: str, left: float, timeout: float, *, one_message: bool, own_session: bool = False
+) -> CallBounds:
     """The database's own waits for one store call with ``left`` seconds of a ``timeout`` bound, as the
     connection allows: ``one_message``, its driver sends several statements with their parameters in
     one message (client-side binding); ``own_session``, no other client ever uses its session.

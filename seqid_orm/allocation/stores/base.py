@@ -12,7 +12,7 @@ A reservation of ``count`` values moves ``next_value`` on by ``count * step`` in
 statement on the store's own connection, outside any caller's transaction; the values
 reserved are ``first, first + step, ..., first + (count - 1) * step``.
 
-SQL stores implement four primitives (:class:`TicketRows`) and share :func:`allocate_rows`,
+SQL stores run one vendor's statements (:class:`~.ticket_sql.TicketSQL`) and share :func:`~.ticket_sql.allocate_rows`,
 which makes the decisions once (as :mod:`.steps`, so a synchronous and an asynchronous
 connection run the same code): refuse a missing row (a reservation never creates one: a
 counter that vanished and came back at its start would hand out its ids again), refuse a row

@@ -621,11 +621,12 @@ class ColumnFloor:
             raise InvalidArgumentError(f"timeout must be a positive number of seconds or None, got {timeout!r}")
         self.engine = engine
         self.column = column
-        self._bounds = (
-            call_bounds("postgresql", timeout, timeout, one_message=True, own_session=False).prefix
-            if timeout is not None and engine.dialect.name == "postgresql" and engine.dialect.driver in _BOUNDED_DRIVERS
-            else None
+        # the application's engine: its time-outs go in each statement's message (PostgreSQL), never a session's
+        one_message = engine.dialect.driver in _BOUNDED_DRIVERS
+        bounds = (
+            None if timeout is None else call_bounds(engine.dialect.name, timeout, timeout, one_message=one_message)
         )
+        self._bounds = bounds.prefix if bounds is not None and bounds.prefix else None
         self.label = f"{column.table.name}.{column.name} on {engine.url.render_as_string(hide_password=True)}"
         # An asyncio engine (asyncpg, psycopg's async connection, aiomysql) answers the synchronous
         # API only inside SQLAlchemy's greenlet (an AsyncSession's flush, where this floor is made).

@@ -2,7 +2,12 @@
 
 The connection is made read-only before the first read (read-only transactions and a statement
 timeout on PostgreSQL and MariaDB/MySQL; SQLite opened with ``mode=ro`` and ``query_only``, with
-a deadline enforced by SQLite's progress handler), and its transaction is rolled back at the end.
+a deadline enforced by SQLite's progress handler).  Each read is then a transaction of its own
+(autocommit): a table holds no lock of the doctor's past its own read (PostgreSQL's ``ACCESS SHARE``,
+MariaDB's metadata lock), so a migration's ``ALTER TABLE`` never waits for the doctor's whole run,
+nor the application's queries queued behind that ``ALTER`` (one transaction over the run did both, and
+deadlocked with a ``DROP TABLE``).  A connection of a caller's engine is closed at the end (invalidated):
+its session, read-only with the doctor's time-outs, is never handed back to the caller's pool.
 """
 
 from __future__ import annotations
@@ -60,7 +65,11 @@ def diagnose(
     label = engine.url.render_as_string(hide_password=True)
     try:
         with engine.connect() as conn:
-            return _diagnose(conn, sample, timeout, schemas)
+            try:
+                return _diagnose(conn, sample, timeout, schemas)
+            finally:
+                if not owned:
+                    conn.invalidate()  # its session is read-only: closed, never back in the caller's pool
     except SeqIDError:
         raise
     except sa.exc.DBAPIError as exc:
@@ -78,6 +87,7 @@ def _diagnose(conn: Connection, sample: int, timeout: float, schemas: Sequence[s
     for statement in statements:
         conn.exec_driver_sql(statement)
     conn.commit()
+    conn.execution_options(isolation_level="AUTOCOMMIT")  # each read its own transaction: see the module docstring
     deadline = StatementDeadline(timeout)
     raw = conn.connection.dbapi_connection
     if vendor == "sqlite":

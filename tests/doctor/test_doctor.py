@@ -967,3 +967,101 @@ def test_the_doctor_tells_every_adoption_state_apart_and_reads_the_record(pg_eng
     high = found["below_high_old_keys"]
     assert (high.kind, high.problem, high.new_keys, high.kept_above) == ("adopted", None, "after-old-keys", 3)
     assert "stay on the index's rightmost page" in high.advice
+
+
+@pytest.mark.parametrize("vendor", ["postgresql", "mysql"])
+def test_a_table_the_doctor_has_read_stays_free_for_a_migration_while_it_reads_the_next(vendor, request):
+    """The doctor read a database in one transaction, so every table it had read stayed locked until
+    its last read (PostgreSQL's ACCESS SHARE, MariaDB's metadata lock): a migration's ALTER TABLE of a
+    table read early waited for the whole run, and every query of the application then queued behind
+    that ALTER; a DROP TABLE in another session deadlocked with it (CI: `DeadlockDetected` on a test's
+    DROP while another worker's doctor read the database).  Each read is now a transaction of its own:
+    while the doctor waits on a table another session holds, an ALTER TABLE of one it read goes through
+    at once, and the report still comes."""
+    name = f"seqid_doctor_{secrets.token_hex(3)}"
+    if vendor == "postgresql":
+        admin, url, where = request.getfixturevalue("pg_engine"), f"{POSTGRES_URL}", f"{name}."
+        with admin.begin() as conn:
+            conn.exec_driver_sql(f"CREATE SCHEMA {name}")
+    else:
+        url = request.getfixturevalue("mariadb_database")
+        admin, where = sa.create_engine(url, poolclass=sa.NullPool), ""
+    with admin.begin() as conn:
+        for table in ("a_read", "b_held"):
+            key = "uuid" if vendor == "postgresql" else "BINARY(16)"
+            conn.exec_driver_sql(f"CREATE TABLE {where}{table} (id {key} PRIMARY KEY)")
+        rows = ", ".join(
+            f"(x'{uuid.uuid4().hex}')" if vendor != "postgresql" else f"('{uuid.uuid4()}')" for _ in range(50)
+        )
+        for table in ("a_read", "b_held"):  # an empty table's keys are not sampled
+            conn.exec_driver_sql(f"INSERT INTO {where}{table} (id) VALUES {rows}")
+    holder, migrator = admin.connect(), admin.connect()
+    found: list[object] = []
+    try:
+        if vendor == "postgresql":
+            holder.exec_driver_sql(f"LOCK TABLE {name}.b_held IN ACCESS EXCLUSIVE MODE")
+            waiting = (
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%b_held%'"
+                " AND pid <> pg_backend_pid()"
+            )
+            migrator.exec_driver_sql("SET lock_timeout = '2s'")
+        else:
+            holder.exec_driver_sql("LOCK TABLES b_held WRITE")
+            waiting = (
+                "SELECT count(*) FROM information_schema.PROCESSLIST WHERE STATE LIKE 'Waiting for table metadata%'"
+                " AND INFO LIKE '%b_held%'"
+            )
+            migrator.exec_driver_sql("SET SESSION lock_wait_timeout = 2")
+        schemas = [name] if vendor == "postgresql" else None
+        doctor = threading.Thread(target=lambda: found.extend(diagnose(url, timeout=20, schemas=schemas)), daemon=True)
+        doctor.start()
+
+        def doctor_waits() -> bool:  # a connection a poll: a transaction keeps its first view of the sessions
+            with admin.connect() as watcher:
+                return bool(watcher.execute(sa.text(waiting)).scalar())
+
+        until = time.monotonic() + 15
+        while not doctor_waits() and time.monotonic() < until:
+            time.sleep(0.05)
+        assert doctor_waits(), "the doctor never came to the held table"
+        began = time.monotonic()
+        migrator.exec_driver_sql(f"ALTER TABLE {where}a_read ADD COLUMN note INT")  # before: a lock time-out
+        migrator.commit()
+        assert time.monotonic() - began < 1.5
+        assert doctor.is_alive()  # the doctor was still waiting, mid-run, while the ALTER went through
+    finally:
+        holder.rollback()
+        if vendor != "postgresql":
+            holder.exec_driver_sql("UNLOCK TABLES")
+        holder.close()
+        migrator.close()
+        doctor.join(30)
+        with admin.begin() as conn:
+            if vendor == "postgresql":
+                conn.exec_driver_sql(f"DROP SCHEMA {name} CASCADE")
+        if vendor != "postgresql":
+            admin.dispose()
+    assert not doctor.is_alive()
+    assert {f.table.rsplit(".", 1)[-1] for f in found} >= {"a_read", "b_held"}  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("vendor", ["postgresql", "mysql"])
+def test_the_doctor_hands_no_read_only_session_back_to_the_callers_engine(vendor, request):
+    """`diagnose(engine)` made a connection of the caller's pool read-only, with the doctor's statement
+    time-out, and handed it back: the application's next write on it failed ("cannot execute INSERT in
+    a read-only transaction", MariaDB's 1792).  The doctor's connection is now closed at the end."""
+    url = POSTGRES_URL if vendor == "postgresql" else MYSQL_URL
+    engine = sa.create_engine(url, pool_size=1, max_overflow=0)  # one connection: the doctor's, then the app's
+    table = f"seqid_doctor_app_{secrets.token_hex(3)}"
+    try:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f"CREATE TABLE {table} (id INT PRIMARY KEY)")
+        diagnose(engine, timeout=5, schemas=["public"] if vendor == "postgresql" else None)
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f"INSERT INTO {table} (id) VALUES (1)")
+            read_only = "SHOW transaction_read_only" if vendor == "postgresql" else "SELECT @@session.tx_read_only"
+            assert str(conn.exec_driver_sql(read_only).scalar()) in ("off", "0")
+    finally:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP TABLE IF EXISTS {table}")
+        engine.dispose()

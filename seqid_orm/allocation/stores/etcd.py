@@ -75,7 +75,15 @@ try:
 except ImportError as exc:  # say which extra brings it
     raise ImportError("etcd ticket servers need etcd3gw: pip install 'seqid-orm[etcd]'") from exc
 
-__all__ = ["EtcdLeaseStore", "EtcdOptions", "EtcdTicketStore", "cluster_status", "etcd_options", "parse_etcd_url"]
+__all__ = [
+    "EtcdLeaseStore",
+    "EtcdOptions",
+    "EtcdTicketStore",
+    "cluster_status",
+    "etcd_options",
+    "linearizable_revision",
+    "parse_etcd_url",
+]
 
 _MEMBER_FAULTS = (
     etcd_errors.ConnectionFailedError,  # refused, reset; and HTTP 503: "leader changed", "no leader"
@@ -181,6 +189,27 @@ def _value(row: TicketRow, cluster_id: str) -> str:
     return _b64(f"{row.next_value}:{row.step}:{row.offset}:{cluster_id}")
 
 
+def linearizable_revision(path: str, header: dict[str, Any]) -> int:
+    """The cluster revision a reply's ``header`` vouches for, or 0 where it vouches for none.
+
+    A key-value request (a range, a transaction) is linearizable: its header's revision is at least
+    that of every write acknowledged before it, whichever member answers, so a lower one than this
+    process saw means the cluster went back.  A lease request's header is not: etcd fills it with the
+    answering member's own last applied revision after forwarding the request to the leader outside
+    the log (etcd-io/etcd#5206, #13915), and a follower a few entries behind answered a lease's
+    time-to-live at revision 13 after a transaction had answered 14 (seen in CI: a healthy cluster
+    refused as "restored").  Lease replies are never compared.
+
+    >>> linearizable_revision("/kv/txn", {"revision": "14"})
+    14
+    >>> linearizable_revision("/kv/lease/timetolive", {"revision": "13"})
+    0
+    """
+    if path.startswith(("/lease/", "/kv/lease/")):
+        return 0
+    return int(header.get("revision", 0))
+
+
 class _Cluster:
     """The members of one etcd URL, called in turn within a deadline; the highest revision seen."""
 
@@ -239,7 +268,7 @@ class _Cluster:
                     self._token = None  # expired (etcd's --auth-token-ttl): authenticate again, once
                     raise Again(refused) from exc
                 raise refused from exc
-            self._check_revision(reply)
+            self._check_revision(reply, path)
             return reply
 
         def out_of_time() -> StoreTimeoutError:
@@ -269,12 +298,12 @@ class _Cluster:
         for each in self._clients:
             each.session.headers["Authorization"] = token
 
-    def _check_revision(self, reply: dict[str, Any]) -> None:
+    def _check_revision(self, reply: dict[str, Any], path: str) -> None:
         # a streamed reply (a lease keep-alive) carries its header inside "result"
         header = reply.get("header") or (reply.get("result") or {}).get("header") or {}
-        revision = int(header.get("revision", 0))
         if header.get("cluster_id"):
             self.cluster_id = str(header["cluster_id"])
+        revision = linearizable_revision(path, header)
         if not revision:
             return
         with self._lock:

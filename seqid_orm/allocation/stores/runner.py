@@ -130,7 +130,7 @@ class SQLRunner(Generic[_C]):
                     if alarm is not None and alarm.fired:
                         self.door.discard(conn)  # its socket is shut: never used again
                         raise self.timed_out() from None
-                    if self.door.is_error(exc) and self.door.dropped(exc) and not is_lock_timeout(exc):
+                    if self._dropped(exc):
                         self.door.discard(conn)  # the next try opens a fresh one; what it reserved is a gap
                     raise
 
@@ -143,9 +143,11 @@ class SQLRunner(Generic[_C]):
     def again(self, exc: Exception) -> bool:
         """Whether a try that failed with ``exc`` is tried again: a connection the server dropped, or a
         conflict another node won (which wrote nothing); never a lock waited for until the deadline."""
-        if not self.door.is_error(exc) or is_lock_timeout(exc):
-            return False
-        return self.door.dropped(exc) or is_conflict(exc)
+        return self._dropped(exc) or (self.door.is_error(exc) and not is_lock_timeout(exc) and is_conflict(exc))
+
+    def _dropped(self, exc: Exception) -> bool:
+        """Whether ``exc`` says the server dropped the connection (not a lock waited out)."""
+        return self.door.is_error(exc) and not is_lock_timeout(exc) and self.door.dropped(exc)
 
     def translated(self, exc: Exception) -> AllocationError:
         """The database's answer as seqid's (the one place a SQL store translates them): a lock waited

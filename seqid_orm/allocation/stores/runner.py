@@ -143,11 +143,15 @@ class SQLRunner(Generic[_C]):
     def again(self, exc: Exception) -> bool:
         """Whether a try that failed with ``exc`` is tried again: a connection the server dropped, or a
         conflict another node won (which wrote nothing); never a lock waited for until the deadline."""
-        return self._dropped(exc) or (self.door.is_error(exc) and not is_lock_timeout(exc) and is_conflict(exc))
+        return self._not_a_lock_wait(exc) and (self.door.dropped(exc) or is_conflict(exc))
 
     def _dropped(self, exc: Exception) -> bool:
         """Whether ``exc`` says the server dropped the connection (not a lock waited out)."""
-        return self.door.is_error(exc) and not is_lock_timeout(exc) and self.door.dropped(exc)
+        return self._not_a_lock_wait(exc) and self.door.dropped(exc)
+
+    def _not_a_lock_wait(self, exc: Exception) -> bool:
+        """Whether ``exc`` is this API's database error and not a lock waited out, which no try repeats."""
+        return self.door.is_error(exc) and not is_lock_timeout(exc)
 
     def translated(self, exc: Exception) -> AllocationError:
         """The database's answer as seqid's (the one place a SQL store translates them): a lock waited

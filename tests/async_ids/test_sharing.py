@@ -167,7 +167,9 @@ def test_a_loop_closed_in_the_middle_of_its_reservation_hands_the_lead_on(pg_eng
     finally:
         seq.close()
     assert len(set(after)) == 10 and min(after) > 10
-    assert took < 1.5, f"taking the lead over took {took:.1f} s"
+    # a follower of the dead claim would wait it out (timeout + 0.5 s) before leading: these ten calls
+    # (two reservations and a new loop's engine, on a busy machine) take less than one such wait in all
+    assert took < seq.timeout, f"taking the lead over took {took:.1f} s"
 
 
 def _record(out: list[int], errors: list[BaseException], stop: threading.Event, seq: TicketSequence) -> None:

@@ -325,14 +325,14 @@ def _client_for(url: str, options: dict[str, Any], aio: bool) -> tuple[Any, list
     sentinel_options = dict(options)
     if target.sentinel_password is not None:
         sentinel_options["password"] = target.sentinel_password
+    # the class as Any: redis-py before 8.2 leaves Sentinel's constructor untyped (mypy --strict refuses
+    # the call), 8.2 types it (an ignore comment would then be unused): one spelling for both
+    sentinel_class: Any
     if aio:
-        from redis.asyncio.sentinel import Sentinel as AsyncSentinel
-
-        sentinel: Any = AsyncSentinel(list(target.sentinels), sentinel_kwargs=sentinel_options, **options)  # type: ignore[no-untyped-call]
+        from redis.asyncio.sentinel import Sentinel as sentinel_class
     else:
-        from redis.sentinel import Sentinel
-
-        sentinel = Sentinel(list(target.sentinels), sentinel_kwargs=sentinel_options, **options)  # type: ignore[no-untyped-call]
+        from redis.sentinel import Sentinel as sentinel_class
+    sentinel = sentinel_class(list(target.sentinels), sentinel_kwargs=sentinel_options, **options)
     client = sentinel.master_for(
         target.service, db=target.db, username=target.username, password=target.password, retry=retry
     )

@@ -87,11 +87,16 @@ class _OwnConnection:
         with conn.cursor() as cursor:
             cursor.execute(sql)
 
-    def discard(self, conn: Any = None) -> None:
-        conn, self.connection = self.connection, None
-        if conn is not None:
-            with contextlib.suppress(Exception):
-                conn.close()
+    def discard(self, conn: Any) -> None:
+        if conn is self.connection:  # the next call opens a fresh one
+            self.connection = None
+        with contextlib.suppress(Exception):
+            conn.close()
+
+    def close(self) -> None:
+        """Close the store's connection, if it has one (the store's ``close``)."""
+        if self.connection is not None:
+            self.discard(self.connection)
 
     def dropped(self, exc: Exception) -> bool:
         # the server dropped this long-lived connection (wait_timeout, restart), or another node won
@@ -130,7 +135,7 @@ class _DjangoStore:
     def close(self) -> None:
         assert self._runner.lock is not None
         with self._runner.lock:
-            self._own.discard()
+            self._own.close()
 
 
 class DjangoTicketStore(_DjangoStore, SQLTicketStore):

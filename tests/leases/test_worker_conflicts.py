@@ -87,10 +87,12 @@ def test_keys_of_a_worker_id_configured_before_leases_refuse_only_while_it_may_s
     old.metadata.create_all(engine)
     try:
         insert_rows(engine, old, range(20))
-        live = leased(sqlite_ticket_url, namespace, ttl=0.5, clock_tolerance=0.2)
+        # within: a window of 6 s, which the lease's first acquire on a busy machine stays inside (with
+        # ttl 0.5 s and a tolerance of 0.2 s, CI's acquire once took longer and the keys were history)
+        live = leased(sqlite_ticket_url, namespace, ttl=5.0, clock_tolerance=1.0)
         refused(insert_rows, engine, keyed_model(table_name, live), range(20, 40), match="configured worker_id")
         live.close()
-        time.sleep(0.8)  # past ttl + tolerance: the configured keys are history
+        time.sleep(0.8)  # past the next lease's ttl + tolerance (0.7 s): the configured keys are history
         later = leased(sqlite_ticket_url, namespace, ttl=0.5, clock_tolerance=0.2)
         insert_rows(engine, keyed_model(table_name, later), range(20, 40))
         later.close()

@@ -84,6 +84,145 @@ class ColumnRef:
     nullable: bool
 
 
+@dataclass(frozen=True)
+class Bounded:
+    """One DDL statement as a vendor runs it on a live table: with a short wait for its lock and no
+    statement time-out, and without changing the session it runs on (a transaction pooler hands that
+    session to other clients next).  ``statements`` run in order, in one transaction where
+    ``in_transaction`` (PostgreSQL's ``SET LOCAL``, which ends with it); ``after`` runs whatever
+    happened (a session setting put back where the engine has no per-statement form)."""
+
+    statements: tuple[str, ...]
+    in_transaction: bool = False
+    after: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Step:
+    """One schema change of an online operation: ``statement`` run :class:`Bounded`, or, where
+    ``concurrent``, alone outside any transaction with no time-out (PostgreSQL's concurrent index
+    builds, which stop no reader or writer and wait for older transactions as long as they run)."""
+
+    statement: str
+    concurrent: bool = False
+
+
+@dataclass(frozen=True)
+class TableFacts:
+    """What an online operation reads of a live table before it changes anything."""
+
+    column_present: bool = False
+    not_null: bool = False
+    index: str | None = None
+    """``"valid"``, ``"invalid"`` (a concurrent build that did not finish) or ``None``."""
+    constraint: bool = False
+    """Whether the unique constraint over the index is there (PostgreSQL; elsewhere the index is it)."""
+    partition_key: tuple[str, ...] | None = None
+    """The columns a partitioned table is partitioned by; ``None`` for a plain table."""
+
+
+class OnlineRules(Protocol):
+    """How one vendor changes a live table while it is used (:mod:`seqid_orm.vendors.online` asks,
+    and writes no SQL of its own): the statements of each step, how one is bounded, the catalog reads
+    that let a run killed anywhere go on, the casts a batch's keys need.  Statements take ``:name``
+    parameters; names come quoted by :meth:`quote`, except where a catalog read takes them as values."""
+
+    @property
+    def LONG_STATEMENT_SETTINGS(self) -> tuple[str, ...]:
+        """The session settings that would cut a ``concurrent`` step short (PostgreSQL's
+        ``statement_timeout`` and ``lock_timeout``): read before the first change, and lifted for the
+        step only on a session that is the operation's own."""
+
+    @property
+    def TRIGGERS_CAN_WAIT(self) -> bool:
+        """Whether a backfill may keep the table's row triggers from firing (PostgreSQL's
+        ``session_replication_role``, per transaction)."""
+
+    def quote(self, name: str, /) -> str: ...
+
+    def bounded(self, statement: str, lock_ms: int, /) -> Bounded:
+        """``statement`` waiting at most ``lock_ms`` for its lock, with no statement time-out."""
+
+    def fact_reads(self, table: str, column: str, index: str, /) -> dict[str, tuple[str, dict[str, object]]]:
+        """The catalog reads of :class:`TableFacts`, each a statement and its parameters: ``column`` (a
+        row ``(not_null,)`` where the column exists), ``index`` (``(valid,)``), ``constraint`` (a row
+        where it exists), ``partition_key`` (a row per column of the key; none for a plain table)."""
+
+    def estimate(self, table: str, /) -> tuple[str, dict[str, object]]:
+        """The planner's row count of ``table`` (one row, one value; nothing or a negative value where it
+        has none yet): a bound read in the catalog, never a scan."""
+
+    def reads_every_row(self, table: str, /) -> tuple[str, dict[str, object]] | None:
+        """A statement whose one value says whether this role reads every row of ``table`` (SELECT, and
+        no row-level security hiding some), or ``None`` where the engine has no way to ask first."""
+
+    def client_view(self) -> str:
+        """A statement whose one row says how the server sees this session's client (its address and
+        port, or the Unix socket it listens on), for :meth:`is_client`."""
+
+    def is_client(self, ends: tuple[object, object], row: Sequence[object], /) -> bool:
+        """Whether the socket whose ``(local, peer)`` ends are ``ends`` is the very client the server
+        sees in ``row`` (:meth:`client_view`): no pooler or proxy between, so the session is this
+        connection's own."""
+
+    def setting(self, name: str, /) -> str:
+        """The statement reading the session setting ``name`` (one row, one text value)."""
+
+    def set_session(self, name: str, value: str, /) -> str:
+        """The statement setting ``name`` for the session (only ever on a session of the operation's own)."""
+
+    def triggers_privilege(self) -> str:
+        """A statement whose one value says whether this role may hold the triggers back."""
+
+    def hold_triggers(self) -> str:
+        """The statement, first in a batch's transaction, that keeps its row triggers from firing."""
+
+    def add_column(self, table: str, column: str, column_type: str, /) -> str: ...
+
+    def set_default(self, table: str, column: str, default_sql: str, /) -> str: ...
+
+    def unique_steps(self, table: str, column: str, index: str, facts: TableFacts, /) -> list[Step]:
+        """What is left to make ``column`` unique under ``index`` (an invalid build dropped first)."""
+
+    def not_null_steps(
+        self, table: str, column: str, column_type: str, check: str, default_sql: str | None, /
+    ) -> list[Step]:
+        """``column`` made ``NOT NULL`` without a long lock, keeping ``default_sql`` where given."""
+
+    def drop_default(self, table: str, column: str, /) -> str: ...
+
+    def drop_steps(self, table: str, column: str, index: str, facts: TableFacts, /) -> list[Step]:
+        """Undo an online column: its unique index or constraint, then the column."""
+
+    def text_type(self) -> str:
+        """The type of the progress table's text column."""
+
+    def key_cast(self, declared: str, /) -> str:
+        """The type a batch's key of ``declared`` type is read back as (a cast's, with no collation)."""
+
+    def param(self, storage: Storage, value: uuid.UUID, /) -> object:
+        """``value`` as a parameter of a column of ``storage``."""
+
+    def batch_update(
+        self,
+        table: str,
+        column: str,
+        keys: Sequence[str],
+        key_casts: Sequence[str],
+        column_type: str,
+        rows: Sequence[Sequence[object]],
+        values: Sequence[object],
+        /,
+    ) -> tuple[str, dict[str, object]]:
+        """One statement writing ``values[r]`` into the row whose key is ``rows[r]``, each only where
+        ``column`` is still ``NULL`` (``key_casts`` empty: the keys' types are not known)."""
+
+    def after_key(
+        self, keys: Sequence[str], key_casts: Sequence[str], after: Sequence[object], /
+    ) -> tuple[str, dict[str, object]]:
+        """The condition of a keyset walk past the key ``after``, and its parameters."""
+
+
 class VendorRules(Protocol):
     """The questions every vendor module answers (module-level names; mypy checks each module)."""
 
@@ -106,6 +245,11 @@ class VendorRules(Protocol):
     rebalancing siblings (SQLite).  Keys that increase but land before old keys then leave every
     page they fill half empty: a column that already holds keys gets adopted keys there
     (:mod:`seqid_orm.ids.adopted`), which sort after the old ones."""
+
+    @property
+    def ONLINE(self) -> OnlineRules | None:
+        """How the engine changes a live table while it is used (:class:`OnlineRules`); ``None`` where seqid
+        changes none online (SQLite's one writer and table copies, and the engines seqid has no server of)."""
 
     def has_native_uuid(self, version: Version, /) -> bool:
         """Whether this server version has a UUID column type of its own."""
@@ -257,6 +401,14 @@ def no_conversion(vendor: str) -> Callable[[Quote, ColumnRef, Storage, Storage],
         raise InvalidArgumentError(f"UUID storage conversion is written for PostgreSQL and MariaDB, not {vendor!r}")
 
     return convert_column
+
+
+def row_params(rows: Sequence[Sequence[object]], values: Sequence[object]) -> dict[str, object]:
+    """A batch's keys and values as one parameter each (``r{row}k{key}``, ``r{row}v``): the rows' list form
+    of an online batch, for keys whose types are not known."""
+    params: dict[str, object] = {f"r{r}k{i}": v for r, row in enumerate(rows) for i, v in enumerate(row)}
+    params.update({f"r{r}v": v for r, v in enumerate(values)})
+    return params
 
 
 def hex_literal(raw: bytes) -> str:

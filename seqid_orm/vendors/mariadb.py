@@ -10,6 +10,7 @@ server, the Microsoft-variant ``TIME_LAST`` ids on every one.  ``seqid probe`` m
 
 from __future__ import annotations
 
+import re
 import uuid
 
 from ..errors import InvalidArgumentError, ServerDefaultUnavailableError
@@ -17,6 +18,7 @@ from ..ids.layout import ORDER_MARIADB_SWAPPED, Layout
 from . import mysql
 from ._base import (
     ORDER_BYTES,
+    Bounded,
     ColumnRef,
     Quote,
     ServerDefault,
@@ -225,3 +227,28 @@ def convert_column(q: Quote, ref: ColumnRef, src: Storage, dst: Storage, /) -> l
 
 adopted_default = no_adopted_default(NAME)
 adoption_statements = no_adoption_statements
+
+
+# --- changing a live table (seqid_orm.vendors.online asks) ---------------------------------------------
+
+_COLLATE = re.compile(r"\s+(COLLATE|CHARACTER SET|CHARSET)\s+\S+", re.IGNORECASE)
+
+
+class Online(mysql.Online):
+    """MariaDB's online statements: MySQL's, each with its bounds in the statement itself
+    (``SET STATEMENT lock_wait_timeout = n, max_statement_time = 0 FOR ...``, MariaDB 10.1.2+), so no
+    session setting is changed at all; and its ``UUID`` type, which ``JSON_TABLE`` cannot declare,
+    read from the batch's document as its canonical text and compared as that."""
+
+    def bounded(self, statement: str, lock_ms: int, /) -> Bounded:
+        seconds = self.lock_seconds(lock_ms)
+        return Bounded((f"SET STATEMENT lock_wait_timeout = {seconds}, max_statement_time = 0 FOR {statement}",))
+
+    def key_cast(self, declared: str, /) -> str:
+        # JSON_TABLE's columns take no UUID type (error 1064, issue 73) and the key's own collation
+        # belongs to the key's column: the comparison converts the text to it
+        bare = _COLLATE.sub("", declared).strip()
+        return "CHAR(36)" if bare.upper() == "UUID" else bare
+
+
+ONLINE = Online()

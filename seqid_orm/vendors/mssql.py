@@ -31,6 +31,7 @@ TEXT_ID_COLUMN = TextColumnSpec(charset=None, collation="Latin1_General_BIN2")
 BINARY_FALLBACK = False
 DROP_FOREIGN_KEY = "DROP CONSTRAINT"
 INNER_SPLITS_HALF = True
+ONLINE = None  # seqid changes no table of it online
 
 convert_column = no_conversion(NAME)
 sequential_functions, drop_sequential_functions = no_sequential_functions(NAME)

@@ -1,10 +1,15 @@
-"""Adding a key column to a big table while the application keeps reading and writing it: the statements
-of each step, per vendor, and the loop that runs them, resumable, with progress (h11's shape: the adapters
-hand in the I/O, :class:`OnlineIO`).
+"""Adding a key column to a big table while the application keeps reading and writing it: the order of
+the steps, the checks made before the first change, and the loop that runs them, resumable, with
+progress (h11's shape: the adapters hand in the I/O, :class:`OnlineIO`; every statement is the vendor's,
+:class:`~seqid_orm.vendors.OnlineRules`, and nothing here names a vendor).
 
 What the tools users compare this with (pgroll, strong_migrations, django-pg-zero-downtime-migrations,
 gh-ost, MariaDB's online DDL) all do, and what :func:`add_column` does, step by step:
 
+0. **Decide before changing** (:func:`check`): every check that can refuse runs before the first
+   change (a unique key on a partitioned table, triggers that cannot be held back, a role's time-out
+   that would cut the index build short on a session that is not the operation's own), and the
+   progress table is created first, so a role that may not create it changes nothing.
 1. **The column, without a rewrite**: ``ADD COLUMN`` nullable, no default (PostgreSQL 11+ and InnoDB's
    ``ALGORITHM=INSTANT`` change only the catalog).
 2. **New rows get a key from now on**: the column's database default (:attr:`OnlineColumn.default_sql`,
@@ -13,8 +18,10 @@ gh-ost, MariaDB's online DDL) all do, and what :func:`add_column` does, step by 
    the column, inserts and gets a key.
 3. **Existing rows in batches** (:func:`backfill`), each its own short transaction, walking the table by
    its primary key with bounded memory, each row written only while its key is still ``NULL``, the batch's
-   last primary key recorded in the same transaction (``seqid_fill_<table>_<column>``), so a run killed at any point and
-   run again goes on after it, writing no row twice and missing none.
+   last primary key recorded in the same transaction (``seqid_fill_<table>_<column>``), so a run killed at
+   any point and run again goes on after it, writing no row twice and missing none.  Batches are sized by
+   time (:data:`BATCH_SECONDS`), so the fill costs little more than the same ``UPDATE`` in one transaction
+   while no row stays locked for long.
 4. **The unique index without blocking writes**: PostgreSQL's ``CREATE UNIQUE INDEX CONCURRENTLY`` (an
    invalid one a killed run left is dropped first), then ``ADD CONSTRAINT ... UNIQUE USING INDEX``;
    InnoDB's ``ADD UNIQUE INDEX ..., ALGORITHM=INPLACE, LOCK=NONE``.
@@ -22,13 +29,17 @@ gh-ost, MariaDB's online DDL) all do, and what :func:`add_column` does, step by 
    (reads and writes go on), then ``SET NOT NULL``, which uses the check instead of a scan (12+), and the
    check dropped; InnoDB's ``MODIFY ... NOT NULL, ALGORITHM=INPLACE, LOCK=NONE``.
 
-Every DDL statement waits for its lock at most :data:`LOCK_TIMEOUT_MS` (PostgreSQL's ``lock_timeout``;
-MariaDB's ``lock_wait_timeout``, whole seconds) and is tried again after a pause, up to
-:data:`DDL_ATTEMPTS`: a busy table delays the migration instead of queueing the application behind it.
-PostgreSQL's concurrent index statements are the exception: their lock stops no reader or writer, and
-they wait as long as the database's older transactions run (cut short, they leave an invalid index).
-What each step locks, and for how long, is in docs/how-to/migrate.md.  SQLite is not changed online (one
-writer at a time, and ``ALTER TABLE`` there copies the table): the adapters keep the offline form for it.
+Every DDL statement waits for its lock at most :data:`LOCK_TIMEOUT_MS` and is tried again after a pause,
+up to :data:`DDL_ATTEMPTS`: a busy table delays the migration instead of queueing the application behind
+it.  That bound, and a statement time-out lifted for the long statements, are the statement's own
+(PostgreSQL's ``SET LOCAL`` in its transaction, MariaDB's ``SET STATEMENT ... FOR``): no session setting
+is left on a connection a transaction pooler hands to the application next.  PostgreSQL's concurrent index
+statements run outside any transaction and wait as long as the database's older transactions run (cut
+short, they leave an invalid index); where the role or database gives them a time-out, it is lifted only
+on a session that is the operation's own (:func:`owns_session`), else the operation is refused
+before it changes anything.  What each step locks, and for how long, is in docs/how-to/migrate.md.
+SQLite is not changed online (one writer at a time, and ``ALTER TABLE`` there copies the table): the
+adapters keep the offline form for it.
 
 May import the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.ids` and this folder.
 """
@@ -47,14 +58,14 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, MigrationRefusedError
 from ..ids.comb import comb_at, comb_batch
 from ..ids.layout import Layout
-from ._base import Storage, is_lock_timeout
-from .live import quote_identifier
-from .postgresql import reads_every_row
+from . import VENDORS, rules_for
+from ._base import OnlineRules, Step, Storage, TableFacts, is_lock_timeout
 
 __all__ = [
+    "BATCH_SECONDS",
     "DDL_ATTEMPTS",
     "IN_TRANSACTION_UP_TO_ROWS",
     "LOCK_TIMEOUT_MS",
@@ -65,17 +76,25 @@ __all__ = [
     "Progress",
     "add_column",
     "backfill",
+    "bounded_name",
+    "check",
     "drop_column",
     "estimate_rows",
     "forget",
+    "inspect",
+    "key_of_time",
+    "owns_session",
+    "rows_counted",
     "rows_past",
     "table_rows",
+    "unique_name",
 ]
 
 log = logging.getLogger("seqid_orm")
 
-#: The vendors whose tables change online; SQLite keeps the offline form.
-ONLINE_VENDORS = ("postgresql", "mariadb", "mysql")
+#: The vendors whose tables change online (those whose rules have :attr:`~seqid_orm.vendors.VendorRules.ONLINE`);
+#: SQLite keeps the offline form.
+ONLINE_VENDORS = tuple(v for v in VENDORS if rules_for(v).ONLINE is not None)
 #: How long one DDL statement waits for its lock before it gives up and is tried again.
 LOCK_TIMEOUT_MS = 500
 #: How many times a DDL statement that timed out waiting for its lock is tried, pausing between.
@@ -84,10 +103,18 @@ DDL_ATTEMPTS = 60
 #: column's names), in the search path's schema, dropped when the column is done.  Not one table shared by
 #: every backfill: the first to finish would drop it, or its last row, under another that had just begun.
 PROGRESS_PREFIX = "seqid_fill_"
-#: Up to this many rows (the planner's estimate) a column may be added and filled inside the migration's
-#: own transaction (a Django migration that stays atomic, an Alembic one in a transaction begun outside
-#: it): a few seconds at most.  A bigger table needs the batches to commit.
+#: Up to this many rows (counted) a column may be added and filled inside the migration's own transaction
+#: (a Django migration that stays atomic, an Alembic one in a transaction begun outside it): a few seconds
+#: at most.  A bigger table needs the batches to commit.
 IN_TRANSACTION_UP_TO_ROWS = 10_000
+#: How long one batch of the backfill should take: its rows stay locked until it commits, so an application
+#: writing one of them waits at most about this long, and fewer, larger batches cost fewer round trips.
+BATCH_SECONDS = 0.25
+#: The first batch of a fill sized by time, and the largest (its keys are held in memory).
+FIRST_BATCH, LARGEST_BATCH = 1000, 50_000
+#: The longest name seqid gives an index, a constraint or a table: MariaDB refuses one over 64 characters
+#: (error 1059), PostgreSQL cuts one at 63 bytes without a word (NAMEDATALEN - 1).
+NAME_LIMIT = 60
 
 
 class OnlineIO(Protocol):
@@ -100,6 +127,35 @@ class OnlineIO(Protocol):
     def run(self, sql: str, params: dict[str, object]) -> int: ...
 
     def transaction(self) -> contextlib.AbstractContextManager[None]: ...
+
+    def socket_ends(self) -> tuple[object, object] | None:
+        """``(local, peer)`` of the connection's socket (``getsockname()``, ``getpeername()``), or ``None``
+        where the driver gives no socket: what tells a session of the operation's own (:func:`owns_session`)."""
+
+
+def bounded_name(prefix: str, table: str, column: str) -> str:
+    """``prefix + table + '_' + column``, or, past :data:`NAME_LIMIT` characters, a shorter name ending in
+    a digest of the table's and column's names, the same every run (a long table name neither collides
+    nor fails)."""
+    name = f"{prefix}{table}_{column}"
+    if len(name.encode()) <= NAME_LIMIT:
+        return name
+    digest = hashlib.sha256(f"{table}.{column}".encode()).hexdigest()[:12]
+    return f"{prefix}{table[:36]}_{digest}"
+
+
+def unique_name(table: str, column: str) -> str:
+    """The name of the unique constraint (and index) an online column gets."""
+    return bounded_name("uq_", table, column)
+
+
+def key_of_time(when: object, layout: Layout, fresh: Iterator[uuid.UUID]) -> uuid.UUID:
+    """An existing row's key: of its time where it has one (:func:`~seqid_orm.comb_at`, naive read as
+    UTC), so the index keeps the rows in the order they were made, else the next of ``fresh``, after them.
+    The one rule of every backfill, online and offline, of both ORMs."""
+    if isinstance(when, _dt.datetime):
+        return comb_at(when if when.tzinfo else when.replace(tzinfo=_dt.timezone.utc), layout)
+    return next(fresh)
 
 
 @dataclass(frozen=True)
@@ -133,41 +189,31 @@ class OnlineColumn:
         if not self.keys:
             raise InvalidArgumentError(f"table {self.table!r} has no primary key to walk its rows by")
 
-    def q(self, name: str) -> str:
-        return quote_identifier(self.vendor, name)
-
     @property
-    def pg(self) -> bool:
-        return self.vendor == "postgresql"
+    def rules(self) -> OnlineRules:
+        rules = rules_for(self.vendor).ONLINE
+        assert rules is not None  # checked when made
+        return rules
+
+    def q(self, name: str) -> str:
+        return self.rules.quote(name)
 
     @property
     def index_name(self) -> str:
-        return f"uq_{self.table}_{self.column}"
+        return unique_name(self.table, self.column)
 
     @property
     def progress_table(self) -> str:
-        """The table that records how far this column's backfill got (:data:`PROGRESS_PREFIX`); a name
-        past 60 characters ends in a digest of the table's and column's names instead (MariaDB refuses a
-        name over 64, PostgreSQL cuts it at 63)."""
-        name = f"{PROGRESS_PREFIX}{self.table}_{self.column}"
-        if len(name) <= 60:
-            return name
-        digest = hashlib.sha256(f"{self.table}.{self.column}".encode()).hexdigest()[:12]
-        return f"{PROGRESS_PREFIX}{self.table[:36]}_{digest}"
+        """The table that records how far this column's backfill got (:data:`PROGRESS_PREFIX`)."""
+        return bounded_name(PROGRESS_PREFIX, self.table, self.column)
 
     @property
     def check_name(self) -> str:
-        return f"ck_{self.table}_{self.column}_not_null"
+        return bounded_name("ck_", self.table, f"{self.column}_not_null")
 
     def value(self, u: uuid.UUID) -> object:
         """``u`` as a parameter of this column's storage."""
-        if self.storage is Storage.BINARY:
-            return u.bytes
-        if self.storage is Storage.HEX:
-            return u.hex
-        if self.storage is Storage.TEXT or not self.pg:  # MariaDB's uuid type reads its text
-            return str(u)
-        return u
+        return self.rules.param(self.storage, u)
 
 
 @dataclass
@@ -196,170 +242,215 @@ def _say_to_stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-# --- the DDL steps -------------------------------------------------------------------------------------
+# --- what the table is, and what may be done to it -------------------------------------------------------
 
 
-def _ddl(
+def inspect(io: OnlineIO, col: OnlineColumn) -> TableFacts:
+    """What the catalog says of ``col``'s table now: the facts every step and check reads."""
+    reads = col.rules.fact_reads(col.table, col.column, col.index_name)
+    column = io.fetch(*reads["column"])
+    index = io.fetch(*reads["index"])
+    keys = io.fetch(*reads["partition_key"])
+    return TableFacts(
+        column_present=bool(column),
+        not_null=bool(column and column[0][0]),
+        index=("valid" if index[0][0] else "invalid") if index else None,
+        constraint=bool(io.fetch(*reads["constraint"])),
+        partition_key=tuple(str(k) for (k,) in keys) if keys else None,
+    )
+
+
+def _finished(col: OnlineColumn, facts: TableFacts) -> bool:
+    """Whether an earlier run (another pod's) left nothing to do."""
+    indexed = not col.unique or (facts.index == "valid" and facts.constraint)
+    return facts.column_present and (facts.not_null or col.nullable) and indexed
+
+
+def _long_settings(io: OnlineIO, col: OnlineColumn) -> dict[str, str]:
+    """The session settings that would cut this operation's concurrent steps short (read in a
+    transaction: through a pooler, on the server connection a statement of this client gets)."""
+    found = {}
+    with io.transaction():
+        for name in col.rules.LONG_STATEMENT_SETTINGS:
+            [(value,)] = io.fetch(col.rules.setting(name), {})
+            if str(value) not in ("0", "0ms", "0s", ""):
+                found[name] = str(value)
+    return found
+
+
+def check(io: OnlineIO, col: OnlineColumn, facts: TableFacts, *, fire_triggers: bool = True) -> dict[str, str]:
+    """Every refusal of :func:`add_column`, made before it changes anything
+    (:class:`~seqid_orm.errors.MigrationRefusedError` names what to change); returns the session
+    settings its concurrent steps must run without (lifted on the operation's own session)."""
+    label = f"{col.table}.{col.column}"
+    if col.unique and facts.partition_key is not None and facts.index is None:
+        raise MigrationRefusedError(
+            f"{label}: {col.table} is partitioned (by {', '.join(facts.partition_key)}), and a unique index on a "
+            "partitioned table must contain the partition key, so no index can make this column unique across "
+            "partitions; add it with unique=False (its keys are still unique as they are made), or add the "
+            "partition key to the key yourself"
+        )
+    if not fire_triggers:
+        if not col.rules.TRIGGERS_CAN_WAIT:
+            raise MigrationRefusedError(
+                f"{label}: this database has no switch that keeps a table's triggers from firing for one "
+                "transaction; the backfill fires each row trigger once per row (fire_triggers=True), or drop "
+                "the triggers for the migration yourself"
+            )
+        [(allowed,)] = io.fetch(col.rules.triggers_privilege(), {})
+        if not allowed:
+            raise MigrationRefusedError(
+                f"{label}: fire_triggers=False sets session_replication_role for each batch, which this role may "
+                "not (a superuser may, or GRANT SET ON PARAMETER session_replication_role TO it, PostgreSQL 15+)"
+            )
+    concurrent = col.unique and facts.index != "valid" and any(s.concurrent for s in _unique_steps(col, facts))
+    settings = _long_settings(io, col) if concurrent else {}
+    if settings and not owns_session(io, col):
+        shown = ", ".join(f"{k}={v}" for k, v in settings.items())
+        raise MigrationRefusedError(
+            f"{label}: this session has {shown} (set for the role or database), which would cancel the unique "
+            "index's concurrent build, and the connection's session is not this migration's own (a transaction "
+            "pooler such as PgBouncer hands it to other clients, so seqid will not change it): run the migration "
+            "on a direct connection to the server, or set the time-out to 0 for the migration's role "
+            f"(ALTER ROLE ... SET {next(iter(settings))} = 0) while it runs"
+        )
+    return settings
+
+
+def owns_session(io: OnlineIO, col: OnlineColumn) -> bool:
+    """Whether the server session under ``io``'s connection is the operation's own, so that a session
+    setting changed and put back reaches no other client: the server sees this very socket as its client
+    (a direct connection).  ``False`` behind a pooler or a proxy, or where the adapter cannot tell."""
+    ends = io.socket_ends()
+    if ends is None:
+        return False
+    with io.transaction():  # one server connection for the read, whatever pools between
+        row = io.fetch(col.rules.client_view(), {})[0]
+    return col.rules.is_client(ends, row)
+
+
+def _unique_steps(col: OnlineColumn, facts: TableFacts) -> list[Step]:
+    return col.rules.unique_steps(col.q(col.table), col.q(col.column), col.q(col.index_name), facts)
+
+
+# --- running a step ----------------------------------------------------------------------------------
+
+
+def _run_step(
     io: OnlineIO,
     col: OnlineColumn,
-    statement: str,
+    step: Step,
     sleep: Callable[[float], None] = time.sleep,
-    *,
-    bounded: bool = True,
+    lifted: dict[str, str] | None = None,
 ) -> None:
-    """``statement`` with a bounded wait for its lock, tried again after a growing pause while the lock
-    is taken (:data:`DDL_ATTEMPTS` times).
+    """``step`` with a bounded wait for its lock, tried again after a growing pause while the lock is
+    taken (:data:`DDL_ATTEMPTS` times); a concurrent step alone, outside a transaction, with ``lifted``
+    (the role's time-outs) set to 0 for it on the operation's own session and put back after.
 
-    ``bounded=False`` for PostgreSQL's concurrent index statements: their lock (``SHARE UPDATE
-    EXCLUSIVE``) stops no reader or writer, so nothing queues behind their wait, and they wait for every
-    transaction of the database with an older snapshot to end ("Building Indexes Concurrently", the
-    ``CREATE INDEX`` page of PostgreSQL's docs).  A lock timeout there does not spare the application
-    anything; it leaves an invalid index behind, whose name the next attempt then finds taken."""
+    A concurrent index build's lock (``SHARE UPDATE EXCLUSIVE``) stops no reader or writer, so nothing
+    queues behind its wait, and it waits for every transaction of the database with an older snapshot to
+    end ("Building Indexes Concurrently", the ``CREATE INDEX`` page of PostgreSQL's docs): a time-out there
+    spares the application nothing and leaves an invalid index, whose name the next attempt finds taken."""
+    if step.concurrent:
+        _concurrently(io, col, step.statement, lifted or {})
+        return
+    bounded = col.rules.bounded(step.statement, LOCK_TIMEOUT_MS)
     pause = 0.2
     for attempt in range(1, DDL_ATTEMPTS + 1):
         try:
-            if col.pg:
-                io.run(f"SET lock_timeout = {LOCK_TIMEOUT_MS if bounded else 0}", {})
-            else:
-                io.run(f"SET SESSION lock_wait_timeout = {max(1, round(LOCK_TIMEOUT_MS / 1000))}", {})
-            io.run(statement, {})
+            with io.transaction() if bounded.in_transaction else contextlib.nullcontext():
+                for statement in bounded.statements:
+                    io.run(statement, {})
             return
         except Exception as exc:  # the driver's error: a lock timeout is tried again, anything else is the caller's
             if not is_lock_timeout(exc) or attempt == DDL_ATTEMPTS:
                 raise
-            log.info("seqid: %s waited past its lock timeout (attempt %d); trying again", statement[:80], attempt)
+            log.info("seqid: %s waited past its lock timeout (attempt %d); trying again", step.statement[:80], attempt)
             sleep(pause)
             pause = min(pause * 2, 5.0)
         finally:
-            if col.pg:
-                io.run("SET lock_timeout = 0", {})
+            for statement in bounded.after:
+                io.run(statement, {})
 
 
-def _index_state(io: OnlineIO, col: OnlineColumn) -> str | None:
-    """``"valid"``, ``"invalid"`` (a ``CREATE INDEX CONCURRENTLY`` that did not finish) or ``None``."""
-    if col.pg:
-        rows = io.fetch(
-            "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
-            "WHERE i.indrelid = to_regclass(:t) AND c.relname = :i",
-            {"t": col.q(col.table), "i": col.index_name},
+def _concurrently(io: OnlineIO, col: OnlineColumn, statement: str, lifted: dict[str, str]) -> None:
+    for name in lifted:
+        log.warning(
+            "seqid: %s runs without this session's %s (%s), which would cancel it; put back after",
+            statement[:60],
+            name,
+            lifted[name],
         )
-    else:
-        rows = io.fetch(
-            "SELECT 1 FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = :t "
-            "AND INDEX_NAME = :i",
-            {"t": col.table, "i": col.index_name},
-        )
-    if not rows:
-        return None
-    return "valid" if rows[0][0] else "invalid"
+        io.run(col.rules.set_session(name, "0"), {})
+    try:
+        io.run(statement, {})
+    finally:
+        for name, value in lifted.items():
+            io.run(col.rules.set_session(name, value), {})
 
 
-def _is_unique_constraint(io: OnlineIO, col: OnlineColumn) -> bool:
-    rows = io.fetch(
-        "SELECT 1 FROM pg_constraint WHERE conrelid = to_regclass(:t) AND conname = :i",
-        {"t": col.q(col.table), "i": col.index_name},
-    )
-    return bool(rows)
-
-
-def _column_state(io: OnlineIO, col: OnlineColumn) -> bool | None:
-    """``None`` while the column does not exist, else whether it is ``NOT NULL``: one catalog row."""
-    if col.pg:
-        rows = io.fetch(
-            "SELECT attnotnull FROM pg_attribute WHERE attrelid = to_regclass(:t) AND attname = :c "
-            "AND NOT attisdropped",
-            {"t": col.q(col.table), "c": col.column},
-        )
-    else:
-        rows = io.fetch(
-            "SELECT IS_NULLABLE = 'NO' FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
-            "AND TABLE_NAME = :t AND COLUMN_NAME = :c",
-            {"t": col.table, "c": col.column},
-        )
-    return bool(rows[0][0]) if rows else None
-
-
-def _has_column(io: OnlineIO, col: OnlineColumn) -> bool:
-    return _column_state(io, col) is not None
-
-
-def _not_null(io: OnlineIO, col: OnlineColumn) -> bool:
-    return bool(_column_state(io, col))
+# --- the operation ---------------------------------------------------------------------------------------
 
 
 def add_column(
     io: OnlineIO,
     col: OnlineColumn,
     *,
-    batch_size: int = 1000,
+    batch_size: int | None = None,
     keep_default: bool = True,
+    fire_triggers: bool = True,
     say: Callable[[str], None] = _say_to_stderr,
     sleep: Callable[[float], None] = time.sleep,
+    guard: Callable[[], None] = lambda: None,
 ) -> Progress:
     """Add ``col`` online, fill it for the existing rows, make it unique and ``NOT NULL`` (the module
-    docstring's five steps; as :attr:`OnlineColumn.unique` and :attr:`OnlineColumn.nullable` say).
-    Each step looks first whether an earlier run did it, so a run killed
-    anywhere and run again finishes the work.  ``keep_default=False`` drops the database default at the
-    end (where every writer sets the column itself).  Returns the backfill's :class:`Progress`."""
+    docstring's steps; as :attr:`OnlineColumn.unique` and :attr:`OnlineColumn.nullable` say).
+    Each step looks first whether an earlier run did it, so a run killed anywhere and run again
+    finishes the work, and a run that finds it done (another pod's) changes nothing.  ``keep_default=False``
+    drops the database default at the end (where every writer sets the column itself);
+    ``fire_triggers=False`` keeps the table's row triggers from firing for the backfill's writes (refused
+    before any change where the database or the role cannot).  ``batch_size``: a fixed number of rows a
+    batch, else sized by time.  ``guard`` runs before each step and batch, and raises to stop the run (a
+    migration lock this run no longer holds).  Returns the backfill's :class:`Progress`."""
+    rules = col.rules
     table, column = col.q(col.table), col.q(col.column)
-    if not _has_column(io, col):
-        instant = "" if col.pg else ", ALGORITHM=INSTANT"
-        _ddl(io, col, f"ALTER TABLE {table} ADD COLUMN {column} {col.column_type} NULL{instant}", sleep)
-    instant = "" if col.pg else ", ALGORITHM=INSTANT"
-    default = col.default_sql if col.pg else f"({col.default_sql})"
-    _ddl(io, col, f"ALTER TABLE {table} ALTER COLUMN {column} SET DEFAULT {default}{instant}", sleep)
-    progress = backfill(io, col, batch_size=batch_size, say=say)
-    state = _index_state(io, col) if col.unique else "not wanted"
-    index = col.q(col.index_name)
-    if col.pg:
-        if state == "invalid":  # a killed run's CREATE INDEX CONCURRENTLY
-            _ddl(io, col, f"DROP INDEX CONCURRENTLY IF EXISTS {index}", sleep, bounded=False)
-            state = None
-        if state is None:
-            _ddl(io, col, f"CREATE UNIQUE INDEX CONCURRENTLY {index} ON {table} ({column})", sleep, bounded=False)
-        if col.unique and not _is_unique_constraint(io, col):
-            _ddl(io, col, f"ALTER TABLE {table} ADD CONSTRAINT {index} UNIQUE USING INDEX {index}", sleep)
-        if not col.nullable and not _not_null(io, col):
-            check = col.q(col.check_name)
-            _ddl(io, col, f"ALTER TABLE {table} DROP CONSTRAINT IF EXISTS {check}", sleep)
-            _ddl(io, col, f"ALTER TABLE {table} ADD CONSTRAINT {check} CHECK ({column} IS NOT NULL) NOT VALID", sleep)
-            _ddl(io, col, f"ALTER TABLE {table} VALIDATE CONSTRAINT {check}", sleep)
-            _ddl(io, col, f"ALTER TABLE {table} ALTER COLUMN {column} SET NOT NULL", sleep)
-            _ddl(io, col, f"ALTER TABLE {table} DROP CONSTRAINT {check}", sleep)
-        if not keep_default:
-            _ddl(io, col, f"ALTER TABLE {table} ALTER COLUMN {column} DROP DEFAULT", sleep)
-    else:
-        if state is None:
-            _ddl(
-                io, col, f"ALTER TABLE {table} ADD UNIQUE INDEX {index} ({column}), ALGORITHM=INPLACE, LOCK=NONE", sleep
-            )
-        kept = f" DEFAULT {default}" if keep_default else ""
-        if not col.nullable and (not _not_null(io, col) or not keep_default):
-            _ddl(
-                io,
-                col,
-                f"ALTER TABLE {table} MODIFY {column} {col.column_type} NOT NULL{kept}, ALGORITHM=INPLACE, LOCK=NONE",
-                sleep,
-            )
-        elif not keep_default:
-            _ddl(io, col, f"ALTER TABLE {table} ALTER COLUMN {column} DROP DEFAULT, ALGORITHM=INSTANT", sleep)
+    facts = inspect(io, col)
+    lifted = check(io, col, facts, fire_triggers=fire_triggers)
+    if _finished(col, facts):
+        say(f"seqid: {col.table}.{col.column}: already added, filled and constrained; nothing to do")
+        forget(io, col)
+        return Progress(done=0)
+
+    def step(change: Step) -> None:
+        guard()
+        _run_step(io, col, change, sleep, lifted)
+
+    _progress_table(io, col)  # before the first change: a role that may not create it changes nothing
+    if not facts.column_present:
+        step(Step(rules.add_column(table, column, col.column_type)))
+    step(Step(rules.set_default(table, column, col.default_sql)))
+    progress = Progress(done=0)
+    if not facts.not_null:  # a column already NOT NULL holds no row to fill
+        progress = backfill(io, col, batch_size=batch_size, fire_triggers=fire_triggers, say=say, guard=guard)
+    if col.unique:
+        for change in _unique_steps(col, inspect(io, col)):
+            step(change)
+    if not col.nullable and not inspect(io, col).not_null:
+        default = col.default_sql if keep_default else None
+        for change in rules.not_null_steps(table, column, col.column_type, col.q(col.check_name), default):
+            step(change)
+    if not keep_default:
+        step(Step(rules.drop_default(table, column)))
     forget(io, col)
     return progress
 
 
 def drop_column(io: OnlineIO, col: OnlineColumn, sleep: Callable[[float], None] = time.sleep) -> None:
-    """Undo :func:`add_column`: its unique constraint, the column, and any progress it recorded."""
-    table, column = col.q(col.table), col.q(col.column)
-    if col.pg:
-        _ddl(io, col, f"ALTER TABLE {table} DROP CONSTRAINT IF EXISTS {col.q(col.index_name)}", sleep)
-        _ddl(io, col, f"ALTER TABLE {table} DROP COLUMN IF EXISTS {column}", sleep)
-    else:
-        if _index_state(io, col) is not None:
-            _ddl(
-                io, col, f"ALTER TABLE {table} DROP INDEX {col.q(col.index_name)}, ALGORITHM=INPLACE, LOCK=NONE", sleep
-            )
-        if _has_column(io, col):
-            _ddl(io, col, f"ALTER TABLE {table} DROP COLUMN {column}, ALGORITHM=INPLACE, LOCK=NONE", sleep)
+    """Undo :func:`add_column`: its unique constraint, the column, and any progress it recorded (the one
+    command that takes back a run stopped anywhere)."""
+    facts = inspect(io, col)
+    for step in col.rules.drop_steps(col.q(col.table), col.q(col.column), col.q(col.index_name), facts):
+        _run_step(io, col, step, sleep)
     forget(io, col)
 
 
@@ -368,19 +459,18 @@ def drop_column(io: OnlineIO, col: OnlineColumn, sleep: Callable[[float], None] 
 
 def _progress_table(io: OnlineIO, col: OnlineColumn) -> str:
     name = col.q(col.progress_table)
-    text = "text" if col.pg else "TEXT"
-    io.run(
+    statement = (
         f"CREATE TABLE IF NOT EXISTS {name} (table_name varchar(255) NOT NULL, column_name varchar(255) NOT NULL, "
-        f"last_key {text}, done bigint NOT NULL, PRIMARY KEY (table_name, column_name))",
-        {},
+        f"last_key {col.rules.text_type()}, done bigint NOT NULL, PRIMARY KEY (table_name, column_name))"
     )
+    _run_step(io, col, Step(statement))
     return name
 
 
 def forget(io: OnlineIO, col: OnlineColumn) -> None:
     """Drop the column's progress table (``IF EXISTS``: no failed statement to abort a PostgreSQL
     transaction the caller is in).  No other backfill's progress is in it."""
-    io.run(f"DROP TABLE IF EXISTS {col.q(col.progress_table)}", {})
+    _run_step(io, col, Step(f"DROP TABLE IF EXISTS {col.q(col.progress_table)}"))
 
 
 def _encode_key(values: Sequence[object]) -> str:
@@ -394,117 +484,61 @@ def _decode_key(text: str) -> list[object]:
     return [bytes.fromhex(v["hex"]) if isinstance(v, dict) else v for v in json.loads(text)]
 
 
-def _key_param(col: OnlineColumn, i: int, value: object) -> str:
-    """The ``i``-th key column's recorded value as SQL of its type (PostgreSQL compares text with no other
-    type; MariaDB converts)."""
-    if isinstance(value, bytes):
-        return f"decode(:k{i}, 'hex')" if col.pg else f"UNHEX(:k{i})"
-    cast = col.key_casts[i] if col.pg and i < len(col.key_casts) else None
-    return f"CAST(:k{i} AS {cast})" if cast else f":k{i}"
-
-
 def _rows(io: OnlineIO, col: OnlineColumn, after: list[object] | None, limit: int) -> list[tuple[Any, ...]]:
     keys = ", ".join(col.q(k) for k in col.keys)
     stamp = f", {col.q(col.stamp)}" if col.stamp else ""
-    where, params = "", {}
+    where, params = "", dict[str, object]()
     if after is not None:
-        bound = ", ".join(_key_param(col, i, v) for i, v in enumerate(after))
-        where = f"WHERE ({keys}) > ({bound})"
-        params = {f"k{i}": (v.hex() if isinstance(v, bytes) else v) for i, v in enumerate(after)}
+        condition, params = col.rules.after_key([col.q(k) for k in col.keys], col.key_casts, after)
+        where = f"WHERE {condition}"
     return io.fetch(f"SELECT {keys}{stamp} FROM {col.q(col.table)} {where} ORDER BY {keys} LIMIT {limit}", params)
 
 
 def _update(col: OnlineColumn, keys: list[tuple[Any, ...]], values: list[object]) -> tuple[str, dict[str, object]]:
     """One statement writing each row's key (``keys[r]`` gets ``values[r]``), each only where the row's key is
-    still ``NULL``.  The batch goes as one parameter or a few, read as a table by the server (PostgreSQL's
-    ``unnest`` of arrays, ``JSON_TABLE`` on MariaDB and MySQL), in a statement whose text is the same every
-    batch: a ``VALUES`` or ``UNION ALL`` list of the rows is thousands of parameters to bind, parse and plan
-    each time, and the backfill took 2.2x (MariaDB) to 2.7x (PostgreSQL) as long.  That list stays for
-    keys of types a cast or a JSON document cannot carry."""
-    table, column = col.q(col.table), col.q(col.column)
-    typed = len(col.key_casts) == len(col.keys)
-    if col.pg:
-        source, params = _pg_arrays(col, keys, values) if typed else _pg_values(col, keys, values)
-        where = " AND ".join(f"{table}.{col.q(k)} = s.k{i}" for i, k in enumerate(col.keys))
-        return f"UPDATE {table} SET {column} = s.v FROM {source} WHERE {where} AND {table}.{column} IS NULL", params
-    if typed and keys and all(isinstance(v, (int, str, bytes)) for v in keys[0]):
-        source, params, hexed = _json_table(col, keys, values)
-    else:
-        source, params, hexed = _union(col, keys, values), _rowwise(keys, values), set()
-    match = " AND ".join(
-        f"t.{col.q(k)} = " + (f"UNHEX(s.k{i})" if f"k{i}" in hexed else f"s.k{i}") for i, k in enumerate(col.keys)
-    )
-    value = "UNHEX(s.v)" if "v" in hexed else "s.v"
-    return f"UPDATE {table} t JOIN {source} ON {match} SET t.{column} = {value} WHERE t.{column} IS NULL", params
+    still ``NULL``, as the vendor batches it (one parameter read as a table where it can)."""
+    typed = col.key_casts if len(col.key_casts) == len(col.keys) else ()
+    quoted = [col.q(k) for k in col.keys]
+    return col.rules.batch_update(col.q(col.table), col.q(col.column), quoted, typed, col.column_type, keys, values)
 
 
-def _rowwise(keys: list[tuple[Any, ...]], values: list[object]) -> dict[str, object]:
-    params = {f"r{r}k{i}": v for r, row in enumerate(keys) for i, v in enumerate(row)}
-    params.update({f"r{r}v": v for r, v in enumerate(values)})
-    return params
+class _BatchSize:
+    """The next batch's size: fixed where the caller gave one, else grown or shrunk so a batch takes about
+    :data:`BATCH_SECONDS` (doubling under half of it, halving over twice it), within
+    [:data:`FIRST_BATCH` / 10, :data:`LARGEST_BATCH`]."""
 
+    def __init__(self, fixed: int | None) -> None:
+        if fixed is not None and (isinstance(fixed, bool) or not isinstance(fixed, int) or fixed < 1):
+            raise InvalidArgumentError(f"batch_size must be a positive int, got {fixed!r}")
+        self.fixed = fixed
+        self.size = fixed or FIRST_BATCH
 
-def _pg_arrays(col: OnlineColumn, keys: list[tuple[Any, ...]], values: list[object]) -> tuple[str, dict[str, object]]:
-    arrays = [f"CAST(:k{i} AS {cast}[])" for i, cast in enumerate(col.key_casts)]
-    arrays.append(f"CAST(:v AS {col.column_type}[])")
-    params: dict[str, object] = {f"k{i}": [row[i] for row in keys] for i in range(len(col.keys))}
-    params["v"] = values
-    names = ", ".join([*(f"k{i}" for i in range(len(col.keys))), "v"])
-    return f"unnest({', '.join(arrays)}) AS s({names})", params
-
-
-def _pg_values(col: OnlineColumn, keys: list[tuple[Any, ...]], values: list[object]) -> tuple[str, dict[str, object]]:
-    n_keys = len(col.keys)
-    rows = ", ".join(
-        "(" + ", ".join([*(f":r{r}k{i}" for i in range(n_keys)), f"CAST(:r{r}v AS {col.column_type})"]) + ")"
-        for r in range(len(keys))
-    )
-    names = ", ".join([*(f"k{i}" for i in range(n_keys)), "v"])
-    return f"(VALUES {rows}) AS s({names})", _rowwise(keys, values)
-
-
-def _json_table(
-    col: OnlineColumn, keys: list[tuple[Any, ...]], values: list[object]
-) -> tuple[str, dict[str, object], set[str]]:
-    """The batch as one JSON document of ``[key..., value]`` rows (bytes as hex, ``UNHEX``-ed back)."""
-    n_keys = len(col.keys)
-    hexed = {f"k{i}" for i, v in enumerate(keys[0]) if isinstance(v, bytes)} if keys else set()
-    hexed |= {"v"} if values and isinstance(values[0], bytes) else set()
-    fields = [f"k{i} {'TEXT' if f'k{i}' in hexed else cast} PATH '$[{i}]'" for i, cast in enumerate(col.key_casts)]
-    fields.append(f"v TEXT PATH '$[{n_keys}]'")
-    document = json.dumps(
-        [
-            [v.hex() if isinstance(v, bytes) else v for v in (*row, value)]
-            for row, value in zip(keys, values, strict=True)
-        ]
-    )
-    return f"JSON_TABLE(:rows, '$[*]' COLUMNS ({', '.join(fields)})) s", {"rows": document}, hexed
-
-
-def _union(col: OnlineColumn, keys: list[tuple[Any, ...]], values: list[object]) -> str:
-    n_keys = len(col.keys)
-    selects = " UNION ALL ".join(
-        "SELECT " + ", ".join([*(f":r{r}k{i} AS k{i}" for i in range(n_keys)), f":r{r}v AS v"])
-        for r in range(len(keys))
-    )
-    return f"({selects}) s"
+    def took(self, seconds: float) -> None:
+        if self.fixed is not None:
+            return
+        if seconds < BATCH_SECONDS / 2:
+            self.size = min(self.size * 2, LARGEST_BATCH)
+        elif seconds > BATCH_SECONDS * 2:
+            self.size = max(self.size // 2, FIRST_BATCH // 10)
 
 
 def backfill(
     io: OnlineIO,
     col: OnlineColumn,
     *,
-    batch_size: int = 1000,
+    batch_size: int | None = None,
+    fire_triggers: bool = True,
     say: Callable[[str], None] = _say_to_stderr,
     every: float = 2.0,
+    guard: Callable[[], None] = lambda: None,
 ) -> Progress:
-    """Fill ``col`` for the rows that have no key yet, in batches of ``batch_size``, each its own short
-    transaction that also records the batch's last primary key; run again after a kill, it goes on from
-    there.  Says how far it is on ``say`` every ``every`` seconds and at the end.  The progress row stays
-    until :func:`forget` (the end of :func:`add_column`), so a run killed after the batches goes on with
-    the next step at once."""
-    if batch_size < 1:
-        raise InvalidArgumentError(f"batch_size must be a positive int, got {batch_size!r}")
+    """Fill ``col`` for the rows that have no key yet, in batches (``batch_size`` rows each, or sized by
+    time), each its own short transaction that also records the batch's last primary key; run again after
+    a kill, it goes on from there.  Says how far it is on ``say`` every ``every`` seconds and at the end.
+    The progress row stays until :func:`forget` (the end of :func:`add_column`), so a run killed after the
+    batches goes on with the next step at once.  ``fire_triggers=False``: each batch holds the table's row
+    triggers back (the caller checked it may, :func:`check`)."""
+    sizes = _BatchSize(batch_size)
     name = _progress_table(io, col)
     found = io.fetch(
         f"SELECT last_key, done FROM {name} WHERE table_name = :t AND column_name = :c",
@@ -521,24 +555,27 @@ def backfill(
     if found:
         say(f"seqid: {col.table}.{col.column}: resuming after {progress.done:,} rows")
     n_keys = len(col.keys)
-    for chunk in _batches(io, col, after, batch_size):
+    hold = () if fire_triggers else (col.rules.hold_triggers(),)
+    while True:
+        guard()
+        started = time.monotonic()
+        chunk = _rows(io, col, after, sizes.size)
+        if not chunk:
+            break
         fresh = iter(comb_batch(len(chunk), col.layout))
-        values: list[object] = []
-        for row in chunk:
-            when = row[n_keys] if col.stamp else None
-            if isinstance(when, _dt.datetime):
-                key = comb_at(when if when.tzinfo else when.replace(tzinfo=_dt.timezone.utc), col.layout)
-            else:  # no timestamp (or NULL): a new id, after the rows that have one
-                key = next(fresh)
-            values.append(col.value(key))
-        last = _encode_key(chunk[-1][:n_keys])
+        values = [col.value(key_of_time(row[n_keys] if col.stamp else None, col.layout, fresh)) for row in chunk]
+        last = [bytes(v) if isinstance(v, (bytearray, memoryview)) else v for v in chunk[-1][:n_keys]]
         with io.transaction():
+            for statement in hold:
+                io.run(statement, {})
             changed = io.run(*_update(col, [row[:n_keys] for row in chunk], values))
             io.run(
                 f"UPDATE {name} SET last_key = :last, done = done + :n WHERE table_name = :t AND column_name = :c",
-                {"last": last, "n": changed, "t": col.table, "c": col.column},
+                {"last": _encode_key(last), "n": changed, "t": col.table, "c": col.column},
             )
+        after = last
         progress.done += changed
+        sizes.took(time.monotonic() - started)
         if time.monotonic() - progress.said_at >= every:
             say(progress.line(f"{col.table}.{col.column}"))
             progress.said_at = time.monotonic()
@@ -546,14 +583,9 @@ def backfill(
     return progress
 
 
-def _batches(io: OnlineIO, col: OnlineColumn, after: list[object] | None, size: int) -> Iterator[list[tuple[Any, ...]]]:
-    while True:
-        chunk = _rows(io, col, after, size)
-        if not chunk:
-            return
-        yield chunk
-        after = list(chunk[-1][: len(col.keys)])
-        after = [bytes(v) if isinstance(v, (bytearray, memoryview)) else v for v in after]
+# --- how big a table is -----------------------------------------------------------------------------------
+
+Fetch = Callable[[str, dict[str, object]], list[tuple[Any, ...]]]
 
 
 def estimate_rows(io: OnlineIO, col: OnlineColumn) -> int | None:
@@ -561,51 +593,50 @@ def estimate_rows(io: OnlineIO, col: OnlineColumn) -> int | None:
     return table_rows(io.fetch, col.vendor, col.table)
 
 
-def table_rows(fetch: Callable[[str, dict[str, object]], list[tuple[Any, ...]]], vendor: str, table: str) -> int | None:
-    """The planner's row count of ``table`` (PostgreSQL's ``reltuples``, InnoDB's ``TABLE_ROWS``; ``None``
-    where it has none yet, or on another vendor): a bound, never a count that would scan the table."""
-    if vendor == "postgresql":
-        rows = fetch(
-            "SELECT CAST(reltuples AS bigint) FROM pg_class WHERE oid = to_regclass(:t)",
-            {"t": quote_identifier(vendor, table)},
-        )
-    elif vendor in ("mariadb", "mysql"):
-        rows = fetch(
-            "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = :t",
-            {"t": table},
-        )
-    else:
+def table_rows(fetch: Fetch, vendor: str, table: str) -> int | None:
+    """The planner's row count of ``table`` (``None`` where it has none yet, or on a vendor seqid changes
+    no table of): a bound, never a count that would scan the table."""
+    rules = rules_for(vendor).ONLINE
+    if rules is None:
         return None
+    rows = fetch(*rules.estimate(table))
     value = rows[0][0] if rows else None
     return int(value) if value is not None and int(value) > 0 else None
 
 
-def rows_past(
-    fetch: Callable[[str, dict[str, object]], list[tuple[Any, ...]]], vendor: str, table: str, limit: int
-) -> int | None:
+def rows_counted(fetch: Fetch, vendor: str, table: str, limit: int) -> int | None:
+    """``table``'s rows counted up to ``limit + 1`` (a read of that many index entries, blocking no writer:
+    PostgreSQL's ACCESS SHARE, InnoDB's consistent read), whatever the statistics say (none yet after a
+    load or a restore); ``None`` where this role cannot count them all (no SELECT, or row-level security
+    hiding some), so a caller that must know refuses."""
+    rules = rules_for(vendor).ONLINE
+    if rules is None:
+        return None
+    ask = rules.reads_every_row(table)
+    if ask is not None:
+        [(readable,)] = fetch(*ask)
+        if not readable:
+            return None
+    count = f"SELECT COUNT(*) FROM (SELECT 1 FROM {rules.quote(table)} LIMIT {int(limit) + 1}) AS seqid_rows"
+    try:
+        [(rows,)] = fetch(count, {})
+    except Exception:  # MariaDB: no SELECT on it (PostgreSQL asked first: no statement fails there)
+        return None
+    return int(rows)
+
+
+def rows_past(fetch: Fetch, vendor: str, table: str, limit: int) -> int | None:
     """``table``'s rows where a refusal turns on ``limit``: the planner's estimate (:func:`table_rows`), and where
     that says more than ``limit``, the rows themselves, counted up to ``limit + 1`` (more than ``limit``
     of them: the estimate again, for a message to say how many).
 
     An estimate is a sample: InnoDB's ``TABLE_ROWS`` put a table of exactly 100,000 rows at 100,001 (CI), and
-    a refusal should be true of the table it names.  The count reads at most ``limit + 1`` entries of an
-    index and blocks no writer (a plain ``SELECT``: PostgreSQL's ACCESS SHARE, InnoDB's consistent read).
-    A role that may not read the table keeps the estimate; so does one from which row-level security hides
-    rows (PostgreSQL), which would count fewer rows than the rewrite touches.
+    a refusal should be true of the table it names.  A role that may not read the table keeps the estimate;
+    so does one from which row-level security hides rows (PostgreSQL), which would count fewer rows than
+    the rewrite touches.
     """
     estimate = table_rows(fetch, vendor, table)
     if estimate is None or estimate <= limit:
         return estimate
-    quoted = quote_identifier(vendor, table)
-    if vendor == "postgresql":
-        [(readable,)] = fetch(reads_every_row("to_regclass(:t)"), {"t": quoted})
-        if not readable:
-            return estimate
-    count = f"SELECT COUNT(*) FROM (SELECT 1 FROM {quoted} LIMIT {int(limit) + 1}) AS seqid_rows"
-    try:
-        [(rows,)] = fetch(count, {})
-    except Exception:  # MariaDB: no SELECT on it (on PostgreSQL no statement fails: checked above)
-        # MariaDB's failed statement leaves its transaction as it was; no privilege function to ask first
-        # (roles, database- and column-level grants: https://mariadb.com/kb/en/grant/).
-        return estimate
-    return int(rows) if int(rows) <= limit else estimate  # past the line: the estimate says how far
+    rows = rows_counted(fetch, vendor, table, limit)
+    return rows if rows is not None and rows <= limit else estimate  # past the line: the estimate says how far

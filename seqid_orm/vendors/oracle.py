@@ -21,6 +21,7 @@ TEXT_ID_COLUMN = TextColumnSpec(charset=None, collation=None)
 BINARY_FALLBACK = True
 DROP_FOREIGN_KEY = "DROP CONSTRAINT"
 INNER_SPLITS_HALF = True
+ONLINE = None  # seqid changes no table of it online
 
 has_native_uuid = no_native_uuid
 compare_order = bytewise_order

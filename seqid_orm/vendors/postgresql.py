@@ -6,18 +6,28 @@ in order in every storage.  Text ids need the ``"C"`` collation (the default fol
 
 from __future__ import annotations
 
+import ipaddress
+import os
+import re
+import uuid
+from collections.abc import Sequence
+
 from ..errors import ServerDefaultUnavailableError
 from ..ids.layout import Layout
 from ._base import (
+    Bounded,
     ColumnRef,
     Quote,
     ServerDefault,
+    Step,
     Storage,
+    TableFacts,
     TextColumnSpec,
     Version,
     always_native_uuid,
     bytewise_in_every_storage,
     format_version,
+    row_params,
     unknown_version,
     version_at_least,
 )
@@ -325,3 +335,209 @@ def convert_column(quote: Quote, ref: ColumnRef, source: Storage, target: Storag
     migration's transaction (a failure leaves nothing half done)."""
     expr = _pg_from_text(_pg_text(quote(ref.column), source), target)
     return [f"ALTER TABLE {quote(ref.table)} ALTER COLUMN {quote(ref.column)} TYPE {COLUMN_TYPES[target]} USING {expr}"]
+
+
+# --- changing a live table (seqid_orm.vendors.online asks) ---------------------------------------------
+
+_COLLATE = re.compile(r"\s+COLLATE\s+(\"[^\"]*\"|\S+)", re.IGNORECASE)
+
+
+class Online:
+    """PostgreSQL's online statements.  Every bound is ``SET LOCAL`` inside the statement's own
+    transaction, never a session ``SET``: behind PgBouncer in transaction pooling a session setting
+    stays on whichever server connection the pooler picked, and the application's next statements ran
+    under it (PgBouncer's docs, "Feature matrix for pooling modes"; issue 73 measured 500 ms lock
+    time-outs on 726-835 of the application's statements).  The concurrent index statements cannot run
+    in a transaction block ("CREATE INDEX", Building Indexes Concurrently); they run with no time-out of
+    their own, which a role's or database's ``statement_timeout`` would give them."""
+
+    LONG_STATEMENT_SETTINGS = ("statement_timeout", "lock_timeout")
+    TRIGGERS_CAN_WAIT = True
+
+    def quote(self, name: str, /) -> str:
+        return '"' + name.replace('"', '""') + '"'
+
+    def bounded(self, statement: str, lock_ms: int, /) -> Bounded:
+        return Bounded(
+            (f"SET LOCAL lock_timeout = {int(lock_ms)}", "SET LOCAL statement_timeout = 0", statement),
+            in_transaction=True,
+        )
+
+    def fact_reads(self, table: str, column: str, index: str, /) -> dict[str, tuple[str, dict[str, object]]]:
+        t: dict[str, object] = {"t": self.quote(table)}
+        return {
+            "column": (
+                "SELECT attnotnull FROM pg_attribute WHERE attrelid = to_regclass(:t) AND attname = :c "
+                "AND NOT attisdropped",
+                {**t, "c": column},
+            ),
+            "index": (
+                "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+                "WHERE i.indrelid = to_regclass(:t) AND c.relname = :i",
+                {**t, "i": index},
+            ),
+            "constraint": (
+                "SELECT 1 FROM pg_constraint WHERE conrelid = to_regclass(:t) AND conname = :i",
+                {**t, "i": index},
+            ),
+            "partition_key": (
+                "SELECT a.attname FROM pg_partitioned_table p "
+                "CROSS JOIN LATERAL unnest(p.partattrs) WITH ORDINALITY AS k(attnum, n) "
+                "LEFT JOIN pg_attribute a ON a.attrelid = p.partrelid AND a.attnum = k.attnum "
+                "WHERE p.partrelid = to_regclass(:t) ORDER BY k.n",
+                t,
+            ),
+        }
+
+    def estimate(self, table: str, /) -> tuple[str, dict[str, object]]:
+        # reltuples is -1 on a table never vacuumed or analyzed (14+), 0 before
+        return "SELECT CAST(reltuples AS bigint) FROM pg_class WHERE oid = to_regclass(:t)", {"t": self.quote(table)}
+
+    def reads_every_row(self, table: str, /) -> tuple[str, dict[str, object]] | None:
+        return reads_every_row("to_regclass(:t)"), {"t": self.quote(table)}
+
+    def client_view(self) -> str:
+        # pg_settings shows unix_socket_directories to pg_read_all_settings only (current_setting() raises)
+        return (
+            "SELECT host(inet_client_addr()), inet_client_port(), current_setting('port'), "
+            "(SELECT setting FROM pg_settings WHERE name = 'unix_socket_directories')"
+        )
+
+    def is_client(self, ends: tuple[object, object], row: Sequence[object], /) -> bool:
+        """Over TCP, the server's client address and port are this socket's own end (a pooler or a proxy
+        connects from its own); over a Unix socket, this socket's peer is the server's own socket file."""
+        local, peer = ends
+        address, port, server_port, directories = row
+        if isinstance(local, tuple):
+            if address is None or port is None:
+                return False
+            try:
+                mine, theirs = ipaddress.ip_address(str(local[0])), ipaddress.ip_address(str(address))
+            except ValueError:
+                return False
+            mine = getattr(mine, "ipv4_mapped", None) or mine
+            theirs = getattr(theirs, "ipv4_mapped", None) or theirs
+            return mine == theirs and int(local[1]) == int(str(port))
+        if isinstance(peer, str) and peer and address is None:
+            name = f".s.PGSQL.{server_port}"
+            if directories is None:  # a role that may not read where the server listens: its file's name
+                return os.path.basename(peer) == name
+            files = {os.path.normpath(f"{d.strip()}/{name}") for d in str(directories).split(",") if d.strip()}
+            return os.path.normpath(peer) in files
+        return False
+
+    def setting(self, name: str, /) -> str:
+        return f"SELECT current_setting('{name}')"
+
+    def set_session(self, name: str, value: str, /) -> str:
+        return f"SELECT set_config('{name}', '{value}', false)"
+
+    def triggers_privilege(self) -> str:
+        # PostgreSQL 15 lets a superuser GRANT SET ON PARAMETER; before, only a superuser may set it
+        return (
+            "SELECT CASE WHEN current_setting('server_version_num')::int >= 150000 "
+            "THEN has_parameter_privilege('session_replication_role', 'SET') "
+            "ELSE (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) END"
+        )
+
+    def hold_triggers(self) -> str:
+        # "replica": ordinary triggers and rules do not fire (the docs' session_replication_role)
+        return "SET LOCAL session_replication_role = replica"
+
+    def add_column(self, table: str, column: str, column_type: str, /) -> str:
+        return f"ALTER TABLE {table} ADD COLUMN {column} {column_type} NULL"
+
+    def set_default(self, table: str, column: str, default_sql: str, /) -> str:
+        return f"ALTER TABLE {table} ALTER COLUMN {column} SET DEFAULT {default_sql}"
+
+    def unique_steps(self, table: str, column: str, index: str, facts: TableFacts, /) -> list[Step]:
+        steps = []
+        if facts.index == "invalid":  # a killed or cancelled CREATE INDEX CONCURRENTLY
+            steps.append(Step(f"DROP INDEX CONCURRENTLY IF EXISTS {index}", concurrent=True))
+        if facts.index != "valid":
+            steps.append(Step(f"CREATE UNIQUE INDEX CONCURRENTLY {index} ON {table} ({column})", concurrent=True))
+        if not facts.constraint:
+            steps.append(Step(f"ALTER TABLE {table} ADD CONSTRAINT {index} UNIQUE USING INDEX {index}"))
+        return steps
+
+    def not_null_steps(
+        self, table: str, column: str, column_type: str, check: str, default_sql: str | None, /
+    ) -> list[Step]:
+        # SET NOT NULL uses a valid CHECK (c IS NOT NULL) instead of scanning under its lock (12+);
+        # VALIDATE takes SHARE UPDATE EXCLUSIVE: reads and writes go on ("ALTER TABLE", Notes)
+        return [
+            Step(f"ALTER TABLE {table} DROP CONSTRAINT IF EXISTS {check}"),
+            Step(f"ALTER TABLE {table} ADD CONSTRAINT {check} CHECK ({column} IS NOT NULL) NOT VALID"),
+            Step(f"ALTER TABLE {table} VALIDATE CONSTRAINT {check}"),
+            Step(f"ALTER TABLE {table} ALTER COLUMN {column} SET NOT NULL"),
+            Step(f"ALTER TABLE {table} DROP CONSTRAINT {check}"),
+        ]
+
+    def drop_default(self, table: str, column: str, /) -> str:
+        return f"ALTER TABLE {table} ALTER COLUMN {column} DROP DEFAULT"
+
+    def drop_steps(self, table: str, column: str, index: str, facts: TableFacts, /) -> list[Step]:
+        # the column's indexes go with it, a killed build's invalid one too
+        return [
+            Step(f"ALTER TABLE {table} DROP CONSTRAINT IF EXISTS {index}"),
+            Step(f"ALTER TABLE {table} DROP COLUMN IF EXISTS {column}"),
+        ]
+
+    def text_type(self) -> str:
+        return "text"
+
+    def key_cast(self, declared: str, /) -> str:
+        # a key's collation belongs to its column, not to a cast of a parameter ('varchar(36) COLLATE
+        # "en-x-icu"[]' is no type); the comparison takes the column's collation over the parameter's default
+        return _COLLATE.sub("", declared)
+
+    def param(self, storage: Storage, value: uuid.UUID, /) -> object:
+        return {Storage.BINARY: value.bytes, Storage.HEX: value.hex, Storage.TEXT: str(value)}.get(storage, value)
+
+    def batch_update(
+        self,
+        table: str,
+        column: str,
+        keys: Sequence[str],
+        key_casts: Sequence[str],
+        column_type: str,
+        rows: Sequence[Sequence[object]],
+        values: Sequence[object],
+        /,
+    ) -> tuple[str, dict[str, object]]:
+        """``UPDATE ... FROM unnest(:k0, ..., :v)``: the batch as one array a column, the same text each
+        batch (a ``VALUES`` list of the rows is thousands of parameters to bind, parse and plan each
+        time: the backfill took 2.7x as long); that list stays for keys whose types are not known."""
+        names = [*(f"k{i}" for i in range(len(keys))), "v"]
+        if len(key_casts) == len(keys):
+            arrays = [f"CAST(:k{i} AS {self.key_cast(cast)}[])" for i, cast in enumerate(key_casts)]
+            arrays.append(f"CAST(:v AS {column_type}[])")
+            params: dict[str, object] = {f"k{i}": [row[i] for row in rows] for i in range(len(keys))}
+            params["v"] = list(values)
+            source = f"unnest({', '.join(arrays)}) AS s({', '.join(names)})"
+        else:
+            listed = ", ".join(
+                "(" + ", ".join([*(f":r{r}k{i}" for i in range(len(keys))), f"CAST(:r{r}v AS {column_type})"]) + ")"
+                for r in range(len(rows))
+            )
+            params = row_params(rows, values)
+            source = f"(VALUES {listed}) AS s({', '.join(names)})"
+        where = " AND ".join(f"{table}.{key} = s.k{i}" for i, key in enumerate(keys))
+        return f"UPDATE {table} SET {column} = s.v FROM {source} WHERE {where} AND {table}.{column} IS NULL", params
+
+    def after_key(
+        self, keys: Sequence[str], key_casts: Sequence[str], after: Sequence[object], /
+    ) -> tuple[str, dict[str, object]]:
+        marks = []
+        for i, value in enumerate(after):
+            if isinstance(value, bytes):
+                marks.append(f"decode(:k{i}, 'hex')")
+            elif i < len(key_casts):  # PostgreSQL compares text with no other type: the key's own
+                marks.append(f"CAST(:k{i} AS {self.key_cast(key_casts[i])})")
+            else:
+                marks.append(f":k{i}")
+        params = {f"k{i}": (v.hex() if isinstance(v, bytes) else v) for i, v in enumerate(after)}
+        return f"({', '.join(keys)}) > ({', '.join(marks)})", params
+
+
+ONLINE = Online()

@@ -33,6 +33,7 @@ TEXT_ID_COLUMN = TextColumnSpec(charset=None, collation=None)
 BINARY_FALLBACK = True
 DROP_FOREIGN_KEY = "DROP CONSTRAINT"
 INNER_SPLITS_HALF = False
+ONLINE = None  # seqid changes no table of it online
 
 has_native_uuid = no_native_uuid
 compare_order = bytewise_order

@@ -26,6 +26,7 @@ TEXT_ID_COLUMN: TextColumnSpec = mysql.TEXT_ID_COLUMN
 BINARY_FALLBACK = True
 DROP_FOREIGN_KEY = "DROP FOREIGN KEY"
 INNER_SPLITS_HALF = False
+ONLINE = None  # seqid changes no table of it online
 
 has_native_uuid = no_native_uuid
 compare_order = bytewise_order

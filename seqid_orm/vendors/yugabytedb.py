@@ -24,6 +24,7 @@ TEXT_ID_COLUMN = TextColumnSpec(charset=None, collation="C")
 BINARY_FALLBACK = True
 DROP_FOREIGN_KEY = "DROP CONSTRAINT"
 INNER_SPLITS_HALF = False
+ONLINE = None  # seqid changes no table of it online
 
 has_native_uuid = always_native_uuid
 compare_order = bytewise_in_every_storage

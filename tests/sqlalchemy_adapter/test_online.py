@@ -247,10 +247,15 @@ class _ScriptedIO:
 
     def run(self, sql, params):
         count = (self.conn.execute(sa.text(sql), params) if params else self.conn.exec_driver_sql(sql)).rowcount
-        if sql.startswith("CREATE TABLE IF NOT EXISTS") and self.meanwhile is not None:
+        if "CREATE TABLE IF NOT EXISTS" in sql and self.meanwhile is not None:
             meanwhile, self.meanwhile = self.meanwhile, None
             meanwhile()
         return count
+
+    def socket_ends(self):
+        from seqid_orm.allocation.stores.drivers import socket_ends
+
+        return socket_ends(self.conn.connection.dbapi_connection)
 
     @contextlib.contextmanager
     def transaction(self):  # the server's own: an autocommit connection's begin() is SQLAlchemy's alone
@@ -595,16 +600,24 @@ class _Killed(Exception):
 
 
 class _KilledAfter(_ScriptedIO):
-    """Dies, as a killed process would, after ``batches`` committed batches (the next one never begins)."""
+    """Dies, as a killed process would, after ``batches`` committed batches (the next one never begins); a
+    transaction that records no batch's progress (a DDL statement's own, bounded by SET LOCAL) is not one."""
 
     def __init__(self, conn, batches: int) -> None:
         super().__init__(conn, None)
         self.batches = batches
+        self.recorded = False
+
+    def run(self, sql, params):
+        self.recorded = self.recorded or (sql.startswith("UPDATE") and "SET last_key" in sql)
+        return super().run(sql, params)
 
     @contextlib.contextmanager
     def transaction(self):
         if self.batches == 0:
             raise _Killed
-        self.batches -= 1
+        self.recorded = False
         with super().transaction():
             yield
+        if self.recorded:
+            self.batches -= 1

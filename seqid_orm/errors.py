@@ -19,6 +19,9 @@ know this package:
   :class:`AllocationError` (a ``RuntimeError``): :class:`BackendUnavailableError` when no
   backend answers, :class:`BackendMismatchError` when a backend's stored settings contradict
   the client's (two clients that disagree would hand out the same ids).
+* Migrations: :class:`MigrationRefusedError` (a ``ValueError``: refused before anything changed) and
+  the migration lock's :class:`MigrationLockError` (a ``RuntimeError``; its time-out is also a
+  ``TimeoutError``).
 
 No ``OverflowError``, ``MemoryError`` or bare ``ValueError`` escapes from bad input: a test
 scans the source for built-in raises.
@@ -227,3 +230,26 @@ class StoreTimeoutError(BackendUnavailableError):
 
     The connection it was on is closed; the call moves to the next server where there is one.
     """
+
+
+class MigrationRefusedError(InvalidArgumentError):
+    """A migration operation of seqid would not work on this table or connection as it stands, and was
+    refused before it changed anything: a partitioned table asked for a unique key, a role's time-out
+    that would cut an index build short on a session seqid does not own (a transaction pooler), a
+    table too big for the migration's transaction, triggers that cannot be held back.  The message
+    names what to change; the schema is as it was.
+    """
+
+
+class MigrationLockError(SeqIDError, RuntimeError):
+    """The migration lock (several pods running the same migrations) could not be held."""
+
+
+class MigrationLockTimeoutError(MigrationLockError, TimeoutError):
+    """Another run held the migration lock for longer than this one would wait; the message names the
+    holder (its host, process and since when) and when its lease ends unless it renews it."""
+
+
+class MigrationLockLostError(MigrationLockError):
+    """This run's migration lock was not renewed before it expired (the process was frozen, the
+    database did not answer), so another run may hold it now: the run stops before its next step."""

@@ -68,9 +68,14 @@ _PROBE = uuid.UUID("1189c8a4-1f2e-4a3b-9c4d-5e6f70819203")  # a version 4: store
 
 
 def _ask(connection: Any, sql: str, params: tuple[Any, ...] = ()) -> Any:
-    """One value from the DBAPI connection, or ``None`` if the server (or driver) refuses."""
+    """One value from the DBAPI connection, or ``None`` if the server (or driver) refuses.  The
+    transaction a driver that is not in autocommit began for it is ended at once: a probe made on a
+    connection just checked out must not leave it in a transaction, which behind PgBouncer in
+    transaction pooling holds a server connection for as long as the application keeps the connection
+    idle (a pod waiting for the migration lock with its migration connection open held one each)."""
+    dbapi = connection.connection.dbapi_connection
     try:
-        cursor = connection.connection.dbapi_connection.cursor()
+        cursor = dbapi.cursor()
         try:
             cursor.execute(sql, params) if params else cursor.execute(sql)
             return cursor.fetchone()[0]
@@ -78,6 +83,9 @@ def _ask(connection: Any, sql: str, params: tuple[Any, ...] = ()) -> Any:
             cursor.close()
     except Exception:  # never let a probe break a connection: the safe choice stays
         return None
+    finally:
+        with contextlib.suppress(Exception):
+            dbapi.rollback()  # no SQLAlchemy transaction was begun: nothing of the caller's is in it
 
 
 _DEFAULT_TYPE = SeqUUID()

@@ -14,7 +14,7 @@ Its calls go through :mod:`.runner`, the one SQL store runner the SQLAlchemy sto
 module is its door onto Django's API (a connection, its errors) and its executor (:class:`DjangoExecutor`).
 
 May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.ids`, :mod:`seqid_orm.vendors` (its
-rules), Django and this package's ``base``, ``lease_sql``, ``runner``, ``steps`` and ``ticket_sql``.
+rules), Django and this package's ``base``, ``lease_sql``, ``lock_sql``, ``runner``, ``steps`` and ``ticket_sql``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from django.db import Error, IntegrityError, InterfaceError, OperationalError, c
 from ...errors import InvalidArgumentError
 from ...ids.validate import check_seconds
 from ...vendors import is_conflict
-from . import lease_sql
+from . import lease_sql, lock_sql
 from .base import LEASE_TABLE, TICKET_TABLE, LeaseStore, TicketRow, TicketStore
 from .runner import Facts, SQLRunner
 from .steps import Steps, drive
@@ -39,7 +39,7 @@ from .ticket_sql import rows as ticket_sql_rows
 
 _T = TypeVar("_T")
 
-__all__ = ["DjangoExecutor", "DjangoLeaseStore", "DjangoTicketStore"]
+__all__ = ["DjangoExecutor", "DjangoLeaseStore", "DjangoLockStore", "DjangoTicketStore", "positional"]
 
 #: The vendors whose ticket statements Django can run (Oracle's needs an out bind: SQLAlchemy only).
 _TICKET_VENDORS = ("postgresql", "sqlite", "mysql", "microsoft")
@@ -80,6 +80,13 @@ class _OwnConnection:
         yield conn
 
     def facts(self, conn: Any) -> Facts:
+        if conn.vendor == "postgresql":
+            # not a session setting: behind PgBouncer in transaction pooling the session is whichever
+            # server connection the pooler picked, and a SET stays there for the application's next
+            # statements; SET LOCAL in the statement's own message instead, where Django binds on the
+            # client (psycopg2 always, psycopg 3 unless OPTIONS["server_side_binding"])
+            client_side = not conn.settings_dict.get("OPTIONS", {}).get("server_side_binding")
+            return Facts(conn.vendor, conn.connection, one_message=client_side)
         # a session of the store's own: the database's waits are bounded by session settings
         return Facts(conn.vendor, conn.connection, own_session=True)
 
@@ -155,7 +162,7 @@ class DjangoTicketStore(_DjangoStore, SQLTicketStore):
         return ticket_sql(conn.vendor, conn.ops.quote_name(self.table_name))
 
     def _with_rows(self, steps_of: Callable[[TicketSQL], Steps[_T]]) -> _T:
-        return self._runner.run(lambda conn, _: drive(steps_of(self._sql(conn)), DjangoExecutor(conn)))
+        return self._runner.run(lambda conn, bounds: drive(steps_of(self._sql(conn)), DjangoExecutor(conn, bounds)))
 
     def rows(self) -> list[TicketRow]:
         def read(conn: Any, _: str) -> list[TicketRow]:
@@ -179,9 +186,33 @@ class DjangoLeaseStore(_DjangoStore, lease_sql.SQLLeaseStore):
         super().__init__(alias, table_name, timeout)
 
     def _run(self, steps_of: Callable[[lease_sql.LeaseSQL], Steps[Any]]) -> Any:
-        def run(conn: Any, _: str) -> Any:
+        def run(conn: Any, bounds: str) -> Any:
             sql = lease_sql.lease_sql(conn.vendor, conn.ops.quote_name(self.table_name))
-            return drive(steps_of(sql), DjangoExecutor(conn))
+            return drive(steps_of(sql), DjangoExecutor(conn, bounds))
+
+        return self._runner.run(run)
+
+
+class DjangoLockStore(_DjangoStore, lock_sql.SQLLockStore):
+    """The migration lock's rows (:mod:`seqid_orm.allocation.stores.lock_sql`) on Django database
+    ``alias``, through a connection of the store's own (never the one ``migrate`` runs on), in
+    autocommit.  Its table is made at its first use (``CREATE TABLE IF NOT EXISTS``): it is what the
+    migrations wait on, so no migration can make it."""
+
+    what = "migration lock store"
+
+    def __init__(self, alias: str = "default", table_name: str = lock_sql.LOCK_TABLE, *, timeout: float = 5.0) -> None:
+        super().__init__(alias, table_name, timeout)
+        self._ready = False
+
+    def _run(self, steps_of: Callable[[lock_sql.LockSQL], Steps[Any]]) -> Any:
+        def run(conn: Any, bounds: str) -> Any:
+            sql = lock_sql.lock_sql(conn.vendor, conn.ops.quote_name(self.table_name))
+            if not self._ready:
+                with conn.cursor() as cursor:
+                    cursor.execute(sql.create)
+                self._ready = True
+            return drive(steps_of(sql), DjangoExecutor(conn, bounds))
 
         return self._runner.run(run)
 
@@ -189,37 +220,52 @@ class DjangoLeaseStore(_DjangoStore, lease_sql.SQLLeaseStore):
 _NAMED = re.compile(r"\\?:(\w+)")
 
 
+def positional(sql: str, params: dict[str, object]) -> tuple[str, list[object]]:
+    """``sql``'s ``:name`` parameters as positional ``%s`` ones, which every Django backend takes, with
+    their values in order (``\\:`` is a colon, as ``sa.text()`` reads it; ``%`` doubled)."""
+    order: list[object] = []
+
+    def place(match: re.Match[str]) -> str:
+        if match.group(0).startswith("\\"):  # ``\:``, a colon (in a quoted identifier), as sa.text() reads it
+            return match.group(0)[1:]
+        order.append(params[match.group(1)])
+        return "%s"
+
+    return _NAMED.sub(place, sql.replace("%", "%%")), order
+
+
 class DjangoExecutor:
     """:class:`~seqid_orm.allocation.stores.lease_sql.Executor` on a Django connection (also what
     ``manage.py seqid_doctor`` reads through).
 
-    ``:name`` parameters become positional ``%s`` ones, which every Django backend takes.
+    ``:name`` parameters become positional ``%s`` ones, which every Django backend takes.  With ``bounds``
+    (a prefix of :func:`~seqid_orm.vendors.call_bounds`) each statement goes in one message after its
+    time-outs, and its own result is read (the last of the message's).
     """
 
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: Any, bounds: str | None = None) -> None:
         self.conn = conn
+        self.bounds = bounds or None
 
-    @staticmethod
-    def _positional(sql: str, params: dict[str, object]) -> tuple[str, list[object]]:
-        order: list[object] = []
-
-        def place(match: re.Match[str]) -> str:
-            if match.group(0).startswith("\\"):  # ``\:``, a colon (in a quoted identifier), as sa.text() reads it
-                return match.group(0)[1:]
-            order.append(params[match.group(1)])
-            return "%s"
-
-        return _NAMED.sub(place, sql.replace("%", "%%")), order
+    def _execute(self, cursor: Any, sql: str, params: dict[str, object]) -> None:
+        statement, args = positional(sql, params)
+        if self.bounds is None:
+            cursor.execute(statement, args)
+            return
+        cursor.execute(self.bounds + statement, args)
+        if any(k.__module__.startswith("psycopg.") for k in type(cursor.cursor).__mro__):
+            while cursor.nextset():  # psycopg 3 stands on the first result (Django's cursors subclass its own)
+                pass
 
     def fetch(self, sql: str, params: dict[str, object]) -> list[tuple[Any, ...]]:
         with self.conn.cursor() as cursor:
-            cursor.execute(*self._positional(sql, params))
+            self._execute(cursor, sql, params)
             return [tuple(r) for r in cursor.fetchall()]
 
     def run(self, sql: str, params: dict[str, object]) -> int:
         try:
             with self.conn.cursor() as cursor:
-                cursor.execute(*self._positional(sql, params))
+                self._execute(cursor, sql, params)
                 return int(cursor.rowcount)
         except IntegrityError:
             return 0
@@ -232,7 +278,7 @@ class DjangoExecutor:
         """Run ``sql`` (MySQL's ``LAST_INSERT_ID(expr)``): the rows it changed and the value it set,
         from the statement's own OK packet, on this connection."""
         with self.conn.cursor() as cursor:
-            cursor.execute(*self._positional(sql, params))
+            cursor.execute(*positional(sql, params))
             changed = int(cursor.rowcount)
             return (changed, int(cursor.lastrowid)) if changed else (0, None)
 

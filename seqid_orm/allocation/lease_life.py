@@ -106,6 +106,11 @@ TRANSITIONS: dict[tuple[State, Event], State] = {
 _WITH_ID = (State.HELD, State.EXPIRED, State.LOST)
 
 
+def renewal_interval(ttl: float) -> float:
+    """How often a held lease is renewed: a third of its ttl, so two renewals may fail before it ends."""
+    return ttl / 3
+
+
 def valid_until(sent: float, ttl: float) -> float:
     """The monotonic time until which a lease renewed (or granted) by a request sent at ``sent`` may be used."""
     return sent + ttl * (1 - MARGIN)

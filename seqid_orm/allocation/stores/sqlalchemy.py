@@ -11,7 +11,7 @@ deadlines, the tries, the error translation), which the Django store runs its ca
 
 May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.vendors` (its rules),
 SQLAlchemy, psycopg (its client-side cursor) and this package's ``base``, ``deadline``, ``lease_sql``,
-``runner``, ``steps``, ``ticket_sql`` and ``urls``.
+``lock_sql``, ``runner``, ``steps``, ``ticket_sql`` and ``urls``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # sqlalchemy.ext.asyncio is imported where a loop runs, not b
 
 from ...errors import InvalidArgumentError
 from ...vendors import call_bounds, is_conflict
-from . import lease_sql
+from . import lease_sql, lock_sql
 from .base import (
     LEASE_TABLE,
     NAME_LENGTH,
@@ -53,11 +53,13 @@ __all__ = [
     "ColumnFloor",
     "SQLAlchemyExecutor",
     "SQLAlchemyLeaseStore",
+    "SQLAlchemyLockStore",
     "SQLAlchemyTicketStore",
     "create_engine_for",
     "driver_deadlines",
     "lease_columns",
     "lease_table",
+    "lock_table",
     "sa_column_of",
     "ticket_columns",
     "ticket_table",
@@ -103,6 +105,24 @@ def lease_columns() -> list[sa.Column[Any]]:
         sa.Column("expires_at", sa.BigInteger, nullable=False),
         sa.Column("last_timestamp", sa.BigInteger, nullable=False),
     ]
+
+
+def lock_table(metadata: sa.MetaData, name: str = lock_sql.LOCK_TABLE) -> sa.Table:
+    """The migration lock's table on ``metadata`` (made by the lock at its first use, not by a migration:
+    it is what the migrations wait on)."""
+    existing = metadata.tables.get(name)
+    if existing is not None:
+        return existing
+    return sa.Table(
+        name,
+        metadata,
+        sa.Column("name", sa.String(NAME_LENGTH), primary_key=True),
+        sa.Column("holder", sa.String(lock_sql.HOLDER_LENGTH), nullable=False),
+        sa.Column("token", sa.String(TOKEN_LENGTH), nullable=False),
+        sa.Column("acquired_at", sa.BigInteger, nullable=False),
+        sa.Column("expires_at", sa.BigInteger, nullable=False),
+        info={"seqid": "migration-lock"},
+    )
 
 
 _DEFAULT_TIMEOUT = 5.0
@@ -500,6 +520,24 @@ class SQLAlchemyLeaseStore(_OwnEngineStore, lease_sql.SQLLeaseStore):
 
     def namespaces(self) -> list[str]:
         return super().namespaces() if self._has_table() else []
+
+
+class SQLAlchemyLockStore(_OwnEngineStore, lock_sql.SQLLockStore):
+    """The migration lock's rows (:mod:`seqid_orm.allocation.stores.lock_sql`) through SQLAlchemy: on
+    connections of the engine's pool (or an engine of its own, from a URL) in autocommit, never the
+    migration's own connection, whose transactions come and go while the lock is held."""
+
+    create_hint = "create_table=True (the lock makes it at its first use)"
+    what = "migration lock store"
+    table_of = staticmethod(lock_table)
+    table_name = lock_sql.LOCK_TABLE
+
+    def _run(self, steps_of: Callable[[lock_sql.LockSQL], Steps[Any]]) -> Any:
+        def run(conn: Connection, bounds: str | None) -> Any:
+            sql = lock_sql.lock_sql(conn.dialect.name, _quoted(conn, self.table))
+            return drive(steps_of(sql), SQLAlchemyExecutor(conn, bounds))
+
+        return self._on_connection(run)
 
 
 def _quoted(conn: Connection | AsyncConnection, table: sa.Table) -> str:

@@ -11,6 +11,7 @@ PostgreSQL they can then be a column's ``db_default``::
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from django.db.migrations.operations.base import Operation
@@ -178,18 +179,18 @@ class _OnlineIO:
         self.connection = connection
 
     def fetch(self, sql: str, params: dict[str, object]) -> list[tuple[Any, ...]]:
-        from ..allocation.stores.django import DjangoExecutor
+        from ..allocation.stores.django import positional
 
         with self.connection.cursor() as cursor:
-            cursor.execute(*DjangoExecutor._positional(sql, params))
+            cursor.execute(*positional(sql, params))
             return [tuple(row) for row in cursor.fetchall()]
 
     def run(self, sql: str, params: dict[str, object]) -> int:
-        from ..allocation.stores.django import DjangoExecutor
+        from ..allocation.stores.django import positional
 
         with self.connection.cursor() as cursor:
             if params:
-                cursor.execute(*DjangoExecutor._positional(sql, params))
+                cursor.execute(*positional(sql, params))
             else:
                 cursor.execute(sql)  # DDL as it is: no %-formatting of a default's SQL
             return int(cursor.rowcount)
@@ -199,55 +200,92 @@ class _OnlineIO:
 
         return transaction.atomic(using=self.connection.alias)
 
+    def socket_ends(self) -> tuple[object, object] | None:
+        from ..allocation.stores.drivers import socket_ends
+
+        self.connection.ensure_connection()
+        return socket_ends(self.connection.connection)
+
+    def unprepared(self) -> Any:
+        """No server-side prepared statements while the operation runs (see
+        :func:`~seqid_orm.allocation.stores.drivers.unprepared`: a transaction pooler)."""
+        from ..allocation.stores.drivers import unprepared
+
+        self.connection.ensure_connection()
+        return unprepared(self.connection.connection)
+
+
+def _key_fields(model: Any) -> list[Any]:
+    """The fields of ``model``'s primary key: several for Django 5.2's ``CompositePrimaryKey``."""
+    return list(getattr(model._meta, "pk_fields", None) or [model._meta.pk])
+
 
 def _online_column(model: Any, field: Any, connection: Any, from_field: str | None) -> Any:
     """The :class:`~seqid_orm.vendors.online.OnlineColumn` of ``field`` on ``model``'s table."""
     from ..vendors.online import OnlineColumn
 
     where = field_target(field, connection)
-    pk = model._meta.pk
+    keys = _key_fields(model)
     stamp = model._meta.get_field(from_field).column if from_field else None
     return OnlineColumn(
         vendor=where.vendor,
         table=model._meta.db_table,
         column=field.column,
-        keys=(pk.column,),
+        keys=tuple(k.column for k in keys),
         column_type=str(field.db_type(connection)),
         default_sql=where.server_default.sql,
         storage=where.storage,
         layout=where.layout,
         stamp=stamp,
-        key_casts=(str(pk.rel_db_type(connection)),),  # an AutoField's type without AUTO_INCREMENT or serial
+        key_casts=tuple(str(k.rel_db_type(connection)) for k in keys),  # an AutoField's type, no serial
         unique=bool(field.unique),
         nullable=bool(field.null),
     )
 
 
+@contextlib.contextmanager
+def _operation_lock(connection: Any, column: Any, what: str) -> Any:
+    """The lock of one table's column (:meth:`~seqid_orm.allocation.migration_lock.MigrationLock.for_column`),
+    on a connection of its own: two pods running the same migration take turns."""
+    from ..allocation.migration_lock import MigrationLock
+    from ..allocation.stores.django import DjangoLockStore
+
+    store = DjangoLockStore(connection.alias)
+    try:
+        with MigrationLock.for_column(store, column.table, column.column, what) as lock:
+            yield lock
+    finally:
+        store.close()
+
+
 def _in_the_migrations_transaction(connection: Any, column: Any, what: str) -> bool:
     """Whether the operation runs inside an atomic migration's transaction, where every batch waits for the
-    migration's end and nothing may run ``CONCURRENTLY``: refused where the table is big, with the fix."""
+    migration's end and nothing may run ``CONCURRENTLY``: refused where the table is big, with the fix.  The
+    rows are counted (up to the line), not estimated: right after a load or a restore the statistics say 0."""
     if not connection.in_atomic_block:
         return False
-    from ..vendors.online import estimate_rows
+    from ..errors import MigrationRefusedError
+    from ..vendors.online import rows_counted
 
-    rows = estimate_rows(_OnlineIO(connection), column) or 0
-    if rows > ATOMIC_UP_TO_ROWS:
-        from ..errors import InvalidArgumentError
-
-        raise InvalidArgumentError(
-            f"{what} on {column.table} (about {rows:,} rows) fills it in batches that each commit, so the table stays "
+    rows = rows_counted(_OnlineIO(connection).fetch, column.vendor, column.table, ATOMIC_UP_TO_ROWS)
+    if rows is None or rows > ATOMIC_UP_TO_ROWS:
+        size = "rows this role cannot count" if rows is None else f"over {ATOMIC_UP_TO_ROWS:,} rows"
+        raise MigrationRefusedError(
+            f"{what} on {column.table} ({size}) fills it in batches that each commit, so the table stays "
             "usable: give the migration atomic = False (class Migration(migrations.Migration): atomic = False)"
         )
     return True
 
 
-def _fill_kwargs(from_field: str | None, batch_size: int) -> dict[str, Any]:
+def _fill_kwargs(from_field: str | None, batch_size: int | None, fire_triggers: bool = True) -> dict[str, Any]:
     """The backfill's arguments a migration file writes: only those not left at their defaults."""
     kwargs: dict[str, Any] = {}
     if from_field is not None:
         kwargs["from_field"] = from_field
-    if batch_size != 1000:
+    if batch_size is not None:
         kwargs["batch_size"] = batch_size
+    if not fire_triggers:
+        kwargs["fire_triggers"] = False
     return kwargs
 
 
@@ -267,7 +305,9 @@ class BackfillSeqUUID(Operation):
     reversible = True
     reduces_to_sql = False
 
-    def __init__(self, model_name: str, field_name: str, from_field: str | None = None, batch_size: int = 1000) -> None:
+    def __init__(
+        self, model_name: str, field_name: str, from_field: str | None = None, batch_size: int | None = None
+    ) -> None:
         self.model_name, self.field_name, self.from_field, self.batch_size = (
             model_name,
             field_name,
@@ -294,14 +334,14 @@ class BackfillSeqUUID(Operation):
         column = _online_column(model, field, connection, self.from_field)
         _in_the_migrations_transaction(connection, column, "BackfillSeqUUID")  # small enough, or refused
         io = _OnlineIO(connection)
-        backfill(io, column, batch_size=self.batch_size)
-        forget(io, column)
+        with io.unprepared():
+            backfill(io, column, batch_size=self.batch_size)
+            forget(io, column)
 
     def _offline(self, model: Any, field: Any, connection: Any) -> None:
         """SQLite: every row of the table in the migration's transaction (one writer at a time there)."""
-        import datetime as dt
-
-        from ..ids.comb import comb_at, comb_batch
+        from ..ids.comb import comb_batch
+        from ..vendors.online import key_of_time
 
         layout = field_target(field, connection).layout
         manager = model._base_manager.db_manager(connection.alias)
@@ -310,13 +350,8 @@ class BackfillSeqUUID(Operation):
         fresh = iter(comb_batch(len(rows), layout))
         for row in rows:
             when = getattr(row, self.from_field) if self.from_field else None
-            if isinstance(when, dt.datetime):
-                setattr(
-                    row, field.attname, comb_at(when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc), layout)
-                )
-            else:
-                setattr(row, field.attname, next(fresh))
-        manager.bulk_update(rows, [field.name], batch_size=self.batch_size)
+            setattr(row, field.attname, key_of_time(when, layout, fresh))
+        manager.bulk_update(rows, [field.name], batch_size=self.batch_size or 1000)
 
     def database_backwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
         pass
@@ -345,16 +380,22 @@ class AddSeqUUIDField(Operation):
     reduces_to_sql = False
 
     def __init__(
-        self, model_name: str, name: str, field: Any, from_field: str | None = None, batch_size: int = 1000
+        self,
+        model_name: str,
+        name: str,
+        field: Any,
+        from_field: str | None = None,
+        batch_size: int | None = None,
+        fire_triggers: bool = True,
     ) -> None:
         self.model_name, self.name, self.field = model_name, name, field
-        self.from_field, self.batch_size = from_field, batch_size
+        self.from_field, self.batch_size, self.fire_triggers = from_field, batch_size, fire_triggers
 
     def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
         return (
             "AddSeqUUIDField",
             [self.model_name, self.name, self.field],
-            _fill_kwargs(self.from_field, self.batch_size),
+            _fill_kwargs(self.from_field, self.batch_size, self.fire_triggers),
         )
 
     def state_forwards(self, app_label: str, state: Any) -> None:
@@ -374,7 +415,9 @@ class AddSeqUUIDField(Operation):
         if _in_the_migrations_transaction(connection, column, "AddSeqUUIDField"):
             self._offline(app_label, schema_editor, from_state, model, field)  # a small table, one transaction
             return
-        add_column(_OnlineIO(connection), column, batch_size=self.batch_size)
+        io = _OnlineIO(connection)
+        with io.unprepared(), _operation_lock(connection, column, "AddSeqUUIDField") as lock:
+            add_column(io, column, batch_size=self.batch_size, fire_triggers=self.fire_triggers, guard=lock.check)
 
     def _offline(self, app_label: str, schema_editor: Any, from_state: Any, model: Any, field: Any) -> None:
         _name, _path, args, kwargs = field.deconstruct()
@@ -395,7 +438,10 @@ class AddSeqUUIDField(Operation):
         field = model._meta.get_field(self.name)
         connection = schema_editor.connection
         if vendor_of(connection) in ONLINE_VENDORS:
-            drop_column(_OnlineIO(connection), _online_column(model, field, connection, None))
+            column = _online_column(model, field, connection, None)
+            io = _OnlineIO(connection)
+            with io.unprepared(), _operation_lock(connection, column, "AddSeqUUIDField, unapplied"):
+                drop_column(io, column)
         else:
             schema_editor.remove_field(model, field)
 

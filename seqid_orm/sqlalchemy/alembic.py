@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import EllipsisType
 from typing import Any
 
@@ -52,7 +52,7 @@ import sqlalchemy as sa
 
 from ..allocation.stores.base import LEASE_TABLE, TICKET_TABLE
 from ..allocation.stores.sqlalchemy import lease_columns, ticket_columns
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, MigrationRefusedError
 from ..ids.adopted import recognise, record_comment, record_of, without_record
 from ..vendors import Storage
 from ..vendors.adoption import Adoption, adopt
@@ -72,6 +72,7 @@ __all__ = [
     "SetSeqIDDefaultOp",
     "compare_server_default",
     "include_object",
+    "migration_lock",
     "offline_server_version",
     "render_item",
     "writer",
@@ -481,7 +482,13 @@ class AddSeqIDColumnOp(MigrateOperation):
     rewrite, the rows filled in batches of ``batch_size`` that each commit, the unique index built
     without blocking writes, ``NOT NULL`` reached without a long lock, every DDL statement waiting for its
     lock half a second at most and tried again; a run killed anywhere and run again goes on where it
-    stopped.  ``online=False`` runs the old single-transaction form, which is what SQLite always gets.
+    stopped; a run that finds the work done (another pod's) changes nothing, and two at once take turns
+    (a :class:`~seqid_orm.allocation.migration_lock.MigrationLock` per table and column).  Every check
+    that can refuse runs before the first change (:class:`~seqid_orm.errors.MigrationRefusedError`).
+    Batches are sized by time unless ``batch_size`` fixes them; ``fire_triggers=False`` keeps the
+    table's row triggers from firing for the backfill's writes (PostgreSQL, a role allowed to set
+    ``session_replication_role``; refused elsewhere).  ``online=False`` runs the old single-transaction
+    form, which is what SQLite always gets.
 
     Autogenerate writes it for a ``SeqUUID`` column that is not nullable, added to a table that is there
     already (Alembic's own ``add_column`` would need every row's value at once); ``unique=False`` for a
@@ -495,13 +502,14 @@ class AddSeqIDColumnOp(MigrateOperation):
         from_timestamp: str | None = None,
         storage: str | None = None,
         server_default: bool = True,
-        batch_size: int = 1000,
+        batch_size: int | None = None,
         online: bool | None = None,
         unique: bool = True,
+        fire_triggers: bool = True,
     ) -> None:
         self.table, self.column, self.from_timestamp = table, column, from_timestamp
         self.storage, self.server_default, self.batch_size, self.online = storage, server_default, batch_size, online
-        self.unique = unique
+        self.unique, self.fire_triggers = unique, fire_triggers
 
     @classmethod
     def add_seqid_column(
@@ -512,11 +520,14 @@ class AddSeqIDColumnOp(MigrateOperation):
         from_timestamp: str | None = None,
         storage: str | None = None,
         server_default: bool = True,
-        batch_size: int = 1000,
+        batch_size: int | None = None,
         online: bool | None = None,
         unique: bool = True,
+        fire_triggers: bool = True,
     ) -> None:
-        operations.invoke(cls(table, column, from_timestamp, storage, server_default, batch_size, online, unique))
+        operations.invoke(
+            cls(table, column, from_timestamp, storage, server_default, batch_size, online, unique, fire_triggers)
+        )
 
     def reverse(self) -> MigrateOperation:
         return DropSeqIDColumnOp(self.table, self.column, self.unique)
@@ -546,20 +557,66 @@ class DropSeqIDColumnOp(MigrateOperation):
         return ("drop_seqid_column", None, self.table, self.column)
 
 
+@contextlib.contextmanager
+def migration_lock(
+    connectable: Any, name: str = "alembic", *, wait: float | None = None, ttl: float = 15.0
+) -> Iterator[Any]:
+    """One ``alembic upgrade`` at a time across pods, whatever pooler is between: ``env.py``::
+
+        from seqid_orm.sqlalchemy.alembic import migration_lock
+
+        with migration_lock(connectable) as lock, connectable.connect() as connection:
+            context.configure(connection=connection, target_metadata=target_metadata,
+                              on_version_apply=lambda **kw: lock.check())
+            with context.begin_transaction():
+                context.run_migrations()
+
+    The lock first: a pod that waits holds no connection meanwhile.  The other pods wait while the holder
+    lives (up to ``wait`` seconds, then :class:`~seqid_orm.errors.MigrationLockTimeoutError` naming it),
+    then find nothing left to do.  A lease
+    on a row of ``seqid_migration_locks`` (:class:`~seqid_orm.allocation.migration_lock.MigrationLock`),
+    on connections of ``connectable``'s engine, not the migration's: a session advisory lock strands on a
+    pooled server connection behind PgBouncer in transaction pooling.  A holder that dies lets go within
+    ``ttl`` seconds; one frozen past it loses the lock, and ``lock.check()`` stops it after the migration
+    it was in.  SQLite: a lock on the database file (:class:`~seqid_orm.allocation.migration_lock.FileLock`);
+    an in-memory database has one process and needs none."""
+    from ..allocation.migration_lock import FileLock, MigrationLock, NoLock, holder_here
+    from ..allocation.stores.sqlalchemy import SQLAlchemyLockStore
+
+    engine = getattr(connectable, "engine", connectable)
+    holder = holder_here("alembic upgrade")
+    if engine.dialect.name == "sqlite":
+        path = engine.url.database
+        if not path or path == ":memory:" or path.startswith("file::memory:"):
+            yield NoLock()
+            return
+        with FileLock(path, wait=wait, holder=holder) as file_lock:
+            yield file_lock
+        return
+    store = SQLAlchemyLockStore(engine)
+    try:
+        with MigrationLock(store, name, wait=wait, ttl=ttl, holder=holder) as lock:
+            yield lock
+    finally:
+        store.close()
+
+
 @Operations.implementation_for(DropSeqIDColumnOp)
 def _drop_seqid_column(operations: Operations, operation: DropSeqIDColumnOp) -> None:
-    from ..vendors.online import ONLINE_VENDORS, drop_column
+    from ..vendors.online import ONLINE_VENDORS, drop_column, unique_name
 
     conn = operations.get_bind()
     if not operations.get_context().as_sql and SeqUUID().target(conn.dialect).vendor in ONLINE_VENDORS:
         with _outside_the_transaction(operations) as free:
             if free is not None:  # each statement's lock waited for briefly and tried again, as adding it
                 added = AddSeqIDColumnOp(operation.table, operation.column, unique=operation.unique)
-                drop_column(_OnlineIO(free), _online_column(free, added, SeqUUID()))
+                column = _online_column(free, added, SeqUUID())
+                with _OnlineIO(free).unprepared(), _operation_lock(free, column, "drop_seqid_column"):
+                    drop_column(_OnlineIO(free), column)
                 return
     with operations.batch_alter_table(operation.table) as batch:
         if operation.unique:
-            batch.drop_constraint(f"uq_{operation.table}_{operation.column}", type_="unique")
+            batch.drop_constraint(unique_name(operation.table, operation.column), type_="unique")
         batch.drop_column(operation.column)
 
 
@@ -570,6 +627,7 @@ def _render_add_seqid_column(autogen_context: Any, op: AddSeqIDColumnOp) -> str:
     args += [] if op.storage is None else [f"storage={op.storage!r}"]
     args += [] if op.server_default else ["server_default=False"]
     args += [] if op.unique else ["unique=False"]
+    args += [] if op.fire_triggers else ["fire_triggers=False"]
     hint = "" if op.from_timestamp else "  # from_timestamp='<a column of each row's time>' keys old rows in that order"
     stamp = [] if op.from_timestamp is None else [f"from_timestamp={op.from_timestamp!r}"]
     return f"op.add_seqid_column({', '.join(args + stamp)}){hint}"
@@ -584,7 +642,7 @@ def _render_drop_seqid_column(autogen_context: Any, op: DropSeqIDColumnOp) -> st
 
 @Operations.implementation_for(AddSeqIDColumnOp)
 def _add_seqid_column(operations: Operations, operation: AddSeqIDColumnOp) -> None:
-    from ..vendors.online import IN_TRANSACTION_UP_TO_ROWS, ONLINE_VENDORS, add_column, estimate_rows
+    from ..vendors.online import IN_TRANSACTION_UP_TO_ROWS, ONLINE_VENDORS, add_column, rows_counted
 
     if operations.get_context().as_sql:
         raise InvalidArgumentError("add_seqid_column fills the existing rows: run it online")
@@ -597,17 +655,43 @@ def _add_seqid_column(operations: Operations, operation: AddSeqIDColumnOp) -> No
     column = _online_column(conn, operation, type_)
     with _outside_the_transaction(operations) as free:
         if free is None:  # inside a transaction Alembic did not begin, so cannot commit
-            rows = estimate_rows(_OnlineIO(conn), column) or 0
-            if rows > IN_TRANSACTION_UP_TO_ROWS:
-                raise InvalidArgumentError(
-                    f"add_seqid_column on {operation.table} (about {rows:,} rows) runs its batches outside the "
-                    "migration's transaction, which Alembic commits first (autocommit_block): run the migration in a "
+            # counted, not estimated: right after a load or a restore the statistics say 0 rows
+            rows = rows_counted(_OnlineIO(conn).fetch, where.vendor, operation.table, IN_TRANSACTION_UP_TO_ROWS)
+            if rows is None or rows > IN_TRANSACTION_UP_TO_ROWS:
+                size = "rows this role cannot count" if rows is None else f"over {IN_TRANSACTION_UP_TO_ROWS:,} rows"
+                raise MigrationRefusedError(
+                    f"add_seqid_column on {operation.table} ({size}) runs its batches outside the migration's "
+                    "transaction, which Alembic commits first (autocommit_block): run the migration in a "
                     "transaction Alembic begins (env.py's context.begin_transaction() on a connection not already in "
                     "a transaction), or pass online=False to hold the table for the whole fill"
                 )
             _add_seqid_column_offline(operations, operation, type_)  # a small table: one short transaction
             return
-        add_column(_OnlineIO(free), column, batch_size=operation.batch_size, keep_default=operation.server_default)
+        io = _OnlineIO(free)
+        with io.unprepared(), _operation_lock(free, column, "add_seqid_column") as lock:
+            add_column(
+                io,
+                column,
+                batch_size=operation.batch_size,
+                keep_default=operation.server_default,
+                fire_triggers=operation.fire_triggers,
+                guard=lock.check,
+            )
+
+
+@contextlib.contextmanager
+def _operation_lock(conn: Any, column: Any, what: str) -> Any:
+    """The lock of one table's column (:meth:`~seqid_orm.allocation.migration_lock.MigrationLock.for_column`),
+    on connections of the engine's own: two pods running the same migration take turns."""
+    from ..allocation.migration_lock import MigrationLock
+    from ..allocation.stores.sqlalchemy import SQLAlchemyLockStore
+
+    store = SQLAlchemyLockStore(conn.engine)
+    try:
+        with MigrationLock.for_column(store, column.table, column.column, what) as lock:
+            yield lock
+    finally:
+        store.close()
 
 
 @contextlib.contextmanager
@@ -643,6 +727,10 @@ def _online_column(conn: Any, operation: AddSeqIDColumnOp, type_: SeqUUID) -> An
     declared = {c["name"]: c["type"] for c in inspector.get_columns(operation.table)}
     if operation.from_timestamp and operation.from_timestamp not in declared:
         raise InvalidArgumentError(f"table {operation.table!r} has no column {operation.from_timestamp!r}")
+    try:
+        casts = tuple(str(declared[k].compile(dialect=dialect)) for k in keys)
+    except sa.exc.CompileError:  # a type SQLAlchemy does not know (reflected as NullType): rows listed instead
+        casts = ()
     return OnlineColumn(
         vendor=where.vendor,
         table=operation.table,
@@ -653,7 +741,7 @@ def _online_column(conn: Any, operation: AddSeqIDColumnOp, type_: SeqUUID) -> An
         storage=where.storage,
         layout=where.layout,
         stamp=operation.from_timestamp,
-        key_casts=tuple(str(declared[k].compile(dialect=dialect)) for k in keys),
+        key_casts=casts,
         unique=operation.unique,
     )
 
@@ -663,6 +751,18 @@ class _OnlineIO:
 
     def __init__(self, conn: Any) -> None:
         self.conn = conn
+
+    def socket_ends(self) -> tuple[object, object] | None:
+        from ..allocation.stores.drivers import socket_ends
+
+        return socket_ends(self.conn.connection.dbapi_connection)
+
+    def unprepared(self) -> Any:
+        """No server-side prepared statements while the operation runs (see
+        :func:`~seqid_orm.allocation.stores.drivers.unprepared`: a transaction pooler)."""
+        from ..allocation.stores.drivers import unprepared
+
+        return unprepared(self.conn.connection.dbapi_connection)
 
     def fetch(self, sql: str, params: dict[str, object]) -> list[tuple[Any, ...]]:
         return [tuple(row) for row in self.conn.execute(sa.text(sql), params).all()]
@@ -686,9 +786,8 @@ class _OnlineIO:
 def _add_seqid_column_offline(operations: Operations, operation: AddSeqIDColumnOp, type_: SeqUUID) -> None:
     """The single-transaction form (SQLite, and ``online=False``): every row read, then written, then the
     constraints, all under the migration's transaction."""
-    import datetime as dt
-
-    from ..ids.comb import comb_at, comb_batch
+    from ..ids.comb import comb_batch
+    from ..vendors.online import key_of_time, unique_name
     from .defaults import layout_for
 
     conn = operations.get_bind()
@@ -715,25 +814,24 @@ def _add_seqid_column_offline(operations: Operations, operation: AddSeqIDColumnO
         .where(*(table.c[k] == sa.bindparam(f"k_{k}") for k in keys))
         .values({operation.column: sa.bindparam("seqid_value", type_=type_)})
     )
-    for start in range(0, len(rows), operation.batch_size):
-        chunk = rows[start : start + operation.batch_size]
+    size = operation.batch_size or 1000
+    for start in range(0, len(rows), size):
+        chunk = rows[start : start + size]
         fresh = iter(comb_batch(len(chunk), layout))
-        params = []
-        for row in chunk:
-            when = row[len(keys)] if stamp is not None else None
-            if isinstance(when, dt.datetime):
-                when = when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)
-                value = comb_at(when, layout)
-            else:  # no timestamp (or NULL): a new id, after the rows that have one
-                value = next(fresh)
-            params.append({**{f"k_{k}": row[i] for i, k in enumerate(keys)}, "seqid_value": value})
+        params = [
+            {
+                **{f"k_{k}": row[i] for i, k in enumerate(keys)},
+                "seqid_value": key_of_time(row[len(keys)] if stamp is not None else None, layout, fresh),
+            }
+            for row in chunk
+        ]
         if params:
             conn.execute(update, params)
     server = DatabaseSeqUUID(operation.storage) if operation.server_default else None
     with operations.batch_alter_table(operation.table) as batch:
         batch.alter_column(operation.column, existing_type=type_, nullable=False, server_default=server)
         if operation.unique:
-            batch.create_unique_constraint(f"uq_{operation.table}_{operation.column}", [operation.column])
+            batch.create_unique_constraint(unique_name(operation.table, operation.column), [operation.column])
 
 
 @writer.rewrites(ops.AlterColumnOp)
@@ -1052,6 +1150,8 @@ def _add_online(
     a value for every row at once, which a table with rows does not have, and holds the table while it
     is given.  A column the operation would not make as the metadata declares it (another layout, another
     server default, a constraint of another name, a schema) keeps Alembic's own operations."""
+    from ..vendors.online import unique_name
+
     if conn_table is None or metadata_table is None or schema is not None:
         return
     for op in list(modify_table_ops.ops):
@@ -1070,7 +1170,7 @@ def _add_online(
             for u in modify_table_ops.ops
             if isinstance(u, ops.CreateUniqueConstraintOp) and list(u.columns) == [column.name]
         ]
-        if any(u.constraint_name not in (None, f"uq_{tname}_{column.name}") for u in uniques):
+        if any(u.constraint_name not in (None, unique_name(tname, column.name)) for u in uniques):
             continue
         storage = None if kind.storage is None else kind.storage.value
         online = AddSeqIDColumnOp(

@@ -28,10 +28,13 @@ class PrivatePgBouncer:
     ``SEQID_TEST_POSTGRES_URL`` names, so a test's direct connection sees the same rows) in ``pool_mode``
     (the guide's by default)."""
 
-    def __init__(self, pool_mode: str | None = None, pool_size: int = 4, binary: str = "pgbouncer") -> None:
+    def __init__(
+        self, pool_mode: str | None = None, pool_size: int = 4, binary: str = "pgbouncer", users: tuple[str, ...] = ()
+    ) -> None:
         self.binary = shutil.which(binary, path="/usr/sbin:/usr/bin:" + os.environ.get("PATH", "")) or binary
         self.pool_mode = pool_mode
         self.pool_size = pool_size
+        self.users = ("postgres", *users)  # trust still needs each user in auth_file
         self.tmp = tempfile.mkdtemp(prefix="seqid-pgbouncer-")
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
@@ -39,7 +42,10 @@ class PrivatePgBouncer:
 
     @property
     def url(self) -> str:
-        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{self.database}"
+        return self.url_for("postgres")
+
+    def url_for(self, user: str) -> str:
+        return f"postgresql+psycopg://{user}@127.0.0.1:{self.port}/{self.database}"
 
     def _config(self) -> str:
         settings = {**pgbouncer_settings(), "pool_mode": self.pool_mode or pgbouncer_settings()["pool_mode"]}
@@ -56,7 +62,7 @@ class PrivatePgBouncer:
 
     def start(self) -> PrivatePgBouncer:
         with open(os.path.join(self.tmp, "userlist.txt"), "w") as f:
-            f.write('"postgres" ""\n')
+            f.write("".join(f'"{user}" ""\n' for user in self.users))
         ini = os.path.join(self.tmp, "pgbouncer.ini")
         with open(ini, "w") as f:
             f.write(self._config())

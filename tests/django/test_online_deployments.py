@@ -1,0 +1,364 @@
+"""``manage.py migrate`` where deployments run it (issue 73): several pods at once (directly, through PgBouncer in
+transaction pooling, on MariaDB and on a SQLite file), Django 5.2's composite primary keys, MariaDB's own ``uuid``
+keys, and the storage conversion the docs prescribe, applied by a plain ``migrate``.  A project of its own per test,
+in a database of its own, ``manage.py migrate`` run as a user runs it, in processes of their own."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+import django
+import pytest
+from django.conf import settings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = [pytest.mark.server_database, pytest.mark.timeout(300)]
+
+SETTINGS = """
+SECRET_KEY = "deploy"
+USE_TZ = True
+INSTALLED_APPS = ["seqid_orm.django", "shop"]
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+DATABASES = {{"default": {database!r}}}
+"""
+
+
+class Project:
+    """A Django project in ``tmp``: app ``shop`` with the migrations given, on a database of its own (the
+    settings module's server), or a SQLite file."""
+
+    def __init__(self, tmp: Path, migrations: dict[str, str], *, sqlite: bool = False) -> None:
+        from django.db import connection
+
+        self.vendor = "sqlite" if sqlite else connection.vendor
+        self.name = f"seqid_deploy_{secrets.token_hex(4)}"
+        self.tmp = tmp
+        if sqlite:
+            database = {"ENGINE": "django.db.backends.sqlite3", "NAME": str(tmp / "app.sqlite3")}
+        else:
+            db = settings.DATABASES["default"]
+            database = {k: db[k] for k in ("ENGINE", "HOST", "PORT", "USER", "PASSWORD")}
+            database["NAME"] = self.name
+            if self.vendor == "mysql":
+                database["OPTIONS"] = {"charset": "utf8mb4"}
+        self.db = settings.DATABASES["default"]
+        folder = tmp / "shop" / "migrations"
+        folder.mkdir(parents=True)
+        (tmp / "shop" / "__init__.py").write_text("")
+        (folder / "__init__.py").write_text("")
+        for name, text in migrations.items():
+            (folder / f"{name}.py").write_text(text)
+        (tmp / "shop" / "models.py").write_text("")  # the migrations' state is what matters here
+        self.database = database
+        (tmp / "deploy_settings.py").write_text(SETTINGS.format(database=database))
+        self.env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(tmp), str(ROOT)]),
+            "DJANGO_SETTINGS_MODULE": "deploy_settings",
+        }
+        if not sqlite:
+            self.admin(f"CREATE DATABASE {self.name}")
+
+    def route_through(self, port: int) -> None:
+        """``manage.py`` reaches the database through a pooler on ``port`` (the tests' own reads do not)."""
+        (self.tmp / "deploy_settings.py").write_text(SETTINGS.format(database={**self.database, "PORT": str(port)}))
+
+    @property
+    def url(self) -> str:
+        if self.vendor == "sqlite":
+            return f"sqlite:///{self.tmp / 'app.sqlite3'}"
+        db = self.db
+        driver = "postgresql+psycopg" if self.vendor == "postgresql" else "mysql+pymysql"
+        password = f":{db['PASSWORD']}" if db["PASSWORD"] else ""
+        return f"{driver}://{db['USER']}{password}@{db['HOST']}:{db['PORT']}/{self.name}"
+
+    def admin(self, statement: str) -> None:
+        import sqlalchemy as sa
+
+        engine = sa.create_engine(self.url.rsplit("/", 1)[0] + ("/postgres" if self.vendor == "postgresql" else "/"))
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.exec_driver_sql(statement)
+        engine.dispose()
+
+    def sql(self, statement: str) -> list[tuple]:
+        import sqlalchemy as sa
+
+        engine = sa.create_engine(self.url, poolclass=sa.NullPool)
+        with engine.begin() as conn:
+            result = conn.exec_driver_sql(statement)
+            rows = [tuple(r) for r in result] if result.returns_rows else []
+        engine.dispose()
+        return rows
+
+    def migrate(self, *args: str) -> subprocess.Popen:
+        return subprocess.Popen(
+            [sys.executable, "-m", "django", "migrate", *args],
+            env=self.env,
+            cwd=self.tmp,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def migrated(self, *args: str) -> str:
+        done = self.migrate(*args)
+        _out, err = done.communicate(timeout=240)
+        assert done.returncode == 0, err[-3000:]
+        return err
+
+    def drop(self) -> None:
+        if self.vendor != "sqlite":
+            self.admin(
+                f"DROP DATABASE IF EXISTS {self.name}" + (" WITH (FORCE)" if self.vendor == "postgresql" else "")
+            )
+
+
+@contextlib.contextmanager
+def _project(tmp_path, migrations, **kwargs):
+    made = Project(tmp_path, migrations, **kwargs)
+    try:
+        yield made
+    finally:
+        made.drop()
+
+
+VISITS = """
+from django.db import migrations, models
+
+class Migration(migrations.Migration):
+    initial = True
+    dependencies = []
+    operations = [migrations.CreateModel("Visit", [
+        ("id", models.BigAutoField(primary_key=True)),
+        ("created_at", models.DateTimeField(null=True)),
+        ("note", models.CharField(max_length=20)),
+    ])]
+"""
+
+ADD_KEY = """
+from django.db import migrations, models
+import seqid_orm.django
+import seqid_orm.django.operations
+
+class Migration(migrations.Migration):
+    atomic = False
+    dependencies = [("shop", "0001_initial")]
+    operations = [
+        migrations.CreateModel("Extra", [("id", models.BigAutoField(primary_key=True))]),
+        seqid_orm.django.operations.AddSeqUUIDField(
+            "visit", "seq_id", seqid_orm.django.SeqUUIDField(unique=True), from_field="created_at", batch_size=300
+        ),
+    ]
+"""
+
+
+def _fill(project: Project, rows: int, table: str = "shop_visit") -> None:
+    if project.vendor == "postgresql":
+        project.sql(
+            f"INSERT INTO {table} (created_at, note) SELECT now() - g * interval '1 second', 'old' "
+            f"FROM generate_series(1, {rows}) g"
+        )
+    elif project.vendor == "mysql":
+        project.sql(
+            f"INSERT INTO {table} (created_at, note) SELECT now(6) - INTERVAL seq SECOND, 'old' FROM seq_1_to_{rows}"
+        )
+    else:
+        project.sql(
+            f"WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < {rows}) "
+            f"INSERT INTO {table} (created_at, note) SELECT datetime('now', '-' || n || ' seconds'), 'old' FROM g"
+        )
+
+
+def _keyed(project: Project, rows: int, table: str = "shop_visit") -> None:
+    [(total, keyed, distinct)] = project.sql(f"SELECT count(*), count(seq_id), count(DISTINCT seq_id) FROM {table}")
+    assert total == keyed == distinct == rows
+    times = [t for (t,) in project.sql(f"SELECT created_at FROM {table} WHERE note = 'old' ORDER BY seq_id")]
+    assert times == sorted(times)
+
+
+# where the pods' database is, per settings module: the server (and, on PostgreSQL, through PgBouncer in
+# transaction pooling), and once, beside PostgreSQL's, a SQLite file
+_PG = settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
+WHERE = ["server", "pgbouncer", "sqlite"] if _PG else ["server"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("where", WHERE)
+@pytest.mark.parametrize("pods", [2, 5])
+def test_pods_running_migrate_at_once_take_turns_and_each_migration_is_applied_once(tmp_path, where, pods):
+    """Several pods run ``manage.py migrate`` together.  Each takes the migration lock first (a lease on a row,
+    which holds through PgBouncer; a lock on the file for SQLite): one applies, the others wait and find
+    nothing left to apply.  Every pod exits 0, every migration is recorded once, every row keyed once."""
+    from tests import system
+
+    migrations = {"0001_initial": VISITS, "0002_seq_id": ADD_KEY}
+    with _project(tmp_path, migrations, sqlite=where == "sqlite") as project, contextlib.ExitStack() as stack:
+        if where == "pgbouncer":
+            from tests.servers.pgbouncer import PrivatePgBouncer
+
+            system.need("pgbouncer")
+            bouncer = PrivatePgBouncer("transaction", pool_size=4)
+            bouncer.database = project.name
+            project.route_through(stack.enter_context(bouncer).port)
+        project.migrated("shop", "0001")
+        _fill(project, 3000)
+        runs = [project.migrate() for _ in range(pods)]
+        said = [run.communicate(timeout=240)[1] for run in runs]
+        failed = [text[-2500:] for text, run in zip(said, runs, strict=True) if run.returncode]
+        assert [r.returncode for r in runs] == [0] * pods, failed
+        recorded = project.sql("SELECT name, count(*) FROM django_migrations WHERE app = 'shop' GROUP BY name")
+        assert sorted(recorded) == [("0001_initial", 1), ("0002_seq_id", 1)]
+        _keyed(project, 3000)
+
+
+@pytest.mark.skipif(django.VERSION < (5, 2), reason="CompositePrimaryKey arrived in Django 5.2")
+def test_a_model_with_a_composite_primary_key_gets_its_column_online(tmp_path):
+    """Django 5.2's ``CompositePrimaryKey``: before, ``AttributeError`` after the column and its default were
+    added, and every re-run the same.  The batches walk the table by both key columns."""
+    first = """
+from django.db import migrations, models
+
+class Migration(migrations.Migration):
+    initial = True
+    dependencies = []
+    operations = [migrations.CreateModel("Line", [
+        ("pk", models.CompositePrimaryKey("order_id", "line_no")),
+        ("order_id", models.BigIntegerField()),
+        ("line_no", models.IntegerField()),
+        ("created_at", models.DateTimeField(null=True)),
+        ("note", models.CharField(max_length=20)),
+    ])]
+"""
+    second = """
+from django.db import migrations
+import seqid_orm.django
+import seqid_orm.django.operations
+
+class Migration(migrations.Migration):
+    atomic = False
+    dependencies = [("shop", "0001_initial")]
+    operations = [seqid_orm.django.operations.AddSeqUUIDField(
+        "line", "seq_id", seqid_orm.django.SeqUUIDField(unique=True), from_field="created_at", batch_size=250
+    )]
+"""
+    with _project(tmp_path, {"0001_initial": first, "0002_seq_id": second}) as project:
+        project.migrated("shop", "0001")
+        series = (
+            "generate_series(1, 2000) g" if project.vendor == "postgresql" else "(SELECT seq AS g FROM seq_1_to_2000) s"
+        )
+        when = "now() - g * interval '1 second'" if project.vendor == "postgresql" else "now(6) - INTERVAL g SECOND"
+        project.sql(
+            f"INSERT INTO shop_line (order_id, line_no, created_at, note) SELECT g / 3, mod(g, 3), {when}, 'old' "
+            f"FROM {series}"
+        )
+        project.migrated()
+        _keyed(project, 2000, "shop_line")
+
+
+def test_a_table_keyed_by_the_uuid_type_djangos_uuidfield_makes_gets_its_column_online(tmp_path):
+    """``UUIDField`` keys (MariaDB's own ``uuid`` type from Django 5.0, PostgreSQL's ``uuid``): before, MariaDB's
+    first batch declared the key ``UUID PATH`` in ``JSON_TABLE`` (error 1064) and every re-run failed alike."""
+    first = VISITS.replace(
+        '("id", models.BigAutoField(primary_key=True))', '("id", models.UUIDField(primary_key=True))'
+    )
+    second = ADD_KEY.replace('migrations.CreateModel("Extra", [("id", models.BigAutoField(primary_key=True))]),', "")
+    with _project(tmp_path, {"0001_initial": first, "0002_seq_id": second}) as project:
+        project.migrated("shop", "0001")
+        make = "gen_random_uuid()" if project.vendor == "postgresql" else "uuid()"
+        if project.vendor == "postgresql":
+            project.sql(
+                f"INSERT INTO shop_visit (id, created_at, note) SELECT {make}, now() - g * interval '1 second', 'old' "
+                "FROM generate_series(1, 3000) g"
+            )
+        else:
+            kind = project.sql(
+                "SELECT DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
+                "AND TABLE_NAME = 'shop_visit' AND COLUMN_NAME = 'id'"
+            )
+            if django.VERSION >= (5, 0):
+                assert kind == [("uuid",)]  # the type the case is about
+            make = make if kind == [("uuid",)] else "replace(uuid(), '-', '')"
+            project.sql(
+                f"INSERT INTO shop_visit (id, created_at, note) SELECT {make}, now(6) - INTERVAL seq SECOND, 'old' "
+                "FROM seq_1_to_3000"
+            )
+        project.migrated()
+        _keyed(project, 3000)
+
+
+HEX_KEYS = """
+from django.db import migrations, models
+import seqid_orm.django
+
+class Migration(migrations.Migration):
+    initial = True
+    dependencies = []
+    operations = [migrations.SeparateDatabaseAndState(
+        # the column an older Django made (char(32) on MariaDB before Django 5.0), the model as it is now
+        database_operations=[migrations.RunSQL("CREATE TABLE shop_item (id char(32) PRIMARY KEY, name varchar(20))")],
+        state_operations=[migrations.CreateModel("Item", [
+            ("id", seqid_orm.django.SeqUUIDField(primary_key=True)),
+            ("name", models.CharField(max_length=20)),
+        ])],
+    )]
+"""
+
+CONVERT = """
+from django.db import migrations
+import seqid_orm.django.operations
+
+class Migration(migrations.Migration):
+    dependencies = [("shop", "0001_initial")]
+    operations = [seqid_orm.django.operations.ConvertUUIDStorage("item", "id", from_storage="hex")]
+"""
+
+ITEM_MODEL = """
+from django.db import models
+from seqid_orm.django import SeqUUIDField
+
+class Item(models.Model):
+    id = SeqUUIDField(primary_key=True)
+    name = models.CharField(max_length=20)
+"""
+
+
+def test_the_storage_conversion_seqid_e005_prescribes_is_applied_by_a_plain_migrate(tmp_path):
+    """A ``char(32)`` key under a ``SeqUUIDField``: ``manage.py check`` reports ``seqid.E005`` and names
+    ``ConvertUUIDStorage``.  Before, the same check stopped the ``migrate`` that applies that conversion (only
+    ``--skip-checks`` got past it); now ``migrate`` applies it, and the check is quiet after."""
+    import uuid
+
+    with _project(tmp_path, {"0001_initial": HEX_KEYS, "0002_convert": CONVERT}) as project:
+        (tmp_path / "shop" / "models.py").write_text(ITEM_MODEL)
+        project.migrated("shop", "0001")
+        keys = [uuid.uuid4().hex for _ in range(20)]
+        project.sql("INSERT INTO shop_item (id, name) VALUES " + ", ".join(f"('{k}', 'old')" for k in keys))
+        check = subprocess.run(
+            [sys.executable, "-m", "django", "check", "--database", "default"],
+            env=project.env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+        )
+        assert check.returncode != 0 and "seqid.E005" in check.stderr, check.stderr[-2000:]
+        project.migrated()  # the check does not stop the migrate that converts the column
+        kind = project.sql(
+            "SELECT data_type FROM information_schema.columns WHERE table_name = 'shop_item' AND column_name = 'id'"
+        )
+        assert kind == [("uuid",)]
+        found = sorted(uuid.UUID(str(k)).hex for (k,) in project.sql("SELECT id FROM shop_item"))
+        assert found == sorted(keys)
+        again = subprocess.run(
+            [sys.executable, "-m", "django", "check", "--database", "default"],
+            env=project.env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+        )
+        assert again.returncode == 0, again.stderr[-2000:]

@@ -316,7 +316,7 @@ class FileLock:
                     fields = line.split()
                     if "FLOCK" in fields and where in fields:
                         pid = fields[fields.index(where) - 1]
-                        return f"held by process {pid} on this host ({_command_of(pid)})"
+                        return f"held by pid {pid} on this host ({_command_of(pid)})"
         except OSError:
             pass
         return "held by another process on this host"

@@ -23,12 +23,13 @@ May import the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.ids` a
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import EllipsisType
 
 from ..errors import InvalidArgumentError
-from ..ids.adopted import OUTLIER_BITS, first_regular, leading_ones, record_comment
+from ..ids.adopted import ABOVE_CHOSEN_MAX, OUTLIER_BITS, first_regular, leading_ones, recognise, record_comment
 from ..ids.layout import sort_key
 from . import Target
 from ._base import Storage
@@ -126,7 +127,7 @@ def adopt(
         # every key read is an outlier (more than SAMPLE sentinels): the largest below them decides
         below = run(fetch, statements["below"].format(bound=_outlier_bound(where, rows)), name)
         top = [*top, *uuids_of([row[0] for row in below])]
-    above = where.above_for(top, rows=rows)
+    above = max(where.above_for(top, rows=rows), _old_keys_need(where, name, fetch, statements, top, rows))
     kept = sum(1 for u in top if above and leading_ones(sort_key(u, order)) >= above)
     words = reading.comment if comment is ... else comment
     execute(statements["record"].format(comment=literal(where.vendor, record_comment(words, above))))
@@ -136,6 +137,39 @@ def adopt(
     done = Adoption(name.label, above, rows, kept, True, str(schema))
     log.info("seqid: %s", done)
     return done
+
+
+#: The most keys the migration reads to find the old keys under the adopted keys of processes that ran the
+#: swapped model before it (beyond, their width plus one bit: old keys of the same width may hide among them).
+OLD_KEYS_UP_TO = 65_536
+
+
+def _old_keys_need(
+    where: Target,
+    name: ColumnName,
+    fetch: Callable[[str], Rows],
+    statements: dict[str, str],
+    top: list[uuid.UUID],
+    rows: int,
+) -> int:
+    """The width the column's *old* keys need, where processes that ran the swapped model before this
+    migration wrote adopted keys of the width they guessed from the rows they could see (16 where the old
+    keys need 26: one old key would stay above every new key, for good).  Their keys are set aside (their
+    format says which they are) and the old keys among the largest decide, read further down, up to
+    :data:`OLD_KEYS_UP_TO` keys, while every key read is an adopted one; past that, their width plus one."""
+    adopted = [u for u in top if recognise(u.int) is not None]
+    if not adopted:
+        return 0  # no key of a process's guess: where.above_for(top) judged the old keys themselves
+    limit = SAMPLE
+    while True:
+        old = [u for u in top if recognise(u.int) is None]
+        if old:
+            return where.above_for(old, rows=rows)
+        if limit >= OLD_KEYS_UP_TO or len(top) < limit:
+            widest = max(found.above for u in adopted if (found := recognise(u.int)) is not None)
+            return 0 if len(top) < limit else min(widest + 1, ABOVE_CHOSEN_MAX)
+        limit *= 16
+        top = uuids_of([row[0] for row in run(fetch, statements["top"].format(limit=limit), name)])
 
 
 def _outlier_bound(where: Target, rows: int) -> str:

@@ -77,3 +77,57 @@ def test_a_table_with_rows_adopts_seqid_in_the_order_its_rows_were_made(engine, 
         with engine.begin() as conn:
             conn.execute(sa.text("DROP TABLE IF EXISTS alembic_version"))
         md.drop_all(engine)
+
+
+def test_the_recorded_width_covers_the_old_keys_whatever_a_process_guessed_before_the_migration(pg_engine, table_name):
+    """A process that ran the swapped model before the migration wrote keys of the width it guessed from the rows
+    it could see (16).  Before, ``adopt_seqid_keys`` took the widest seqid key among the largest and recorded that,
+    though the old keys needed more: an old key stayed above every new key, for good.  Now the old keys decide:
+    a key of the recorded width made now sorts after every key of the column, by PostgreSQL's ORDER BY."""
+    from alembic.migration import MigrationContext
+    from alembic.operations import Operations
+
+    import seqid_orm.sqlalchemy.alembic  # noqa: F401 - registers op.adopt_seqid_keys
+    from seqid_orm import comb_at
+    from seqid_orm.ids.adopted import leading_ones, record_of
+    from seqid_orm.ids.layout import Layout
+
+    now = dt.datetime.now(dt.timezone.utc)
+    tail = [  # old random keys of the far tail (version 4), 22 one bits first, as a big table's largest have
+        ((((1 << 22) - 1) << 106) | (secrets.randbits(100) & ~(1 << 105)) & ~(0xF << 76) | (4 << 76)).to_bytes(
+            16, "big"
+        )
+        for _ in range(3)
+    ]
+    guessed = [comb_at(now, Layout.TIME_FIRST, "next", above=16) for _ in range(200)]
+    with pg_engine.begin() as conn:
+        conn.exec_driver_sql(f"CREATE TABLE {table_name} (id uuid PRIMARY KEY)")
+        conn.exec_driver_sql(f"INSERT INTO {table_name} SELECT gen_random_uuid() FROM generate_series(1, 50000)")
+        conn.execute(
+            sa.text(f"INSERT INTO {table_name} (id) VALUES (CAST(:k AS uuid))"),
+            [{"k": str(dt_uuid)} for dt_uuid in [*map(_uuid_of, tail), *guessed]],
+        )
+        conn.exec_driver_sql(f"ANALYZE {table_name}")
+    try:
+        with pg_engine.begin() as conn:
+            Operations(MigrationContext.configure(conn)).adopt_seqid_keys(table_name, "id")
+        with pg_engine.connect() as conn:
+            comment = conn.exec_driver_sql(f"SELECT col_description('{table_name}'::regclass, 1)").scalar_one()
+            width = record_of(comment)
+            assert width is not None and width > 22 >= 16, comment
+            fresh = comb_at(dt.datetime.now(dt.timezone.utc), Layout.TIME_FIRST, "min", above=width)
+            after = conn.execute(
+                sa.text(f"SELECT count(*) FROM {table_name} WHERE id >= CAST(:k AS uuid)"), {"k": str(fresh)}
+            ).scalar_one()
+            largest = conn.exec_driver_sql(f"SELECT id FROM {table_name} ORDER BY id DESC LIMIT 1").scalar_one()
+        assert after == 0, (width, largest)  # no key, old or guessed, sorts after the new ones
+        assert leading_ones(largest.bytes) == 22
+    finally:
+        with pg_engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP TABLE IF EXISTS {table_name}")
+
+
+def _uuid_of(raw: bytes):
+    import uuid
+
+    return uuid.UUID(bytes=raw)

@@ -41,6 +41,10 @@ def read_only_url(url: str) -> sa.URL:
     return parsed.set(database=f"file:{path}?mode=ro", query={**parsed.query, "uri": "true"})
 
 
+#: Seconds a read waits for the server past the statement's own bound before the driver gives it up.
+DRIVER_GRACE = 2.0
+
+
 def diagnose(
     bind: str | Engine, *, sample: int = 1000, timeout: float = 5.0, schemas: Sequence[str] | None = None
 ) -> list[Finding]:
@@ -57,8 +61,9 @@ def diagnose(
     owned = isinstance(bind, str)
     if isinstance(bind, str):
         url = sa.make_url(read_only_url(bind))
-        # a server that accepts TCP and never answers is given up on within the timeout too
-        deadlines = driver_deadlines(url, timeout, timeout)
+        # a server that accepts TCP and never answers is given up on too, a little after the statements' own
+        # bounds (session_statements), so a read the server ends itself (a lock waited out) keeps the connection
+        deadlines = driver_deadlines(url, timeout, timeout + DRIVER_GRACE)
         engine = sa.create_engine(url, poolclass=sa.NullPool, connect_args=deadlines)
     else:
         engine = bind

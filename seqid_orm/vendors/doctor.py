@@ -224,10 +224,15 @@ def session_statements(vendor: str, timeout_s: float) -> list[str]:
     ms = max(1, math.ceil(check_timeout(timeout_s) * 1000))
     if vendor == "postgresql":
         return ["SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY", f"SET statement_timeout = {ms}"]
+    # a table another session holds (LOCK TABLES ... WRITE: a dump, a migration) makes a read wait for its
+    # metadata lock, which no statement time-out ends: lock_wait_timeout (whole seconds) does, with error 1205,
+    # and the table's line says it could not be read; before, the driver's read time-out cut the connection
+    # and the whole report was lost
+    lock_wait = f"SET SESSION lock_wait_timeout = {max(1, math.ceil(timeout_s))}"
     if vendor == "mariadb":
-        return ["SET SESSION TRANSACTION READ ONLY", f"SET SESSION max_statement_time = {ms / 1000:.3f}"]
+        return ["SET SESSION TRANSACTION READ ONLY", f"SET SESSION max_statement_time = {ms / 1000:.3f}", lock_wait]
     if vendor == "mysql":
-        return ["SET SESSION TRANSACTION READ ONLY", f"SET SESSION max_execution_time = {ms}"]
+        return ["SET SESSION TRANSACTION READ ONLY", f"SET SESSION max_execution_time = {ms}", lock_wait]
     if vendor == "sqlite":
         return ["PRAGMA query_only = ON"]  # the adapter also opens the file read-only and sets a deadline
     raise _unsupported(vendor)

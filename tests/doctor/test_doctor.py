@@ -1065,3 +1065,40 @@ def test_the_doctor_hands_no_read_only_session_back_to_the_callers_engine(vendor
         with engine.begin() as conn:
             conn.exec_driver_sql(f"DROP TABLE IF EXISTS {table}")
         engine.dispose()
+
+
+@pytest.mark.parametrize("timeout", [2, 5])
+def test_a_mariadb_table_another_session_holds_costs_only_its_own_line(mysql_engine, mariadb_database, timeout):
+    """``LOCK TABLES ... WRITE`` in another session (a dump, a migration): a read of that table waits for its
+    metadata lock.  Before, ``seqid doctor --timeout 2`` (and ``5``) ended in DatabaseUnavailableError, ``Lost
+    connection ... (timed out)``, exit 2, with no finding at all: the driver's read time-out was the statement's
+    own bound, and cut the connection before the server ended the wait.  Now the server ends it first (its
+    statement and lock-wait bounds; the driver waits a little longer): the held table's line says it was not
+    read, and the others are reported."""
+    admin = sa.create_engine(mariadb_database, poolclass=sa.NullPool)
+    rows = ", ".join(f"(x'{uuid.uuid4().hex}')" for _ in range(50))
+    with admin.begin() as conn:
+        for table in ("a_free", "b_held", "c_free"):
+            conn.exec_driver_sql(f"CREATE TABLE {table} (id BINARY(16) PRIMARY KEY)")
+            conn.exec_driver_sql(f"INSERT INTO {table} (id) VALUES {rows}")
+    holder = admin.connect()
+    try:
+        holder.exec_driver_sql("LOCK TABLES b_held WRITE")
+        run = subprocess.run(
+            [sys.executable, "-m", "seqid_orm", "doctor", mariadb_database, "--timeout", str(timeout), "--json"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        holder.exec_driver_sql("UNLOCK TABLES")
+        holder.close()
+        admin.dispose()
+    assert run.returncode == 0, run.stderr[-2000:]
+    document = json.loads(run.stdout)
+    assert document["errors"] == []
+    found = {f["table"].rsplit(".", 1)[-1]: f for f in document["findings"]}
+    assert set(found) >= {"a_free", "b_held", "c_free"}
+    held = found["b_held"]
+    assert held["kind"] == "unreadable" and "Lost connection" not in held["advice"], held
+    assert found["a_free"]["kind"] == found["c_free"]["kind"] == "random-uuid"

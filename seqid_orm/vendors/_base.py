@@ -217,10 +217,16 @@ class OnlineRules(Protocol):
         """One statement writing ``values[r]`` into the row whose key is ``rows[r]``, each only where
         ``column`` is still ``NULL`` (``key_casts`` empty: the keys' types are not known)."""
 
-    def after_key(
-        self, keys: Sequence[str], key_casts: Sequence[str], after: Sequence[object], /
+    def key_compare(
+        self, keys: Sequence[str], key_casts: Sequence[str], key: Sequence[object], op: str, name: str, /
     ) -> tuple[str, dict[str, object]]:
-        """The condition of a keyset walk past the key ``after``, and its parameters."""
+        """The condition ``(keys) op (key)`` of a keyset walk (``op``: ``>`` past a key, ``<=`` up to one),
+        and its parameters, named ``name`` and the key column's position."""
+
+    def key_at(self, storage: Storage, layout: Layout, stamp: str, /) -> str | None:
+        """SQL of the key of the instant ``stamp`` (a timestamp column, a naive one read as UTC), in
+        ``storage`` and ``layout``, made by the server from the row it writes, or ``None`` where the
+        server cannot make it there (then Python makes the keys and each batch sends them)."""
 
 
 class VendorRules(Protocol):

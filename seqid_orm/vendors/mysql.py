@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Sequence
 
 from ..errors import ServerDefaultUnavailableError
+from ..ids.layout import Layout
 from ._base import (
     Bounded,
     ServerDefault,
@@ -269,12 +270,31 @@ class Online:
         value = "UNHEX(s.v)" if "v" in hexed else "s.v"
         return f"UPDATE {table} t JOIN {source} ON {match} SET t.{column} = {value} WHERE t.{column} IS NULL", params
 
-    def after_key(
-        self, keys: Sequence[str], key_casts: Sequence[str], after: Sequence[object], /
+    def key_compare(
+        self, keys: Sequence[str], key_casts: Sequence[str], key: Sequence[object], op: str, name: str, /
     ) -> tuple[str, dict[str, object]]:
-        marks = [f"UNHEX(:k{i})" if isinstance(v, bytes) else f":k{i}" for i, v in enumerate(after)]
-        params = {f"k{i}": (v.hex() if isinstance(v, bytes) else v) for i, v in enumerate(after)}
-        return f"({', '.join(keys)}) > ({', '.join(marks)})", params
+        marks = [f"UNHEX(:{name}{i})" if isinstance(v, bytes) else f":{name}{i}" for i, v in enumerate(key)]
+        params = {f"{name}{i}": (v.hex() if isinstance(v, bytes) else v) for i, v in enumerate(key)}
+        return f"({', '.join(keys)}) {op} ({', '.join(marks)})", params
+
+    def key_at(self, storage: Storage, layout: Layout, stamp: str, /) -> str | None:
+        """The UUIDv7 expression of the server default with the stamp for the clock, its epoch counted as
+        ``TIMESTAMPDIFF`` from 1970-01-01 (the value as the session reads it, as UTC: as Python reads the
+        naive datetime the driver hands over); text and binary storage, and MariaDB's ``UUID`` type where it
+        keeps a UUIDv7 in order (``TIME_FIRST``, 10.11.5 and later)."""
+        if layout is not Layout.TIME_FIRST:
+            return None
+        # the millisecond << 12 | its fraction in 1/4096, in whole numbers: a division by 10**6 keeps only
+        # div_precision_increment (4) decimals
+        ticks = f"floor(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', {stamp}) * 4096 / 1000)"
+        v7 = V7_HEX.replace(f"floor({_EPOCH} * 4096000)", ticks)
+        assert v7 != V7_HEX
+        return {
+            Storage.BINARY: f"unhex({v7})",
+            Storage.NATIVE: hyphenate(v7),
+            Storage.TEXT: hyphenate(v7),
+            Storage.HEX: f"lower({v7})",
+        }[storage]
 
 
 ONLINE = Online()

@@ -182,6 +182,10 @@ class OnlineColumn:
     """Whether the column ends unique (a key: the index that makes a key's look-up an index read)."""
     nullable: bool = False
     """Whether the column may stay ``NULL`` (a Django field with ``null=True``); else it ends ``NOT NULL``."""
+    server_keys: bool = True
+    """Whether the server makes the old rows' keys where it can (:meth:`~seqid_orm.vendors.OnlineRules.key_at`:
+    a batch is then one ``UPDATE`` of a key range, and costs about what the same ``UPDATE`` does in one
+    transaction); ``False``: Python makes them and each batch sends them, as where the server cannot."""
 
     def __post_init__(self) -> None:
         if self.vendor not in ONLINE_VENDORS:
@@ -484,14 +488,59 @@ def _decode_key(text: str) -> list[object]:
     return [bytes.fromhex(v["hex"]) if isinstance(v, dict) else v for v in json.loads(text)]
 
 
+def _past(col: OnlineColumn, after: list[object] | None) -> tuple[str, dict[str, object]]:
+    """``WHERE`` (with its parameters) of the rows after the key ``after`` (every row where ``None``)."""
+    if after is None:
+        return "", {}
+    condition, params = col.rules.key_compare([col.q(k) for k in col.keys], col.key_casts, after, ">", "k")
+    return f"WHERE {condition}", params
+
+
 def _rows(io: OnlineIO, col: OnlineColumn, after: list[object] | None, limit: int) -> list[tuple[Any, ...]]:
     keys = ", ".join(col.q(k) for k in col.keys)
     stamp = f", {col.q(col.stamp)}" if col.stamp else ""
-    where, params = "", dict[str, object]()
-    if after is not None:
-        condition, params = col.rules.after_key([col.q(k) for k in col.keys], col.key_casts, after)
-        where = f"WHERE {condition}"
+    where, params = _past(col, after)
     return io.fetch(f"SELECT {keys}{stamp} FROM {col.q(col.table)} {where} ORDER BY {keys} LIMIT {limit}", params)
+
+
+def _last_of_batch(io: OnlineIO, col: OnlineColumn, after: list[object] | None, size: int) -> list[object] | None:
+    """The key of the ``size``-th row after ``after`` (an index read, no row sent), or of the last row
+    where fewer are left; ``None`` where none is."""
+    keys = ", ".join(col.q(k) for k in col.keys)
+    where, params = _past(col, after)
+    table = col.q(col.table)
+    found = io.fetch(f"SELECT {keys} FROM {table} {where} ORDER BY {keys} LIMIT 1 OFFSET {size - 1}", params)
+    if not found:
+        descending = ", ".join(f"{col.q(k)} DESC" for k in col.keys)
+        found = io.fetch(f"SELECT {keys} FROM {table} {where} ORDER BY {descending} LIMIT 1", params)
+    return [bytes(v) if isinstance(v, (bytearray, memoryview)) else v for v in found[0]] if found else None
+
+
+def _server_update(
+    col: OnlineColumn, made: str, after: list[object] | None, last: list[object]
+) -> tuple[str, dict[str, object]]:
+    """One statement giving every row of the key range ``(after, last]`` whose key is still ``NULL`` the key
+    the server makes (``made``): no row leaves the server and none comes back."""
+    where, params = _past(col, after)
+    upto, more = col.rules.key_compare([col.q(k) for k in col.keys], col.key_casts, last, "<=", "u")
+    column = col.q(col.column)
+    joined = f"{where} AND {upto}" if where else f"WHERE {upto}"
+    return f"UPDATE {col.q(col.table)} SET {column} = {made} {joined} AND {column} IS NULL", {**params, **more}
+
+
+def _made_by_server(col: OnlineColumn) -> str | None:
+    """The SQL of an old row's key made by the server from the row itself (its time's key, or where it has
+    none, the column's own default: a key of now, after them), or ``None`` where the server cannot
+    make the key of a time in this column's layout (then Python makes the keys)."""
+    if not col.server_keys:
+        return None
+    if col.stamp is None:
+        return col.default_sql
+    stamp = col.q(col.stamp)
+    at = col.rules.key_at(col.storage, col.layout, stamp)
+    if at is None:
+        return None
+    return f"CASE WHEN {stamp} IS NULL THEN {col.default_sql} ELSE {at} END"
 
 
 def _update(col: OnlineColumn, keys: list[tuple[Any, ...]], values: list[object]) -> tuple[str, dict[str, object]]:
@@ -556,19 +605,27 @@ def backfill(
         say(f"seqid: {col.table}.{col.column}: resuming after {progress.done:,} rows")
     n_keys = len(col.keys)
     hold = () if fire_triggers else (col.rules.hold_triggers(),)
+    made = _made_by_server(col)
     while True:
         guard()
         started = time.monotonic()
-        chunk = _rows(io, col, after, sizes.size)
-        if not chunk:
-            break
-        fresh = iter(comb_batch(len(chunk), col.layout))
-        values = [col.value(key_of_time(row[n_keys] if col.stamp else None, col.layout, fresh)) for row in chunk]
-        last = [bytes(v) if isinstance(v, (bytearray, memoryview)) else v for v in chunk[-1][:n_keys]]
+        if made is not None:  # the server makes each row's key from the row: the batch is a key range
+            last = _last_of_batch(io, col, after, sizes.size)
+            if last is None:
+                break
+            update = _server_update(col, made, after, last)
+        else:  # Python makes the keys, and the batch sends them
+            chunk = _rows(io, col, after, sizes.size)
+            if not chunk:
+                break
+            fresh = iter(comb_batch(len(chunk), col.layout))
+            values = [col.value(key_of_time(row[n_keys] if col.stamp else None, col.layout, fresh)) for row in chunk]
+            last = [bytes(v) if isinstance(v, (bytearray, memoryview)) else v for v in chunk[-1][:n_keys]]
+            update = _update(col, [row[:n_keys] for row in chunk], values)
         with io.transaction():
             for statement in hold:
                 io.run(statement, {})
-            changed = io.run(*_update(col, [row[:n_keys] for row in chunk], values))
+            changed = io.run(*update)
             io.run(
                 f"UPDATE {name} SET last_key = :last, done = done + :n WHERE table_name = :t AND column_name = :c",
                 {"last": _encode_key(last), "n": changed, "t": col.table, "c": col.column},

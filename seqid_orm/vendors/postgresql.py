@@ -525,19 +525,33 @@ class Online:
         where = " AND ".join(f"{table}.{key} = s.k{i}" for i, key in enumerate(keys))
         return f"UPDATE {table} SET {column} = s.v FROM {source} WHERE {where} AND {table}.{column} IS NULL", params
 
-    def after_key(
-        self, keys: Sequence[str], key_casts: Sequence[str], after: Sequence[object], /
+    def key_compare(
+        self, keys: Sequence[str], key_casts: Sequence[str], key: Sequence[object], op: str, name: str, /
     ) -> tuple[str, dict[str, object]]:
         marks = []
-        for i, value in enumerate(after):
+        for i, value in enumerate(key):
             if isinstance(value, bytes):
-                marks.append(f"decode(:k{i}, 'hex')")
+                marks.append(f"decode(:{name}{i}, 'hex')")
             elif i < len(key_casts):  # PostgreSQL compares text with no other type: the key's own
-                marks.append(f"CAST(:k{i} AS {self.key_cast(key_casts[i])})")
+                marks.append(f"CAST(:{name}{i} AS {self.key_cast(key_casts[i])})")
             else:
-                marks.append(f":k{i}")
-        params = {f"k{i}": (v.hex() if isinstance(v, bytes) else v) for i, v in enumerate(after)}
-        return f"({', '.join(keys)}) > ({', '.join(marks)})", params
+                marks.append(f":{name}{i}")
+        params = {f"{name}{i}": (v.hex() if isinstance(v, bytes) else v) for i, v in enumerate(key)}
+        return f"({', '.join(keys)}) {op} ({', '.join(marks)})", params
+
+    def key_at(self, storage: Storage, layout: Layout, stamp: str, /) -> str | None:
+        """The UUIDv7 expression of the server default (13 and later) with the stamp for the clock: its
+        millisecond and its fraction of one, then the random bits.  ``date_part('epoch', ...)`` of a
+        ``timestamp`` (no time zone) counts from 1970-01-01 as if it were UTC, as Python reads a naive one."""
+        if layout is not Layout.TIME_FIRST:
+            return None
+        hex32 = V7_HEX.replace(_CLOCK, f"({stamp})")
+        return {
+            Storage.NATIVE: f"({hex32})::uuid",
+            Storage.BINARY: f"decode({hex32}, 'hex')",
+            Storage.TEXT: f"({hex32})::uuid::text",
+            Storage.HEX: hex32,
+        }[storage]
 
 
 ONLINE = Online()

@@ -15,6 +15,7 @@ import os
 import secrets
 import threading
 import time
+import uuid
 
 import pytest
 
@@ -519,6 +520,11 @@ KEY_SHAPES = {  # the primary key each table has: its DDL per server, its column
         lambda r: (r // 3, ("eu", "us", "ap")[r % 3]),
     ),
     "bytes": ({"postgresql": "id bytea", "mysql": "id binary(16)"}, ("id",), lambda r: (r.to_bytes(16, "big"),)),
+    "uuid": (  # the database's own UUID type (MariaDB's: what Django 5's UUIDField makes there)
+        {"postgresql": "id uuid", "mysql": "id uuid"},
+        ("id",),
+        lambda r: (str(uuid.UUID(int=(r << 80) | (4 << 76) | (2 << 62) | r)),),
+    ),
     "timestamp": (
         {"postgresql": "id timestamp", "mysql": "id datetime(6)"},
         ("id",),
@@ -531,10 +537,12 @@ KEY_SHAPES = {  # the primary key each table has: its DDL per server, its column
 @pytest.mark.parametrize("shape", sorted(KEY_SHAPES))
 @pytest.mark.parametrize("storage", [None, "binary"])
 @pytest.mark.parametrize("typed", [True, False], ids=["key-types-known", "key-types-unknown"])
-def test_a_backfill_walks_every_kind_of_primary_key_and_resumes_after_a_kill(engine, shape, storage, typed):
-    """Keys of one column and of two, of bytes, of a type JSON cannot carry, with their types known (one
-    parameter a batch: arrays, a JSON document) or not (a list of rows): killed after two batches and run
-    again, every row gets one key, of its own time, and the run says it resumed."""
+@pytest.mark.parametrize("made", ["server", "python"])
+def test_a_backfill_walks_every_kind_of_primary_key_and_resumes_after_a_kill(engine, shape, storage, typed, made):
+    """Keys of one column and of two, of bytes, of a type JSON cannot carry, with their types known or not;
+    the old rows' keys made by the server (a batch is a key range) or by Python (one parameter a batch:
+    arrays, a JSON document; or a list of rows where the key types are not known): killed after two batches
+    and run again, every row gets one key, of its own time, and the run says it resumed."""
     from seqid_orm.sqlalchemy import SeqUUID
     from seqid_orm.vendors.online import OnlineColumn, backfill
 
@@ -573,6 +581,7 @@ def test_a_backfill_walks_every_kind_of_primary_key_and_resumes_after_a_kill(eng
         layout=where.layout,
         stamp="created_at",
         key_casts=casts if typed else (),
+        server_keys=made == "server",
     )
     said: list[str] = []
     try:

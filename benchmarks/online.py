@@ -1,5 +1,6 @@
-"""Adding seqid's key column to a big table while the application reads and writes it: the single-transaction
-form (``online=False``, what ``op.add_seqid_column`` was) beside the online one, on PostgreSQL and MariaDB.
+"""Adding seqid's key column to a big table while the application reads and writes it: the plain SQL a DBA
+would type for the same work in one transaction, beside seqid's online form (and, on request, its
+single-transaction form, ``online=False``), on PostgreSQL and MariaDB, in rotated rounds.
 
 For each server and form: a table of ``--rows`` rows (made server side), the application's traffic beside it
 (``tests/traffic.py``: the old code inserting without the new column, a reader by key, and the new code
@@ -9,10 +10,10 @@ memory (its own ``ru_maxrss``), the longest wait of each kind of statement, the 
 latency over time as a chart.  Then the online form once more, killed at a random point of its batches and
 run again, an audit trigger counting each row's key writes: every row written exactly once.
 
-    python -m benchmarks.online [--rows 5000000] [--pg URL] [--mariadb URL] [--out bench-out/online]
+    python -m benchmarks.online [--rows 1000000] [--rounds 2] [--forms plain,online,offline] [--pg URL]
+        [--mariadb URL] [--out bench-out/online]
 
-About 35 minutes at 5,000,000 rows on the project's two-core machine (the single-transaction form reads
-every key and timestamp into memory first).
+About 6 minutes at 1,000,000 rows and two rounds on the project's two-core machine.
 """
 
 from __future__ import annotations
@@ -51,12 +52,42 @@ import seqid_orm.sqlalchemy.alembic
 
 
 def upgrade():
-    op.add_seqid_column("{table}", "seq_id", from_timestamp="created_at", batch_size=2000, online={online})
+{body}
 
 
 def downgrade():
     op.drop_seqid_column("{table}", "seq_id")
 """
+
+#: What each form's migration does.  ``plain``: what a DBA would type for the same work, in the migration's one
+#: transaction (PostgreSQL's) or one statement after another (MariaDB commits each DDL): the column, every
+#: row's key made by the server from its time (the UUIDv7 expression seqid's server default uses, the
+#: row's time for the clock), the unique constraint, NOT NULL, and the default for old code's inserts.
+#: ``offline``: seqid's single-transaction form (``online=False``).  ``online``: seqid's default.
+FORMS = ("plain", "online", "offline")
+_SEQID = '    op.add_seqid_column("{table}", "seq_id", from_timestamp="created_at", online={online})'
+_PLAIN_PG = """    key = seqid_orm.vendors.postgresql.ONLINE.key_at(Storage.NATIVE, Layout.TIME_FIRST, "created_at")
+    default = seqid_orm.vendors.server_default("postgresql", (15,), "native").sql
+    op.execute("ALTER TABLE {table} ADD COLUMN seq_id uuid")
+    op.execute(f"UPDATE {table} SET seq_id = {{key}}")
+    op.execute("ALTER TABLE {table} ADD CONSTRAINT uq_{table}_seq_id UNIQUE (seq_id)")
+    op.execute(f"ALTER TABLE {table} ALTER COLUMN seq_id SET NOT NULL, ALTER COLUMN seq_id SET DEFAULT {{default}}")"""
+# MariaDB commits each DDL statement: the default goes on before the rows are filled, or the old code's inserts
+# meanwhile leave keys NULL and the NOT NULL fails at the end (as seqid's offline form did: see the docs)
+_PLAIN_MARIADB = """    key = seqid_orm.vendors.mariadb.ONLINE.key_at(Storage.NATIVE, Layout.TIME_FIRST, "created_at")
+    default = seqid_orm.vendors.server_default("mariadb", (10, 11, 19), "native").sql
+    op.execute("ALTER TABLE {table} ADD COLUMN seq_id uuid NULL")
+    op.execute(f"ALTER TABLE {table} ALTER COLUMN seq_id SET DEFAULT ({{default}})")
+    op.execute(f"UPDATE {table} SET seq_id = {{key}} WHERE seq_id IS NULL")
+    op.execute(
+        f"ALTER TABLE {table} ADD UNIQUE INDEX uq_{table}_seq_id (seq_id), "
+        f"MODIFY seq_id uuid NOT NULL DEFAULT ({{default}})"
+    )"""
+_IMPORTS = (
+    "    import seqid_orm.vendors, seqid_orm.vendors.postgresql, seqid_orm.vendors.mariadb\n"
+    "    from seqid_orm.vendors import Storage\n"
+    "    from seqid_orm.ids.layout import Layout\n"
+)
 
 RUN = """
 import resource, sys
@@ -98,12 +129,19 @@ def make_table(engine: sa.Engine, table: str, rows: int) -> None:
             conn.exec_driver_sql(f"ANALYZE TABLE {table}")
 
 
-def project(tmp: Path, table: str, online: bool) -> Path:
-    where = tmp / f"{table}_{'online' if online else 'offline'}"
+def project(tmp: Path, table: str, online: bool = True, form: str | None = None, vendor: str = "postgresql") -> Path:
+    """An Alembic project whose one migration adds the key column in ``form`` (:data:`FORMS`; by default
+    seqid's online or offline form, as ``online`` says)."""
+    form = form or ("online" if online else "offline")
+    if form == "plain":
+        body = _IMPORTS + (_PLAIN_PG if vendor == "postgresql" else _PLAIN_MARIADB).format(table=table)
+    else:
+        body = _SEQID.format(table=table, online=form == "online")
+    where = tmp / f"{table}_{form}"
     (where / "versions").mkdir(parents=True, exist_ok=True)
     (where / "env.py").write_text(ENV_PY.format(table=table))
     (where / "script.py.mako").write_text("")
-    (where / "versions" / "0001.py").write_text(MIGRATION.format(table=table, online=online))
+    (where / "versions" / "0001.py").write_text(MIGRATION.format(table=table, body=body))
     return where
 
 
@@ -232,7 +270,7 @@ def chart(results: dict, path: Path) -> None:
     fig, axes = plt.subplots(len(results), 1, figsize=(9, 3.2 * len(results)), squeeze=False)
     for ax, (server, forms) in zip(axes[:, 0], results.items(), strict=True):
         for form, seen in forms.items():
-            if form not in ("offline", "online"):
+            if form not in FORMS:
                 continue
             points = [(t, took) for t, kind, took in seen["timeline"] if kind == "insert"]
             ax.plot(
@@ -253,12 +291,18 @@ def chart(results: dict, path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=5_000_000)
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of every form, their order rotated")
+    parser.add_argument("--forms", default="plain,online", help=f"which of {', '.join(FORMS)}")
     parser.add_argument("--pg", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
     parser.add_argument("--mariadb", default="mysql+pymysql://root@127.0.0.1:3306/test")
     parser.add_argument("--out", default="bench-out/online")
     parser.add_argument("--only", choices=["postgresql", "mariadb"], default=None)
+    parser.add_argument("--no-kill", action="store_true", help="skip the killed-and-resumed run")
     args = parser.parse_args(argv)
+    forms = [f for f in args.forms.split(",") if f]
+    if not forms or any(f not in FORMS for f in forms):
+        parser.error(f"--forms takes {', '.join(FORMS)}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     results: dict[str, dict] = {}
@@ -267,33 +311,46 @@ def main(argv: list[str] | None = None) -> int:
             continue
         engine = sa.create_engine(url, poolclass=sa.NullPool)
         table = f"seqid_online_{os.getpid()}"
-        results[server] = {}
+        results[server] = {form: [] for form in forms}
         try:
-            for online in (False, True):
-                form = "online" if online else "offline"
-                make_table(engine, table, args.rows)
-                seen = measure(url, table, out, project(out, table, online))
-                seen["failed"] = _last_error(seen["said"]) if seen["returncode"] != 0 else None
-                if seen["failed"] and online:
-                    raise SystemExit(f"the online migration failed on {server}: {seen['said']}")
-                results[server][form] = seen  # the offline form failing is a result (MariaDB: rows came in)
-                failed = f" FAILED: {seen['failed']}" if seen["failed"] else ""
-                print(
-                    f"{server} {form}{failed}: {seen['seconds']} s, peak {seen['peak_rss_mb']} MB, longest waits: "
-                    "insert "
-                    f"{seen['slowest_insert']:.3f} s, read {seen['slowest_read']:.3f} s, new-code insert "
-                    f"{seen['slowest_new_insert']:.3f} s; {len(seen['errors'])} errors",
-                    flush=True,
-                )
-            results[server]["kill"] = kill_and_resume(engine, url, table, out, args.rows)
-            print(f"{server} killed and run again: {results[server]['kill']}", flush=True)
+            for round_ in range(args.rounds):
+                for form in forms if round_ % 2 == 0 else list(reversed(forms)):  # rotated: neither always first
+                    make_table(engine, table, args.rows)
+                    seen = measure(url, table, out, project(out, table, form=form, vendor=server))
+                    seen["failed"] = _last_error(seen["said"]) if seen["returncode"] != 0 else None
+                    if seen["failed"] and form == "online":
+                        raise SystemExit(f"the online migration failed on {server}: {seen['said']}")
+                    results[server][form].append(seen)
+                    failed = f" FAILED: {seen['failed']}" if seen["failed"] else ""
+                    print(
+                        f"{server} round {round_ + 1} {form}{failed}: {seen['seconds']} s, peak {seen['peak_rss_mb']} "
+                        f"MB, longest waits: insert {seen['slowest_insert']:.3f} s, read {seen['slowest_read']:.3f} s, "
+                        f"new-code insert {seen['slowest_new_insert']:.3f} s; {len(seen['errors'])} errors",
+                        flush=True,
+                    )
+            if "plain" in forms and "online" in forms:
+                ratios = [
+                    round(o["seconds"] / p["seconds"], 2)
+                    for o, p in zip(results[server]["online"], results[server]["plain"], strict=True)
+                ]
+                results[server]["online_over_plain"] = ratios
+                print(f"{server}: online / plain, round by round: {ratios}", flush=True)
+            if not args.no_kill:
+                results[server]["kill"] = kill_and_resume(engine, url, table, out, args.rows)
+                print(f"{server} killed and run again: {results[server]['kill']}", flush=True)
         finally:
             with engine.begin() as conn:
                 for name in (table, f"{table}_version", f"{table}_audit", f"seqid_fill_{table}_seq_id"):
                     conn.exec_driver_sql(f"DROP TABLE IF EXISTS {name}")
             engine.dispose()
     (out / "online.json").write_text(json.dumps(results))
-    chart(results, out / "online.png")
+    chart(
+        {
+            server: {form: runs[-1] for form, runs in found.items() if form in FORMS}
+            for server, found in results.items()
+        },
+        out / "online.png",
+    )
     print(f"wrote {out / 'online.json'} and {out / 'online.png'}")
     return 0
 

@@ -7,9 +7,10 @@ rows ``ORDER BY id`` puts out of insertion order::
 
     python -m benchmarks.pg_expression [--url postgresql://postgres@127.0.0.1:5432/test] [--rounds 5]
 
-The candidates: seqid's current expression (``seqid_orm.vendors.postgresql.V7_HEX``, one clock reading),
-the bytes one of two clock readings it replaced, milliseconds with a random fraction,
-``gen_random_uuid()``, and ``uuidv7()`` where the server has it (PostgreSQL 18).  Uses ``psql``.
+The candidates: seqid's current expression (``seqid_orm.vendors.postgresql.V7_HEX``, one clock reading
+written as bits), the same reading written as hex text (what it replaced), the bytes of two clock readings
+(what that replaced), milliseconds with a random fraction, ``gen_random_uuid()``, and ``uuidv7()`` where
+the server has it (PostgreSQL 18).  Uses ``psql``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ from seqid_orm.vendors.postgresql import V7_HEX
 
 CANDIDATES = {
     "seqid one reading (now)": f"({V7_HEX})::uuid",
+    "seqid one reading as hex text (before)": (
+        "(overlay(lpad(to_hex(floor(date_part('epoch', clock_timestamp()) * 4096000)::bigint), 15, '0') "
+        "placing '7' from 13 for 0) || right(encode(uuid_send(gen_random_uuid()), 'hex'), 16))::uuid"
+    ),
     "seqid two readings (before)": (
         "encode(int8send((floor(date_part('epoch', clock_timestamp()) * 1000)::bigint << 16) | 28672 "
         "| (floor(date_part('epoch', clock_timestamp()) * 4096000)::bigint & 4095)) "

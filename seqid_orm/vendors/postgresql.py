@@ -48,22 +48,26 @@ compare_order = bytewise_in_every_storage
 
 
 # PostgreSQL 13-17's UUIDv7 from one clock reading: floor(epoch * 4096000) is the millisecond
-# times 4096 plus the millisecond's fraction in 1/4096 (RFC 9562 §6.2, method 3), 60 bits written as
-# 15 hex digits with the version '7' put between the millisecond's 12 and the fraction's 3, then the
-# last 16 hex digits of a random UUIDv4 (the variant and 62 bits from the server's strong random
-# source).  A column default cannot name a value twice, and the clock is read anew at every call
-# (clock_timestamp() is volatile), so an expression that took the millisecond and the fraction from
-# two readings mixed two milliseconds when one ended between them (47 of 300,000 rows of a bulk load
-# sorted early inside their millisecond; 26 of 1,000,000 adopted keys carried a time 15 ms early).
-# Measured on 300,000 rows of INSERT ... SELECT (server side, PostgreSQL 15): 660 ms against 550 ms
-# for the two readings' bytes, 340 ms for gen_random_uuid() alone.  date_part (float8) rather than
-# extract (numeric, exact): cheaper per row, and a float8 holds the value exactly until 2039, then
-# rounds the fraction to 2/4096 ms.
+# times 4096 plus the millisecond's fraction in 1/4096 (RFC 9562 §6.2, method 3), 60 bits.  Shifted left 4
+# as a 64-bit string, the version '0111' is put between the millisecond's 48 bits and the fraction's 12
+# (overlay ... for 0 inserts; the cast back to bit(64) drops the 4 zero bits pushed past the end), read as
+# a bigint and sent as 8 bytes; then the last 8 bytes of a random UUIDv4 (the variant and 62 bits from the
+# server's strong random source).  A column default cannot name a value twice, and the clock is read anew
+# at every call (clock_timestamp() is volatile), so an expression that took the millisecond and the
+# fraction from two readings mixed two milliseconds when one ended between them (47 of 300,000 rows of a
+# bulk load sorted early inside their millisecond; 26 of 1,000,000 adopted keys carried a time 15 ms
+# early).  The one reading was first written as hex text (to_hex, lpad, overlay of the version digit), which
+# cost an insert 1.04-1.14x gen_random_uuid() (issue 73); as bits, the expression alone costs what the two
+# readings' bytes did (1.75 us a row against 2.2 us as text, 1.1 us for gen_random_uuid(): PostgreSQL 15,
+# SELECT count(expr) FROM generate_series(1, 1e6)), and a bytea column takes its bytes with no hex at all.
+# date_part (float8) rather than extract (numeric, exact): cheaper per row, and a float8 holds the value
+# exactly until 2039, then rounds the fraction to 2/4096 ms.
 V7_CLOCK = "floor(date_part('epoch', clock_timestamp()) * 4096000)::bigint"
-V7_HEX = (
-    f"overlay(lpad(to_hex({V7_CLOCK}), 15, '0') placing '7' from 13 for 0) "
-    "|| right(encode(uuid_send(gen_random_uuid()), 'hex'), 16)"
+V7_BYTES = (
+    f"int8send(overlay(({V7_CLOCK} << 4)::bit(64) placing B'0111' from 49 for 0)::bit(64)::bigint) "
+    "|| substring(uuid_send(gen_random_uuid()) from 9)"
 )
+V7_HEX = f"encode({V7_BYTES}, 'hex')"
 
 
 _CLOCK = "clock_timestamp()"
@@ -100,10 +104,10 @@ def _v7_expression(version: Version, hex32: str, shift_us: int) -> tuple[str, st
 def server_default(version: Version, storage: Storage, shift_us: int, /) -> ServerDefault:
     hex32 = _shifted(V7_HEX, shift_us)
     value, generator = _v7_expression(version, hex32, shift_us)
-    built = generator != "uuidv7()"  # the hex digits themselves, where a storage takes them without the uuid
+    built = generator != "uuidv7()"  # the bytes themselves, where a storage takes them without the uuid
     sql = {
         Storage.NATIVE: value,
-        Storage.BINARY: f"decode({hex32}, 'hex')" if built else f"uuid_send({value})",
+        Storage.BINARY: _shifted(V7_BYTES, shift_us) if built else f"uuid_send({value})",
         Storage.TEXT: f"{value}::text",
         Storage.HEX: hex32 if built else f"replace({value}::text, '-', '')",
     }[storage]
@@ -548,7 +552,7 @@ class Online:
         hex32 = V7_HEX.replace(_CLOCK, f"({stamp})")
         return {
             Storage.NATIVE: f"({hex32})::uuid",
-            Storage.BINARY: f"decode({hex32}, 'hex')",
+            Storage.BINARY: V7_BYTES.replace(_CLOCK, f"({stamp})"),
             Storage.TEXT: f"({hex32})::uuid::text",
             Storage.HEX: hex32,
         }[storage]

@@ -165,6 +165,10 @@ class OnlineRules(Protocol):
         sees in ``row`` (:meth:`client_view`): no pooler or proxy between, so the session is this
         connection's own."""
 
+    def may_alter(self, table: str, /) -> tuple[str, dict[str, object]] | None:
+        """A statement whose one value says whether this role may alter ``table``, or ``None`` where the
+        engine has no way to ask first (the first ``ALTER`` then says so, and nothing is left behind)."""
+
     def setting(self, name: str, /) -> str:
         """The statement reading the session setting ``name`` (one row, one text value)."""
 

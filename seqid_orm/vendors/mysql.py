@@ -169,6 +169,9 @@ class Online:
         # https://mariadb.com/kb/en/grant/); a refused statement leaves the transaction as it was
         return None
 
+    def may_alter(self, table: str, /) -> tuple[str, dict[str, object]] | None:
+        return None  # grants at global, database, table level and through roles: the ALTER itself says
+
     def client_view(self) -> str:
         return "SELECT CONNECTION_ID()"
 

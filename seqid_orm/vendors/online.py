@@ -287,6 +287,14 @@ def check(io: OnlineIO, col: OnlineColumn, facts: TableFacts, *, fire_triggers: 
     (:class:`~seqid_orm.errors.MigrationRefusedError` names what to change); returns the session
     settings its concurrent steps must run without (lifted on the operation's own session)."""
     label = f"{col.table}.{col.column}"
+    ask = col.rules.may_alter(col.table)
+    if ask is not None and not facts.column_present:
+        [(allowed,)] = io.fetch(*ask) or [(None,)]
+        if not allowed:
+            raise MigrationRefusedError(
+                f"{label}: this role may not alter {col.table} (PostgreSQL lets only the table's owner, a member "
+                "of the owning role or a superuser do so): run the migration as the table's owner"
+            )
     if col.unique and facts.partition_key is not None and facts.index is None:
         raise MigrationRefusedError(
             f"{label}: {col.table} is partitioned (by {', '.join(facts.partition_key)}), and a unique index on a "
@@ -307,8 +315,19 @@ def check(io: OnlineIO, col: OnlineColumn, facts: TableFacts, *, fire_triggers: 
                 f"{label}: fire_triggers=False sets session_replication_role for each batch, which this role may "
                 "not (a superuser may, or GRANT SET ON PARAMETER session_replication_role TO it, PostgreSQL 15+)"
             )
+    settings = _long_settings(io, col)
+    for name, value in settings.items():
+        log.warning(
+            "seqid: %s: this session's %s (%s) does not bound seqid's own statements: each sets its own "
+            "(a lock wait of %d ms, no statement time-out) for its transaction",
+            label,
+            name,
+            value,
+            LOCK_TIMEOUT_MS,
+        )
     concurrent = col.unique and facts.index != "valid" and any(s.concurrent for s in _unique_steps(col, facts))
-    settings = _long_settings(io, col) if concurrent else {}
+    if not concurrent:
+        return {}
     if settings and not owns_session(io, col):
         shown = ", ".join(f"{k}={v}" for k, v in settings.items())
         raise MigrationRefusedError(
@@ -431,7 +450,11 @@ def add_column(
 
     _progress_table(io, col)  # before the first change: a role that may not create it changes nothing
     if not facts.column_present:
-        step(Step(rules.add_column(table, column, col.column_type)))
+        try:
+            step(Step(rules.add_column(table, column, col.column_type)))
+        except Exception:  # the first change refused: nothing of this run is left behind
+            forget(io, col)
+            raise
     step(Step(rules.set_default(table, column, col.default_sql)))
     progress = Progress(done=0)
     if not facts.not_null:  # a column already NOT NULL holds no row to fill

@@ -400,6 +400,13 @@ class Online:
     def reads_every_row(self, table: str, /) -> tuple[str, dict[str, object]] | None:
         return reads_every_row("to_regclass(:t)"), {"t": self.quote(table)}
 
+    def may_alter(self, table: str, /) -> tuple[str, dict[str, object]] | None:
+        # ALTER TABLE needs ownership: the owner, a member of the owning role, or a superuser (who has every role)
+        return (
+            "SELECT pg_has_role(relowner, 'USAGE') FROM pg_class WHERE oid = to_regclass(:t)",
+            {"t": self.quote(table)},
+        )
+
     def client_view(self) -> str:
         # pg_settings shows unix_socket_directories to pg_read_all_settings only (current_setting() raises)
         return (

@@ -430,6 +430,7 @@ def test_holding_triggers_back_is_refused_before_any_change_to_a_role_that_may_n
 PODS = [
     pytest.param("postgresql", 2, id="postgresql-2"),
     pytest.param("postgresql", 5, id="postgresql-5"),
+    pytest.param("pgbouncer", 2, id="pgbouncer-2"),
     pytest.param("pgbouncer", 5, id="pgbouncer-5"),
     pytest.param("mysql", 5, id="mariadb-5"),
     pytest.param("sqlite", 5, id="sqlite-5"),
@@ -536,3 +537,45 @@ def test_a_connection_seqid_reads_the_server_on_is_handed_over_outside_any_trans
             assert hasattr(fresh.dialect, "seqid_flavor" if engine.dialect.name == "postgresql" else "seqid_uuid_bind")
     finally:
         fresh.dispose()
+
+
+@pytest.mark.parametrize("engine", ["postgresql", "mysql"], indirect=True)
+def test_a_role_that_may_not_alter_the_table_changes_nothing(engine, table_name):
+    """A role that may read and write the table and create tables, but not alter this one (PostgreSQL: not
+    its owner; MariaDB: no ALTER grant).  PostgreSQL is asked before any change and refuses by name; MariaDB's
+    first ALTER says so, and the progress table this run made is gone with it: nothing is left behind."""
+    from seqid_orm.allocation.stores.lock_sql import lock_sql
+
+    _table(engine, table_name, 100)
+    pg = engine.dialect.name == "postgresql"
+    role = f"{table_name}_r"
+    with engine.begin() as conn:
+        conn.exec_driver_sql(lock_sql(engine.dialect.name, "seqid_migration_locks").create)
+        if pg:
+            conn.exec_driver_sql(f"CREATE ROLE {role} LOGIN")
+            conn.exec_driver_sql(f"GRANT CREATE, USAGE ON SCHEMA public TO {role}")
+            conn.exec_driver_sql(f"GRANT SELECT, INSERT, UPDATE ON {table_name} TO {role}")
+            conn.exec_driver_sql(f"GRANT SELECT, INSERT, UPDATE, DELETE ON seqid_migration_locks TO {role}")
+        else:
+            database = engine.url.database
+            conn.exec_driver_sql(f"CREATE USER '{role}'@'%%'")
+            # everything but ALTER, database-wide (a table it creates gets no grant of its own)
+            grants = "SELECT, INSERT, UPDATE, DELETE, CREATE, DROP"
+            conn.exec_driver_sql(f"GRANT {grants} ON {database}.* TO '{role}'@'%%'")
+    other = sa.create_engine(engine.url.set(username=role, password=None), poolclass=sa.NullPool)
+    try:
+        expected = MigrationRefusedError if pg else sa.exc.DBAPIError
+        with pytest.raises(expected, match="may not alter" if pg else "ALTER command denied"):
+            _op(other, lambda op: op.add_seqid_column(table_name, "seq_id"))
+        assert "seq_id" not in _columns(engine, table_name)
+        with engine.connect() as conn:
+            assert not sa.inspect(conn).has_table(f"seqid_fill_{table_name}_seq_id")
+    finally:
+        other.dispose()
+        with engine.begin() as conn:
+            if pg:
+                conn.exec_driver_sql(f"DROP OWNED BY {role} CASCADE")
+                conn.exec_driver_sql(f"DROP ROLE {role}")
+            else:
+                conn.exec_driver_sql(f"DROP USER '{role}'@'%%'")
+        _drop(engine, table_name, f"seqid_fill_{table_name}_seq_id")

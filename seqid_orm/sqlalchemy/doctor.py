@@ -42,7 +42,7 @@ def read_only_url(url: str) -> sa.URL:
 
 
 #: Seconds a read waits for the server past the statement's own bound before the driver gives it up.
-DRIVER_GRACE = 2.0
+DRIVER_GRACE = 2
 
 
 def diagnose(
@@ -63,7 +63,9 @@ def diagnose(
         url = sa.make_url(read_only_url(bind))
         # a server that accepts TCP and never answers is given up on too, a little after the statements' own
         # bounds (session_statements), so a read the server ends itself (a lock waited out) keeps the connection
-        deadlines = driver_deadlines(url, timeout, timeout + DRIVER_GRACE)
+        deadlines = driver_deadlines(url, timeout, timeout)
+        if "read_timeout" in deadlines:  # a socket's read time-out (the MySQL drivers'), not a lock wait
+            deadlines["read_timeout"] += DRIVER_GRACE
         engine = sa.create_engine(url, poolclass=sa.NullPool, connect_args=deadlines)
     else:
         engine = bind

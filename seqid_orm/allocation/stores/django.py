@@ -217,7 +217,9 @@ class DjangoLockStore(_DjangoStore, lock_sql.SQLLockStore):
         return self._runner.run(run)
 
 
-_NAMED = re.compile(r"\\?:(\w+)")
+# A bind name as ``sa.text()`` reads one: not a ``::`` cast (PostgreSQL's), not the middle of a word or a
+# time literal (``'00:00:00'``); ``\:`` is a colon
+_NAMED = re.compile(r"\\:|(?<![:\w\\]):(\w+)(?!:)")
 
 
 def positional(sql: str, params: dict[str, object]) -> tuple[str, list[object]]:
@@ -226,8 +228,8 @@ def positional(sql: str, params: dict[str, object]) -> tuple[str, list[object]]:
     order: list[object] = []
 
     def place(match: re.Match[str]) -> str:
-        if match.group(0).startswith("\\"):  # ``\:``, a colon (in a quoted identifier), as sa.text() reads it
-            return match.group(0)[1:]
+        if match.group(1) is None:  # ``\:``, a colon (in a quoted identifier), as sa.text() reads it
+            return ":"
         order.append(params[match.group(1)])
         return "%s"
 

@@ -39,7 +39,7 @@ from typing import Protocol
 
 from ..errors import AllocationError, MigrationLockLostError, MigrationLockTimeoutError
 from ..ids.validate import check_seconds
-from ..vendors.online import bounded_name
+from ..vendors import bounded_name
 from .lease_life import Event, renewal_interval, valid_until
 from .renewal import decide
 from .stores.base import check_name

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..vendors.doctor import FAIL_ON, failing, render, render_json
+from ..schema.doctor import FAIL_ON, failing, render, render_json
 from .common import positive
 
 __all__ = ["add_parser"]

@@ -6,7 +6,7 @@ and ``uniqueidentifier`` (mssql-django) are native UUID columns; ``char(32)`` (M
 older Django on MariaDB) and Oracle's ``VARCHAR2(32)`` hold 32 hex digits.  Everything else is
 the target's decision, made once per database and column kind and kept by the field.
 
-:func:`column_target` reads the live column as well (:mod:`seqid_orm.vendors.live`, the layer both
+:func:`column_target` reads the live column as well (:mod:`seqid_orm.schema.live`, the layer both
 ORMs share): the form its UUIDs are really kept in, which must be the field's, and the adoption's
 record (or, without one, its largest keys), which says whether new keys must sort after old ones (a
 column that held random keys, :mod:`seqid_orm.ids.adopted`).  The judgement is kept per real table and
@@ -21,8 +21,8 @@ from typing import Any
 from django.db import models
 from django.db.backends.signals import connection_created
 
+from ..schema.live import ColumnName, LiveColumns
 from ..vendors import Storage, Target, distributed_flavor, normalize_vendor, target
-from ..vendors.live import ColumnName, LiveColumns
 
 _NATIVE_TYPES = {"uuid", "uniqueidentifier"}
 
@@ -110,7 +110,7 @@ _PATH_LOCAL = "_seqid_path_local"  # on a Django connection: a transaction-local
 
 
 def live_columns(alias: str) -> LiveColumns:
-    """The judgements of database ``alias`` (see :class:`~seqid_orm.vendors.live.LiveColumns`)."""
+    """The judgements of database ``alias`` (see :class:`~seqid_orm.schema.live.LiveColumns`)."""
     known = _LIVE.get(alias)
     if known is None:
         known = _LIVE[alias] = LiveColumns()

@@ -1,4 +1,4 @@
-"""``manage.py seqid_doctor``: :mod:`seqid_orm.vendors.doctor` on a Django database alias.
+"""``manage.py seqid_doctor``: :mod:`seqid_orm.schema.doctor` on a Django database alias.
 
 The doctor runs on a connection of its own (a new ``DatabaseWrapper`` for the alias, closed at
 the end), so the read-only session settings and the statement timeout never reach the project's
@@ -13,7 +13,7 @@ from typing import Any
 
 from ..allocation.stores.django import DjangoExecutor
 from ..errors import DatabaseUnavailableError, InvalidArgumentError, SeqIDError
-from ..vendors.doctor import Finding, StatementDeadline, check_schemas, check_timeout, examine, session_statements
+from ..schema.doctor import Finding, StatementDeadline, check_schemas, check_timeout, examine, session_statements
 from .connection import server_version, vendor_of
 
 __all__ = ["diagnose_alias"]

@@ -16,8 +16,8 @@ from typing import Any
 
 from django.db.migrations.operations.base import Operation
 
+from ..schema.online import IN_TRANSACTION_UP_TO_ROWS
 from ..vendors import as_storage
-from ..vendors.online import IN_TRANSACTION_UP_TO_ROWS
 from .connection import connection_target, field_target, uuid_field_storage
 
 __all__ = [
@@ -75,10 +75,10 @@ class ConvertUUIDStorage(Operation):
 
     The case it is for: Django 5.0 gives ``UUIDField`` MariaDB 10.7+'s native ``UUID`` type, but columns
     created before stay ``char(32)``; ``ConvertUUIDStorage("author", "id", from_storage="hex")``
-    converts them, values and relationships kept (:mod:`seqid_orm.vendors.conversions`).  ``to_storage``
+    converts them, values and relationships kept (:mod:`seqid_orm.schema.conversions`).  ``to_storage``
     defaults to the native type; unapplying converts back.  PostgreSQL and MariaDB (SQLite has no UUID
     type, and Django keeps ``char(32)`` there).  It rewrites each table while holding it: above
-    :data:`~seqid_orm.vendors.conversions.REWRITE_UP_TO_ROWS` rows it is refused, naming the online ways,
+    :data:`~seqid_orm.schema.conversions.REWRITE_UP_TO_ROWS` rows it is refused, naming the online ways,
     unless ``allow_rewrite=True``.
     """
 
@@ -111,8 +111,8 @@ class ConvertUUIDStorage(Operation):
         pass  # the field stays a UUIDField: only its column's storage changes
 
     def _run(self, app_label: str, schema_editor: Any, state: Any, source: str, target: str) -> None:
-        from ..vendors.conversions import REWRITE_UP_TO_ROWS, ColumnRef, ForeignKeyRef, check_rewrite, conversion_plan
-        from ..vendors.online import rows_past
+        from ..schema.conversions import REWRITE_UP_TO_ROWS, ColumnRef, ForeignKeyRef, check_rewrite, conversion_plan
+        from ..schema.online import rows_past
 
         model = state.apps.get_model(app_label, self.model_name)
         table, column = model._meta.db_table, model._meta.get_field(self.field_name).column
@@ -172,7 +172,7 @@ ATOMIC_UP_TO_ROWS = IN_TRANSACTION_UP_TO_ROWS
 
 
 class _OnlineIO:
-    """:class:`~seqid_orm.vendors.online.OnlineIO` on a Django connection (``:name`` parameters become
+    """:class:`~seqid_orm.schema.online.OnlineIO` on a Django connection (``:name`` parameters become
     ``%s`` ones, as the other Django executors do)."""
 
     def __init__(self, connection: Any) -> None:
@@ -221,8 +221,8 @@ def _key_fields(model: Any) -> list[Any]:
 
 
 def _online_column(model: Any, field: Any, connection: Any, from_field: str | None) -> Any:
-    """The :class:`~seqid_orm.vendors.online.OnlineColumn` of ``field`` on ``model``'s table."""
-    from ..vendors.online import OnlineColumn
+    """The :class:`~seqid_orm.schema.online.OnlineColumn` of ``field`` on ``model``'s table."""
+    from ..schema.online import OnlineColumn
 
     where = field_target(field, connection)
     keys = _key_fields(model)
@@ -265,7 +265,7 @@ def _in_the_migrations_transaction(connection: Any, column: Any, what: str) -> b
     if not connection.in_atomic_block:
         return False
     from ..errors import MigrationRefusedError
-    from ..vendors.online import rows_counted
+    from ..schema.online import rows_counted
 
     rows = rows_counted(_OnlineIO(connection).fetch, column.vendor, column.table, ATOMIC_UP_TO_ROWS)
     if rows is None or rows > ATOMIC_UP_TO_ROWS:
@@ -294,7 +294,7 @@ class BackfillSeqUUID(Operation):
 
     Rows with a timestamp get :func:`~seqid_orm.comb_at` of it, so they keep the order they were made in;
     rows without one get new ids after them.  Only rows whose key is still ``NULL`` are written.  On
-    PostgreSQL and MariaDB it runs online (:func:`seqid_orm.vendors.online.backfill`): batches of
+    PostgreSQL and MariaDB it runs online (:func:`seqid_orm.schema.online.backfill`): batches of
     ``batch_size`` walked by the primary key, each its own short transaction that records how far it got
     (run again after a kill, it goes on there), with bounded memory and its progress on the console; a
     table of more than :data:`ATOMIC_UP_TO_ROWS` rows needs the migration's ``atomic = False``.  For the
@@ -322,7 +322,7 @@ class BackfillSeqUUID(Operation):
         pass
 
     def database_forwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
-        from ..vendors.online import ONLINE_VENDORS, backfill, forget
+        from ..schema.online import ONLINE_VENDORS, backfill, forget
         from .connection import vendor_of
 
         model = to_state.apps.get_model(app_label, self.model_name)
@@ -341,7 +341,7 @@ class BackfillSeqUUID(Operation):
     def _offline(self, model: Any, field: Any, connection: Any) -> None:
         """SQLite: every row of the table in the migration's transaction (one writer at a time there)."""
         from ..ids.comb import comb_batch
-        from ..vendors.online import key_of_time
+        from ..schema.online import key_of_time
 
         layout = field_target(field, connection).layout
         manager = model._base_manager.db_manager(connection.alias)
@@ -366,7 +366,7 @@ class AddSeqUUIDField(Operation):
     seqid on a table with rows, online, as Alembic's ``op.add_seqid_column`` does.
 
     The model gets ``field`` (unique, not null: what the migration's state says); the database gets the
-    column in the five steps of :mod:`seqid_orm.vendors.online` on PostgreSQL and MariaDB: added without a
+    column in the five steps of :mod:`seqid_orm.schema.online` on PostgreSQL and MariaDB: added without a
     rewrite, a database default for the rows code that does not know the column inserts (it stays), the
     existing rows filled in committed batches (from ``from_field`` with :func:`~seqid_orm.comb_at`, so they
     keep the order they were made in), the unique index built without blocking writes, ``NOT NULL`` without a
@@ -402,7 +402,7 @@ class AddSeqUUIDField(Operation):
         state.add_field(app_label, self.model_name.lower(), self.name, self.field, True)
 
     def database_forwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
-        from ..vendors.online import ONLINE_VENDORS, add_column
+        from ..schema.online import ONLINE_VENDORS, add_column
         from .connection import vendor_of
 
         model = to_state.apps.get_model(app_label, self.model_name)
@@ -431,7 +431,7 @@ class AddSeqUUIDField(Operation):
         schema_editor.alter_field(model, nullable, field)
 
     def database_backwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
-        from ..vendors.online import ONLINE_VENDORS, drop_column
+        from ..schema.online import ONLINE_VENDORS, drop_column
         from .connection import vendor_of
 
         model = from_state.apps.get_model(app_label, self.model_name)
@@ -452,7 +452,7 @@ class AddSeqUUIDField(Operation):
 
 class AdoptSeqUUID(Operation):
     """Decide once how a ``SeqUUIDField``'s keys sort after the keys its column already holds, and record
-    it in the schema (:mod:`seqid_orm.vendors.adoption`): every process, role and tenant then reads the
+    it in the schema (:mod:`seqid_orm.schema.adoption`): every process, role and tenant then reads the
     record instead of judging the rows it can see.
 
     ``makemigrations`` (with ``seqid_orm.django`` in ``INSTALLED_APPS``) writes it before the
@@ -478,14 +478,14 @@ class AdoptSeqUUID(Operation):
         pass  # a record in the database, no part of the model's state
 
     def _column(self, app_label: str, state: Any) -> tuple[Any, Any]:
-        from ..vendors.live import ColumnName
+        from ..schema.live import ColumnName
 
         model = state.apps.get_model(app_label, self.model_name)
         field = model._meta.get_field(self.field_name)
         return field, ColumnName(model._meta.db_table, field.column)
 
     def database_forwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
-        from ..vendors.adoption import adopt
+        from ..schema.adoption import adopt
         from .connection import forget_columns, storage_fix
 
         # the column as the swapped field writes it (the state after the AlterField, where there is one)
@@ -515,7 +515,7 @@ class AdoptSeqUUID(Operation):
 
     def database_backwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
         from ..ids.adopted import record_of, without_record
-        from ..vendors.live import literal, qualified, quote_identifier, reading_statements
+        from ..schema.live import literal, qualified, quote_identifier, reading_statements
 
         _field, name = self._column(app_label, from_state)
         connection = schema_editor.connection

@@ -54,9 +54,9 @@ from ..allocation.stores.base import LEASE_TABLE, TICKET_TABLE
 from ..allocation.stores.sqlalchemy import lease_columns, ticket_columns
 from ..errors import InvalidArgumentError, MigrationRefusedError
 from ..ids.adopted import recognise, record_comment, record_of, without_record
+from ..schema.adoption import Adoption, adopt
+from ..schema.live import ColumnName, declared_storage, read_column, uuids_of
 from ..vendors import Storage
-from ..vendors.adoption import Adoption, adopt
-from ..vendors.live import ColumnName, declared_storage, read_column, uuids_of
 from .columns import storage_fix
 from .server import DatabaseSeqUUID
 from .types import SeqUUID, SnowflakeID, SortableText, TicketID
@@ -335,12 +335,12 @@ class ConvertUUIDStorageOp(MigrateOperation):
     """``op.convert_uuid_storage("author", "id", from_storage="text", to_storage="native")``.
 
     Moves a UUID column, and every column whose foreign key references it, from one storage to
-    another, keeping every value and relationship (:mod:`seqid_orm.vendors.conversions`).  ``to_storage``
+    another, keeping every value and relationship (:mod:`seqid_orm.schema.conversions`).  ``to_storage``
     defaults to what ``SeqUUID()`` uses on the server (native where there is a UUID type; BLOB on
     SQLite).  Needs a live connection (it reads the foreign keys).  Its reverse converts back.
 
     The conversion rewrites each table, holding it (PostgreSQL's ``ALTER COLUMN ... TYPE``: no read, no write;
-    MariaDB's table copy: no write): above :data:`~seqid_orm.vendors.conversions.REWRITE_UP_TO_ROWS` rows it
+    MariaDB's table copy: no write): above :data:`~seqid_orm.schema.conversions.REWRITE_UP_TO_ROWS` rows it
     is refused, naming the online ways, unless ``allow_rewrite=True``.
     """
 
@@ -373,9 +373,9 @@ class ConvertUUIDStorageOp(MigrateOperation):
 
 @Operations.implementation_for(ConvertUUIDStorageOp)
 def _convert_uuid_storage(operations: Operations, operation: ConvertUUIDStorageOp) -> None:
+    from ..schema.conversions import REWRITE_UP_TO_ROWS, ColumnRef, ForeignKeyRef, check_rewrite, conversion_plan
+    from ..schema.online import rows_past
     from ..vendors import as_storage
-    from ..vendors.conversions import REWRITE_UP_TO_ROWS, ColumnRef, ForeignKeyRef, check_rewrite, conversion_plan
-    from ..vendors.online import rows_past
     from .types import dialect_target
 
     if operations.get_context().as_sql:
@@ -476,7 +476,7 @@ class AddSeqIDColumnOp(MigrateOperation):
     drops that default at the end.  Naive timestamps are read as UTC.  Reversed by dropping the column.
     Needs a live connection (it reads and writes the rows).
 
-    On PostgreSQL and MariaDB it runs **online** (:mod:`seqid_orm.vendors.online`): outside the
+    On PostgreSQL and MariaDB it runs **online** (:mod:`seqid_orm.schema.online`): outside the
     migration's transaction (Alembic's ``autocommit_block``, so the migration must run in a transaction
     Alembic begins, as ``env.py``'s ``context.begin_transaction()`` does), the column added without a
     rewrite, the rows filled in batches of ``batch_size`` that each commit, the unique index built
@@ -603,7 +603,7 @@ def migration_lock(
 
 @Operations.implementation_for(DropSeqIDColumnOp)
 def _drop_seqid_column(operations: Operations, operation: DropSeqIDColumnOp) -> None:
-    from ..vendors.online import ONLINE_VENDORS, drop_column, unique_name
+    from ..schema.online import ONLINE_VENDORS, drop_column, unique_name
 
     conn = operations.get_bind()
     if not operations.get_context().as_sql and SeqUUID().target(conn.dialect).vendor in ONLINE_VENDORS:
@@ -642,7 +642,7 @@ def _render_drop_seqid_column(autogen_context: Any, op: DropSeqIDColumnOp) -> st
 
 @Operations.implementation_for(AddSeqIDColumnOp)
 def _add_seqid_column(operations: Operations, operation: AddSeqIDColumnOp) -> None:
-    from ..vendors.online import IN_TRANSACTION_UP_TO_ROWS, ONLINE_VENDORS, add_column, rows_counted
+    from ..schema.online import IN_TRANSACTION_UP_TO_ROWS, ONLINE_VENDORS, add_column, rows_counted
 
     if operations.get_context().as_sql:
         raise InvalidArgumentError("add_seqid_column fills the existing rows: run it online")
@@ -717,8 +717,8 @@ def _outside_the_transaction(operations: Operations) -> Any:
 
 
 def _online_column(conn: Any, operation: AddSeqIDColumnOp, type_: SeqUUID) -> Any:
-    """The :class:`~seqid_orm.vendors.online.OnlineColumn` of ``operation`` on ``conn``'s server."""
-    from ..vendors.online import OnlineColumn
+    """The :class:`~seqid_orm.schema.online.OnlineColumn` of ``operation`` on ``conn``'s server."""
+    from ..schema.online import OnlineColumn
 
     dialect = conn.dialect
     where = type_.target(dialect)
@@ -747,7 +747,7 @@ def _online_column(conn: Any, operation: AddSeqIDColumnOp, type_: SeqUUID) -> An
 
 
 class _OnlineIO:
-    """:class:`~seqid_orm.vendors.online.OnlineIO` on a SQLAlchemy connection in autocommit."""
+    """:class:`~seqid_orm.schema.online.OnlineIO` on a SQLAlchemy connection in autocommit."""
 
     def __init__(self, conn: Any) -> None:
         self.conn = conn
@@ -787,7 +787,7 @@ def _add_seqid_column_offline(operations: Operations, operation: AddSeqIDColumnO
     """The single-transaction form (SQLite, and ``online=False``): every row read, then written, then the
     constraints, all under the migration's transaction."""
     from ..ids.comb import comb_batch
-    from ..vendors.online import key_of_time, unique_name
+    from ..schema.online import key_of_time, unique_name
     from .defaults import layout_for
 
     conn = operations.get_bind()
@@ -954,7 +954,7 @@ def _render_set_default(autogen_context: Any, op: SetSeqIDDefaultOp) -> str:
 class AdoptSeqIDKeysOp(MigrateOperation):
     """``op.adopt_seqid_keys("invoice", "id")``: decide once, with the migration's view of the whole
     column, how seqid's keys sort after the keys a column already holds, and record it in the schema
-    (:mod:`seqid_orm.vendors.adoption`).
+    (:mod:`seqid_orm.schema.adoption`).
 
     Autogenerate writes it (with this module imported in ``env.py``) for a ``SeqUUID`` column of a table
     that holds keys seqid did not make and has no record yet: the migration that swaps the key.  Every
@@ -1150,7 +1150,7 @@ def _add_online(
     a value for every row at once, which a table with rows does not have, and holds the table while it
     is given.  A column the operation would not make as the metadata declares it (another layout, another
     server default, a constraint of another name, a schema) keeps Alembic's own operations."""
-    from ..vendors.online import unique_name
+    from ..schema.online import unique_name
 
     if conn_table is None or metadata_table is None or schema is not None:
         return

@@ -1,4 +1,4 @@
-"""The live column a key is made for (:mod:`seqid_orm.vendors.live`), as SQLAlchemy connections see it.
+"""The live column a key is made for (:mod:`seqid_orm.schema.live`), as SQLAlchemy connections see it.
 
 Before the first key a connection makes for a :class:`~seqid_orm.sqlalchemy.SeqUUID` column (an
 insert's default, a bulk load, ``assign_ids_on_init``), the column is read on that connection: the
@@ -7,7 +7,7 @@ catalog row says which real table the name resolves to there (a tenant's schema 
 may read its keys, and the adoption's record; then, once per real table and engine, its largest and
 smallest keys, whose form must be what the type writes (else
 :class:`~seqid_orm.errors.StorageMismatchError`, before the row is written).  The judgement is kept
-per real table on the engine's dialect (:class:`~seqid_orm.vendors.live.LiveColumns`), and each
+per real table on the engine's dialect (:class:`~seqid_orm.schema.live.LiveColumns`), and each
 pooled connection keeps which real table each name resolved to, so a row pays two dictionary look-ups.
 
 A statement that changes the ``search_path`` (``SET search_path``, ``set_config('search_path', …)``)
@@ -34,8 +34,8 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Dialect, Engine
 from sqlalchemy.sql.util import find_tables
 
+from ..schema.live import ColumnName, LiveColumns
 from ..vendors import Storage, Target
-from ..vendors.live import ColumnName, LiveColumns
 from .types import SeqUUID, dialect_target
 
 __all__ = ["column_target", "forget_columns", "storage_fix"]

@@ -1,4 +1,4 @@
-"""``seqid doctor URL``: :mod:`seqid_orm.vendors.doctor` on a SQLAlchemy connection of its own.
+"""``seqid doctor URL``: :mod:`seqid_orm.schema.doctor` on a SQLAlchemy connection of its own.
 
 The connection is made read-only before the first read (read-only transactions and a statement
 timeout on PostgreSQL and MariaDB/MySQL; SQLite opened with ``mode=ro`` and ``query_only``, with
@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection, Engine, make_url
 
 from ..allocation.stores.sqlalchemy import SQLAlchemyExecutor, driver_deadlines
 from ..errors import DatabaseUnavailableError, InvalidArgumentError, SeqIDError
-from ..vendors.doctor import Finding, StatementDeadline, check_schemas, check_timeout, examine, session_statements
+from ..schema.doctor import Finding, StatementDeadline, check_schemas, check_timeout, examine, session_statements
 from .types import dialect_server_version, dialect_vendor
 
 __all__ = ["diagnose", "read_only_url"]
@@ -49,7 +49,7 @@ def diagnose(
     bind: str | Engine, *, sample: int = 1000, timeout: float = 5.0, schemas: Sequence[str] | None = None
 ) -> list[Finding]:
     """The doctor's findings for every key column of the database at ``bind`` (a URL or an engine),
-    worst first; see :func:`seqid_orm.vendors.doctor.examine` (``schemas``: PostgreSQL's schemas
+    worst first; see :func:`seqid_orm.schema.doctor.examine` (``schemas``: PostgreSQL's schemas
     to read, every one but the system's by default).
 
     Raises :class:`~seqid_orm.errors.InvalidArgumentError` for a URL that is not one, and
@@ -111,7 +111,7 @@ def _diagnose(conn: Connection, sample: int, timeout: float, schemas: Sequence[s
 class _Reads(SQLAlchemyExecutor):
     """The doctor's reads on ``conn``: a statement the database refuses (a table locked past the
     timeout, one the user may not read) is :class:`DatabaseUnavailableError`, which costs that
-    table's line only (:func:`~seqid_orm.vendors.doctor.examine`); a connection lost fails the run."""
+    table's line only (:func:`~seqid_orm.schema.doctor.examine`); a connection lost fails the run."""
 
     def __init__(self, conn: Connection, before: Callable[[], object]) -> None:
         super().__init__(conn)

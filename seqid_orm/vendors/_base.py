@@ -9,6 +9,7 @@ into the decisions for one connection and column.  Standard library and :mod:`se
 from __future__ import annotations
 
 import enum
+import hashlib
 import math
 import uuid
 from collections.abc import Callable, Sequence
@@ -122,7 +123,7 @@ class TableFacts:
 
 
 class OnlineRules(Protocol):
-    """How one vendor changes a live table while it is used (:mod:`seqid_orm.vendors.online` asks,
+    """How one vendor changes a live table while it is used (:mod:`seqid_orm.schema.online` asks,
     and writes no SQL of its own): the statements of each step, how one is bounded, the catalog reads
     that let a run killed anywhere go on, the casts a batch's keys need.  Statements take ``:name``
     parameters; names come quoted by :meth:`quote`, except where a catalog read takes them as values."""
@@ -280,7 +281,7 @@ class VendorRules(Protocol):
         ``schema`` (quoted) holds what it calls, where it calls something (else the ``search_path``)."""
 
     def adoption_statements(self, table: str, column: str, /) -> dict[str, str]:
-        """The statements of a migration's adoption of a column (:mod:`seqid_orm.vendors.adoption`),
+        """The statements of a migration's adoption of a column (:mod:`seqid_orm.schema.adoption`),
         ``table`` and ``column`` quoted: empty where the engine records nothing."""
 
     def sequential_functions(self, prefix_layout: Layout, /) -> list[str]:
@@ -411,6 +412,22 @@ def no_conversion(vendor: str) -> Callable[[Quote, ColumnRef, Storage, Storage],
         raise InvalidArgumentError(f"UUID storage conversion is written for PostgreSQL and MariaDB, not {vendor!r}")
 
     return convert_column
+
+
+#: The longest name seqid gives an index, a constraint or a table: MariaDB refuses one over 64 characters
+#: (error 1059), PostgreSQL cuts one at 63 bytes without a word (NAMEDATALEN - 1).
+NAME_LIMIT = 60
+
+
+def bounded_name(prefix: str, table: str, column: str) -> str:
+    """``prefix + table + '_' + column``, or, past :data:`NAME_LIMIT` characters, a shorter name ending in
+    a digest of the table's and column's names, the same every run (a long table name neither collides
+    nor fails)."""
+    name = f"{prefix}{table}_{column}"
+    if len(name.encode()) <= NAME_LIMIT:
+        return name
+    digest = hashlib.sha256(f"{table}.{column}".encode()).hexdigest()[:12]
+    return f"{prefix}{table[:36]}_{digest}"
 
 
 def row_params(rows: Sequence[Sequence[object]], values: Sequence[object]) -> dict[str, object]:

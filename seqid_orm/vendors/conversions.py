@@ -1,106 +1,15 @@
-"""Converting a UUID column between storages, with every foreign key that points at it.
+"""Deprecated: :mod:`seqid_orm.schema.conversions` (the features that read or change live tables left the
+per-vendor rules for a package of their own).  This alias warns on import and goes in the next release."""
 
-The migration users of UUID keys ask for most (Doctrine DBAL #6310, healthchecks #929): a key stored
-as text (``CHAR(36)``, ``CHAR(32)``) or ``BINARY(16)`` moved to the native UUID type, and back, with
-every value and relationship kept.  A Django project meets it when MariaDB 10.7+ and Django 5.0 give
-``UUIDField`` a native type its old ``char(32)`` columns do not have.
+import warnings
 
-:func:`conversion_plan` writes the statements once: drop the foreign keys that reference the column,
-convert the column and each referencing column (the vendor module's ``convert_column``, written for
-PostgreSQL and MariaDB), re-create the keys (with their ``ON DELETE``/``ON UPDATE``).  The adapters
-(Alembic ``op.convert_uuid_storage``, Django ``ConvertUUIDStorage``) only introspect the tables and run them.
+from ..schema import conversions as _moved
+from ..schema.conversions import *  # noqa: F403 - the alias's names are the module's
 
-* PostgreSQL: ``ALTER COLUMN ... TYPE ... USING`` an expression through the canonical text, in
-  the migration's transaction (a failure leaves nothing half done).
-* MariaDB: ``MODIFY``, which converts text, 32 hex digits and ``BINARY(16)`` to ``UUID`` and back to
-  text and ``BINARY(16)`` by itself (checked on 10.11); to 32 hex digits it goes through ``CHAR(36)``.
-  MariaDB's DDL is not transactional: a failure midway leaves the statements before it applied.
-* SQLite has no UUID type; the SQLAlchemy operation converts between text and ``BLOB`` there by
-  rewriting the values in Python (``unhex()`` needs SQLite 3.41).
-"""
+__all__ = _moved.__all__
 
-from __future__ import annotations
-
-from dataclasses import dataclass
-
-from ..errors import InvalidArgumentError
-from . import Target
-from ._base import ColumnRef, Quote, Storage, as_storage, format_version
-
-__all__ = [
-    "REWRITE_UP_TO_ROWS",
-    "ColumnRef",
-    "ForeignKeyRef",
-    "check_rewrite",
-    "conversion_plan",
-]
-
-
-@dataclass(frozen=True)
-class ForeignKeyRef:
-    """A foreign key from ``column`` of ``table`` to the converted key."""
-
-    name: str
-    table: str
-    column: str
-    nullable: bool
-    ondelete: str | None = None
-    onupdate: str | None = None
-
-
-#: Above this many rows (the planner's estimate, the key's table and each that references it), a conversion
-#: is refused unless the caller allows the rewrite: it holds the table for the whole of it.
-REWRITE_UP_TO_ROWS = 100_000
-
-
-def check_rewrite(vendor: str, table: str, column: str, rows: dict[str, int | None], allow: bool) -> None:
-    """Refuse a conversion that would rewrite more than :data:`REWRITE_UP_TO_ROWS` rows of ``rows`` (each
-    table's estimate) while holding them, unless ``allow``; the message names the online ways."""
-    big = {t: n for t, n in rows.items() if n is not None and n > REWRITE_UP_TO_ROWS}
-    if allow or not big or vendor not in ("postgresql", "mariadb", "mysql"):
-        return
-    how = (
-        "PostgreSQL's ALTER COLUMN ... TYPE holds ACCESS EXCLUSIVE, no read and no write, for the whole rewrite"
-        if vendor == "postgresql"
-        else "MariaDB copies the table (ALGORITHM=COPY), no write for the whole copy"
-    )
-    listed = ", ".join(f"{t} (about {n:,} rows)" for t, n in big.items())
-    raise InvalidArgumentError(
-        f"converting {table}.{column} rewrites {listed}, and {how}. The online ways: keep the column as it is and "
-        f'declare its storage (seq_uuid_pk(storage="..."), or a SeqUUIDField subclass whose db_type() is the '
-        "column's), which touches no row; or expand and contract: a new column kept in step by a trigger, filled "
-        "in batches, swapped in in a short lock (pgroll on PostgreSQL, gh-ost or pt-online-schema-change on "
-        "MariaDB). To rewrite it anyway, in a maintenance window: allow_rewrite=True."
-    )
-
-
-def conversion_plan(
-    target: Target, key: ColumnRef, references: list[ForeignKeyRef], source: Storage | str, quote: Quote
-) -> list[str]:
-    """The statements that move ``key`` (and the columns in ``references``) from ``source`` storage to
-    ``target``'s, dropping and re-creating those foreign keys around the change.
-
-    ``quote`` quotes an identifier for the dialect.  Raises
-    :class:`~seqid_orm.errors.InvalidArgumentError` for a vendor or storage it cannot convert.
-    """
-    src, dst = as_storage(source), target.storage
-    if src is dst:
-        raise InvalidArgumentError(f"the column is already stored as {src.value}")
-    if Storage.NATIVE in (src, dst) and not target.native_uuid:
-        raise InvalidArgumentError(
-            f"{target.vendor} {format_version(target.server_version)} has no UUID column type to convert to or from"
-        )
-    convert, drop = target.rules.convert_column, target.rules.DROP_FOREIGN_KEY
-    statements = [f"ALTER TABLE {quote(fk.table)} {drop} {quote(fk.name)}" for fk in references]
-    statements += convert(quote, key, src, dst)
-    for fk in references:
-        statements += convert(quote, ColumnRef(fk.table, fk.column, fk.nullable), src, dst)
-    for fk in references:
-        actions = "".join(
-            f" ON {word} {action}" for word, action in (("DELETE", fk.ondelete), ("UPDATE", fk.onupdate)) if action
-        )
-        statements.append(
-            f"ALTER TABLE {quote(fk.table)} ADD CONSTRAINT {quote(fk.name)} FOREIGN KEY ({quote(fk.column)}) "
-            f"REFERENCES {quote(key.table)} ({quote(key.column)}){actions}"
-        )
-    return statements
+warnings.warn(
+    "seqid_orm.vendors.conversions moved to seqid_orm.schema.conversions; the old name goes in the next release",
+    DeprecationWarning,
+    stacklevel=2,
+)

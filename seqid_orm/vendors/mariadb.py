@@ -229,7 +229,7 @@ adopted_default = no_adopted_default(NAME)
 adoption_statements = no_adoption_statements
 
 
-# --- changing a live table (seqid_orm.vendors.online asks) ---------------------------------------------
+# --- changing a live table (seqid_orm.schema.online asks) ---------------------------------------------
 
 _COLLATE = re.compile(r"\s+(COLLATE|CHARACTER SET|CHARSET)\s+\S+", re.IGNORECASE)
 

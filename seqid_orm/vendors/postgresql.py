@@ -207,7 +207,7 @@ def reads_every_row(identity: str, /) -> str:
 
 
 def adoption_statements(table: str, column: str, /) -> dict[str, str]:
-    """A migration's adoption of ``column`` of ``table`` (both quoted; :mod:`seqid_orm.vendors.adoption`):
+    """A migration's adoption of ``column`` of ``table`` (both quoted; :mod:`seqid_orm.schema.adoption`):
     whether row-level security hides rows from this role (on, and it is neither superuser nor
     BYPASSRLS nor an owner the table spares), the planner's row estimate and the table's schema, the
     rows counted (up to a bound), the largest keys, the largest below a bound, and the record."""
@@ -341,7 +341,7 @@ def convert_column(quote: Quote, ref: ColumnRef, source: Storage, target: Storag
     return [f"ALTER TABLE {quote(ref.table)} ALTER COLUMN {quote(ref.column)} TYPE {COLUMN_TYPES[target]} USING {expr}"]
 
 
-# --- changing a live table (seqid_orm.vendors.online asks) ---------------------------------------------
+# --- changing a live table (seqid_orm.schema.online asks) ---------------------------------------------
 
 _COLLATE = re.compile(r"\s+COLLATE\s+(\"[^\"]*\"|\S+)", re.IGNORECASE)
 

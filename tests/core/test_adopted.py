@@ -35,8 +35,8 @@ from seqid_orm.ids.adopted import (
 from seqid_orm.ids.classify import classify
 from seqid_orm.ids.comb import CombGenerator, adopted_of, decode_comb, generator_for
 from seqid_orm.ids.layout import ORDER_SQLSERVER
+from seqid_orm.schema.live import ColumnReading, declared_storage, judge, reading_from, reading_statements
 from seqid_orm.vendors import Storage, target
-from seqid_orm.vendors.live import ColumnReading, declared_storage, judge, reading_from, reading_statements
 
 ORDERS = [Layout.TIME_FIRST, Layout.TIME_LAST]
 NOW_MS = 1_790_000_000_000  # 2026-09-21
@@ -413,7 +413,7 @@ class _Catalog:
 
 
 def test_live_columns_keep_one_judgement_per_real_table_and_resolve_names_per_connection():
-    from seqid_orm.vendors.live import ColumnName, LiveColumns
+    from seqid_orm.schema.live import ColumnName, LiveColumns
 
     big = [uuid.UUID("fffff000-0000-4000-8000-000000000000")]
     db = _Catalog({"a": ([], "[seqid adopted=0]"), "b": (big, "[seqid adopted=21]")})
@@ -432,8 +432,8 @@ def test_live_columns_keep_one_judgement_per_real_table_and_resolve_names_per_co
 
 
 def test_a_judgement_made_without_a_record_follows_a_record_written_since(monkeypatch, caplog):
-    from seqid_orm.vendors import live as live_module
-    from seqid_orm.vendors.live import ColumnName, LiveColumns
+    from seqid_orm.schema import live as live_module
+    from seqid_orm.schema.live import ColumnName, LiveColumns
 
     old = [uuid.UUID("fffff000-0000-4000-8000-000000000000")]
     db = _Catalog({"a": (old, None)})
@@ -453,7 +453,7 @@ def test_a_judgement_made_without_a_record_follows_a_record_written_since(monkey
 
 def test_a_failed_read_is_a_typed_error_naming_the_statement():
     from seqid_orm.errors import ColumnReadError
-    from seqid_orm.vendors.live import ColumnName, LiveColumns
+    from seqid_orm.schema.live import ColumnName, LiveColumns
 
     def fetch(statement: str) -> list[tuple[object, ...]]:
         raise TimeoutError("canceling statement due to statement timeout")

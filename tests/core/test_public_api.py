@@ -83,3 +83,17 @@ def test_the_old_top_level_names_are_gone():
         with pytest.raises(AttributeError):
             getattr(seqid_orm, old)
     assert not hasattr(seqid_orm.Snowflake, "leased")
+
+
+@pytest.mark.parametrize("name", ["online", "live", "adoption", "conversions", "doctor"])
+def test_the_schema_features_old_module_paths_still_work_and_say_they_moved(name):
+    """The features on live tables moved from seqid_orm.vendors to seqid_orm.schema: the old path is an
+    alias for one release, which warns on import and gives the same objects."""
+    import importlib
+    import sys
+
+    sys.modules.pop(f"seqid_orm.vendors.{name}", None)
+    with pytest.warns(DeprecationWarning, match=rf"seqid_orm.vendors.{name} moved to seqid_orm.schema.{name}"):
+        old = importlib.import_module(f"seqid_orm.vendors.{name}")
+    new = importlib.import_module(f"seqid_orm.schema.{name}")
+    assert old.__all__ == new.__all__ and all(getattr(old, n) is getattr(new, n) for n in new.__all__)

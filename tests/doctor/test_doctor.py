@@ -29,12 +29,12 @@ import pytest
 sa = pytest.importorskip("sqlalchemy")
 
 import seqid_orm  # noqa: E402
-import seqid_orm.vendors.doctor  # noqa: E402
+import seqid_orm.schema.doctor  # noqa: E402
 from seqid_orm.errors import DatabaseUnavailableError, InvalidArgumentError  # noqa: E402
 from seqid_orm.ids.layout import Layout  # noqa: E402
 from seqid_orm.ids.text import encode_base32  # noqa: E402
+from seqid_orm.schema.doctor import StatementDeadline, failing, render  # noqa: E402
 from seqid_orm.sqlalchemy.doctor import diagnose  # noqa: E402
-from seqid_orm.vendors.doctor import StatementDeadline, failing, render  # noqa: E402
 from tests.conftest import MYSQL_URL, POSTGRES_URL  # noqa: E402
 
 ROWS = 20_000
@@ -256,7 +256,7 @@ def test_a_table_adopted_by_seqid_is_told_from_an_untouched_one_and_from_keys_la
         assert "append after them" in adopted.advice
     else:
         assert inside.problem is None and "nothing to do" in inside.advice
-    as_json = json.loads(seqid_orm.vendors.doctor.render_json([adopted]))["findings"][0]
+    as_json = json.loads(seqid_orm.schema.doctor.render_json([adopted]))["findings"][0]
     assert as_json["new_keys"] == adopted.new_keys and as_json["half_splits"] is half
     assert failing(list(findings.values()), ["inside-old-keys"]) == ([inside] if half else [])
 
@@ -684,7 +684,7 @@ def test_json_is_one_document_also_when_the_run_cannot_check(url, error, tmp_pat
 
 
 def _finding(table: str, kind: str = "random-uuid", sampled: int = 500, **extra: object):
-    from seqid_orm.vendors.doctor import Finding
+    from seqid_orm.schema.doctor import Finding
 
     fields = {
         "table": table,
@@ -881,7 +881,7 @@ def test_a_table_emptied_between_the_doctors_two_reads_gives_no_sample():
     """Scripted reads: the smallest keys come back, then the largest are none (the table was dropped and
     made again between the two statements, its rows not yet committed). Before: an IndexError that lost
     the whole report, seen once in CI beside the churn test above."""
-    from seqid_orm.vendors.doctor import KeyColumn, _sample
+    from seqid_orm.schema.doctor import KeyColumn, _sample
 
     class Emptied:
         def __init__(self):

@@ -96,7 +96,7 @@ def test_a_storage_conversion_of_a_big_table_is_refused_naming_the_online_ways(e
 
     import seqid_orm.sqlalchemy.alembic  # noqa: F401 - registers op.convert_uuid_storage, as env.py does
     from seqid_orm.errors import InvalidArgumentError
-    from seqid_orm.vendors.conversions import REWRITE_UP_TO_ROWS
+    from seqid_orm.schema.conversions import REWRITE_UP_TO_ROWS
 
     pg = engine.dialect.name == "postgresql"
     _hex_key_table(engine, table_name, REWRITE_UP_TO_ROWS + 50_000)
@@ -169,8 +169,8 @@ def test_a_table_its_estimate_puts_past_the_line_is_judged_by_its_rows(engine, t
     from alembic.operations import Operations
 
     import seqid_orm.sqlalchemy.alembic
-    from seqid_orm.vendors.conversions import REWRITE_UP_TO_ROWS
-    from seqid_orm.vendors.online import rows_past, table_rows
+    from seqid_orm.schema.conversions import REWRITE_UP_TO_ROWS
+    from seqid_orm.schema.online import rows_past, table_rows
 
     vendor = "postgresql" if engine.dialect.name == "postgresql" else "mariadb"
     try:
@@ -203,9 +203,9 @@ def test_a_table_its_estimate_puts_past_the_line_is_judged_by_its_rows(engine, t
 
 def _estimate_as_a_role_without_select(engine, table_name: str, vendor: str) -> int | None:
     """What :func:`rows_past` says of ``table_name`` to a role that may alter it but not read it."""
+    from seqid_orm.schema.conversions import REWRITE_UP_TO_ROWS
+    from seqid_orm.schema.online import rows_past
     from seqid_orm.sqlalchemy.alembic import _OnlineIO
-    from seqid_orm.vendors.conversions import REWRITE_UP_TO_ROWS
-    from seqid_orm.vendors.online import rows_past
 
     role = f"{table_name}_r"
     if vendor == "postgresql":
@@ -274,8 +274,8 @@ def test_two_columns_filled_at_once_keep_their_own_progress(engine):
     """Two tables' columns added at once (two tenants' migrations, two applications in one database): the
     one that ends while the other has just begun leaves the other's progress alone, and both finish with
     every row keyed and no progress table left."""
+    from seqid_orm.schema.online import OnlineColumn, add_column
     from seqid_orm.sqlalchemy import SeqUUID
-    from seqid_orm.vendors.online import OnlineColumn, add_column
 
     where = SeqUUID().target(engine.dialect)
     pg = engine.dialect.name == "postgresql"
@@ -329,8 +329,8 @@ def test_the_unique_index_waits_for_an_older_transaction_instead_of_failing(pg_e
     left an invalid index, and the next attempt failed on its name (``DuplicateTable``: CI, beside other
     tests' transactions).  The build stops no reader or writer, so it waits, watched here from this thread:
     still waiting three timeouts on, done once the transaction ends, the index valid."""
+    from seqid_orm.schema.online import LOCK_TIMEOUT_MS, OnlineColumn, add_column
     from seqid_orm.sqlalchemy import SeqUUID
-    from seqid_orm.vendors.online import LOCK_TIMEOUT_MS, OnlineColumn, add_column
 
     where = SeqUUID().target(pg_engine.dialect)
     table = f"t_{secrets.token_hex(4)}"
@@ -543,8 +543,8 @@ def test_a_backfill_walks_every_kind_of_primary_key_and_resumes_after_a_kill(eng
     the old rows' keys made by the server (a batch is a key range) or by Python (one parameter a batch:
     arrays, a JSON document; or a list of rows where the key types are not known): killed after two batches
     and run again, every row gets one key, of its own time, and the run says it resumed."""
+    from seqid_orm.schema.online import OnlineColumn, backfill
     from seqid_orm.sqlalchemy import SeqUUID
-    from seqid_orm.vendors.online import OnlineColumn, backfill
 
     server = engine.dialect.name
     ddl, names, key_of = KEY_SHAPES[shape]

@@ -213,9 +213,9 @@ def test_a_role_statement_timeout_neither_cancels_the_index_build_nor_reaches_a_
 def test_the_session_setting_lifted_for_the_build_is_put_back_on_a_direct_connection(pg_engine, table_name):
     """On a session of its own (direct), the role's time-out is lifted for the concurrent build only: the
     same connection reads its own value again afterwards."""
+    from seqid_orm.schema.online import OnlineColumn, add_column, owns_session
     from seqid_orm.sqlalchemy import SeqUUID
     from seqid_orm.sqlalchemy.alembic import _OnlineIO
-    from seqid_orm.vendors.online import OnlineColumn, add_column, owns_session
 
     _table(pg_engine, table_name, 200)
     where = SeqUUID().target(pg_engine.dialect)

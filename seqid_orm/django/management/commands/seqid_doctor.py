@@ -1,6 +1,6 @@
 """``python manage.py seqid_doctor [--database NAME] [--json] [--fail-on KINDS]``.
 
-The same report as ``seqid doctor URL`` (one set of decisions, :mod:`seqid_orm.vendors.doctor`),
+The same report as ``seqid doctor URL`` (one set of decisions, :mod:`seqid_orm.schema.doctor`),
 read through the project's own database settings.
 """
 
@@ -12,7 +12,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DEFAULT_DB_ALIAS
 
 from ....errors import SeqIDError
-from ....vendors.doctor import FAIL_ON, failing, render, render_json
+from ....schema.doctor import FAIL_ON, failing, render, render_json
 from ...doctor import diagnose_alias
 
 

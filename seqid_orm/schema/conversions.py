@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import InvalidArgumentError
-from ..vendors import ColumnRef, Quote, Storage, Target, as_storage, format_version
+from ..vendors import ColumnRef, Quote, Storage, Target, as_storage, format_version, rules_for
 
 __all__ = [
     "REWRITE_UP_TO_ROWS",
@@ -56,13 +56,9 @@ def check_rewrite(vendor: str, table: str, column: str, rows: dict[str, int | No
     """Refuse a conversion that would rewrite more than :data:`REWRITE_UP_TO_ROWS` rows of ``rows`` (each
     table's estimate) while holding them, unless ``allow``; the message names the online ways."""
     big = {t: n for t, n in rows.items() if n is not None and n > REWRITE_UP_TO_ROWS}
-    if allow or not big or vendor not in ("postgresql", "mariadb", "mysql"):
+    how = rules_for(vendor).TYPE_CHANGE_HOLDS
+    if allow or not big or how is None:
         return
-    how = (
-        "PostgreSQL's ALTER COLUMN ... TYPE holds ACCESS EXCLUSIVE, no read and no write, for the whole rewrite"
-        if vendor == "postgresql"
-        else "MariaDB copies the table (ALGORITHM=COPY), no write for the whole copy"
-    )
     listed = ", ".join(f"{t} (about {n:,} rows)" for t, n in big.items())
     raise InvalidArgumentError(
         f"converting {table}.{column} rewrites {listed}, and {how}. The online ways: keep the column as it is and "

@@ -28,7 +28,6 @@ from __future__ import annotations
 import bisect
 import datetime as _dt
 import json
-import math
 import re
 import textwrap
 import time
@@ -37,12 +36,24 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
+from ..calls.retry import Retry
+from ..calls.steps import Steps, drive
 from ..errors import DatabaseUnavailableError, InvalidArgumentError, UnknownLayoutError
-from ..ids.adopted import expected_duplicates, leading_ones, recognise, record_of
+from ..ids.adopted import expected_duplicates, leading_ones, recognise
 from ..ids.classify import KINDS, as_uuid, classify, in_order_share
 from ..ids.comb import comb_at
 from ..ids.layout import Layout, sort_key
-from ..vendors import Storage, compare_order, rules_for, target
+from ..vendors import (
+    VENDORS,
+    DoctorRules,
+    KeyColumn,
+    Storage,
+    compare_order,
+    quote_identifier,
+    read_quote,
+    rules_for,
+    target,
+)
 
 __all__ = [
     "DOCTOR_VENDORS",
@@ -60,7 +71,7 @@ __all__ = [
 ]
 
 #: The vendors the doctor reads a catalog of.
-DOCTOR_VENDORS = ("postgresql", "mariadb", "mysql", "sqlite")
+DOCTOR_VENDORS = tuple(v for v in VENDORS if rules_for(v).DOCTOR is not None)
 #: What ``--fail-on`` takes: a kind (``adopted``: old random keys and new time-ordered ones), ``out-of-order``
 #: (time-ordered keys the column does not keep in order), ``inside-old-keys`` (new keys landing among
 #: old random ones where the engine splits those pages half), or ``widths-disagree`` (keys of two widths,
@@ -69,8 +80,6 @@ FAIL_ON = (*KINDS, "adopted", "out-of-order", "inside-old-keys", "widths-disagre
 
 _RUNS = 10  # the low end, the high end and 8 pivots between
 _IN_ORDER = 0.9  # share of adjacent pairs in time order above which a column keeps its keys in order
-_PAGE = 8192  # PostgreSQL's block size (the default build)
-_LEAF_FILL = 0.9  # B-tree leaf pages filled by key-order inserts (btree fillfactor 90)
 _SKIP_TABLES = frozenset({"seqid_tickets", "seqid_worker_leases"})  # seqid's own counters and leases
 _RECENT = _dt.timedelta(days=30)  # how far back the run over recent UUIDv7 keys starts
 _SOME = 0.02  # of a column's sampled keys: enough of a second kind to be a part of its own
@@ -91,29 +100,6 @@ class Executor(Protocol):
     def fetch(self, sql: str, params: dict[str, object]) -> list[tuple[Any, ...]]: ...
 
     def recover(self) -> None: ...
-
-
-@dataclass(frozen=True)
-class KeyColumn:
-    """One key column as the catalog describes it."""
-
-    table: str
-    column: str
-    sql_type: str
-    primary: bool
-    rows: int | None = None
-    index_bytes: int | None = None
-    key_width: int | None = None  # bytes of one key in the index, where fixed (uuid 16, bigint 8)
-    schema: str | None = None  # PostgreSQL: the table's schema
-    in_current_schema: bool = True
-    references: str | None = None  # the table whose key this column copies (a foreign key of its own)
-    ideal_bytes: int | None = None  # the index built in key order, where the catalog's reader knows it
-    record: int | None = None  # the width an adoption recorded in the column's comment (PostgreSQL)
-
-    @property
-    def name(self) -> str:
-        """The table as the report names it: ``schema.table`` outside the current schema."""
-        return self.table if self.in_current_schema or self.schema is None else f"{self.schema}.{self.table}"
 
 
 @dataclass(frozen=True)
@@ -220,82 +206,23 @@ class StatementDeadline:
 
 def session_statements(vendor: str, timeout_s: float) -> list[str]:
     """What to run first on the doctor's own connection (committed before the reads): read-only
-    transactions and a statement timeout, so no read it makes can write or run away."""
-    ms = max(1, math.ceil(check_timeout(timeout_s) * 1000))
-    if vendor == "postgresql":
-        return ["SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY", f"SET statement_timeout = {ms}"]
-    # a table another session holds (LOCK TABLES ... WRITE: a dump, a migration) makes a read wait for its
-    # metadata lock, which no statement time-out ends: lock_wait_timeout (whole seconds) does, with error 1205,
-    # and the table's line says it could not be read; before, the driver's read time-out cut the connection
-    # and the whole report was lost
-    lock_wait = f"SET SESSION lock_wait_timeout = {max(1, math.ceil(timeout_s))}"
-    if vendor == "mariadb":
-        return ["SET SESSION TRANSACTION READ ONLY", f"SET SESSION max_statement_time = {ms / 1000:.3f}", lock_wait]
-    if vendor == "mysql":
-        return ["SET SESSION TRANSACTION READ ONLY", f"SET SESSION max_execution_time = {ms}", lock_wait]
-    if vendor == "sqlite":
-        return ["PRAGMA query_only = ON"]  # the adapter also opens the file read-only and sets a deadline
-    raise _unsupported(vendor)
+    transactions and a statement timeout, so no read it makes can write or run away (the vendor's)."""
+    return _rules(vendor).session_statements(check_timeout(timeout_s))
+
+
+def _rules(vendor: str) -> DoctorRules:
+    """The vendor's :class:`~seqid_orm.vendors.DoctorRules`, or the refusal naming the vendors the doctor reads."""
+    rules = rules_for(vendor).DOCTOR
+    if rules is None:
+        raise _unsupported(vendor)
+    return rules
 
 
 def _unsupported(vendor: str) -> InvalidArgumentError:
     return InvalidArgumentError(f"seqid doctor reads {', '.join(DOCTOR_VENDORS)}; not {vendor}")
 
 
-# --- the catalog ------------------------------------------------------------------------------
-
-# Every schema but the system's, each table once: a partitioned table by its parent, whose rows and
-# index bytes are its partitions' (pg_partition_tree, PostgreSQL 12+), never partition by partition.
-_PG_KEYS = """
-SELECT n.nspname = current_schema(), n.nspname, c.relname, a.attname, format_type(a.atttypid, a.atttypmod),
-       i.indisprimary,
-       CAST(COALESCE(
-         (SELECT SUM(GREATEST(pc.reltuples, COALESCE(ps.n_live_tup, 0), 0))
-          FROM pg_partition_tree(c.oid) t JOIN pg_class pc ON pc.oid = t.relid
-          LEFT JOIN pg_stat_user_tables ps ON ps.relid = pc.oid WHERE t.isleaf),
-         GREATEST(c.reltuples, COALESCE(s.n_live_tup, 0), 0)) AS bigint),
-       COALESCE((SELECT SUM(pg_relation_size(t.relid)) FROM pg_partition_tree(i.indexrelid) t),
-                pg_relation_size(i.indexrelid)),
-       (SELECT CAST(CAST(f.confrelid AS regclass) AS text) FROM pg_constraint f
-        WHERE f.contype = 'f' AND f.conrelid = c.oid AND f.conkey = ARRAY[a.attnum] LIMIT 1),
-       col_description(c.oid, a.attnum)
-FROM pg_index i
-JOIN pg_class c ON c.oid = i.indrelid
-JOIN pg_namespace n ON n.oid = c.relnamespace
-JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = i.indkey[0]
-LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid
-WHERE i.indisunique AND i.indnatts = 1 AND i.indexprs IS NULL AND i.indpred IS NULL
-  AND c.relkind IN ('r', 'p') AND NOT c.relispartition
-  AND n.nspname <> 'information_schema' AND left(n.nspname, 3) <> 'pg_'
-ORDER BY n.nspname <> current_schema(), n.nspname, c.relname, NOT i.indisprimary, a.attname
-"""
-
-_MYSQL_KEYS = """
-SELECT s.TABLE_NAME, s.COLUMN_NAME, c.COLUMN_TYPE, s.INDEX_NAME = 'PRIMARY', t.TABLE_ROWS, s.INDEX_NAME,
-       c.IS_NULLABLE = 'YES',
-       CASE WHEN s.INDEX_NAME = 'PRIMARY' AND t.ENGINE = 'InnoDB' THEN t.DATA_LENGTH END,
-       (SELECT k.REFERENCED_TABLE_NAME FROM information_schema.KEY_COLUMN_USAGE k
-        WHERE k.TABLE_SCHEMA = s.TABLE_SCHEMA AND k.TABLE_NAME = s.TABLE_NAME AND k.COLUMN_NAME = s.COLUMN_NAME
-          AND k.REFERENCED_TABLE_NAME IS NOT NULL LIMIT 1)
-FROM information_schema.STATISTICS s
-JOIN information_schema.COLUMNS c
-  ON c.TABLE_SCHEMA = s.TABLE_SCHEMA AND c.TABLE_NAME = s.TABLE_NAME AND c.COLUMN_NAME = s.COLUMN_NAME
-JOIN information_schema.TABLES t ON t.TABLE_SCHEMA = s.TABLE_SCHEMA AND t.TABLE_NAME = s.TABLE_NAME
-WHERE s.TABLE_SCHEMA = DATABASE() AND s.NON_UNIQUE = 0 AND t.TABLE_TYPE = 'BASE TABLE'
-  AND s.SUB_PART IS NULL
-  AND (SELECT COUNT(*) FROM information_schema.STATISTICS o WHERE o.TABLE_SCHEMA = s.TABLE_SCHEMA
-       AND o.TABLE_NAME = s.TABLE_NAME AND o.INDEX_NAME = s.INDEX_NAME) = 1
-ORDER BY s.TABLE_NAME, s.INDEX_NAME <> 'PRIMARY', s.COLUMN_NAME
-"""
-
-#: Bytes of one key in an index, by its column type where that fixes it: PostgreSQL's names and
-#: MariaDB's/MySQL's COLUMN_TYPE (read with its display width and ``unsigned`` left out).
-_WIDTH = {"uuid": 16, "binary(16)": 16, "bigint": 8, "integer": 4, "int": 4, "mediumint": 3, "smallint": 2}
-
-
-def _key_width(sql_type: str) -> int | None:
-    low = sql_type.lower()
-    return _WIDTH.get(low) or _WIDTH.get(low.split("(")[0].split()[0]) if low else None
+# --- the catalog ---------------------------------------------------------------------------------
 
 
 def _keyish(sql_type: str, primary: bool) -> bool:
@@ -303,179 +230,10 @@ def _keyish(sql_type: str, primary: bool) -> bool:
     return primary or any(word in low for word in ("uuid", "int", "binary(16)", "char(32)", "char(36)"))
 
 
-def _pg_columns(ex: Executor) -> list[KeyColumn]:
-    out = []
-    for current, schema, table, column, sql_type, primary, rows, size, references, comment in ex.fetch(_PG_KEYS, {}):
-        if size is None or rows is None:  # dropped while the catalog was read: pg_relation_size() says NULL
-            continue
-        out.append(
-            KeyColumn(
-                table,
-                column,
-                sql_type,
-                bool(primary),
-                int(rows),
-                int(size),
-                _key_width(sql_type),
-                schema=schema,
-                in_current_schema=bool(current),
-                references=references,
-                record=record_of(comment),
-            )
-        )
-    return out
-
-
-# InnoDB's own statistics of each index (ANALYZE TABLE and the background statistics keep them):
-# readable where the user may read the ``mysql`` database, else no size is shown.
-_INNODB_LEAVES = """
-SELECT table_name, index_name, stat_value, @@innodb_page_size FROM mysql.innodb_index_stats
-WHERE database_name = DATABASE() AND stat_name = 'n_leaf_pages'
-"""
-
-
-# An InnoDB page's room for records: 16 KiB less its headers, trailer and the infimum and supremum
-# records (https://dev.mysql.com/doc/refman/8.0/en/innodb-physical-record.html); each record has a
-# 5-byte header and about a third of a 2-byte directory slot.
-_INNODB_PAGE_ROOM = 38 + 56 + 26 + 8
-_INNODB_RECORD = 5 + 2 / 6
-
-
-def _innodb_leaves(ex: Executor) -> tuple[dict[tuple[str, str], int], int]:
-    """Each index's leaf pages in bytes, from InnoDB's statistics (empty where they cannot be read),
-    and the page size."""
-    try:
-        rows = ex.fetch(_INNODB_LEAVES, {})
-    except DatabaseUnavailableError:  # no right to read the mysql database: sizes unknown
-        ex.recover()
-        return {}, 16384
-    page = int(rows[0][3]) if rows else 16384
-    return {(str(t), str(i)): int(pages) * page for t, i, pages, _ in rows}, page
-
-
-def _innodb_ideal(rows: int | None, key: int | None, primary_key: int | None, nullable: bool, page: int) -> int | None:
-    """A unique InnoDB index's leaf pages (bytes) built in key order: each record its header, the key
-    and the primary key it points to (a nullable key one byte more), pages full as key-order inserts
-    leave them (50,000 UUIDs: 92 leaf pages measured, 91 from this)."""
-    if rows is None or key is None or primary_key is None:
-        return None
-    per_record = _INNODB_RECORD + key + primary_key + (1 if nullable else 0)
-    return max(1, math.ceil(rows * per_record / (page - _INNODB_PAGE_ROOM))) * page
-
-
-def _mysql_columns(ex: Executor) -> list[KeyColumn]:
-    """MariaDB's and MySQL's key columns.  InnoDB's primary key is the table (its clustered index),
-    so its size is the table's ``DATA_LENGTH``, with no ideal (its records hold every column).  A
-    unique index beside it shows its leaf pages from InnoDB's own statistics, and beside them the
-    leaf pages the same index would take built in key order, where its key and the table's primary
-    key have fixed widths (``information_schema``'s ``INDEX_LENGTH`` adds up every secondary index)."""
-    found = ex.fetch(_MYSQL_KEYS, {})
-    leaves, page = _innodb_leaves(ex) if any(not primary for _t, _c, _s, primary, *_ in found) else ({}, 16384)
-    pk_width = {str(t): _key_width(str(sql_type)) for t, _c, sql_type, primary, *_ in found if primary}
-    out = []
-    for table, column, sql_type, primary, rows, index, nullable, size, references in found:
-        key_rows = None if rows is None else int(rows)
-        if primary:
-            index_bytes, ideal = (None if size is None else int(size)), None
-        else:
-            index_bytes = leaves.get((str(table), str(index)))
-            ideal = None
-            if index_bytes is not None:
-                ideal = _innodb_ideal(
-                    key_rows, _key_width(str(sql_type)), pk_width.get(str(table)), bool(nullable), page
-                )
-        out.append(
-            KeyColumn(
-                str(table),
-                str(column),
-                str(sql_type),
-                bool(primary),
-                key_rows,
-                index_bytes,
-                references=None if references is None else str(references),
-                ideal_bytes=ideal,
-            )
-        )
-    return out
-
-
-_SQLITE_TABLES = (
-    "SELECT name FROM {schema}.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
-)
-
-
-def _sqlite_columns(ex: Executor) -> list[KeyColumn]:
-    """SQLite's key columns, in the main database and every attached one (``ATTACH DATABASE``: a
-    table there is named ``schema.table``, as PostgreSQL's outside the current schema are)."""
-    out = []
-    # seq, name, file: main first, then temp (connection-private, skipped) and the attached ones
-    for _seq, schema, _file in ex.fetch("PRAGMA database_list", {}):
-        if schema != "temp":
-            out.extend(_sqlite_schema_columns(ex, str(schema)))
-    return out
-
-
-def _sqlite_schema_columns(ex: Executor, schema: str) -> list[KeyColumn]:
-    q = _quote("sqlite", schema)
-    main = schema == "main"
-    out = []
-    for (table,) in ex.fetch(_SQLITE_TABLES.format(schema=q), {}):
-        quoted = _quote("sqlite", table)
-        info = ex.fetch(f"PRAGMA {q}.table_info({quoted})", {})  # cid, name, type, notnull, default, pk
-        pk = [row for row in info if row[5]]
-        types = {row[1]: row[2] for row in info}
-        # id, seq, table, from, to, ...: a single-column foreign key, by the column it starts from
-        links = ex.fetch(f"PRAGMA {q}.foreign_key_list({quoted})", {})
-        sizes = {row[0]: sum(1 for r in links if r[0] == row[0]) for row in links}
-        references = {row[3]: row[2] for row in links if sizes[row[0]] == 1}
-        if len(pk) == 1:
-            out.append(
-                KeyColumn(
-                    table,
-                    pk[0][1],
-                    pk[0][2] or "",
-                    True,
-                    references=references.get(pk[0][1]),
-                    schema=schema,
-                    in_current_schema=main,
-                )
-            )
-        for _, index, unique, origin, _partial in ex.fetch(f"PRAGMA {q}.index_list({quoted})", {}):
-            if not unique or origin == "pk":
-                continue
-            cols = ex.fetch(f"PRAGMA {q}.index_info({_quote('sqlite', index)})", {})
-            if len(cols) == 1 and cols[0][2] is not None:
-                name = cols[0][2]
-                out.append(
-                    KeyColumn(
-                        table,
-                        name,
-                        types.get(name, ""),
-                        False,
-                        references=references.get(name),
-                        schema=schema,
-                        in_current_schema=main,
-                    )
-                )
-    return out
-
-
-_CATALOGS: dict[str, Callable[[Executor], list[KeyColumn]]] = {
-    "postgresql": _pg_columns,
-    "mariadb": _mysql_columns,
-    "mysql": _mysql_columns,
-    "sqlite": _sqlite_columns,
-}
-
-
 def _quote(vendor: str, name: str) -> str:
-    """``name`` as an identifier in an :class:`Executor`'s statement: quoted, and each colon written
-    ``\\:``, which the executors read as a colon, not a parameter (a table ``a :b``)."""
-    if vendor in ("mariadb", "mysql"):
-        quoted = "`" + name.replace("`", "``") + "`"
-    else:
-        quoted = '"' + name.replace('"', '""') + '"'
-    return quoted.replace(":", "\\:")
+    """``name`` as an identifier in an :class:`Executor`'s statement: quoted as the vendor quotes, and each
+    colon written ``\\:``, which the executors read as a colon, not a parameter (a table ``a :b``)."""
+    return read_quote(quote_identifier(vendor, name))
 
 
 # --- the sample -------------------------------------------------------------------------------
@@ -649,16 +407,11 @@ def _storage(sql_type: str, text_form: str | None, sample: object) -> Storage | 
 
 
 def _ideal_index_bytes(vendor: str, column: KeyColumn) -> int | None:
-    """A PostgreSQL B-tree over ``rows`` keys of ``key_width`` bytes built in key order: 8-byte tuple
-    headers, keys aligned to 8, a 4-byte line pointer each, leaves filled to 90 %, plus the metapage."""
+    """The column's index built in key order: what the catalog's reader knew, else the vendor's model of
+    its B-tree (PostgreSQL's), else nothing to compare the index with."""
     if column.ideal_bytes is not None:
         return column.ideal_bytes
-    if vendor != "postgresql" or column.rows is None or column.key_width is None:
-        return None
-    per_tuple = 8 * math.ceil((8 + column.key_width) / 8) + 4
-    per_leaf = int((_PAGE - 24 - 16) * _LEAF_FILL) // per_tuple
-    leaves = max(1, math.ceil(column.rows / per_leaf))
-    return (1 + leaves + math.ceil(leaves / per_leaf)) * _PAGE
+    return _rules(vendor).ideal_index_bytes(column)
 
 
 _KEEP = (
@@ -958,18 +711,17 @@ def examine(
 
     PostgreSQL: every schema but the system's (a table outside the current schema is named
     ``schema.table``), or only ``schemas``; a partitioned table once, by its parent."""
-    if vendor not in _CATALOGS:
-        raise _unsupported(vendor)
+    rules = _rules(vendor)
     if isinstance(sample, bool) or not isinstance(sample, int) or not 20 <= sample <= 1_000_000:
         raise InvalidArgumentError(f"sample must be an int from 20 to 1,000,000, got {sample!r}")
     wanted = check_schemas(schemas)
-    if wanted is not None and vendor not in ("postgresql", "sqlite"):
+    if wanted is not None and not rules.SCHEMAS:
         raise InvalidArgumentError(
             f"schemas are PostgreSQL's schemas and SQLite's attached databases; on {vendor} the doctor reads the "
             "database the URL names"
         )
     findings = []
-    for column in _catalog(ex, vendor):
+    for column in _catalog(ex, rules):
         if wanted is not None and column.schema not in wanted:
             continue
         if column.table in _SKIP_TABLES or not _keyish(column.sql_type, column.primary):  # seqid's own, any schema
@@ -1004,34 +756,32 @@ def _sample_if_there(
     return error
 
 
-def _catalog(ex: Executor, vendor: str) -> list[KeyColumn]:
-    """The key columns, read again once if the catalog read fails: a schema changed by another session
-    while it was read (a table dropped between two of its look-ups) is a passing state, not the database."""
-    try:
-        return _CATALOGS[vendor](ex)
-    except DatabaseUnavailableError:
-        ex.recover()
-        return _CATALOGS[vendor](ex)
+#: A catalog read that failed is read once more: a schema changed by another session while it was read (a
+#: table dropped between two of its look-ups) is a passing state, not the database.
+CATALOG_CHANGED = Retry(2, why="a schema another session changed while the catalog was read")
 
 
-_MYSQL_EXISTS = (
-    "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = :table"
-)
-_EXISTS = {"postgresql": "SELECT CAST(to_regclass(:name) AS text)", "mariadb": _MYSQL_EXISTS, "mysql": _MYSQL_EXISTS}
+def _catalog(ex: Executor, rules: DoctorRules) -> list[KeyColumn]:
+    """The key columns (:data:`CATALOG_CHANGED`: read again once where the read fails)."""
+
+    def attempt(left: float) -> Steps[list[KeyColumn]]:
+        return rules.key_columns(ex.fetch, ex.recover)
+        yield  # a generator of no step: the policy's loop runs it
+
+    def again(exc: Exception) -> bool:
+        if isinstance(exc, DatabaseUnavailableError):
+            ex.recover()
+            return True
+        return False
+
+    found: list[KeyColumn] = drive(CATALOG_CHANGED.steps(attempt, again), None)
+    return found
 
 
 def _exists(ex: Executor, vendor: str, column: KeyColumn) -> bool:
     """Whether ``column``'s table is still there (a failed read of a table dropped meanwhile is no finding)."""
-    params: dict[str, object] = {"table": column.table}
-    if vendor == "sqlite":
-        schema = _quote("sqlite", column.schema or "main")
-        sql = f"SELECT name FROM {schema}.sqlite_master WHERE type = 'table' AND name = :table"
-    else:
-        sql = _EXISTS[vendor]
-        name = _quote(vendor, column.table).replace("\\:", ":")
-        params["name"] = name if column.schema is None else f"{_quote(vendor, column.schema)}.{name}"
     try:
-        rows = ex.fetch(sql, params)
+        rows = ex.fetch(*_rules(vendor).exists(column.table, column.schema))
     except DatabaseUnavailableError:
         ex.recover()
         return True  # cannot tell: say what the read said

@@ -44,7 +44,7 @@ from typing import Any
 from ..errors import ColumnReadError, StorageMismatchError
 from ..ids.adopted import record_of
 from ..ids.classify import as_uuid
-from ..vendors import Storage, Target
+from ..vendors import Storage, Target, qualified, quote_identifier, rules_for
 
 __all__ = [
     "TOP",
@@ -54,7 +54,6 @@ __all__ = [
     "LiveColumns",
     "declared_storage",
     "judge",
-    "quote_identifier",
     "read_column",
     "readable",
     "reading_from",
@@ -68,9 +67,6 @@ log = logging.getLogger("seqid_orm")
 #: How many of the largest keys are read: enough that a few old keys written above the adopted ones
 #: (sentinels, or keys of code that still makes uuid4) do not hide them.
 TOP = 8
-
-#: The vendors whose catalogs :func:`reading_statements` reads.
-READ_VENDORS = ("postgresql", "mariadb", "mysql", "sqlite")
 
 #: How long a judgement made without a record is kept before the catalog row is read again, so a
 #: record written since (the adoption's migration, run while this process lives) is followed.
@@ -115,60 +111,17 @@ class ColumnReading:
         return record_of(self.comment)
 
 
-def quote_identifier(vendor: str, name: str) -> str:
-    """``name`` as a quoted identifier of ``vendor``'s SQL."""
-    if vendor in ("mariadb", "mysql", "tidb"):
-        return "`" + name.replace("`", "``") + "`"
-    if vendor == "mssql":
-        return "[" + name.replace("]", "]]") + "]"
-    return '"' + name.replace('"', '""') + '"'
-
-
-def literal(vendor: str, text: str) -> str:
-    """``text`` as a string literal (MariaDB and MySQL read backslashes as escapes by default)."""
-    if vendor in ("mariadb", "mysql"):
-        text = text.replace("\\", "\\\\")
-    return "'" + text.replace("'", "''") + "'"
-
-
-def qualified(vendor: str, table: str, schema: str | None) -> str:
-    """``schema.table`` (or ``table``) quoted for ``vendor``."""
-    qt = quote_identifier(vendor, table)
-    return qt if schema is None else f"{quote_identifier(vendor, schema)}.{qt}"
-
-
 def reading_statements(vendor: str, table: str, column: str, schema: str | None = None) -> list[str]:
     """The statements whose first rows make a :class:`ColumnReading` (see :func:`reading_from`): the
-    catalog row (the real table, the declared type, whether the role may read the keys, the comment),
-    the largest keys and the smallest.  Empty for a vendor whose catalog is not read here (the
-    judgement then has nothing to refuse).  Run the key reads only where :func:`readable` says the
+    catalog row (the vendor's: the real table, the declared type, whether the role may read the keys,
+    the comment), the largest keys and the smallest.  Empty for a vendor whose catalog is not read here
+    (the judgement then has nothing to refuse).  Run the key reads only where :func:`readable` says the
     first statement allows them: on PostgreSQL a refused read would abort the caller's transaction."""
-    if vendor not in READ_VENDORS:
+    catalog = rules_for(vendor).column_catalog(table, column, schema)
+    if catalog is None:
         return []
     qc = quote_identifier(vendor, column)
-    where = qualified(vendor, table, schema)
-    if vendor == "postgresql":
-        catalog = (
-            "SELECT a.attrelid::bigint, format_type(a.atttypid, a.atttypmod), "
-            "has_column_privilege(a.attrelid, a.attnum, 'SELECT'), col_description(a.attrelid, a.attnum) "
-            f"FROM pg_attribute a WHERE a.attrelid = to_regclass({literal(vendor, where)}) "
-            f"AND a.attname = {literal(vendor, column)} AND NOT a.attisdropped"
-        )
-    elif vendor == "sqlite":
-        in_schema = "" if schema is None else f", {literal(vendor, schema)}"
-        catalog = (
-            f"SELECT {literal(vendor, schema or 'main')}, type, 1, NULL "
-            f"FROM pragma_table_info({literal(vendor, table)}{in_schema}) WHERE name = {literal(vendor, column)}"
-        )
-    else:
-        owner = "DATABASE()" if schema is None else literal(vendor, schema)
-        catalog = (
-            "SELECT TABLE_SCHEMA, COLUMN_TYPE, FIND_IN_SET('select', PRIVILEGES) > 0, COLUMN_COMMENT "
-            "FROM information_schema.COLUMNS "
-            f"WHERE TABLE_SCHEMA = {owner} AND TABLE_NAME = {literal(vendor, table)} "
-            f"AND COLUMN_NAME = {literal(vendor, column)}"
-        )
-    keys = f"SELECT {qc} FROM {where} WHERE {qc} IS NOT NULL ORDER BY {qc}"
+    keys = f"SELECT {qc} FROM {qualified(vendor, table, schema)} WHERE {qc} IS NOT NULL ORDER BY {qc}"
     return [catalog, f"{keys} DESC LIMIT {TOP}", f"{keys} LIMIT 1"]
 
 
@@ -304,7 +257,7 @@ def _forms(where: Target, reading: ColumnReading) -> tuple[set[Storage | None], 
     value to read (an empty column, a role without SELECT) the declared type says."""
     declared = None if reading.declared is None else declared_storage(reading.declared)
     values = [v for v in (*reading.top, reading.bottom) if v is not None]
-    if declared is Storage.NATIVE and where.vendor != "sqlite":
+    if declared is Storage.NATIVE and where.rules.TYPED_COLUMNS:
         return {Storage.NATIVE}, []
     if values:
         forms = [value_form(v) for v in values]

@@ -36,6 +36,8 @@ from ._base import (
     Bounded,
     CallBounds,
     ColumnRef,
+    DoctorRules,
+    KeyColumn,
     OnlineRules,
     Quote,
     ServerDefault,
@@ -50,6 +52,7 @@ from ._base import (
     format_version,
     is_conflict,
     is_lock_timeout,
+    read_quote,
 )
 
 __all__ = [
@@ -57,6 +60,8 @@ __all__ = [
     "Bounded",
     "CallBounds",
     "ColumnRef",
+    "DoctorRules",
+    "KeyColumn",
     "OnlineRules",
     "Quote",
     "ServerDefault",
@@ -79,8 +84,12 @@ __all__ = [
     "is_conflict",
     "is_lock_timeout",
     "layout_sample",
+    "literal",
     "normalize_vendor",
     "normalize_version",
+    "qualified",
+    "quote_identifier",
+    "read_quote",
     "rules_for",
     "server_default",
     "target",
@@ -106,6 +115,21 @@ def check_shift(shift: object) -> _dt.timedelta | None:
 def rules_for(vendor: str) -> VendorRules:
     """The rules module of a (normalised) vendor name; :mod:`.generic` for one seqid does not know."""
     return _RULES.get(vendor, generic)
+
+
+def quote_identifier(vendor: str, name: str) -> str:
+    """``name`` as a quoted identifier of ``vendor``'s SQL."""
+    return rules_for(vendor).quote_identifier(name)
+
+
+def literal(vendor: str, text: str) -> str:
+    """``text`` as a string literal of ``vendor``'s SQL (MariaDB and MySQL read backslashes as escapes)."""
+    return rules_for(vendor).string_literal(text)
+
+
+def qualified(vendor: str, table: str, schema: str | None) -> str:
+    """``schema.table`` (or ``table``) quoted for ``vendor``."""
+    return rules_for(vendor).qualified(table, schema)
 
 
 _ALIASES = {"microsoft": "mssql"}  # Django's vendor name of mssql-django

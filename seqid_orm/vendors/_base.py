@@ -14,7 +14,7 @@ import math
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..errors import InvalidArgumentError, ServerDefaultUnavailableError, UnknownServerVersionError
 from ..ids.layout import Layout, coerce_enum
@@ -234,6 +234,70 @@ class OnlineRules(Protocol):
         server cannot make it there (then Python makes the keys and each batch sends them)."""
 
 
+@dataclass(frozen=True)
+class KeyColumn:
+    """One key column as a vendor's catalog describes it (what ``seqid doctor`` samples and judges)."""
+
+    table: str
+    column: str
+    sql_type: str
+    primary: bool
+    rows: int | None = None
+    index_bytes: int | None = None
+    key_width: int | None = None  # bytes of one key in the index, where fixed (uuid 16, bigint 8)
+    schema: str | None = None  # PostgreSQL's, SQLite's attached database: the table's schema
+    in_current_schema: bool = True
+    references: str | None = None  # the table whose key this column copies (a foreign key of its own)
+    ideal_bytes: int | None = None  # the index built in key order, where the catalog's reader knows it
+    record: int | None = None  # the width an adoption recorded in the column's comment (PostgreSQL)
+
+    @property
+    def name(self) -> str:
+        """The table as the report names it: ``schema.table`` outside the current schema."""
+        return self.table if self.in_current_schema or self.schema is None else f"{self.schema}.{self.table}"
+
+
+Fetch = Callable[[str, dict[str, object]], list[tuple[Any, ...]]]
+"""One read-only statement (``:name`` parameters; ``\\:`` is a colon) and its rows."""
+
+#: Bytes of one key in an index, by its column type where that fixes it: PostgreSQL's names and
+#: MariaDB's/MySQL's COLUMN_TYPE (read with its display width and ``unsigned`` left out).
+_WIDTH = {"uuid": 16, "binary(16)": 16, "bigint": 8, "integer": 4, "int": 4, "mediumint": 3, "smallint": 2}
+
+
+def key_width(sql_type: str) -> int | None:
+    """Bytes of one key of ``sql_type`` in an index, where the type fixes it."""
+    low = sql_type.lower()
+    return _WIDTH.get(low) or _WIDTH.get(low.split("(")[0].split()[0]) if low else None
+
+
+def read_quote(quoted: str) -> str:
+    """A quoted identifier as a read of the doctor's writes it: each colon ``\\:``, which the executors read
+    as a colon, not a parameter (a table ``a :b``)."""
+    return quoted.replace(":", "\\:")
+
+
+class DoctorRules(Protocol):
+    """What ``seqid doctor`` (:mod:`seqid_orm.schema.doctor`) asks a vendor whose catalog it reads."""
+
+    @property
+    def SCHEMAS(self) -> bool:
+        """Whether a report may be narrowed to schemas (PostgreSQL's, SQLite's attached databases)."""
+
+    def session_statements(self, timeout_s: float, /) -> list[str]:
+        """What runs first on the doctor's own connection: read-only transactions and a bound on each read."""
+
+    def key_columns(self, fetch: Fetch, recover: Callable[[], None], /) -> list[KeyColumn]:
+        """Every single-column unique key of the database, from its catalog (``recover`` readies the
+        connection again after a read the database refused)."""
+
+    def exists(self, table: str, schema: str | None, /) -> tuple[str, dict[str, object]]:
+        """A statement whose one row's value is not ``NULL`` where ``table`` is there."""
+
+    def ideal_index_bytes(self, column: KeyColumn, /) -> int | None:
+        """The column's index built in key order, where the engine's B-tree is modelled here."""
+
+
 class VendorRules(Protocol):
     """The questions every vendor module answers (module-level names; mypy checks each module)."""
 
@@ -258,9 +322,34 @@ class VendorRules(Protocol):
     (:mod:`seqid_orm.ids.adopted`), which sort after the old ones."""
 
     @property
+    def DOCTOR(self) -> DoctorRules | None:
+        """What ``seqid doctor`` reads of the engine's catalog (:class:`DoctorRules`); ``None`` where it reads none."""
+
+    @property
     def ONLINE(self) -> OnlineRules | None:
         """How the engine changes a live table while it is used (:class:`OnlineRules`); ``None`` where seqid
         changes none online (SQLite's one writer and table copies, and the engines seqid has no server of)."""
+
+    def quote_identifier(self, name: str, /) -> str:
+        """``name`` as a quoted identifier of the engine's SQL."""
+
+    def string_literal(self, text: str, /) -> str:
+        """``text`` as a string literal of the engine's SQL."""
+
+    def qualified(self, table: str, schema: str | None, /) -> str:
+        """``schema.table`` (or ``table``), quoted."""
+
+    @property
+    def TYPE_CHANGE_HOLDS(self) -> str | None:
+        """What changing a column's type holds while the table is rewritten (a storage conversion's refusal
+        names it); ``None`` where seqid refuses no conversion by its size."""
+
+    TYPED_COLUMNS: bool
+    """Whether a column's declared UUID type says what its values are (SQLite keeps any value anywhere)."""
+
+    def column_catalog(self, table: str, column: str, schema: str | None, /) -> str | None:
+        """The statement of a key column's catalog row (:mod:`seqid_orm.schema.live`: the real table, the
+        declared type, whether this role may read the keys, the comment), or ``None`` where not read."""
 
     def has_native_uuid(self, version: Version, /) -> bool:
         """Whether this server version has a UUID column type of its own."""
@@ -428,6 +517,45 @@ def bounded_name(prefix: str, table: str, column: str) -> str:
         return name
     digest = hashlib.sha256(f"{table}.{column}".encode()).hexdigest()[:12]
     return f"{prefix}{table[:36]}_{digest}"
+
+
+def double_quoted(name: str) -> str:
+    """``name`` as the SQL standard quotes an identifier (PostgreSQL, SQLite, Oracle and the rest)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def backquoted(name: str) -> str:
+    """``name`` as MySQL and MariaDB quote an identifier."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def bracketed(name: str) -> str:
+    """``name`` as SQL Server quotes an identifier."""
+    return "[" + name.replace("]", "]]") + "]"
+
+
+def standard_literal(text: str) -> str:
+    """``text`` as the SQL standard's string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def backslash_literal(text: str) -> str:
+    """``text`` as a string literal where backslashes are escapes (MySQL's and MariaDB's default)."""
+    return standard_literal(text.replace("\\", "\\\\"))
+
+
+def qualify(quote: Quote) -> Callable[[str, str | None], str]:
+    """A vendor's ``qualified``: ``schema.table`` (or ``table``), each quoted by ``quote``."""
+
+    def qualified(table: str, schema: str | None) -> str:
+        return quote(table) if schema is None else f"{quote(schema)}.{quote(table)}"
+
+    return qualified
+
+
+def no_column_catalog(table: str, column: str, schema: str | None, /) -> str | None:
+    """A ``column_catalog`` of an engine whose catalog seqid does not read before a key."""
+    return None
 
 
 def row_params(rows: Sequence[Sequence[object]], values: Sequence[object]) -> dict[str, object]:

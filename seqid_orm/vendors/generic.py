@@ -9,13 +9,17 @@ from __future__ import annotations
 from ._base import (
     TextColumnSpec,
     bytewise_order,
+    double_quoted,
     hex_literal,
     no_adopted_default,
     no_adoption_statements,
+    no_column_catalog,
     no_conversion,
     no_native_uuid,
     no_sequential_functions,
     no_server_default,
+    qualify,
+    standard_literal,
 )
 
 NAME = "generic"
@@ -25,7 +29,14 @@ TEXT_ID_COLUMN = TextColumnSpec(charset=None, collation=None)
 BINARY_FALLBACK = False
 DROP_FOREIGN_KEY = "DROP CONSTRAINT"
 INNER_SPLITS_HALF = False
+quote_identifier = double_quoted
+string_literal = standard_literal
+TYPE_CHANGE_HOLDS = None  # no conversion seqid refuses by size
+qualified = qualify(quote_identifier)
+TYPED_COLUMNS = True
+column_catalog = no_column_catalog
 ONLINE = None  # seqid changes no table of it online
+DOCTOR = None  # seqid doctor reads no catalog of it
 
 has_native_uuid = no_native_uuid
 compare_order = bytewise_order

@@ -24,6 +24,8 @@ from ._base import (
     ServerDefault,
     Storage,
     Version,
+    backquoted,
+    backslash_literal,
     format_version,
     hex_literal,
     no_adopted_default,
@@ -39,6 +41,13 @@ TEXT_ID_COLUMN = mysql.TEXT_ID_COLUMN
 BINARY_FALLBACK = True
 DROP_FOREIGN_KEY = "DROP FOREIGN KEY"
 INNER_SPLITS_HALF = False
+quote_identifier = backquoted
+string_literal = backslash_literal
+# what changing a column's type holds while it rewrites the table (a conversion's refusal says it)
+TYPE_CHANGE_HOLDS = "MariaDB copies the table (ALGORITHM=COPY), no write for the whole copy"
+qualified = mysql.qualified
+TYPED_COLUMNS = mysql.TYPED_COLUMNS
+column_catalog = mysql.column_catalog
 
 #: The column type each storage gets (as seqid's ``SeqUUID`` declares it), for conversions.
 COLUMN_TYPES = {Storage.NATIVE: "UUID", Storage.BINARY: "BINARY(16)", Storage.TEXT: "CHAR(36)", Storage.HEX: "CHAR(32)"}
@@ -252,3 +261,13 @@ class Online(mysql.Online):
 
 
 ONLINE = Online()
+
+
+class Doctor(mysql.Doctor):
+    """MariaDB's catalog as ``seqid doctor`` reads it: MySQL's, with MariaDB's own statement bound."""
+
+    def _statement_bound(self, ms: int) -> str:
+        return f"SET SESSION max_statement_time = {ms / 1000:.3f}"
+
+
+DOCTOR = Doctor()

@@ -18,10 +18,14 @@ from ._base import (
     TextColumnSpec,
     Version,
     always_native_uuid,
+    bracketed,
     no_adopted_default,
     no_adoption_statements,
+    no_column_catalog,
     no_conversion,
     no_sequential_functions,
+    qualify,
+    standard_literal,
 )
 
 NAME = "mssql"
@@ -31,7 +35,14 @@ TEXT_ID_COLUMN = TextColumnSpec(charset=None, collation="Latin1_General_BIN2")
 BINARY_FALLBACK = False
 DROP_FOREIGN_KEY = "DROP CONSTRAINT"
 INNER_SPLITS_HALF = True
+quote_identifier = bracketed
+string_literal = standard_literal
+TYPE_CHANGE_HOLDS = None  # no conversion seqid refuses by size
+qualified = qualify(quote_identifier)
+TYPED_COLUMNS = True
+column_catalog = no_column_catalog
 ONLINE = None  # seqid changes no table of it online
+DOCTOR = None  # seqid doctor reads no catalog of it
 
 convert_column = no_conversion(NAME)
 sequential_functions, drop_sequential_functions = no_sequential_functions(NAME)

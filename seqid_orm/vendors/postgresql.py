@@ -7,16 +7,20 @@ in order in every storage.  Text ids need the ``"C"`` collation (the default fol
 from __future__ import annotations
 
 import ipaddress
+import math
 import os
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..errors import ServerDefaultUnavailableError
+from ..ids.adopted import record_of
 from ..ids.layout import Layout
 from ._base import (
     Bounded,
     ColumnRef,
+    Fetch,
+    KeyColumn,
     Quote,
     ServerDefault,
     Step,
@@ -26,8 +30,12 @@ from ._base import (
     Version,
     always_native_uuid,
     bytewise_in_every_storage,
+    double_quoted,
     format_version,
+    key_width,
+    qualify,
     row_params,
+    standard_literal,
     unknown_version,
     version_at_least,
 )
@@ -39,6 +47,13 @@ TEXT_ID_COLUMN = TextColumnSpec(charset=None, collation="C")
 BINARY_FALLBACK = True
 DROP_FOREIGN_KEY = "DROP CONSTRAINT"
 INNER_SPLITS_HALF = True
+quote_identifier = double_quoted
+string_literal = standard_literal
+# what changing a column's type holds while it rewrites the table (a conversion's refusal says it)
+TYPE_CHANGE_HOLDS = (
+    "PostgreSQL's ALTER COLUMN ... TYPE holds ACCESS EXCLUSIVE, no read and no write, for the whole rewrite"
+)
+qualified = qualify(quote_identifier)
 
 #: The column type each storage gets (as seqid's ``SeqUUID`` declares it), for conversions.
 COLUMN_TYPES = {Storage.NATIVE: "uuid", Storage.BINARY: "bytea", Storage.TEXT: "char(36)", Storage.HEX: "char(32)"}
@@ -359,7 +374,7 @@ class Online:
     TRIGGERS_CAN_WAIT = True
 
     def quote(self, name: str, /) -> str:
-        return '"' + name.replace('"', '""') + '"'
+        return quote_identifier(name)
 
     def bounded(self, statement: str, lock_ms: int, /) -> Bounded:
         return Bounded(
@@ -566,3 +581,103 @@ class Online:
 
 
 ONLINE = Online()
+
+
+# --- what seqid doctor reads (seqid_orm.schema.doctor asks) ------------------------------------------
+
+# Every schema but the system's, each table once: a partitioned table by its parent, whose rows and
+# index bytes are its partitions' (pg_partition_tree, PostgreSQL 12+), never partition by partition.
+_PG_KEYS = """
+SELECT n.nspname = current_schema(), n.nspname, c.relname, a.attname, format_type(a.atttypid, a.atttypmod),
+       i.indisprimary,
+       CAST(COALESCE(
+         (SELECT SUM(GREATEST(pc.reltuples, COALESCE(ps.n_live_tup, 0), 0))
+          FROM pg_partition_tree(c.oid) t JOIN pg_class pc ON pc.oid = t.relid
+          LEFT JOIN pg_stat_user_tables ps ON ps.relid = pc.oid WHERE t.isleaf),
+         GREATEST(c.reltuples, COALESCE(s.n_live_tup, 0), 0)) AS bigint),
+       COALESCE((SELECT SUM(pg_relation_size(t.relid)) FROM pg_partition_tree(i.indexrelid) t),
+                pg_relation_size(i.indexrelid)),
+       (SELECT CAST(CAST(f.confrelid AS regclass) AS text) FROM pg_constraint f
+        WHERE f.contype = 'f' AND f.conrelid = c.oid AND f.conkey = ARRAY[a.attnum] LIMIT 1),
+       col_description(c.oid, a.attnum)
+FROM pg_index i
+JOIN pg_class c ON c.oid = i.indrelid
+JOIN pg_namespace n ON n.oid = c.relnamespace
+JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = i.indkey[0]
+LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid
+WHERE i.indisunique AND i.indnatts = 1 AND i.indexprs IS NULL AND i.indpred IS NULL
+  AND c.relkind IN ('r', 'p') AND NOT c.relispartition
+  AND n.nspname <> 'information_schema' AND left(n.nspname, 3) <> 'pg_'
+ORDER BY n.nspname <> current_schema(), n.nspname, c.relname, NOT i.indisprimary, a.attname
+"""
+
+_PAGE = 8192  # the block size of the default build
+_LEAF_FILL = 0.9  # B-tree leaf pages filled by key-order inserts (btree fillfactor 90)
+
+
+class Doctor:
+    """PostgreSQL's catalog as ``seqid doctor`` reads it."""
+
+    SCHEMAS = True
+
+    def session_statements(self, timeout_s: float, /) -> list[str]:
+        ms = max(1, math.ceil(timeout_s * 1000))
+        return ["SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY", f"SET statement_timeout = {ms}"]
+
+    def key_columns(self, fetch: Fetch, recover: Callable[[], None], /) -> list[KeyColumn]:
+        out = []
+        for current, schema, table, column, sql_type, primary, rows, size, references, comment in fetch(_PG_KEYS, {}):
+            if size is None or rows is None:  # dropped while the catalog was read: pg_relation_size() says NULL
+                continue
+            out.append(
+                KeyColumn(
+                    str(table),
+                    str(column),
+                    str(sql_type),
+                    bool(primary),
+                    int(rows),
+                    int(size),
+                    key_width(str(sql_type)),
+                    schema=str(schema),
+                    in_current_schema=bool(current),
+                    references=None if references is None else str(references),
+                    record=record_of(None if comment is None else str(comment)),
+                )
+            )
+        return out
+
+    def exists(self, table: str, schema: str | None, /) -> tuple[str, dict[str, object]]:
+        name = quote_identifier(table)
+        return "SELECT CAST(to_regclass(:name) AS text)", {
+            "name": name if schema is None else f"{quote_identifier(schema)}.{name}"
+        }
+
+    def ideal_index_bytes(self, column: KeyColumn, /) -> int | None:
+        """A B-tree over ``rows`` keys of ``key_width`` bytes built in key order: 8-byte tuple headers, keys
+        aligned to 8, a 4-byte line pointer each, leaves filled to 90 %, plus the metapage."""
+        if column.rows is None or column.key_width is None:
+            return None
+        per_tuple = 8 * math.ceil((8 + column.key_width) / 8) + 4
+        per_leaf = int((_PAGE - 24 - 16) * _LEAF_FILL) // per_tuple
+        leaves = max(1, math.ceil(column.rows / per_leaf))
+        return (1 + leaves + math.ceil(leaves / per_leaf)) * _PAGE
+
+
+DOCTOR = Doctor()
+
+
+# --- a live key column read before its first key (seqid_orm.schema.live asks) -----------------------
+
+TYPED_COLUMNS = True  # a declared uuid column holds uuids, whatever the driver hands back
+
+
+def column_catalog(table: str, column: str, schema: str | None, /) -> str | None:
+    """The catalog row of a key column: the real table the name resolves to under this connection's
+    ``search_path`` (its oid), the declared type, whether this role may read it, its comment."""
+    where = qualified(table, schema)
+    return (
+        "SELECT a.attrelid::bigint, format_type(a.atttypid, a.atttypmod), "
+        "has_column_privilege(a.attrelid, a.attnum, 'SELECT'), col_description(a.attrelid, a.attnum) "
+        f"FROM pg_attribute a WHERE a.attrelid = to_regclass({string_literal(where)}) "
+        f"AND a.attname = {string_literal(column)} AND NOT a.attisdropped"
+    )

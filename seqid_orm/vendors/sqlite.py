@@ -7,13 +7,18 @@ table is best made ``WITHOUT ROWID``.  Its default text collation (BINARY) is by
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..errors import ServerDefaultUnavailableError
 from ._base import (
+    Fetch,
+    KeyColumn,
     ServerDefault,
     Storage,
     TextColumnSpec,
     Version,
     bytewise_order,
+    double_quoted,
     format_version,
     hex_literal,
     no_adopted_default,
@@ -21,7 +26,10 @@ from ._base import (
     no_conversion,
     no_native_uuid,
     no_sequential_functions,
+    qualify,
+    read_quote,
     seconds_literal,
+    standard_literal,
     unknown_version,
     version_at_least,
 )
@@ -33,6 +41,10 @@ TEXT_ID_COLUMN = TextColumnSpec(charset=None, collation=None)
 BINARY_FALLBACK = True
 DROP_FOREIGN_KEY = "DROP CONSTRAINT"
 INNER_SPLITS_HALF = False
+quote_identifier = double_quoted
+string_literal = standard_literal
+TYPE_CHANGE_HOLDS = None  # no conversion seqid refuses by size
+qualified = qualify(quote_identifier)
 ONLINE = None  # seqid changes no table of it online
 
 has_native_uuid = no_native_uuid
@@ -86,3 +98,107 @@ def server_default(version: Version, storage: Storage, shift_us: int, /) -> Serv
 
 adopted_default = no_adopted_default(NAME)
 adoption_statements = no_adoption_statements
+
+
+# --- what seqid doctor reads (seqid_orm.schema.doctor asks) ------------------------------------------
+
+
+def _read_quote(name: object) -> str:
+    return read_quote('"' + str(name).replace('"', '""') + '"')
+
+
+_SQLITE_TABLES = (
+    "SELECT name FROM {schema}.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+)
+
+
+def _sqlite_columns(fetch: Fetch) -> list[KeyColumn]:
+    """SQLite's key columns, in the main database and every attached one (``ATTACH DATABASE``: a
+    table there is named ``schema.table``, as PostgreSQL's outside the current schema are)."""
+    out = []
+    # seq, name, file: main first, then temp (connection-private, skipped) and the attached ones
+    for _seq, schema, _file in fetch("PRAGMA database_list", {}):
+        if schema != "temp":
+            out.extend(_sqlite_schema_columns(fetch, str(schema)))
+    return out
+
+
+def _sqlite_schema_columns(fetch: Fetch, schema: str) -> list[KeyColumn]:
+    q = _read_quote(schema)
+    main = schema == "main"
+    out = []
+    for (table,) in fetch(_SQLITE_TABLES.format(schema=q), {}):
+        quoted = _read_quote(table)
+        info = fetch(f"PRAGMA {q}.table_info({quoted})", {})  # cid, name, type, notnull, default, pk
+        pk = [row for row in info if row[5]]
+        types = {row[1]: row[2] for row in info}
+        # id, seq, table, from, to, ...: a single-column foreign key, by the column it starts from
+        links = fetch(f"PRAGMA {q}.foreign_key_list({quoted})", {})
+        sizes = {row[0]: sum(1 for r in links if r[0] == row[0]) for row in links}
+        references = {row[3]: row[2] for row in links if sizes[row[0]] == 1}
+        if len(pk) == 1:
+            out.append(
+                KeyColumn(
+                    table,
+                    pk[0][1],
+                    pk[0][2] or "",
+                    True,
+                    references=references.get(pk[0][1]),
+                    schema=schema,
+                    in_current_schema=main,
+                )
+            )
+        for _, index, unique, origin, _partial in fetch(f"PRAGMA {q}.index_list({quoted})", {}):
+            if not unique or origin == "pk":
+                continue
+            cols = fetch(f"PRAGMA {q}.index_info({_read_quote(index)})", {})
+            if len(cols) == 1 and cols[0][2] is not None:
+                name = cols[0][2]
+                out.append(
+                    KeyColumn(
+                        table,
+                        name,
+                        types.get(name, ""),
+                        False,
+                        references=references.get(name),
+                        schema=schema,
+                        in_current_schema=main,
+                    )
+                )
+    return out
+
+
+class Doctor:
+    """SQLite's catalog as ``seqid doctor`` reads it: the main database and every attached one."""
+
+    SCHEMAS = True  # attached databases
+
+    def session_statements(self, timeout_s: float, /) -> list[str]:
+        return ["PRAGMA query_only = ON"]  # the adapter also opens the file read-only and sets a deadline
+
+    def key_columns(self, fetch: Fetch, recover: Callable[[], None], /) -> list[KeyColumn]:
+        return _sqlite_columns(fetch)
+
+    def exists(self, table: str, schema: str | None, /) -> tuple[str, dict[str, object]]:
+        where = _read_quote(schema or "main")
+        return f"SELECT name FROM {where}.sqlite_master WHERE type = 'table' AND name = :table", {"table": table}
+
+    def ideal_index_bytes(self, column: KeyColumn, /) -> int | None:
+        return None
+
+
+DOCTOR = Doctor()
+
+
+# --- a live key column read before its first key (seqid_orm.schema.live asks) -----------------------
+
+TYPED_COLUMNS = False  # any value in any column: the values say what they are, not the declared type
+
+
+def column_catalog(table: str, column: str, schema: str | None, /) -> str | None:
+    """The catalog row of a key column: its database (``main`` or an attached one), its declared type."""
+    in_schema = "" if schema is None else f", {string_literal(schema)}"
+    return (
+        f"SELECT {string_literal(schema or 'main')}, type, 1, NULL "
+        f"FROM pragma_table_info({string_literal(table)}{in_schema}) WHERE name = {string_literal(column)}"
+    )

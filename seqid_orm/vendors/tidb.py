@@ -9,14 +9,18 @@ from __future__ import annotations
 from . import mysql
 from ._base import (
     TextColumnSpec,
+    backquoted,
+    backslash_literal,
     bytewise_order,
     hex_literal,
     hot_spot_refusal,
     no_adopted_default,
     no_adoption_statements,
+    no_column_catalog,
     no_conversion,
     no_native_uuid,
     no_sequential_functions,
+    qualify,
 )
 
 NAME = "tidb"
@@ -26,7 +30,14 @@ TEXT_ID_COLUMN: TextColumnSpec = mysql.TEXT_ID_COLUMN
 BINARY_FALLBACK = True
 DROP_FOREIGN_KEY = "DROP FOREIGN KEY"
 INNER_SPLITS_HALF = False
+quote_identifier = backquoted
+string_literal = backslash_literal
+TYPE_CHANGE_HOLDS = None  # no conversion seqid refuses by size
+qualified = qualify(quote_identifier)
+TYPED_COLUMNS = True
+column_catalog = no_column_catalog
 ONLINE = None  # seqid changes no table of it online
+DOCTOR = None  # seqid doctor reads no catalog of it
 
 has_native_uuid = no_native_uuid
 compare_order = bytewise_order

@@ -179,14 +179,14 @@ class _OnlineIO:
         self.connection = connection
 
     def fetch(self, sql: str, params: dict[str, object]) -> list[tuple[Any, ...]]:
-        from ..allocation.stores.django import positional
+        from ..allocation.stores.binds import positional
 
         with self.connection.cursor() as cursor:
             cursor.execute(*positional(sql, params))
             return [tuple(row) for row in cursor.fetchall()]
 
     def run(self, sql: str, params: dict[str, object]) -> int:
-        from ..allocation.stores.django import positional
+        from ..allocation.stores.binds import positional
 
         with self.connection.cursor() as cursor:
             if params:
@@ -258,23 +258,21 @@ def _operation_lock(connection: Any, column: Any, what: str) -> Any:
         store.close()
 
 
-def _in_the_migrations_transaction(connection: Any, column: Any, what: str) -> bool:
-    """Whether the operation runs inside an atomic migration's transaction, where every batch waits for the
-    migration's end and nothing may run ``CONCURRENTLY``: refused where the table is big, with the fix.  The
-    rows are counted (up to the line), not estimated: right after a load or a restore the statistics say 0."""
-    if not connection.in_atomic_block:
-        return False
-    from ..errors import MigrationRefusedError
-    from ..schema.online import rows_counted
+def _form(connection: Any, model: Any, what: str) -> str:
+    """How the operation runs (:func:`~seqid_orm.schema.online.choose_form`, the one decision of both ORMs):
+    online where each batch may commit, which an atomic migration's transaction forbids; there a small
+    table (counted) is filled in it, a bigger one refused, naming ``atomic = False``."""
+    from ..schema.online import choose_form
+    from .connection import vendor_of
 
-    rows = rows_counted(_OnlineIO(connection).fetch, column.vendor, column.table, ATOMIC_UP_TO_ROWS)
-    if rows is None or rows > ATOMIC_UP_TO_ROWS:
-        size = "rows this role cannot count" if rows is None else f"over {ATOMIC_UP_TO_ROWS:,} rows"
-        raise MigrationRefusedError(
-            f"{what} on {column.table} ({size}) fills it in batches that each commit, so the table stays "
-            "usable: give the migration atomic = False (class Migration(migrations.Migration): atomic = False)"
-        )
-    return True
+    return choose_form(
+        _OnlineIO(connection).fetch,
+        vendor_of(connection),
+        model._meta.db_table,
+        committing=not connection.in_atomic_block,
+        what=what,
+        fix="give the migration atomic = False (class Migration(migrations.Migration): atomic = False)",
+    )
 
 
 def _fill_kwargs(from_field: str | None, batch_size: int | None, fire_triggers: bool = True) -> dict[str, Any]:
@@ -322,17 +320,15 @@ class BackfillSeqUUID(Operation):
         pass
 
     def database_forwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
-        from ..schema.online import ONLINE_VENDORS, backfill, forget
-        from .connection import vendor_of
+        from ..schema.online import backfill, forget
 
         model = to_state.apps.get_model(app_label, self.model_name)
         field = model._meta.get_field(self.field_name)
         connection = schema_editor.connection
-        if vendor_of(connection) not in ONLINE_VENDORS:
+        if _form(connection, model, "BackfillSeqUUID") == "offline":
             self._offline(model, field, connection)
             return
         column = _online_column(model, field, connection, self.from_field)
-        _in_the_migrations_transaction(connection, column, "BackfillSeqUUID")  # small enough, or refused
         io = _OnlineIO(connection)
         with io.unprepared():
             backfill(io, column, batch_size=self.batch_size)
@@ -402,19 +398,15 @@ class AddSeqUUIDField(Operation):
         state.add_field(app_label, self.model_name.lower(), self.name, self.field, True)
 
     def database_forwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
-        from ..schema.online import ONLINE_VENDORS, add_column
-        from .connection import vendor_of
+        from ..schema.online import add_column
 
         model = to_state.apps.get_model(app_label, self.model_name)
         field = model._meta.get_field(self.name)
         connection = schema_editor.connection
-        if vendor_of(connection) not in ONLINE_VENDORS:
+        if _form(connection, model, "AddSeqUUIDField") == "offline":
             self._offline(app_label, schema_editor, from_state, model, field)
             return
         column = _online_column(model, field, connection, self.from_field)
-        if _in_the_migrations_transaction(connection, column, "AddSeqUUIDField"):
-            self._offline(app_label, schema_editor, from_state, model, field)  # a small table, one transaction
-            return
         io = _OnlineIO(connection)
         with io.unprepared(), _operation_lock(connection, column, "AddSeqUUIDField") as lock:
             add_column(io, column, batch_size=self.batch_size, fire_triggers=self.fire_triggers, guard=lock.check)
@@ -514,25 +506,22 @@ class AdoptSeqUUID(Operation):
             print(f"  seqid: {done}")
 
     def database_backwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
-        from ..ids.adopted import record_of, without_record
-        from ..schema.live import literal, qualified, quote_identifier, reading_statements
+        from ..schema.adoption import unrecord
 
-        _field, name = self._column(app_label, from_state)
+        field, name = self._column(app_label, from_state)
         connection = schema_editor.connection
-        vendor = connection_target(connection).vendor
-        if vendor != "postgresql":
-            return
-        with connection.cursor() as cursor:
-            cursor.execute(reading_statements(vendor, name.table, name.column)[0])
-            found = cursor.fetchall()
-        comment = found[0][3] if found else None
-        if record_of(comment) is None:
-            return
-        rest = without_record(comment)
-        target = f"{qualified(vendor, name.table, None)}.{quote_identifier(vendor, name.column)}"
-        schema_editor.execute(
-            f"COMMENT ON COLUMN {target} IS {'NULL' if rest is None else literal(vendor, rest)}", params=None
+        where = (
+            field_target(field, connection)
+            if hasattr(field, "layout")
+            else connection_target(connection, uuid_field_storage(connection))
         )
+        with connection.cursor() as cursor:
+
+            def fetch(statement: str) -> list[Any]:
+                cursor.execute(statement)
+                return list(cursor.fetchall())
+
+            unrecord(where, name, fetch, lambda statement: schema_editor.execute(statement, params=None))
 
     def describe(self) -> str:
         return f"Record how {self.model_name}.{self.field_name}'s keys sort after the keys it holds"

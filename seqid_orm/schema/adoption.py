@@ -30,12 +30,20 @@ from dataclasses import dataclass
 from types import EllipsisType
 
 from ..errors import InvalidArgumentError
-from ..ids.adopted import ABOVE_CHOSEN_MAX, OUTLIER_BITS, first_regular, leading_ones, recognise, record_comment
+from ..ids.adopted import (
+    ABOVE_CHOSEN_MAX,
+    OUTLIER_BITS,
+    first_regular,
+    leading_ones,
+    recognise,
+    record_comment,
+    without_record,
+)
 from ..ids.layout import sort_key
-from ..vendors import Storage, Target
-from .live import ColumnName, judge, literal, qualified, quote_identifier, read_column, run, uuids_of
+from ..vendors import Storage, Target, literal, qualified, quote_identifier
+from .live import ColumnName, judge, read_column, run, uuids_of
 
-__all__ = ["SAMPLE", "Adoption", "adopt"]
+__all__ = ["SAMPLE", "Adoption", "adopt", "records", "unrecord"]
 
 log = logging.getLogger("seqid_orm")
 
@@ -105,7 +113,7 @@ def adopt(
     judge(where, reading, label=name.label, fix=fix)  # the storage check every process makes
     table = qualified(where.vendor, name.table, name.schema)
     statements = where.rules.adoption_statements(table, quote_identifier(where.vendor, name.column))
-    if not statements or not where.rules.INNER_SPLITS_HALF:
+    if not records(where):
         return Adoption(name.label, 0, None, 0, False)
     [(estimate, schema)] = run(fetch, statements["estimate"].format(identity=reading.identity), name)
     if reading.record is not None:
@@ -142,6 +150,27 @@ def adopt(
 #: The most keys the migration reads to find the old keys under the adopted keys of processes that ran the
 #: swapped model before it (beyond, their width plus one bit: old keys of the same width may hide among them).
 OLD_KEYS_UP_TO = 65_536
+
+
+def records(where: Target) -> bool:
+    """Whether an adoption on ``where``'s engine records a width (one that splits inner pages half and has
+    a record to write, PostgreSQL here): the one rule :func:`adopt` and :func:`unrecord` read."""
+    return where.rules.INNER_SPLITS_HALF and bool(where.rules.adoption_statements("t", "c"))
+
+
+def unrecord(where: Target, name: ColumnName, fetch: Callable[[str], Rows], execute: Callable[[str], object]) -> bool:
+    """Undo :func:`adopt`: the column's comment without the record (its own words kept), where one was
+    written.  Whether it changed anything."""
+    if not records(where):
+        return False
+    reading = read_column(where.vendor, name, fetch)
+    if reading.record is None:
+        return False
+    rest = without_record(reading.comment)
+    table = qualified(where.vendor, name.table, name.schema)
+    record = where.rules.adoption_statements(table, quote_identifier(where.vendor, name.column))["record"]
+    execute(record.format(comment="NULL" if rest is None else literal(where.vendor, rest)))
+    return True
 
 
 def _old_keys_need(

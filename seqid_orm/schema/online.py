@@ -58,6 +58,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ..calls.retry import Retry
+from ..calls.steps import Steps, drive
 from ..errors import InvalidArgumentError, MigrationRefusedError
 from ..ids.comb import comb_at, comb_batch
 from ..ids.layout import Layout
@@ -77,6 +79,7 @@ __all__ = [
     "backfill",
     "bounded_name",
     "check",
+    "choose_form",
     "drop_column",
     "estimate_rows",
     "forget",
@@ -98,6 +101,8 @@ ONLINE_VENDORS = tuple(v for v in VENDORS if rules_for(v).ONLINE is not None)
 LOCK_TIMEOUT_MS = 500
 #: How many times a DDL statement that timed out waiting for its lock is tried, pausing between.
 DDL_ATTEMPTS = 60
+#: The policy of a DDL statement that waited its lock out: tried again after 0.2 s, doubling, 5 s at most.
+DDL_LOCK = Retry(DDL_ATTEMPTS, delay=0.2, backoff=2.0, max_delay=5.0, why="a table another session held")
 #: Where a backfill records how far it got: a table of its own per column (this prefix, the table's and the
 #: column's names), in the search path's schema, dropped when the column is done.  Not one table shared by
 #: every backfill: the first to finish would drop it, or its last row, under another that had just begun.
@@ -363,22 +368,25 @@ def _run_step(
         _concurrently(io, col, step.statement, lifted or {})
         return
     bounded = col.rules.bounded(step.statement, LOCK_TIMEOUT_MS)
-    pause = 0.2
-    for attempt in range(1, DDL_ATTEMPTS + 1):
+
+    def attempt(left: float) -> Steps[None]:
         try:
             with io.transaction() if bounded.in_transaction else contextlib.nullcontext():
                 for statement in bounded.statements:
                     io.run(statement, {})
-            return
-        except Exception as exc:  # the driver's error: a lock timeout is tried again, anything else is the caller's
-            if not is_lock_timeout(exc) or attempt == DDL_ATTEMPTS:
-                raise
-            log.info("seqid: %s waited past its lock timeout (attempt %d); trying again", step.statement[:80], attempt)
-            sleep(pause)
-            pause = min(pause * 2, 5.0)
         finally:
             for statement in bounded.after:
                 io.run(statement, {})
+        return
+        yield  # a generator of no step: the policy's loop runs it
+
+    def waited(exc: Exception) -> bool:
+        if is_lock_timeout(exc):
+            log.info("seqid: %s waited past its lock timeout; trying again", step.statement[:80])
+            return True
+        return False
+
+    drive(DDL_LOCK.steps(attempt, waited), None, sleep=sleep)
 
 
 def _concurrently(io: OnlineIO, col: OnlineColumn, statement: str, lifted: dict[str, str]) -> None:
@@ -646,6 +654,32 @@ def backfill(
             progress.said_at = time.monotonic()
     say(progress.line(f"{col.table}.{col.column}") + " (done)")
     return progress
+
+
+# --- which form runs ---------------------------------------------------------------------------------------
+
+
+def choose_form(fetch: Fetch, vendor: str, table: str, *, committing: bool, what: str, fix: str) -> str:
+    """``"online"`` or ``"offline"``: how an operation on ``table`` runs, the one decision of both ORMs'
+    operations.  Online where the vendor changes tables online and the operation's batches may commit
+    (``committing``: outside the migration's transaction); offline (the column added and filled in the
+    migration's transaction) on the other vendors, and inside the migration's transaction for a table of
+    at most :data:`IN_TRANSACTION_UP_TO_ROWS` rows, counted: right after a load or a restore the statistics
+    say 0.  A bigger table there, or one this role cannot count, is refused before anything changes
+    (:class:`~seqid_orm.errors.MigrationRefusedError`), naming ``fix``, the adapter's way out of its
+    transaction."""
+    if vendor not in ONLINE_VENDORS:
+        return "offline"
+    if committing:
+        return "online"
+    rows = rows_counted(fetch, vendor, table, IN_TRANSACTION_UP_TO_ROWS)
+    if rows is None or rows > IN_TRANSACTION_UP_TO_ROWS:
+        size = "rows this role cannot count" if rows is None else f"over {IN_TRANSACTION_UP_TO_ROWS:,} rows"
+        raise MigrationRefusedError(
+            f"{what} on {table} ({size}) fills it in batches that each commit, so the table stays usable, "
+            f"and this migration runs in a transaction it cannot commit: {fix}"
+        )
+    return "offline"
 
 
 # --- how big a table is -----------------------------------------------------------------------------------

@@ -52,7 +52,7 @@ import sqlalchemy as sa
 
 from ..allocation.stores.base import LEASE_TABLE, TICKET_TABLE
 from ..allocation.stores.sqlalchemy import lease_columns, ticket_columns
-from ..errors import InvalidArgumentError, MigrationRefusedError
+from ..errors import InvalidArgumentError
 from ..ids.adopted import recognise, record_comment, record_of, without_record
 from ..schema.adoption import Adoption, adopt
 from ..schema.live import ColumnName, declared_storage, read_column, uuids_of
@@ -642,32 +642,31 @@ def _render_drop_seqid_column(autogen_context: Any, op: DropSeqIDColumnOp) -> st
 
 @Operations.implementation_for(AddSeqIDColumnOp)
 def _add_seqid_column(operations: Operations, operation: AddSeqIDColumnOp) -> None:
-    from ..schema.online import IN_TRANSACTION_UP_TO_ROWS, ONLINE_VENDORS, add_column, rows_counted
+    from ..schema.online import ONLINE_VENDORS, add_column, choose_form
 
     if operations.get_context().as_sql:
         raise InvalidArgumentError("add_seqid_column fills the existing rows: run it online")
     conn = operations.get_bind()
     type_ = SeqUUID(storage=operation.storage)
-    where = type_.target(conn.dialect)
-    if operation.online is False or where.vendor not in ONLINE_VENDORS:
+    vendor = type_.target(conn.dialect).vendor
+    if operation.online is False or vendor not in ONLINE_VENDORS:  # before the autocommit block commits anything
         _add_seqid_column_offline(operations, operation, type_)
         return
-    column = _online_column(conn, operation, type_)
     with _outside_the_transaction(operations) as free:
-        if free is None:  # inside a transaction Alembic did not begin, so cannot commit
-            # counted, not estimated: right after a load or a restore the statistics say 0 rows
-            rows = rows_counted(_OnlineIO(conn).fetch, where.vendor, operation.table, IN_TRANSACTION_UP_TO_ROWS)
-            if rows is None or rows > IN_TRANSACTION_UP_TO_ROWS:
-                size = "rows this role cannot count" if rows is None else f"over {IN_TRANSACTION_UP_TO_ROWS:,} rows"
-                raise MigrationRefusedError(
-                    f"add_seqid_column on {operation.table} ({size}) runs its batches outside the migration's "
-                    "transaction, which Alembic commits first (autocommit_block): run the migration in a "
-                    "transaction Alembic begins (env.py's context.begin_transaction() on a connection not already in "
-                    "a transaction), or pass online=False to hold the table for the whole fill"
-                )
-            _add_seqid_column_offline(operations, operation, type_)  # a small table: one short transaction
+        form = choose_form(
+            _OnlineIO(conn).fetch,
+            vendor,
+            operation.table,
+            committing=free is not None,  # None: a transaction Alembic did not begin, so cannot commit
+            what="add_seqid_column",
+            fix="run the migration in a transaction Alembic begins (env.py's context.begin_transaction() on a "
+            "connection not already in a transaction), or pass online=False to hold the table for the whole fill",
+        )
+        if form == "offline":
+            _add_seqid_column_offline(operations, operation, type_)
             return
         io = _OnlineIO(free)
+        column = _online_column(free, operation, type_)
         with io.unprepared(), _operation_lock(free, column, "add_seqid_column") as lock:
             add_column(
                 io,
@@ -1046,27 +1045,16 @@ def _adopt_seqid_keys(operations: Operations, operation: AdoptSeqIDKeysOp) -> No
 
 @Operations.implementation_for(DropSeqIDRecordOp)
 def _drop_seqid_record(operations: Operations, operation: DropSeqIDRecordOp) -> None:
+    from ..schema.adoption import unrecord
+    from .columns import _fetcher, forget_columns
+
     if operations.get_context().as_sql:
         raise InvalidArgumentError("drop_seqid_record reads the column's comment: run it online")
     conn = operations.get_bind()
-    if not SeqUUID(operation.storage).target(conn.dialect).rules.INNER_SPLITS_HALF:
-        return  # nothing was recorded there
-    inspector = sa.inspect(conn)
-    comment = next(
-        (
-            c.get("comment")
-            for c in inspector.get_columns(operation.table, schema=operation.schema)
-            if c["name"] == operation.column
-        ),
-        None,
-    )
-    operations.alter_column(
-        operation.table,
-        operation.column,
-        comment=without_record(comment),
-        existing_comment=comment,
-        schema=operation.schema,
-    )
+    where = SeqUUID(operation.storage).target(conn.dialect)
+    name = ColumnName(operation.table, operation.column, operation.schema)
+    if unrecord(where, name, _fetcher(conn), conn.exec_driver_sql):
+        forget_columns(conn.dialect)
 
 
 @renderers.dispatch_for(AdoptSeqIDKeysOp)

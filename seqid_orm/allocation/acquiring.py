@@ -26,8 +26,8 @@ A grant that ends is adopted where the lease's table takes it (:meth:`~.lease_li
 and renewed from then on; one that ends second, or after a release, gives its worker id back.  The
 renewal thread leases again after a loss with the same grant (:meth:`Acquirer.lease_again`).
 
-May import: the standard library, :mod:`seqid_orm.errors` and this package's ``telemetry``, ``flight``,
-``grants``, ``lease_life``, ``renewal``, ``stores.retry`` and ``stores.steps``.
+May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.calls` and this package's
+``telemetry``, ``flight``, ``grants``, ``lease_life`` and ``renewal``.
 """
 
 from __future__ import annotations
@@ -40,14 +40,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..calls.retry import Deadline
+from ..calls.steps import Steps, adrive, drive
 from ..errors import LeaseLostError, SeqIDError, WorkerIdNotReadyError
 from . import telemetry
 from .flight import Abandoned, Claim, Flight, running_loop
 from .grants import GrantRun, Released, clear_since, give_back, released_error
 from .lease_life import LeaseLife, State, Taken, log
 from .renewal import Renewer
-from .stores.retry import Deadline
-from .stores.steps import Steps, adrive, drive
 
 __all__ = ["Acquirer", "Act", "Ask", "Caller", "LeaseWaits", "choose"]
 

@@ -11,11 +11,11 @@ Only the block's own range counts (one index range read, :meth:`KeyFloor.taken_i
 it are other processes' later blocks, which refused nothing wrong.
 
 The decisions are here, the reads are the caller's: :meth:`Floors.check` is steps
-(:mod:`.stores.steps`), so a thread runs the floor's read directly and an event loop in a worker
+(:mod:`seqid_orm.calls.steps`), so a thread runs the floor's read directly and an event loop in a worker
 thread (a floor reads through its engine's blocking connections).
 
-May import: the standard library, :mod:`seqid_orm.errors` and this package's ``segments``,
-``telemetry`` and ``stores.steps``.
+May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.calls` and this package's
+``segments``, ``telemetry``.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ import threading
 from collections.abc import Iterable
 from typing import Protocol, cast
 
+from ..calls.steps import Call, Steps
 from ..errors import ArgumentTypeError, CounterBelowDataError
 from . import telemetry
 from .segments import Segment
-from .stores.steps import Call, Steps
 
 __all__ = ["Floors", "KeyFloor", "check_floor"]
 

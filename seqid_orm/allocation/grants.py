@@ -16,12 +16,12 @@ answered, so a caller that will not wait past its deadline can say when the id w
 (:class:`~seqid_orm.errors.WorkerIdNotReadyError`'s ``safe_in``).  A release of the lease while the
 grant is under way gives the id back at the grant's next step (:class:`Released`).
 
-Steps (:mod:`.stores.steps`): the store's calls and the sleeps are yielded, so a thread and an
+Steps (:mod:`seqid_orm.calls.steps`): the store's calls and the sleeps are yielded, so a thread and an
 event loop carry out the same decisions.  :func:`clear_since` is the other half of "when is a
 worker id ours": from which millisecond a key stamped with it cannot be another holder's.
 
-May import: the standard library, :mod:`seqid_orm.errors` and this package's ``lease_life``,
-``renewal``, ``stores.base`` and ``stores.steps``.
+May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.calls` and this package's
+``lease_life``, ``renewal`` and ``stores.base``.
 """
 
 from __future__ import annotations
@@ -31,11 +31,11 @@ import logging
 from collections.abc import Callable
 from typing import Protocol
 
+from ..calls.steps import Call, Steps
 from ..errors import AllocationError, ClockMovedBackwardsError, LeaseLostError, LeaseUnavailableError
-from .lease_life import Event, Taken, Terms, valid_until
+from .lease_life import Event, Taken, Terms, renewal_interval, valid_until
 from .renewal import mark_for, renew
 from .stores.base import Grant, LeaseStore, new_token
-from .stores.steps import Call, Steps
 
 __all__ = ["GrantRun", "Released", "Waits", "clear_since", "give_back", "released_error"]
 
@@ -122,7 +122,7 @@ class GrantRun:
         until = self.fence_until = began + grant.wait_ms / 1000
         self.fenced(until)
         while (now := t.monotonic()) < until:
-            yield Call(self.waits.sleep, (min(t.ttl / 3, until - now), releases))
+            yield Call(self.waits.sleep, (min(renewal_interval(t.ttl), until - now), releases))
             yield from self._unless_released(releases, grant, token)
             sent = yield from self._keep(grant.worker_id, token, sent)
         self.mark_wait += t.monotonic() - began
@@ -159,7 +159,7 @@ class GrantRun:
         """Renew a lease taken but not yet used once a third of the ttl has passed since ``sent``
         (renewal.py decides the outcome, as for a lease held); the time the last renewal was sent."""
         t = self.terms
-        if t.monotonic() - sent < t.ttl / 3:
+        if t.monotonic() - sent < renewal_interval(t.ttl):
             return sent
         renewal = yield from renew(
             self.store, t.namespace, worker_id, token, t.ttl, mark_for(t), valid_until(sent, t.ttl), t.monotonic

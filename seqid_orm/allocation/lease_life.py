@@ -26,8 +26,8 @@ Every change goes through :meth:`LeaseLife.move`, under the lease's lock, and on
 methods call it; no lock is held across a store's round trip, so reading the lease (a generator's
 first id, a stats page) never waits behind a stalled store.
 
-May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.ids` and this package's
-``telemetry``, ``stores.base`` and ``stores.retry``.
+May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.calls`, :mod:`seqid_orm.ids` and
+this package's ``telemetry`` and ``stores.base``.
 """
 
 from __future__ import annotations
@@ -38,11 +38,11 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+from ..calls.retry import grant_seconds
 from ..errors import AllocationError, LeaseLostError
 from ..ids.snowflake import Holding
 from . import telemetry
 from .stores.base import Grant, LeaseStore
-from .stores.retry import grant_seconds
 
 __all__ = ["TRANSITIONS", "Event", "LeaseLife", "LeaseStats", "Renewal", "State", "Taken", "Terms", "observed"]
 
@@ -145,7 +145,7 @@ class Terms:
         return self.wall_ns() // 1_000_000
 
     def grant_seconds(self) -> float:
-        """The longest a worker-id grant of this lease may take (:func:`~.stores.retry.grant_seconds`)."""
+        """The longest a worker-id grant of this lease may take (:func:`~seqid_orm.calls.retry.grant_seconds`)."""
         return grant_seconds(self.timeout, self.ttl, self.clock_tolerance)
 
 
@@ -177,7 +177,7 @@ class Renewal:
         lost lease (an attempt to lease again), and half the time left (a tenth of the ttl at most,
         10 ms at least) after one the store did not answer."""
         if self.outcome is Event.RENEWED:
-            return ttl / 3
+            return renewal_interval(ttl)
         if self.outcome is Event.LOST:
             return ttl / 10
         return max(0.01, min(ttl / 10, (self.valid_until - now) / 2))

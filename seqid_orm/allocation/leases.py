@@ -3,7 +3,7 @@
 A Snowflake id is unique only while no two live generators share a worker id.  Configured ids
 collide when containers are copied, derived ids (from an IP or a MAC) collide in Kubernetes,
 and "one new id per start" runs out.  A :class:`WorkerLease` takes a free worker id from a SQL
-table or Redis for a time-to-live, renews it from a daemon thread every ``ttl / 3`` and gives it
+table or Redis for a time-to-live, renews it from a daemon thread every third of the ttl and gives it
 back on exit; an expired lease may be taken over::
 
     with WorkerLease("postgresql+psycopg://app@db/app", namespace="orders-api", max_workers=1024) as lease:
@@ -21,8 +21,9 @@ The lease's states and what moves them are :mod:`.lease_life`'s, what a caller a
 worker id does :mod:`.acquiring`'s; one grant is :mod:`.grants`', one renewal (and the renewal
 thread) :mod:`.renewal`'s.  This module is the façade: what users and a Snowflake ask of a lease.
 
-May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.ids` and this package's
-``telemetry``, ``acquiring``, ``lease_life``, ``renewal`` and ``stores`` (its one factory of stores).
+May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.calls`, :mod:`seqid_orm.ids` and
+this package's ``telemetry``, ``acquiring``, ``lease_life``, ``renewal`` and ``stores`` (its one factory of
+stores).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ..calls.retry import GRACE, Deadline
 from ..errors import AllocationError, ArgumentTypeError, InvalidArgumentError, LeaseLostError
 from ..ids.randomness import check_fork, on_fork
 from ..ids.snowflake import Holding
@@ -45,7 +47,6 @@ from .acquiring import Acquirer
 from .lease_life import Event, LeaseLife, LeaseStats, State, Terms, log, observed
 from .stores import check_store_options, defer, open_lease_store
 from .stores.base import Deferred, LeaseStore, check_name
-from .stores.retry import GRACE, Deadline
 
 __all__ = ["LeaseStats", "WorkerLease"]
 

@@ -24,21 +24,23 @@ answer": anything else is a bug and surfaces as itself.
 No lock is held across the round trip: a release meanwhile is the store's to order (the token it
 gives back is the one the renewal carries, so whichever comes second is refused).
 
-May import: the standard library, :mod:`seqid_orm.errors` and this package's ``lease_life``,
-``stores.base`` and ``stores.steps``.
+May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.calls` and this package's
+``lease_life`` and ``stores.base``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 
+from ..calls.retry import Deadline
+from ..calls.steps import Call, Steps, drive
 from ..errors import AllocationError
-from .lease_life import Event, LeaseLife, Renewal, State, Terms, valid_until
+from .lease_life import Event, LeaseLife, Renewal, State, Terms, renewal_interval, valid_until
 from .stores.base import LeaseStore
-from .stores.steps import Call, Steps, drive
 
-__all__ = ["Renewer", "decide", "mark_for", "renew"]
+__all__ = ["Renewer", "decide", "mark_for", "renew", "renewal_deadline"]
 
 
 def decide(renewed: bool | None, sent: float, now: float, ttl: float, held_until: float) -> Event:
@@ -89,10 +91,19 @@ def renew(
     return Renewal(outcome, sent, mark_ms, until, error)
 
 
+def renewal_deadline(held_until: float, monotonic: Callable[[], float]) -> contextlib.AbstractContextManager[object]:
+    """The deadline a renewal's store call gets: what is left of the lease's validity, where some is (an
+    answer after it comes too late to keep the lease, so the call is not left the store's whole time-out:
+    a renewal sent with 0.2 s left got 5 s of a stalled store), else the store's own bound (a late renewal
+    of a lease that lapsed, which may still find its row its own)."""
+    left = held_until - monotonic()
+    return Deadline.after(left, monotonic).passed_down() if left > 0 else contextlib.nullcontext()
+
+
 class Renewer:
-    """A lease's renewal thread: a renewal every ``ttl / 3``, sooner after one the store did not
-    answer; once the lease is lost, ``lease_again`` instead (the grant :mod:`.acquiring` leads, which
-    hands it this renewer)."""
+    """A lease's renewal thread: a renewal every third of the ttl (:func:`~.lease_life.renewal_interval`),
+    sooner after one the store did not answer; once the lease is lost, ``lease_again`` instead (the grant
+    :mod:`.acquiring` leads, which hands it this renewer)."""
 
     def __init__(self, life: LeaseLife, lease_again: Callable[[threading.Event], None]) -> None:
         self._life = life
@@ -115,7 +126,7 @@ class Renewer:
         return thread
 
     def _loop(self, stop: threading.Event) -> None:
-        interval = self._life.terms.ttl / 3
+        interval = renewal_interval(self._life.terms.ttl)
         while not stop.wait(interval):
             interval = self.once(stop)
 
@@ -124,10 +135,10 @@ class Renewer:
         terms = self._life.terms
         if self._life.state is State.LOST:
             self._lease_again(stop)
-            return terms.ttl / 3
+            return renewal_interval(terms.ttl)
         renewal = self.renew(0, stop)
         if renewal is None:
-            return terms.ttl / 3  # released meanwhile, or not held
+            return renewal_interval(terms.ttl)  # released meanwhile, or not held
         return renewal.next_in(terms.ttl, terms.monotonic())
 
     def renew(self, at_least_ms: int, stop: threading.Event | None = None) -> Renewal | None:
@@ -149,5 +160,6 @@ class Renewer:
             held_until,
             terms.monotonic,
         )
-        renewal = drive(steps, None)
+        with renewal_deadline(held_until, terms.monotonic):
+            renewal = drive(steps, None)
         return renewal if life.apply(renewal, acquisition) else None

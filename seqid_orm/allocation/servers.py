@@ -1,7 +1,7 @@
 """The ticket servers of one sequence, as a set: which one to ask next and what to refuse.
 
 A :class:`~seqid_orm.allocation.tickets.TicketSequence` hands out values; this module decides where
-they come from.  Its decisions are :mod:`.stores.steps` — generators that yield each store call and
+they come from.  Its decisions are :mod:`seqid_orm.calls.steps` — generators that yield each store call and
 receive its reply — so a thread and an event loop carry out the same ones, and a test feeds them
 scripted replies with no socket (``tests/core/test_allocation_steps.py``):
 
@@ -22,7 +22,8 @@ as a step too (:meth:`ServerSet.opening`): opening imports its driver and builds
 client (0.1-0.3 s), which a thread does in place and an event loop in a worker thread, never on the
 loop (each server is a :class:`~.stores.base.Deferred`, as a lease's store is).
 
-May import: the standard library, :mod:`seqid_orm.errors`, :mod:`.segments` and :mod:`.stores`.
+May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.calls`, :mod:`.segments` and
+:mod:`.stores`.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ import secrets
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..calls.retry import PARTIAL_SET, Again
+from ..calls.steps import Call, Steps
 from ..errors import (
     AllocationError,
     BackendMismatchError,
@@ -42,8 +45,6 @@ from ..errors import (
 )
 from .segments import Segment
 from .stores.base import Deferred, TicketRow, TicketStore, first_value, regressed
-from .stores.retry import PARTIAL_SET, Again
-from .stores.steps import Call, Steps
 
 __all__ = ["ServerSet"]
 
@@ -51,7 +52,7 @@ log = logging.getLogger("seqid_orm.tickets")
 
 
 class _Partial(Exception):
-    """The set stayed partial through every read (:data:`~.stores.retry.PARTIAL_SET`): refused below."""
+    """The set stayed partial through every read (:data:`~seqid_orm.calls.retry.PARTIAL_SET`): refused below."""
 
 
 def _ask(method: Callable[..., Any], *args: object) -> Steps[Any]:
@@ -116,7 +117,7 @@ class ServerSet:
 
     def opening(self) -> Steps[None]:
         """The stores opened, before a step calls one: a thread opens them in place, an event loop in a
-        worker thread (:func:`~.stores.steps.adrive` runs a call without an awaitable twin there)."""
+        worker thread (:func:`~seqid_orm.calls.steps.adrive` runs a call without an awaitable twin there)."""
         if any(slot.opened is None for slot in self._slots):
             yield Call(self.open, ())
 

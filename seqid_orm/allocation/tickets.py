@@ -52,9 +52,9 @@ What a user running twenty application processes gets:
 Loads beyond the defaults: ``max_block_size`` turns on Leaf's adaptive block size (it doubles
 while segments last less than ``segment_seconds`` and halves when one lasts over twice that).
 
-May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.ids` and this package's
-``telemetry``, ``flight``, ``floors``, ``segments``, ``servers`` and ``stores`` (its one factory of stores,
-and the retry policy's derivations of a deadline).
+May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.calls`, :mod:`seqid_orm.ids` and
+this package's ``telemetry``, ``flight``, ``floors``, ``segments``, ``servers`` and ``stores`` (its one
+factory of stores, and the retry policy's derivations of a deadline).
 """
 
 from __future__ import annotations
@@ -71,6 +71,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from ..calls.retry import follower_wait, per_server
+from ..calls.steps import Steps, adrive, drive
 from ..errors import (
     ArgumentTypeError,
     InvalidArgumentError,
@@ -91,8 +93,6 @@ from .stores import (
     defer,
     open_ticket_store,
 )
-from .stores.retry import follower_wait, per_server
-from .stores.steps import Steps, adrive, drive
 
 __all__ = ["MAX_BLOCK_SIZE", "KeyFloor", "Segment", "TicketSequence", "TicketStats"]
 
@@ -539,7 +539,7 @@ class TicketSequence:
     def _reserve(self) -> Steps[Segment]:
         """Reserve a segment, from the current server or, failing that, the others in turn; its
         duration, a log record and the metrics of each reservation (refused ones too).  Steps
-        (:mod:`.stores.steps`), so that a thread and an event loop run the same decisions; a thread
+        (:mod:`seqid_orm.calls.steps`), so that a thread and an event loop run the same decisions; a thread
         runs them holding ``_fetch_lock`` (so a fork waits until no thread of ours is in a driver), a
         loop's thread without it (:meth:`_lead`)."""
         began = time.monotonic()

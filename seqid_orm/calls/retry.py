@@ -100,20 +100,24 @@ class Again(Exception):
 
 @dataclass(frozen=True)
 class Retry:
-    """Try at most ``attempts`` times, pausing ``delay`` seconds before the second try and ``growth`` more
-    before each next one (linear backoff), plus up to ``jitter`` seconds drawn from the OS's CSPRNG (so
-    clients that failed together do not all come back together), none past a deadline where the call
-    has one.  :meth:`steps` owns the loop: a site says what one try is and which errors may be tried again."""
+    """Try at most ``attempts`` times, pausing ``delay`` seconds before the second try, then ``growth`` more
+    before each next one (linear backoff) or ``backoff`` times the last (exponential, kazoo's ``backoff``),
+    at most ``max_delay`` (kazoo's), plus up to ``jitter`` seconds drawn from the OS's CSPRNG (so clients
+    that failed together do not all come back together), none past a deadline where the call has one.
+    :meth:`steps` owns the loop: a site says what one try is and which errors may be tried again."""
 
     attempts: int
     delay: float = 0.0
     growth: float = 0.0
     jitter: float = 0.0
     why: str = ""
+    backoff: float = 1.0
+    max_delay: float = math.inf
 
     def pause(self, attempt: int) -> float:
         """The pause after try ``attempt`` (1 for the first), before the next."""
-        return self.delay + self.growth * (attempt - 1) + self.jitter * secrets.randbelow(1001) / 1000
+        grown = self.delay * self.backoff ** (attempt - 1) + self.growth * (attempt - 1)
+        return min(grown, self.max_delay) + self.jitter * secrets.randbelow(1001) / 1000
 
     def steps(
         self,

@@ -112,8 +112,9 @@ def _resume(steps: Steps[_T], result: Any, error: BaseException | None) -> tuple
         return True, stop.value
 
 
-def drive(steps: Steps[_T], io: object) -> _T:
-    """Carry out ``steps`` with blocking calls on ``io``; its outcome (or its exception)."""
+def drive(steps: Steps[_T], io: object, sleep: Callable[[float], object] = time.sleep) -> _T:
+    """Carry out ``steps`` with blocking calls on ``io`` (``sleep`` for a :class:`Sleep`); its outcome (or
+    its exception)."""
     result: Any = None
     error: BaseException | None = None
     while True:
@@ -123,7 +124,7 @@ def drive(steps: Steps[_T], io: object) -> _T:
         result, error = None, None
         try:
             if isinstance(request, Sleep):
-                time.sleep(request.seconds)
+                sleep(request.seconds)
             elif isinstance(request.method, str):
                 result = getattr(io, request.method)(*request.args)
             else:

@@ -302,7 +302,7 @@ class Scripted:
 
 def run_script(steps):
     """Carry out ``steps`` against :class:`Scripted` targets; the outcome and the sleeps asked."""
-    from seqid_orm.allocation.stores.steps import Call, Sleep
+    from seqid_orm.calls.steps import Call, Sleep
 
     slept: list[float] = []
     reply: object = None
@@ -578,7 +578,7 @@ class Column:
 
 def test_a_block_whose_own_values_are_keys_is_refused_and_keys_above_it_are_not():
     from seqid_orm.allocation.floors import Floors
-    from seqid_orm.allocation.stores.steps import drive
+    from seqid_orm.calls.steps import drive
     from seqid_orm.errors import CounterBelowDataError
 
     column = Column("orders.id", [3, 9, 5000])

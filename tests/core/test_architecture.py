@@ -19,15 +19,22 @@ ROOT = Path(__file__).resolve().parents[2] / "seqid_orm"
 # What each folder of the package may import from the package (its docstring says the same).
 ALLOWED = {
     "errors": set(),
-    "ids": {"errors", "ids"},
-    "vendors": {"errors", "ids", "vendors"},
-    "schema": {"errors", "ids", "vendors", "schema"},  # the features on live tables: they ask the vendors
-    "allocation": {"errors", "ids", "vendors", "allocation"},  # vendors: the per-vendor rules the SQL stores read
-    "public": {"errors", "ids", "public"},
-    "sqlalchemy": {"errors", "ids", "vendors", "schema", "allocation", "public", "sqlalchemy"},
-    "django": {"errors", "ids", "vendors", "schema", "allocation", "public", "django"},
-    "pydantic": {"errors", "ids", "public", "pydantic"},
-    "cli": {"errors", "ids", "vendors", "schema", "allocation", "public", "sqlalchemy", "cli"},
+    "calls": {"calls"},  # how a call runs (steps, its deadline, its tries): the standard library only
+    "ids": {"calls", "errors", "ids"},
+    "vendors": {"calls", "errors", "ids", "vendors"},
+    "schema": {"calls", "errors", "ids", "vendors", "schema"},  # the features on live tables: they ask the vendors
+    "allocation": {
+        "calls",
+        "errors",
+        "ids",
+        "vendors",
+        "allocation",
+    },  # vendors: the per-vendor rules the SQL stores read
+    "public": {"calls", "errors", "ids", "public"},
+    "sqlalchemy": {"calls", "errors", "ids", "vendors", "schema", "allocation", "public", "sqlalchemy"},
+    "django": {"calls", "errors", "ids", "vendors", "schema", "allocation", "public", "django"},
+    "pydantic": {"calls", "errors", "ids", "public", "pydantic"},
+    "cli": {"calls", "errors", "ids", "vendors", "schema", "allocation", "public", "sqlalchemy", "cli"},
 }
 # Outside the standard library, only these may be imported, and only by these modules (the stores
 # of allocation load their driver when a store of that kind is opened).
@@ -40,7 +47,7 @@ THIRD_PARTY = {
     "allocation.stores.django": {"django"},
     "allocation.telemetry": {"opentelemetry"},
 }
-CORE = ("errors", "ids", "vendors", "schema", "allocation", "public")
+CORE = ("errors", "calls", "ids", "vendors", "schema", "allocation", "public")
 # Old module paths kept one release as deprecated aliases of the modules that moved (each warns on
 # import): what they import is the module they name, whatever folder it is in now.
 DEPRECATED_ALIASES = {
@@ -215,7 +222,7 @@ def test_each_allocation_module_says_what_it_may_import_and_keeps_to_it(module):
 def test_the_pure_modules_of_allocation_import_no_factory_and_no_driver():
     """The modules that decide (the buffer, the flight, the server set, a grant, a renewal, the floors, the
     steps, the contracts) sit below the stores' factory and drivers: they import neither."""
-    pure = ["segments", "flight", "servers", "grants", "renewal", "floors", "stores.steps", "stores.base"]
+    pure = ["segments", "flight", "servers", "grants", "renewal", "floors", "stores.base"]
     below = {
         f"seqid_orm.allocation.{m}"
         for m in ("stores", "stores.sqlalchemy", "stores.redis", "stores.etcd", "stores.django", "leases", "tickets")

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from seqid_orm.allocation.stores import retry
-from seqid_orm.allocation.stores.retry import Deadline, Retry
+from seqid_orm.calls import retry
+from seqid_orm.calls.retry import Deadline, Retry
 
 
 class Clock:
@@ -20,7 +20,7 @@ class Clock:
 
 def _run(steps, clock=None):
     """Drive a policy's steps with scripted time: each ``Sleep`` moves ``clock``; the pauses are returned."""
-    from seqid_orm.allocation.stores.steps import Sleep
+    from seqid_orm.calls.steps import Sleep
 
     slept, result, error = [], None, None
     while True:
@@ -142,3 +142,12 @@ def test_shares_of_a_deadline_fit_inside_it(timeout: float) -> None:
 def test_a_grant_outlasts_its_round_trips_and_quarantine() -> None:
     seconds = retry.grant_seconds(timeout=2.0, ttl=30.0, clock_tolerance=1.0)
     assert seconds > 4 * 2.0 + 30.0 + 2 * 1.0
+
+
+def test_a_policy_grows_its_pause_by_a_factor_up_to_its_cap_as_kazoos_does():
+    """kazoo's KazooRetry: delay * backoff ** n, capped at max_delay (the online DDL's wait for a held table:
+    0.2 s, doubling, 5 s at most); the linear growth of the older policies is unchanged."""
+    ddl = retry.Retry(8, delay=0.2, backoff=2.0, max_delay=5.0)
+    assert [round(ddl.pause(n), 3) for n in range(1, 8)] == [0.2, 0.4, 0.8, 1.6, 3.2, 5.0, 5.0]
+    linear = retry.Retry(4, delay=0.05, growth=0.05)
+    assert [round(linear.pause(n), 3) for n in range(1, 4)] == [0.05, 0.1, 0.15]

@@ -292,7 +292,7 @@ def test_a_table_keyed_by_the_uuid_type_djangos_uuidfield_makes_gets_its_column_
         _keyed(project, 3000)
 
 
-HEX_KEYS = """
+OLD_COLUMN = """
 from django.db import migrations, models
 import seqid_orm.django
 
@@ -300,8 +300,8 @@ class Migration(migrations.Migration):
     initial = True
     dependencies = []
     operations = [migrations.SeparateDatabaseAndState(
-        # the column an older Django made (char(32) on MariaDB before Django 5.0), the model as it is now
-        database_operations=[migrations.RunSQL("CREATE TABLE shop_item (id char(32) PRIMARY KEY, name varchar(20))")],
+        # the column an older Django, or another application, made; the model as it is now
+        database_operations=[migrations.RunSQL("CREATE TABLE shop_item (id {column} PRIMARY KEY, name varchar(20))")],
         state_operations=[migrations.CreateModel("Item", [
             ("id", seqid_orm.django.SeqUUIDField(primary_key=True)),
             ("name", models.CharField(max_length=20)),
@@ -315,7 +315,9 @@ import seqid_orm.django.operations
 
 class Migration(migrations.Migration):
     dependencies = [("shop", "0001_initial")]
-    operations = [seqid_orm.django.operations.ConvertUUIDStorage("item", "id", from_storage="hex")]
+    operations = [
+        seqid_orm.django.operations.ConvertUUIDStorage("item", "id", from_storage="{old}", to_storage="{new}")
+    ]
 """
 
 ITEM_MODEL = """
@@ -329,36 +331,47 @@ class Item(models.Model):
 
 
 def test_the_storage_conversion_seqid_e005_prescribes_is_applied_by_a_plain_migrate(tmp_path):
-    """A ``char(32)`` key under a ``SeqUUIDField``: ``manage.py check`` reports ``seqid.E005`` and names
-    ``ConvertUUIDStorage``.  Before, the same check stopped the ``migrate`` that applies that conversion (only
-    ``--skip-checks`` got past it); now ``migrate`` applies it, and the check is quiet after."""
+    """A key column in another form than the field's (``char(32)`` under Django 5's ``uuid`` field: the column
+    Django 4.2 made on MariaDB; a ``uuid`` column under 4.2's ``char(32)``): ``manage.py check`` reports
+    ``seqid.E005`` and names ``ConvertUUIDStorage``.  Before, the same check stopped the ``migrate`` that applies
+    that conversion (only ``--skip-checks`` got past it); now ``migrate`` applies it, and the check is quiet after."""
     import uuid
 
-    with _project(tmp_path, {"0001_initial": HEX_KEYS, "0002_convert": CONVERT}) as project:
+    from django.db import connection
+
+    from seqid_orm.django.connection import uuid_field_storage
+    from seqid_orm.vendors import Storage
+
+    wanted = uuid_field_storage(connection)
+    old, column = ("hex", "char(32)") if wanted is Storage.NATIVE else ("native", "uuid")
+    migrations = {
+        "0001_initial": OLD_COLUMN.format(column=column),
+        "0002_convert": CONVERT.format(old=old, new=wanted.value),
+    }
+    with _project(tmp_path, migrations) as project:
         (tmp_path / "shop" / "models.py").write_text(ITEM_MODEL)
         project.migrated("shop", "0001")
-        keys = [uuid.uuid4().hex for _ in range(20)]
-        project.sql("INSERT INTO shop_item (id, name) VALUES " + ", ".join(f"('{k}', 'old')" for k in keys))
-        check = subprocess.run(
-            [sys.executable, "-m", "django", "check", "--database", "default"],
-            env=project.env,
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-        )
-        assert check.returncode != 0 and "seqid.E005" in check.stderr, check.stderr[-2000:]
+        keys = [uuid.uuid4() for _ in range(20)]
+        written = [k.hex if old == "hex" else str(k) for k in keys]
+        project.sql("INSERT INTO shop_item (id, name) VALUES " + ", ".join(f"('{k}', 'old')" for k in written))
+
+        def check() -> subprocess.CompletedProcess:
+            return subprocess.run(
+                [sys.executable, "-m", "django", "check", "--database", "default"],
+                env=project.env,
+                cwd=tmp_path,
+                capture_output=True,
+                text=True,
+            )
+
+        before = check()
+        assert before.returncode != 0 and "seqid.E005" in before.stderr, before.stderr[-2000:]
         project.migrated()  # the check does not stop the migrate that converts the column
         kind = project.sql(
             "SELECT data_type FROM information_schema.columns WHERE table_name = 'shop_item' AND column_name = 'id'"
         )
-        assert kind == [("uuid",)]
-        found = sorted(uuid.UUID(str(k)).hex for (k,) in project.sql("SELECT id FROM shop_item"))
+        assert kind == [("uuid",)] if wanted is Storage.NATIVE else kind == [("char",)], kind
+        found = sorted(uuid.UUID(str(k)) for (k,) in project.sql("SELECT id FROM shop_item"))
         assert found == sorted(keys)
-        again = subprocess.run(
-            [sys.executable, "-m", "django", "check", "--database", "default"],
-            env=project.env,
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-        )
-        assert again.returncode == 0, again.stderr[-2000:]
+        after = check()
+        assert after.returncode == 0, after.stderr[-2000:]

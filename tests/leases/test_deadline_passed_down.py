@@ -10,7 +10,7 @@ import time
 import pytest
 
 from seqid_orm import WorkerLease
-from seqid_orm.allocation.stores.retry import Deadline
+from seqid_orm.calls.retry import Deadline
 from seqid_orm.errors import StoreTimeoutError
 from tests.conftest import MYSQL_URL, POSTGRES_URL, REDIS_URL
 from tests.servers.proxy import StallableProxy
@@ -105,3 +105,24 @@ def test_release_on_a_stalled_store_ends_within_its_deadline(stalled_lease):
     took = time.monotonic() - began
     assert lease.stats().state == "idle"
     assert took < TIMEOUT + 1.5, (kind, took)
+
+
+@pytest.mark.parametrize("stalled_lease", ["mysql", "postgresql"], indirect=True)
+def test_a_renewal_waits_no_longer_than_the_lease_is_still_valid(stalled_lease):
+    """The renewal thread made its store calls with no deadline of its own, so a renewal sent with a fraction
+    of a second of validity left waited the store's whole time-out on a stalled store, though an answer
+    after the lease's end keeps nothing.  Now its deadline is what is left of the lease's validity."""
+    kind, lease, proxy = stalled_lease
+    _renew(lease)  # the connection is open and pooled before the stall
+    life = lease.life
+    held = life.renewing()
+    assert held is not None
+    left = held[3] - time.monotonic()
+    assert left > 10  # a 30 s lease just granted
+    proxy.stall()
+    with life.lock:
+        life.valid_until = time.monotonic() + 0.6  # as a lease whose renewals failed for its last 26 s is
+    began = time.monotonic()
+    lease.renewer.renew(0)
+    took = time.monotonic() - began
+    assert took < 0.6 + 1.0, (kind, took)  # what was left of the lease, not the store's 4 s

@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("etcd3gw")  # the etcd extra: every session that runs tests/tickets installs it
 
 from seqid_orm.allocation.stores.etcd import EtcdLeaseStore, EtcdTicketStore
-from seqid_orm.allocation.stores.steps import Call
+from seqid_orm.calls.steps import Call
 from seqid_orm.errors import AllocationError, StoreHistoryError
 
 URL = "etcd://127.0.0.1:1"  # never connected: every reply below is scripted

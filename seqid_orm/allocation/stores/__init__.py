@@ -19,12 +19,12 @@ a Django database alias           :mod:`.django` (``TicketField``)            ``
 
 :func:`open_ticket_store` and :func:`open_lease_store` are the one factory of every store: the core's
 modules that decide (``servers.py``, ``grants.py``, ``renewal.py``) import the contracts of
-:mod:`.base` and the steps of :mod:`.steps`, never this package, which draws the drivers in.
+:mod:`.base` and the steps of :mod:`seqid_orm.calls.steps`, never this package, which draws the drivers in.
 
 May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.ids` and this package's
 modules (the drivers' only when a store of that kind is opened).
 
-What a store decides is written once, as :mod:`.steps` (generators of statements): a thread runs
+What a store decides is written once, as :mod:`seqid_orm.calls.steps` (generators of statements): a thread runs
 them on the synchronous driver, an event loop awaits them on the asynchronous one where the driver
 has a twin (psycopg 3, aiomysql, ``redis.asyncio``), else in a worker thread (SQLite among them).
 """

@@ -13,7 +13,7 @@ statement on the store's own connection, outside any caller's transaction; the v
 reserved are ``first, first + step, ..., first + (count - 1) * step``.
 
 SQL stores run one vendor's statements (:class:`~.ticket_sql.TicketSQL`) and share :func:`~.ticket_sql.allocate_rows`,
-which makes the decisions once (as :mod:`.steps`, so a synchronous and an asynchronous
+which makes the decisions once (as :mod:`seqid_orm.calls.steps`, so a synchronous and an asynchronous
 connection run the same code): refuse a missing row (a reservation never creates one: a
 counter that vanished and came back at its start would hand out its ids again), refuse a row
 whose step or offset contradicts the client's, and never move ``next_value`` past the largest

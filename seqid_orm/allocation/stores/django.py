@@ -13,33 +13,34 @@ Django and SQLAlchemy processes can share a sequence.
 Its calls go through :mod:`.runner`, the one SQL store runner the SQLAlchemy store uses too: this
 module is its door onto Django's API (a connection, its errors) and its executor (:class:`DjangoExecutor`).
 
-May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.ids`, :mod:`seqid_orm.vendors` (its
-rules), Django and this package's ``base``, ``lease_sql``, ``lock_sql``, ``runner``, ``steps`` and ``ticket_sql``.
+May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.calls`, :mod:`seqid_orm.ids`,
+:mod:`seqid_orm.vendors` (its rules), Django and this package's ``base``, ``binds``, ``lease_sql``,
+``lock_sql``, ``runner`` and ``ticket_sql``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import re
 import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.db import Error, IntegrityError, InterfaceError, OperationalError, connections
 
+from ...calls.steps import Steps, drive
 from ...errors import InvalidArgumentError
 from ...ids.validate import check_seconds
 from ...vendors import is_conflict
 from . import lease_sql, lock_sql
 from .base import LEASE_TABLE, TICKET_TABLE, LeaseStore, TicketRow, TicketStore
+from .binds import positional
 from .runner import Facts, SQLRunner
-from .steps import Steps, drive
 from .ticket_sql import SQLTicketStore, TicketSQL, ticket_sql
 from .ticket_sql import rows as ticket_sql_rows
 
 _T = TypeVar("_T")
 
-__all__ = ["DjangoExecutor", "DjangoLeaseStore", "DjangoLockStore", "DjangoTicketStore", "positional"]
+__all__ = ["DjangoExecutor", "DjangoLeaseStore", "DjangoLockStore", "DjangoTicketStore"]
 
 #: The vendors whose ticket statements Django can run (Oracle's needs an out bind: SQLAlchemy only).
 _TICKET_VENDORS = ("postgresql", "sqlite", "mysql", "microsoft")
@@ -136,12 +137,11 @@ class _DjangoStore:
         self._runner = SQLRunner(self._own, timeout, self.what, self.label, threading.Lock())
 
     def after_fork(self) -> None:
-        self._runner.lock = threading.Lock()
+        self._runner.after_fork()
         self._own.after_fork()
 
     def close(self) -> None:
-        assert self._runner.lock is not None
-        with self._runner.lock:
+        with self._runner.alone():
             self._own.close()
 
 
@@ -215,25 +215,6 @@ class DjangoLockStore(_DjangoStore, lock_sql.SQLLockStore):
             return drive(steps_of(sql), DjangoExecutor(conn, bounds))
 
         return self._runner.run(run)
-
-
-# A bind name as ``sa.text()`` reads one: not a ``::`` cast (PostgreSQL's), not the middle of a word or a
-# time literal (``'00:00:00'``); ``\:`` is a colon
-_NAMED = re.compile(r"\\:|(?<![:\w\\]):(\w+)(?!:)")
-
-
-def positional(sql: str, params: dict[str, object]) -> tuple[str, list[object]]:
-    """``sql``'s ``:name`` parameters as positional ``%s`` ones, which every Django backend takes, with
-    their values in order (``\\:`` is a colon, as ``sa.text()`` reads it; ``%`` doubled)."""
-    order: list[object] = []
-
-    def place(match: re.Match[str]) -> str:
-        if match.group(1) is None:  # ``\:``, a colon (in a quoted identifier), as sa.text() reads it
-            return ":"
-        order.append(params[match.group(1)])
-        return "%s"
-
-    return _NAMED.sub(place, sql.replace("%", "%%")), order
 
 
 class DjangoExecutor:

@@ -33,8 +33,8 @@ it lives, every grant waits what is left of it (a namespace that is new may be o
 snapshot forgot).  The namespace records the cluster id it was created on; a snapshot restored into
 a new cluster (``etcdctl snapshot restore`` makes a new cluster id) starts that wait again.
 
-May import: the standard library, :mod:`seqid_orm.errors`, etcd3gw and this package's ``base``,
-``retry`` and ``steps``.
+May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.calls`, etcd3gw and this package's
+``base``, ``retry``.
 """
 
 from __future__ import annotations
@@ -47,6 +47,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
+from ...calls.retry import LOST_TRANSACTION, MEMBERS, Again, Deadline, socket_share
+from ...calls.steps import Call, Steps, call, drive
 from ...errors import (
     AllocationError,
     BackendUnavailableError,
@@ -66,8 +68,6 @@ from .base import (
     last_value_limit,
     vanished,
 )
-from .retry import LOST_TRANSACTION, MEMBERS, Again, Deadline, socket_share
-from .steps import Call, Steps, call, drive
 
 try:
     from etcd3gw import exceptions as etcd_errors
@@ -241,7 +241,7 @@ class _Cluster:
 
     def call(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         """POST ``body`` to ``path`` on the first member that answers within the deadline (the store's
-        bound on one call, or the caller's passed down): :data:`~.retry.MEMBERS` owns the loop, a member
+        bound on one call, or the caller's passed down): :data:`~seqid_orm.calls.retry.MEMBERS` owns the loop, a member
         that does not answer (refused, reset, stalled, "no leader") is left for the next one."""
         errors: list[str] = []
         tries = 0
@@ -346,7 +346,7 @@ class _Cluster:
 
 
 class _Steps:
-    """What the etcd stores share: the cluster's calls as :mod:`.steps` (each store's decisions are
+    """What the etcd stores share: the cluster's calls as :mod:`seqid_orm.calls.steps` (each store's decisions are
     step functions, run by :func:`~.steps.drive` on its :class:`_Cluster`, and fed scripted replies
     in ``tests/tickets/test_etcd_steps.py``), and the cluster id the replies carry."""
 

@@ -27,7 +27,7 @@ tell that.
 
 The decisions (:func:`judge`, :func:`durability_problem`, :class:`HistoryGuard`) are pure and
 shared by every SQL store (SQLAlchemy's and Django's); the statements are text, yielded as
-:mod:`.steps` for a synchronous or an asynchronous connection to run.  Only PostgreSQL tells its history;
+:mod:`seqid_orm.calls.steps` for a synchronous or an asynchronous connection to run.  Only PostgreSQL tells its history;
 MariaDB, MySQL and SQLite are not tracked (docs/how-to/production.md says what that leaves to the operator);
 MariaDB's replication is judged.
 
@@ -49,7 +49,7 @@ in the data set under the replication id it was made in, and each Redis store re
 confirmed write as that pair (:class:`ReplicationPoint`): a node whose data set counted less there
 lacks the write, whatever id it serves now, and is refused; a restarted one counted as far.
 
-May import: the standard library, :mod:`seqid_orm.errors` and this package's ``retry`` and ``steps``.
+May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.calls` and this package's.
 """
 
 from __future__ import annotations
@@ -61,9 +61,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ...calls.retry import HISTORY_ROW, Again
+from ...calls.steps import Steps, fetch, run
 from ...errors import BackendUnavailableError, StoreHistoryError, VolatileStoreError
-from .retry import HISTORY_ROW, Again
-from .steps import Steps, fetch, run
 
 __all__ = [
     "HISTORY_NAME",

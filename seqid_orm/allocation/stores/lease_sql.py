@@ -3,7 +3,7 @@
 Every statement reads the time from the database itself (``NOW_MS``): lease expiry must be
 judged by a clock all nodes share, and a node whose clock is behind would otherwise take over a
 lease that is still live.  Statements use ``:name`` parameters (SQLAlchemy ``text()``); the
-Django store turns them into ``%s``.  The functions below are :mod:`.steps`: they yield the
+Django store turns them into ``%s``.  The functions below are :mod:`seqid_orm.calls.steps`: they yield the
 statements, and a synchronous or an asynchronous connection runs them.
 
 A worker id's row outlives its holders: on release ``expires_at`` drops to 0 and the token is
@@ -16,8 +16,8 @@ highest worker id granted since.  It tells a worker id that was never used from 
 was deleted, and a namespace that is new from one the store forgot (see
 :meth:`~seqid_orm.allocation.stores.base.LeaseStore.acquire`).
 
-May import: the standard library, :mod:`seqid_orm.errors` and this package's ``base``, ``history``
-and ``steps``.
+May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.calls` and this package's ``base``,
+``history`` and ``steps``.
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
+from ...calls.steps import Steps, fetch, run
 from ...errors import InvalidArgumentError
 from .base import Grant, LeaseRow, holder_of
 from .history import HISTORY_NAME, HistoryGuard, lease_records
-from .steps import Steps, fetch, run
 
 __all__ = ["NOW_MS", "LeaseSQL", "SQLLeaseStore", "acquire", "lease_sql", "leases", "release", "renew"]
 

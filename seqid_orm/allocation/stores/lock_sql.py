@@ -12,10 +12,10 @@ authentik#23876 and IBM/mcp-context-forge#4051 found).  One row per lock name::
 
 Every statement reads the time from the database (:data:`~.lease_sql.NOW_MS`): expiry is judged by the
 one clock every pod shares.  A dead holder's row expires and the next run takes it over; a live holder
-renews it (:mod:`seqid_orm.allocation.migration_lock`).  The functions below are :mod:`.steps`.
+renews it (:mod:`seqid_orm.allocation.migration_lock`).  The functions below are :mod:`seqid_orm.calls.steps`.
 
-May import: the standard library, :mod:`seqid_orm.errors` and this package's ``base``, ``lease_sql``
-and ``steps``.
+May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.calls` and this package's ``base``,
+``lease_sql`` and ``steps``.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ...calls.steps import Steps, fetch, run
 from ...errors import InvalidArgumentError
 from .lease_sql import NOW_MS
-from .steps import Steps, fetch, run
 
 __all__ = ["LOCK_TABLE", "LockHolder", "LockSQL", "SQLLockStore", "lock_sql"]
 

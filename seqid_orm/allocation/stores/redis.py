@@ -50,8 +50,8 @@ until ``seqid ticket repair`` moves it above the ids in use, and each lease name
 so its next holders wait the quarantine.  The replica count above refuses an old primary restarted
 alone even to a process that saw none of it.
 
-May import: the standard library, :mod:`seqid_orm.errors`, redis-py and this package's ``base``,
-``history``, ``retry``, ``steps`` and ``urls``.
+May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.calls`, redis-py and this package's
+``base``, ``history`` and ``urls``.
 """
 
 from __future__ import annotations
@@ -61,6 +61,8 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any, TypeVar
 
+from ...calls.retry import NEW_REPLICA, OVERFLOW, Again, Deadline, redis_wait_ms, socket_share
+from ...calls.steps import Call, PerLoop, Steps, adrive, drive
 from ...errors import (
     ArgumentTypeError,
     BackendMismatchError,
@@ -83,8 +85,6 @@ from .base import (
     vanished,
 )
 from .history import ReplicationPoint, lacks_write
-from .retry import NEW_REPLICA, OVERFLOW, Again, Deadline, redis_wait_ms, socket_share
-from .steps import Call, PerLoop, Steps, adrive, drive
 from .urls import SENTINEL_SCHEME, SentinelURL
 
 try:
@@ -216,7 +216,7 @@ def _online(info: dict[str, Any]) -> int:
 
 
 class _Commands:
-    """The I/O the Redis steps ask for, on a redis-py client (:mod:`.steps`: the decisions are
+    """The I/O the Redis steps ask for, on a redis-py client (:mod:`seqid_orm.calls.steps`: the decisions are
     :class:`_RedisStore`'s, written once; :class:`_AsyncCommands` awaits the same commands on
     ``redis.asyncio``, whose client builds them alike)."""
 
@@ -350,7 +350,7 @@ class _RedisStore:
     or a lease mark that comes back lower or empty after a restart is how ids repeat.  The
     warning an earlier version logged was not enough: nobody reads it before the duplicates.
 
-    The decisions are steps (:mod:`.steps`): :meth:`_drive` runs them on redis-py's client, and
+    The decisions are steps (:mod:`seqid_orm.calls.steps`): :meth:`_drive` runs them on redis-py's client, and
     :meth:`_adrive` on a ``redis.asyncio`` client of the running loop (from the same URL), awaited
     there; a store made from a ``redis.Redis`` object runs them in a worker thread instead.
     """
@@ -415,7 +415,7 @@ class _RedisStore:
     def _drive(self, steps: Steps[_T]) -> _T:
         """Run ``steps`` on the blocking client.  A caller's deadline passed down that has passed
         sends nothing; one with time left cannot shorten a call under way (redis-py has no per-command
-        time-out): that is bounded by the socket's (:func:`~.retry.socket_share` of the store's)."""
+        time-out): that is bounded by the socket's (:func:`~seqid_orm.calls.retry.socket_share` of the store's)."""
         if Deadline.within(self.timeout).left() <= 0:
             raise StoreTimeoutError(f"{self.what} {self.label}: the caller's deadline passed before the call")
         with self._errors():

@@ -5,11 +5,11 @@ also wrote its own policy around them (its deadline, the errors it tried again, 
 its per-vendor session bounds, its socket watch, its error translation), and the two disagreed
 (MariaDB's lock wait was a time-out in one, a retry in the other).  The policy is here once; each
 store is an adapter, a :class:`Door`, that says how its API opens and drops a connection and which of
-its errors is which, as the ``Executor`` of :mod:`.steps` says how it runs a statement.
+its errors is which, as the ``Executor`` of :mod:`seqid_orm.calls.steps` says how it runs a statement.
 
 What one call does (:meth:`SQLRunner.run`): its deadline is the store's bound on one call, or the
-caller's passed down where that ends sooner (:meth:`~.retry.Deadline.within`); a door whose connection
-threads share is waited for within it; :data:`~.retry.CONNECTION` owns the tries; each try bounds the
+caller's passed down where that ends sooner (:meth:`~seqid_orm.calls.retry.Deadline.within`); a door whose connection
+threads share is waited for within it; :data:`~seqid_orm.calls.retry.CONNECTION` owns the tries; each try bounds the
 database's own waits as :func:`~seqid_orm.vendors.call_bounds` says for the connection the door
 describes, and shuts the connection's socket when the deadline passes (:mod:`.deadline`); a connection
 the server dropped, or a conflict another node won, is tried again on a fresh connection; what the
@@ -18,23 +18,24 @@ database says otherwise is translated once: a lock waited for until the deadline
 The awaited path of the SQLAlchemy store takes the same tries and translation (:meth:`SQLRunner.tries`)
 and bounds (:meth:`SQLRunner.bounds`) around its own awaited connection.
 
-May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.vendors` (its rules) and
-this package's ``deadline``, ``retry`` and ``steps``.
+May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.calls`, :mod:`seqid_orm.vendors`
+(its rules) and this package's ``deadline``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
+from ...calls.retry import CONNECTION, Deadline
+from ...calls.steps import Steps, call, drive
 from ...errors import AllocationError, BackendUnavailableError, StoreTimeoutError
 from ...vendors import CallBounds, call_bounds, is_conflict, is_lock_timeout
 from .deadline import watch
-from .retry import CONNECTION, Deadline
-from .steps import Steps, call, drive
 
 __all__ = ["Door", "Facts", "SQLRunner"]
 
@@ -103,10 +104,24 @@ class SQLRunner(Generic[_C]):
             if self.lock is not None:
                 self.lock.release()
 
+    def after_fork(self) -> None:
+        """A forked child's runner: a lock of its own (the parent's may have been held at the fork)."""
+        if self.lock is not None:
+            self.lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def alone(self) -> Iterator[None]:
+        """No call runs while inside (the door's connection closed under no call of another thread)."""
+        if self.lock is None:
+            yield
+            return
+        with self.lock:
+            yield
+
     def tries(self, attempt: Callable[[float], Steps[_T]], deadline: Deadline | None = None) -> Steps[_T]:
         """A call's tries (``attempt(left)``: one try's steps with ``left`` seconds), for a blocking and
-        an awaited path alike: :data:`~.retry.CONNECTION` owns the loop within ``deadline`` (by default
-        the store's bound or the caller's, :meth:`~.retry.Deadline.within`), and an error of the
+        an awaited path alike: :data:`~seqid_orm.calls.retry.CONNECTION` owns the loop within ``deadline`` (by default
+        the store's bound or the caller's, :meth:`~seqid_orm.calls.retry.Deadline.within`), and an error of the
         door's API is translated once (:meth:`translated`)."""
         deadline = deadline or Deadline.within(self.timeout)
         try:
@@ -127,12 +142,21 @@ class SQLRunner(Generic[_C]):
                         self.door.execute(conn, statement)
                     return body(conn, bounds.prefix)
                 except Exception as exc:
-                    if alarm is not None and alarm.fired:
-                        self.door.discard(conn)  # its socket is shut: never used again
-                        raise self.timed_out() from None
-                    if self._dropped(exc):
-                        self.door.discard(conn)  # the next try opens a fresh one; what it reserved is a gap
+                    discard, instead = self.failed(exc, alarm is not None and alarm.fired)
+                    if discard:
+                        self.door.discard(conn)
+                    if instead is not None:
+                        raise instead from None
                     raise
+
+    def failed(self, exc: Exception, deadline_passed: bool) -> tuple[bool, Exception | None]:
+        """What a try that failed with ``exc`` leaves behind, for a blocking and an awaited try alike: whether
+        its connection is discarded (its socket shut at the deadline: never used again; or dropped by the
+        server: the next try opens a fresh one, and what it reserved is a gap), and the error to raise in
+        ``exc``'s place (``None``: ``exc`` itself)."""
+        if deadline_passed:
+            return True, self.timed_out()
+        return self._dropped(exc), None
 
     def bounds(self, facts: Facts, left: float) -> CallBounds:
         """The database's own waits for a try with ``left`` seconds, on the connection ``facts`` describes."""

@@ -9,9 +9,9 @@ the business commit serialises every writer).  The statements, per vendor, are
 the engines and connections, and is the door of the one SQL store runner (:mod:`.runner`: the
 deadlines, the tries, the error translation), which the Django store runs its calls through too.
 
-May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.vendors` (its rules),
-SQLAlchemy, psycopg (its client-side cursor) and this package's ``base``, ``deadline``, ``lease_sql``,
-``lock_sql``, ``runner``, ``steps``, ``ticket_sql`` and ``urls``.
+May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.calls`, :mod:`seqid_orm.vendors`
+(its rules), SQLAlchemy, psycopg (its client-side cursor) and this package's ``base``, ``binds``,
+``deadline``, ``lease_sql``, ``lock_sql``, ``runner``, ``ticket_sql`` and ``urls``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-import re
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -29,6 +28,7 @@ from sqlalchemy.engine import Connection, Engine
 if TYPE_CHECKING:  # sqlalchemy.ext.asyncio is imported where a loop runs, not by every store
     from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from ...calls.steps import PerLoop, Steps, adrive, call, drive
 from ...errors import InvalidArgumentError
 from ...vendors import call_bounds, is_conflict
 from . import lease_sql, lock_sql
@@ -42,9 +42,9 @@ from .base import (
     hide_password,
     split_state_loss_option,
 )
+from .binds import pyformat
 from .deadline import watch
 from .runner import Facts, SQLRunner
-from .steps import PerLoop, Steps, adrive, call, drive
 from .ticket_sql import SQLTicketStore, TicketSQL, ticket_sql
 from .ticket_sql import rows as ticket_sql_rows
 from .urls import psycopg_typed_options
@@ -401,10 +401,12 @@ class _OwnEngineStore:
                         await conn.exec_driver_sql(statement)
                     await conn.run_sync(self.prepare)
                     return await fn(conn, bounds.prefix or None)
-                except Exception:
-                    if alarm is not None and alarm.fired:
-                        await conn.invalidate()  # its socket is shut: never back into the pool
-                        raise self.runner.timed_out() from None
+                except Exception as exc:
+                    discard, instead = self.runner.failed(exc, alarm is not None and alarm.fired)
+                    if discard:
+                        await conn.invalidate()  # never back into the pool
+                    if instead is not None:
+                        raise instead from None
                     raise
                 except asyncio.CancelledError:  # the backstop cut a statement off: the connection is unusable
                     with contextlib.suppress(Exception):
@@ -457,13 +459,12 @@ class SQLAlchemyTicketStore(_OwnEngineStore, SQLTicketStore):
         return await self._aon_connection(run)
 
     def rows(self) -> list[TicketRow]:
-        try:
-            with self.engine.connect() as conn:
-                if not sa.inspect(conn).has_table(self.table.name):
-                    return []
-                return drive(ticket_sql_rows(self._sql(conn)), SQLAlchemyExecutor(conn))
-        except sa.exc.DBAPIError as exc:
-            raise self.runner.translated(exc) from exc
+        def read(conn: Connection, bounds: str) -> list[TicketRow]:  # a listing creates nothing
+            if not sa.inspect(conn).has_table(self.table.name):
+                return []
+            return drive(ticket_sql_rows(self._sql(conn)), SQLAlchemyExecutor(conn, bounds or None))
+
+        return self.runner.run(read)
 
     # --- internals -----------------------------------------------------------------------
 
@@ -509,11 +510,7 @@ class SQLAlchemyLeaseStore(_OwnEngineStore, lease_sql.SQLLeaseStore):
         return await self._aon_connection(run)
 
     def _has_table(self) -> bool:
-        try:
-            with self.engine.connect() as conn:
-                return bool(sa.inspect(conn).has_table(self.table.name))
-        except sa.exc.DBAPIError as exc:
-            raise self.runner.translated(exc) from exc
+        return self.runner.run(lambda conn, _: bool(sa.inspect(conn).has_table(self.table.name)))
 
     def leases(self, namespace: str) -> list[LeaseRow]:
         return super().leases(namespace) if self._has_table() else []  # a listing creates nothing
@@ -543,16 +540,6 @@ class SQLAlchemyLockStore(_OwnEngineStore, lock_sql.SQLLockStore):
 def _quoted(conn: Connection | AsyncConnection, table: sa.Table) -> str:
     """``table``'s name quoted for ``conn``'s database, as the text statements name it."""
     return conn.dialect.identifier_preparer.quote(table.name)
-
-
-# A bind name in a text statement, as ``sa.text()`` reads one (not a ``::`` cast): rewritten in
-# the driver's own style where a statement goes to the driver directly (:func:`_pyformat`).
-_NAMED = re.compile(r"(?<![:\w\\]):(\w+)(?!:)")
-
-
-def _pyformat(sql: str) -> str:
-    """``sql``'s ``:name`` binds as ``%(name)s`` (psycopg's and psycopg2's style), its ``%`` doubled."""
-    return _NAMED.sub(r"%(\1)s", sql.replace("%", "%%"))
 
 
 def _last_result(cursor: Any, driver: str) -> tuple[list[tuple[Any, ...]], int]:
@@ -595,7 +582,7 @@ class _OnLoop:
         assert self.bounds is not None
         raw = await self.conn.get_raw_connection()
         driver_conn: Any = raw.driver_connection
-        statement = self.bounds + _pyformat(sql)
+        statement = self.bounds + pyformat(sql)
         cursor = psycopg.AsyncClientCursor(driver_conn)
         try:
             await cursor.execute(statement, params)
@@ -760,7 +747,7 @@ class SQLAlchemyExecutor:
         conn = self.conn
         driver = conn.dialect.driver
         driver_conn: Any = conn.connection.driver_connection
-        statement = self.bounds + _pyformat(sql)
+        statement = self.bounds + pyformat(sql)
         if driver == "psycopg2":
             cursor = driver_conn.cursor()  # binds on the client; keeps the last statement's result
         else:

@@ -16,10 +16,10 @@ The ``WHERE`` clause matches the sequence only with this client's step and offse
 ``next_value`` inside the range the caller allows, so a row that went back or was re-created
 with other settings matches nothing, and :func:`allocate_rows` reads it to say why.
 Statements use ``:name`` parameters, run by an :class:`~.steps.Executor` (the Django store turns
-them into ``%s``); the functions below are :mod:`.steps`.
+them into ``%s``); the functions below are :mod:`seqid_orm.calls.steps`.
 
-May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.ids` and this package's
-``base``, ``history``, ``retry`` and ``steps``.
+May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.calls`, :mod:`seqid_orm.ids` and
+this package's ``base``, ``history``.
 """
 
 from __future__ import annotations
@@ -28,12 +28,12 @@ import asyncio
 from collections.abc import Callable
 from typing import TypeVar
 
+from ...calls.retry import CHANGED_ROW, Again
+from ...calls.steps import Call, Steps, fetch, run
 from ...errors import AllocationError, InvalidArgumentError
 from ...ids.validate import BIGINT_MAX
 from .base import TicketRow, grantable, last_value_limit, vanished
 from .history import HISTORY_NAME, HistoryGuard, ticket_records
-from .retry import CHANGED_ROW, Again
-from .steps import Call, Steps, fetch, run
 
 __all__ = [
     "SQLTicketStore",

@@ -20,13 +20,19 @@ from ._base import (
     always_native_uuid,
     bracketed,
     no_adopted_default,
-    no_adoption_statements,
-    no_column_catalog,
     no_conversion,
     no_sequential_functions,
     qualify,
     standard_literal,
 )
+
+# what seqid neither reads nor changes on this engine: the answers of an engine it does not know
+from .generic import DOCTOR as DOCTOR
+from .generic import ONLINE as ONLINE
+from .generic import TYPE_CHANGE_HOLDS as TYPE_CHANGE_HOLDS
+from .generic import TYPED_COLUMNS as TYPED_COLUMNS
+from .generic import adoption_statements as adoption_statements
+from .generic import column_catalog as column_catalog
 
 NAME = "mssql"
 DISTRIBUTED = False
@@ -37,12 +43,7 @@ DROP_FOREIGN_KEY = "DROP CONSTRAINT"
 INNER_SPLITS_HALF = True
 quote_identifier = bracketed
 string_literal = standard_literal
-TYPE_CHANGE_HOLDS = None  # no conversion seqid refuses by size
 qualified = qualify(quote_identifier)
-TYPED_COLUMNS = True
-column_catalog = no_column_catalog
-ONLINE = None  # seqid changes no table of it online
-DOCTOR = None  # seqid doctor reads no catalog of it
 
 convert_column = no_conversion(NAME)
 sequential_functions, drop_sequential_functions = no_sequential_functions(NAME)
@@ -71,4 +72,3 @@ def binary_literal(raw: bytes, /) -> str:
 
 
 adopted_default = no_adopted_default(NAME)
-adoption_statements = no_adoption_statements

@@ -8,8 +8,6 @@ from ._base import (
     bytewise_order,
     double_quoted,
     no_adopted_default,
-    no_adoption_statements,
-    no_column_catalog,
     no_conversion,
     no_native_uuid,
     no_sequential_functions,
@@ -17,6 +15,14 @@ from ._base import (
     qualify,
     standard_literal,
 )
+
+# what seqid neither reads nor changes on this engine: the answers of an engine it does not know
+from .generic import DOCTOR as DOCTOR
+from .generic import ONLINE as ONLINE
+from .generic import TYPE_CHANGE_HOLDS as TYPE_CHANGE_HOLDS
+from .generic import TYPED_COLUMNS as TYPED_COLUMNS
+from .generic import adoption_statements as adoption_statements
+from .generic import column_catalog as column_catalog
 
 NAME = "oracle"
 DISTRIBUTED = False
@@ -27,12 +33,7 @@ DROP_FOREIGN_KEY = "DROP CONSTRAINT"
 INNER_SPLITS_HALF = True
 quote_identifier = double_quoted
 string_literal = standard_literal
-TYPE_CHANGE_HOLDS = None  # no conversion seqid refuses by size
 qualified = qualify(quote_identifier)
-TYPED_COLUMNS = True
-column_catalog = no_column_catalog
-ONLINE = None  # seqid changes no table of it online
-DOCTOR = None  # seqid doctor reads no catalog of it
 
 has_native_uuid = no_native_uuid
 compare_order = bytewise_order
@@ -46,4 +47,3 @@ def binary_literal(raw: bytes, /) -> str:
 
 
 adopted_default = no_adopted_default(NAME)
-adoption_statements = no_adoption_statements

@@ -12,14 +12,22 @@ from ._base import (
     double_quoted,
     hot_spot_refusal,
     no_adopted_default,
-    no_adoption_statements,
-    no_column_catalog,
     no_conversion,
     no_sequential_functions,
     qualify,
     standard_literal,
 )
-from .postgresql import binary_literal
+
+# what seqid neither reads nor changes on this engine: the answers of an engine it does not know
+from .generic import DOCTOR as DOCTOR
+from .generic import ONLINE as ONLINE
+from .generic import TYPE_CHANGE_HOLDS as TYPE_CHANGE_HOLDS
+from .generic import TYPED_COLUMNS as TYPED_COLUMNS
+from .generic import adoption_statements as adoption_statements
+from .generic import column_catalog as column_catalog
+
+# its SQL takes PostgreSQL's bytea literal (it speaks PostgreSQL's wire protocol and dialect)
+from .postgresql import binary_literal as binary_literal
 
 NAME = "yugabytedb"
 DISTRIBUTED = True
@@ -30,12 +38,7 @@ DROP_FOREIGN_KEY = "DROP CONSTRAINT"
 INNER_SPLITS_HALF = False
 quote_identifier = double_quoted
 string_literal = standard_literal
-TYPE_CHANGE_HOLDS = None  # no conversion seqid refuses by size
 qualified = qualify(quote_identifier)
-TYPED_COLUMNS = True
-column_catalog = no_column_catalog
-ONLINE = None  # seqid changes no table of it online
-DOCTOR = None  # seqid doctor reads no catalog of it
 
 has_native_uuid = always_native_uuid
 compare_order = bytewise_in_every_storage
@@ -46,4 +49,3 @@ sequential_functions, drop_sequential_functions = no_sequential_functions(NAME)
 __all__ = ["binary_literal"]
 
 adopted_default = no_adopted_default(NAME)
-adoption_statements = no_adoption_statements

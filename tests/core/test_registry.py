@@ -111,3 +111,19 @@ def test_vendor_names_and_default_storage():
     assert default_storage("mariadb", (10, 11, 1)) is Storage.NATIVE
     assert default_storage("sqlite", None) is Storage.BINARY
     assert default_storage("firebird", None) is Storage.TEXT
+
+
+def test_every_vendor_module_answers_every_question_of_the_rules():
+    """Each vendor module states every name of VendorRules (mypy reads a module against the protocol only
+    where it is used as one; an answer a module lacks would be an AttributeError at the first question)."""
+    import inspect
+
+    from seqid_orm.vendors import VENDORS, rules_for
+    from seqid_orm.vendors._base import VendorRules
+
+    names = {n for n in dir(VendorRules) if not n.startswith("_")} | set(VendorRules.__annotations__)
+    assert {"ONLINE", "DOCTOR", "quote_identifier", "column_catalog", "TYPE_CHANGE_HOLDS"} <= names
+    for vendor in (*VENDORS, "generic"):
+        module = rules_for(vendor)
+        missing = sorted(n for n in names if not hasattr(module, n))
+        assert missing == [], f"{inspect.getmodule(module).__name__} lacks {missing}"

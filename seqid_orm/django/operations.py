@@ -12,6 +12,7 @@ PostgreSQL they can then be a column's ``db_default``::
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from django.db.migrations.operations.base import Operation
@@ -469,59 +470,51 @@ class AdoptSeqUUID(Operation):
     def state_forwards(self, app_label: str, state: Any) -> None:
         pass  # a record in the database, no part of the model's state
 
-    def _column(self, app_label: str, state: Any) -> tuple[Any, Any]:
+    def _column(self, app_label: str, state: Any, schema_editor: Any) -> tuple[Any, Any]:
+        """The target the column's keys are read for, and its name, as ``state`` has the field."""
         from ..schema.live import ColumnName
 
         model = state.apps.get_model(app_label, self.model_name)
         field = model._meta.get_field(self.field_name)
-        return field, ColumnName(model._meta.db_table, field.column)
+        connection = schema_editor.connection
+        where = (
+            field_target(field, connection)
+            if hasattr(field, "layout")
+            else connection_target(connection, uuid_field_storage(connection))
+        )
+        return where, ColumnName(model._meta.db_table, field.column)
+
+    @staticmethod
+    @contextlib.contextmanager
+    def _reads(schema_editor: Any) -> Iterator[tuple[Callable[[str], list[Any]], Callable[[str], None]]]:
+        """How adoption reads (one cursor of the migration's connection) and writes (the schema editor, so
+        ``sqlmigrate`` and collected SQL see it)."""
+        with schema_editor.connection.cursor() as cursor:
+
+            def fetch(statement: str) -> list[Any]:
+                cursor.execute(statement)
+                return list(cursor.fetchall())
+
+            yield fetch, lambda statement: schema_editor.execute(statement, params=None)
 
     def database_forwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
         from ..schema.adoption import adopt
         from .connection import forget_columns, storage_fix
 
         # the column as the swapped field writes it (the state after the AlterField, where there is one)
-        field, name = self._column(app_label, to_state)
-        connection = schema_editor.connection
-        where = (
-            field_target(field, connection)
-            if hasattr(field, "layout")
-            else connection_target(connection, uuid_field_storage(connection))
-        )
-        with connection.cursor() as cursor:
-
-            def fetch(statement: str) -> list[Any]:
-                cursor.execute(statement)
-                return list(cursor.fetchall())
-
-            done = adopt(
-                where,
-                name,
-                fetch,
-                lambda statement: schema_editor.execute(statement, params=None),
-                lambda found: storage_fix(name.table, name.column, found),
-            )
-        forget_columns(connection.alias)
+        where, name = self._column(app_label, to_state, schema_editor)
+        with self._reads(schema_editor) as (fetch, execute):
+            done = adopt(where, name, fetch, execute, lambda found: storage_fix(name.table, name.column, found))
+        forget_columns(schema_editor.connection.alias)
         if done.recorded:
             print(f"  seqid: {done}")
 
     def database_backwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
         from ..schema.adoption import unrecord
 
-        field, name = self._column(app_label, from_state)
-        connection = schema_editor.connection
-        where = (
-            field_target(field, connection)
-            if hasattr(field, "layout")
-            else connection_target(connection, uuid_field_storage(connection))
-        )
-        with connection.cursor() as cursor:
-
-            def fetch(statement: str) -> list[Any]:
-                cursor.execute(statement)
-                return list(cursor.fetchall())
-
-            unrecord(where, name, fetch, lambda statement: schema_editor.execute(statement, params=None))
+        where, name = self._column(app_label, from_state, schema_editor)
+        with self._reads(schema_editor) as (fetch, execute):
+            unrecord(where, name, fetch, execute)
 
     def describe(self) -> str:
         return f"Record how {self.model_name}.{self.field_name}'s keys sort after the keys it holds"

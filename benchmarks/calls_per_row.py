@@ -3,7 +3,7 @@
 What a key costs a row, per path, on SQLite in memory (no server, so nothing but the client is counted):
 
 * SQLAlchemy Core, one-row ``INSERT`` statements and one ``executemany``: ``seq_uuid_pk()`` and
-  ``prefixed_uuid_pk(counter)``;
+  ``prefixed_uuid_pk(counter)``; the ORM, one object added and flushed at a time;
 * Django, ``Model(...)`` and ``save()`` with a ``SeqUUIDField`` key, with one database configured and
   with two (the path that may re-issue an id drawn for another database's layout).
 
@@ -42,7 +42,7 @@ def seqid_calls(work: Callable[[], None], rows: int) -> float:
 
 def sqlalchemy_cases(rows: int) -> dict[str, float]:
     import sqlalchemy as sa
-    from sqlalchemy.orm import DeclarativeBase
+    from sqlalchemy.orm import DeclarativeBase, Session
 
     from seqid_orm.sqlalchemy import prefixed_uuid_pk, seq_uuid_pk
 
@@ -79,6 +79,16 @@ def sqlalchemy_cases(rows: int) -> dict[str, float]:
 
             found[f"SQLAlchemy {name}, one-row statements"] = seqid_calls(one_row_statements, rows)
             found[f"SQLAlchemy {name}, executemany"] = seqid_calls(executemany, rows)
+    with Session(engine) as session:
+        session.add(Seq(payload="warm"))
+        session.flush()
+
+        def single_row_flushes() -> None:
+            for _ in range(rows):
+                session.add(Seq(payload="x"))
+                session.flush()
+
+        found["SQLAlchemy seq_uuid_pk, ORM single-row flush"] = seqid_calls(single_row_flushes, rows)
     engine.dispose()
     return found
 

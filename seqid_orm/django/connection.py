@@ -16,12 +16,13 @@ database connection, a tenant (``connection.schema_name``) or a ``search_path`` 
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from django.db import models
 from django.db.backends.signals import connection_created
 
-from ..schema.live import ColumnName, LiveColumns
+from ..schema.live import ColumnName, Kept, LiveColumns
 from ..vendors import Storage, Target, distributed_flavor, normalize_vendor, target
 
 _NATIVE_TYPES = {"uuid", "uniqueidentifier"}
@@ -169,14 +170,26 @@ def _new_connection(sender: Any, connection: Any, **kwargs: Any) -> None:
 connection_created.connect(_new_connection, dispatch_uid="seqid_orm.django.connection")
 
 
-def column_target(field: Any, connection: Any, where: Target | None = None) -> tuple[Target, bool]:
+def kept(connection: Any, key: object) -> Kept | None:
+    """What :func:`column_target` left under ``key`` on ``connection`` while it is good (the same
+    tenant, no transaction-local ``search_path``, within its time: :class:`~seqid_orm.schema.live.Kept`),
+    else ``None``: a row asks this first, one look-up where the resolution is a dozen calls."""
+    seen = connection.__dict__.get(_SEEN)
+    if seen is None or connection.__dict__.get(_PATH_LOCAL) or seen[None] != getattr(connection, "schema_name", None):
+        return None
+    hit: Kept | None = seen.get(key)
+    return hit if hit is not None and time.monotonic() < hit.until else None
+
+
+def column_target(field: Any, connection: Any, where: Target | None = None, key: object = None) -> tuple[Target, bool]:
     """The target of ``field``'s column as its name resolves on ``connection`` (``where``: the target its
     values are written for, by default the field's own), and whether the column was read (a table not
     there yet, or a connection that may not reach the database now, a check or a test without one, is
     judged by the field alone, and read again next time).
 
     Raises :class:`~seqid_orm.errors.StorageMismatchError` for a column whose values are not what the
-    field writes, and :class:`~seqid_orm.errors.ColumnReadError` for a read that failed."""
+    field writes, and :class:`~seqid_orm.errors.ColumnReadError` for a read that failed.  With ``key``, a
+    judgement kept is left for :func:`kept` under it."""
     if where is None:
         where = field_target(field, connection)
     model = getattr(field, "model", None)
@@ -199,7 +212,7 @@ def column_target(field: Any, connection: Any, where: Target | None = None) -> t
 
     try:
         judged = live_columns(connection.alias).target(
-            where, name, fetch, seen, lambda found: storage_fix(name.table, name.column, found)
+            where, name, fetch, seen, lambda found: storage_fix(name.table, name.column, found), key=key
         )
     finally:
         for cursor in cursors:

@@ -20,7 +20,7 @@ from django.conf import settings
 from django.core import checks, validators
 from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.core.signals import setting_changed
-from django.db import DEFAULT_DB_ALIAS, models, router
+from django.db import DEFAULT_DB_ALIAS, connections, models, router
 from django.db.models.signals import pre_save
 from django.utils.module_loading import import_string
 
@@ -41,7 +41,7 @@ from ..ids.snowflake import Snowflake
 from ..ids.text import base32, bsv, check_text_id, text_bounds, text_id_kind
 from ..ids.validate import BIGINT_MAX, coerce_int_id
 from ..vendors import Storage, Target, normalize_vendor, rules_for, target
-from .connection import column_target, field_target, storage_of
+from .connection import column_target, field_target, kept, storage_of
 from .expressions import DatabaseSeqUUID
 from .lookups import CreatedIn
 
@@ -134,14 +134,12 @@ class SeqUUIDField(models.UUIDField):
 
     def _decided(self, alias: str) -> Target:
         """The target of this field's column on ``alias``'s connection of this thread (:meth:`_decided_on`)."""
-        from django.db import connections
-
         return self._decided_on(connections[alias])
 
     def target_for(self, alias: str) -> Target:
         """Where this field's ids go on database ``alias``: the column's :class:`~seqid_orm.vendors.Target`,
         storage, layout and adopted keys included."""
-        return self._decided(alias)
+        return self._decided_on(connections[alias])
 
     def time_bounds_for(self, alias: str, start: Any, end: Any) -> tuple[uuid.UUID, uuid.UUID]:
         """The keys between which rows made in ``[start, end)`` lie on database ``alias`` (``id__created_in``)."""
@@ -166,7 +164,7 @@ class SeqUUIDField(models.UUIDField):
         if alias is None:
             model = getattr(self, "model", None)
             alias = router.db_for_write(model) if model is not None else DEFAULT_DB_ALIAS
-        where = self._decided(alias or DEFAULT_DB_ALIAS)
+        where = self._decided_on(connections[alias or DEFAULT_DB_ALIAS])
         value = where.generator.id_function()
         _DRAWN[value] = where
         return value
@@ -205,7 +203,11 @@ class SeqUUIDField(models.UUIDField):
         """The target of this field's column as its name resolves on ``connection`` (:func:`column_target`:
         the adoption's record, the values' form; two dictionary look-ups once read), or the field's own
         where the column cannot be read now."""
-        return column_target(self, connection, self._where(connection.alias, connection))[0]
+        key = (self, _settings_version)  # a settings change (SEQID, DATABASES) decides the field's target again
+        known = kept(connection, key)
+        if known is not None:
+            return known.target
+        return column_target(self, connection, self._where(connection.alias, connection), key)[0]
 
     def contribute_to_class(self, cls: type[models.Model], name: str, private_only: bool = False) -> None:
         super().contribute_to_class(cls, name, private_only=private_only)
@@ -218,8 +220,6 @@ class SeqUUIDField(models.UUIDField):
         return [*super().check(**kwargs), *self._check_databases(kwargs.get("databases") or [])]
 
     def _check_databases(self, databases: list[str]) -> list[checks.CheckMessage]:
-        from django.db import connections
-
         return [m for alias in databases for m in self.check_connection(alias, connections[alias])]
 
     def check_connection(self, alias: str, connection: Any) -> list[checks.CheckMessage]:

@@ -51,6 +51,7 @@ __all__ = [
     "ColumnName",
     "ColumnReading",
     "Form",
+    "Kept",
     "LiveColumns",
     "declared_storage",
     "judge",
@@ -326,6 +327,29 @@ class _Judged:
     read_at: float
 
 
+@dataclass(frozen=True)
+class Kept:
+    """A column's target as one connection resolved it, which its adapter uses for every row without
+    asking again while the monotonic clock is below ``until`` (``inf``: judged from a record, which
+    changes only by another adoption; else when the judgement is read again, :data:`RECHECK_SECONDS`),
+    with the function making its next key.  The adapter keeps it in the connection's ``seen`` under its
+    own key for the column (a SQLAlchemy ``Column``, a Django field), so a row costs one look-up, not
+    the 14 calls that resolve a name, and drops it with ``seen`` (DDL, a ``search_path`` change)."""
+
+    target: Target
+    until: float
+    make: Callable[[], uuid.UUID]
+    translate: object = None  # SQLAlchemy's schema_translate_map it was resolved under
+
+
+def _keep(seen: MutableMapping[Any, Any], key: object, judged: _Judged, translate: object) -> Target:
+    """``judged``'s target, left in ``seen`` as :class:`Kept` under the adapter's ``key`` where it gives one."""
+    if key is not None:
+        until = float("inf") if judged.record is not None else judged.read_at
+        seen[key] = Kept(judged.target, until, judged.target.generator.id_function, translate)
+    return judged.target
+
+
 class LiveColumns:
     """What this process knows of the live key columns of one database (one SQLAlchemy engine, one
     Django alias).
@@ -353,18 +377,21 @@ class LiveColumns:
         fetch: Callable[[str], Rows],
         seen: MutableMapping[Any, Any],
         fix: Callable[[Storage], str],
+        key: object = None,
+        translate: object = None,
     ) -> Target:
         """The target of ``name`` on the connection ``fetch`` runs statements on (see the class).
 
         Raises :class:`~seqid_orm.errors.StorageMismatchError` for a column whose values are not what the
         type writes, and :class:`~seqid_orm.errors.ColumnReadError` for a read that failed.  A column
-        whose table is not there yet is judged by the type alone, and read again next time.
+        whose table is not there yet is judged by the type alone, and read again next time.  With ``key``,
+        a judgement kept is also left in ``seen`` as :class:`Kept` under ``key``, for the adapter's rows.
         """
         known = seen.get(name)
         if known is not None:
             judged = self._judged.get((known, name.table, name.column, where))
             if judged is not None and (judged.record is not None or time.monotonic() < judged.read_at):
-                return judged.target
+                return _keep(seen, key, judged, translate)
         statements = reading_statements(where.vendor, name.table, name.column, name.schema)
         if not statements:
             return where
@@ -374,8 +401,8 @@ class LiveColumns:
             return where
         identity, comment = catalog[0][0], catalog[0][3]
         seen[name] = identity
-        key = (identity, name.table, name.column, where)  # PostgreSQL's oid; the schema's name elsewhere
-        judged = self._judged.get(key)
+        identified = (identity, name.table, name.column, where)  # PostgreSQL's oid; the schema's name elsewhere
+        judged = self._judged.get(identified)
         record = record_of(None if comment is None else str(comment))
         if judged is None or judged.record != record:
             reading = read_column(where.vendor, name, fetch, catalog=catalog)
@@ -386,8 +413,8 @@ class LiveColumns:
             if reading.record is None:
                 self._say_guessed(identity, name, reading, target)
         judged.read_at = time.monotonic() + RECHECK_SECONDS
-        self._judged[key] = judged
-        return judged.target
+        self._judged[identified] = judged
+        return _keep(seen, key, judged, translate)
 
     def _say_guessed(self, identity: object, name: ColumnName, reading: ColumnReading, target: Target) -> None:
         """Log, once per table and process, a column judged without a record where the record would

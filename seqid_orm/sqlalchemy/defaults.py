@@ -30,7 +30,7 @@ from ..ids.snowflake import Snowflake
 from ..ids.text import text_id_kind
 from ..ids.typeid import typeid
 from ..vendors import Target, distributed_flavor
-from .columns import column_target
+from .columns import column_target, kept
 from .types import SeqUUID, SnowflakeID, SortableText, TicketID, TypeID, dialect_target
 
 
@@ -105,8 +105,9 @@ def seq_uuid_default(context: ExecutionContext) -> uuid.UUID:
     costs one dictionary look-up and one call: from :data:`BATCH_FROM_ROWS` rows the source hands
     out ids reserved in one batch (then, should more rows ask, new ones), below that it is the
     layout's generator itself.  The source follows the column as this connection resolves it
-    (:func:`~seqid_orm.sqlalchemy.columns.column_target`: two dictionary look-ups once it was read), so
-    a tenant's table gets the keys its own column needs.  No exception is raised on the way
+    (:func:`~seqid_orm.sqlalchemy.columns.column_target`; once resolved, a one-row statement asks
+    :func:`~seqid_orm.sqlalchemy.columns.kept`: one look-up), so a tenant's table gets the keys its own
+    column needs.  No exception is raised on the way
     (``getattr`` with a default does not make one), since one costs more than the id.
     """
     memo = getattr(context, "seqid_next", None)
@@ -114,6 +115,12 @@ def seq_uuid_default(context: ExecutionContext) -> uuid.UUID:
         make = memo.get(context.current_column)  # type: ignore[attr-defined]
         if make is not None:
             return make()  # type: ignore[no-any-return]
+    column = getattr(context, "current_column", None)
+    connection = getattr(context, "root_connection", None)
+    if column is not None and connection is not None and len(getattr(context, "compiled_parameters", None) or ()) < 2:
+        known = kept(connection, column)  # a one-row statement (an ORM flush) on a connection that resolved it
+        if known is not None:
+            return known.make()
     return _first_in_statement(context)
 
 
@@ -121,8 +128,13 @@ def _first_in_statement(context: ExecutionContext) -> uuid.UUID:
     """The first id of a column in a statement: choose its source, and keep it on the context
     when more rows will ask for it."""
     column = getattr(context, "current_column", None)
-    where = _column_target(context, column)
-    make = where.generator.id_function  # the closure: forks reset its state in place
+    connection = getattr(context, "root_connection", None)
+    known = kept(connection, column) if column is not None and connection is not None else None
+    if known is not None:  # resolved on this connection before: one look-up
+        where, make = known.target, known.make
+    else:
+        where = _column_target(context, column)
+        make = where.generator.id_function  # the closure: forks reset its state in place
     rows = len(getattr(context, "compiled_parameters", None) or ())
     if rows < 2 or column is None:
         return make()

@@ -41,15 +41,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..calls.retry import Deadline
-from ..calls.steps import Steps, adrive, drive
+from ..calls.steps import Call, Steps, adrive, drive
 from ..errors import LeaseLostError, SeqIDError, WorkerIdNotReadyError
 from . import telemetry
 from .flight import Abandoned, Claim, Flight, running_loop
-from .grants import GrantRun, Released, clear_since, give_back, released_error
+from .grants import GrantRun, Released, give_back, released_error
 from .lease_life import LeaseLife, State, Taken, log
 from .renewal import Renewer
 
-__all__ = ["Acquirer", "Act", "Ask", "Caller", "LeaseWaits", "choose"]
+__all__ = ["ACTS", "Acquirer", "Act", "Ask", "Caller", "LeaseWaits", "choose"]
 
 
 class Caller(enum.Enum):
@@ -131,6 +131,18 @@ class LeaseWaits:
             self._life.terms.sleep(seconds)
 
 
+@dataclass
+class _Turn:
+    """One caller's way through the table: what it waits for, where it runs, its deadline, and the claim
+    it joined (``leads``: ``None`` until it joins, then whether it leads)."""
+
+    waits: bool
+    caller: Caller
+    deadline: Deadline
+    claim: Claim[Taken] | None = None
+    leads: bool | None = None
+
+
 class Acquirer:
     """The grants of one lease (its life, and the renewer it starts): see the module docstring."""
 
@@ -158,26 +170,6 @@ class Acquirer:
             deadline=deadline,
         ), worker_id
 
-    def _next(self, waits: bool, caller: Caller, deadline: Deadline) -> tuple[Act, Claim[Taken] | None, int | None]:
-        """The next act the caller's driver carries out (joining the flight and handing a grant to a
-        thread are done here, for both drivers): the act, the claim it follows or leads, the worker id
-        held where the act is RETURN."""
-        claim: Claim[Taken] | None = None
-        leads: bool | None = None
-        while True:
-            ask, held = self._ask(claim, leads, waits, caller, deadline.end)
-            act = choose(ask)
-            if act is Act.JOIN:
-                claim, leads = self._grants.join(self.terms.grant_seconds())
-            elif act is Act.LEAD_IN_THREAD:
-                # a thread of its own leads, not a task: a short asyncio.run() that ends before the
-                # fence would cancel a task's grant, and every such run would start one again
-                assert claim is not None
-                self._lead_in_thread(claim)
-                leads = False
-            else:
-                return act, claim, held
-
     def _deadline(self, waits: bool) -> Deadline:
         """The call's one deadline, handed to every store call beneath it: ``timeout`` for a caller
         that will not wait out a fence, else the grant's own bound."""
@@ -185,70 +177,101 @@ class Acquirer:
         return Deadline.after(t.grant_seconds() if waits else t.timeout, t.monotonic)
 
     def acquire(self, waits: bool) -> int:
-        """The worker id held and live, granted first where none is (the table's synchronous driver)."""
+        """The worker id held and live, granted first where none is (the table's steps, on this thread)."""
         caller = Caller.LOOP_THREAD if running_loop() is not None else Caller.THREAD
-        with self._deadline(waits).passed_down() as deadline:
-            while True:
-                act, claim, held = self._next(waits, caller, deadline)
-                if act is Act.RETURN and held is not None:
-                    return held
-                with contextlib.suppress(Abandoned):
-                    if act is Act.RENEW_LATE:
-                        self.renewer.renew(0)  # held again, or lost: granted again
-                    elif act is Act.LEAD:
-                        self._lead(claim)
-                    elif act is Act.GRANT_BESIDE:  # whichever grant ends second is given back (_take)
-                        drive(self._take(), None)
-                    elif act in (Act.WAIT, Act.FOLLOW):
-                        assert claim is not None
-                        self._grants.wait(claim, *self._follow(act, claim, deadline))
-                    else:
-                        raise self._refusal(act)
+        return drive(self._acquiring(waits, caller), None)
 
     async def aacquire(self, waits: bool) -> int:
-        """:meth:`acquire` on the running loop (the table's awaited driver)."""
-        with self._deadline(waits).passed_down() as deadline:
-            while True:
-                act, claim, held = self._next(waits, Caller.TASK, deadline)
-                if act is Act.RETURN and held is not None:
-                    return held
-                with contextlib.suppress(Abandoned):
-                    if act is Act.RENEW_LATE:
-                        await asyncio.to_thread(self.renewer.renew, 0)
-                    elif act is Act.LEAD:
-                        await self._alead(claim)
-                    elif act in (Act.WAIT, Act.FOLLOW):
-                        assert claim is not None
-                        await self._grants.await_(claim, *self._follow(act, claim, deadline))
-                    else:
-                        raise self._refusal(act)
+        """:meth:`acquire` on the running loop (the same steps, awaited)."""
+        return await adrive(self._acquiring(waits, Caller.TASK), None)
 
-    def _follow(
-        self, act: Act, claim: Claim[Taken], deadline: Deadline
-    ) -> tuple[float, Callable[[], BaseException], Callable[[], BaseException | None] | None]:
-        """A follower's wait (:meth:`~.flight.Flight.wait`'s arguments): the grant's own bound where
-        it waits; else the caller's deadline, and a refusal as soon as the table says so (the fence
-        is seen to end after the deadline)."""
-        if act is Act.WAIT:
-            return claim.deadline, self._timed_out, None
+    def _acquiring(self, waits: bool, caller: Caller) -> Steps[int]:
+        """Read the table (:func:`choose`) and carry out its act (:data:`ACTS`) until one returns the
+        worker id: one copy for both drivers, which only differ in how a step's call is made."""
+        turn = _Turn(waits, caller, self._deadline(waits))
+        while True:
+            ask, held = self._ask(turn.claim, turn.leads, waits, caller, turn.deadline.end)
+            act = choose(ask)
+            effect, same_turn = ACTS[act]
+            with contextlib.suppress(Abandoned):  # its leader gave the claim up: lead or follow anew
+                worker_id = yield from effect(self, turn, held)
+                if worker_id is not None:
+                    return worker_id
+            if not same_turn:
+                turn.claim, turn.leads = None, None
+
+    # --- the acts' effects (ACTS), each once for both drivers --------------------------------
+
+    def _return(self, turn: _Turn, held: int | None) -> Steps[int | None]:
+        yield from ()  # no step: the worker id held (None: read again)
+        return held
+
+    def _renew_late(self, turn: _Turn, held: int | None) -> Steps[int | None]:
+        yield Call(self.renewer.renew, (0, None, turn.deadline))  # held again, or lost: granted again
+        return None
+
+    def _join(self, turn: _Turn, held: int | None) -> Steps[int | None]:
+        yield from ()
+        turn.claim, turn.leads = self._grants.join(self.terms.grant_seconds())
+        return None
+
+    def _lead_here(self, turn: _Turn, held: int | None) -> Steps[int | None]:
+        assert turn.claim is not None
+        yield from self._lead(turn.claim, turn.deadline)
+        return None
+
+    def _hand_to_thread(self, turn: _Turn, held: int | None) -> Steps[int | None]:
+        # a thread of its own leads, not a task: a short asyncio.run() that ends before the
+        # fence would cancel a task's grant, and every such run would start one again
+        yield from ()
+        assert turn.claim is not None
+        self._lead_in_thread(turn.claim)
+        turn.leads = False
+        return None
+
+    def _grant_beside(self, turn: _Turn, held: int | None) -> Steps[int | None]:
+        yield from self._take(turn.deadline)  # whichever grant ends second is given back (_take)
+        return None
+
+    def _wait(self, turn: _Turn, held: int | None) -> Steps[int | None]:
+        """Wait for the grant within its own bound."""
+        assert turn.claim is not None
+        yield Call(self._grants.follow, (turn.claim, turn.claim.deadline, self._timed_out))
+        return None
+
+    def _follow_until(self, turn: _Turn, held: int | None) -> Steps[int | None]:
+        """Follow the grant until the caller's deadline, refused as soon as the table says so (the fence is
+        seen to end after the deadline)."""
+        claim, deadline = turn.claim, turn.deadline
+        assert claim is not None
         until = time.monotonic() + max(0.0, deadline.left())
 
         def refused() -> BaseException | None:
             ask, _ = self._ask(claim, False, False, Caller.THREAD, deadline.end)
-            return self._refusal(Act.REFUSE) if choose(ask) is Act.REFUSE else None
+            return self._refused() if choose(ask) is Act.REFUSE else None
 
-        return until, lambda: self._refusal(Act.REFUSE), refused
+        yield Call(self._grants.follow, (claim, until, self._refused, refused))
+        return None
 
-    def _refusal(self, act: Act) -> WorkerIdNotReadyError:
+    def _refuse(self, turn: _Turn, held: int | None) -> Steps[int | None]:
+        yield from ()
+        raise self._refused()
+
+    def _refuse_on_loop(self, turn: _Turn, held: int | None) -> Steps[int | None]:
+        yield from ()
+        raise self._refused_on_loop()
+
+    def _refused_on_loop(self) -> WorkerIdNotReadyError:
+        return WorkerIdNotReadyError(
+            f"a worker id in namespace {self.terms.namespace!r} is being leased by a task of this event loop, which "
+            "cannot go on while a synchronous call (an AsyncSession flush's column default) waits on the loop's "
+            "thread: await snowflake.aprefetch() or lease.aacquire() before the flush"
+        )
+
+    def _refused(self) -> WorkerIdNotReadyError:
         """The typed refusal of a caller that will not wait past its deadline (what it says of the
         fence: its end where the store has told it)."""
         t = self.terms
-        if act is Act.REFUSE_ON_LOOP:
-            return WorkerIdNotReadyError(
-                f"a worker id in namespace {t.namespace!r} is being leased by a task of this event loop, which "
-                "cannot go on while a synchronous call (an AsyncSession flush's column default) waits on the loop's "
-                "thread: await snowflake.aprefetch() or lease.aacquire() before the flush"
-            )
         fence, now = self.life.fence_until, t.monotonic()
         if fence is None or fence <= now:  # unknown, or over with the grant's last steps under way
             return WorkerIdNotReadyError(
@@ -279,28 +302,17 @@ class Acquirer:
 
         def lead() -> None:
             # its followers get the error (_failed logged it); its deadline is the grant's own bound
-            with contextlib.suppress(Exception), self._deadline(True).passed_down():
-                self._lead(claim)
+            with contextlib.suppress(Exception):
+                drive(self._lead(claim, self._deadline(True)), None)
 
         worker = threading.Thread(target=lead, name=f"seqid-lease-grant-{self.terms.namespace}", daemon=True)
         self.thread = worker  # release() waits for it
         self._grants.hand_over(claim, worker)
 
-    def _lead(self, claim: Claim[Taken] | None) -> None:
-        """Run a grant in this thread for ``claim`` and adopt it."""
-        assert claim is not None
+    def _lead(self, claim: Claim[Taken], deadline: Deadline) -> Steps[None]:
+        """Run a grant for ``claim`` and adopt it (an error, a cancellation included, ends the claim too)."""
         try:
-            taken = drive(self._take(), None)
-        except BaseException as exc:
-            self._failed(claim, exc)
-            raise
-        self._grants.finish(claim, taken)
-
-    async def _alead(self, claim: Claim[Taken] | None) -> None:
-        """Run a grant on the loop for ``claim`` and adopt it (a cancellation ends the claim too)."""
-        assert claim is not None
-        try:
-            taken = await adrive(self._take(), None)
+            taken = yield from self._take(deadline)
         except BaseException as exc:
             self._failed(claim, exc)
             raise
@@ -319,7 +331,7 @@ class Acquirer:
             )
         self._grants.finish(claim, error=exc)
 
-    def _take(self, stop: threading.Event | None = None) -> Steps[Taken]:
+    def _take(self, deadline: Deadline, stop: threading.Event | None = None) -> Steps[Taken]:
         """A worker id granted, fenced and waited for (grants.py decides when it is safe), then adopted
         and renewed where the lease's table takes it; else given back, its mark unused: a lease held
         already (a grant run beside the flight ended second), or one released since the grant began,
@@ -327,20 +339,21 @@ class Acquirer:
         quietly).  Steps: a thread runs them on the store's blocking calls, a loop awaits them."""
         life, t = self.life, self.terms
         life.begin()
-        run = GrantRun(t, self.waits, lambda: life.releases, life.fenced)
+        run = GrantRun(t, self.waits, lambda: life.releases, life.fenced, deadline)
         try:
             taken = yield from run.steps()
         except BaseException:
             life.ended(run.granted_at, run.mark_wait, None, 0)
             raise
         released = life.releases != taken.releases or (stop is not None and stop.is_set())
-        since = clear_since(taken.grant, t.wall_ms(), t.ttl, t.clock_tolerance)
+        since = t.clear_since(taken.grant, t.wall_ms())
         with life.lock:  # adopted and renewing at once: a release meanwhile stops both
             adopted = life.ended(run.granted_at, run.mark_wait, None if released else taken, since)
             if adopted:
                 self.renewer.start()
+        life.report(adopted, mark_wait=run.mark_wait)
         if not adopted:
-            yield from give_back(t.namespace, run.store, taken.grant, taken.token)
+            yield from give_back(t.namespace, run.store, taken.grant, taken.token, deadline)
         if released and stop is None:
             raise released_error(t.namespace)
         return taken
@@ -353,8 +366,7 @@ class Acquirer:
         if claim is None:  # a caller is leasing already
             return
         try:
-            with self._deadline(True).passed_down():
-                taken = drive(self._take(stop), None)
+            taken = drive(self._take(self._deadline(True), stop), None)
         except BaseException as exc:
             self._grants.finish(claim, error=exc)
             if not isinstance(exc, SeqIDError):  # a bug surfaces as itself (in the renewal thread)
@@ -368,3 +380,22 @@ class Acquirer:
         """Stop renewing and forget the lazy caller's grant thread: the threads for release() to join."""
         thread, self.thread = self.thread, None
         return [t for t in (self.renewer.halt(), thread) if t is not None]
+
+
+_Effect = Callable[[Acquirer, _Turn, "int | None"], Steps["int | None"]]
+
+#: What each act does, once for both drivers (:meth:`Acquirer._acquiring`), and whether the caller then
+#: chooses again within the same turn (its claim kept: it joined, or handed the lead to a thread) or
+#: anew: the module docstring's table, column by column.
+ACTS: dict[Act, tuple[_Effect, bool]] = {
+    Act.RETURN: (Acquirer._return, False),
+    Act.RENEW_LATE: (Acquirer._renew_late, False),
+    Act.JOIN: (Acquirer._join, True),
+    Act.LEAD: (Acquirer._lead_here, False),
+    Act.LEAD_IN_THREAD: (Acquirer._hand_to_thread, True),
+    Act.GRANT_BESIDE: (Acquirer._grant_beside, False),
+    Act.WAIT: (Acquirer._wait, False),
+    Act.FOLLOW: (Acquirer._follow_until, False),
+    Act.REFUSE: (Acquirer._refuse, False),
+    Act.REFUSE_ON_LOOP: (Acquirer._refuse_on_loop, False),
+}

@@ -179,7 +179,7 @@ class Flight(Generic[_T]):
 
     # --- following ----------------------------------------------------------------------------
 
-    def wait(self, claim: Claim[_T], deadline: float, timed_out: _Raise, refuse: _Refuse | None = None) -> _T:
+    def follow(self, claim: Claim[_T], deadline: float, timed_out: _Raise, refuse: _Refuse | None = None) -> _T:
         """Follow ``claim`` in a thread until ``deadline`` (monotonic): its value, or (a copy of) its
         exception — :class:`Abandoned` where its leader died; ``timed_out()`` is raised at the deadline,
         and what ``refuse()`` returns as soon as it returns one (it is asked at each look)."""
@@ -196,9 +196,10 @@ class Flight(Generic[_T]):
                 return claim.future.result()
             self._give_up_if_dead(claim)
 
-    async def await_(self, claim: Claim[_T], deadline: float, timed_out: _Raise, refuse: _Refuse | None = None) -> _T:
-        """:meth:`wait` on the running loop: a future of this loop's own, completed from whichever
-        thread ends the claim; cancelling the caller cancels that future only."""
+    async def afollow(self, claim: Claim[_T], deadline: float, timed_out: _Raise, refuse: _Refuse | None = None) -> _T:
+        """:meth:`follow` on the running loop, its awaitable twin (a step's :class:`~seqid_orm.calls.steps.Call`
+        of ``follow`` is awaited here): a future of this loop's own, completed from whichever thread ends the
+        claim; cancelling the caller cancels that future only."""
         loop = asyncio.get_running_loop()
         mine: asyncio.Future[_T] = loop.create_future()
 

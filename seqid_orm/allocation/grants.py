@@ -17,8 +17,9 @@ answered, so a caller that will not wait past its deadline can say when the id w
 grant is under way gives the id back at the grant's next step (:class:`Released`).
 
 Steps (:mod:`seqid_orm.calls.steps`): the store's calls and the sleeps are yielded, so a thread and an
-event loop carry out the same decisions.  :func:`clear_since` is the other half of "when is a
-worker id ours": from which millisecond a key stamped with it cannot be another holder's.
+event loop carry out the same decisions; each store call carries the grant's deadline.  The terms'
+:meth:`~.lease_life.Timing.clear_since` is the other half of "when is a worker id ours": from which
+millisecond a key stamped with it cannot be another holder's.
 
 May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.calls` and this package's
 ``lease_life``, ``renewal`` and ``stores.base``.
@@ -31,13 +32,14 @@ import logging
 from collections.abc import Callable
 from typing import Protocol
 
+from ..calls.retry import Deadline
 from ..calls.steps import Call, Steps
 from ..errors import AllocationError, ClockMovedBackwardsError, LeaseLostError, LeaseUnavailableError
-from .lease_life import Event, Taken, Terms, renewal_interval, valid_until
-from .renewal import mark_for, renew
+from .lease_life import Event, Taken, Terms
+from .renewal import renew
 from .stores.base import Grant, LeaseStore, new_token
 
-__all__ = ["GrantRun", "Released", "Waits", "clear_since", "give_back", "released_error"]
+__all__ = ["GrantRun", "Released", "Waits", "give_back", "released_error"]
 
 log = logging.getLogger("seqid_orm.leases")
 
@@ -61,7 +63,8 @@ class GrantRun:
 
     ``waits`` is the lease's sleep as a step target (a thread calls ``sleep``, a loop awaits
     ``asleep``); ``releases`` reads the lease's release count (moved: give the id back); ``fenced``
-    is told when the fence ends (monotonic), once the store has answered.  :attr:`mark_wait` is the
+    is told when the fence ends (monotonic), once the store has answered; ``deadline`` bounds every
+    store call of the grant (the grant's own bound, or its caller's).  :attr:`mark_wait` is the
     seconds waited for the fence; :attr:`granted_at` when the store's grant arrived (monotonic)."""
 
     def __init__(
@@ -70,12 +73,14 @@ class GrantRun:
         waits: Waits,
         releases: Callable[[], int],
         fenced: Callable[[float], object] = lambda until: None,
+        deadline: Deadline | None = None,
     ) -> None:
         self.terms = terms
         self.store = terms.store()
         self.waits = waits
         self.releases = releases
         self.fenced = fenced
+        self.deadline = deadline
         self.fence_until: float | None = None
         self.mark_wait = 0.0
         self.granted_at: float | None = None
@@ -85,9 +90,9 @@ class GrantRun:
         t = self.terms
         releases = self.releases()
         token = new_token()
-        quarantine_ms = int((t.ttl + t.clock_tolerance) * 1000)
         sent = t.monotonic()
-        grant = yield Call(self.store.acquire, (t.namespace, token, t.max_workers, t.ttl_ms, quarantine_ms))
+        asked = (t.namespace, token, t.max_workers, t.ttl_ms, t.quarantine_ms)
+        grant = yield Call(self.store.acquire, asked, self.deadline)
         self.granted_at = t.monotonic()
         if grant is None:
             raise LeaseUnavailableError(
@@ -96,9 +101,9 @@ class GrantRun:
             )
         # Leave our own bound before the first id: a holder killed before its first renewal
         # must still leave a mark (the store handed us the previous holder's, which stays if higher).
-        bound = max(grant.mark_ms, t.wall_ms() + t.ttl_ms)
+        bound = max(grant.mark_ms, t.own_mark_ms(t.wall_ms()))
         yield from self._unless_released(releases, grant, token)
-        if not (yield Call(self.store.renew, (t.namespace, grant.worker_id, token, t.ttl_ms, bound))):
+        if not (yield Call(self.store.renew, (t.namespace, grant.worker_id, token, t.ttl_ms, bound), self.deadline)):
             raise LeaseLostError(f"worker id {grant.worker_id} in {t.namespace!r} was taken again at once")
         if grant.wait_ms > 0:
             sent = yield from self._quarantine(grant, token, sent, releases)
@@ -122,7 +127,7 @@ class GrantRun:
         until = self.fence_until = began + grant.wait_ms / 1000
         self.fenced(until)
         while (now := t.monotonic()) < until:
-            yield Call(self.waits.sleep, (min(renewal_interval(t.ttl), until - now), releases))
+            yield Call(self.waits.sleep, (min(t.renewal_interval(), until - now), releases))
             yield from self._unless_released(releases, grant, token)
             sent = yield from self._keep(grant.worker_id, token, sent)
         self.mark_wait += t.monotonic() - began
@@ -143,7 +148,7 @@ class GrantRun:
         self.fenced(self.fence_until)
         while (now := t.wall_ms()) <= mark_ms:
             if t.monotonic() >= deadline:
-                yield Call(self.store.release, (t.namespace, worker_id, token, mark_ms))
+                yield Call(self.store.release, (t.namespace, worker_id, token, mark_ms), self.deadline)
                 raise ClockMovedBackwardsError(
                     f"this node's clock reads {now} ms, {mark_ms - now + 1} ms before the mark the previous holder "
                     f"of worker id {worker_id} in {t.namespace!r} left ({mark_ms} ms); waited "
@@ -159,11 +164,9 @@ class GrantRun:
         """Renew a lease taken but not yet used once a third of the ttl has passed since ``sent``
         (renewal.py decides the outcome, as for a lease held); the time the last renewal was sent."""
         t = self.terms
-        if t.monotonic() - sent < renewal_interval(t.ttl):
+        if t.monotonic() - sent < t.renewal_interval():
             return sent
-        renewal = yield from renew(
-            self.store, t.namespace, worker_id, token, t.ttl, mark_for(t), valid_until(sent, t.ttl), t.monotonic
-        )
+        renewal = yield from renew(self.store, t, worker_id, token, t.mark(), t.valid_until(sent), self.deadline)
         if renewal.outcome is Event.RETRY and renewal.error is not None:
             raise renewal.error  # the store did not answer: the grant fails as the store's call did
         if renewal.outcome is not Event.RENEWED:
@@ -176,14 +179,16 @@ class GrantRun:
         """Go on unless the lease was released since the grant began; if it was, give the worker id
         back and raise :class:`Released`."""
         if self.releases() != releases:
-            yield from give_back(self.terms.namespace, self.store, grant, token)
+            yield from give_back(self.terms.namespace, self.store, grant, token, self.deadline)
             raise released_error(self.terms.namespace)
 
 
-def give_back(namespace: str, store: LeaseStore, grant: Grant, token: str) -> Steps[None]:
+def give_back(
+    namespace: str, store: LeaseStore, grant: Grant, token: str, deadline: Deadline | None = None
+) -> Steps[None]:
     """Give a worker id taken but never used back, its mark as the store handed it over."""
     with contextlib.suppress(AllocationError):  # the store is gone: the lease simply expires there
-        yield Call(store.release, (namespace, grant.worker_id, token, grant.mark_ms))
+        yield Call(store.release, (namespace, grant.worker_id, token, grant.mark_ms), deadline)
 
 
 def released_error(namespace: str) -> Released:
@@ -191,25 +196,3 @@ def released_error(namespace: str) -> Released:
         f"the lease in namespace {namespace!r} was released while its grant was under way; "
         "the worker id went back to the store unused"
     )
-
-
-def clear_since(grant: Grant, now_ms: int, ttl: float, clock_tolerance: float) -> int:
-    """From which Unix millisecond a key stamped with ``grant``'s worker id cannot be another
-    holder's (what :meth:`~seqid_orm.ids.snowflake.Snowflake.bind_column` checks a column against).
-
-    After a quarantine longer than a takeover's one-ttl fence (a record lost, a namespace new),
-    only from now: a holder the store forgot may have stamped until then.  Else past the previous
-    holder's mark, and within the last ttl + tolerance only, so ids of an old configuration (worker
-    ids configured before leases) are not taken for a live allocator.
-
-    >>> g = Grant(worker_id=3, mark_ms=1_000, wait_ms=0)
-    >>> clear_since(g, now_ms=100_000, ttl=30.0, clock_tolerance=5.0)
-    65000
-    >>> clear_since(Grant(worker_id=3, mark_ms=90_000, wait_ms=0), 100_000, 30.0, 5.0)
-    90001
-    >>> clear_since(Grant(worker_id=3, mark_ms=0, wait_ms=35_000), 100_000, 30.0, 5.0)
-    100000
-    """
-    if grant.wait_ms > int(ttl * 1000):
-        return now_ms
-    return max(grant.mark_ms + 1, now_ms - int((ttl + clock_tolerance) * 1000))

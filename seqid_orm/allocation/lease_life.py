@@ -6,11 +6,14 @@ leads a grant and who waits).  Every state and what moves it, as :data:`TRANSITI
 
     state              event     next      sent by
     idle               begin     granting  a grant that starts (acquire(), aacquire(), a lazy first id)
-    granting           fence     fenced    the grant, once the store said when its worker id is safe
+    granting           begin     granting  a grant beside the flight's (on an event loop's own thread)
+    fenced             begin     fenced    the same, while the flight's grant waits out its fence
+    granting/fenced    fence     fenced    the grant, once the store said when its worker id is safe (or
+                                           later: the previous holder's mark after a quarantine)
     idle/granting/
       fenced/lost      granted   held      a grant that ended, adopted
     granting/fenced    failed    idle      a grant that failed, or gave its worker id back
-    held               expired   expired   a reader that found the lease's time ran out before a renewal
+    held               expired   expired   the clock, once the lease's time ran out before a renewal (TIMED)
     held/expired       renewed   held      a renewal the store confirmed
     held               retry     held      a renewal the store did not answer, with time left
     expired            retry     lost      a renewal the store did not answer, out of time
@@ -18,13 +21,20 @@ leads a grant and who waits).  Every state and what moves it, as :data:`TRANSITI
     lost               begin, fence, failed: lost (the renewal thread leases again; callers are refused meanwhile)
     (any)              released  idle      release()
 
-An event the table does not list for the state is refused, and what it carried is not applied: a
-grant that ends while a lease is held already (a second grant run beside the flight) is given back;
-a renewal answered after a release, or after the lease was lost and taken again, changes nothing.
+What each state allows is :data:`STATES`' (a worker id of its own, renewing, stamping), beside it.  The
+pairs :data:`IGNORED` names are refused on purpose, and what they carried is not applied: a grant that
+ends while a lease is held already (a second grant run beside the flight) is given back; a renewal
+answered after a release, or after the lease was lost and taken again, changes nothing.  Any other pair
+is a bug, and :meth:`LeaseLife.move` raises :class:`UnknownMove` (h11's rule: an event the state does
+not expect is an error, never dropped).  The move the clock makes (:data:`TIMED`) is taken before any
+reading of the lease, or any other move, once its time has come.
 
 Every change goes through :meth:`LeaseLife.move`, under the lease's lock, and only this module's
 methods call it; no lock is held across a store's round trip, so reading the lease (a generator's
-first id, a stats page) never waits behind a stalled store.
+first id, a stats page) never waits behind a stalled store.  The log lines and the refusals' count
+observe the moves (:data:`REPORTS`), after the lock is let go.  The timing every piece reads (the
+renewal cadence, the validity's margin, the quarantine, the holder's own mark, the grant's bound) is
+the lease's terms' (:class:`Timing`, :class:`Terms`).
 
 May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.calls`, :mod:`seqid_orm.ids` and
 this package's ``telemetry`` and ``stores.base``.
@@ -44,7 +54,25 @@ from ..ids.snowflake import Holding
 from . import telemetry
 from .stores.base import Grant, LeaseStore
 
-__all__ = ["TRANSITIONS", "Event", "LeaseLife", "LeaseStats", "Renewal", "State", "Taken", "Terms", "observed"]
+__all__ = [
+    "IGNORED",
+    "REPORTS",
+    "STATES",
+    "TIMED",
+    "TRANSITIONS",
+    "Allows",
+    "Event",
+    "LeaseLife",
+    "LeaseStats",
+    "Move",
+    "Renewal",
+    "State",
+    "Taken",
+    "Terms",
+    "Timing",
+    "UnknownMove",
+    "observed",
+]
 
 log = logging.getLogger("seqid_orm.leases")
 
@@ -102,22 +130,149 @@ TRANSITIONS: dict[tuple[State, Event], State] = {
 }
 
 
-#: The states in which the lease has a worker id of its own (to stamp with, renew, or give back).
-_WITH_ID = (State.HELD, State.EXPIRED, State.LOST)
+#: The pairs refused on purpose, each with why: what the event carried is no longer the lease's.
+IGNORED: dict[tuple[State, Event], str] = {
+    **{
+        (s, e): "a grant begun or fenced as another ended: given back when it ends"
+        for s in (_S.HELD, _S.EXPIRED)
+        for e in (_E.BEGIN, _E.FENCE)
+    },
+    (_S.IDLE, _E.FENCE): "the lease was released while the grant was under way: it gives its worker id back",
+    **{(s, _E.GRANTED): "a second grant (beside the flight): given back" for s in (_S.HELD, _S.EXPIRED)},
+    **{
+        (s, _E.FAILED): "a grant given back after a release, or beside a lease held"
+        for s in (_S.IDLE, _S.HELD, _S.EXPIRED)
+    },
+    **{
+        (s, e): "a renewal answered after a release, or after the lease was lost"
+        for s in (_S.IDLE, _S.GRANTING, _S.FENCED, _S.LOST)
+        for e in (_E.RENEWED, _E.RETRY, _E.LOST)
+    },
+}
+
+#: The moves the clock makes: a state here takes its event once the lease's ``valid_until`` has passed.
+TIMED: dict[State, Event] = {_S.HELD: _E.EXPIRED}
 
 
-def renewal_interval(ttl: float) -> float:
-    """How often a held lease is renewed: a third of its ttl, so two renewals may fail before it ends."""
-    return ttl / 3
-
-
-def valid_until(sent: float, ttl: float) -> float:
-    """The monotonic time until which a lease renewed (or granted) by a request sent at ``sent`` may be used."""
-    return sent + ttl * (1 - MARGIN)
+class UnknownMove(AssertionError):
+    """An event in a state neither :data:`TRANSITIONS` nor :data:`IGNORED` lists: a bug in seqid."""
 
 
 @dataclass(frozen=True)
-class Terms:
+class Allows:
+    """What a state allows: a worker id of its own (to give back, to show), renewing it (and a
+    ``valid_until`` kept), stamping ids with it."""
+
+    own_id: bool
+    renews: bool
+    stamps: bool
+
+
+#: Each state's rights, beside the moves: read wherever the code asks what a state allows.
+STATES: dict[State, Allows] = {
+    _S.IDLE: Allows(own_id=False, renews=False, stamps=False),
+    _S.GRANTING: Allows(own_id=False, renews=False, stamps=False),
+    _S.FENCED: Allows(own_id=False, renews=False, stamps=False),
+    _S.HELD: Allows(own_id=True, renews=True, stamps=True),
+    _S.EXPIRED: Allows(own_id=True, renews=True, stamps=False),
+    _S.LOST: Allows(own_id=True, renews=False, stamps=False),
+}
+
+
+@dataclass(frozen=True)
+class Move:
+    """One move the table made (what :data:`REPORTS` observes)."""
+
+    before: State
+    event: Event
+    after: State
+
+
+#: What a move reports once the lock is let go: its log line (``%(name)s`` of the lease's fields and the
+#: move's details) at its level, and whether it counts as a refusal in the telemetry (a lease lost).
+REPORTS: dict[tuple[Event, State], tuple[int, str, bool]] = {
+    (_E.GRANTED, _S.HELD): (logging.INFO, "leased worker id %(worker_id)s in %(namespace)r on %(store)s", False),
+    (_E.RENEWED, _S.HELD): (logging.DEBUG, "renewed worker id %(worker_id)s in %(namespace)r", False),
+    (_E.RETRY, _S.HELD): (
+        logging.WARNING,
+        "renewing worker id %(worker_id)s in %(namespace)r failed: %(error)s",
+        False,
+    ),
+    **{
+        (e, _S.LOST): (
+            logging.ERROR,
+            "lost the lease of worker id %(worker_id)s in %(namespace)r: its ids stop until a lease is held again",
+            True,
+        )
+        for e in (_E.RETRY, _E.LOST)
+    },
+}
+
+
+class Timing:
+    """A lease's timing, each rule once: the terms of a worker lease (:class:`Terms`) and the migration
+    lock have it, from their ``ttl`` and ``clock_tolerance``."""
+
+    ttl: float
+    clock_tolerance: float
+
+    @property
+    def ttl_ms(self) -> int:
+        return int(self.ttl * 1000)
+
+    @property
+    def quarantine_ms(self) -> int:
+        """How long a holder the store cannot rule out may still stamp a worker id: one ttl past its last
+        renewal, and the clocks' tolerance (a takeover's, a new namespace's wait)."""
+        return int((self.ttl + self.clock_tolerance) * 1000)
+
+    def renewal_interval(self) -> float:
+        """How often a held lease is renewed: a third of its ttl, so two renewals may fail before it ends."""
+        return self.ttl / 3
+
+    def valid_until(self, sent: float) -> float:
+        """The monotonic time until which a lease renewed (or granted) by a request sent at ``sent`` may
+        be used: the ttl less a margin, counted from the send (the store counts from a later instant)."""
+        return sent + self.ttl * (1 - MARGIN)
+
+    def next_renewal_in(self, outcome: Event, valid_until: float, now: float) -> float:
+        """Seconds until the next renewal: :meth:`renewal_interval` after one that renewed, a tenth of the
+        ttl after a lost lease (an attempt to lease again), and half the time left (a tenth of the ttl at
+        most, 10 ms at least) after one the store did not answer."""
+        if outcome is Event.RENEWED:
+            return self.renewal_interval()
+        if outcome is Event.LOST:
+            return self.ttl / 10
+        return max(0.01, min(self.ttl / 10, (valid_until - now) / 2))
+
+    def own_mark_ms(self, wall_ms: int) -> int:
+        """The latest Unix millisecond a holder may stamp before it renews again, at ``wall_ms``."""
+        return wall_ms + self.ttl_ms
+
+    def clear_since(self, grant: Grant, now_ms: int) -> int:
+        """From which Unix millisecond a key stamped with ``grant``'s worker id cannot be another
+        holder's (what :meth:`~seqid_orm.ids.snowflake.Snowflake.bind_column` checks a column against).
+
+        After a quarantine longer than a takeover's one-ttl fence (a record lost, a namespace new),
+        only from now: a holder the store forgot may have stamped until then.  Else past the previous
+        holder's mark, and within the last ttl + tolerance only, so ids of an old configuration (worker
+        ids configured before leases) are not taken for a live allocator.
+
+        >>> t = Terms("ns", 8, 30.0, 5.0, 5.0, *[None] * 6)  # ttl 30 s, tolerance 5 s
+        >>> t.clear_since(Grant(worker_id=3, mark_ms=1_000, wait_ms=0), now_ms=100_000)
+        65000
+        >>> t.clear_since(Grant(worker_id=3, mark_ms=90_000, wait_ms=0), 100_000)
+        90001
+        >>> t.clear_since(Grant(worker_id=3, mark_ms=0, wait_ms=35_000), 100_000)
+        100000
+        """
+        if grant.wait_ms > self.ttl_ms:
+            return now_ms
+        return max(grant.mark_ms + 1, now_ms - self.quarantine_ms)
+
+
+@dataclass(frozen=True)
+class Terms(Timing):
     """What a lease was made with, read by every piece that acts on it (frozen: a Snowflake's
     ``bind`` makes new terms before the lease is first taken).
 
@@ -137,16 +292,17 @@ class Terms:
     high_water: Callable[[], int]
     sleep: Callable[[float], object]
 
-    @property
-    def ttl_ms(self) -> int:
-        return int(self.ttl * 1000)
-
     def wall_ms(self) -> int:
         return self.wall_ns() // 1_000_000
 
     def grant_seconds(self) -> float:
         """The longest a worker-id grant of this lease may take (:func:`~seqid_orm.calls.retry.grant_seconds`)."""
         return grant_seconds(self.timeout, self.ttl, self.clock_tolerance)
+
+    def mark(self, at_least_ms: int = 0) -> int:
+        """The mark a renewal records: the most the lease's user may stamp before it renews again
+        (:meth:`own_mark_ms`), and never less than it has used or than ``at_least_ms``."""
+        return max(at_least_ms, self.high_water(), self.own_mark_ms(self.wall_ms()))
 
 
 @dataclass(frozen=True)
@@ -171,16 +327,6 @@ class Renewal:
     mark_ms: int
     valid_until: float
     error: AllocationError | None = None
-
-    def next_in(self, ttl: float, now: float) -> float:
-        """Seconds until the next renewal: a third of the ttl after one that renewed, a tenth after a
-        lost lease (an attempt to lease again), and half the time left (a tenth of the ttl at most,
-        10 ms at least) after one the store did not answer."""
-        if self.outcome is Event.RENEWED:
-            return renewal_interval(ttl)
-        if self.outcome is Event.LOST:
-            return ttl / 10
-        return max(0.01, min(ttl / 10, (self.valid_until - now) / 2))
 
 
 @dataclass(frozen=True)
@@ -231,16 +377,46 @@ class LeaseLife:
         self.last_renewal: float | None = None
         self.clear_since_ms = 0
 
-    def move(self, event: Event) -> bool:
-        """Take ``event`` where :data:`TRANSITIONS` lists it for the state (lock held); ``False``,
-        nothing changed, where it does not."""
-        after = TRANSITIONS.get((self.state, event))
+    def move(self, event: Event) -> Move | None:
+        """Take ``event`` as :data:`TRANSITIONS` says for the state (lock held), the clock's move
+        (:data:`TIMED`) first where its time has come; ``None``, nothing changed, for a pair
+        :data:`IGNORED` names; :class:`UnknownMove` for any other."""
+        self._elapse()
+        return self._take(event)
+
+    def _take(self, event: Event) -> Move | None:
+        before = self.state
+        after = TRANSITIONS.get((before, event))
         if after is None:
-            return False
+            if (before, event) in IGNORED:
+                return None
+            raise UnknownMove(f"a lease {before.value} does not expect the event {event.value!r}")
         self.state = after
-        if after not in (State.HELD, State.EXPIRED):
+        if not STATES[after].renews:  # no validity outside the states that renew
             self.valid_until = float("-inf")
-        return True
+        return Move(before, event, after)
+
+    def _elapse(self) -> None:
+        """The clock's move (:data:`TIMED`), where the state has one and the lease's time has passed."""
+        event = TIMED.get(self.state)
+        if event is not None and self.terms.monotonic() >= self.valid_until:
+            self._take(event)
+
+    def report(self, move: Move | None, **detail: object) -> None:
+        """What :data:`REPORTS` says of ``move``; called once the lock is let go (a log handler that
+        waits never holds a reader of the lease)."""
+        row = None if move is None else REPORTS.get((move.event, move.after))
+        if row is None:
+            return
+        level, message, refusal = row
+        error = detail.get("error")
+        if refusal:
+            error = self.lost_error()
+            telemetry.record_refusal(error, namespace=self.terms.namespace)
+        fields = {"worker_id": self.worker_id, "namespace": self.terms.namespace, "store": self.terms.label()}
+        errors = {"error": type(error).__name__} if error is not None else {}
+        extra = {k: v for k, v in detail.items() if k != "error"}
+        log.log(level, message, {**fields, "error": error}, extra=self.extra(**extra, **errors))
 
     def extra(self, **fields: object) -> dict[str, object]:
         """A log record's ``extra``: the lease's fields under ``seqid_`` names."""
@@ -255,10 +431,9 @@ class LeaseLife:
     # --- reading it ------------------------------------------------------------------------
 
     def now(self) -> State:
-        """The state now: a lease held whose time ran out moves to expired here (lock taken)."""
+        """The state now, the clock's move taken where its time has come (lock taken)."""
         with self.lock:
-            if self.state is State.HELD and self.terms.monotonic() >= self.valid_until:
-                self.move(Event.EXPIRED)
+            self._elapse()
             return self.state
 
     def seen(self) -> tuple[State, int | None]:
@@ -279,11 +454,11 @@ class LeaseLife:
         """The worker id held and live with its acquisition and mark, read together; ``None`` while
         none is taken; :meth:`expired_error` once lost, or held past its time (no id is stamped then)."""
         with self.lock:
-            state = self.now()
-            if state is State.HELD:
+            allows = STATES[self.now()]
+            if allows.stamps:
                 assert self.worker_id is not None
                 return Holding(self.worker_id, self.acquisitions, self.mark_ms, self.clear_since_ms)
-            if state in (State.EXPIRED, State.LOST):
+            if allows.own_id:  # held past its time, or lost
                 raise self.expired_error()
             return None
 
@@ -291,14 +466,14 @@ class LeaseLife:
         """What a renewal sends and checks against (worker id, token, acquisition, valid until) while
         a worker id is held, expired or not; ``None`` where none is."""
         with self.lock:
-            if self.state not in (State.HELD, State.EXPIRED) or self.worker_id is None:
+            if not STATES[self.now()].renews or self.worker_id is None:
                 return None
             return self.worker_id, self.token, self.acquisitions, self.valid_until
 
     def mark_for(self, acquisition: int) -> int | None:
         """The confirmed mark while ``acquisition`` is the lease held now; ``None`` once it is not."""
         with self.lock:
-            ok = acquisition == self.acquisitions and self.state in (State.HELD, State.EXPIRED)
+            ok = acquisition == self.acquisitions and STATES[self.now()].renews
             return self.mark_ms if ok else None
 
     def stats(self) -> LeaseStats:
@@ -308,7 +483,7 @@ class LeaseLife:
             namespace=self.terms.namespace,
             store=self.terms.label(),
             state=state.value,
-            worker_id=worker_id if state in _WITH_ID else None,
+            worker_id=worker_id if STATES[state].own_id else None,
             expires_in=left if state is State.HELD and left > 0 else None,
             mark_ms=self.mark_ms,
             acquisitions=self.acquisitions,
@@ -332,39 +507,38 @@ class LeaseLife:
             self.move(Event.FENCE)
             self.fence_until = until
 
-    def ended(self, granted_at: float | None, mark_wait: float, taken: Taken | None, clear_since_ms: int) -> bool:
+    def ended(
+        self, granted_at: float | None, mark_wait: float, taken: Taken | None, clear_since_ms: int
+    ) -> Move | None:
         """A grant ended: ``taken`` made the lease held where the table takes it (not while one is
-        held, nor after a release since it began); ``False`` where it was not (it failed, ``taken``
-        ``None``, or it is to be given back)."""
+        held, nor after a release since it began): the move, for the caller to :meth:`report` once it
+        lets the lock go; ``None`` where it was not (it failed, ``taken`` ``None``, or it is to be
+        given back)."""
         with self.lock:
             self.granted_at, self.mark_wait = granted_at, mark_wait
-            if taken is None or self.releases != taken.releases or not self.move(Event.GRANTED):
+            adopted = None
+            if taken is not None and self.releases == taken.releases:
+                adopted = self.move(Event.GRANTED)
+            if adopted is None or taken is None:
                 self.move(Event.FAILED)
-                return False
+                return None
             grant = taken.grant
             self.clear_since_ms = clear_since_ms  # from when a key carrying this worker id is foreign
             self.token = taken.token
             self.inherited_mark = grant.mark_ms
             self.worker_id = grant.worker_id
             self.mark_ms = taken.bound
-            self.valid_until = valid_until(taken.sent, self.terms.ttl)
+            self.valid_until = self.terms.valid_until(taken.sent)
             self.acquisitions += 1
-        log.info(
-            "leased worker id %s in %r on %s",
-            grant.worker_id,
-            self.terms.namespace,
-            self.terms.label(),
-            extra=self.extra(worker_id=grant.worker_id, mark_wait=mark_wait),
-        )
-        return True
+        return adopted
 
     def apply(self, renewal: Renewal, acquisition: int) -> bool:
         """A renewal of ``acquisition`` made the lease's; ``False`` where the lease was released, or
         lost and taken again, while the store answered: that answer changes nothing."""
         with self.lock:
-            if self.acquisitions != acquisition or not self.move(renewal.outcome):
+            moved = self.move(renewal.outcome) if self.acquisitions == acquisition else None
+            if moved is None:
                 return False
-            reached = self.state
             if renewal.outcome is Event.RETRY:
                 self.renewal_failures += 1
             elif renewal.outcome is Event.RENEWED:
@@ -373,30 +547,7 @@ class LeaseLife:
                 self.mark_ms = max(self.mark_ms, renewal.mark_ms)
                 self.renewals += 1
                 self.last_renewal = self.terms.monotonic() - renewal.sent
-        if reached is State.LOST:  # refused, or no answer past its time (expired, then retry)
-            error = self.lost_error()
-            telemetry.record_refusal(error, namespace=self.terms.namespace)
-            log.error(
-                "lost the lease of worker id %s in %r: its ids stop until a lease is held again",
-                self.worker_id,
-                self.terms.namespace,
-                extra=self.extra(error=type(error).__name__),
-            )
-        elif renewal.outcome is Event.RETRY:
-            log.warning(
-                "renewing worker id %s in %r failed: %s",
-                self.worker_id,
-                self.terms.namespace,
-                renewal.error,
-                extra=self.extra(error=type(renewal.error).__name__),
-            )
-        elif renewal.outcome is Event.RENEWED:
-            log.debug(
-                "renewed worker id %s in %r",
-                self.worker_id,
-                self.terms.namespace,
-                extra=self.extra(seconds=self.last_renewal, mark_ms=self.mark_ms),
-            )
+        self.report(moved, error=renewal.error, seconds=self.last_renewal, mark_ms=self.mark_ms)
         return True
 
     def release(self, used: int) -> tuple[int | None, str, int]:
@@ -405,7 +556,7 @@ class LeaseLife:
         already given back), and the mark to leave (``used``, what its user really stamped, never below
         the mark it inherited: the next holder then waits only as long as it must)."""
         with self.lock:
-            holds = self.state in _WITH_ID
+            holds = STATES[self.state].own_id
             self.releases += 1  # a grant under way gives its worker id back
             self.released.notify_all()
             self.move(Event.RELEASED)

@@ -44,7 +44,7 @@ from ..ids.snowflake import Holding
 from ..ids.validate import check_bool, check_seconds
 from . import telemetry
 from .acquiring import Acquirer
-from .lease_life import Event, LeaseLife, LeaseStats, State, Terms, log, observed
+from .lease_life import STATES, Event, LeaseLife, LeaseStats, State, Terms, log, observed
 from .stores import check_store_options, defer, open_lease_store
 from .stores.base import Deferred, LeaseStore, check_name
 
@@ -269,7 +269,7 @@ class WorkerLease:
         state, worker_id = self.life.seen()
         if worker_id is not None:
             return worker_id
-        if state in (State.IDLE, State.GRANTING, State.FENCED):
+        if not STATES[state].own_id:
             raise LeaseLostError(
                 f"no worker id is leased in namespace {self.namespace!r}: use `with lease:` or lease.acquire()"
             )

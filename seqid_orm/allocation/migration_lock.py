@@ -19,7 +19,7 @@ daemon thread while held, given back at the end.  So:
 SQLite's file has one writer, which a migration holds for its whole run, so no row could be renewed
 there: its lock is :class:`FileLock`, the kernel's lock on the database file.
 
-The renewal's outcome is :func:`.renewal.decide`'s and its validity :func:`.lease_life.valid_until`'s,
+The renewal's outcome is :func:`.renewal.decide`'s and its validity :meth:`.lease_life.Timing.valid_until`'s,
 the worker lease's own rules.
 
 May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.ids`, :mod:`seqid_orm.vendors` (its
@@ -28,6 +28,7 @@ names' bound) and this package's ``lease_life``, ``renewal`` and ``stores`` (its
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import secrets
@@ -40,8 +41,8 @@ from typing import Protocol
 from ..errors import AllocationError, MigrationLockLostError, MigrationLockTimeoutError
 from ..ids.validate import check_seconds
 from ..vendors import bounded_name
-from .lease_life import Event, renewal_interval, valid_until
-from .renewal import decide
+from .lease_life import Event, Timing
+from .renewal import decide, renewal_deadline
 from .stores.base import check_name
 from .stores.lock_sql import LockHolder
 
@@ -74,7 +75,7 @@ def holder_here(what: str) -> str:
     return f"{what} on {socket.gethostname()} pid {os.getpid()}"
 
 
-class MigrationLock:
+class MigrationLock(Timing):
     """The lock ``name`` in ``store`` (see the module docstring); ``with lock:`` holds it.
 
     ``ttl``: how long the row is held without a renewal (a dead holder's lock is free after it);
@@ -96,6 +97,7 @@ class MigrationLock:
         self.store = store
         self.name = check_name(name, "migration lock name")
         self.ttl = check_seconds("ttl", ttl, 1.0, 86400.0)
+        self.clock_tolerance = 0.0  # the store's clock alone counts a lock's lease (Timing)
         self.wait = None if wait is None else check_seconds("wait", wait, 0.0, 7 * 86400.0)
         self.holder = holder or holder_here("a migration")
         self.poll = check_seconds("poll", poll, 0.01, 60.0)
@@ -126,7 +128,7 @@ class MigrationLock:
         if self._token is not None:
             return self
         token = secrets.token_hex(16)
-        ttl_ms = int(self.ttl * 1000)
+        ttl_ms = self.ttl_ms
         sent = wait_for(
             lambda: self.store.take(self.name, self.holder, token, ttl_ms),
             lambda: self._describe(self.store.holder(self.name)),
@@ -138,7 +140,7 @@ class MigrationLock:
             self._sleep,
         )
         self._token, self._lost = token, False
-        self._valid_until = valid_until(sent, self.ttl)
+        self._valid_until = self.valid_until(sent)
         log.info("seqid: took the migration lock %r (%s)", self.name, self.holder)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._renew_loop, args=(self._stop,), daemon=True, name="seqid-lock")
@@ -181,14 +183,16 @@ class MigrationLock:
         self.release()
 
     def _renew_loop(self, stop: threading.Event) -> None:
-        interval = renewal_interval(self.ttl)
+        interval = self.renewal_interval()
         while not stop.wait(interval):
             token = self._token
             if token is None:
                 return
             sent = self._monotonic()
+            bound = renewal_deadline(self._valid_until, self._monotonic)  # what is left of the lock's validity
             try:
-                answer: bool | None = self.store.renew(self.name, token, int(self.ttl * 1000))
+                with bound.passed_down() if bound is not None else contextlib.nullcontext():
+                    answer: bool | None = self.store.renew(self.name, token, self.ttl_ms)
             except AllocationError as exc:  # the store did not answer: try again while the lock is valid
                 log.warning("seqid: the migration lock %r could not be renewed: %s", self.name, exc)
                 answer = None
@@ -196,14 +200,12 @@ class MigrationLock:
                 return
             outcome = decide(answer, sent, self._monotonic(), self.ttl, self._valid_until)
             if outcome is Event.RENEWED:
-                self._valid_until = valid_until(sent, self.ttl)
-                interval = renewal_interval(self.ttl)
+                self._valid_until = self.valid_until(sent)
             elif outcome is Event.LOST:
                 self._lost = True
                 log.error("seqid: lost the migration lock %r (not renewed within %g s)", self.name, self.ttl)
                 return
-            else:
-                interval = max(0.01, min(self.ttl / 10, (self._valid_until - self._monotonic()) / 2))
+            interval = self.next_renewal_in(outcome, self._valid_until, self._monotonic())
 
     def _describe(self, found: LockHolder | None) -> str:
         if found is None:

@@ -17,7 +17,9 @@ holder's.  What follows is one of three :class:`~.lease_life.Event` values, deci
 Three callers run the same steps (:func:`renew`): the renewal thread (:meth:`Renewer.once`), a
 generator whose clock passed the confirmed mark and a caller whose lease ran out before its first
 use (both through :meth:`Renewer.renew`), and a grant keeping its new lease alive while it waits
-out its fence (:meth:`~.grants.GrantRun._keep`).  The mark a renewal records is :func:`mark_for`.
+out its fence (:meth:`~.grants.GrantRun._keep`).  The mark a renewal records is the terms'
+(:meth:`~.lease_life.Terms.mark`); its store call is bounded by what is left of the lease's validity,
+or the caller's deadline where that ends sooner (:func:`renewal_deadline`), written at the call.
 Only the store's typed errors (:class:`~seqid_orm.errors.AllocationError`) mean "the store did not
 answer": anything else is a bug and surfaces as itself.
 
@@ -30,17 +32,16 @@ May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.calls
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections.abc import Callable
 
 from ..calls.retry import Deadline
 from ..calls.steps import Call, Steps, drive
 from ..errors import AllocationError
-from .lease_life import Event, LeaseLife, Renewal, State, Terms, renewal_interval, valid_until
+from .lease_life import Event, LeaseLife, Renewal, State, Terms
 from .stores.base import LeaseStore
 
-__all__ = ["Renewer", "decide", "mark_for", "renew", "renewal_deadline"]
+__all__ = ["Renewer", "decide", "renew", "renewal_deadline"]
 
 
 def decide(renewed: bool | None, sent: float, now: float, ttl: float, held_until: float) -> Event:
@@ -63,45 +64,47 @@ def decide(renewed: bool | None, sent: float, now: float, ttl: float, held_until
     return Event.RETRY
 
 
-def mark_for(terms: Terms, at_least_ms: int = 0) -> int:
-    """The mark a renewal records: the most the lease's user may stamp before it renews again (its
-    clock plus the ttl), and never less than it has used or than ``at_least_ms``."""
-    return max(at_least_ms, terms.high_water(), terms.wall_ms() + terms.ttl_ms)
-
-
 def renew(
     store: LeaseStore,
-    namespace: str,
+    terms: Terms,
     worker_id: int,
     token: str,
-    ttl: float,
     mark_ms: int,
     held_until: float,
-    monotonic: Callable[[], float],
+    caller: Deadline | None = None,
 ) -> Steps[Renewal]:
-    """Renew the lease of ``worker_id`` (valid until ``held_until``) with mark ``mark_ms``, as steps."""
+    """Renew the lease of ``worker_id`` (valid until ``held_until``) with mark ``mark_ms``, as steps;
+    its store call bounded by :func:`renewal_deadline` (``caller``: the deadline of the call it serves)."""
+    monotonic = terms.monotonic
     sent = monotonic()
     error: AllocationError | None = None
+    bound = renewal_deadline(held_until, monotonic, caller)
     try:
-        answer = yield Call(store.renew, (namespace, worker_id, token, int(ttl * 1000), mark_ms))
+        answer = yield Call(store.renew, (terms.namespace, worker_id, token, terms.ttl_ms, mark_ms), bound)
     except AllocationError as exc:  # the store's typed "no answer": a bug is not one, and surfaces
         answer, error = None, exc
-    outcome = decide(answer, sent, monotonic(), ttl, held_until)
-    until = {Event.RENEWED: valid_until(sent, ttl), Event.LOST: float("-inf")}.get(outcome, held_until)
+    outcome = decide(answer, sent, monotonic(), terms.ttl, held_until)
+    until = {Event.RENEWED: terms.valid_until(sent), Event.LOST: float("-inf")}.get(outcome, held_until)
     return Renewal(outcome, sent, mark_ms, until, error)
 
 
-def renewal_deadline(held_until: float, monotonic: Callable[[], float]) -> contextlib.AbstractContextManager[object]:
+def renewal_deadline(
+    held_until: float, monotonic: Callable[[], float], caller: Deadline | None = None
+) -> Deadline | None:
     """The deadline a renewal's store call gets: what is left of the lease's validity, where some is (an
     answer after it comes too late to keep the lease, so the call is not left the store's whole time-out:
-    a renewal sent with 0.2 s left got 5 s of a stalled store), else the store's own bound (a late renewal
-    of a lease that lapsed, which may still find its row its own)."""
+    a renewal sent with 0.2 s left got 5 s of a stalled store), or ``caller``'s where that ends sooner;
+    with no validity left, ``caller``'s, else the store's own bound (``None``: a late renewal of a lease
+    that lapsed, which may still find its row its own)."""
     left = held_until - monotonic()
-    return Deadline.after(left, monotonic).passed_down() if left > 0 else contextlib.nullcontext()
+    if left <= 0:
+        return caller
+    own = Deadline.after(left, monotonic)
+    return own if caller is None or own.end <= caller.end else caller
 
 
 class Renewer:
-    """A lease's renewal thread: a renewal every third of the ttl (:func:`~.lease_life.renewal_interval`),
+    """A lease's renewal thread: a renewal every third of the ttl (:meth:`~.lease_life.Timing.renewal_interval`),
     sooner after one the store did not answer; once the lease is lost, ``lease_again`` instead (the grant
     :mod:`.acquiring` leads, which hands it this renewer)."""
 
@@ -126,40 +129,33 @@ class Renewer:
         return thread
 
     def _loop(self, stop: threading.Event) -> None:
-        interval = renewal_interval(self._life.terms.ttl)
+        interval = self._life.terms.renewal_interval()
         while not stop.wait(interval):
             interval = self.once(stop)
 
     def once(self, stop: threading.Event) -> float:
         """One renewal (or, once lost, one attempt to lease again); the seconds until the next."""
         terms = self._life.terms
-        if self._life.state is State.LOST:
+        if self._life.now() is State.LOST:
             self._lease_again(stop)
-            return renewal_interval(terms.ttl)
+            return terms.renewal_interval()
         renewal = self.renew(0, stop)
         if renewal is None:
-            return renewal_interval(terms.ttl)  # released meanwhile, or not held
-        return renewal.next_in(terms.ttl, terms.monotonic())
+            return terms.renewal_interval()  # released meanwhile, or not held
+        return terms.next_renewal_in(renewal.outcome, renewal.valid_until, terms.monotonic())
 
-    def renew(self, at_least_ms: int, stop: threading.Event | None = None) -> Renewal | None:
-        """Renew the lease held now (expired or not), recording :func:`mark_for` ``at_least_ms``; the
+    def renew(
+        self, at_least_ms: int, stop: threading.Event | None = None, caller: Deadline | None = None
+    ) -> Renewal | None:
+        """Renew the lease held now (expired or not), recording the terms' mark of ``at_least_ms``; the
         renewal as applied, or ``None`` where no lease is held (or it was released, or taken again,
-        while the store answered: that answer is not applied)."""
+        while the store answered: that answer is not applied).  ``caller``: the deadline of the call it
+        serves (a late renewal's acquire)."""
         life, terms = self._life, self._life.terms
         held = life.renewing()
         if held is None or (stop is not None and stop.is_set()):
             return None
         worker_id, token, acquisition, held_until = held
-        steps = renew(
-            terms.store(),
-            terms.namespace,
-            worker_id,
-            token,
-            terms.ttl,
-            mark_for(terms, at_least_ms),
-            held_until,
-            terms.monotonic,
-        )
-        with renewal_deadline(held_until, terms.monotonic):
-            renewal = drive(steps, None)
+        steps = renew(terms.store(), terms, worker_id, token, terms.mark(at_least_ms), held_until, caller)
+        renewal = drive(steps, None)
         return renewal if life.apply(renewal, acquisition) else None

@@ -382,7 +382,7 @@ class TicketSequence:
                     self._buffer.add(segment)  # (refused if the flight's, lower, was installed meanwhile)
         else:
             with contextlib.suppress(Abandoned):
-                self._flight.wait(claim, time.monotonic() + follower_wait(self.timeout), self._waited_too_long)
+                self._flight.follow(claim, time.monotonic() + follower_wait(self.timeout), self._waited_too_long)
 
     def _lead(self, claim: Claim[Segment], fork_lock: bool = True) -> None:
         """Reserve a segment in this thread for ``claim`` and put it in the buffer.  The fork lock is
@@ -497,7 +497,7 @@ class TicketSequence:
             await self._alead(claim)
             return
         with contextlib.suppress(Abandoned):
-            await self._flight.await_(claim, time.monotonic() + follower_wait(self.timeout), self._waited_too_long)
+            await self._flight.afollow(claim, time.monotonic() + follower_wait(self.timeout), self._waited_too_long)
 
     async def _alead(self, claim: Claim[Segment]) -> None:
         """Reserve a segment on the loop for ``claim`` (:meth:`_reserve_checked`'s steps, awaited)."""

@@ -1,4 +1,4 @@
-"""How a store call tries again, and how its deadline is shared: each decided here, read by every site.
+"""How a store call tries again: decided here, read by every site (its deadline is :class:`.steps.Deadline`).
 
 One policy object per reason to try again (as kazoo's ``KazooRetry`` is one policy its recipes read),
 each with its count and its pause between tries; a try never starts past the call's deadline.  Before,
@@ -11,15 +11,13 @@ May import: the standard library and :mod:`.steps` (a try's pause is a step).
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import math
 import secrets
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from .steps import Deadline as Deadline
 from .steps import Sleep, Steps
 
 _T = TypeVar("_T")
@@ -43,49 +41,6 @@ __all__ = [
     "redis_wait_ms",
     "socket_share",
 ]
-
-
-@dataclass(frozen=True)
-class Deadline:
-    """When one call must have ended (seconds of ``clock``), and what is left of it.
-
-    A public call (a lease's ``acquire``, ``release``) makes its deadline once and passes it down
-    (:meth:`passed_down`); every store call beneath it takes :meth:`within`: its own bound, or
-    what is left of the caller's where that is shorter.  A store call made 4.7 s into a 5 s call has
-    0.3 s, not a fresh 5; one made past the caller's deadline sends nothing and times out at once.
-    It is passed as a context variable, as asyncio's own ``timeout()`` scopes are: it follows the
-    call through its steps, into ``asyncio.to_thread`` and the tasks it awaits, and not into a
-    thread of its own (background work takes the bound its starter gives it)."""
-
-    end: float
-    clock: Callable[[], float] = time.monotonic
-
-    @classmethod
-    def after(cls, seconds: float, clock: Callable[[], float] = time.monotonic) -> Deadline:
-        return cls(clock() + seconds, clock)
-
-    @classmethod
-    def within(cls, seconds: float) -> Deadline:
-        """A store call's deadline: ``seconds`` (the store's bound on one call) from now, or the
-        caller's deadline passed down, where it ends sooner."""
-        caller = _CALLER.get()
-        return cls.after(seconds if caller is None else min(seconds, caller.left()))
-
-    def left(self) -> float:
-        """Seconds left (0 or less once it has passed)."""
-        return self.end - self.clock()
-
-    @contextlib.contextmanager
-    def passed_down(self) -> Iterator[Deadline]:
-        """Make this the deadline of every store call made inside (see the class docstring)."""
-        token = _CALLER.set(self)
-        try:
-            yield self
-        finally:
-            _CALLER.reset(token)
-
-
-_CALLER: contextvars.ContextVar[Deadline | None] = contextvars.ContextVar("seqid_deadline", default=None)
 
 
 class Again(Exception):

@@ -13,8 +13,9 @@ touch a socket.  Two runners carry the requests out:
   worker thread — a thread only where no async driver exists.
 
 This is h11's shape (https://h11.readthedocs.io/en/latest/api.html: "bring your own I/O"), for a
-protocol of SQL statements instead of HTTP bytes.  A :class:`Call` whose ``target`` is ``None``
-goes to the runner's own I/O object, so a step function says *what* to run, not *where*.
+protocol of SQL statements instead of HTTP bytes.  A :class:`Call` whose ``method`` is a name
+goes to the runner's own I/O object, so a step function says *what* to run, not *where*; a call's
+:class:`Deadline`, where its caller has one, is written at the call and passed down by the runner.
 
 May import: the standard library only.
 """
@@ -22,14 +23,17 @@ May import: the standard library only.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import inspect
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 __all__ = [
     "Call",
+    "Deadline",
     "Executor",
     "PerLoop",
     "Sleep",
@@ -46,6 +50,49 @@ _T = TypeVar("_T")
 _R = TypeVar("_R")
 
 
+@dataclass(frozen=True)
+class Deadline:
+    """When one call must have ended (seconds of ``clock``), and what is left of it.
+
+    A public call (a lease's ``acquire``, ``release``) makes its deadline once and passes it down
+    (:meth:`passed_down`); every store call beneath it takes :meth:`within`: its own bound, or
+    what is left of the caller's where that is shorter.  A store call made 4.7 s into a 5 s call has
+    0.3 s, not a fresh 5; one made past the caller's deadline sends nothing and times out at once.
+    It is passed as a context variable, as asyncio's own ``timeout()`` scopes are: it follows the
+    call through its steps, into ``asyncio.to_thread`` and the tasks it awaits, and not into a
+    thread of its own (background work takes the bound its starter gives it)."""
+
+    end: float
+    clock: Callable[[], float] = time.monotonic
+
+    @classmethod
+    def after(cls, seconds: float, clock: Callable[[], float] = time.monotonic) -> Deadline:
+        return cls(clock() + seconds, clock)
+
+    @classmethod
+    def within(cls, seconds: float) -> Deadline:
+        """A store call's deadline: ``seconds`` (the store's bound on one call) from now, or the
+        caller's deadline passed down, where it ends sooner."""
+        caller = _CALLER.get()
+        return cls.after(seconds if caller is None else min(seconds, caller.left()))
+
+    def left(self) -> float:
+        """Seconds left (0 or less once it has passed)."""
+        return self.end - self.clock()
+
+    @contextlib.contextmanager
+    def passed_down(self) -> Iterator[Deadline]:
+        """Make this the deadline of every store call made inside (see the class docstring)."""
+        token = _CALLER.set(self)
+        try:
+            yield self
+        finally:
+            _CALLER.reset(token)
+
+
+_CALLER: contextvars.ContextVar[Deadline | None] = contextvars.ContextVar("seqid_deadline", default=None)
+
+
 @dataclass(frozen=True, slots=True)
 class Call:
     """Call ``method(*args)`` and send back its result.
@@ -55,10 +102,16 @@ class Call:
     loop awaits its awaitable twin (``a`` + its name, ``aacquire``) where its object has one, else runs
     it in a worker thread.  A ``str`` names a method of the runner's own I/O object instead (a
     statement on a store's connection: ``"fetch"``, ``"run"``), which differs between the two runners.
+
+    ``deadline``: when the call must have ended, where its caller has one (a lease's grant, a renewal
+    bounded by what is left of the lease), written at the call so a reader sees it; the runner makes it
+    the deadline of the store call (:meth:`Deadline.passed_down`), whose own bound
+    applies where it ends sooner.
     """
 
     method: Callable[..., Any] | str
     args: tuple[Any, ...] = ()
+    deadline: Deadline | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +144,11 @@ def call(method: Callable[..., Any] | str, *args: Any) -> Steps[Any]:
     return (yield Call(method, args))
 
 
+def _within(request: Call) -> contextlib.AbstractContextManager[object]:
+    """The call's deadline passed down to what it calls, where it has one."""
+    return request.deadline.passed_down() if request.deadline is not None else contextlib.nullcontext()
+
+
 def fetch(sql: str, params: dict[str, object]) -> Steps[list[tuple[Any, ...]]]:
     """The rows of a ``SELECT`` (``yield from fetch(...)`` in a step function)."""
     rows: list[tuple[Any, ...]] = yield Call("fetch", (sql, params))
@@ -114,7 +172,8 @@ def _resume(steps: Steps[_T], result: Any, error: BaseException | None) -> tuple
 
 def drive(steps: Steps[_T], io: object, sleep: Callable[[float], object] = time.sleep) -> _T:
     """Carry out ``steps`` with blocking calls on ``io`` (``sleep`` for a :class:`Sleep`); its outcome (or
-    its exception)."""
+    its exception).  Every exception of a request goes back into the step function at its ``yield``, an
+    interrupt included, so its ``except`` and ``finally`` run then, not when the generator is collected."""
     result: Any = None
     error: BaseException | None = None
     while True:
@@ -126,17 +185,20 @@ def drive(steps: Steps[_T], io: object, sleep: Callable[[float], object] = time.
             if isinstance(request, Sleep):
                 sleep(request.seconds)
             elif isinstance(request.method, str):
-                result = getattr(io, request.method)(*request.args)
+                with _within(request):
+                    result = getattr(io, request.method)(*request.args)
             else:
-                result = request.method(*request.args)
-        except Exception as exc:  # the step function decides what a failure means
+                with _within(request):
+                    result = request.method(*request.args)
+        except BaseException as exc:  # the step function decides what a failure means
             error = exc
 
 
 async def adrive(steps: Steps[_T], aio: object) -> _T:
     """Carry out ``steps`` on an event loop: ``aio``'s methods are awaited; a :class:`Call` to a
     coroutine function is awaited, to another target its ``a``-prefixed method where it has one, else
-    it runs in a worker thread."""
+    it runs in a worker thread.  A cancellation goes back into the step function at its ``yield`` as any
+    error does (its ``except`` and ``finally`` run then); the closing of a loop's task does not."""
     result: Any = None
     error: BaseException | None = None
     while True:
@@ -147,17 +209,21 @@ async def adrive(steps: Steps[_T], aio: object) -> _T:
         try:
             if isinstance(request, Sleep):
                 await asyncio.sleep(request.seconds)
-            elif isinstance(request.method, str):
-                result = await getattr(aio, request.method)(*request.args)
-            elif inspect.iscoroutinefunction(request.method):  # a coroutine function: awaited as it is
-                result = await request.method(*request.args)
-            else:
-                twin = awaitable_twin(request.method)
-                if twin is not None:
-                    result = await twin(*request.args)
+                continue
+            with _within(request):
+                if isinstance(request.method, str):
+                    result = await getattr(aio, request.method)(*request.args)
+                elif inspect.iscoroutinefunction(request.method):  # a coroutine function: awaited as it is
+                    result = await request.method(*request.args)
                 else:
-                    result = await asyncio.to_thread(request.method, *request.args)
-        except Exception as exc:
+                    twin = awaitable_twin(request.method)
+                    if twin is not None:
+                        result = await twin(*request.args)
+                    else:
+                        result = await asyncio.to_thread(request.method, *request.args)
+        except GeneratorExit:  # the coroutine is being closed: nothing may be awaited any more
+            raise
+        except BaseException as exc:
             error = exc
 
 

@@ -116,3 +116,30 @@ def test_refuse_on_loop_and_grant_beside_on_a_loops_own_thread():
         assert len(calls) == 2 and len(store.released) == 1  # the second grant to end went back
     finally:
         lease.release()
+
+
+def test_every_act_has_one_effect_for_both_drivers():
+    """ACTS is the acts' one table: every act of choose() has its effect there, and no driver carries an act
+    out itself (the two drivers are one step function, driven blocking or awaited)."""
+    import inspect
+
+    from seqid_orm.allocation import acquiring
+    from seqid_orm.allocation.acquiring import ACTS, Acquirer
+
+    assert set(ACTS) == set(Act)
+    source = inspect.getsource(acquiring)
+    assert "if act is" not in source and "elif act" not in source
+    for driver in (Acquirer.acquire, Acquirer.aacquire):
+        assert "Act." not in inspect.getsource(driver)
+
+
+def test_the_module_docstring_names_the_acts_in_the_tables_order():
+    """The docstring's table is read by people, the code by Python: the acts its last column names, top to
+    bottom, are the rows above (each checked against choose())."""
+    import re
+
+    from seqid_orm.allocation import acquiring
+
+    table = acquiring.__doc__.split("==========================  =========")[2]
+    named = [Act[name] for name in re.findall(r"\b([A-Z]{4,}(?:_[A-Z]+)*)\b", table)]
+    assert named == [act for _, _, act in ROWS]

@@ -116,7 +116,7 @@ def test_the_first_caller_leads_and_the_others_follow_its_outcome():
     assert again is claim and not leads_again
     assert flight.lead(5.0) is None  # a prefetch finds the work in flight: nothing to do
     got: list[int] = []
-    follower = threading.Thread(target=lambda: got.append(flight.wait(claim, time.monotonic() + 5, _timed_out)))
+    follower = threading.Thread(target=lambda: got.append(flight.follow(claim, time.monotonic() + 5, _timed_out)))
     follower.start()
     assert flight.finish(claim, 42)
     follower.join(5)
@@ -131,7 +131,7 @@ def test_a_leaders_failure_reaches_each_follower_as_its_own_copy():
 
     def follow() -> None:
         try:
-            flight.wait(claim, time.monotonic() + 5, _timed_out)
+            flight.follow(claim, time.monotonic() + 5, _timed_out)
         except BackendUnavailableError as exc:
             caught.append(exc)
 
@@ -153,7 +153,7 @@ def test_a_leaders_timeout_error_is_its_outcome_not_the_followers_wait():
     flight.finish(claim, error=StoreTimeoutError("the store did not answer"))
     started = time.monotonic()
     with pytest.raises(StoreTimeoutError, match="did not answer"):
-        flight.wait(claim, time.monotonic() + 5, _timed_out)
+        flight.follow(claim, time.monotonic() + 5, _timed_out)
     assert time.monotonic() - started < 1
 
 
@@ -162,7 +162,7 @@ def test_a_cancelled_leader_abandons_its_claim_and_a_follower_leads_next():
     claim, _ = flight.join(5.0)
     flight.finish(claim, error=asyncio.CancelledError())
     with pytest.raises(Abandoned):
-        flight.wait(claim, time.monotonic() + 5, _timed_out)
+        flight.follow(claim, time.monotonic() + 5, _timed_out)
     _, leads = flight.join(5.0)
     assert leads
 
@@ -176,7 +176,7 @@ def test_a_claim_whose_thread_died_is_taken_over():
     claim = claims[0]
     assert not claim.alive() and not flight.busy()
     with pytest.raises(Abandoned):
-        flight.wait(claim, time.monotonic() + 5, _timed_out)
+        flight.follow(claim, time.monotonic() + 5, _timed_out)
     successor, leads = flight.join(5.0)
     assert leads and successor is not claim
     assert not flight.finish(claim, 1)  # a late outcome of the dead claim is not the live one's
@@ -197,7 +197,7 @@ def test_a_follower_gives_up_at_its_own_deadline():
     claim, _ = flight.join(60.0)
     started = time.monotonic()
     with pytest.raises(StoreTimeoutError):
-        flight.wait(claim, time.monotonic() + 0.2, _timed_out)
+        flight.follow(claim, time.monotonic() + 0.2, _timed_out)
     assert 0.2 <= time.monotonic() - started < 1
     assert flight.busy()  # the leader goes on
 
@@ -211,7 +211,7 @@ def test_followers_on_two_loops_each_get_the_outcome_on_their_own_loop():
 
     def follow(name: str) -> None:
         async def main() -> int:
-            return await flight.await_(claim, time.monotonic() + 5, _timed_out)
+            return await flight.afollow(claim, time.monotonic() + 5, _timed_out)
 
         results[name] = asyncio.run(main(), debug=True)
 
@@ -230,8 +230,8 @@ def test_a_cancelled_follower_cancels_its_own_wait_only():
 
     async def main() -> tuple[bool, int]:
         claim, _ = flight.join(5.0)
-        first = asyncio.ensure_future(flight.await_(claim, time.monotonic() + 5, _timed_out))
-        second = asyncio.ensure_future(flight.await_(claim, time.monotonic() + 5, _timed_out))
+        first = asyncio.ensure_future(flight.afollow(claim, time.monotonic() + 5, _timed_out))
+        second = asyncio.ensure_future(flight.afollow(claim, time.monotonic() + 5, _timed_out))
         await asyncio.sleep(0.02)
         first.cancel()
         await asyncio.sleep(0.02)
@@ -549,12 +549,12 @@ def test_a_full_namespace_is_refused_by_name():
         drive_grant(grant_run(store, clocks), clocks)
 
 
-def test_the_grants_docstring_examples_run():
+def test_the_lease_timing_docstring_examples_run():
     import doctest
 
-    from seqid_orm.allocation import grants
+    from seqid_orm.allocation import lease_life
 
-    result = doctest.testmod(grants)
+    result = doctest.testmod(lease_life)
     assert result.attempted >= 3 and result.failed == 0
 
 
@@ -601,3 +601,57 @@ def test_a_column_is_bound_once_and_a_repair_reads_the_largest_key_of_all():
     assert floors.largest() == 42
     with pytest.raises(ArgumentTypeError, match="floor must be a KeyFloor"):
         floors.add("orders.id")
+
+
+# --- the runners: a call's deadline written at the call, and an exception reaching the step function ---------
+
+
+def test_a_calls_deadline_is_what_the_store_call_beneath_it_gets_driven_or_awaited():
+    """The deadline a step writes at its Call is the caller's deadline every store call beneath reads
+    (Deadline.within), shorter than the store's own bound; a call without one gets the store's bound."""
+    from seqid_orm.calls.steps import Call, Deadline, adrive, drive
+
+    def store_bound() -> float:
+        return Deadline.within(5.0).left()  # what a store call with a 5 s bound of its own would get
+
+    async def astore_bound() -> float:
+        return Deadline.within(5.0).left()
+
+    def steps(method):
+        bounded = yield Call(method, (), Deadline.after(0.3))
+        own = yield Call(method, ())
+        return bounded, own
+
+    for bounded, own in (drive(steps(store_bound), None), asyncio.run(adrive(steps(astore_bound), None))):
+        assert 0 < bounded <= 0.3 and 4.9 < own <= 5.0
+
+
+def test_a_cancellation_reaches_the_step_function_at_its_yield_and_its_cleanup_runs_then():
+    """A task cancelled while a step's call is awaited: the step function sees the cancellation at its yield
+    (its except and finally run at once, before the task ends), as a thread's step sees an error; before,
+    it was closed only when collected, so a grant cancelled on a loop ended its lease's grant late."""
+    from seqid_orm.calls.steps import Call, adrive
+
+    seen: list[str] = []
+
+    async def slow() -> None:
+        await asyncio.sleep(10)
+
+    def steps():
+        try:
+            yield Call(slow, ())
+        except asyncio.CancelledError:
+            seen.append("cancelled")
+            raise
+        finally:
+            seen.append("cleaned up")
+
+    async def main() -> None:
+        task = asyncio.ensure_future(adrive(steps(), None))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert seen == ["cancelled", "cleaned up"]  # already, not at garbage collection
+
+    asyncio.run(main())

@@ -8,13 +8,28 @@ import threading
 import pytest
 
 from seqid_orm import WorkerLease
-from seqid_orm.allocation.lease_life import Event, valid_until
+from seqid_orm.allocation.lease_life import Event, Terms
 from seqid_orm.allocation.renewal import decide, renew
 from seqid_orm.allocation.stores.base import Grant
 from seqid_orm.errors import BackendUnavailableError, LeaseLostError, StoreTimeoutError
 from tests.core.test_allocation_steps import Scripted, run_script
 
 TTL = 30.0
+
+
+def _terms(clock=None) -> Terms:
+    """A lease's terms: namespace "ns", ttl TTL, on ``clock``."""
+    clock = clock or (lambda: 1000.0)
+    return Terms("ns", 4, TTL, 5.0, 5.0, None, lambda: "memory", clock, lambda: 0, lambda: 0, lambda s: None)
+
+
+def _renew(store, held_until: float, clock) -> object:
+    """Worker id 3's renewal with token "tok" and mark 5,000 ms, valid until ``held_until``, as steps."""
+    return renew(store, _terms(clock), 3, "tok", 5_000, held_until)
+
+
+def _next_in(renewal, now: float) -> float:
+    return _terms().next_renewal_in(renewal.outcome, renewal.valid_until, now)
 
 
 class Clock:
@@ -30,27 +45,27 @@ class Clock:
 def test_renewal_answered_yes_renews_from_when_it_was_sent():
     clock = Clock()
     store = Scripted("s", renew=lambda *args: (setattr(clock, "now", clock.now + 0.4), True)[1])
-    renewal, _ = run_script(renew(store, "ns", 3, "tok", TTL, 5_000, 1010.0, clock))
+    renewal, _ = run_script(_renew(store, 1010.0, clock))
     assert renewal.outcome is Event.RENEWED and renewal.sent == 1000.0
-    assert renewal.valid_until == valid_until(1000.0, TTL) == 1027.0  # counted from the send, less the margin
-    assert renewal.next_in(TTL, clock.now) == TTL / 3
+    assert renewal.valid_until == _terms().valid_until(1000.0) == 1027.0  # counted from the send, less the margin
+    assert _next_in(renewal, clock.now) == TTL / 3
     assert store.asked == [("renew", ("ns", 3, "tok", 30_000, 5_000))]
 
 
 def test_renewal_refused_is_lost_at_once():
-    renewal, _ = run_script(renew(Scripted("s", renew=False), "ns", 3, "tok", TTL, 5_000, 1010.0, Clock()))
+    renewal, _ = run_script(_renew(Scripted("s", renew=False), 1010.0, Clock()))
     assert renewal.outcome is Event.LOST and renewal.valid_until == float("-inf")
-    assert renewal.next_in(TTL, 1000.0) == TTL / 10  # the next step is leasing again
+    assert _next_in(renewal, 1000.0) == TTL / 10  # the next step is leasing again
 
 
 @pytest.mark.parametrize("error", [BackendUnavailableError("down"), StoreTimeoutError("stalled")])
 def test_an_unanswered_renewal_is_tried_again_before_the_lease_runs_out(error):
     clock = Clock(1000.0)
-    renewal, _ = run_script(renew(Scripted("s", renew=error), "ns", 3, "tok", TTL, 5_000, 1004.0, clock))
+    renewal, _ = run_script(_renew(Scripted("s", renew=error), 1004.0, clock))
     assert renewal.outcome is Event.RETRY and renewal.error is error
     assert renewal.valid_until == 1004.0  # as it was: nothing the store did not say
-    assert renewal.next_in(TTL, 1000.0) == 2.0  # half the time left (at most a tenth of the ttl)
-    assert renewal.next_in(TTL, 1003.99) == pytest.approx(0.01)  # never less than 10 ms
+    assert _next_in(renewal, 1000.0) == 2.0  # half the time left (at most a tenth of the ttl)
+    assert _next_in(renewal, 1003.99) == pytest.approx(0.01)  # never less than 10 ms
 
 
 def test_an_unanswered_renewal_after_the_lease_ran_out_is_lost():
@@ -60,13 +75,13 @@ def test_an_unanswered_renewal_after_the_lease_ran_out_is_lost():
         clock.now = 1005.0  # the store took the rest of the lease's time, then failed
         raise StoreTimeoutError("stalled")
 
-    renewal, _ = run_script(renew(Scripted("s", renew=stalled), "ns", 3, "tok", TTL, 5_000, 1004.0, clock))
+    renewal, _ = run_script(_renew(Scripted("s", renew=stalled), 1004.0, clock))
     assert renewal.outcome is Event.LOST
 
 
 def test_a_bug_in_a_store_surfaces_as_itself():
     with pytest.raises(KeyError):
-        run_script(renew(Scripted("s", renew=KeyError("oops")), "ns", 3, "tok", TTL, 5_000, 1004.0, Clock()))
+        run_script(_renew(Scripted("s", renew=KeyError("oops")), 1004.0, Clock()))
 
 
 def test_the_decision_is_one_table():
@@ -140,7 +155,7 @@ def test_each_renewal_outcome_as_the_lease_lives_it(scripted):
     assert lease.acquire() == 7 and lease.held
     clock.now += 10
     store.renewals = [True]
-    assert _renew_once(lease) == TTL / 3 and lease.valid_until == valid_until(clock.now, TTL)
+    assert _renew_once(lease) == TTL / 3 and lease.valid_until == _terms().valid_until(clock.now)
     store.renewals = [BackendUnavailableError("down")]
     clock.now += 10
     left = lease.valid_until - clock.now
@@ -221,21 +236,31 @@ def _life(clock: Clock):
 
 
 def test_the_lease_moves_only_as_its_table_says():
-    """Every state with every event: a pair the table lists moves the lease there; any other changes
-    nothing (a grant ending while a lease is held is given back; a renewal answered once the lease is
-    released or lost is not applied)."""
-    from seqid_orm.allocation.lease_life import TRANSITIONS, Event, State
+    """Every state with every event: a pair the table lists moves the lease there; a pair the table ignores
+    on purpose changes nothing (a grant ending while a lease is held is given back; a renewal answered once
+    the lease is released or lost is not applied); any other raises, as h11 raises for an event its state
+    does not expect: a bug is never dropped."""
+    from seqid_orm.allocation.lease_life import IGNORED, TRANSITIONS, Event, State, UnknownMove
 
     assert {state for state, _ in TRANSITIONS} == set(State)  # every state is the table's
+    assert not set(TRANSITIONS) & set(IGNORED)
     for state in State:
         for event in Event:
-            life = _life(Clock())
+            life = _life(Clock(1.0))  # before valid_until: the clock makes no move of its own here
             life.state, life.valid_until = state, 5.0
+            if (state, event) not in TRANSITIONS and (state, event) not in IGNORED:
+                with pytest.raises(UnknownMove, match=event.value):
+                    life.move(event)
+                assert life.state is state and life.valid_until == 5.0
+                continue
             moved = life.move(event)
-            assert moved == ((state, event) in TRANSITIONS)
+            assert (moved is not None) == ((state, event) in TRANSITIONS)
             assert life.state is TRANSITIONS.get((state, event), state)
             kept = life.state in (State.HELD, State.EXPIRED) or not moved
             assert (life.valid_until == 5.0) == kept, (state, event)
+    # what neither lists: "expired" in any state but held, an event only the clock sends, and only to held
+    unknown = {(s, e) for s in State for e in Event} - set(TRANSITIONS) - set(IGNORED)
+    assert unknown == {(s, Event.EXPIRED) for s in State if s is not State.HELD}
     assert (State.HELD, Event.GRANTED) not in TRANSITIONS  # a second grant is given back, never adopted
     assert all((state, Event.RELEASED) in TRANSITIONS for state in State)  # a release ends every state
     assert TRANSITIONS[State.EXPIRED, Event.RETRY] is State.LOST  # no answer, and no time left
@@ -354,3 +379,75 @@ def test_a_release_during_a_later_grant_gives_back_only_that_grants_worker_id():
         lease.acquire()
     assert len(store.released) == 2  # the first release, then the second grant's give-back: no third
     assert lease.stats().state == "idle" and lease.renewer.thread is None
+
+
+def _docstring_transitions() -> dict[tuple[object, object], object]:
+    """The module docstring's table of lease_life, read as a person reads it: a row's states (``a/b``, a first
+    column ending in ``/`` goes on on the next line, ``(any)`` every state), its event(s) and where they lead."""
+    from seqid_orm.allocation import lease_life
+    from seqid_orm.allocation.lease_life import Event, State
+
+    text = lease_life.__doc__.split("state              event     next      sent by\n")[1].split("\n\n")[0]
+    lines, rows = text.splitlines(), []
+    while lines:
+        line = lines.pop(0)
+        if len(line) - len(line.lstrip()) > 20:  # the "sent by" column goes on
+            continue
+        while line.split()[0].endswith("/"):  # the states go on on the next line
+            line = line.rstrip() + lines.pop(0).strip()
+        rows.append(line.split())
+    found: dict[tuple[object, object], object] = {}
+    for words in rows:
+        states = list(State) if words[0] == "(any)" else [State(name) for name in words[0].split("/")]
+        if words[1].endswith(","):  # "begin, fence, failed: lost (...)"
+            events, rest = [], words[1:]
+            while not rest[0].endswith(":"):
+                events.append(rest.pop(0).rstrip(","))
+            events.append(rest.pop(0).rstrip(":"))
+            after = State(rest[0])
+        else:
+            events, after = [words[1]], State(words[2])
+        for state in states:
+            for event in events:
+                found[(state, Event(event))] = after
+    return found
+
+
+def test_the_module_docstring_table_is_the_transitions():
+    from seqid_orm.allocation.lease_life import TRANSITIONS
+
+    assert _docstring_transitions() == TRANSITIONS
+
+
+def test_a_moves_report_is_the_reports_row_after_the_lock_is_let_go(caplog):
+    """The log lines observe the table: a grant adopted says INFO once, and the line is written with the
+    lease's lock free (a log handler that waits never holds a reader of the lease)."""
+    import logging
+
+    from seqid_orm.allocation.lease_life import REPORTS, Event, State
+
+    store, clock = MemoryStore(), Clock()
+    lease = WorkerLease(store, "reports", ttl=TTL, monotonic=clock, wall_clock=lambda: 2 * 10**15, sleep=lambda s: None)
+    held_while_logging: list[bool] = []
+
+    class Probe(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            got = lease.life.lock.acquire(blocking=False)  # an RLock: free, or held by another thread
+            if got:
+                lease.life.lock.release()
+            held_while_logging.append(not got or lease.life.lock._is_owned())  # type: ignore[attr-defined]
+
+    probe = Probe(level=logging.DEBUG)
+    logger = logging.getLogger("seqid_orm.leases")
+    logger.addHandler(probe)
+    try:
+        with caplog.at_level(logging.DEBUG, logger="seqid_orm.leases"):
+            lease.acquire()
+    finally:
+        logger.removeHandler(probe)
+        lease.release()
+    level, message, _ = REPORTS[(Event.GRANTED, State.HELD)]
+    granted = [r for r in caplog.records if r.msg == message]
+    assert len(granted) == 1 and granted[0].levelno == level == logging.INFO
+    assert granted[0].getMessage() == "leased worker id 7 in 'reports' on memory"
+    assert held_while_logging and not any(held_while_logging)

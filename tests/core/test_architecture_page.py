@@ -17,7 +17,7 @@ def defined_names() -> set[str]:
     for path in (ROOT / "tests").rglob("*.py"):
         names.update(path.relative_to(ROOT).with_suffix("").parts)
     for path in (ROOT / "seqid_orm").rglob("*.py"):
-        names.add(path.stem)
+        names.add(path.parent.name if path.stem == "__init__" else path.stem)
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 names.add(node.name)

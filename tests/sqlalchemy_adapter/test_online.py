@@ -176,7 +176,7 @@ def test_a_table_its_estimate_puts_past_the_line_is_judged_by_its_rows(engine, t
     try:
         with _overestimated(engine, table_name, REWRITE_UP_TO_ROWS, REWRITE_UP_TO_ROWS + 50_000):
             with engine.connect() as conn:
-                fetch = seqid_orm.sqlalchemy.alembic._OnlineIO(conn).fetch
+                fetch = seqid_orm.sqlalchemy.alembic.online._OnlineIO(conn).fetch
                 estimate = table_rows(fetch, vendor, table_name)
                 counted = rows_past(fetch, vendor, table_name, REWRITE_UP_TO_ROWS)
                 with_less_room = rows_past(fetch, vendor, table_name, REWRITE_UP_TO_ROWS - 1)
@@ -205,7 +205,7 @@ def _estimate_as_a_role_without_select(engine, table_name: str, vendor: str) -> 
     """What :func:`rows_past` says of ``table_name`` to a role that may alter it but not read it."""
     from seqid_orm.schema.conversions import REWRITE_UP_TO_ROWS
     from seqid_orm.schema.online import rows_past
-    from seqid_orm.sqlalchemy.alembic import _OnlineIO
+    from seqid_orm.sqlalchemy.alembic.online import _OnlineIO
 
     role = f"{table_name}_r"
     if vendor == "postgresql":

@@ -215,7 +215,7 @@ def test_the_session_setting_lifted_for_the_build_is_put_back_on_a_direct_connec
     same connection reads its own value again afterwards."""
     from seqid_orm.schema.online import OnlineColumn, add_column, owns_session
     from seqid_orm.sqlalchemy import SeqUUID
-    from seqid_orm.sqlalchemy.alembic import _OnlineIO
+    from seqid_orm.sqlalchemy.alembic.online import _OnlineIO
 
     _table(pg_engine, table_name, 200)
     where = SeqUUID().target(pg_engine.dialect)

@@ -65,7 +65,7 @@ def downgrade():
 #: row's time for the clock), the unique constraint, NOT NULL, and the default for old code's inserts.
 #: ``offline``: seqid's single-transaction form (``online=False``).  ``online``: seqid's default.
 FORMS = ("plain", "online", "offline")
-_SEQID = '    op.add_seqid_column("{table}", "seq_id", from_timestamp="created_at", online={online})'
+_SEQID = '    op.add_seqid_column("{table}", "seq_id", from_timestamp="created_at", online={online}{batch})'
 _PLAIN_PG = """    key = seqid_orm.vendors.postgresql.ONLINE.key_at(Storage.NATIVE, Layout.TIME_FIRST, "created_at")
     default = seqid_orm.vendors.server_default("postgresql", (15,), "native").sql
     op.execute("ALTER TABLE {table} ADD COLUMN seq_id uuid")
@@ -129,14 +129,22 @@ def make_table(engine: sa.Engine, table: str, rows: int) -> None:
             conn.exec_driver_sql(f"ANALYZE TABLE {table}")
 
 
-def project(tmp: Path, table: str, online: bool = True, form: str | None = None, vendor: str = "postgresql") -> Path:
+def project(
+    tmp: Path,
+    table: str,
+    online: bool = True,
+    form: str | None = None,
+    vendor: str = "postgresql",
+    batch_size: int | None = None,
+) -> Path:
     """An Alembic project whose one migration adds the key column in ``form`` (:data:`FORMS`; by default
-    seqid's online or offline form, as ``online`` says)."""
+    seqid's online or offline form, as ``online`` says), in batches of ``batch_size`` rows where given."""
     form = form or ("online" if online else "offline")
     if form == "plain":
         body = _IMPORTS + (_PLAIN_PG if vendor == "postgresql" else _PLAIN_MARIADB).format(table=table)
     else:
-        body = _SEQID.format(table=table, online=form == "online")
+        batch = "" if batch_size is None else f", batch_size={batch_size}"
+        body = _SEQID.format(table=table, online=form == "online", batch=batch)
     where = tmp / f"{table}_{form}"
     (where / "versions").mkdir(parents=True, exist_ok=True)
     (where / "env.py").write_text(ENV_PY.format(table=table))
@@ -220,7 +228,9 @@ def kill_and_resume(engine: sa.Engine, url: str, table: str, tmp: Path, rows: in
                 f"CREATE TRIGGER {table}_audit AFTER UPDATE ON {table} FOR EACH ROW "
                 f"BEGIN IF NOT (OLD.seq_id <=> NEW.seq_id) THEN INSERT INTO {table}_audit VALUES (NEW.id); END IF; END"
             )
-    where = project(tmp, table, online=True)
+    # batches of a fixed 1 % of the rows: a kill lands between two of them wherever it falls (sized by time,
+    # 100,000 rows made by the server took two batches, and the run could end before the kill was seen)
+    where = project(tmp, table, online=True, batch_size=max(1, rows // 100))
     kill_at = random.randint(rows // 10, rows * 9 // 10)
     first = migration(where, url)
     while True:
@@ -228,7 +238,7 @@ def kill_and_resume(engine: sa.Engine, url: str, table: str, tmp: Path, rows: in
             done = conn.exec_driver_sql(f"SELECT count(*) FROM {table}_audit").scalar_one()
         if done >= kill_at or first.poll() is not None:
             break
-        time.sleep(0.2)
+        time.sleep(0.01)
     first.send_signal(signal.SIGKILL)
     first.wait()
     again = migration(where, url)

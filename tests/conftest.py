@@ -47,8 +47,9 @@ _MARK_BY_ENGINE_PARAM = {
     "sqlite": "sqlite",
     "redis": "redis",
 }
-# the fixtures parametrized by server name (a test's `engine`, a store URL's `server`...)
-_SERVER_PARAMS = ("engine", "server", "sql_server", "watched")
+# the fixtures and parameters that name a server (a test's `engine`, a store URL's `server`, a test that
+# opens its database in its body by its `vendor`, a lease behind a stalled proxy...)
+_SERVER_PARAMS = ("engine", "server", "sql_server", "watched", "vendor", "stalled_lease")
 
 
 def server_marks(item: pytest.Item) -> set[str]:

@@ -28,9 +28,9 @@ TABLE = [
 ]
 
 
-@pytest.mark.parametrize(("vendor", "one_message", "own_session", "expected"), TABLE)
-def test_each_connection_gets_the_bounds_its_vendor_and_session_allow(vendor, one_message, own_session, expected):
-    assert call_bounds(vendor, 0.25, 2.0, one_message=one_message, own_session=own_session) == expected
+@pytest.mark.parametrize(("engine_name", "one_message", "own_session", "expected"), TABLE)
+def test_each_connection_gets_the_bounds_its_vendor_and_session_allow(engine_name, one_message, own_session, expected):
+    assert call_bounds(engine_name, 0.25, 2.0, one_message=one_message, own_session=own_session) == expected
 
 
 def test_the_lock_wait_is_what_is_left_and_the_statement_limit_stays_above_the_bound():

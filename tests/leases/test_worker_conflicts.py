@@ -78,10 +78,13 @@ def test_one_namespace_on_two_stores_is_refused(engine, table_name, namespace, r
 
 @pytest.mark.parametrize("engine", ["sqlite"], indirect=True)
 def test_keys_of_a_worker_id_configured_before_leases_refuse_only_while_it_may_still_write(
-    engine, table_name, namespace, sqlite_ticket_url
+    engine, table_name, namespace, other_namespace, sqlite_ticket_url
 ):
     """Moving a column from a configured worker id to leases: the configured process's keys count
-    within the lease's ttl + clock tolerance (it may still be running), not after."""
+    within the lease's ttl + clock tolerance (it may still be running), not after.  Each half leases
+    worker id 0 in a namespace where it was never leased (an aged namespace), so no previous holder's
+    mark covers the configured keys and the window alone decides: without the wait, or with the first
+    half's 6 s window, the second half is refused too."""
     configured = Snowflake(worker_id=0)
     old = keyed_model(table_name, configured)
     old.metadata.create_all(engine)
@@ -92,11 +95,13 @@ def test_keys_of_a_worker_id_configured_before_leases_refuse_only_while_it_may_s
         live = leased(sqlite_ticket_url, namespace, ttl=5.0, clock_tolerance=1.0)
         refused(insert_rows, engine, keyed_model(table_name, live), range(20, 40), match="configured worker_id")
         live.close()
+        insert_rows(engine, old, range(20, 30))  # the configured process writes on, then stops
         time.sleep(0.8)  # past the next lease's ttl + tolerance (0.7 s): the configured keys are history
-        later = leased(sqlite_ticket_url, namespace, ttl=0.5, clock_tolerance=0.2)
-        insert_rows(engine, keyed_model(table_name, later), range(20, 40))
+        later = leased(sqlite_ticket_url, other_namespace, ttl=0.5, clock_tolerance=0.2)
+        insert_rows(engine, keyed_model(table_name, later), range(30, 50))
+        assert later.stats().worker_id == 0  # the configured process's worker id, never leased in this namespace
         later.close()
         with engine.connect() as conn:
-            assert conn.execute(sa.select(sa.func.count()).select_from(old.__table__)).scalar() == 40
+            assert conn.execute(sa.select(sa.func.count()).select_from(old.__table__)).scalar() == 50
     finally:
         old.metadata.drop_all(engine)

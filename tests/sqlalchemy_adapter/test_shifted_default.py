@@ -92,7 +92,7 @@ def test_as_a_value_each_insert_gets_the_shift_it_names(engine, metadata, table_
 
 
 @pytest.mark.parametrize(
-    ("vendor", "version", "storage", "shows"),
+    ("engine_name", "version", "storage", "shows"),
     [
         ("postgresql", (18, 0), Storage.NATIVE, "uuidv7(interval '-2592000000000 microseconds')"),
         ("postgresql", (15, 20), Storage.BINARY, "(clock_timestamp() + interval '-2592000000000 microseconds')"),
@@ -102,29 +102,30 @@ def test_as_a_value_each_insert_gets_the_shift_it_names(engine, metadata, table_
         ("sqlite", (3, 45, 1), Storage.TEXT, "julianday('now', '-2592000.000000 seconds')"),
     ],
 )
-def test_each_engine_moves_the_clock_its_default_reads(vendor, version, storage, shows):
-    made = target(vendor, version, storage).shifted_default(MONTH_AGO)
+def test_each_engine_moves_the_clock_its_default_reads(engine_name, version, storage, shows):
+    made = target(engine_name, version, storage).shifted_default(MONTH_AGO)
     assert shows in made.sql and made.uuid_version == 7
-    assert target(vendor, version, storage).shifted_default(None) == target(vendor, version, storage).server_default
+    where = target(engine_name, version, storage)
+    assert where.shifted_default(None) == where.server_default
 
 
-@pytest.mark.parametrize(("vendor", "version"), [("sqlite", (3, 45, 1)), ("mariadb", (10, 11, 19))])
-def test_a_fraction_of_a_second_back_is_exact(vendor, version):
-    made = target(vendor, version, Storage.HEX).shifted_default(dt.timedelta(microseconds=-1))
+@pytest.mark.parametrize(("engine_name", "version"), [("sqlite", (3, 45, 1)), ("mariadb", (10, 11, 19))])
+def test_a_fraction_of_a_second_back_is_exact(engine_name, version):
+    made = target(engine_name, version, Storage.HEX).shifted_default(dt.timedelta(microseconds=-1))
     assert "-0.000001 " in made.sql  # not -1 + 0.999999, nor a float's digits
 
 
 @pytest.mark.parametrize(
-    ("vendor", "version", "storage", "reason"),
+    ("engine_name", "version", "storage", "reason"),
     [
         ("mssql", (16, 0), Storage.NATIVE, "NEWSEQUENTIALID"),
         ("mariadb", (10, 11, 4), Storage.NATIVE, "UUID()"),  # its uuid type scatters a UUIDv7 before 10.11.5
         ("oracle", (23, 0), Storage.BINARY, "Oracle"),
     ],
 )
-def test_a_default_that_cannot_shift_is_refused(vendor, version, storage, reason):
+def test_a_default_that_cannot_shift_is_refused(engine_name, version, storage, reason):
     with pytest.raises(ServerDefaultUnavailableError, match=reason):
-        target(vendor, version, storage).shifted_default(MONTH_AGO)
+        target(engine_name, version, storage).shifted_default(MONTH_AGO)
 
 
 def test_a_shift_that_is_no_timedelta_or_leaves_the_range_is_refused():

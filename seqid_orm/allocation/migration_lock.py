@@ -35,7 +35,7 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 from ..errors import AllocationError, MigrationLockLostError, MigrationLockTimeoutError
@@ -43,10 +43,21 @@ from ..ids.validate import check_seconds
 from ..vendors import bounded_name
 from .lease_life import Event, Timing
 from .renewal import decide, renewal_deadline
+from .stores import lock_target, open_lock_store
 from .stores.base import check_name
 from .stores.lock_sql import LockHolder
 
-__all__ = ["FileLock", "LockStore", "MigrationLock", "NoLock", "holder_here", "wait_for"]
+__all__ = [
+    "LOCKED_VENDORS",
+    "FileLock",
+    "LockStore",
+    "MigrationLock",
+    "NoLock",
+    "column_lock",
+    "holder_here",
+    "locked",
+    "wait_for",
+]
 
 log = logging.getLogger("seqid_orm.migrations")
 
@@ -68,6 +79,8 @@ class LockStore(Protocol):
     def release(self, name: str, token: str) -> None: ...
 
     def holder(self, name: str) -> LockHolder | None: ...
+
+    def close(self) -> None: ...
 
 
 def holder_here(what: str) -> str:
@@ -351,3 +364,44 @@ class NoLock:
 
     def __exit__(self, *exc: object) -> None:
         pass
+
+
+#: The engines whose servers keep the lock's rows (SQLAlchemy's dialect names, Django's vendors).
+LOCKED_VENDORS = ("postgresql", "mysql", "mariadb")
+
+
+@contextlib.contextmanager
+def locked(
+    target: object, name: str, *, holder: str, wait: float | None = None, ttl: float = 15.0
+) -> Iterator[MigrationLock | FileLock | NoLock]:
+    """One run of the migrations at a time on the database ``target`` reaches (a SQLAlchemy ``Engine`` or
+    ``Connection``, a Django connection), the one rule of both ORMs: a lease on the row ``name`` where the
+    server keeps the lock's table (:data:`LOCKED_VENDORS`), on a store of its own closed after; the kernel's
+    lock on the database file on SQLite; none for a database in memory (one process) or an engine the
+    lock's rows are not written for (SQL Server, Oracle)."""
+    vendor, path = lock_target(target)
+    if vendor == "sqlite" and path is not None:
+        with FileLock(path, wait=wait, holder=holder) as file_lock:
+            yield file_lock
+    elif vendor in LOCKED_VENDORS:
+        store = open_lock_store(target)
+        try:
+            with MigrationLock(store, name, wait=wait, ttl=ttl, holder=holder) as lock:
+                yield lock
+        finally:
+            store.close()
+    else:
+        yield NoLock()
+
+
+@contextlib.contextmanager
+def column_lock(target: object, table: str, column: str, what: str) -> Iterator[MigrationLock]:
+    """The lock of one table's column (:meth:`MigrationLock.for_column`) that seqid's online operations
+    take, on a store of its own on the database ``target`` reaches, closed after: two pods running the same
+    migration take turns."""
+    store = open_lock_store(target)
+    try:
+        with MigrationLock.for_column(store, table, column, what) as lock:
+            yield lock
+    finally:
+        store.close()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from django.db.migrations.operations.base import Operation
@@ -32,6 +33,7 @@ __all__ = [
 ]
 
 
+@dataclass(eq=False, repr=False)  # the constructor from the fields; Django's own repr and identity
 class CreateSequentialUUIDFunctions(Operation):
     """Create the sequential-uuids functions (reversible: unapplying drops them).
 
@@ -43,8 +45,7 @@ class CreateSequentialUUIDFunctions(Operation):
     reversible = True
     reduces_to_sql = True
 
-    def __init__(self, storage: str | None = None) -> None:
-        self.storage = storage
+    storage: str | None = None
 
     def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
         kwargs = {} if self.storage is None else {"storage": self.storage}
@@ -71,6 +72,7 @@ class CreateSequentialUUIDFunctions(Operation):
         return "Create the sequential-uuids functions (uuid_sequence_nextval, uuid_time_nextval)"
 
 
+@dataclass(eq=False, repr=False)  # the constructor from the fields; Django's own repr and identity
 class ConvertUUIDStorage(Operation):
     """Move a model's UUID column (and every column whose foreign key references it) to another storage.
 
@@ -86,19 +88,11 @@ class ConvertUUIDStorage(Operation):
     reversible = True
     reduces_to_sql = False  # it reads the foreign keys from the database
 
-    def __init__(
-        self,
-        model_name: str,
-        field_name: str,
-        from_storage: str,
-        to_storage: str = "native",
-        allow_rewrite: bool = False,
-    ) -> None:
-        self.model_name = model_name
-        self.field_name = field_name
-        self.from_storage = from_storage
-        self.to_storage = to_storage
-        self.allow_rewrite = allow_rewrite
+    model_name: str
+    field_name: str
+    from_storage: str
+    to_storage: str = "native"
+    allow_rewrite: bool = False
 
     def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
         kwargs: dict[str, Any] = {"from_storage": self.from_storage}
@@ -180,14 +174,14 @@ class _OnlineIO:
         self.connection = connection
 
     def fetch(self, sql: str, params: dict[str, object]) -> list[tuple[Any, ...]]:
-        from ..allocation.stores.binds import positional
+        from ..calls.binds import positional
 
         with self.connection.cursor() as cursor:
             cursor.execute(*positional(sql, params))
             return [tuple(row) for row in cursor.fetchall()]
 
     def run(self, sql: str, params: dict[str, object]) -> int:
-        from ..allocation.stores.binds import positional
+        from ..calls.binds import positional
 
         with self.connection.cursor() as cursor:
             if params:
@@ -202,15 +196,15 @@ class _OnlineIO:
         return transaction.atomic(using=self.connection.alias)
 
     def socket_ends(self) -> tuple[object, object] | None:
-        from ..allocation.stores.drivers import socket_ends
+        from ..calls.drivers import socket_ends
 
         self.connection.ensure_connection()
         return socket_ends(self.connection.connection)
 
     def unprepared(self) -> Any:
         """No server-side prepared statements while the operation runs (see
-        :func:`~seqid_orm.allocation.stores.drivers.unprepared`: a transaction pooler)."""
-        from ..allocation.stores.drivers import unprepared
+        :func:`~seqid_orm.calls.drivers.unprepared`: a transaction pooler)."""
+        from ..calls.drivers import unprepared
 
         self.connection.ensure_connection()
         return unprepared(self.connection.connection)
@@ -244,19 +238,12 @@ def _online_column(model: Any, field: Any, connection: Any, from_field: str | No
     )
 
 
-@contextlib.contextmanager
 def _operation_lock(connection: Any, column: Any, what: str) -> Any:
-    """The lock of one table's column (:meth:`~seqid_orm.allocation.migration_lock.MigrationLock.for_column`),
-    on a connection of its own: two pods running the same migration take turns."""
-    from ..allocation.migration_lock import MigrationLock
-    from ..allocation.stores.django import DjangoLockStore
+    """The lock of one table's column (:func:`~seqid_orm.allocation.migration_lock.column_lock`), on a
+    connection of its own to the same database."""
+    from ..allocation.migration_lock import column_lock
 
-    store = DjangoLockStore(connection.alias)
-    try:
-        with MigrationLock.for_column(store, column.table, column.column, what) as lock:
-            yield lock
-    finally:
-        store.close()
+    return column_lock(connection, column.table, column.column, what)
 
 
 def _form(connection: Any, model: Any, what: str) -> str:
@@ -288,6 +275,7 @@ def _fill_kwargs(from_field: str | None, batch_size: int | None, fire_triggers: 
     return kwargs
 
 
+@dataclass(eq=False, repr=False)  # the constructor from the fields; Django's own repr and identity
 class BackfillSeqUUID(Operation):
     """Fill a ``SeqUUIDField`` for existing rows, from a timestamp field when given.
 
@@ -304,15 +292,10 @@ class BackfillSeqUUID(Operation):
     reversible = True
     reduces_to_sql = False
 
-    def __init__(
-        self, model_name: str, field_name: str, from_field: str | None = None, batch_size: int | None = None
-    ) -> None:
-        self.model_name, self.field_name, self.from_field, self.batch_size = (
-            model_name,
-            field_name,
-            from_field,
-            batch_size,
-        )
+    model_name: str
+    field_name: str
+    from_field: str | None = None
+    batch_size: int | None = None
 
     def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
         return "BackfillSeqUUID", [self.model_name, self.field_name], _fill_kwargs(self.from_field, self.batch_size)
@@ -358,6 +341,7 @@ class BackfillSeqUUID(Operation):
         return f"Fill {self.model_name}.{self.field_name} for existing rows{source}"
 
 
+@dataclass(eq=False, repr=False)  # the constructor from the fields; Django's own repr and identity
 class AddSeqUUIDField(Operation):
     """``AddSeqUUIDField("visit", "seq_id", SeqUUIDField(unique=True), from_field="created_at")``: adopt
     seqid on a table with rows, online, as Alembic's ``op.add_seqid_column`` does.
@@ -376,17 +360,12 @@ class AddSeqUUIDField(Operation):
     reversible = True
     reduces_to_sql = False
 
-    def __init__(
-        self,
-        model_name: str,
-        name: str,
-        field: Any,
-        from_field: str | None = None,
-        batch_size: int | None = None,
-        fire_triggers: bool = True,
-    ) -> None:
-        self.model_name, self.name, self.field = model_name, name, field
-        self.from_field, self.batch_size, self.fire_triggers = from_field, batch_size, fire_triggers
+    model_name: str
+    name: str
+    field: Any
+    from_field: str | None = None
+    batch_size: int | None = None
+    fire_triggers: bool = True
 
     def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
         return (
@@ -443,6 +422,7 @@ class AddSeqUUIDField(Operation):
         return f"Add {self.model_name}.{self.name} and fill it for existing rows{source}, online"
 
 
+@dataclass(eq=False, repr=False)  # the constructor from the fields; Django's own repr and identity
 class AdoptSeqUUID(Operation):
     """Decide once how a ``SeqUUIDField``'s keys sort after the keys its column already holds, and record
     it in the schema (:mod:`seqid_orm.schema.adoption`): every process, role and tenant then reads the
@@ -461,8 +441,8 @@ class AdoptSeqUUID(Operation):
     reversible = True
     reduces_to_sql = False  # it reads the column's keys
 
-    def __init__(self, model_name: str, field_name: str) -> None:
-        self.model_name, self.field_name = model_name, field_name
+    model_name: str
+    field_name: str
 
     def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
         return "AdoptSeqUUID", [self.model_name, self.field_name], {}

@@ -254,7 +254,7 @@ class _ScriptedIO:
         return count
 
     def socket_ends(self):
-        from seqid_orm.allocation.stores.drivers import socket_ends
+        from seqid_orm.calls.drivers import socket_ends
 
         return socket_ends(self.conn.connection.dbapi_connection)
 

@@ -17,7 +17,8 @@ target                            backend                                     ex
 a Django database alias           :mod:`.django` (``TicketField``)            ``django``
 ================================  ==========================================  ================
 
-:func:`open_ticket_store` and :func:`open_lease_store` are the one factory of every store: the core's
+:func:`open_ticket_store`, :func:`open_lease_store` and :func:`open_lock_store` (the migration lock's rows,
+on a SQLAlchemy ``Engine`` or a Django connection) are the one factory of every store: the core's
 modules that decide (``servers.py``, ``grants.py``, ``renewal.py``) import the contracts of
 :mod:`.base` and the steps of :mod:`seqid_orm.calls.steps`, never this package, which draws the drivers in.
 
@@ -161,3 +162,38 @@ def _open(
         )
     prefix = {"redis": "Redis", "etcd": "Etcd", "sql": "SQLAlchemy"}[backend]
     return getattr(module, f"{prefix}{kind}Store")(target, **options)
+
+
+def lock_target(target: object) -> tuple[str, str | None]:
+    """What the migration lock needs of the database ``target`` reaches (a SQLAlchemy ``Engine`` or
+    ``Connection``, a Django database connection): its vendor (SQLAlchemy's dialect name, Django's
+    vendor: ``mysql`` for MariaDB too) and, on SQLite, its file (``None`` for a database in memory)."""
+    if hasattr(target, "settings_dict") and hasattr(target, "alias"):  # a Django connection
+        vendor: str = target.vendor  # type: ignore[attr-defined]
+        if vendor != "sqlite" or target.is_in_memory_db():  # type: ignore[attr-defined]
+            return vendor, None
+        return vendor, str(target.settings_dict["NAME"])
+    engine = getattr(target, "engine", target)
+    if hasattr(engine, "dialect") and hasattr(engine, "url"):
+        name: str = engine.dialect.name
+        path = engine.url.database if name == "sqlite" else None
+        if not path or path == ":memory:" or path.startswith("file::memory:"):
+            return name, None
+        return name, str(path)
+    got = f"{type(target).__module__}.{type(target).__qualname__}"
+    raise ArgumentTypeError(f"the migration lock needs a SQLAlchemy Engine or a Django connection, got {got}")
+
+
+def open_lock_store(target: object) -> Any:
+    """The migration lock's store (:class:`~seqid_orm.allocation.migration_lock.LockStore`) on the database
+    ``target`` reaches: connections of the engine's own for SQLAlchemy, a connection of its own to the same
+    alias for Django (never the one the migrations run on); its module imported only now."""
+    if hasattr(target, "settings_dict") and hasattr(target, "alias"):
+        from .django import DjangoLockStore
+
+        return DjangoLockStore(target.alias)
+    from .sqlalchemy import SQLAlchemyLockStore
+
+    lock_target(target)  # an Engine or a Connection, else a typed refusal
+    engine: Any = getattr(target, "engine", target)
+    return SQLAlchemyLockStore(engine)

@@ -14,7 +14,8 @@ lock and a heap push, not a thread.  Drivers with a socket time-out of their own
 ``read_timeout``, redis-py's ``socket_timeout``) get that too; the watchdog is what bounds the
 ones without (psycopg, and any ``Engine`` a user hands in).
 
-May import: the standard library and :mod:`seqid_orm.ids` (its fork hook).
+May import: the standard library, :mod:`seqid_orm.calls` (a connection's socket) and :mod:`seqid_orm.ids`
+(its fork hook).
 """
 
 from __future__ import annotations
@@ -28,9 +29,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
+from ...calls.drivers import socket_of
 from ...ids.randomness import on_fork
 
-__all__ = ["Alarm", "Watchdog", "socket_of", "watch", "watchdog"]
+__all__ = ["Alarm", "Watchdog", "watch", "watchdog"]
 
 
 class Alarm:
@@ -111,26 +113,6 @@ def _after_fork() -> None:
 
 
 on_fork(_after_fork)
-
-
-def socket_of(dbapi_connection: object) -> int | None:
-    """The file descriptor of a DB-API connection's socket, where the driver tells it (psycopg 3,
-    psycopg2, PyMySQL, mysqlclient); ``None`` for SQLite and drivers that do not."""
-    pgconn = getattr(dbapi_connection, "pgconn", None)  # psycopg 3
-    if pgconn is not None:
-        with contextlib.suppress(Exception):
-            fd = int(pgconn.socket)
-            return fd if fd >= 0 else None
-        return None
-    sock = getattr(dbapi_connection, "_sock", None)  # PyMySQL
-    if isinstance(sock, socket.socket):
-        return sock.fileno()
-    fileno = getattr(dbapi_connection, "fileno", None)  # psycopg2, mysqlclient
-    if callable(fileno):
-        with contextlib.suppress(Exception):
-            fd = int(fileno())
-            return fd if fd >= 0 else None
-    return None
 
 
 def _shutdown(fd: int) -> None:

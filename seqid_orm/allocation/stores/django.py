@@ -22,18 +22,18 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.db import Error, IntegrityError, InterfaceError, OperationalError, connections
 
+from ...calls.binds import positional
 from ...calls.steps import Steps, drive
 from ...errors import InvalidArgumentError
 from ...ids.validate import check_seconds
 from ...vendors import is_conflict
 from . import lease_sql, lock_sql
 from .base import LEASE_TABLE, TICKET_TABLE, LeaseStore, TicketRow, TicketStore
-from .binds import positional
 from .runner import Facts, SQLRunner
 from .ticket_sql import SQLTicketStore, TicketSQL, ticket_sql
 from .ticket_sql import rows as ticket_sql_rows
@@ -74,11 +74,16 @@ class _OwnConnection:
             self.connection = conn
         return self.connection
 
-    @contextlib.contextmanager
-    def connect(self) -> Iterator[Any]:
-        conn = self.get()
+    def open(self, left: float) -> Any:
+        conn = self.get()  # its connect bounded by the database's OPTIONS (connect_timeout)
         conn.ensure_connection()
-        yield conn
+        return conn
+
+    def done(self, conn: Any) -> None:
+        """The connection stays the store's (its runner's lock hands it to the next call)."""
+
+    def call(self, conn: Any, body: Callable[[Any, str], _T], prefix: str, left: float) -> _T:
+        return body(conn, prefix)
 
     def facts(self, conn: Any) -> Facts:
         if conn.vendor == "postgresql":

@@ -15,8 +15,9 @@ describes, and shuts the connection's socket when the deadline passes (:mod:`.de
 the server dropped, or a conflict another node won, is tried again on a fresh connection; what the
 database says otherwise is translated once: a lock waited for until the deadline is
 :class:`~seqid_orm.errors.StoreTimeoutError`, the rest :class:`~seqid_orm.errors.BackendUnavailableError`.
-The awaited path of the SQLAlchemy store takes the same tries and translation (:meth:`SQLRunner.tries`)
-and bounds (:meth:`SQLRunner.bounds`) around its own awaited connection.
+One try is written once, as steps (:meth:`SQLRunner.attempt`): the blocking path drives it on a door
+whose methods block (:meth:`SQLRunner.run`), the awaited path of the SQLAlchemy store awaits it on a door
+whose methods are coroutines (:meth:`SQLRunner.arun`), so both discard a connection the same way.
 
 May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.calls`, :mod:`seqid_orm.vendors`
 (its rules) and this package's ``deadline``.
@@ -24,15 +25,15 @@ May import: the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.calls
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from ...calls.retry import CONNECTION, Deadline
-from ...calls.steps import Steps, call, drive
+from ...calls.steps import Call, Steps, adrive, drive
 from ...errors import AllocationError, BackendUnavailableError, StoreTimeoutError
 from ...vendors import CallBounds, call_bounds, is_conflict, is_lock_timeout
 from .deadline import watch
@@ -41,6 +42,10 @@ __all__ = ["Door", "Facts", "SQLRunner"]
 
 _C = TypeVar("_C")
 _T = TypeVar("_T")
+
+#: What an awaited door raises when its backstop cut the call off (a driver with no socket to shut):
+#: the deadline passed (``asyncio.TimeoutError`` is ``TimeoutError`` from Python 3.11 on).
+_BACKSTOP_ERRORS = (asyncio.TimeoutError, TimeoutError)
 
 
 @dataclass(frozen=True)
@@ -57,10 +62,13 @@ class Facts:
 
 
 class Door(Protocol[_C]):
-    """What the runner needs of a database API (SQLAlchemy's, Django's) to run a call on it."""
+    """What the runner needs of a database API (SQLAlchemy's, Django's) to run a call on it.  A door of the
+    awaited path has the same methods as coroutines (``open``, ``execute``, ``call``, ``discard``, ``done``):
+    the steps of a try call them, and :func:`~seqid_orm.calls.steps.adrive` awaits them."""
 
-    def connect(self) -> AbstractContextManager[_C]:
-        """A connection for one try (a pooled one, or the store's own)."""
+    def open(self, left: float) -> _C:
+        """A connection for one try (a pooled one, or the store's own), within ``left`` seconds where the
+        door can bound a connect (its driver's connect time-out bounds it otherwise)."""
 
     def facts(self, conn: _C) -> Facts:
         """What the runner decides from (:class:`Facts`)."""
@@ -68,8 +76,14 @@ class Door(Protocol[_C]):
     def execute(self, conn: _C, sql: str) -> None:
         """Run one statement of :func:`~seqid_orm.vendors.call_bounds` on ``conn``."""
 
+    def call(self, conn: _C, body: Any, prefix: str, left: float) -> Any:
+        """``body(conn, prefix)``, the call itself, with ``left`` seconds."""
+
     def discard(self, conn: _C) -> None:
-        """Never use ``conn`` again: its socket was shut at the deadline."""
+        """Never use ``conn`` again: its socket was shut at the deadline, or the server dropped it."""
+
+    def done(self, conn: _C) -> None:
+        """The try is over: ``conn`` back to its pool (or kept, where it is the store's own)."""
 
     def dropped(self, exc: Exception) -> bool:
         """Whether ``exc`` says the server dropped the connection (the next try takes a fresh one)."""
@@ -98,11 +112,16 @@ class SQLRunner(Generic[_C]):
         if self.lock is not None and not self.lock.acquire(timeout=max(0.0, deadline.left())):
             raise self.timed_out()
         try:
-            done: _T = drive(self.tries(lambda left: call(self._once, body, left), deadline), None)
+            done: _T = drive(self.tries(lambda left: self.attempt(self.door, body, left), deadline), None)
             return done
         finally:
             if self.lock is not None:
                 self.lock.release()
+
+    async def arun(self, door: Any, body: Callable[..., Any]) -> Any:
+        """:meth:`run` on the event loop, through ``door``, whose methods are coroutines (an asynchronous
+        driver's engine of this loop): the same tries, steps and translation, awaited."""
+        return await adrive(self.tries(lambda left: self.attempt(door, body, left)), None)
 
     def after_fork(self) -> None:
         """A forked child's runner: a lock of its own (the parent's may have been held at the fork)."""
@@ -131,23 +150,41 @@ class SQLRunner(Generic[_C]):
                 raise self.translated(exc) from exc
             raise
 
-    def _once(self, body: Callable[[_C, str], _T], left: float) -> _T:
-        """One try of :meth:`run`, with ``left`` seconds."""
-        with self.door.connect() as conn:
-            facts = self.door.facts(conn)
+    def attempt(self, door: Any, body: Callable[..., Any], left: float) -> Steps[Any]:
+        """One try with ``left`` seconds, written once for the blocking and the awaited door: a connection,
+        its socket watched (shut at the deadline), the database's own waits bounded, the call; a failure
+        decides once what the connection becomes (:meth:`failed`), a cancellation (a task, the awaited
+        path's backstop) discards it, cut off mid-statement; the connection goes back in every case."""
+        try:
+            conn = yield Call(door.open, (left,))
+        except _BACKSTOP_ERRORS:  # an awaited connect cut off at its backstop
+            raise self.timed_out() from None
+        closing = False
+        try:
+            facts = door.facts(conn)
             with watch(facts.dbapi_connection, left) as alarm:
                 try:
                     bounds = self.bounds(facts, left)
                     for statement in bounds.before:
-                        self.door.execute(conn, statement)
-                    return body(conn, bounds.prefix)
+                        yield Call(door.execute, (conn, statement))
+                    return (yield Call(door.call, (conn, body, bounds.prefix, left)))
+                except GeneratorExit:  # dropped unfinished (its loop closed): no step may run any more
+                    closing = True
+                    raise
                 except Exception as exc:
-                    discard, instead = self.failed(exc, alarm is not None and alarm.fired)
+                    timed_out = (alarm is not None and alarm.fired) or isinstance(exc, _BACKSTOP_ERRORS)
+                    discard, instead = self.failed(exc, timed_out)
                     if discard:
-                        self.door.discard(conn)
+                        yield Call(door.discard, (conn,))
                     if instead is not None:
                         raise instead from None
                     raise
+                except BaseException:
+                    yield Call(door.discard, (conn,))
+                    raise
+        finally:
+            if not closing:
+                yield Call(door.done, (conn,))
 
     def failed(self, exc: Exception, deadline_passed: bool) -> tuple[bool, Exception | None]:
         """What a try that failed with ``exc`` leaves behind, for a blocking and an awaited try alike: whether

@@ -28,7 +28,8 @@ from sqlalchemy.engine import Connection, Engine
 if TYPE_CHECKING:  # sqlalchemy.ext.asyncio is imported where a loop runs, not by every store
     from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from ...calls.steps import PerLoop, Steps, adrive, call, drive
+from ...calls.binds import pyformat
+from ...calls.steps import PerLoop, Steps, adrive, drive
 from ...errors import InvalidArgumentError
 from ...vendors import call_bounds, is_conflict
 from . import lease_sql, lock_sql
@@ -42,8 +43,6 @@ from .base import (
     hide_password,
     split_state_loss_option,
 )
-from .binds import pyformat
-from .deadline import watch
 from .runner import Facts, SQLRunner
 from .ticket_sql import SQLTicketStore, TicketSQL, ticket_sql
 from .ticket_sql import rows as ticket_sql_rows
@@ -230,23 +229,8 @@ def _connect_args(url: sa.URL, connect_timeout: float, timeout: float) -> dict[s
     return connect_args
 
 
-class _EngineDoor:
-    """The one SQL store runner's door (:class:`~.runner.Door`) onto a store's engine."""
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-
-    def connect(self) -> Connection:
-        return self.engine.connect()
-
-    def facts(self, conn: Connection) -> Facts:
-        return _facts(conn, conn.connection.dbapi_connection)
-
-    def execute(self, conn: Connection, sql: str) -> None:
-        conn.exec_driver_sql(sql)
-
-    def discard(self, conn: Connection) -> None:
-        conn.invalidate()
+class _Errors:
+    """Which of SQLAlchemy's errors is which, for the runner (:class:`~.runner.Door`): both doors'."""
 
     def dropped(self, exc: Exception) -> bool:
         return isinstance(exc, sa.exc.DBAPIError) and exc.connection_invalidated
@@ -256,6 +240,68 @@ class _EngineDoor:
 
     def cause(self, exc: Exception) -> BaseException:
         return exc.orig if isinstance(exc, sa.exc.DBAPIError) and exc.orig is not None else exc
+
+
+class _EngineDoor(_Errors):
+    """The one SQL store runner's door (:class:`~.runner.Door`) onto a store's engine."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def open(self, left: float) -> Connection:
+        return self.engine.connect()  # bounded by the engine's connect time-out
+
+    def facts(self, conn: Connection) -> Facts:
+        return _facts(conn, conn.connection.dbapi_connection)
+
+    def execute(self, conn: Connection, sql: str) -> None:
+        conn.exec_driver_sql(sql)
+
+    def call(self, conn: Connection, body: Callable[[Connection, str], _T], prefix: str, left: float) -> _T:
+        return body(conn, prefix)
+
+    def discard(self, conn: Connection) -> None:
+        conn.invalidate()
+
+    def done(self, conn: Connection) -> None:
+        conn.close()
+
+
+class _AsyncEngineDoor(_Errors):
+    """The runner's door onto an asynchronous engine of one event loop: the same connections, facts and
+    errors, its methods coroutines the steps of a try await.  A call is also cut off a second past its
+    deadline (:data:`_BACKSTOP`) for the drivers that give no socket to shut (aiomysql's streams).
+    Cancelling the task instead would make psycopg send PostgreSQL a cancel request over a new connection,
+    which a stalled network holds too (14 s measured behind a stalled proxy)."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+
+    async def open(self, left: float) -> AsyncConnection:
+        conn = self.engine.connect()
+        await asyncio.wait_for(conn.start(), left + _BACKSTOP)
+        return conn
+
+    def facts(self, conn: AsyncConnection) -> Facts:
+        return _facts(conn, conn.sync_connection.connection.driver_connection)  # type: ignore[union-attr]
+
+    async def execute(self, conn: AsyncConnection, sql: str) -> None:
+        await conn.exec_driver_sql(sql)
+
+    async def call(
+        self,
+        conn: AsyncConnection,
+        body: Callable[[AsyncConnection, str | None], Awaitable[_T]],
+        prefix: str,
+        left: float,
+    ) -> _T:
+        return await asyncio.wait_for(body(conn, prefix or None), left + _BACKSTOP)
+
+    async def discard(self, conn: AsyncConnection) -> None:
+        await conn.invalidate()
+
+    async def done(self, conn: AsyncConnection) -> None:
+        await conn.close()
 
 
 def _facts(conn: Connection | AsyncConnection, dbapi_connection: Any) -> Facts:
@@ -374,44 +420,16 @@ class _OwnEngineStore:
         return create_async_engine_for(self._async_url, self._connect_timeout, self.timeout)
 
     async def _aon_connection(self, fn: Callable[[AsyncConnection, str | None], Awaitable[_T]]) -> _T:
-        """:meth:`_on_connection` on the event loop: the same retries and the same deadline, which
-        shuts the connection's socket down (:mod:`.deadline`) as in a thread.  Cancelling the task
-        instead would make psycopg send PostgreSQL a cancel request over a new connection, which a
-        stalled network holds too (14 s measured behind a stalled proxy); an ``asyncio`` time-out a
-        second later bounds the drivers that give no socket (aiomysql's streams)."""
+        """:meth:`_on_connection` on the event loop: the same try and tries of the one runner, awaited
+        through this loop's asynchronous engine (:class:`_AsyncEngineDoor`)."""
         engine = await self._aengines.get()
 
-        async def once(left: float) -> _T:
-            try:
-                return await asyncio.wait_for(self._aonce(engine, fn, left), left + _BACKSTOP)
-            except asyncio.TimeoutError:
-                raise self.runner.timed_out() from None
+        async def body(conn: AsyncConnection, prefix: str | None) -> _T:
+            await conn.run_sync(self.prepare)
+            return await fn(conn, prefix)
 
-        return await adrive(self.runner.tries(lambda left: call(once, left)), None)
-
-    async def _aonce(
-        self, engine: AsyncEngine, fn: Callable[[AsyncConnection, str | None], Awaitable[_T]], left: float
-    ) -> _T:
-        async with engine.connect() as conn:
-            raw = await conn.get_raw_connection()
-            with watch(getattr(raw, "driver_connection", None), left) as alarm:
-                try:
-                    bounds = self.runner.bounds(_facts(conn, None), left)
-                    for statement in bounds.before:
-                        await conn.exec_driver_sql(statement)
-                    await conn.run_sync(self.prepare)
-                    return await fn(conn, bounds.prefix or None)
-                except Exception as exc:
-                    discard, instead = self.runner.failed(exc, alarm is not None and alarm.fired)
-                    if discard:
-                        await conn.invalidate()  # never back into the pool
-                    if instead is not None:
-                        raise instead from None
-                    raise
-                except asyncio.CancelledError:  # the backstop cut a statement off: the connection is unusable
-                    with contextlib.suppress(Exception):
-                        await conn.invalidate()
-                    raise
+        done: _T = await self.runner.arun(_AsyncEngineDoor(engine), body)
+        return done
 
     def after_fork(self) -> None:
         # the parent's sockets stay open for the parent; the child opens its own

@@ -6,6 +6,7 @@ May import: Alembic and the standard library.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from alembic.autogenerate import rewriter
@@ -23,3 +24,17 @@ try:  # Alembic 1.18+: after its own comparators of the same priority
     _AFTER_ALEMBIC: dict[str, Any] = {"priority": DispatchPriority.LAST}
 except ImportError:  # earlier: comparators run in the order they were registered, Alembic's own first
     _AFTER_ALEMBIC = {}
+
+
+def rendered(autogen_context: Any, name: str, op: Any, last: tuple[str, ...] = ()) -> str:
+    """``op.<name>(...)`` of a seqid operation (a dataclass), as a migration writes it: its first two fields
+    (the table and the column) as they are, each other by name where it is not its default (always, where
+    it has none), the fields ``last`` names at the end; with the import that registers the operations."""
+    autogen_context.imports.add(_IMPORT)
+    fields = dataclasses.fields(op)
+    args = [repr(getattr(op, f.name)) for f in fields[:2]]
+    for f in sorted(fields[2:], key=lambda f: f.name in last):  # stable: the order of the fields otherwise
+        value = getattr(op, f.name)
+        if f.default is dataclasses.MISSING or value != f.default:
+            args.append(f"{f.name}={value!r}")
+    return f"op.{name}({', '.join(args)})"

@@ -4,6 +4,7 @@ key and keeps the record out of its comment comparison."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from types import EllipsisType
 from typing import Any
 
@@ -16,10 +17,11 @@ from ...schema.adoption import Adoption, adopt
 from ...schema.live import ColumnName, read_column, uuids_of
 from ..columns import storage_fix
 from ..types import SeqUUID
-from ._shared import _AFTER_ALEMBIC, _IMPORT
+from ._shared import _AFTER_ALEMBIC, rendered
 
 
 @Operations.register_operation("adopt_seqid_keys")
+@dataclass(eq=False)  # an operation is itself, as Alembic keeps it
 class AdoptSeqIDKeysOp(MigrateOperation):
     """``op.adopt_seqid_keys("invoice", "id")``: decide once, with the migration's view of the whole
     column, how seqid's keys sort after the keys a column already holds, and record it in the schema
@@ -34,17 +36,12 @@ class AdoptSeqIDKeysOp(MigrateOperation):
     every row (the table's owner).  Its reverse removes the record.
     """
 
-    def __init__(
-        self,
-        table: str,
-        column: str,
-        storage: str | None = None,
-        schema: str | None = None,
-        comment: str | EllipsisType | None = ...,
-    ) -> None:
-        self.table, self.column, self.storage, self.schema = table, column, storage, schema
-        self.comment = comment
-        """The column's own words beside the record, where the migration changes them too (``...``: kept)."""
+    table: str
+    column: str
+    storage: str | None = None
+    schema: str | None = None
+    comment: str | EllipsisType | None = ...
+    """The column's own words beside the record, where the migration changes them too (``...``: kept)."""
 
     @classmethod
     def adopt_seqid_keys(
@@ -129,12 +126,8 @@ def _drop_seqid_record(operations: Operations, operation: DropSeqIDRecordOp) -> 
 
 @renderers.dispatch_for(AdoptSeqIDKeysOp)
 def _render_adopt(autogen_context: Any, op: AdoptSeqIDKeysOp) -> str:
-    autogen_context.imports.add(_IMPORT)
-    storage = "" if op.storage is None else f", storage={op.storage!r}"
-    schema = "" if op.schema is None else f", schema={op.schema!r}"
-    comment = "" if op.comment is ... else f", comment={op.comment!r}"
     name = "drop_seqid_record" if isinstance(op, DropSeqIDRecordOp) else "adopt_seqid_keys"
-    return f"op.{name}({op.table!r}, {op.column!r}{storage}{schema}{comment})"
+    return rendered(autogen_context, name, op)
 
 
 def _keep_the_record(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
@@ -13,11 +14,12 @@ from ...errors import InvalidArgumentError
 from ...schema.live import declared_storage
 from ...vendors import Storage
 from ..types import SeqUUID
-from ._shared import _IMPORT
+from ._shared import rendered
 from .online import _OnlineIO
 
 
 @Operations.register_operation("convert_uuid_storage")
+@dataclass(eq=False)  # an operation is itself, as Alembic keeps it
 class ConvertUUIDStorageOp(MigrateOperation):
     """``op.convert_uuid_storage("author", "id", from_storage="text", to_storage="native")``.
 
@@ -31,14 +33,11 @@ class ConvertUUIDStorageOp(MigrateOperation):
     is refused, naming the online ways, unless ``allow_rewrite=True``.
     """
 
-    def __init__(
-        self, table: str, column: str, from_storage: str, to_storage: str | None = None, allow_rewrite: bool = False
-    ) -> None:
-        self.table = table
-        self.column = column
-        self.from_storage = from_storage
-        self.to_storage = to_storage
-        self.allow_rewrite = allow_rewrite
+    table: str
+    column: str
+    from_storage: str
+    to_storage: str | None = None
+    allow_rewrite: bool = False
 
     @classmethod
     def convert_uuid_storage(
@@ -163,7 +162,4 @@ def _storage_of_type(type_: Any, dialect: Any) -> Storage | None:
 
 @renderers.dispatch_for(ConvertUUIDStorageOp)
 def _render_convert(autogen_context: Any, op: ConvertUUIDStorageOp) -> str:
-    autogen_context.imports.add(_IMPORT)
-    to = "" if op.to_storage is None else f", to_storage={op.to_storage!r}"
-    allow = ", allow_rewrite=True" if op.allow_rewrite else ""
-    return f"op.convert_uuid_storage({op.table!r}, {op.column!r}, from_storage={op.from_storage!r}{to}{allow})"
+    return rendered(autogen_context, "convert_uuid_storage", op)

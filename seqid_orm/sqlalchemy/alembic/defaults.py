@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
@@ -12,11 +13,12 @@ from alembic.operations import MigrateOperation, Operations, ops
 from ...errors import InvalidArgumentError
 from ..server import DatabaseSeqUUID
 from ..types import SeqUUID
-from ._shared import _IMPORT
+from ._shared import rendered
 from .adoption import _adopt
 
 
 @Operations.register_operation("set_seqid_default")
+@dataclass(eq=False)  # an operation is itself, as Alembic keeps it
 class SetSeqIDDefaultOp(MigrateOperation):
     """``op.set_seqid_default("invoice", "id")``: the database makes the column's keys from now on.
 
@@ -27,15 +29,11 @@ class SetSeqIDDefaultOp(MigrateOperation):
     ``shift`` (a ``datetime.timedelta``) moves the clock the default reads, as ``DatabaseSeqUUID(shift=)``.
     """
 
-    def __init__(
-        self,
-        table: str,
-        column: str,
-        storage: str | None = None,
-        schema: str | None = None,
-        shift: datetime.timedelta | None = None,
-    ) -> None:
-        self.table, self.column, self.storage, self.schema, self.shift = table, column, storage, schema, shift
+    table: str
+    column: str
+    storage: str | None = None
+    schema: str | None = None
+    shift: datetime.timedelta | None = None
 
     @classmethod
     def set_seqid_default(
@@ -68,11 +66,6 @@ def _set_seqid_default(operations: Operations, operation: SetSeqIDDefaultOp) -> 
 
 @renderers.dispatch_for(SetSeqIDDefaultOp)
 def _render_set_default(autogen_context: Any, op: SetSeqIDDefaultOp) -> str:
-    autogen_context.imports.add(_IMPORT)
-    storage = "" if op.storage is None else f", storage={op.storage!r}"
-    schema = "" if op.schema is None else f", schema={op.schema!r}"
-    shift = ""
     if op.shift is not None:
-        autogen_context.imports.add("import datetime")
-        shift = f", shift={op.shift!r}"
-    return f"op.set_seqid_default({op.table!r}, {op.column!r}{storage}{schema}{shift})"
+        autogen_context.imports.add("import datetime")  # the shift renders as datetime.timedelta(...)
+    return rendered(autogen_context, "set_seqid_default", op)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
@@ -15,10 +16,11 @@ from alembic.operations import MigrateOperation, Operations, ops
 from ...errors import InvalidArgumentError
 from ..server import DatabaseSeqUUID
 from ..types import SeqUUID
-from ._shared import _AFTER_ALEMBIC, _IMPORT
+from ._shared import _AFTER_ALEMBIC, rendered
 
 
 @Operations.register_operation("add_seqid_column")
+@dataclass(eq=False)  # an operation is itself, as Alembic keeps it
 class AddSeqIDColumnOp(MigrateOperation):
     """``op.add_seqid_column("event", "seq_id", from_timestamp="created_at")``: adopt seqid on a table.
 
@@ -49,21 +51,15 @@ class AddSeqIDColumnOp(MigrateOperation):
     column the metadata does not declare unique.
     """
 
-    def __init__(
-        self,
-        table: str,
-        column: str,
-        from_timestamp: str | None = None,
-        storage: str | None = None,
-        server_default: bool = True,
-        batch_size: int | None = None,
-        online: bool | None = None,
-        unique: bool = True,
-        fire_triggers: bool = True,
-    ) -> None:
-        self.table, self.column, self.from_timestamp = table, column, from_timestamp
-        self.storage, self.server_default, self.batch_size, self.online = storage, server_default, batch_size, online
-        self.unique, self.fire_triggers = unique, fire_triggers
+    table: str
+    column: str
+    from_timestamp: str | None = None
+    storage: str | None = None
+    server_default: bool = True
+    batch_size: int | None = None
+    online: bool | None = None
+    unique: bool = True
+    fire_triggers: bool = True
 
     @classmethod
     def add_seqid_column(
@@ -92,12 +88,14 @@ class AddSeqIDColumnOp(MigrateOperation):
 
 
 @Operations.register_operation("drop_seqid_column")
+@dataclass(eq=False)
 class DropSeqIDColumnOp(MigrateOperation):
     """``op.drop_seqid_column("event", "seq_id")``: undo :class:`AddSeqIDColumnOp` (its unique
     constraint, unless ``unique=False``, then the column; in batch mode, which SQLite needs for both)."""
 
-    def __init__(self, table: str, column: str, unique: bool = True) -> None:
-        self.table, self.column, self.unique = table, column, unique
+    table: str
+    column: str
+    unique: bool = True
 
     @classmethod
     def drop_seqid_column(cls, operations: Operations, table: str, column: str, unique: bool = True) -> None:
@@ -134,25 +132,10 @@ def migration_lock(
     ``ttl`` seconds; one frozen past it loses the lock, and ``lock.check()`` stops it after the migration
     it was in.  SQLite: a lock on the database file (:class:`~seqid_orm.allocation.migration_lock.FileLock`);
     an in-memory database has one process and needs none."""
-    from ...allocation.migration_lock import FileLock, MigrationLock, NoLock, holder_here
-    from ...allocation.stores.sqlalchemy import SQLAlchemyLockStore
+    from ...allocation.migration_lock import holder_here, locked
 
-    engine = getattr(connectable, "engine", connectable)
-    holder = holder_here("alembic upgrade")
-    if engine.dialect.name == "sqlite":
-        path = engine.url.database
-        if not path or path == ":memory:" or path.startswith("file::memory:"):
-            yield NoLock()
-            return
-        with FileLock(path, wait=wait, holder=holder) as file_lock:
-            yield file_lock
-        return
-    store = SQLAlchemyLockStore(engine)
-    try:
-        with MigrationLock(store, name, wait=wait, ttl=ttl, holder=holder) as lock:
-            yield lock
-    finally:
-        store.close()
+    with locked(connectable, name, holder=holder_here("alembic upgrade"), wait=wait, ttl=ttl) as lock:
+        yield lock
 
 
 @Operations.implementation_for(DropSeqIDColumnOp)
@@ -176,22 +159,13 @@ def _drop_seqid_column(operations: Operations, operation: DropSeqIDColumnOp) -> 
 
 @renderers.dispatch_for(AddSeqIDColumnOp)
 def _render_add_seqid_column(autogen_context: Any, op: AddSeqIDColumnOp) -> str:
-    autogen_context.imports.add(_IMPORT)
-    args = [repr(op.table), repr(op.column)]
-    args += [] if op.storage is None else [f"storage={op.storage!r}"]
-    args += [] if op.server_default else ["server_default=False"]
-    args += [] if op.unique else ["unique=False"]
-    args += [] if op.fire_triggers else ["fire_triggers=False"]
     hint = "" if op.from_timestamp else "  # from_timestamp='<a column of each row's time>' keys old rows in that order"
-    stamp = [] if op.from_timestamp is None else [f"from_timestamp={op.from_timestamp!r}"]
-    return f"op.add_seqid_column({', '.join(args + stamp)}){hint}"
+    return rendered(autogen_context, "add_seqid_column", op, last=("from_timestamp",)) + hint
 
 
 @renderers.dispatch_for(DropSeqIDColumnOp)
 def _render_drop_seqid_column(autogen_context: Any, op: DropSeqIDColumnOp) -> str:
-    autogen_context.imports.add(_IMPORT)
-    unique = "" if op.unique else ", unique=False"
-    return f"op.drop_seqid_column({op.table!r}, {op.column!r}{unique})"
+    return rendered(autogen_context, "drop_seqid_column", op)
 
 
 @Operations.implementation_for(AddSeqIDColumnOp)
@@ -232,19 +206,12 @@ def _add_seqid_column(operations: Operations, operation: AddSeqIDColumnOp) -> No
             )
 
 
-@contextlib.contextmanager
 def _operation_lock(conn: Any, column: Any, what: str) -> Any:
-    """The lock of one table's column (:meth:`~seqid_orm.allocation.migration_lock.MigrationLock.for_column`),
-    on connections of the engine's own: two pods running the same migration take turns."""
-    from ...allocation.migration_lock import MigrationLock
-    from ...allocation.stores.sqlalchemy import SQLAlchemyLockStore
+    """The lock of one table's column (:func:`~seqid_orm.allocation.migration_lock.column_lock`), on
+    connections of the engine's own."""
+    from ...allocation.migration_lock import column_lock
 
-    store = SQLAlchemyLockStore(conn.engine)
-    try:
-        with MigrationLock.for_column(store, column.table, column.column, what) as lock:
-            yield lock
-    finally:
-        store.close()
+    return column_lock(conn.engine, column.table, column.column, what)
 
 
 @contextlib.contextmanager
@@ -306,14 +273,14 @@ class _OnlineIO:
         self.conn = conn
 
     def socket_ends(self) -> tuple[object, object] | None:
-        from ...allocation.stores.drivers import socket_ends
+        from ...calls.drivers import socket_ends
 
         return socket_ends(self.conn.connection.dbapi_connection)
 
     def unprepared(self) -> Any:
         """No server-side prepared statements while the operation runs (see
-        :func:`~seqid_orm.allocation.stores.drivers.unprepared`: a transaction pooler)."""
-        from ...allocation.stores.drivers import unprepared
+        :func:`~seqid_orm.calls.drivers.unprepared`: a transaction pooler)."""
+        from ...calls.drivers import unprepared
 
         return unprepared(self.conn.connection.dbapi_connection)
 

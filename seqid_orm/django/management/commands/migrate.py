@@ -70,28 +70,13 @@ class Command(migrate.Command):
 
     @contextlib.contextmanager
     def _lock(self, alias: str, skip: bool, wait: float | None) -> Any:
-        from ....allocation.migration_lock import FileLock, MigrationLock, NoLock, holder_here
-        from ....allocation.stores.django import DjangoLockStore
+        from ....allocation.migration_lock import NoLock, holder_here, locked
 
-        connection = connections[alias]
-        holder = holder_here("manage.py migrate")
         if skip:
             yield NoLock()
-        elif connection.vendor == "sqlite":
-            if connection.is_in_memory_db():
-                yield NoLock()  # one process, one connection: nothing to take turns with
-            else:
-                with FileLock(str(connection.settings_dict["NAME"]), wait=wait, holder=holder) as lock:
-                    yield lock
-        elif connection.vendor in ("postgresql", "mysql"):
-            store = DjangoLockStore(alias)
-            try:
-                with MigrationLock(store, "django-migrate", wait=wait, holder=holder) as lock:
-                    yield lock
-            finally:
-                store.close()
-        else:
-            yield NoLock()  # a database the lock's rows are not written for (SQL Server, Oracle)
+            return
+        with locked(connections[alias], "django-migrate", holder=holder_here("manage.py migrate"), wait=wait) as lock:
+            yield lock
 
 
 def _pending_conversions(aliases: list[str]) -> list[tuple[str, str, str]]:

@@ -1,8 +1,8 @@
 """What seqid asks of a DB-API connection it runs statements on, beyond the statements: where its socket
 goes, and whether its driver prepares statements on the server.  Read by the migration adapters
-(Alembic's and Django's online I/O) and the stores alike.
+(Alembic's and Django's online I/O) and the stores alike (a store's deadline shuts this socket).
 
-May import: the standard library and this package's ``deadline``.
+May import: the standard library only.
 """
 
 from __future__ import annotations
@@ -12,9 +12,27 @@ import os
 import socket
 from collections.abc import Iterator
 
-from .deadline import socket_of
+__all__ = ["socket_ends", "socket_of", "unprepared"]
 
-__all__ = ["socket_ends", "unprepared"]
+
+def socket_of(dbapi_connection: object) -> int | None:
+    """The file descriptor of a DB-API connection's socket, where the driver tells it (psycopg 3,
+    psycopg2, PyMySQL, mysqlclient); ``None`` for SQLite and drivers that do not."""
+    pgconn = getattr(dbapi_connection, "pgconn", None)  # psycopg 3
+    if pgconn is not None:
+        with contextlib.suppress(Exception):
+            fd = int(pgconn.socket)
+            return fd if fd >= 0 else None
+        return None
+    sock = getattr(dbapi_connection, "_sock", None)  # PyMySQL
+    if isinstance(sock, socket.socket):
+        return sock.fileno()
+    fileno = getattr(dbapi_connection, "fileno", None)  # psycopg2, mysqlclient
+    if callable(fileno):
+        with contextlib.suppress(Exception):
+            fd = int(fileno())
+            return fd if fd >= 0 else None
+    return None
 
 
 def socket_ends(dbapi_connection: object) -> tuple[object, object] | None:

@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
-from ..calls.retry import Retry
+from ..calls.retry import Again, Retry
 from ..calls.steps import Steps, drive
 from ..errors import DatabaseUnavailableError, InvalidArgumentError, UnknownLayoutError
 from ..ids.adopted import expected_duplicates, leading_ones, recognise
@@ -742,18 +742,28 @@ def _sample_if_there(
     test, a temporary table: not there, so no finding); the error where the table is there and would not
     be read (locked, not granted).  A table dropped and made again under the same name between two reads
     is read again, a few times at most."""
-    error: DatabaseUnavailableError | None = None
-    for _ in range(3):
+
+    def attempt(left: float) -> Steps[list[list[object]] | DatabaseUnavailableError | None]:
         try:
             return _sample(ex, vendor, column, size, version)
         except DatabaseUnavailableError as exc:
             ex.recover()
             if not _exists(ex, vendor, column):
                 return None
-            error = exc
-            if not _MISSING.search(str(exc)):  # locked, not granted: once is enough to say so
-                break
-    return error
+            if _MISSING.search(str(exc)):  # made again under its name meanwhile: read it again
+                raise Again(exc) from None
+            return exc  # locked, not granted: once is enough to say so
+        yield  # a generator of no step: the policy's loop runs it
+
+    try:
+        sample: list[list[object]] | DatabaseUnavailableError | None = drive(TABLE_MADE_AGAIN.steps(attempt), None)
+    except DatabaseUnavailableError as exc:  # made again at every try
+        return exc
+    return sample
+
+
+#: A table's sample read again where the table was dropped and made again under its name between two reads.
+TABLE_MADE_AGAIN = Retry(3, why="a table dropped and made again under its name while it was read")
 
 
 #: A catalog read that failed is read once more: a schema changed by another session while it was read (a

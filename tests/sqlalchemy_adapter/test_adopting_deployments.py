@@ -328,8 +328,17 @@ def test_database_made_keys_read_the_clock_once_at_a_millisecond_boundary(pg_eng
                 conn.exec_driver_sql(statement)
             conn.exec_driver_sql(f"SELECT setval('{name}_calls', 1, false)")
             sql = default.sql.replace("clock_timestamp()", f"pg_temp.{name}()")
-            if "uuidv7()" in sql:  # PostgreSQL 18's plain key reads its own clock: no reading to force
-                assert width == 0 and pg_engine.dialect.server_version_info >= (18,), (width, sql)
+            if "uuidv7()" in sql:  # PostgreSQL 18's keys read its own clock (uuidv7()): no reading to force,
+                # so each key's millisecond lies between two readings of the server's clock taken around it
+                assert pg_engine.dialect.server_version_info >= (18,), (width, sql)
+                # (three statements: an aggregate's query reads clock_timestamp() after it has made every key)
+                before_ms = int(conn.exec_driver_sql("SELECT clock_timestamp()").scalar_one().timestamp() * 1000)
+                keys = conn.exec_driver_sql(f"SELECT ({sql}) FROM generate_series(1, 200)").scalars().all()
+                after_ms = int(conn.exec_driver_sql("SELECT clock_timestamp()").scalar_one().timestamp() * 1000)
+                for key in keys:
+                    info = describe(key if isinstance(key, uuid.UUID) else _as_uuid(key))
+                    assert before_ms <= int(info.timestamp.timestamp() * 1000) <= after_ms, (width, info)
+                    assert info.parts.get("above", 0) == width, (width, info)
                 continue
             assert f"pg_temp.{name}()" in sql, sql  # the forced clock is the one the key reads
             keys = conn.exec_driver_sql(f"SELECT ({sql}) FROM generate_series(1, 200)").scalars().all()

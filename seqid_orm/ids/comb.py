@@ -149,6 +149,19 @@ def swap_le(value: int) -> int:
     return int.from_bytes(b[3::-1] + b[5:3:-1] + b[7:5:-1] + b[8:], "big")
 
 
+def flags_of(layout: Layout) -> tuple[int, int]:
+    """The bits of ``UUID.int`` every key of ``layout`` carries the same (its version and variant), as
+    ``(value, mask)``: what a key made outside the generator (:mod:`.rekeyed`) keeps, so an engine stores and
+    compares it as it does the layout's own keys."""
+    if layout is Layout.TIME_LAST:
+        return _LAST_FLAGS, (0xF << 76) | (0b111 << 61)
+    if layout is Layout.TIME_FIRST_LE:
+        return _LE_FLAGS, (0xF << 76) | (0b111 << 61)
+    if layout is Layout.SHARDED:
+        return _V8_FLAGS, (0xF << 76) | (0b11 << 62)
+    return _V7_FLAGS, (0xF << 76) | (0b11 << 62)
+
+
 def _compose_first(ms: int, counter: int, rnd: int) -> int:
     return (ms << 80) | ((counter >> 30) << 64) | ((counter & 0x3FFF_FFFF) << 32) | (rnd & _MASK32) | _V7_FLAGS
 

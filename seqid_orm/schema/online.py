@@ -159,8 +159,9 @@ class OnlineColumn:
     """The table's primary key, by which the backfill walks it."""
     column_type: str
     """The new column's type as DDL writes it (``uuid``, ``BINARY(16)``...)."""
-    default_sql: str
-    """The database default that makes the key of every new row (the layout's database-made key)."""
+    default_sql: str | None
+    """The database default that makes the key of every new row (the layout's database-made key); ``None``
+    for none (a re-keyed table's column, which a trigger keeps in step instead)."""
     storage: Storage
     layout: Layout
     stamp: str | None = None
@@ -172,6 +173,9 @@ class OnlineColumn:
     """Whether the column ends unique (a key: the index that makes a key's look-up an index read)."""
     nullable: bool = False
     """Whether the column may stay ``NULL`` (a Django field with ``null=True``); else it ends ``NOT NULL``."""
+    key_sql: str | None = None
+    """SQL of an old row's key made by the server from the row itself (a re-keyed row's integer,
+    :mod:`.rekey`), which the backfill writes instead of a key of its time."""
     server_keys: bool = True
     """Whether the server makes the old rows' keys where it can (:meth:`~seqid_orm.vendors.OnlineRules.key_at`:
     a batch is then one ``UPDATE`` of a key range, and costs about what the same ``UPDATE`` does in one
@@ -418,6 +422,7 @@ def add_column(
     say: Callable[[str], None] = _say_to_stderr,
     sleep: Callable[[float], None] = time.sleep,
     guard: Callable[[], None] = lambda: None,
+    before_fill: Callable[[], None] = lambda: None,
 ) -> Progress:
     """Add ``col`` online, fill it for the existing rows, make it unique and ``NOT NULL`` (the module
     docstring's steps; as :attr:`OnlineColumn.unique` and :attr:`OnlineColumn.nullable` say).
@@ -427,7 +432,9 @@ def add_column(
     ``fire_triggers=False`` keeps the table's row triggers from firing for the backfill's writes (refused
     before any change where the database or the role cannot).  ``batch_size``: a fixed number of rows a
     batch, else sized by time.  ``guard`` runs before each step and batch, and raises to stop the run (a
-    migration lock this run no longer holds).  Returns the backfill's :class:`Progress`."""
+    migration lock this run no longer holds).  ``before_fill`` runs once the column is there, before the
+    backfill (what keeps the application's writes in step from then on, where no default does).  Returns
+    the backfill's :class:`Progress`."""
     rules = col.rules
     table, column = col.q(col.table), col.q(col.column)
     facts = inspect(io, col)
@@ -448,7 +455,9 @@ def add_column(
         except Exception:  # the first change refused: nothing of this run is left behind
             forget(io, col)
             raise
-    step(Step(rules.set_default(table, column, col.default_sql)))
+    if col.default_sql is not None:
+        step(Step(rules.set_default(table, column, col.default_sql)))
+    before_fill()
     progress = Progress(done=0)
     if not facts.not_null:  # a column already NOT NULL holds no row to fill
         progress = backfill(io, col, batch_size=batch_size, fire_triggers=fire_triggers, say=say, guard=guard)
@@ -459,7 +468,7 @@ def add_column(
         default = col.default_sql if keep_default else None
         for change in rules.not_null_steps(table, column, col.column_type, col.q(col.check_name), default):
             step(change)
-    if not keep_default:
+    if not keep_default and col.default_sql is not None:
         step(Step(rules.drop_default(table, column)))
     forget(io, col)
     return progress
@@ -548,6 +557,8 @@ def _made_by_server(col: OnlineColumn) -> str | None:
     """The SQL of an old row's key made by the server from the row itself (its time's key, or where it has
     none, the column's own default: a key of now, after them), or ``None`` where the server cannot
     make the key of a time in this column's layout (then Python makes the keys)."""
+    if col.key_sql is not None:
+        return col.key_sql
     if not col.server_keys:
         return None
     if col.stamp is None:

@@ -235,6 +235,130 @@ class OnlineRules(Protocol):
 
 
 @dataclass(frozen=True)
+class Reference:
+    """A foreign key to a table that is re-keyed, as the vendor's catalog describes it."""
+
+    constraint: str
+    table: str
+    column: str
+    nullable: bool
+    on_delete: str
+    """``NO ACTION``, ``RESTRICT``, ``CASCADE``, ``SET NULL``, ``SET DEFAULT``."""
+    on_update: str
+    deferrable: str
+    """What follows the constraint's actions: ``""``, ``DEFERRABLE INITIALLY IMMEDIATE``..."""
+    columns: int = 1
+    """How many columns the foreign key has (a composite one is refused)."""
+    same_schema: bool = True
+    """Whether the referencing table is in the re-keyed table's schema (the search path's)."""
+
+
+class RekeyRules(Protocol):
+    """How one vendor changes a table's integer key to a seqid key, with every foreign key to it
+    (:mod:`seqid_orm.schema.rekey` asks, and writes no SQL of its own).  Statements take ``:name``
+    parameters; tables and columns are quoted by the caller unless a method says otherwise."""
+
+    def primary_key(self, table: str, /) -> tuple[str, dict[str, object]]:
+        """Rows ``(column, type)`` of ``table``'s primary key (``table`` unquoted), in key order."""
+
+    def column_type(self, table: str, column: str, /) -> tuple[str, dict[str, object]]:
+        """One row ``(type,)`` where ``column`` of ``table`` is there (both unquoted), as the catalog writes it."""
+
+    def key_constraint(self, table: str, /) -> tuple[str, dict[str, object]]:
+        """One row ``(name,)``: the name of ``table``'s primary key constraint (``table`` unquoted)."""
+
+    def references(self, table: str, column: str, /) -> tuple[str, dict[str, object]]:
+        """Rows of every foreign key that references ``column`` of ``table`` (unquoted; not the foreign keys the
+        change itself adds, to its new column), read as :meth:`reference`."""
+
+    def reference(self, row: Sequence[object], /) -> Reference:
+        """One row of :meth:`references`."""
+
+    def integer_range(self, table: str, column: str, /) -> str:
+        """``SELECT min(column), max(column)`` of the key."""
+
+    def integer_function(self, name: str, layout: Layout, storage: Storage, /) -> str | None:
+        """The statement creating (or replacing) the function ``name(n)``: :func:`seqid_orm.ids.rekeyed.integer_key`
+        made by the server; ``None`` where it cannot make that layout in that storage."""
+
+    def integer_key(self, function: str, column: str, /) -> str:
+        """SQL of the key of ``column``'s integer (``NULL`` for ``NULL``)."""
+
+    def trigger_present(self, table: str, trigger: str, /) -> tuple[str, dict[str, object]]:
+        """A read that returns a row where ``trigger`` is on ``table`` (both unquoted)."""
+
+    def keep_in_step(
+        self, table: str, source: str, target: str, integer: str, function: str, trigger: str, /
+    ) -> list[str]:
+        """The statements (each alone) that make the database keep ``target`` equal to the key of ``source``'s
+        integer (made by the function ``integer``, :meth:`integer_function`) on every row the application
+        inserts, or whose ``source`` it changes, from now on; ``function`` and ``trigger`` name what they make
+        (quoted)."""
+
+    def drop_in_step(self, table: str, function: str, trigger: str, /) -> list[str]:
+        """Undo :meth:`keep_in_step`."""
+
+    def index_steps(self, table: str, column: str, index: str, state: str | None, unique: bool, /) -> list[Step]:
+        """An index on ``column`` (``unique``: a unique one, no constraint over it) built without stopping
+        writes (``state``: ``"valid"``, ``"invalid"`` after a killed build, ``None``)."""
+
+    def index_state(self, table: str, index: str, /) -> tuple[str, dict[str, object]]:
+        """A read of whether ``index`` (unquoted) on ``table`` (unquoted) is valid: one row ``(valid,)`` or none."""
+
+    def constraint_state(self, table: str, name: str, /) -> tuple[str, dict[str, object]]:
+        """A read of whether the constraint ``name`` (unquoted) on ``table`` (unquoted) is there and validated:
+        one row ``(validated,)`` or none."""
+
+    def foreign_key_steps(
+        self, reference: Reference, column: str, parent: str, parent_column: str, name: str, state: bool | None, /
+    ) -> list[Step]:
+        """The foreign key ``name`` from ``column`` to ``parent(parent_column)`` with ``reference``'s actions,
+        added without a long lock (``NOT VALID``, then validated while writes go on); ``state``: ``None`` where
+        it is not there, else whether it is validated."""
+
+    def add_foreign_key(self, reference: Reference, column: str, parent: str, parent_column: str, name: str, /) -> str:
+        """The statement adding the foreign key ``name`` from ``column`` of ``reference.table`` to
+        ``parent(parent_column)`` with ``reference``'s actions, not checked against the rows yet."""
+
+    def swap_child(
+        self, table: str, constraint: str, column: str, kept: str, new: str, new_constraint: str, /
+    ) -> list[str]:
+        """The contract's changes of one child: its old foreign key ``constraint`` dropped, the integer ``column``
+        kept (nullable) as ``kept``, the seqid column ``new`` named ``column``, its foreign key
+        ``new_constraint`` named ``constraint``."""
+
+    def swap_parent(
+        self, table: str, constraint: str, column: str, kept: str, new: str, index: str, default: str, /
+    ) -> list[str]:
+        """The contract's changes of the re-keyed table: the primary key ``constraint`` dropped (the integer keeps
+        its own unique index), ``column`` kept as ``kept``, ``new`` named ``column`` and made the primary key
+        ``constraint`` over its unique ``index``, with the layout's database-made key as its default."""
+
+    def unswap_child(self, table: str, constraint: str, column: str, kept: str, new: str, /) -> list[str]:
+        """:meth:`swap_child` reversed, but for the foreign key (:meth:`add_foreign_key` makes it again)."""
+
+    def unswap_parent(self, table: str, constraint: str, column: str, kept: str, new: str, index: str, /) -> list[str]:
+        """:meth:`swap_parent` reversed: the integer ``kept`` is ``column`` and the key again, over its unique
+        ``index``; the seqid column is ``new`` again, without a default."""
+
+    def unfilled(self, table: str, column: str, kept: str, /) -> str:
+        """``SELECT`` of how many rows have a ``column`` but no integer in ``kept`` (written since the contract)."""
+
+    def drop_foreign_key(self, table: str, name: str, /) -> str:
+        """The foreign key ``name`` of ``table`` dropped, where it is there."""
+
+    def drop_column(self, table: str, column: str, /) -> str:
+        """``column`` of ``table`` dropped (its indexes with it), where it is there."""
+
+    def drop_index(self, table: str, index: str, /) -> str:
+        """``index`` of ``table`` dropped, where it is there."""
+
+    def swap(self, table: str, statements: Sequence[str], /) -> Step:
+        """The contract's changes (``statements``, each one ``ALTER TABLE``...) as one step: one transaction
+        whose locks are each waited for briefly."""
+
+
+@dataclass(frozen=True)
 class KeyColumn:
     """One key column as a vendor's catalog describes it (what ``seqid doctor`` samples and judges)."""
 
@@ -329,6 +453,11 @@ class VendorRules(Protocol):
     def ONLINE(self) -> OnlineRules | None:
         """How the engine changes a live table while it is used (:class:`OnlineRules`); ``None`` where seqid
         changes none online (SQLite's one writer and table copies, and the engines seqid has no server of)."""
+
+    @property
+    def REKEY(self) -> RekeyRules | None:
+        """How the engine changes a table's integer key to a seqid key online (:class:`RekeyRules`); ``None``
+        where seqid does not (yet) do that online."""
 
     def quote_identifier(self, name: str, /) -> str:
         """``name`` as a quoted identifier of the engine's SQL."""

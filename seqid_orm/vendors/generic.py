@@ -36,6 +36,7 @@ qualified = qualify(quote_identifier)
 TYPED_COLUMNS = True
 column_catalog = no_column_catalog
 ONLINE = None  # seqid changes no table of it online
+REKEY = None  # nor changes its keys online
 DOCTOR = None  # seqid doctor reads no catalog of it
 
 has_native_uuid = no_native_uuid

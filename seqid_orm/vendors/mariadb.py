@@ -261,6 +261,7 @@ class Online(mysql.Online):
 
 
 ONLINE = Online()
+REKEY = None  # not yet: its integer keys are changed offline (docs/how-to/migrate.md)
 
 
 class Doctor(mysql.Doctor):

@@ -22,6 +22,7 @@ from ._base import (
     Fetch,
     KeyColumn,
     Quote,
+    Reference,
     ServerDefault,
     Step,
     Storage,
@@ -581,6 +582,206 @@ class Online:
 
 
 ONLINE = Online()
+
+# the foreign key actions of pg_constraint (confdeltype, confupdtype)
+_ACTIONS = {"a": "NO ACTION", "r": "RESTRICT", "c": "CASCADE", "n": "SET NULL", "d": "SET DEFAULT"}
+
+
+class Rekey:
+    """PostgreSQL's statements for changing an integer key to a seqid key with every foreign key to it
+    (:mod:`seqid_orm.schema.rekey`).  The database keeps the new columns in step for the application's
+    writes with a row trigger per table (``BEFORE INSERT OR UPDATE OF`` the integer), whose key is a pure
+    function of the integer (:func:`seqid_orm.ids.rekeyed.integer_key`, here an inlinable SQL function),
+    so a child's key never waits for its parent's; foreign keys are added ``NOT VALID`` and validated under
+    ``SHARE UPDATE EXCLUSIVE`` (reads and writes go on: "ALTER TABLE", Notes); the swap is catalog
+    changes in one short transaction."""
+
+    def primary_key(self, table: str, /) -> tuple[str, dict[str, object]]:
+        return (
+            "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_index i "
+            "CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, n) "
+            "JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum "
+            "WHERE i.indrelid = to_regclass(:t) AND i.indisprimary ORDER BY k.n",
+            {"t": quote_identifier(table)},
+        )
+
+    def column_type(self, table: str, column: str, /) -> tuple[str, dict[str, object]]:
+        return (
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = to_regclass(:t) "
+            "AND attname = :c AND NOT attisdropped",
+            {"t": quote_identifier(table), "c": column},
+        )
+
+    def key_constraint(self, table: str, /) -> tuple[str, dict[str, object]]:
+        return (
+            "SELECT conname FROM pg_constraint WHERE conrelid = to_regclass(:t) AND contype = 'p'",
+            {"t": quote_identifier(table)},
+        )
+
+    def references(self, table: str, column: str, /) -> tuple[str, dict[str, object]]:
+        return (
+            "SELECT c.conname, cl.relname, a.attname, a.attnotnull, c.confdeltype, c.confupdtype, c.condeferrable, "
+            "c.condeferred, cardinality(c.conkey), cl.relnamespace = p.relnamespace "
+            "FROM pg_constraint c JOIN pg_class cl ON cl.oid = c.conrelid JOIN pg_class p ON p.oid = c.confrelid "
+            "JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1] "
+            "JOIN pg_attribute r ON r.attrelid = c.confrelid AND r.attnum = c.confkey[1] "
+            "WHERE c.contype = 'f' AND c.confrelid = to_regclass(:t) AND r.attname = :c ORDER BY cl.relname, c.conname",
+            {"t": quote_identifier(table), "c": column},
+        )
+
+    def reference(self, row: Sequence[object], /) -> Reference:
+        name, table, column, not_null, on_delete, on_update, deferrable, deferred, columns, same = row
+        defer = ""
+        if deferrable:
+            defer = "DEFERRABLE INITIALLY DEFERRED" if deferred else "DEFERRABLE INITIALLY IMMEDIATE"
+        return Reference(
+            constraint=str(name),
+            table=str(table),
+            column=str(column),
+            nullable=not not_null,
+            on_delete=_ACTIONS[str(on_delete)],
+            on_update=_ACTIONS[str(on_update)],
+            deferrable=defer,
+            columns=int(str(columns)),
+            same_schema=bool(same),
+        )
+
+    def integer_range(self, table: str, column: str, /) -> str:
+        return f"SELECT min({column}), max({column}) FROM {table}"
+
+    def integer_function(self, name: str, layout: Layout, storage: Storage, /) -> str | None:
+        # ids/rekeyed.integer_key for TIME_FIRST compared bytewise: time 0, version 7, the integer's bits above
+        # bit 62 in the 12 bits after the version, variant 10, its low 62 bits; a negative integer has none
+        if layout is not Layout.TIME_FIRST or storage is not Storage.NATIVE:
+            return None
+        return (
+            f"CREATE OR REPLACE FUNCTION {name}(n bigint) RETURNS uuid LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE "
+            "AS $$ SELECT CASE WHEN n >= 0 THEN ('00000000-0000-7' || lpad(to_hex(n >> 62), 3, '0') || '-' || "
+            "lpad(to_hex(((n >> 48) & 16383) | 32768), 4, '0') || '-' || lpad(to_hex(n & 281474976710655), 12, '0')"
+            ")::uuid END $$"
+        )
+
+    def integer_key(self, function: str, column: str, /) -> str:
+        return f"{function}({column})"
+
+    def trigger_present(self, table: str, trigger: str, /) -> tuple[str, dict[str, object]]:
+        return (
+            "SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass(:t) AND tgname = :g",
+            {"t": quote_identifier(table), "g": trigger},
+        )
+
+    def keep_in_step(
+        self, table: str, source: str, target: str, integer: str, function: str, trigger: str, /
+    ) -> list[str]:
+        row_key = self.integer_key(integer, f"NEW.{source}")
+        return [
+            f"CREATE OR REPLACE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql AS "
+            f"$$ BEGIN NEW.{target} := {row_key}; RETURN NEW; END $$",
+            f"CREATE TRIGGER {trigger} BEFORE INSERT OR UPDATE OF {source} ON {table} "
+            f"FOR EACH ROW EXECUTE FUNCTION {function}()",
+        ]
+
+    def drop_in_step(self, table: str, function: str, trigger: str, /) -> list[str]:
+        return [f"DROP TRIGGER IF EXISTS {trigger} ON {table}", f"DROP FUNCTION IF EXISTS {function}()"]
+
+    def index_steps(self, table: str, column: str, index: str, state: str | None, unique: bool, /) -> list[Step]:
+        steps = []
+        if state == "invalid":
+            steps.append(Step(f"DROP INDEX CONCURRENTLY IF EXISTS {index}", concurrent=True))
+        if state != "valid":
+            kind = "UNIQUE INDEX" if unique else "INDEX"
+            steps.append(Step(f"CREATE {kind} CONCURRENTLY {index} ON {table} ({column})", concurrent=True))
+        return steps
+
+    def index_state(self, table: str, index: str, /) -> tuple[str, dict[str, object]]:
+        return (
+            "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+            "WHERE i.indrelid = to_regclass(:t) AND c.relname = :i",
+            {"t": quote_identifier(table), "i": index},
+        )
+
+    def constraint_state(self, table: str, name: str, /) -> tuple[str, dict[str, object]]:
+        return (
+            "SELECT convalidated FROM pg_constraint WHERE conrelid = to_regclass(:t) AND conname = :n",
+            {"t": quote_identifier(table), "n": name},
+        )
+
+    def foreign_key_steps(
+        self, reference: Reference, column: str, parent: str, parent_column: str, name: str, state: bool | None, /
+    ) -> list[Step]:
+        steps = []
+        if state is None:
+            steps.append(Step(self.add_foreign_key(reference, column, parent, parent_column, name)))
+        if not state:
+            steps.append(Step(f"ALTER TABLE {quote_identifier(reference.table)} VALIDATE CONSTRAINT {name}"))
+        return steps
+
+    def add_foreign_key(self, reference: Reference, column: str, parent: str, parent_column: str, name: str, /) -> str:
+        # NOT VALID: no scan under the lock; VALIDATE CONSTRAINT checks the rows under SHARE UPDATE EXCLUSIVE
+        actions = f"ON DELETE {reference.on_delete} ON UPDATE {reference.on_update} {reference.deferrable}"
+        return (
+            f"ALTER TABLE {quote_identifier(reference.table)} ADD CONSTRAINT {name} FOREIGN KEY ({column}) "
+            f"REFERENCES {parent} ({parent_column}) {actions.strip()} NOT VALID"
+        )
+
+    def swap_child(
+        self, table: str, constraint: str, column: str, kept: str, new: str, new_constraint: str, /
+    ) -> list[str]:
+        return [
+            f"ALTER TABLE {table} DROP CONSTRAINT {constraint}",
+            f"ALTER TABLE {table} ALTER COLUMN {column} DROP NOT NULL",
+            f"ALTER TABLE {table} RENAME COLUMN {column} TO {kept}",
+            f"ALTER TABLE {table} RENAME COLUMN {new} TO {column}",
+            f"ALTER TABLE {table} RENAME CONSTRAINT {new_constraint} TO {constraint}",
+        ]
+
+    def swap_parent(
+        self, table: str, constraint: str, column: str, kept: str, new: str, index: str, default: str, /
+    ) -> list[str]:
+        # ADD ... PRIMARY KEY USING INDEX: the unique index built concurrently becomes the key, no scan
+        # (its column is NOT NULL by a validated check already; "ALTER TABLE", table_constraint_using_index)
+        return [
+            f"ALTER TABLE {table} DROP CONSTRAINT {constraint}",
+            f"ALTER TABLE {table} RENAME COLUMN {column} TO {kept}",
+            f"ALTER TABLE {table} RENAME COLUMN {new} TO {column}",
+            f"ALTER TABLE {table} ADD CONSTRAINT {constraint} PRIMARY KEY USING INDEX {index}",
+            f"ALTER TABLE {table} ALTER COLUMN {column} SET DEFAULT {default}",
+        ]
+
+    def unswap_child(self, table: str, constraint: str, column: str, kept: str, new: str, /) -> list[str]:
+        return [
+            f"ALTER TABLE {table} DROP CONSTRAINT {constraint}",
+            f"ALTER TABLE {table} RENAME COLUMN {column} TO {new}",
+            f"ALTER TABLE {table} RENAME COLUMN {kept} TO {column}",
+        ]
+
+    def unswap_parent(self, table: str, constraint: str, column: str, kept: str, new: str, index: str, /) -> list[str]:
+        return [
+            f"ALTER TABLE {table} DROP CONSTRAINT {constraint}",
+            f"ALTER TABLE {table} ALTER COLUMN {column} DROP DEFAULT",
+            f"ALTER TABLE {table} RENAME COLUMN {column} TO {new}",
+            f"ALTER TABLE {table} RENAME COLUMN {kept} TO {column}",
+            f"ALTER TABLE {table} ADD CONSTRAINT {constraint} PRIMARY KEY USING INDEX {index}",
+        ]
+
+    def unfilled(self, table: str, column: str, kept: str, /) -> str:
+        return f"SELECT count(*) FROM {table} WHERE {column} IS NOT NULL AND {kept} IS NULL"
+
+    def drop_foreign_key(self, table: str, name: str, /) -> str:
+        return f"ALTER TABLE {table} DROP CONSTRAINT IF EXISTS {name}"
+
+    def drop_column(self, table: str, column: str, /) -> str:
+        return f"ALTER TABLE {table} DROP COLUMN IF EXISTS {column}"
+
+    def drop_index(self, table: str, index: str, /) -> str:
+        return f"DROP INDEX IF EXISTS {index}"
+
+    def swap(self, table: str, statements: Sequence[str], /) -> Step:
+        # one transaction (the bound's SET LOCAL, then each change): every change below is the catalog's
+        return Step("; ".join(statements))
+
+
+REKEY = Rekey()
 
 
 # --- what seqid doctor reads (seqid_orm.schema.doctor asks) ------------------------------------------

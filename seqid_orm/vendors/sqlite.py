@@ -46,6 +46,7 @@ string_literal = standard_literal
 TYPE_CHANGE_HOLDS = None  # no conversion seqid refuses by size
 qualified = qualify(quote_identifier)
 ONLINE = None  # seqid changes no table of it online
+REKEY = None  # its table rebuild is the adapters' offline form
 
 has_native_uuid = no_native_uuid
 compare_order = bytewise_order

@@ -36,7 +36,8 @@ drop it.  (This is GeoAlchemy2's arrangement for its spatial operations.)
 One module per family of operation, each registered when this package is imported: :mod:`.tables`
 (seqid's tables), :mod:`.functions` (the sequential-uuids SQL functions), :mod:`.conversions` (a UUID
 column's storage), :mod:`.defaults` (a database-made default), :mod:`.adoption` (the adoption's record),
-:mod:`.online` (a key column added while the table is used, and the migration lock), :mod:`.rewrites`
+:mod:`.online` (a key column added while the table is used, and the migration lock), :mod:`.rekey` (an
+integer key changed to a seqid key with its foreign keys, expand and contract), :mod:`.rewrites`
 (autogenerate's changes of a key column as those operations) and :mod:`.hooks` (what ``env.py`` passes
 to ``context.configure``).  Each asks :mod:`seqid_orm.schema` for the rules, which the Django operations
 read too.
@@ -63,6 +64,10 @@ from .hooks import render_item as render_item
 from .online import AddSeqIDColumnOp as AddSeqIDColumnOp
 from .online import DropSeqIDColumnOp as DropSeqIDColumnOp
 from .online import migration_lock as migration_lock
+from .rekey import RekeyContractOp as RekeyContractOp
+from .rekey import RekeyExpandOp as RekeyExpandOp
+from .rekey import RekeyUndoContractOp as RekeyUndoContractOp
+from .rekey import RekeyUndoExpandOp as RekeyUndoExpandOp
 from .rewrites import _alter_column_as_seqid_ops  # noqa: F401 - registers the rewrite
 from .tables import CreateLeaseTableOp as CreateLeaseTableOp
 from .tables import CreateTicketTableOp as CreateTicketTableOp
@@ -77,6 +82,10 @@ __all__ = [
     "DropLeaseTableOp",
     "DropSeqIDRecordOp",
     "DropTicketTableOp",
+    "RekeyContractOp",
+    "RekeyExpandOp",
+    "RekeyUndoContractOp",
+    "RekeyUndoExpandOp",
     "SetSeqIDDefaultOp",
     "compare_server_default",
     "include_object",

@@ -26,14 +26,14 @@ except ImportError:  # earlier: comparators run in the order they were registere
     _AFTER_ALEMBIC = {}
 
 
-def rendered(autogen_context: Any, name: str, op: Any, last: tuple[str, ...] = ()) -> str:
-    """``op.<name>(...)`` of a seqid operation (a dataclass), as a migration writes it: its first two fields
-    (the table and the column) as they are, each other by name where it is not its default (always, where
-    it has none), the fields ``last`` names at the end; with the import that registers the operations."""
+def rendered(autogen_context: Any, name: str, op: Any, last: tuple[str, ...] = (), positional: int = 2) -> str:
+    """``op.<name>(...)`` of a seqid operation (a dataclass), as a migration writes it: its first ``positional``
+    fields (the table and the column) as they are, each other by name where it is not its default (always,
+    where it has none), the fields ``last`` names at the end; with the import that registers the operations."""
     autogen_context.imports.add(_IMPORT)
     fields = dataclasses.fields(op)
-    args = [repr(getattr(op, f.name)) for f in fields[:2]]
-    for f in sorted(fields[2:], key=lambda f: f.name in last):  # stable: the order of the fields otherwise
+    args = [repr(getattr(op, f.name)) for f in fields[:positional]]
+    for f in sorted(fields[positional:], key=lambda f: f.name in last):  # stable: the order of the fields otherwise
         value = getattr(op, f.name)
         if f.default is dataclasses.MISSING or value != f.default:
             args.append(f"{f.name}={value!r}")

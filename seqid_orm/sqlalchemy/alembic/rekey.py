@@ -1,0 +1,188 @@
+"""``op.rekey_expand()`` and ``op.rekey_contract()``: a table's integer key changed to a seqid key, with every
+foreign key to it, in two migrations of two releases (:mod:`seqid_orm.schema.rekey`), and their ways back,
+``op.rekey_undo_contract()`` and ``op.rekey_undo_expand()``.
+
+Release N ships the migration with ``op.rekey_expand("author")``; its code still writes integers, and the
+database keeps the new columns in step meanwhile.  Release N+1 ships the model with ``seq_uuid_pk()`` and the
+migration with ``op.rekey_contract("author")``, run once no process of release N writes (a post-deployment
+migration).  Both run outside the migration's transaction (their batches commit), under the column's
+migration lock (two pods take turns), and each is finished by running it again after a kill.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from alembic.autogenerate import renderers
+from alembic.operations import MigrateOperation, Operations
+
+from ...errors import InvalidArgumentError
+from ..types import SeqUUID
+from ._shared import rendered
+from .online import _OnlineIO, _operation_lock, _outside_the_transaction
+
+
+def _plan(conn: Any, table: str, storage: str | None) -> Any:
+    """The re-keying of ``table`` as the catalog says, for the keys ``SeqUUID(storage)`` makes on ``conn``."""
+    from ...schema import rekey
+
+    type_ = SeqUUID(storage=storage)
+    where = type_.target(conn.dialect)
+    return rekey.plan(
+        _OnlineIO(conn),
+        where.vendor,
+        table,
+        storage=where.storage,
+        layout=where.layout,
+        default_sql=where.server_default.sql,
+        new_type=str(type_.compile(dialect=conn.dialect)),
+    )
+
+
+def _run(operations: Operations, table: str, storage: str | None, what: str, step: Any) -> None:
+    """``step(io, plan, lock)`` outside the migration's transaction, under the key column's migration lock."""
+    if operations.get_context().as_sql:
+        raise InvalidArgumentError(f"{what} reads the table and fills its rows: run it online")
+    with _outside_the_transaction(operations) as free:
+        if free is None:
+            raise InvalidArgumentError(
+                f"{what} commits its batches: run the migration in a transaction Alembic begins (env.py's "
+                "context.begin_transaction() on a connection not already in a transaction)"
+            )
+        plan = _plan(free, table, storage)
+        io = _OnlineIO(free)
+        with io.unprepared(), _operation_lock(free, plan.parent(), what) as lock:
+            step(io, plan, lock)
+
+
+@Operations.register_operation("rekey_expand")
+@dataclass(eq=False)  # an operation is itself, as Alembic keeps it
+class RekeyExpandOp(MigrateOperation):
+    """``op.rekey_expand("author")``: the expand step of changing ``author``'s integer key to a seqid key with
+    every foreign key to it (release N: its code writes integers meanwhile).  Its reverse is
+    ``op.rekey_undo_expand``."""
+
+    table: str
+    storage: str | None = None
+    batch_size: int | None = None
+
+    @classmethod
+    def rekey_expand(
+        cls, operations: Operations, table: str, storage: str | None = None, batch_size: int | None = None
+    ) -> None:
+        operations.invoke(cls(table, storage, batch_size))
+
+    def reverse(self) -> MigrateOperation:
+        return RekeyUndoExpandOp(self.table, self.storage)
+
+
+@Operations.register_operation("rekey_undo_expand")
+@dataclass(eq=False)
+class RekeyUndoExpandOp(MigrateOperation):
+    """``op.rekey_undo_expand("author")``: what ``rekey_expand`` made, dropped."""
+
+    table: str
+    storage: str | None = None
+
+    @classmethod
+    def rekey_undo_expand(cls, operations: Operations, table: str, storage: str | None = None) -> None:
+        operations.invoke(cls(table, storage))
+
+    def reverse(self) -> MigrateOperation:
+        return RekeyExpandOp(self.table, self.storage)
+
+
+@Operations.register_operation("rekey_contract")
+@dataclass(eq=False)
+class RekeyContractOp(MigrateOperation):
+    """``op.rekey_contract("author")``: the contract step (release N+1, once no process of release N writes):
+    the seqid column becomes the key and each foreign key's column, in one short transaction.  Its reverse is
+    ``op.rekey_undo_contract``."""
+
+    table: str
+    storage: str | None = None
+
+    @classmethod
+    def rekey_contract(cls, operations: Operations, table: str, storage: str | None = None) -> None:
+        operations.invoke(cls(table, storage))
+
+    def reverse(self) -> MigrateOperation:
+        return RekeyUndoContractOp(self.table, self.storage)
+
+
+@Operations.register_operation("rekey_undo_contract")
+@dataclass(eq=False)
+class RekeyUndoContractOp(MigrateOperation):
+    """``op.rekey_undo_contract("author")``: the integer key and foreign keys again."""
+
+    table: str
+    storage: str | None = None
+
+    @classmethod
+    def rekey_undo_contract(cls, operations: Operations, table: str, storage: str | None = None) -> None:
+        operations.invoke(cls(table, storage))
+
+    def reverse(self) -> MigrateOperation:
+        return RekeyContractOp(self.table, self.storage)
+
+
+@Operations.implementation_for(RekeyExpandOp)
+def _rekey_expand(operations: Operations, operation: RekeyExpandOp) -> None:
+    from ...schema import rekey
+
+    _run(
+        operations,
+        operation.table,
+        operation.storage,
+        "rekey_expand",
+        lambda io, plan, lock: rekey.expand(io, plan, batch_size=operation.batch_size, guard=lock.check),
+    )
+
+
+@Operations.implementation_for(RekeyUndoExpandOp)
+def _rekey_undo_expand(operations: Operations, operation: RekeyUndoExpandOp) -> None:
+    from ...schema import rekey
+
+    _run(
+        operations,
+        operation.table,
+        operation.storage,
+        "rekey_undo_expand",
+        lambda io, p, lock: rekey.undo_expand(io, p),
+    )
+
+
+@Operations.implementation_for(RekeyContractOp)
+def _rekey_contract(operations: Operations, operation: RekeyContractOp) -> None:
+    from ...schema import rekey
+
+    _run(
+        operations,
+        operation.table,
+        operation.storage,
+        "rekey_contract",
+        lambda io, plan, lock: rekey.contract(io, plan, guard=lock.check),
+    )
+
+
+@Operations.implementation_for(RekeyUndoContractOp)
+def _rekey_undo_contract(operations: Operations, operation: RekeyUndoContractOp) -> None:
+    from ...schema import rekey
+
+    _run(
+        operations,
+        operation.table,
+        operation.storage,
+        "rekey_undo_contract",
+        lambda io, p, lock: rekey.undo_contract(io, p),
+    )
+
+
+for _op, _name in (
+    (RekeyExpandOp, "rekey_expand"),
+    (RekeyUndoExpandOp, "rekey_undo_expand"),
+    (RekeyContractOp, "rekey_contract"),
+    (RekeyUndoContractOp, "rekey_undo_contract"),
+):
+    renderers.dispatch_for(_op)(lambda context, op, _name=_name: rendered(context, _name, op, positional=1))

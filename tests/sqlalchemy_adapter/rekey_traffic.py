@@ -1,0 +1,80 @@
+"""An application's writers while a table's integer key changes (tests/sqlalchemy_adapter/test_rekey.py): a process
+of its own that, until told to stop, writes as one release's code does, then writes what it saw as JSON.
+
+    python -m tests.sqlalchemy_adapter.rekey_traffic URL PARENT CHILD1 CHILD2 OUT STOPFILE --release old|new
+
+``old``: integers only, as the code before the change (a parent, a child of each kind under it, a child moved to
+another parent, a parent deleted: its CASCADE child goes, its SET NULL child stays with no parent).  ``new``: the
+code after it, with seqid keys (``seqid_orm.uuid7()``) for the parent and the children's foreign keys.  Each
+statement may wait at most ``--wait-ms`` for a lock (PostgreSQL's ``lock_timeout``): a migration that holds a
+table longer makes it fail, and the failure is counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import time
+import traceback
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    for name in ("url", "parent", "child1", "child2", "out", "stop"):
+        parser.add_argument(name)
+    parser.add_argument("--release", choices=("old", "new"), required=True)
+    parser.add_argument("--wait-ms", type=int, default=1000)
+    args = parser.parse_args()
+
+    import sqlalchemy as sa
+
+    from seqid_orm import uuid7
+
+    engine = sa.create_engine(args.url, poolclass=sa.NullPool, isolation_level="AUTOCOMMIT")
+    conn = engine.connect()
+    conn.exec_driver_sql(f"SET lock_timeout = {args.wait_ms}")
+    p, c1, c2 = args.parent, args.child1, args.child2
+    seen: dict[str, object] = {"writes": 0, "errors": [], "longest": 0.0}
+    made: list[object] = []
+    with open(args.out + ".ready", "w"):
+        pass
+
+    def timed(sql: str, params: dict[str, object]) -> object:
+        began = time.monotonic()
+        try:
+            result = conn.execute(sa.text(sql), params)
+            return result.scalar() if result.returns_rows else None
+        finally:
+            seen["longest"] = max(float(str(seen["longest"])), time.monotonic() - began)
+
+    while not os.path.exists(args.stop):
+        try:
+            if args.release == "old":
+                parent = timed(f"INSERT INTO {p} (name) VALUES ('old') RETURNING id", {})
+                timed(f"INSERT INTO {c1} (parent_id) VALUES (:p)", {"p": parent})
+                timed(f"INSERT INTO {c2} (parent_id) VALUES (:p)", {"p": parent})
+                made.append(parent)
+                moved = random.choice(made)
+                timed(f"UPDATE {c1} SET parent_id = :p WHERE id = (SELECT max(id) FROM {c1})", {"p": moved})
+                if len(made) > 3 and random.random() < 0.3:
+                    timed(f"DELETE FROM {p} WHERE id = :p", {"p": made.pop(0)})
+            else:
+                key = uuid7()
+                timed(f"INSERT INTO {p} (id, name) VALUES (:k, 'new')", {"k": key})
+                timed(f"INSERT INTO {c1} (parent_id) VALUES (:k)", {"k": key})
+                timed(f"INSERT INTO {c2} (parent_id) VALUES (:k)", {"k": key})
+            seen["writes"] = int(str(seen["writes"])) + 1
+        except Exception:  # counted: the test says which
+            errors = seen["errors"]
+            assert isinstance(errors, list)
+            errors.append(traceback.format_exc(limit=1).strip().splitlines()[-1][:300])
+            time.sleep(0.05)
+    conn.close()
+    with open(args.out, "w") as out:
+        json.dump(seen, out)
+
+
+if __name__ == "__main__":
+    main()

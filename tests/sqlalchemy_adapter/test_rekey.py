@@ -1,0 +1,372 @@
+"""A table's integer key changed to a seqid key with every foreign key to it (seqid_orm.schema.rekey), as a
+deployment runs it: on the shared PostgreSQL, a parent of 100,000 rows that references itself, a child whose
+foreign key is nullable (ON DELETE SET NULL) and one whose is not (ON DELETE CASCADE); the expand migration run
+through Alembic in a process of its own while the old release's code writes integers, killed in its batches and
+run again; the contract migration waited on by a held lock, killed, run again, then the new release writing seqid
+keys; every child row checked to point at the same parent as before, every constraint there and valid.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import secrets
+import signal
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+sa = pytest.importorskip("sqlalchemy")
+pytest.importorskip("alembic")
+
+from seqid_orm.ids.layout import ORDER_BYTES, Layout  # noqa: E402
+from seqid_orm.ids.rekeyed import integer_key, integer_of  # noqa: E402
+from seqid_orm.vendors import Storage, rules_for  # noqa: E402
+from tests.sqlalchemy_adapter.alembic_project import last_error, project, upgrade  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+PARENTS = 100_000
+
+
+def _url(engine) -> str:
+    return engine.url.render_as_string(hide_password=False)
+
+
+@pytest.fixture
+def graph(pg_engine):
+    """``(parent, child1, child2)``: 100,000 parents each but the first led by the one before, 200,000 children
+    with a nullable foreign key (every tenth without a parent) and 300,000 with a required one."""
+    tag = secrets.token_hex(3)
+    p, c1, c2 = f"rk_parent_{tag}", f"rk_child1_{tag}", f"rk_child2_{tag}"
+    with pg_engine.begin() as conn:
+        conn.exec_driver_sql(
+            f"CREATE TABLE {p} (id bigserial PRIMARY KEY, name text, boss_id bigint REFERENCES {p} (id))"
+        )
+        conn.exec_driver_sql(
+            f"CREATE TABLE {c1} (id bigserial PRIMARY KEY, parent_id bigint REFERENCES {p} (id) ON DELETE SET NULL)"
+        )
+        conn.exec_driver_sql(
+            f"CREATE TABLE {c2} (id bigserial PRIMARY KEY, "
+            f"parent_id bigint NOT NULL REFERENCES {p} (id) ON DELETE CASCADE)"
+        )
+        conn.exec_driver_sql(f"INSERT INTO {p} (name) SELECT 'p' || g FROM generate_series(1, {PARENTS}) g")
+        conn.exec_driver_sql(f"UPDATE {p} SET boss_id = id - 1 WHERE id > 1")
+        conn.exec_driver_sql(
+            f"INSERT INTO {c1} (parent_id) "
+            f"SELECT CASE WHEN g %% 10 = 0 THEN NULL ELSE (g::bigint * 7919) %% {PARENTS} + 1 END "
+            "FROM generate_series(1, 200000) g"
+        )
+        conn.exec_driver_sql(
+            f"INSERT INTO {c2} (parent_id) SELECT (g::bigint * 104729) %% {PARENTS} + 1 "
+            "FROM generate_series(1, 300000) g"
+        )
+        conn.exec_driver_sql(f"ANALYZE {p}; ANALYZE {c1}; ANALYZE {c2}")
+    yield p, c1, c2
+    with pg_engine.begin() as conn:
+        for table in (c2, c1, p):
+            conn.exec_driver_sql(f"DROP TABLE IF EXISTS {table} CASCADE")
+        conn.exec_driver_sql(
+            f"DROP TABLE IF EXISTS seqid_fill_{p}_id_seqid, seqid_fill_{c1}_parent_id_seqid, "
+            f"seqid_fill_{c2}_parent_id_seqid, seqid_fill_{p}_boss_id_seqid"
+        )
+
+
+class Traffic:
+    """rekey_traffic.py in a process of its own, writing as ``release``'s code does, until stopped."""
+
+    def __init__(self, engine, tables: tuple[str, str, str], tmp: Path, release: str) -> None:
+        import subprocess
+
+        self.out, self.stop_file = tmp / f"{release}.json", tmp / f"{release}.stop"
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tests.sqlalchemy_adapter.rekey_traffic",
+                _url(engine),
+                *tables,
+                str(self.out),
+                str(self.stop_file),
+                "--release",
+                release,
+            ],
+            cwd=ROOT,
+        )
+        deadline = time.monotonic() + 30
+        while not Path(str(self.out) + ".ready").exists():
+            assert self.proc.poll() is None and time.monotonic() < deadline, "the writer did not start"
+            time.sleep(0.05)
+
+    def stop(self) -> dict:
+        self.stop_file.touch()
+        self.proc.wait(60)
+        return json.loads(self.out.read_text())
+
+
+def _migration(tmp: Path, name: str, body: str, version: str) -> Path:
+    return project(tmp / name, version, body)
+
+
+def _run(where: Path, url: str) -> None:
+    run = upgrade(where, url)
+    _out, err = run.communicate(timeout=600)
+    assert run.returncode == 0, last_error(err) or err[-2000:]
+
+
+def _kill_in_batches(where: Path, url: str, engine, progress_table: str) -> int:
+    """Run ``where``'s migration, SIGKILL it at a random point of its batches; the rows it had done."""
+    kill_at = random.randint(PARENTS // 10, PARENTS * 9 // 10)
+    run = upgrade(where, url)
+    done = 0
+    while run.poll() is None:
+        with engine.connect() as conn:
+            found = conn.execute(sa.text("SELECT to_regclass(:t) IS NOT NULL"), {"t": progress_table}).scalar()
+            if found:
+                done = int(conn.exec_driver_sql(f"SELECT coalesce(max(done), 0) FROM {progress_table}").scalar())
+        if done >= kill_at:
+            run.send_signal(signal.SIGKILL)
+            break
+        time.sleep(0.01)
+    run.wait()
+    return done
+
+
+def _parents_of(engine, child: str, column: str, parent: str, parent_int: str) -> dict[int, int | None]:
+    """Each child row's parent, by the parent's integer (``parent_int``), through ``column``'s join."""
+    with engine.connect() as conn:
+        rows = conn.exec_driver_sql(
+            f"SELECT c.id, p.{parent_int} FROM {child} c LEFT JOIN {parent} p ON p.id = c.{column}"
+        ).all()
+    return {int(i): (None if n is None else int(n)) for i, n in rows}
+
+
+def test_the_integer_keys_sort_as_the_database_compares_them_below_every_new_key(pg_engine):
+    """What the change rests on, by PostgreSQL's ORDER BY: the keys of integers sort as the integers, below a key
+    made now; the server's function makes the key Python does, and none for a negative integer."""
+    numbers = sorted(
+        {0, 1, 2, 255, 256, (1 << 48) - 1, 1 << 48, (1 << 62) - 1, 1 << 62, (1 << 63) - 1}
+        | {random.getrandbits(63) for _ in range(500)}
+    )
+    rules = rules_for("postgresql").REKEY
+    name = f"seqid_test_ik_{secrets.token_hex(3)}"
+    with pg_engine.begin() as conn:
+        conn.exec_driver_sql(rules.integer_function(name, Layout.TIME_FIRST, Storage.NATIVE))
+        try:
+            shuffled = random.sample(numbers, len(numbers))
+            conn.exec_driver_sql("CREATE TEMP TABLE ik (n numeric, k uuid)")
+            conn.execute(
+                sa.text("INSERT INTO ik VALUES (:n, :k)"),
+                [{"n": n, "k": integer_key(n, Layout.TIME_FIRST)} for n in shuffled],
+            )
+            conn.exec_driver_sql("INSERT INTO ik VALUES (-1, NULL)")
+            by_key = [int(n) for (n,) in conn.exec_driver_sql("SELECT n FROM ik WHERE k IS NOT NULL ORDER BY k").all()]
+            assert by_key == numbers
+            made = conn.exec_driver_sql(f"SELECT n, {name}(n::bigint) FROM ik").all()
+            assert all(k == (integer_key(int(n), Layout.TIME_FIRST) if n >= 0 else None) for n, k in made)
+            now_key = rules_for("postgresql").server_default((15,), Storage.NATIVE, 0).sql  # a key made now
+            assert conn.exec_driver_sql(
+                f"SELECT (SELECT k FROM ik ORDER BY k DESC NULLS LAST LIMIT 1) < {now_key}"
+            ).scalar()
+            assert all(
+                integer_of(integer_key(n, Layout.TIME_FIRST), Layout.TIME_FIRST, ORDER_BYTES) == n for n in numbers
+            )
+        finally:
+            conn.exec_driver_sql(f"DROP FUNCTION {name}(bigint)")
+
+
+@pytest.mark.big  # its smaller twin on every version: test_each_step_has_its_way_back
+def test_an_integer_key_and_its_foreign_keys_change_while_the_old_release_writes(pg_engine, graph, tmp_path):
+    p, c1, c2 = graph
+    url = _url(pg_engine)
+    expand = _migration(tmp_path, "expand", f'    op.rekey_expand("{p}", batch_size=1000)', f"v_{p}_1")
+    old = Traffic(pg_engine, graph, tmp_path, "old")
+    try:
+        done = _kill_in_batches(expand, url, pg_engine, f"seqid_fill_{p}_id_seqid")
+        assert 0 < done < PARENTS, done  # killed in its batches
+        _run(expand, url)  # run again: it goes on and finishes
+        time.sleep(0.5)  # the old release goes on writing on the expanded tables
+    finally:
+        seen = old.stop()
+    assert seen["errors"] == [] and seen["writes"] > 0, seen
+    assert seen["longest"] < 1.0, seen  # no statement of the old release waited past its lock time-out either
+    with pg_engine.connect() as conn:
+        # every row's key is its integer's, its parent's too (a Python reading, not the server's function)
+        for table, source, target in (
+            (p, "id", "id_seqid"),
+            (p, "boss_id", "boss_id_seqid"),
+            (c1, "parent_id", "parent_id_seqid"),
+            (c2, "parent_id", "parent_id_seqid"),
+        ):
+            rows = conn.exec_driver_sql(f"SELECT {source}, {target} FROM {table}").all()
+            assert all(
+                (k is None) == (n is None) and (n is None or k == integer_key(n, Layout.TIME_FIRST)) for n, k in rows
+            ), table
+        ids = [n for (n,) in conn.exec_driver_sql(f"SELECT id FROM {p} ORDER BY id_seqid").all()]
+        assert ids == sorted(ids)  # ORDER BY the new key reads the rows as ORDER BY id did
+    before = {t: _parents_of(pg_engine, t, "parent_id", p, "id") for t in (c1, c2)}
+    bosses = _parents_of(pg_engine, p, "boss_id", p, "id")
+
+    # the contract step waits for a table the application holds, is killed, and is run again
+    contract = _migration(tmp_path, "contract", f'    op.rekey_contract("{p}")', f"v_{p}_2")
+    holder = pg_engine.connect()
+    holder.exec_driver_sql(f"BEGIN; LOCK TABLE {c2} IN ACCESS SHARE MODE; SELECT 1 FROM {c2} LIMIT 1")
+    waiting = upgrade(contract, url)
+    time.sleep(2.0)
+    assert waiting.poll() is None  # its swap waits (half a second at a time, tried again)
+    waiting.send_signal(signal.SIGKILL)
+    waiting.wait()
+    holder.exec_driver_sql("ROLLBACK")
+    holder.close()
+    with pg_engine.connect() as conn:
+        kind = conn.execute(
+            sa.text(
+                "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+                "WHERE attrelid = to_regclass(:t) AND attname = 'id'"
+            ),
+            {"t": p},
+        ).scalar()
+    assert kind == "bigint"  # the killed swap changed nothing
+    _run(contract, url)
+    new = Traffic(pg_engine, graph, tmp_path, "new")
+    time.sleep(0.5)
+    seen = new.stop()
+    assert seen["errors"] == [] and seen["writes"] > 0, seen
+
+    with pg_engine.connect() as conn:
+        kinds = dict(
+            conn.execute(
+                sa.text(
+                    "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute "
+                    "WHERE attrelid = to_regclass(:t) "
+                    "AND attnum > 0 AND NOT attisdropped"
+                ),
+                {"t": p},
+            ).all()
+        )
+        assert kinds["id"] == "uuid" and kinds["id_int"] == "bigint" and "id_seqid" not in kinds
+        constraints = conn.execute(
+            sa.text(
+                "SELECT conrelid::regclass::text, contype, convalidated, pg_get_constraintdef(oid) FROM pg_constraint "
+                "WHERE conrelid IN (to_regclass(:p), to_regclass(:a), to_regclass(:b)) ORDER BY 1, 4"
+            ),
+            {"p": p, "a": c1, "b": c2},
+        ).all()
+        assert all(valid for _t, _k, valid, _d in constraints), constraints
+        defs = {(t, d) for t, _k, _v, d in constraints}
+        assert (p, "PRIMARY KEY (id)") in defs
+        assert (c1, f"FOREIGN KEY (parent_id) REFERENCES {p}(id) ON DELETE SET NULL") in defs
+        assert (c2, f"FOREIGN KEY (parent_id) REFERENCES {p}(id) ON DELETE CASCADE") in defs
+        assert (p, f"FOREIGN KEY (boss_id) REFERENCES {p}(id)") in defs
+        for table in (c1, c2):
+            orphans = conn.exec_driver_sql(
+                f"SELECT count(*) FROM {table} c LEFT JOIN {p} x ON x.id = c.parent_id "
+                "WHERE c.parent_id IS NOT NULL AND x.id IS NULL"
+            ).scalar()
+            assert orphans == 0
+    with pytest.raises(sa.exc.IntegrityError), pg_engine.begin() as conn:  # the old integer stays unique
+        conn.exec_driver_sql(f"INSERT INTO {p} (id, id_int, name) VALUES (gen_random_uuid(), 1, 'dup')")
+    # every row the old release wrote points where it pointed, through the new keys
+    for table in (c1, c2):
+        after = _parents_of(pg_engine, table, "parent_id", p, "id_int")
+        assert {k: v for k, v in after.items() if k in before[table]} == before[table], table
+    with pg_engine.connect() as conn:
+        after_bosses = dict(
+            conn.exec_driver_sql(f"SELECT c.id_int, b.id_int FROM {p} c LEFT JOIN {p} b ON b.id = c.boss_id").all()
+        )
+    assert {k: v for k, v in after_bosses.items() if k in bosses} == bosses
+    with pg_engine.connect() as conn:
+        newest = conn.exec_driver_sql(f"SELECT id FROM {p} WHERE name = 'new' ORDER BY id LIMIT 1").scalar()
+        oldest = conn.exec_driver_sql(f"SELECT id FROM {p} WHERE name <> 'new' ORDER BY id DESC LIMIT 1").scalar()
+        assert isinstance(newest, uuid.UUID) and oldest < newest  # the old rows sort below every new key
+
+
+def _catalog(engine, tables: tuple[str, ...]) -> dict[str, set]:
+    """What the tables are made of, as the catalog says: columns (type, NOT NULL, default), constraints (their
+    definition and whether validated), indexes, triggers."""
+    with engine.connect() as conn:
+        read = {
+            "columns": "SELECT attrelid::regclass::text, attname, format_type(atttypid, atttypmod), attnotnull, "
+            "pg_get_expr(d.adbin, d.adrelid) FROM pg_attribute a LEFT JOIN pg_attrdef d "
+            "ON d.adrelid = a.attrelid AND d.adnum = a.attnum WHERE attrelid = ANY(:t) AND attnum > 0 "
+            "AND NOT attisdropped",
+            "constraints": "SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid), convalidated "
+            "FROM pg_constraint WHERE conrelid = ANY(:t)",
+            "indexes": "SELECT indrelid::regclass::text, indexrelid::regclass::text, pg_get_indexdef(indexrelid), "
+            "indisvalid FROM pg_index WHERE indrelid = ANY(:t)",
+            "triggers": "SELECT tgrelid::regclass::text, tgname FROM pg_trigger WHERE tgrelid = ANY(:t) "
+            "AND NOT tgisinternal",
+        }
+        oids = [conn.execute(sa.text("SELECT to_regclass(:t)::oid"), {"t": t}).scalar() for t in tables]
+        return {k: set(conn.execute(sa.text(q), {"t": oids}).all()) for k, q in read.items()}
+
+
+def test_each_step_has_its_way_back(pg_engine, tmp_path):
+    """Expand then its undo leaves the tables as they were (catalog and rows); expand, contract, a row the new
+    release wrote, and the undo of the contract: refused, naming the rows and the statement that fills them;
+    filled, the undo gives the integer key and foreign keys back (valid, every child on its parent), and the undo
+    of the expand the tables as they were, but for the new release's rows."""
+    tag = secrets.token_hex(3)
+    p, c = f"rk_back_p_{tag}", f"rk_back_c_{tag}"
+    url = _url(pg_engine)
+    with pg_engine.begin() as conn:
+        conn.exec_driver_sql(f"CREATE TABLE {p} (id bigserial PRIMARY KEY, name text)")
+        conn.exec_driver_sql(
+            f"CREATE TABLE {c} (id bigserial PRIMARY KEY, parent_id integer REFERENCES {p} (id) ON DELETE SET NULL)"
+        )
+        conn.exec_driver_sql(f"INSERT INTO {p} (name) SELECT 'p' || g FROM generate_series(1, 2000) g")
+        conn.exec_driver_sql(
+            f"INSERT INTO {c} (parent_id) SELECT CASE WHEN g %% 7 = 0 THEN NULL ELSE g %% 2000 + 1 END "
+            "FROM generate_series(1, 5000) g"
+        )
+    try:
+        before = _catalog(pg_engine, (p, c))
+        rows = _parents_of(pg_engine, c, "parent_id", p, "id")
+        steps = iter(range(100))
+
+        def run(body: str) -> None:
+            _run(_migration(tmp_path, f"m{next(steps)}", body, f"v_{tag}_{next(steps)}"), url)
+
+        run(f'    op.rekey_expand("{p}")')
+        assert _catalog(pg_engine, (p, c)) != before
+        run(f'    op.rekey_undo_expand("{p}")')
+        assert _catalog(pg_engine, (p, c)) == before
+        assert _parents_of(pg_engine, c, "parent_id", p, "id") == rows
+
+        run(f'    op.rekey_expand("{p}")')
+        run(f'    op.rekey_contract("{p}")')
+        with pg_engine.begin() as conn:  # the new release writes a parent and a child by their seqid keys
+            new_id = conn.exec_driver_sql(f"INSERT INTO {p} (name) VALUES ('new') RETURNING id").scalar()
+            conn.execute(sa.text(f"INSERT INTO {c} (parent_id) VALUES (:k)"), {"k": new_id})
+        where = _migration(tmp_path, "undo-refused", f'    op.rekey_undo_contract("{p}")', f"v_{tag}_refused")
+        refused = upgrade(where, url)
+        _out, err = refused.communicate(timeout=300)
+        assert refused.returncode != 0
+        assert "MigrationRefusedError" in last_error(err) and "1 rows have no integer in parent_id_int" in err, err
+        with pg_engine.connect() as conn:
+            assert (
+                conn.execute(
+                    sa.text(
+                        "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = to_regclass(:t) "
+                        "AND attname = 'id'"
+                    ),
+                    {"t": p},
+                ).scalar()
+                == "uuid"
+            )  # refused before any change
+        with pg_engine.begin() as conn:  # the statement the refusal names, as it names it
+            conn.exec_driver_sql(last_error(err).split("fill them first: ", 1)[1])
+        run(f'    op.rekey_undo_contract("{p}")')
+        with pg_engine.connect() as conn:
+            new_int = conn.exec_driver_sql(f"SELECT id FROM {p} WHERE name = 'new'").scalar()
+        assert isinstance(new_int, int)
+        assert _parents_of(pg_engine, c, "parent_id", p, "id") == {**rows, max(rows) + 1: new_int}
+        run(f'    op.rekey_undo_expand("{p}")')
+        assert _catalog(pg_engine, (p, c)) == before
+    finally:
+        with pg_engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP TABLE IF EXISTS {c}, {p} CASCADE")
+            for table, column in ((p, "id"), (c, "parent_id")):
+                conn.exec_driver_sql(f"DROP TABLE IF EXISTS seqid_fill_{table}_{column}_seqid")

@@ -30,6 +30,8 @@ __all__ = [
     "ConvertUUIDStorage",
     "CreateSequentialUUIDFunctions",
     "CreateTableUnlessThere",
+    "RekeyContract",
+    "RekeyExpand",
 ]
 
 
@@ -548,3 +550,147 @@ class CreateTableUnlessThere(Operation):
 
     def describe(self) -> str:
         return f"Create model {self.create.name}, or keep its table where a store made it"
+
+
+def _rekey_run(
+    app_label: str, schema_editor: Any, state: Any, operation: Any, what: str, step: Callable[[Any, Any, Any], None]
+) -> None:
+    """``step(io, plan, lock)`` of re-keying ``operation.model_name``'s table (as ``state`` has the model) for
+    the keys ``operation.field`` makes, as the catalog says, under the key column's migration lock; refused in
+    an atomic migration (its batches commit) before any change."""
+    from ..errors import MigrationRefusedError
+    from ..schema import rekey
+
+    connection = schema_editor.connection
+    if connection.in_atomic_block:
+        raise MigrationRefusedError(
+            f"{what} commits its batches: give the migration atomic = False "
+            "(class Migration(migrations.Migration): atomic = False)"
+        )
+    model = state.apps.get_model(app_label, operation.model_name)
+    field = _seqid_key(operation.model_name, operation.field)
+    field.set_attributes_from_name(model._meta.pk.name)
+    io = _OnlineIO(connection)
+    plan = rekey.plan_for(io, field_target(field, connection), model._meta.db_table, str(field.db_type(connection)))
+    with io.unprepared(), _operation_lock(connection, plan.parent(), what) as lock:
+        step(io, plan, lock)
+
+
+def _seqid_key(model_name: str, field: Any) -> Any:
+    """``field`` as the key the contract makes (``SeqUUIDField(primary_key=True)`` when none is given)."""
+    if field is None:
+        from .fields import SeqUUIDField
+
+        field = SeqUUIDField(primary_key=True, serialize=False)  # as makemigrations writes a model's key
+    if not getattr(field, "primary_key", False):
+        from ..errors import InvalidArgumentError
+
+        raise InvalidArgumentError(f"the key of {model_name} after its contract step must have primary_key=True")
+    return field
+
+
+@dataclass(eq=False, repr=False)  # the constructor from the fields; Django's own repr and identity
+class RekeyExpand(Operation):
+    """``RekeyExpand("author")`` in release N's migration (``atomic = False``): the expand step of changing
+    ``author``'s integer key to a seqid key with every foreign key to it, as the catalog has them (other apps'
+    tables, many-to-many tables, the table itself) — :mod:`seqid_orm.schema.rekey`.  Release N's models are
+    unchanged: their code writes integers, and the database keeps the new columns in step.  ``field`` is the
+    key the contract step will make (``SeqUUIDField(primary_key=True)`` by default): it decides the keys'
+    layout and storage.  Run again after a kill, it goes on where it stopped.  Unapplying drops what it made.
+    PostgreSQL only (yet): elsewhere it is refused before any change."""
+
+    reversible = True
+    reduces_to_sql = False  # it reads the catalog and fills rows
+
+    model_name: str
+    field: Any = None
+    batch_size: int | None = None
+
+    def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
+        kwargs: dict[str, Any] = {}
+        if self.field is not None:
+            kwargs["field"] = self.field
+        if self.batch_size is not None:
+            kwargs["batch_size"] = self.batch_size
+        return "RekeyExpand", [self.model_name], kwargs
+
+    def state_forwards(self, app_label: str, state: Any) -> None:
+        pass  # the new columns are the database's until the contract step: release N's models do not see them
+
+    def database_forwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
+        from ..schema import rekey
+
+        _rekey_run(
+            app_label,
+            schema_editor,
+            to_state,
+            self,
+            "RekeyExpand",
+            lambda io, plan, lock: rekey.expand(io, plan, batch_size=self.batch_size, guard=lock.check),
+        )
+
+    def database_backwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
+        from ..schema import rekey
+
+        _rekey_run(
+            app_label,
+            schema_editor,
+            from_state,
+            self,
+            "RekeyExpand, unapplied",
+            lambda io, p, _: rekey.undo_expand(io, p),
+        )
+
+    def describe(self) -> str:
+        return f"Add {self.model_name}'s seqid key beside its integer key, with every foreign key to it, online"
+
+
+@dataclass(eq=False, repr=False)  # the constructor from the fields; Django's own repr and identity
+class RekeyContract(Operation):
+    """``RekeyContract("author")`` in release N+1's migration (``atomic = False``), run once no process of
+    release N writes: the seqid column becomes the key and each foreign key's column, in one short
+    transaction (:mod:`seqid_orm.schema.rekey`); the integer stays, unique, as ``<column>_int`` (old URLs).
+    The model's key becomes ``field`` (``SeqUUIDField(primary_key=True)`` by default), so every
+    ``ForeignKey`` to it follows.  Unapplying swaps back (refused while rows the new release wrote have no
+    integer, naming the ``UPDATE`` that gives them one)."""
+
+    reversible = True
+    reduces_to_sql = False
+
+    model_name: str
+    field: Any = None
+
+    def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
+        return "RekeyContract", [self.model_name], {} if self.field is None else {"field": self.field}
+
+    def state_forwards(self, app_label: str, state: Any) -> None:
+        model = state.models[app_label, self.model_name.lower()]
+        pk = next(name for name, f in model.fields.items() if getattr(f, "primary_key", False))
+        state.alter_field(app_label, self.model_name.lower(), pk, _seqid_key(self.model_name, self.field), True)
+
+    def database_forwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
+        from ..schema import rekey
+
+        _rekey_run(
+            app_label,
+            schema_editor,
+            from_state,
+            self,
+            "RekeyContract",
+            lambda io, plan, lock: rekey.contract(io, plan, guard=lock.check),
+        )
+
+    def database_backwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
+        from ..schema import rekey
+
+        _rekey_run(
+            app_label,
+            schema_editor,
+            to_state,
+            self,
+            "RekeyContract, unapplied",
+            lambda io, p, _: rekey.undo_contract(io, p),
+        )
+
+    def describe(self) -> str:
+        return f"Make {self.model_name}'s seqid key its primary key and every foreign key's, online"

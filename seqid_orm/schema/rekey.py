@@ -42,10 +42,21 @@ from dataclasses import dataclass
 
 from ..errors import InvalidArgumentError, MigrationRefusedError
 from ..ids.layout import Layout
-from ..vendors import OnlineRules, Reference, RekeyRules, Step, Storage, bounded_name, rules_for
+from ..vendors import OnlineRules, Reference, RekeyRules, Step, Storage, Target, bounded_name, rules_for
 from .online import OnlineColumn, OnlineIO, _run_step, _say_to_stderr, add_column, forget
 
-__all__ = ["INTEGER_FUNCTION", "Child", "Rekey", "contract", "expand", "plan", "state", "undo_contract", "undo_expand"]
+__all__ = [
+    "INTEGER_FUNCTION",
+    "Child",
+    "Rekey",
+    "contract",
+    "expand",
+    "plan",
+    "plan_for",
+    "state",
+    "undo_contract",
+    "undo_expand",
+]
 
 #: The function that makes the key of an integer (one per schema, the same for every table).
 INTEGER_FUNCTION = "seqid_integer_key"
@@ -242,6 +253,20 @@ def plan(
     [(constraint,)] = io.fetch(*rules.key_constraint(table))
     return Rekey(
         vendor, table, column, key_type, str(constraint), tuple(children), storage, layout, default_sql, new_type
+    )
+
+
+def plan_for(io: OnlineIO, where: Target, table: str, new_type: str) -> Rekey:
+    """:func:`plan` for the keys of ``where`` (a column type's target on the connection: its layout, storage and
+    database-made key), whose DDL type is ``new_type``: what both ORMs' operations call."""
+    return plan(
+        io,
+        where.vendor,
+        table,
+        storage=where.storage,
+        layout=where.layout,
+        default_sql=where.server_default.sql,
+        new_type=new_type,
     )
 
 

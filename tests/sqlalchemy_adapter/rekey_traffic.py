@@ -4,7 +4,9 @@ of its own that, until told to stop, writes as one release's code does, then wri
     python -m tests.sqlalchemy_adapter.rekey_traffic URL PARENT CHILD1 CHILD2 OUT STOPFILE --release old|new
 
 ``old``: integers only, as the code before the change (a parent, a child of each kind under it, a child moved to
-another parent, a parent deleted: its CASCADE child goes, its SET NULL child stays with no parent).  ``new``: the
+another parent, a parent deleted: its CASCADE child goes, its SET NULL child stays with no parent; with
+``--collector`` the code deletes and nulls them itself first, as Django's deletion does, whose foreign keys have
+no ``ON DELETE`` in the database).  ``new``: the
 code after it, with seqid keys (``seqid_orm.uuid7()``) for the parent and the children's foreign keys.  Each
 statement may wait at most ``--wait-ms`` for a lock (PostgreSQL's ``lock_timeout``): a migration that holds a
 table longer makes it fail, and the failure is counted.
@@ -26,6 +28,7 @@ def main() -> None:
         parser.add_argument(name)
     parser.add_argument("--release", choices=("old", "new"), required=True)
     parser.add_argument("--wait-ms", type=int, default=1000)
+    parser.add_argument("--collector", action="store_true", help="delete and null a parent's children first")
     args = parser.parse_args()
 
     import sqlalchemy as sa
@@ -59,7 +62,12 @@ def main() -> None:
                 moved = random.choice(made)
                 timed(f"UPDATE {c1} SET parent_id = :p WHERE id = (SELECT max(id) FROM {c1})", {"p": moved})
                 if len(made) > 3 and random.random() < 0.3:
-                    timed(f"DELETE FROM {p} WHERE id = :p", {"p": made.pop(0)})
+                    gone = made.pop(0)
+                    if args.collector:  # Django's deletion: the application's own CASCADE and SET_NULL first
+                        timed(f"DELETE FROM {c2} WHERE parent_id = :p", {"p": gone})
+                        timed(f"UPDATE {c1} SET parent_id = NULL WHERE parent_id = :p", {"p": gone})
+                        timed(f"UPDATE {p} SET boss_id = NULL WHERE boss_id = :p", {"p": gone})
+                    timed(f"DELETE FROM {p} WHERE id = :p", {"p": gone})
             else:
                 key = uuid7()
                 timed(f"INSERT INTO {p} (id, name) VALUES (:k, 'new')", {"k": key})
@@ -69,7 +77,8 @@ def main() -> None:
         except Exception:  # counted: the test says which
             errors = seen["errors"]
             assert isinstance(errors, list)
-            errors.append(traceback.format_exc(limit=1).strip().splitlines()[-1][:300])
+            said = traceback.format_exc(limit=1).strip().splitlines()
+            errors.append(next((line for line in said if "Error" in line), said[-1])[:300])
             time.sleep(0.05)
     conn.close()
     with open(args.out, "w") as out:

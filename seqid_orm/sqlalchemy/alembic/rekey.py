@@ -28,16 +28,7 @@ def _plan(conn: Any, table: str, storage: str | None) -> Any:
     from ...schema import rekey
 
     type_ = SeqUUID(storage=storage)
-    where = type_.target(conn.dialect)
-    return rekey.plan(
-        _OnlineIO(conn),
-        where.vendor,
-        table,
-        storage=where.storage,
-        layout=where.layout,
-        default_sql=where.server_default.sql,
-        new_type=str(type_.compile(dialect=conn.dialect)),
-    )
+    return rekey.plan_for(_OnlineIO(conn), type_.target(conn.dialect), table, str(type_.compile(dialect=conn.dialect)))
 
 
 def _run(operations: Operations, table: str, storage: str | None, what: str, step: Any) -> None:

@@ -53,8 +53,8 @@ class Command(migrate.Command):
 
     def check(self, *args: Any, **kwargs: Any) -> None:
         """Django's system checks, with ``seqid.E005`` (a column whose storage is not the field's) held back
-        for a column this run converts (a ``ConvertUUIDStorage`` not applied yet): the check would otherwise
-        stop the very migration that fixes what it reports."""
+        for a column this run converts (a ``ConvertUUIDStorage`` or a ``RekeyContract`` not applied yet): the
+        check would otherwise stop the very migration that fixes what it reports."""
         from ...fields import CONVERTING
 
         token = CONVERTING.set(frozenset(_pending_conversions(kwargs.get("databases") or [])))
@@ -80,17 +80,22 @@ class Command(migrate.Command):
 
 
 def _pending_conversions(aliases: list[str]) -> list[tuple[str, str, str]]:
-    """``(alias, app_label.model, field)`` of every ``ConvertUUIDStorage`` that ``migrate`` would apply on
-    each of ``aliases`` (the plan to every app's latest migration)."""
+    """``(alias, app_label.model, field)`` of every ``ConvertUUIDStorage``, and the key of every
+    ``RekeyContract``, that ``migrate`` would apply on each of ``aliases`` (the plan to every app's latest
+    migration)."""
+    from django.apps import apps
     from django.db.migrations.executor import MigrationExecutor
 
-    from ...operations import ConvertUUIDStorage
+    from ...operations import ConvertUUIDStorage, RekeyContract
 
     found = []
     for alias in aliases:
         executor = MigrationExecutor(connections[alias])
         for migration, backwards in executor.migration_plan(executor.loader.graph.leaf_nodes()):
             for op in [] if backwards else migration.operations:
+                label = f"{migration.app_label}.{op.model_name.lower()}" if hasattr(op, "model_name") else ""
                 if isinstance(op, ConvertUUIDStorage):
-                    found.append((alias, f"{migration.app_label}.{op.model_name.lower()}", op.field_name))
+                    found.append((alias, label, op.field_name))
+                elif isinstance(op, RekeyContract):  # the integer key becomes the model's SeqUUIDField
+                    found.append((alias, label, apps.get_model(label)._meta.pk.name))
     return found

@@ -1,0 +1,328 @@
+"""``RekeyExpand`` and ``RekeyContract``: a model's integer key changed to a seqid key with every foreign key to
+it, in two releases' migrations, as a Django project runs them: a project of its own in a database of its own,
+``manage.py migrate`` in processes of their own beside the application's writers (tests/sqlalchemy_adapter/
+rekey_traffic.py: release N writes integers during the expand migration, release N+1 seqid keys after the
+contract).  A parent of 100,000 rows that references itself, a child whose foreign key is nullable (``SET_NULL``)
+and one whose is not (``CASCADE``); the expand migration killed in its batches and run again; the model state
+right at each migration (``makemigrations --check`` finds nothing); every child on its parent, checked row by
+row; unapplied back to the integer key.  On MariaDB: refused before any change (PostgreSQL only, yet)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+ROOT = Path(__file__).resolve().parents[2]
+PARENTS = 100_000
+
+pytestmark = [pytest.mark.server_database, pytest.mark.slow]
+
+RELEASE_N = """
+from django.db import models
+
+class Parent(models.Model):
+    name = models.CharField(max_length=20)
+    boss = models.ForeignKey("self", null=True, on_delete=models.SET_NULL)
+
+class Child1(models.Model):
+    parent = models.ForeignKey(Parent, null=True, on_delete=models.SET_NULL)
+
+class Child2(models.Model):
+    parent = models.ForeignKey(Parent, on_delete=models.CASCADE)
+"""
+
+# release N+1: the key is a SeqUUIDField; nothing else changes
+RELEASE_N1 = RELEASE_N.replace(
+    "class Parent(models.Model):\n",
+    "class Parent(models.Model):\n    id = SeqUUIDField(primary_key=True)\n",
+).replace("from django.db import models\n", "from django.db import models\nfrom seqid_orm.django import SeqUUIDField\n")
+
+INITIAL = """
+from django.db import migrations, models
+import django.db.models.deletion
+
+class Migration(migrations.Migration):
+    initial = True
+    dependencies = []
+    operations = [
+        migrations.CreateModel("Parent", [
+            ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+            ("name", models.CharField(max_length=20)),
+            ("boss", models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, to="shop.parent")),
+        ]),
+        migrations.CreateModel("Child1", [
+            ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+            ("parent", models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, to="shop.parent")),
+        ]),
+        migrations.CreateModel("Child2", [
+            ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+            ("parent", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to="shop.parent")),
+        ]),
+    ]
+"""
+
+EXPAND = """
+from django.db import migrations
+import seqid_orm.django.operations
+
+class Migration(migrations.Migration):
+    atomic = False
+    dependencies = [("shop", "0001_initial")]
+    operations = [seqid_orm.django.operations.RekeyExpand("parent", batch_size=2000)]
+"""
+
+CONTRACT = """
+from django.db import migrations
+import seqid_orm.django.operations
+
+class Migration(migrations.Migration):
+    atomic = False
+    dependencies = [("shop", "0002_expand")]
+    operations = [seqid_orm.django.operations.RekeyContract("parent")]
+"""
+
+SETTINGS = """
+SECRET_KEY = "rekey"
+USE_TZ = True
+INSTALLED_APPS = ["seqid_orm.django", "shop"]
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+DATABASES = {{"default": {database!r}}}
+"""
+
+
+class Project:
+    """A Django project at ``tmp`` with the app ``shop`` (release N's models and migrations), in a new database."""
+
+    def __init__(self, tmp: Path) -> None:
+        from django.db import connection
+
+        self.vendor = connection.vendor
+        db = settings.DATABASES["default"]
+        self.name = f"seqid_rekey_{secrets.token_hex(4)}"
+        database = {k: db[k] for k in ("ENGINE", "HOST", "PORT", "USER", "PASSWORD")}
+        database["NAME"] = self.name
+        if self.vendor == "mysql":
+            database["OPTIONS"] = {"charset": "utf8mb4"}
+        self.tmp, self.db = tmp, db
+        self.migrations = tmp / "shop" / "migrations"
+        self.migrations.mkdir(parents=True)
+        (tmp / "shop" / "__init__.py").write_text("")
+        (self.migrations / "__init__.py").write_text("")
+        (self.migrations / "0001_initial.py").write_text(INITIAL)
+        (self.migrations / "0002_expand.py").write_text(EXPAND)
+        (tmp / "shop" / "models.py").write_text(RELEASE_N)
+        (tmp / "rekey_settings.py").write_text(SETTINGS.format(database=database))
+        self.env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(tmp), str(ROOT)]),
+            "DJANGO_SETTINGS_MODULE": "rekey_settings",
+        }
+        self.admin(f"CREATE DATABASE {self.name}")
+
+    @property
+    def url(self) -> str:
+        db = self.db
+        driver = "postgresql+psycopg" if self.vendor == "postgresql" else "mysql+pymysql"
+        password = f":{db['PASSWORD']}" if db["PASSWORD"] else ""
+        return f"{driver}://{db['USER']}{password}@{db['HOST']}:{db['PORT']}/{self.name}"
+
+    def admin(self, statement: str) -> None:
+        import sqlalchemy as sa
+
+        engine = sa.create_engine(self.url.rsplit("/", 1)[0] + ("/postgres" if self.vendor == "postgresql" else "/"))
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.exec_driver_sql(statement)
+        engine.dispose()
+
+    def sql(self, statement: str) -> list[tuple]:
+        import sqlalchemy as sa
+
+        engine = sa.create_engine(self.url, poolclass=sa.NullPool)
+        with engine.begin() as conn:
+            result = conn.exec_driver_sql(statement)
+            rows = [tuple(r) for r in result] if result.returns_rows else []
+        engine.dispose()
+        return rows
+
+    def manage(self, *args: str) -> subprocess.Popen:
+        return subprocess.Popen(
+            [sys.executable, "-m", "django", *args],
+            env=self.env,
+            cwd=self.tmp,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def done(self, *args: str) -> tuple[str, str]:
+        run = self.manage(*args)
+        out, err = run.communicate(timeout=600)
+        assert run.returncode == 0, (args, out[-1000:], err[-3000:])
+        return out, err
+
+    def refused(self, *args: str) -> str:
+        run = self.manage(*args)
+        _out, err = run.communicate(timeout=600)
+        assert run.returncode != 0, args
+        return err
+
+    def drop(self) -> None:
+        self.admin(f"DROP DATABASE IF EXISTS {self.name}" + (" WITH (FORCE)" if self.vendor == "postgresql" else ""))
+
+
+@pytest.fixture
+def project(tmp_path):
+    made = Project(tmp_path)
+    try:
+        made.done("migrate", "shop", "0001")
+        yield made
+    finally:
+        made.drop()
+
+
+def _fill(project: Project) -> None:
+    project.sql(f"INSERT INTO shop_parent (name) SELECT 'p' || g FROM generate_series(1, {PARENTS}) g")
+    project.sql("UPDATE shop_parent SET boss_id = id - 1 WHERE id > 1")
+    project.sql(
+        "INSERT INTO shop_child1 (parent_id) SELECT CASE WHEN g %% 10 = 0 THEN NULL "
+        f"ELSE (g::bigint * 7919) %% {PARENTS} + 1 END FROM generate_series(1, {PARENTS}) g"
+    )
+    project.sql(
+        f"INSERT INTO shop_child2 (parent_id) SELECT (g::bigint * 104729) %% {PARENTS} + 1 "
+        f"FROM generate_series(1, {PARENTS}) g"
+    )
+    project.sql("ANALYZE shop_parent; ANALYZE shop_child1; ANALYZE shop_child2")
+
+
+def _parents(project: Project, child: str, column: str, parent_int: str) -> dict[int, int | None]:
+    rows = project.sql(f"SELECT c.id, p.{parent_int} FROM {child} c LEFT JOIN shop_parent p ON p.id = c.{column}")
+    return {int(i): (None if n is None else int(n)) for i, n in rows}
+
+
+class Writers:
+    """rekey_traffic.py writing as ``release``'s code does, until stopped."""
+
+    def __init__(self, project: Project, release: str) -> None:
+        self.out, self.stop_file = project.tmp / f"{release}.json", project.tmp / f"{release}.stop"
+        tables = ("shop_parent", "shop_child1", "shop_child2")
+        self.proc = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "tests.sqlalchemy_adapter.rekey_traffic", project.url, *tables),
+                *(str(self.out), str(self.stop_file), "--release", release, "--collector"),
+            ],
+            cwd=ROOT,
+        )
+        deadline = time.monotonic() + 30
+        while not Path(str(self.out) + ".ready").exists():
+            assert self.proc.poll() is None and time.monotonic() < deadline, "the writer did not start"
+            time.sleep(0.05)
+
+    def stop(self) -> dict:
+        self.stop_file.touch()
+        self.proc.wait(60)
+        return json.loads(self.out.read_text())
+
+
+def test_an_integer_key_changes_over_two_releases_while_each_writes(project):
+    if project.vendor != "postgresql":
+        err = project.refused("migrate", "shop")
+        assert "MigrationRefusedError" in err and "PostgreSQL does" in err, err[-2000:]
+        columns = project.sql(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = DATABASE() "
+            "AND column_name LIKE '%%seqid%%'"
+        )
+        assert columns == []  # refused before any change
+        return
+    _fill(project)
+    before = {t: _parents(project, t, "parent_id", "id") for t in ("shop_child1", "shop_child2")}
+    bosses = _parents(project, "shop_parent", "boss_id", "id")
+
+    old = Writers(project, "old")
+    try:  # release N's migrate, killed in its batches, then run again
+        first = project.manage("migrate", "shop")
+        kill_at, done = random.randint(PARENTS // 10, PARENTS * 9 // 10), 0
+        while first.poll() is None and done < kill_at:
+            if project.sql("SELECT to_regclass('seqid_fill_shop_parent_id_seqid') IS NOT NULL")[0][0]:
+                done = project.sql("SELECT coalesce(max(done), 0) FROM seqid_fill_shop_parent_id_seqid")[0][0]
+            time.sleep(0.01)
+        assert first.poll() is None, first.communicate()[1][-2000:]  # killed in its batches, not after them
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        project.done("migrate", "shop")
+        time.sleep(0.5)
+    finally:
+        seen = old.stop()
+    assert seen["errors"] == [] and seen["writes"] > 0, seen
+
+    # release N+1: the model's key is a SeqUUIDField, and its migration the contract: the state is right
+    (project.tmp / "shop" / "models.py").write_text(RELEASE_N1)
+    (project.migrations / "0003_contract.py").write_text(CONTRACT)
+    project.done("makemigrations", "shop", "--check", "--dry-run")
+    project.done("migrate", "shop")
+    new = Writers(project, "new")
+    time.sleep(0.5)
+    seen = new.stop()
+    assert seen["errors"] == [] and seen["writes"] > 0, seen
+
+    for table in ("shop_child1", "shop_child2"):  # row by row, every old child on its parent
+        after = _parents(project, table, "parent_id", "id_int")
+        assert {k: v for k, v in after.items() if k in before[table]} == before[table], table
+    after_bosses = dict(
+        project.sql("SELECT c.id_int, b.id_int FROM shop_parent c LEFT JOIN shop_parent b ON b.id = c.boss_id")
+    )
+    assert {k: v for k, v in after_bosses.items() if k in bosses} == bosses
+    invalid = project.sql(
+        "SELECT conname FROM pg_constraint WHERE conrelid::regclass::text LIKE 'shop_%%' AND NOT convalidated"
+    )
+    assert invalid == []
+    # release N+1's code through the ORM: a new parent's key sorts after every old one; an old child finds its parent
+    out, _err = project.done(
+        "shell",
+        "-c",
+        "from shop.models import Parent, Child1; p = Parent.objects.create(name='orm'); "
+        "c = Child1.objects.create(parent=p); "
+        "old = Child1.objects.filter(parent__isnull=False).order_by('id').first(); "
+        "print(Parent.objects.order_by('-id').first().name, Child1.objects.get(pk=c.pk).parent.name, "
+        "old.id, old.parent.name)",
+    )
+    assert len(out.splitlines()[-1].split()) == 4, out
+    newest, orm_parent, old_child, old_parent = out.splitlines()[-1].split()
+    assert (newest, orm_parent) == ("orm", "orm")
+    assert old_parent == f"p{before['shop_child1'][int(old_child)]}"
+
+    # unapplied: refused while the new release's children have no integer, then, filled, the integer key again
+    err = project.refused("migrate", "shop", "0002")
+    assert "MigrationRefusedError" in err and "fill them first" in err
+    fill = next(line for line in err.splitlines() if "fill them first: " in line).split("fill them first: ", 1)[1]
+    project.sql(fill)
+    project.sql(fill.replace("shop_child1", "shop_child2"))
+    project.done("migrate", "shop", "0001")
+    kinds = dict(
+        project.sql(
+            "SELECT attrelid::regclass::text || '.' || attname, format_type(atttypid, atttypmod) FROM pg_attribute "
+            "WHERE attrelid::regclass::text IN ('shop_parent', 'shop_child1', 'shop_child2') AND attnum > 0 "
+            "AND NOT attisdropped"
+        )
+    )
+    assert kinds == {
+        "shop_parent.id": "bigint",
+        "shop_parent.name": "character varying(20)",
+        "shop_parent.boss_id": "bigint",
+        "shop_child1.id": "bigint",
+        "shop_child1.parent_id": "bigint",
+        "shop_child2.id": "bigint",
+        "shop_child2.parent_id": "bigint",
+    }
+    for table in ("shop_child1", "shop_child2"):
+        after = _parents(project, table, "parent_id", "id")
+        assert {k: v for k, v in after.items() if k in before[table]} == before[table], table

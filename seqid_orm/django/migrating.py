@@ -13,6 +13,13 @@ A ``SeqUUIDField`` added to a model whose table exists already becomes
 :class:`~seqid_orm.django.operations.AddSeqUUIDField`, the online form, in a migration with
 ``atomic = False``.
 
+An integer primary key made a ``SeqUUIDField`` becomes two migrations, one a release:
+:class:`~seqid_orm.django.operations.RekeyExpand` (``NNNN_expand_<model>_key``: ship it with the code that
+still has the integer key) and :class:`~seqid_orm.django.operations.RekeyContract`
+(``NNNN+1_contract_<model>_key``, with the model as it is now, run once no process of the previous release
+writes), each ``atomic = False``: Django's ``AlterField`` cannot cast an integer to a UUID, nor change the
+foreign keys to it while the application writes.
+
 The ``seqid_orm.django`` app's ``makemigrations`` command uses it (Django 5.2's ``Command.autodetector``;
 before 5.2 the command's module-level autodetector is replaced for the command's run).  With another
 app that replaces ``makemigrations`` listed first in ``INSTALLED_APPS``, add ``AdoptSeqUUID`` by hand.
@@ -31,7 +38,7 @@ from django.db.migrations.writer import MigrationWriter
 
 from .expressions import DatabaseSeqUUID
 from .fields import SeqUUIDField
-from .operations import AddSeqUUIDField, AdoptSeqUUID
+from .operations import AddSeqUUIDField, AdoptSeqUUID, RekeyContract, RekeyExpand
 
 __all__ = ["SeqIDAutodetector", "SeqIDMigrationWriter"]
 
@@ -45,7 +52,17 @@ class SeqIDMigrationWriter(MigrationWriter):
         if getattr(self.migration, "atomic", True):
             return text
         head = "class Migration(migrations.Migration):\n"
-        return text.replace(head, head + "    atomic = False  # each batch of AddSeqUUIDField commits\n", 1)
+        said = "    atomic = False  # each batch of seqid's online operations commits\n"
+        for op in self.migration.operations:
+            if isinstance(op, RekeyExpand):
+                said += (
+                    f"    # release N: ship with the code that still has {op.model_name}'s integer key (the next\n"
+                    "    # migration, the contract, ships with the SeqUUIDField model: run it once no process of\n"
+                    "    # release N writes)\n"
+                )
+            elif isinstance(op, RekeyContract):
+                said += f"    # release N+1: run once no process of the release before writes {op.model_name} rows\n"
+        return text.replace(head, head + said, 1)
 
 
 class SeqIDAutodetector(MigrationAutodetector):
@@ -57,9 +74,10 @@ class SeqIDAutodetector(MigrationAutodetector):
 
     def changes(self, *args: Any, **kwargs: Any) -> Any:
         found = super().changes(*args, **kwargs)
-        for migrations in found.values():
+        for app_label, migrations in found.items():
+            _split_releases(found, app_label, migrations)
             for migration in migrations:
-                if any(isinstance(op, AddSeqUUIDField) for op in migration.operations):
+                if any(isinstance(op, (AddSeqUUIDField, RekeyExpand, RekeyContract)) for op in migration.operations):
                     migration.atomic = False  # each batch commits (MigrationWriter writes atomic = False)
         return found
 
@@ -106,6 +124,12 @@ class SeqIDAutodetector(MigrationAutodetector):
                 if not self._is_swap(app_label, op):
                     out.append(op)
                     continue
+                if op.field.primary_key and _is_integer(self._old_field(app_label, op)):
+                    expand, contract = RekeyExpand(op.model_name, op.field), RekeyContract(op.model_name, op.field)
+                    expand._auto_deps = getattr(op, "_auto_deps", [])
+                    contract._auto_deps = []
+                    out += [expand, contract]  # two releases: _split_releases puts them in two migrations
+                    continue
                 adopt = AdoptSeqUUID(op.model_name, op.name)
                 adopt._auto_deps = []
                 if self._keeps_column(app_label, op):
@@ -136,3 +160,51 @@ class SeqIDAutodetector(MigrationAutodetector):
     def _keeps_column(self, app_label: str, op: Any) -> bool:
         """Whether the swap keeps the column's type: ``SeqUUIDField`` is a ``UUIDField`` to the database."""
         return isinstance(self._old_field(app_label, op), models.UUIDField)
+
+
+#: Django's integer fields, whose key the rekey operations change (an ``AutoField``'s internal type included).
+_INTEGER_TYPES = frozenset(
+    f"{kind}{size}Field" for kind in ("", "Positive", "Auto") for size in ("Integer", "BigInteger", "SmallInteger")
+) | {"AutoField", "BigAutoField", "SmallAutoField"}
+
+
+def _is_integer(field: Any) -> bool:
+    return str(field.get_internal_type()) in _INTEGER_TYPES
+
+
+def _split_releases(found: dict[str, list[Any]], app_label: str, migrations: list[Any]) -> None:
+    """Each migration of ``app_label`` holding a :class:`RekeyExpand` split in two, one a release: the expand
+    operations first, in a migration of their own with the first one's number and dependencies
+    (``NNNN_expand_<models>_key``); the rest after it, renumbered (``NNNN+1_contract_<models>_key`` where a
+    contract is all it holds), and every later migration of the run renumbered, the dependencies on them
+    following."""
+    i = 0
+    while i < len(migrations):
+        migration = migrations[i]
+        expands = [op for op in migration.operations if isinstance(op, RekeyExpand)]
+        if not expands or len(expands) == len(migration.operations):
+            i += 1
+            continue
+        number = int(migration.name.split("_", 1)[0])
+        named = "_".join(op.model_name.lower() for op in expands)
+        first = type(migration)(f"{number:04d}_expand_{named}_key", app_label)
+        first.operations = expands
+        first.dependencies = list(migration.dependencies)
+        migration.operations = [op for op in migration.operations if not isinstance(op, RekeyExpand)]
+        migration.dependencies = [d for d in migration.dependencies if d[0] != app_label] + [(app_label, first.name)]
+        renamed = {}
+        for later in migrations[i:]:
+            number_ = int(later.name.split("_", 1)[0]) + 1
+            rest = later.name.split("_", 1)[1]
+            if later is migration and all(isinstance(op, RekeyContract) for op in later.operations):
+                rest = f"contract_{named}_key"
+            renamed[later.name] = f"{number_:04d}_{rest}"
+            later.name = renamed[later.name]
+        for others in found.values():
+            for other in others:
+                other.dependencies = [
+                    (app, renamed.get(name, name)) if app == app_label else (app, name)
+                    for app, name in other.dependencies
+                ]
+        migrations.insert(i, first)
+        i += 2

@@ -5,7 +5,8 @@ rekey_traffic.py: release N writes integers during the expand migration, release
 contract).  A parent of 100,000 rows that references itself, a child whose foreign key is nullable (``SET_NULL``)
 and one whose is not (``CASCADE``); the expand migration killed in its batches and run again; the model state
 right at each migration (``makemigrations --check`` finds nothing); every child on its parent, checked row by
-row; unapplied back to the integer key.  On MariaDB: refused before any change (PostgreSQL only, yet)."""
+row; unapplied back to the integer key.  The migrations are the ones ``makemigrations`` writes when the model's key
+becomes a ``SeqUUIDField``.  On MariaDB: refused before any change (PostgreSQL only, yet)."""
 
 from __future__ import annotations
 
@@ -71,26 +72,6 @@ class Migration(migrations.Migration):
     ]
 """
 
-EXPAND = """
-from django.db import migrations
-import seqid_orm.django.operations
-
-class Migration(migrations.Migration):
-    atomic = False
-    dependencies = [("shop", "0001_initial")]
-    operations = [seqid_orm.django.operations.RekeyExpand("parent", batch_size=2000)]
-"""
-
-CONTRACT = """
-from django.db import migrations
-import seqid_orm.django.operations
-
-class Migration(migrations.Migration):
-    atomic = False
-    dependencies = [("shop", "0002_expand")]
-    operations = [seqid_orm.django.operations.RekeyContract("parent")]
-"""
-
 SETTINGS = """
 SECRET_KEY = "rekey"
 USE_TZ = True
@@ -119,7 +100,6 @@ class Project:
         (tmp / "shop" / "__init__.py").write_text("")
         (self.migrations / "__init__.py").write_text("")
         (self.migrations / "0001_initial.py").write_text(INITIAL)
-        (self.migrations / "0002_expand.py").write_text(EXPAND)
         (tmp / "shop" / "models.py").write_text(RELEASE_N)
         (tmp / "rekey_settings.py").write_text(SETTINGS.format(database=database))
         self.env = {
@@ -204,6 +184,12 @@ def _fill(project: Project) -> None:
     project.sql("ANALYZE shop_parent; ANALYZE shop_child1; ANALYZE shop_child2")
 
 
+def _dependencies(text: str) -> list[tuple[str, str]]:
+    namespace: dict[str, object] = {}
+    exec(text, namespace)  # the file as Django imports it
+    return list(namespace["Migration"].dependencies)  # type: ignore[attr-defined]
+
+
 def _parents(project: Project, child: str, column: str, parent_int: str) -> dict[int, int | None]:
     rows = project.sql(f"SELECT c.id, p.{parent_int} FROM {child} c LEFT JOIN shop_parent p ON p.id = c.{column}")
     return {int(i): (None if n is None else int(n)) for i, n in rows}
@@ -234,6 +220,23 @@ class Writers:
 
 
 def test_an_integer_key_changes_over_two_releases_while_each_writes(project):
+    # the developer changes the key and runs makemigrations: two migrations, one a release
+    (project.tmp / "shop" / "models.py").write_text(RELEASE_N1)
+    out, _err = project.done("makemigrations", "shop")
+    expand_file, contract_file = (
+        project.migrations / "0002_expand_parent_key.py",
+        project.migrations / "0003_contract_parent_key.py",
+    )
+    assert expand_file.exists() and contract_file.exists(), out
+    written = expand_file.read_text(), contract_file.read_text()
+    assert all("    atomic = False" in text for text in written)
+    assert "RekeyExpand(" in written[0] and "release N:" in written[0] and "RekeyContract" not in written[0]
+    assert "RekeyContract(" in written[1] and "AlterField" not in written[1]
+    assert ("shop", "0002_expand_parent_key") in _dependencies(written[1])
+    # release N ships the expand migration with its own models: its state is right
+    contract_file.rename(project.tmp / "0003_contract_parent_key.py")
+    (project.tmp / "shop" / "models.py").write_text(RELEASE_N)
+    project.done("makemigrations", "shop", "--check", "--dry-run")
     if project.vendor != "postgresql":
         err = project.refused("migrate", "shop")
         assert "MigrationRefusedError" in err and "PostgreSQL does" in err, err[-2000:]
@@ -266,7 +269,7 @@ def test_an_integer_key_changes_over_two_releases_while_each_writes(project):
 
     # release N+1: the model's key is a SeqUUIDField, and its migration the contract: the state is right
     (project.tmp / "shop" / "models.py").write_text(RELEASE_N1)
-    (project.migrations / "0003_contract.py").write_text(CONTRACT)
+    (project.tmp / "0003_contract_parent_key.py").rename(contract_file)
     project.done("makemigrations", "shop", "--check", "--dry-run")
     project.done("migrate", "shop")
     new = Writers(project, "new")
@@ -301,7 +304,7 @@ def test_an_integer_key_changes_over_two_releases_while_each_writes(project):
     assert old_parent == f"p{before['shop_child1'][int(old_child)]}"
 
     # unapplied: refused while the new release's children have no integer, then, filled, the integer key again
-    err = project.refused("migrate", "shop", "0002")
+    err = project.refused("migrate", "shop", "0002")  # 0002_expand_parent_key
     assert "MigrationRefusedError" in err and "fill them first" in err
     fill = next(line for line in err.splitlines() if "fill them first: " in line).split("fill them first: ", 1)[1]
     project.sql(fill)

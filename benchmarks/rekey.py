@@ -1,0 +1,273 @@
+"""A table's integer key changed to a seqid key with every foreign key to it: seqid's two steps (expand with
+release N's writers beside it, contract with release N+1's), beside the same conversion written as plain SQL
+for a maintenance window (one transaction, the application stopped), on PostgreSQL, in rotated rounds.
+
+The tables: a parent of ``--parents`` rows that references itself, a child of twice as many rows whose foreign
+key is nullable (``ON DELETE SET NULL``, every tenth row without a parent), one of three times as many whose
+is not (``ON DELETE CASCADE``).  Each form runs through Alembic's command API in a process of its own.
+Reported: each step's time and peak memory (its own ``ru_maxrss``), the writers' longest statement and errors
+(tests/sqlalchemy_adapter/rekey_traffic.py, each statement allowed to wait 1 s for a lock), whether every
+child row points at the same parent as before (a digest of ``(child, parent's integer)`` over the rows that
+were there before, compared), orphans and invalid constraints at the end, and seqid's time over plain SQL's.
+
+    python -m benchmarks.rekey [--parents 1000000] [--rounds 2] [--pg URL] [--out bench-out/rekey]
+
+About 20 minutes at 1,000,000 parents (6,000,000 rows in all) and two rounds on the project's two-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from benchmarks.online import migration
+
+ROOT = Path(__file__).resolve().parents[1]
+
+ENV_PY = """
+from alembic import context
+import sqlalchemy as sa
+import seqid_orm.sqlalchemy.alembic  # noqa: F401
+
+engine = sa.create_engine(context.config.get_main_option("sqlalchemy.url"), poolclass=sa.NullPool)
+with engine.connect() as connection:
+    context.configure(connection=connection, target_metadata=None, version_table="{version}")
+    with context.begin_transaction():
+        context.run_migrations()
+"""
+
+MIGRATION = """
+revision = "0001"
+down_revision = None
+from alembic import op
+import seqid_orm.sqlalchemy.alembic
+
+
+def upgrade():
+{body}
+"""
+
+# What a DBA types for the same change in a maintenance window: one transaction, every row rewritten in place
+# (the keys from the same function seqid uses), the constraints made again and checked under the locks.
+_PLAIN = """    from seqid_orm.ids.layout import Layout
+    from seqid_orm.vendors import Storage, rules_for
+    op.execute(rules_for("postgresql").REKEY.integer_function("seqid_integer_key", Layout.TIME_FIRST, Storage.NATIVE))
+    p, c1, c2 = "{p}", "{c1}", "{c2}"
+    for table, column in ((p, "id"), (p, "boss_id"), (c1, "parent_id"), (c2, "parent_id")):
+        op.execute(f"ALTER TABLE {{table}} ADD COLUMN {{column}}_seqid uuid")
+    op.execute(f"UPDATE {{p}} SET id_seqid = seqid_integer_key(id), boss_id_seqid = seqid_integer_key(boss_id)")
+    for table in (c1, c2):
+        op.execute(f"UPDATE {{table}} SET parent_id_seqid = seqid_integer_key(parent_id)")
+    for table in (c1, c2):
+        op.execute(f"ALTER TABLE {{table}} DROP CONSTRAINT {{table}}_parent_id_fkey")
+    op.execute(f"ALTER TABLE {{p}} DROP CONSTRAINT {{p}}_boss_id_fkey, DROP CONSTRAINT {{p}}_pkey")
+    for table, column in ((p, "id"), (p, "boss_id"), (c1, "parent_id"), (c2, "parent_id")):
+        op.execute(f"ALTER TABLE {{table}} RENAME COLUMN {{column}} TO {{column}}_int")
+        op.execute(f"ALTER TABLE {{table}} RENAME COLUMN {{column}}_seqid TO {{column}}")
+    op.execute(f"ALTER TABLE {{p}} ADD PRIMARY KEY (id), ADD UNIQUE (id_int), ALTER COLUMN id SET DEFAULT uuidv7_sub()")
+    op.execute(f"ALTER TABLE {{p}} ADD FOREIGN KEY (boss_id) REFERENCES {{p}} (id)")
+    op.execute(f"ALTER TABLE {{c1}} ADD FOREIGN KEY (parent_id) REFERENCES {{p}} (id) ON DELETE SET NULL")
+    op.execute(f"ALTER TABLE {{c2}} ALTER COLUMN parent_id_int DROP NOT NULL, ALTER COLUMN parent_id SET NOT NULL, "
+               f"ADD FOREIGN KEY (parent_id) REFERENCES {{p}} (id) ON DELETE CASCADE")
+    for table in (c1, c2):
+        op.execute(f"CREATE INDEX ON {{table}} (parent_id)")"""
+
+
+def make_tables(engine: sa.Engine, tag: str, parents: int) -> tuple[str, str, str]:
+    p, c1, c2 = f"rkb_parent_{tag}", f"rkb_child1_{tag}", f"rkb_child2_{tag}"
+    drop(engine, (p, c1, c2))
+    with engine.begin() as conn:
+        conn.exec_driver_sql(f"CREATE TABLE {p} (id bigserial PRIMARY KEY, name text, boss_id bigint REFERENCES {p})")
+        conn.exec_driver_sql(
+            f"CREATE TABLE {c1} (id bigserial PRIMARY KEY, parent_id bigint REFERENCES {p} (id) ON DELETE SET NULL)"
+        )
+        conn.exec_driver_sql(
+            f"CREATE TABLE {c2} (id bigserial PRIMARY KEY, "
+            f"parent_id bigint NOT NULL REFERENCES {p} (id) ON DELETE CASCADE)"
+        )
+        conn.exec_driver_sql(
+            f"INSERT INTO {p} (name, boss_id) SELECT 'p' || g, NULLIF(g - 1, 0) FROM generate_series(1, {parents}) g"
+        )
+        conn.exec_driver_sql(
+            f"INSERT INTO {c1} (parent_id) SELECT CASE WHEN g %% 10 = 0 THEN NULL "
+            f"ELSE (g::bigint * 7919) %% {parents} + 1 END FROM generate_series(1, {2 * parents}) g"
+        )
+        conn.exec_driver_sql(
+            f"INSERT INTO {c2} (parent_id) SELECT (g::bigint * 104729) %% {parents} + 1 "
+            f"FROM generate_series(1, {3 * parents}) g"
+        )
+        conn.exec_driver_sql(f"ANALYZE {p}; ANALYZE {c1}; ANALYZE {c2}")
+    return p, c1, c2
+
+
+def drop(engine: sa.Engine, tables: tuple[str, str, str]) -> None:
+    p, c1, c2 = tables
+    with engine.begin() as conn:
+        for table in (c2, c1, p):
+            conn.exec_driver_sql(f"DROP TABLE IF EXISTS {table} CASCADE")
+        for table, column in ((p, "id"), (p, "boss_id"), (c1, "parent_id"), (c2, "parent_id")):
+            conn.exec_driver_sql(f"DROP TABLE IF EXISTS seqid_fill_{table}_{column}_seqid")
+        conn.exec_driver_sql(f"DROP TABLE IF EXISTS v_{p}")
+
+
+def digest(engine: sa.Engine, tables: tuple[str, str, str], parent_int: str, upto: dict[str, int]) -> dict[str, str]:
+    """Each child's parent, by the parent's integer, over the rows there before: one md5 a table."""
+    p, c1, c2 = tables
+    found = {}
+    with engine.connect() as conn:
+        for child, column in ((c1, "parent_id"), (c2, "parent_id"), (p, "boss_id")):
+            own = parent_int if child == p else "id"
+            found[child] = conn.exec_driver_sql(
+                f"SELECT md5(string_agg(c.{own}::text || ':' || coalesce(x.{parent_int}::text, '-'), ',' "
+                f"ORDER BY c.{own})) FROM {child} c LEFT JOIN {p} x ON x.id = c.{column} WHERE c.{own} <= {upto[child]}"
+            ).scalar_one()
+    return found
+
+
+def project(tmp: Path, name: str, version: str, body: str) -> Path:
+    where = tmp / name
+    (where / "versions").mkdir(parents=True, exist_ok=True)
+    (where / "env.py").write_text(ENV_PY.format(version=version))
+    (where / "script.py.mako").write_text("")
+    (where / "versions" / "0001.py").write_text(MIGRATION.format(body=body))
+    return where
+
+
+class Writers:
+    def __init__(self, url: str, tables: tuple[str, str, str], tmp: Path, release: str) -> None:
+        self.out, self.stop_file = tmp / f"{release}.json", tmp / f"{release}.stop"
+        for stale in (self.out, self.stop_file, Path(str(self.out) + ".ready")):
+            stale.unlink(missing_ok=True)
+        self.proc = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "tests.sqlalchemy_adapter.rekey_traffic", url, *tables),
+                *(str(self.out), str(self.stop_file), "--release", release),
+            ],
+            cwd=ROOT,
+        )
+        while not Path(str(self.out) + ".ready").exists():
+            time.sleep(0.05)
+
+    def stop(self) -> dict:
+        self.stop_file.touch()
+        self.proc.wait()
+        return json.loads(self.out.read_text())
+
+
+def step(where: Path, url: str) -> dict:
+    began = time.monotonic()
+    run = migration(where, url)
+    _out, err = run.communicate()
+    took = time.monotonic() - began
+    if run.returncode != 0:
+        raise SystemExit(f"{where.name} failed: {err[-3000:]}")
+    rss = next((int(line.split()[1]) for line in err.splitlines() if line.startswith("peak_rss_kb")), 0)
+    return {"seconds": round(took, 1), "peak_rss_mb": round(rss / 1024, 1)}
+
+
+def end_state(engine: sa.Engine, tables: tuple[str, str, str]) -> dict:
+    p, c1, c2 = tables
+    with engine.connect() as conn:
+        invalid = conn.exec_driver_sql(
+            f"SELECT count(*) FROM pg_constraint WHERE conrelid IN ('{p}'::regclass, '{c1}'::regclass, "
+            f"'{c2}'::regclass) AND NOT convalidated"
+        ).scalar_one()
+        orphans = sum(
+            conn.exec_driver_sql(
+                f"SELECT count(*) FROM {c} c LEFT JOIN {p} x ON x.id = c.parent_id "
+                "WHERE c.parent_id IS NOT NULL AND x.id IS NULL"
+            ).scalar_one()
+            for c in (c1, c2)
+        )
+        kind = conn.exec_driver_sql(
+            f"SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = '{p}'::regclass "
+            "AND attname = 'id'"
+        ).scalar_one()
+    return {"invalid_constraints": invalid, "orphans": orphans, "key_type": kind}
+
+
+def run_form(engine: sa.Engine, url: str, form: str, parents: int, tmp: Path, round_: int) -> dict:
+    tag = f"{os.getpid()}_{round_}"
+    tables = make_tables(engine, tag, parents)
+    p, c1, c2 = tables
+    with engine.connect() as conn:
+        upto = {t: conn.exec_driver_sql(f"SELECT max(id) FROM {t}").scalar_one() for t in tables}
+    before = digest(engine, tables, "id", upto)
+    seen: dict = {"form": form}
+    try:
+        if form == "plain":  # the application stopped: a maintenance window
+            body = _PLAIN.format(p=p, c1=c1, c2=c2).replace("uuidv7_sub()", _default(engine))
+            seen["window"] = step(project(tmp, f"plain_{tag}", f"v_{p}", body), url)
+            seen["seconds"] = seen["window"]["seconds"]
+        else:
+            old = Writers(url, tables, tmp, "old")
+            try:
+                seen["expand"] = step(project(tmp, f"expand_{tag}", f"v_{p}", f'    op.rekey_expand("{p}")'), url)
+            finally:
+                seen["old_writers"] = _writers(old.stop())
+            seen["contract"] = step(project(tmp, f"contract_{tag}", f"v2_{p}", f'    op.rekey_contract("{p}")'), url)
+            new = Writers(url, tables, tmp, "new")
+            time.sleep(1)
+            seen["new_writers"] = _writers(new.stop())
+            seen["seconds"] = round(seen["expand"]["seconds"] + seen["contract"]["seconds"], 1)
+        after = digest(engine, tables, "id_int", upto)
+        seen["same_parents"] = after == before
+        seen.update(end_state(engine, tables))
+    finally:
+        drop(engine, tables)
+    return seen
+
+
+def _default(engine: sa.Engine) -> str:
+    from seqid_orm.vendors import server_default
+
+    return server_default("postgresql", engine.dialect.server_version_info, "native").sql
+
+
+def _writers(seen: dict) -> dict:
+    return {"writes": seen["writes"], "errors": len(seen["errors"]), "longest_s": round(seen["longest"], 3)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--parents", type=int, default=1_000_000)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--pg", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
+    parser.add_argument("--out", default="bench-out/rekey")
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    engine = sa.create_engine(args.pg, poolclass=sa.NullPool)
+    with engine.connect() as conn:  # the server's version, for the plain form's default
+        conn.exec_driver_sql("SELECT 1")
+    results: list[dict] = []
+    forms = ["plain", "seqid"]
+    try:
+        for round_ in range(args.rounds):
+            for form in forms if round_ % 2 == 0 else list(reversed(forms)):  # rotated: neither always first
+                seen = run_form(engine, args.pg, form, args.parents, out, round_)
+                seen["round"] = round_ + 1
+                results.append(seen)
+                print(json.dumps(seen), flush=True)
+    finally:
+        engine.dispose()
+    ratios = [
+        round(s["seconds"] / p["seconds"], 2)
+        for s, p in zip(
+            [r for r in results if r["form"] == "seqid"], [r for r in results if r["form"] == "plain"], strict=True
+        )
+    ]
+    print(f"seqid (expand + contract) / plain SQL in a window, round by round: {ratios}")
+    (out / "rekey.json").write_text(json.dumps({"runs": results, "seqid_over_plain": ratios}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -370,3 +370,118 @@ def test_each_step_has_its_way_back(pg_engine, tmp_path):
             conn.exec_driver_sql(f"DROP TABLE IF EXISTS {c}, {p} CASCADE")
             for table, column in ((p, "id"), (c, "parent_id")):
                 conn.exec_driver_sql(f"DROP TABLE IF EXISTS seqid_fill_{table}_{column}_seqid")
+
+
+AUTOGEN_ENV = """
+import pathlib
+from alembic import context
+from seqid_orm.sqlalchemy.alembic import render_item, writer
+
+namespace = {}
+exec((pathlib.Path(context.config.get_main_option("script_location")) / "models.py").read_text(), namespace)
+connection = context.config.attributes["connection"]
+context.configure(
+    connection=connection,
+    target_metadata=namespace["metadata"],
+    render_item=render_item,
+    process_revision_directives=writer,
+    include_name=lambda name, type_, parents: type_ != "table" or name in namespace["metadata"].tables,
+    version_table=namespace["version_table"],
+)
+with context.begin_transaction():
+    context.run_migrations()
+"""
+
+AUTOGEN_MODELS = """
+import sqlalchemy as sa
+from seqid_orm.sqlalchemy import SeqUUID
+
+version_table = "v_{p}"
+metadata = sa.MetaData()
+key = {key}
+sa.Table("{p}", metadata, sa.Column("id", key, primary_key=True), sa.Column("name", sa.Text))
+sa.Table(
+    "{c}",
+    metadata,
+    sa.Column("id", sa.BigInteger, primary_key=True),
+    sa.Column("parent_id", {fk}, sa.ForeignKey("{p}.id", ondelete="CASCADE"), nullable=False),
+)
+"""
+
+
+def test_autogenerate_writes_the_change_of_an_integer_key_as_two_revisions(pg_engine, tmp_path):
+    """The models' integer key made a ``SeqUUID`` (the key and the foreign key to it): autogenerate, with seqid's
+    writer, writes two revisions, the expand (release N) and the contract (release N+1), no ``alter_column``
+    (which PostgreSQL refuses: bigint cannot be cast to uuid); upgraded one after the other, downgraded back."""
+    from alembic import command
+    from alembic.config import Config
+
+    from tests.sqlalchemy_adapter.test_alembic import SCRIPT_MAKO
+
+    tag = secrets.token_hex(3)
+    p, c = f"rk_auto_p_{tag}", f"rk_auto_c_{tag}"
+    (tmp_path / "versions").mkdir()
+    (tmp_path / "env.py").write_text(AUTOGEN_ENV)
+    (tmp_path / "script.py.mako").write_text(SCRIPT_MAKO)
+    config = Config()
+    config.set_main_option("script_location", str(tmp_path))
+
+    def models(key: str, fk: str) -> None:
+        (tmp_path / "models.py").write_text(AUTOGEN_MODELS.format(p=p, c=c, key=key, fk=fk))
+
+    def run(fn, *args, **kwargs):
+        with pg_engine.connect() as conn:  # not in a transaction: Alembic begins it, the batches commit theirs
+            config.attributes["connection"] = conn
+            done = fn(config, *args, **kwargs)
+            conn.commit()
+            return done
+
+    def key_type() -> str:
+        with pg_engine.connect() as conn:
+            return conn.execute(
+                sa.text(
+                    "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = to_regclass(:t) "
+                    "AND attname = 'id'"
+                ),
+                {"t": p},
+            ).scalar()
+
+    try:
+        models("sa.BigInteger", "sa.BigInteger")
+        run(command.revision, message="tables", autogenerate=True)
+        run(command.upgrade, "head")
+        with pg_engine.begin() as conn:
+            conn.exec_driver_sql(f"INSERT INTO {p} (name) SELECT 'p' || g FROM generate_series(1, 500) g")
+            conn.exec_driver_sql(f"INSERT INTO {c} (parent_id) SELECT g %% 500 + 1 FROM generate_series(1, 1000) g")
+        models("SeqUUID()", "SeqUUID()")
+        made = run(command.revision, message="seqid keys", autogenerate=True)
+        expand, contract = made
+        assert contract.down_revision == expand.revision
+        expand_text, contract_text = Path(expand.path).read_text(), Path(contract.path).read_text()
+        assert f"op.rekey_expand({p!r})" in expand_text and f"op.rekey_undo_expand({p!r})" in expand_text
+        assert f"op.rekey_contract({p!r})" in contract_text and f"op.rekey_undo_contract({p!r})" in contract_text
+        assert "alter_column" not in expand_text + contract_text and "rekey_contract" not in expand_text
+        run(command.upgrade, expand.revision)  # release N
+        assert key_type() == "bigint"
+        run(command.upgrade, "head")  # release N+1
+        assert key_type() == "uuid"
+        again = run(command.revision, message="again", autogenerate=True)
+        assert "alter_column" not in Path(again.path).read_text()  # the models and the database agree
+        Path(again.path).unlink()
+        run(command.downgrade, expand.revision)
+        assert key_type() == "bigint"
+        run(command.downgrade, "-1")
+        with pg_engine.connect() as conn:
+            left = conn.execute(
+                sa.text(
+                    "SELECT count(*) FROM pg_attribute WHERE attrelid IN (to_regclass(:p), to_regclass(:c)) "
+                    "AND attname LIKE '%%seqid%%' AND NOT attisdropped"
+                ),
+                {"p": p, "c": c},
+            ).scalar()
+        assert left == 0 and key_type() == "bigint"
+    finally:
+        with pg_engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP TABLE IF EXISTS {c}, {p}, v_{p} CASCADE")
+            for table, column in ((p, "id"), (c, "parent_id")):
+                conn.exec_driver_sql(f"DROP TABLE IF EXISTS seqid_fill_{table}_{column}_seqid")

@@ -13,10 +13,26 @@ from alembic.autogenerate import rewriter
 
 _IMPORT = "import seqid_orm.sqlalchemy.alembic"
 
-writer = rewriter.Rewriter()
+
+class _Writer(rewriter.Rewriter):
+    """Alembic's rewriter, then each of :attr:`after` over the revisions it made (which may split one in two:
+    a rewrite sees one operation at a time, never the script)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.after: list[Any] = []
+
+    def process_revision_directives(self, context: Any, revision: Any, directives: list[Any]) -> None:
+        super().process_revision_directives(context, revision, directives)
+        for step in self.after:
+            step(context, revision, directives)
+
+
+writer = _Writer()
 """``process_revision_directives``: seqid's tables in the metadata become their own operations
-(``op.create_ticket_table()``, ``op.create_lease_table()``), and a changed seqid key column seqid's
-conversion or default (:mod:`.rewrites`); chain your own with ``writer.chain(yours)``."""
+(``op.create_ticket_table()``, ``op.create_lease_table()``), a changed seqid key column seqid's
+conversion or default, and an integer key made a seqid key two revisions, one a release (:mod:`.rewrites`);
+chain your own with ``writer.chain(yours)``."""
 
 try:  # Alembic 1.18+: after its own comparators of the same priority
     from alembic.util.langhelpers import DispatchPriority

@@ -140,6 +140,10 @@ class Finding:
     kept_above: int = 0
     """Old keys sampled above every new key: sentinels, or the far tail of the random keys, which stay on
     the index's rightmost page."""
+    plan: str | None = None
+    """Of an integer primary key: how it moves to seqid keys online (:mod:`seqid_orm.schema.rekey`), the
+    tables, foreign keys and rows that touches, about how long, what each step locks, and what holds its keys
+    without a foreign key; or why it cannot move online here."""
 
     @property
     def problem(self) -> str | None:
@@ -731,8 +735,37 @@ def examine(
             findings.append(_unreadable(column, runs))
         elif runs is not None:
             findings.append(_judge(vendor, server_version, column, runs))
+    findings = _with_plans(ex, vendor, server_version, findings)
     order = {"random-uuid": 0, "out-of-order": 1, "inside-old-keys": 1, "widths-disagree": 1, None: 2}
     return sorted(findings, key=lambda f: (order[f.problem], f.kind != "unknown", -(f.rows or 0), f.table, f.column))
+
+
+def _with_plans(ex: Executor, vendor: str, version: tuple[int, ...] | None, findings: list[Finding]) -> list[Finding]:
+    """``findings``, each integer primary key of the current schema with its :attr:`Finding.plan`."""
+    from dataclasses import replace
+
+    from ..errors import MigrationRefusedError
+    from . import rekey
+
+    rows = {f.table: f.rows for f in findings if f.primary}
+    out = []
+    for f in findings:
+        if not (f.primary and f.kind == "integer-sequence" and "." not in f.table):
+            out.append(f)
+            continue
+        try:
+            where = target(vendor, version, Storage.NATIVE)
+            plan = rekey.plan_for(ex, where, f.table, "uuid")
+            untracked = ex.fetch(*plan.rules.untracked())
+        except (MigrationRefusedError, InvalidArgumentError, UnknownLayoutError) as exc:
+            out.append(replace(f, plan=f"not online here: {exc}"))
+            continue
+        except DatabaseUnavailableError as exc:
+            ex.recover()
+            out.append(replace(f, plan=f"not read: {exc}"))
+            continue
+        out.append(replace(f, plan=rekey.describe(plan, rows, [(str(t), str(c), str(k)) for t, c, k in untracked])))
+    return out
 
 
 def _sample_if_there(
@@ -891,6 +924,19 @@ def render(findings: Sequence[Finding]) -> str:
                 break_on_hyphens=False,
             )
         )
+    planned = [f for f in shown if f.plan is not None]
+    if planned:
+        lines.append("")
+        for f in planned:
+            lines.append(
+                textwrap.fill(
+                    f"{f.table}.{f.column} (integer key): {f.plan}",
+                    _WIDTH_OF_SCREEN,
+                    subsequent_indent="  ",
+                    break_long_words=False,
+                    break_on_hyphens=False,
+                )
+            )
     said = [f for f in shown if f.problem is not None or f.kind == "unreadable"]
     if said:
         lines.append("")

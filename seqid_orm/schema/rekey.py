@@ -39,6 +39,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from ..errors import InvalidArgumentError, MigrationRefusedError
 from ..ids.layout import Layout
@@ -50,6 +51,7 @@ __all__ = [
     "Child",
     "Rekey",
     "contract",
+    "describe",
     "expand",
     "plan",
     "plan_for",
@@ -62,6 +64,13 @@ __all__ = [
 INTEGER_FUNCTION = "seqid_integer_key"
 
 _INTEGER_TYPES = ("smallint", "integer", "bigint")
+
+
+class Reads(Protocol):
+    """What :func:`plan` needs of a connection: reads (an :class:`~.online.OnlineIO`, or the doctor's
+    read-only :class:`~.doctor.Executor`)."""
+
+    def fetch(self, sql: str, params: dict[str, object], /) -> list[tuple[Any, ...]]: ...
 
 
 def _rules(vendor: str) -> RekeyRules:
@@ -189,12 +198,12 @@ class Rekey:
         )
 
 
-def _primary_key(io: OnlineIO, rules: RekeyRules, table: str) -> list[tuple[str, str]]:
+def _primary_key(io: Reads, rules: RekeyRules, table: str) -> list[tuple[str, str]]:
     return [(str(c), str(t)) for c, t in io.fetch(*rules.primary_key(table))]
 
 
 def plan(
-    io: OnlineIO,
+    io: Reads,
     vendor: str,
     table: str,
     *,
@@ -256,7 +265,7 @@ def plan(
     )
 
 
-def plan_for(io: OnlineIO, where: Target, table: str, new_type: str) -> Rekey:
+def plan_for(io: Reads, where: Target, table: str, new_type: str) -> Rekey:
     """:func:`plan` for the keys of ``where`` (a column type's target on the connection: its layout, storage and
     database-made key), whose DDL type is ``new_type``: what both ORMs' operations call."""
     return plan(
@@ -270,15 +279,55 @@ def plan_for(io: OnlineIO, where: Target, table: str, new_type: str) -> Rekey:
     )
 
 
+#: Rows a second the expand step wrote, all its tables together, in ``python -m benchmarks.rekey`` on the
+#: project's two-core machine (6,000,000 rows, release N's writers beside it): what :func:`describe`'s estimate
+#: assumes, so a slower or busier server takes longer.
+ROWS_PER_SECOND = 100_000
+
+
+def describe(rk: Rekey, rows: dict[str, int | None], untracked: list[tuple[str, str, str]]) -> str:
+    """``seqid doctor``'s plan for ``rk`` (:attr:`~seqid_orm.schema.doctor.Finding.plan`): the operations, the
+    tables and foreign keys, the rows (``rows``: the planner's estimate by table) and about how long the
+    expand step takes, what each step locks, and the ``untracked`` columns ``(table, column, type)`` that may
+    hold the keys without a foreign key."""
+    tables = [rk.table, *(c.reference.table for c in rk.children if c.reference.table != rk.table)]
+    tables = list(dict.fromkeys(tables))
+    total = sum(rows.get(t) or 0 for t in tables)
+    unknown = [t for t in tables if rows.get(t) is None]
+    seconds = total / ROWS_PER_SECOND
+    took = "under a minute" if seconds < 60 else f"about {round(seconds / 60)} min"
+    refs = ", ".join(
+        f"{c.reference.table}.{c.reference.column} (ON DELETE {c.reference.on_delete})" for c in rk.children
+    )
+    said = (
+        f"change it to seqid keys online in two releases (docs/how-to/migrate.md, integer keys): "
+        f"rekey_expand / RekeyExpand, then rekey_contract / RekeyContract (autogenerate and makemigrations write "
+        f"them). It touches {len(tables)} table(s) and {len(rk.children)} foreign key(s)"
+        f"{': ' + refs if refs else ''}; about {total:,} rows"
+        f"{' (no estimate for ' + ', '.join(unknown) + ')' if unknown else ''}, written once by the expand step "
+        f"in {took} at {ROWS_PER_SECOND:,} rows/s. Expand locks: catalog changes (each waits at most "
+        "0.5 s, then tries again), each batch's rows, nothing while its indexes build (CONCURRENTLY) and its foreign "
+        "keys are validated; contract: one transaction of catalog changes on those tables (milliseconds); the "
+        f"integer stays as {rk.kept_as}."
+    )
+    if untracked:
+        listed = ", ".join(f"{t}.{c} ({k})" for t, c, k in untracked)
+        said += (
+            f" No foreign key follows these, which may hold its keys (generic relations): {listed}; map them "
+            f"through {rk.kept_as} before you drop it."
+        )
+    return said
+
+
 # --- what is there ---------------------------------------------------------------------------------------
 
 
-def _index(io: OnlineIO, rules: RekeyRules, table: str, index: str) -> str | None:
+def _index(io: Reads, rules: RekeyRules, table: str, index: str) -> str | None:
     found = io.fetch(*rules.index_state(table, index))
     return None if not found else ("valid" if found[0][0] else "invalid")
 
 
-def _constraint(io: OnlineIO, rules: RekeyRules, table: str, name: str) -> bool | None:
+def _constraint(io: Reads, rules: RekeyRules, table: str, name: str) -> bool | None:
     found = io.fetch(*rules.constraint_state(table, name))
     return None if not found else bool(found[0][0])
 

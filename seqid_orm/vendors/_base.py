@@ -353,6 +353,10 @@ class RekeyRules(Protocol):
     def drop_index(self, table: str, index: str, /) -> str:
         """``index`` of ``table`` dropped, where it is there."""
 
+    def untracked(self) -> tuple[str, dict[str, object]]:
+        """Rows ``(table, column, type)`` of the columns that may hold a table's keys without a foreign key to
+        it (generic relations: an object id beside a content type), which no change of a key follows."""
+
     def swap(self, table: str, statements: Sequence[str], /) -> Step:
         """The contract's changes (``statements``, each one ``ALTER TABLE``...) as one step: one transaction
         whose locks are each waited for briefly."""

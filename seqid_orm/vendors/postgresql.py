@@ -776,6 +776,19 @@ class Rekey:
     def drop_index(self, table: str, index: str, /) -> str:
         return f"DROP INDEX IF EXISTS {index}"
 
+    def untracked(self) -> tuple[str, dict[str, object]]:
+        # Django's generic relations (contenttypes' GenericForeignKey: an object id beside a content type, as
+        # the admin log keeps one): a key held without a foreign key, which no catalog links to its table
+        return (
+            "SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a "
+            "JOIN pg_class c ON c.oid = a.attrelid WHERE c.relkind IN ('r', 'p') "
+            "AND c.relnamespace = ANY(current_schemas(false)::regnamespace[]) AND NOT a.attisdropped "
+            "AND (a.attname IN ('object_id', 'object_pk') OR a.attname LIKE '%\\_object\\_id') "
+            "AND EXISTS (SELECT 1 FROM pg_attribute t WHERE t.attrelid = c.oid AND t.attname LIKE '%content\\_type%' "
+            "AND NOT t.attisdropped) ORDER BY 1, 2",
+            {},
+        )
+
     def swap(self, table: str, statements: Sequence[str], /) -> Step:
         # one transaction (the bound's SET LOCAL, then each change): every change below is the catalog's
         return Step("; ".join(statements))

@@ -1102,3 +1102,65 @@ def test_a_mariadb_table_another_session_holds_costs_only_its_own_line(mysql_eng
     held = found["b_held"]
     assert held["kind"] == "unreadable" and "Lost connection" not in held["advice"], held
     assert found["a_free"]["kind"] == found["c_free"]["kind"] == "random-uuid"
+
+
+def test_an_integer_key_gets_its_plan_and_what_no_foreign_key_follows(pg_engine, mysql_engine):
+    """Each integer primary key of the current schema: the plan names the operations, every foreign key to it
+    (a self-reference, a child), the rows, the time at the measured rate, the locks, and a generic relation
+    (an object id beside a content type, as Django's admin log) that no foreign key links; a key the change
+    cannot keep (a composite foreign key to it) gets the refusal's reason; on MariaDB the reason it is not
+    online there.  The CLI prints it."""
+    schema = f"seqid_rk_{secrets.token_hex(3)}"
+    with pg_engine.begin() as conn:
+        conn.exec_driver_sql(f"CREATE SCHEMA {schema}")
+        conn.exec_driver_sql(f"SET LOCAL search_path = {schema}")
+        conn.exec_driver_sql("CREATE TABLE author (id bigserial PRIMARY KEY, mentor_id bigint REFERENCES author)")
+        conn.exec_driver_sql(
+            "CREATE TABLE book (id bigserial PRIMARY KEY, author_id bigint REFERENCES author ON DELETE SET NULL)"
+        )
+        conn.exec_driver_sql(
+            "CREATE TABLE admin_log (id serial PRIMARY KEY, content_type_id int NOT NULL, object_id text)"
+        )
+        conn.exec_driver_sql("CREATE TABLE shelf (id int, n int, PRIMARY KEY (id, n))")
+        conn.exec_driver_sql(
+            "CREATE TABLE slot (id serial PRIMARY KEY, s int, n int, FOREIGN KEY (s, n) REFERENCES shelf)"
+        )
+        conn.exec_driver_sql("INSERT INTO author (mentor_id) SELECT NULL FROM generate_series(1, 3000)")
+        conn.exec_driver_sql("INSERT INTO book (author_id) SELECT g %% 3000 + 1 FROM generate_series(1, 6000) g")
+        conn.exec_driver_sql("INSERT INTO admin_log (content_type_id, object_id) VALUES (1, '7')")
+        conn.exec_driver_sql("ANALYZE author; ANALYZE book")
+    url = f"{POSTGRES_URL}?options=-csearch_path%3D{schema}"
+    try:
+        found = {f.table: f for f in diagnose(url, schemas=[schema])}
+        plan = found["author"].plan
+        assert plan is not None and "rekey_expand / RekeyExpand" in plan, plan
+        assert "2 table(s) and 2 foreign key(s)" in plan and "book.author_id (ON DELETE SET NULL)" in plan, plan
+        assert "author.mentor_id (ON DELETE NO ACTION)" in plan and "about 9,000 rows" in plan, plan
+        assert "admin_log.object_id (text)" in plan and "id_int" in plan, plan
+        assert found["book"].plan is not None and "0 foreign key(s)" in found["book"].plan
+        assert "shelf" not in found  # a composite key: not a single-column key the doctor reads
+        cli = [sys.executable, "-m", "seqid_orm", "doctor", url, "--schema", schema]
+        done = subprocess.run(cli, capture_output=True, text=True, timeout=120)
+        assert "author.id (integer key): change it to seqid keys online" in done.stdout, done.stdout + done.stderr
+        with pg_engine.begin() as conn:  # a composite foreign key to the key: refused, and said so
+            conn.exec_driver_sql(f"SET LOCAL search_path = {schema}")
+            conn.exec_driver_sql("ALTER TABLE book ADD COLUMN n bigint, ADD UNIQUE (id, n)")
+            conn.exec_driver_sql(
+                "CREATE TABLE quote (id serial PRIMARY KEY, b bigint, n bigint, "
+                "FOREIGN KEY (b, n) REFERENCES book (id, n))"
+            )
+        found = {f.table: f for f in diagnose(url, schemas=[schema])}
+        assert found["book"].plan.startswith("not online here:") and "composite" in found["book"].plan
+    finally:
+        with pg_engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP SCHEMA {schema} CASCADE")
+    table = f"seqid_rk_{secrets.token_hex(3)}"
+    with mysql_engine.begin() as conn:
+        conn.exec_driver_sql(f"CREATE TABLE {table} (id bigint AUTO_INCREMENT PRIMARY KEY)")
+        conn.exec_driver_sql(f"INSERT INTO {table} () VALUES (), (), ()")
+    try:
+        [mine] = [f for f in diagnose(MYSQL_URL) if f.table == table]
+        assert mine.plan is not None and mine.plan.startswith("not online here:") and "PostgreSQL does" in mine.plan
+    finally:
+        with mysql_engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP TABLE {table}")

@@ -376,10 +376,10 @@ def _run_step(
     def attempt(left: float) -> Steps[None]:
         try:
             with io.transaction() if bounded.in_transaction else contextlib.nullcontext():
-                for statement in bounded.statements:
+                for statement in (*bounded.statements, *step.more):
                     io.run(statement, {})
         finally:
-            for statement in bounded.after:
+            for statement in (*bounded.after, *step.after):
                 io.run(statement, {})
         return
         yield  # a generator of no step: the policy's loop runs it
@@ -551,6 +551,29 @@ def _server_update(
     column = col.q(col.column)
     joined = f"{where} AND {upto}" if where else f"WHERE {upto}"
     return f"UPDATE {col.q(col.table)} SET {column} = {made} {joined} AND {column} IS NULL", {**params, **more}
+
+
+def refill(io: OnlineIO, col: OnlineColumn, stale: str, *, size: int = 10_000) -> int:
+    """Every row of ``col``'s table where ``stale`` (SQL over the row) holds given its key again (the
+    column's :attr:`~OnlineColumn.key_sql`), walked by the primary key in short statements of ``size`` rows,
+    each its own transaction: the rows a writer changed where no trigger saw it (InnoDB's foreign key
+    cascades fire none).  Returns how many rows it wrote."""
+    assert col.key_sql is not None
+    after: list[object] | None = None
+    written = 0
+    while True:
+        last = _last_of_batch(io, col, after, size)
+        if last is None:
+            return written
+        where, params = _past(col, after)
+        upto, more = col.rules.key_compare([col.q(k) for k in col.keys], col.key_casts, last, "<=", "u")
+        joined = f"{where} AND {upto}" if where else f"WHERE {upto}"
+        with io.transaction():
+            written += io.run(
+                f"UPDATE {col.q(col.table)} SET {col.q(col.column)} = {col.key_sql} {joined} AND {stale}",
+                {**params, **more},
+            )
+        after = last
 
 
 def _made_by_server(col: OnlineColumn) -> str | None:

@@ -1,34 +1,39 @@
-"""A table's integer key changed to a seqid key, with every foreign key that points at it, while the
-application keeps reading and writing: expand, then contract, across two releases (pgroll's and gh-ost's
-expand and contract, over the foreign-key graph their one-column tools leave to the user).
+"""A table's key — integers, or UUIDs kept as text — changed to a seqid key, with every foreign key that points
+at it, while the application keeps reading and writing: expand, then contract, across two releases (pgroll's and
+gh-ost's expand and contract, over the foreign-key graph their one-column tools leave to the user).
 
 Every foreign key to the table is read from the catalog (:func:`plan`), not from the models: other apps'
-tables, many-to-many tables, a table that references itself.  Each row's new key is made from its integer
-alone (:func:`seqid_orm.ids.rekeyed.integer_key`: time 0, then the integer), so the keys keep the old
-``ORDER BY id`` and sort below every key made later, and a child's new column is the same function of its
-old one: the database makes both without a look-up, in any order.
+tables, many-to-many tables, a table that references itself.  Each row's new key is made from its old value
+alone, so a child's new column is the same function of its old one and the database makes both without a
+look-up, in any order:
 
-**Expand** (:func:`expand`: release N's code, which writes integers, goes on meanwhile):
+* an integer's key (:func:`seqid_orm.ids.rekeyed.integer_key`: time 0, then the integer) keeps the old
+  ``ORDER BY id`` and sorts below every key made later (PostgreSQL; MariaDB cannot keep one in step, see its
+  rules);
+* a UUID kept as text (``char(36)``, ``char(32)``) becomes the same UUID in the type the database compares
+  well (``uuid`` on PostgreSQL and MariaDB 10.7+).
 
-1. the function that makes a key of an integer, on the server;
-2. the parent's new column (:func:`~.online.add_column`: added without a rewrite, kept in step for the
-   application's inserts and key changes by a row trigger from then on, the old rows filled in committed,
-   resumable batches, ``NOT NULL`` without a long lock), then its unique index built concurrently, and a
-   unique index on the old integer, which stays unique after the swap (old URLs, other systems' references);
-3. each child's new column likewise, kept in step by its own trigger, filled, ``NOT NULL`` where the old
-   one is, and indexed concurrently;
-4. each new foreign key, ``NOT VALID``, then validated while reads and writes go on.
+**Expand** (:func:`expand`: release N's code, which writes the old keys, goes on meanwhile):
 
-**Contract** (:func:`contract`: with release N+1, once no process of release N writes): one short
-transaction of catalog changes (each lock waited for at most half a second, then tried again): the
-triggers go, the old foreign keys are dropped, the old primary key becomes a unique constraint on the
-integer (kept as ``<column>_int``), the new column becomes the primary key under the key's name, each
-child's columns swap names the same way (its old integer column kept, nullable) and its new foreign key
-takes the old one's name; new rows get the layout's database-made key by default.
+1. for integers, the function that makes a key of one, on the server;
+2. the table's new column (:func:`~.online.add_column`: added without a rewrite, kept in step for the
+   application's inserts and key changes by row triggers from then on, the old rows filled in committed,
+   resumable batches, ``NOT NULL`` without a long lock), its unique index built without stopping writes, and a
+   unique index on the old key, which stays unique after the swap (old URLs, other systems' references);
+3. each child's new column likewise, ``NOT NULL`` where the old one is, and indexed;
+4. each new foreign key, checked while reads and writes go on (PostgreSQL's ``NOT VALID`` then ``VALIDATE``;
+   MariaDB's in-place add, then its rows counted for orphans).
+
+**Contract** (:func:`contract`: with release N+1, once no process of release N writes): the vendor's short
+steps (:meth:`~seqid_orm.vendors.RekeyRules.contract_steps`: PostgreSQL one transaction of catalog changes;
+MariaDB an in-place rebuild that moves the primary key, then the names swapped under ``LOCK TABLES`` for
+milliseconds): the triggers go, the new column becomes the primary key under the key's name, each child's
+new column its foreign key's, the old columns kept (nullable) as ``<column>_int`` / ``<column>_text``; an
+integer key's new rows get the layout's database-made key by default.
 
 Killed anywhere, each step is finished by running it again: every change looks first whether it is done.
 The ways back: :func:`undo_expand` (the new columns, triggers, indexes and constraints dropped) and
-:func:`undo_contract` (the swap reversed in one transaction).
+:func:`undo_contract` (the swap reversed).
 
 May import the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.ids`, :mod:`seqid_orm.vendors` and
 this folder.
@@ -38,17 +43,30 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from ..errors import InvalidArgumentError, MigrationRefusedError
 from ..ids.layout import Layout
-from ..vendors import OnlineRules, Reference, RekeyRules, Step, Storage, Target, bounded_name, rules_for
-from .online import OnlineColumn, OnlineIO, _run_step, _say_to_stderr, add_column, forget
+from ..vendors import (
+    OnlineRules,
+    Reference,
+    RekeyRules,
+    Step,
+    Storage,
+    Swap,
+    Swapped,
+    Target,
+    bounded_name,
+    rules_for,
+)
+from .online import OnlineColumn, OnlineIO, _run_step, _say_to_stderr, add_column, forget, refill
 
 __all__ = [
     "INTEGER_FUNCTION",
+    "ROWS_PER_SECOND",
     "Child",
+    "Reads",
     "Rekey",
     "contract",
     "describe",
@@ -63,7 +81,8 @@ __all__ = [
 #: The function that makes the key of an integer (one per schema, the same for every table).
 INTEGER_FUNCTION = "seqid_integer_key"
 
-_INTEGER_TYPES = ("smallint", "integer", "bigint")
+#: What the old column is kept as after the contract, by the kind of key it held.
+_KEPT = {"integer": "int", "text": "text"}
 
 
 class Reads(Protocol):
@@ -77,14 +96,19 @@ def _rules(vendor: str) -> RekeyRules:
     rules = rules_for(vendor).REKEY
     if rules is None:
         raise MigrationRefusedError(
-            f"seqid does not change a table's integer key online on {vendor} (yet): PostgreSQL does; elsewhere "
-            "change it in a maintenance window (docs/how-to/migrate.md, integer keys)"
+            f"seqid does not change a table's key online on {vendor}: PostgreSQL does (integers and text), and "
+            "MariaDB (text); elsewhere change it in a maintenance window (docs/how-to/migrate.md, integer keys)"
         )
     return rules
 
 
 def _new(column: str) -> str:
     return bounded_name("", column, "seqid")
+
+
+def _triggers(table: str, column: str) -> tuple[str, str]:
+    """The names of what keeps a table's new column in step: a function and its trigger, or two triggers."""
+    return bounded_name("seqid_keep_", table, column), bounded_name("seqid_keepu_", table, column)
 
 
 @dataclass(frozen=True)
@@ -95,6 +119,7 @@ class Child:
     keys: tuple[str, ...]
     """The child's primary key, by which its backfill walks it."""
     key_casts: tuple[str, ...]
+    kind: str
 
     @property
     def new_column(self) -> str:
@@ -102,8 +127,8 @@ class Child:
 
     @property
     def kept_as(self) -> str:
-        """The old integer column's name after the swap."""
-        return bounded_name("", self.reference.column, "int")
+        """The old column's name after the swap."""
+        return bounded_name("", self.reference.column, _KEPT[self.kind])
 
     @property
     def foreign_key(self) -> str:
@@ -114,25 +139,29 @@ class Child:
         return bounded_name("ix_", self.reference.table, self.new_column)
 
     @property
-    def trigger(self) -> str:
-        return bounded_name("seqid_keep_", self.reference.table, self.reference.column)
+    def triggers(self) -> tuple[str, str]:
+        return _triggers(self.reference.table, self.reference.column)
 
 
 @dataclass(frozen=True)
 class Rekey:
-    """What :func:`plan` read of a table whose integer key changes, and the names of what it makes."""
+    """What :func:`plan` read of a table whose key changes, and the names of what it makes."""
 
     vendor: str
     table: str
     column: str
     key_type: str
+    kind: str
+    """``"integer"`` or ``"text"`` (UUIDs kept as text)."""
     constraint: str
     """The primary key constraint's name (the new one takes it)."""
     children: tuple[Child, ...]
     storage: Storage
     layout: Layout
-    default_sql: str
-    """The layout's database-made key, the new key's default once contracted."""
+    default_sql: str | None
+    """The new key's database default once contracted: the layout's database-made key for an integer key
+    (below which every old key sorts); none for a text key, whose old keys are anywhere (a default that reads
+    them: ``op.set_seqid_default``, ``AdoptSeqUUID``)."""
     new_type: str
     """The new columns' type (``uuid``)."""
 
@@ -146,13 +175,16 @@ class Rekey:
         assert online is not None  # a vendor that re-keys changes tables online
         return online
 
+    def q(self, name: str) -> str:
+        return rules_for(self.vendor).quote_identifier(name)
+
     @property
     def new_column(self) -> str:
         return _new(self.column)
 
     @property
     def kept_as(self) -> str:
-        return bounded_name("", self.column, "int")
+        return bounded_name("", self.column, _KEPT[self.kind])
 
     @property
     def new_unique(self) -> str:
@@ -163,14 +195,19 @@ class Rekey:
         return bounded_name("uq_", self.table, self.kept_as)
 
     @property
-    def trigger(self) -> str:
-        return bounded_name("seqid_keep_", self.table, self.column)
+    def triggers(self) -> tuple[str, str]:
+        return _triggers(self.table, self.column)
+
+    def key_of(self, column: str) -> str:
+        """SQL of the new key of ``column``'s old value (``column`` as SQL: ``NEW."id"``)."""
+        made = self.rules.key_of(self.kind, self.q(INTEGER_FUNCTION), column)
+        assert made is not None  # plan() refused a kind the server cannot make keys of
+        return made
 
     def column_of(
         self, table: str, column: str, new: str, keys: tuple[str, ...], casts: tuple[str, ...], *, nullable: bool
     ) -> OnlineColumn:
-        """The online column ``new`` of ``table``, filled with the key of ``column``'s integer."""
-        q = rules_for(self.vendor).quote_identifier
+        """The online column ``new`` of ``table``, filled with the key of ``column``'s old value."""
         return OnlineColumn(
             vendor=self.vendor,
             table=table,
@@ -183,7 +220,7 @@ class Rekey:
             key_casts=casts,
             unique=False,
             nullable=nullable,
-            key_sql=self.rules.integer_key(q(INTEGER_FUNCTION), q(column)),
+            key_sql=self.key_of(self.q(column)),
         )
 
     def parent(self) -> OnlineColumn:
@@ -197,9 +234,50 @@ class Rekey:
             ref.table, ref.column, child.new_column, child.keys, child.key_casts, nullable=ref.nullable
         )
 
+    def swap(self) -> Swap:
+        """The contract as the vendor's statements take it (names quoted)."""
+        q = self.q
+        parent = Swapped(
+            table=q(self.table),
+            constraint=q(self.constraint),
+            column=q(self.column),
+            column_type=self.key_type,
+            new=q(self.new_column),
+            new_constraint=q(self.new_unique),
+            kept=q(self.kept_as),
+            triggers=tuple(q(t) for t in self.triggers),  # type: ignore[arg-type]
+            nullable=False,
+        )
+        children = tuple(
+            Swapped(
+                table=q(c.reference.table),
+                constraint=q(c.reference.constraint),
+                column=q(c.reference.column),
+                column_type=c.reference.column_type,
+                new=q(c.new_column),
+                new_constraint=q(c.foreign_key),
+                kept=q(c.kept_as),
+                triggers=tuple(q(t) for t in c.triggers),  # type: ignore[arg-type]
+                nullable=c.reference.nullable,
+                references=c.reference,
+            )
+            for c in self.children
+        )
+        key = self.key_of("{}")
+        return Swap(parent, children, q(self.old_unique), self.default_sql, key)
+
 
 def _primary_key(io: Reads, rules: RekeyRules, table: str) -> list[tuple[str, str]]:
     return [(str(c), str(t)) for c, t in io.fetch(*rules.primary_key(table))]
+
+
+def _kept_type(io: Reads, rules: RekeyRules, table: str, column: str) -> tuple[str, str] | None:
+    """``(kind, type)`` of the old key kept beside the new one after a contract (``<column>_int``, ``_text``)."""
+    for kind, suffix in _KEPT.items():
+        found = io.fetch(*rules.column_type(table, bounded_name("", column, suffix)))
+        if found and rules.source_kind(str(found[0][0])) == kind:
+            return kind, str(found[0][0])
+    return None
 
 
 def plan(
@@ -212,27 +290,39 @@ def plan(
     default_sql: str,
     new_type: str,
 ) -> Rekey:
-    """What changing ``table``'s integer key involves, read from the catalog: its key, every foreign key that
-    references it, each child's own key.  Refused (:class:`~seqid_orm.errors.MigrationRefusedError`) before any
-    change where the change cannot keep every row: a key of several columns or not an integer, a composite
-    foreign key, one from another schema, a child without a primary key, a negative integer key, a layout the
-    server cannot make keys of."""
+    """What changing ``table``'s key involves, read from the catalog: its key, every foreign key that references
+    it, each child's own key.  Refused (:class:`~seqid_orm.errors.MigrationRefusedError`) before any change
+    where the change cannot keep every row: a key of several columns or of another type, a composite foreign
+    key, one from another schema, a child without a primary key, a negative integer, a text that is no UUID, a
+    kind of key the server cannot keep in step."""
     rules = _rules(vendor)
     key = _primary_key(io, rules, table)
     if not key:
         raise MigrationRefusedError(f"{table} has no primary key (or is not there): nothing to change")
     column, key_type = key[0]
-    contracted = key_type not in _INTEGER_TYPES and len(key) == 1
-    if contracted:  # the contract step ran: the integer is kept beside the key
-        kept = io.fetch(*rules.column_type(table, bounded_name("", column, "int")))
-        contracted = bool(kept) and str(kept[0][0]) in _INTEGER_TYPES
-        key_type = str(kept[0][0]) if contracted else key_type
-    if len(key) != 1 or key_type not in _INTEGER_TYPES:
+    if len(key) == 1 and column.endswith("_seqid"):  # a contract stopped after it moved the key (MariaDB)
+        found = io.fetch(*rules.column_type(table, column[: -len("_seqid")]))
+        if found and rules.source_kind(str(found[0][0])):
+            column, key_type = column[: -len("_seqid")], str(found[0][0])
+    kind = rules.source_kind(key_type)
+    contracted = kind is None and len(key) == 1 and _kept_type(io, rules, table, column) is not None
+    if contracted:  # the contract step ran: the old key is kept beside the new one
+        kind, key_type = _kept_type(io, rules, table, column)  # type: ignore[misc]
+    if len(key) != 1 or kind is None:
         shown = ", ".join(f"{c} {t}" for c, t in key)
-        raise MigrationRefusedError(f"{table}'s primary key is ({shown}): only an integer key of one column changes")
-    if rules.integer_function(INTEGER_FUNCTION, layout, storage) is None:
+        raise MigrationRefusedError(
+            f"{table}'s primary key is ({shown}): only a key of one column of integers or of UUIDs kept as text changes"
+        )
+    if rules.key_of(kind, INTEGER_FUNCTION, column) is None:
+        raise MigrationRefusedError(f"{table}.{column} is not changed online on {vendor}: {rules.not_changed(kind)}")
+    if kind == "integer" and rules.integer_function(INTEGER_FUNCTION, layout, storage) is None:
         raise MigrationRefusedError(
             f"the server cannot make the keys of integers in layout {layout.value} stored as {storage.value}"
+        )
+    if kind == "text" and storage is not Storage.NATIVE:
+        raise MigrationRefusedError(
+            f"{table}.{column} holds UUIDs as text; seqid changes them to the database's own uuid type, which this "
+            f"server has not (the keys would be stored as {storage.value}): keep the column, and declare its form"
         )
     children = []
     for row in io.fetch(*rules.references(table, column)):
@@ -252,16 +342,37 @@ def plan(
             raise MigrationRefusedError(
                 f"{ref.table} (foreign key {ref.constraint} to {table}) has no primary key to walk its rows by"
             )
-        children.append(Child(ref, tuple(c for c, _ in child_key), tuple(t for _, t in child_key)))
+        if contracted:  # the old column is the kept one: its type, not the new column's
+            kept = io.fetch(*rules.column_type(ref.table, bounded_name("", ref.column, _KEPT[kind])))
+            ref = replace(ref, column_type=str(kept[0][0]) if kept else ref.column_type)
+        children.append(Child(ref, tuple(c for c, _ in child_key), tuple(t for _, t in child_key), kind))
     q = rules_for(vendor).quote_identifier
-    [(low, _high)] = io.fetch(
-        rules.integer_range(q(table), q(bounded_name("", column, "int") if contracted else column)), {}
-    )
-    if low is not None and int(str(low)) < 0:
-        raise MigrationRefusedError(f"{table}.{column} holds negative keys ({low}): they have no seqid key")
+    old = q(bounded_name("", column, _KEPT[kind]) if contracted else column)
+    if kind == "integer":
+        [(low, _high)] = io.fetch(rules.integer_range(q(table), old), {})
+        if low is not None and int(str(low)) < 0:
+            raise MigrationRefusedError(f"{table}.{column} holds negative keys ({low}): they have no seqid key")
+    elif not contracted:
+        for where, col in ((table, column), *((c.reference.table, c.reference.column) for c in children)):
+            [(bad,)] = io.fetch(rules.invalid_texts(q(where), q(col)), {})
+            if int(str(bad)):
+                raise MigrationRefusedError(
+                    f"{where}.{col} holds {bad} values that are not a UUID's text: they would have no key; "
+                    "correct or remove them first"
+                )
     [(constraint,)] = io.fetch(*rules.key_constraint(table))
     return Rekey(
-        vendor, table, column, key_type, str(constraint), tuple(children), storage, layout, default_sql, new_type
+        vendor,
+        table,
+        column,
+        key_type,
+        kind,
+        str(constraint),
+        tuple(children),
+        storage,
+        layout,
+        default_sql if kind == "integer" else None,
+        new_type,
     )
 
 
@@ -290,8 +401,7 @@ def describe(rk: Rekey, rows: dict[str, int | None], untracked: list[tuple[str, 
     tables and foreign keys, the rows (``rows``: the planner's estimate by table) and about how long the
     expand step takes, what each step locks, and the ``untracked`` columns ``(table, column, type)`` that may
     hold the keys without a foreign key."""
-    tables = [rk.table, *(c.reference.table for c in rk.children if c.reference.table != rk.table)]
-    tables = list(dict.fromkeys(tables))
+    tables = list(dict.fromkeys([rk.table, *(c.reference.table for c in rk.children)]))
     total = sum(rows.get(t) or 0 for t in tables)
     unknown = [t for t in tables if rows.get(t) is None]
     seconds = total / ROWS_PER_SECOND
@@ -306,9 +416,9 @@ def describe(rk: Rekey, rows: dict[str, int | None], untracked: list[tuple[str, 
         f"{': ' + refs if refs else ''}; about {total:,} rows"
         f"{' (no estimate for ' + ', '.join(unknown) + ')' if unknown else ''}, written once by the expand step "
         f"in {took} at {ROWS_PER_SECOND:,} rows/s. Expand locks: catalog changes (each waits at most "
-        "0.5 s, then tries again), each batch's rows, nothing while its indexes build (CONCURRENTLY) and its foreign "
-        "keys are validated; contract: one transaction of catalog changes on those tables (milliseconds); the "
-        f"integer stays as {rk.kept_as}."
+        "0.5 s, then tries again), each batch's rows, nothing while its indexes build and its foreign "
+        "keys are checked; contract: catalog changes on those tables (milliseconds); the old key "
+        f"stays as {rk.kept_as}."
     )
     if untracked:
         listed = ", ".join(f"{t}.{c} ({k})" for t, c, k in untracked)
@@ -333,13 +443,12 @@ def _constraint(io: Reads, rules: RekeyRules, table: str, name: str) -> bool | N
 
 
 def state(io: OnlineIO, rk: Rekey) -> str:
-    """``"contracted"`` (the key is the seqid column), ``"expanded"`` (every new column, index and foreign
-    key there and valid), ``"expanding"`` (begun) or ``"planned"``."""
+    """``"contracted"`` (the key is the seqid column under the key's name), ``"expanded"`` (every new column,
+    index and foreign key there and valid), ``"expanding"`` (begun) or ``"planned"``."""
     rules = rk.rules
     key = _primary_key(io, rules, rk.table)
-    if key and key[0][0] == rk.column and key[0][1] not in _INTEGER_TYPES:
+    if key and key[0][0] == rk.column and rules.source_kind(key[0][1]) is None:
         return "contracted"
-    parent = rk.parent()
     facts: list[str | bool | None] = [
         _index(io, rules, rk.table, rk.new_unique),
         _index(io, rules, rk.table, rk.old_unique),
@@ -347,7 +456,7 @@ def state(io: OnlineIO, rk: Rekey) -> str:
     facts += [_constraint(io, rules, c.reference.table, c.foreign_key) for c in rk.children]
     if all(f in ("valid", True) for f in facts):
         return "expanded"
-    column = io.fetch(*parent.rules.fact_reads(rk.table, rk.new_column, "")["column"])
+    column = io.fetch(*rk.parent().rules.fact_reads(rk.table, rk.new_column, "")["column"])
     return "expanding" if column else "planned"
 
 
@@ -365,24 +474,22 @@ def expand(
 ) -> None:
     """The expand step (see the module docstring); run again after a kill, it goes on where it stopped, and
     finds nothing to do once done."""
-    rules = rk.rules
-    q = rules_for(rk.vendor).quote_identifier
+    rules, q = rk.rules, rk.q
     parent = rk.parent()
-    function = rules.integer_function(q(INTEGER_FUNCTION), rk.layout, rk.storage)
-    assert function is not None  # plan() refused a layout without one
 
     def run(step: Step) -> None:
         guard()
         _run_step(io, parent, step, sleep)
 
-    run(Step(function))
+    if rk.kind == "integer":
+        function = rules.integer_function(q(INTEGER_FUNCTION), rk.layout, rk.storage)
+        assert function is not None  # plan() refused a layout without one
+        run(Step(function))
 
-    def keep(table: str, source: str, target: str, trigger: str) -> Callable[[], None]:
+    def keep(table: str, source: str, target: str, names: tuple[str, str]) -> Callable[[], None]:
         def make() -> None:
-            if io.fetch(*rules.trigger_present(table, trigger)):
-                return
             for statement in rules.keep_in_step(
-                q(table), q(source), q(target), q(INTEGER_FUNCTION), q(trigger), q(trigger)
+                q(table), q(target), rk.key_of(f"NEW.{q(source)}"), (q(names[0]), q(names[1]))
             ):
                 run(Step(statement))
 
@@ -395,22 +502,21 @@ def expand(
         say=say,
         sleep=sleep,
         guard=guard,
-        before_fill=keep(rk.table, rk.column, rk.new_column, rk.trigger),
+        before_fill=keep(rk.table, rk.column, rk.new_column, rk.triggers),
     )
     for table, column, index in ((rk.table, rk.new_column, rk.new_unique), (rk.table, rk.column, rk.old_unique)):
         for step in rules.index_steps(q(table), q(column), q(index), _index(io, rules, table, index), True):
             run(step)
     for child in rk.children:
         ref = child.reference
-        col = rk.child(child)
         add_column(
             io,
-            col,
+            rk.child(child),
             batch_size=batch_size,
             say=say,
             sleep=sleep,
             guard=guard,
-            before_fill=keep(ref.table, ref.column, child.new_column, child.trigger),
+            before_fill=keep(ref.table, ref.column, child.new_column, child.triggers),
         )
         state_ = _index(io, rules, ref.table, child.index)
         for step in rules.index_steps(q(ref.table), q(child.new_column), q(child.index), state_, False):
@@ -422,32 +528,33 @@ def expand(
             ref, q(child.new_column), q(rk.table), q(rk.new_column), q(child.foreign_key), present
         ):
             run(step)
+        col = rk.child(child)
+        stale = rules.stale(q(child.new_column), rk.key_of(q(ref.column)))
+        if stale is not None:  # what the old foreign key's cascades changed since the trigger: its own from now on
+            guard()
+            fixed = refill(io, col, stale)
+            if fixed:
+                say(f"seqid: {ref.table}.{child.new_column}: {fixed:,} rows its cascades changed, set again")
+        _no_orphans(io, rk, ref.table, child.new_column, rk.new_column)
     say(f"seqid: {rk.table}.{rk.column}: expanded ({len(rk.children)} foreign keys); contract with the next release")
 
 
-# --- contract --------------------------------------------------------------------------------------------
-
-
-def _swap_statements(rk: Rekey) -> list[str]:
-    """The contract's catalog changes, in an order each one's dependencies allow: each child's first (its old
-    foreign key holds the old key's index), then the table's own."""
-    q = rules_for(rk.vendor).quote_identifier
-    rules = rk.rules
-    out: list[str] = []
-    for child in rk.children:
-        ref = child.reference
-        t = q(ref.table)
-        out += rules.drop_in_step(t, q(child.trigger), q(child.trigger))
-        out += rules.swap_child(
-            t, q(ref.constraint), q(ref.column), q(child.kept_as), q(child.new_column), q(child.foreign_key)
+def _no_orphans(io: OnlineIO, rk: Rekey, table: str, column: str, parent_column: str) -> None:
+    """Where the vendor added a foreign key its server did not check, its rows counted: none may lack a parent."""
+    q = rk.q
+    count = rk.rules.orphans(q(table), q(column), q(rk.table), q(parent_column))
+    if count is None:
+        return
+    [(orphans,)] = io.fetch(count, {})
+    if int(str(orphans)):
+        raise MigrationRefusedError(
+            f"{table}.{column}: {orphans} rows point at no row of {rk.table}, which a foreign key would refuse; "
+            "the old column's foreign key did not hold them (checks turned off while they were written?): "
+            "correct them, then run the step again"
         )
-    parent = q(rk.table)
-    out += rules.drop_in_step(parent, q(rk.trigger), q(rk.trigger))
-    # the old key keeps its unique index (built in the expand step) and its default: old URLs still find rows
-    out += rules.swap_parent(
-        parent, q(rk.constraint), q(rk.column), q(rk.kept_as), q(rk.new_column), q(rk.new_unique), rk.default_sql
-    )
-    return out
+
+
+# --- contract --------------------------------------------------------------------------------------------
 
 
 def contract(
@@ -457,8 +564,8 @@ def contract(
     sleep: Callable[[float], None] = time.sleep,
     guard: Callable[[], None] = lambda: None,
 ) -> None:
-    """The contract step (see the module docstring): one short transaction; nothing to do where it is done.
-    Refused while the expand step is not finished."""
+    """The contract step (see the module docstring); nothing to do where it is done.  Refused while the expand
+    step is not finished."""
     now = state(io, rk)
     if now == "contracted":
         return
@@ -466,53 +573,43 @@ def contract(
         raise MigrationRefusedError(
             f"{rk.table}.{rk.column}: the expand step is not finished ({now}): run it (again) first"
         )
-    guard()
-    _run_step(io, rk.parent(), rk.rules.swap(rk.table, _swap_statements(rk)), sleep)
-    for child in (rk.parent(), *(rk.child(c) for c in rk.children)):
-        forget(io, child)
+    for step in rk.rules.contract_steps(rk.swap()):
+        guard()
+        _run_step(io, rk.parent(), step, sleep)
+    for col in (rk.parent(), *(rk.child(c) for c in rk.children)):
+        forget(io, col)
 
 
 def undo_contract(io: OnlineIO, rk: Rekey, *, sleep: Callable[[float], None] = time.sleep) -> None:
-    """The way back from :func:`contract`, before the new release writes rows of its own: the integer key and
-    the integer foreign keys again (``NOT VALID``, then validated while writes go on), the seqid columns
-    kept in step by their triggers again; the primary key takes the old key's unique index, and the seqid
-    column's unique index is built again by :func:`expand`.  Refused where a child row has no integer (the
-    new release wrote it): fill those first, as the message says."""
+    """The way back from :func:`contract`, before the new release writes rows of its own: the old key and
+    foreign keys again (checked while writes go on), the seqid columns kept in step by their triggers again;
+    the seqid column's unique index is built again by :func:`expand`.  Refused where a row has no old value
+    (the new release wrote it): fill those first, as the message says."""
     if state(io, rk) != "contracted":
         return
-    q = rules_for(rk.vendor).quote_identifier
-    rules = rk.rules
-    parent, pk = q(rk.table), q(rk.constraint)
-    for child in rk.children:
-        ref = child.reference
-        [(missing,)] = io.fetch(rules.unfilled(q(ref.table), q(ref.column), q(child.kept_as)), {})
+    q, rules = rk.q, rk.rules
+    missing_rows: list[tuple[str, str, str, str, str | None]] = []
+    if rk.kind == "text":  # the table's own old key too: a text key's kept column is nullable after the contract
+        missing_rows.append((rk.table, rk.column, rk.kept_as, rk.key_type, None))
+    missing_rows += [
+        (c.reference.table, c.reference.column, c.kept_as, c.reference.column_type, q(rk.table)) for c in rk.children
+    ]
+    for table, column, kept, kept_type, parent in missing_rows:
+        [(missing,)] = io.fetch(rules.unfilled(q(table), q(column), q(kept)), {})
         if int(str(missing)):
+            fill = rules.fill(q(table), q(column), q(kept), kept_type, parent, q(rk.column), q(rk.kept_as))
             raise MigrationRefusedError(
-                f"{ref.table}: {missing} rows have no integer in {child.kept_as} (written since the contract step); "
-                f"fill them first: UPDATE {ref.table} c SET {child.kept_as} = p.{rk.kept_as} FROM {rk.table} p "
-                f"WHERE p.{rk.column} = c.{ref.column} AND c.{child.kept_as} IS NULL"
+                f"{table}: {missing} rows have no old key in {kept} (written since the contract step); "
+                f"fill them first: {fill}"
             )
-    out = []
+    for step in rules.undo_contract_steps(rk.swap()):
+        _run_step(io, rk.parent(), step, sleep)
     for child in rk.children:
         ref = child.reference
-        out += rules.unswap_child(q(ref.table), q(ref.constraint), q(ref.column), q(child.kept_as), q(child.new_column))
-    out += rules.unswap_parent(parent, pk, q(rk.column), q(rk.kept_as), q(rk.new_column), q(rk.old_unique))
-    out += rules.keep_in_step(parent, q(rk.column), q(rk.new_column), q(INTEGER_FUNCTION), q(rk.trigger), q(rk.trigger))
-    for child in rk.children:
-        ref = child.reference
-        t = q(ref.table)
-        out.append(rules.add_foreign_key(ref, q(ref.column), parent, q(rk.column), q(ref.constraint)))
-        out += rules.keep_in_step(
-            t, q(ref.column), q(child.new_column), q(INTEGER_FUNCTION), q(child.trigger), q(child.trigger)
-        )
-    _run_step(io, rk.parent(), rules.swap(rk.table, out), sleep)
-    for child in rk.children:
-        ref = child.reference
-        for step in rules.foreign_key_steps(ref, q(ref.column), parent, q(rk.column), q(ref.constraint), False):
-            _run_step(io, rk.parent(), step, sleep)
-        if not ref.nullable:  # SET NOT NULL after a valid check: no scan under its lock (12+)
+        _no_orphans(io, rk, ref.table, ref.column, rk.column)
+        if not ref.nullable and rk.vendor == "postgresql":  # SET NOT NULL after a valid check: no scan (12+)
             check = bounded_name("ck_", ref.table, f"{ref.column}_not_null")
-            for step in rk.rules_online.not_null_steps(q(ref.table), q(ref.column), rk.key_type, q(check), None):
+            for step in rk.rules_online.not_null_steps(q(ref.table), q(ref.column), ref.column_type, q(check), None):
                 _run_step(io, rk.parent(), step, sleep)
 
 
@@ -521,16 +618,15 @@ def undo_expand(io: OnlineIO, rk: Rekey, *, sleep: Callable[[float], None] = tim
     keys, the triggers, the new columns (their indexes with them), the old key's extra unique index."""
     if state(io, rk) == "contracted":
         raise InvalidArgumentError(f"{rk.table}.{rk.column} is contracted: undo the contract step first")
-    q = rules_for(rk.vendor).quote_identifier
-    rules = rk.rules
+    q, rules = rk.q, rk.rules
     parent = rk.parent()
     statements: list[str] = []
     for child in rk.children:
         t = q(child.reference.table)
         statements.append(rules.drop_foreign_key(t, q(child.foreign_key)))
-        statements += rules.drop_in_step(t, q(child.trigger), q(child.trigger))
+        statements += rules.drop_in_step(t, (q(child.triggers[0]), q(child.triggers[1])))
         statements.append(rules.drop_column(t, q(child.new_column)))
-    statements += rules.drop_in_step(q(rk.table), q(rk.trigger), q(rk.trigger))
+    statements += rules.drop_in_step(q(rk.table), (q(rk.triggers[0]), q(rk.triggers[1])))
     statements.append(rules.drop_column(q(rk.table), q(rk.new_column)))
     statements.append(rules.drop_index(q(rk.table), q(rk.old_unique)))
     for statement in statements:

@@ -106,6 +106,11 @@ class Step:
 
     statement: str
     concurrent: bool = False
+    more: tuple[str, ...] = ()
+    """Statements run after ``statement`` on the same session, under the locks it took (MariaDB's ``LOCK
+    TABLES``, then the changes it covers), not bounded again: they wait for nothing it does not hold."""
+    after: tuple[str, ...] = ()
+    """Statements run at the end whatever happened (``UNLOCK TABLES``)."""
 
 
 @dataclass(frozen=True)
@@ -251,12 +256,48 @@ class Reference:
     """How many columns the foreign key has (a composite one is refused)."""
     same_schema: bool = True
     """Whether the referencing table is in the re-keyed table's schema (the search path's)."""
+    column_type: str = ""
+    """The referencing column's type as the catalog writes it."""
+
+
+@dataclass(frozen=True)
+class Swapped:
+    """One table of a re-keying's contract, its names quoted: the old key or foreign key ``column`` (constraint
+    ``constraint``, type ``column_type``), the new ``new`` column beside it and its foreign key or unique index
+    ``new_constraint``, the name ``kept`` the old column keeps, the triggers that keep ``new`` in step
+    (``triggers``), and ``references``: the foreign key's :class:`Reference`, ``None`` for the re-keyed
+    table itself."""
+
+    table: str
+    constraint: str
+    column: str
+    column_type: str
+    new: str
+    new_constraint: str
+    kept: str
+    triggers: tuple[str, str]
+    nullable: bool
+    references: Reference | None = None
+
+
+@dataclass(frozen=True)
+class Swap:
+    """A re-keying's contract, as the vendor's statements take it: the ``parent`` (the re-keyed table: its
+    old unique index ``old_unique`` on the kept key, the new key's database default ``default``, or ``None``)
+    and each child's foreign key, the ``key`` expression of the old value made the new one (``{}`` stands for
+    the column, as :meth:`RekeyRules.key_of` writes it)."""
+
+    parent: Swapped
+    children: tuple[Swapped, ...]
+    old_unique: str
+    default: str | None
+    key: str
 
 
 class RekeyRules(Protocol):
-    """How one vendor changes a table's integer key to a seqid key, with every foreign key to it
-    (:mod:`seqid_orm.schema.rekey` asks, and writes no SQL of its own).  Statements take ``:name``
-    parameters; tables and columns are quoted by the caller unless a method says otherwise."""
+    """How one vendor changes a table's key (integers, or UUIDs kept as text) to a seqid key, with every
+    foreign key to it (:mod:`seqid_orm.schema.rekey` asks, and writes no SQL of its own).  Statements take
+    ``:name`` parameters; tables and columns are quoted by the caller unless a method says otherwise."""
 
     def primary_key(self, table: str, /) -> tuple[str, dict[str, object]]:
         """Rows ``(column, type)`` of ``table``'s primary key (``table`` unquoted), in key order."""
@@ -274,28 +315,36 @@ class RekeyRules(Protocol):
     def reference(self, row: Sequence[object], /) -> Reference:
         """One row of :meth:`references`."""
 
+    def source_kind(self, sql_type: str, /) -> str | None:
+        """What a key of ``sql_type`` (as :meth:`primary_key` reads it) holds: ``"integer"``, ``"text"`` (UUIDs
+        kept as text), or ``None`` for another type, which is not changed."""
+
+    def key_of(self, kind: str, function: str, column: str, /) -> str | None:
+        """SQL of the new key of ``column``'s value (``NULL`` for ``NULL``) for a key of ``kind`` (``function``:
+        :meth:`integer_function`'s, for integers); ``None`` where the server cannot make it, with
+        :meth:`not_changed` saying why."""
+
+    def not_changed(self, kind: str, /) -> str:
+        """Why a key of ``kind`` is not changed online here (where :meth:`key_of` says ``None``)."""
+
     def integer_range(self, table: str, column: str, /) -> str:
         """``SELECT min(column), max(column)`` of the key."""
 
+    def invalid_texts(self, table: str, column: str, /) -> str:
+        """``SELECT count(*)`` of the rows whose ``column`` is not ``NULL`` and not a UUID's text (36 or 32
+        hexadecimal characters): a key the change could not carry."""
+
     def integer_function(self, name: str, layout: Layout, storage: Storage, /) -> str | None:
         """The statement creating (or replacing) the function ``name(n)``: :func:`seqid_orm.ids.rekeyed.integer_key`
-        made by the server; ``None`` where it cannot make that layout in that storage."""
+        made by the server; ``None`` where it cannot make that layout in that storage (or needs none)."""
 
-    def integer_key(self, function: str, column: str, /) -> str:
-        """SQL of the key of ``column``'s integer (``NULL`` for ``NULL``)."""
+    def keep_in_step(self, table: str, target: str, expression: str, names: tuple[str, str], /) -> list[str]:
+        """The statements (each alone; run again, they replace what they made) that make the database set
+        ``target`` to ``expression`` (SQL over the row's ``NEW`` values) on every row the application
+        inserts or updates from now on; ``names`` name what they make (quoted: a function and its trigger,
+        or the insert and the update trigger)."""
 
-    def trigger_present(self, table: str, trigger: str, /) -> tuple[str, dict[str, object]]:
-        """A read that returns a row where ``trigger`` is on ``table`` (both unquoted)."""
-
-    def keep_in_step(
-        self, table: str, source: str, target: str, integer: str, function: str, trigger: str, /
-    ) -> list[str]:
-        """The statements (each alone) that make the database keep ``target`` equal to the key of ``source``'s
-        integer (made by the function ``integer``, :meth:`integer_function`) on every row the application
-        inserts, or whose ``source`` it changes, from now on; ``function`` and ``trigger`` name what they make
-        (quoted)."""
-
-    def drop_in_step(self, table: str, function: str, trigger: str, /) -> list[str]:
+    def drop_in_step(self, table: str, names: tuple[str, str], /) -> list[str]:
         """Undo :meth:`keep_in_step`."""
 
     def index_steps(self, table: str, column: str, index: str, state: str | None, unique: bool, /) -> list[Step]:
@@ -313,36 +362,44 @@ class RekeyRules(Protocol):
         self, reference: Reference, column: str, parent: str, parent_column: str, name: str, state: bool | None, /
     ) -> list[Step]:
         """The foreign key ``name`` from ``column`` to ``parent(parent_column)`` with ``reference``'s actions,
-        added without a long lock (``NOT VALID``, then validated while writes go on); ``state``: ``None`` where
-        it is not there, else whether it is validated."""
+        added without a long lock, its rows checked without stopping writes; ``state``: ``None`` where it is
+        not there, else whether it is validated."""
 
-    def add_foreign_key(self, reference: Reference, column: str, parent: str, parent_column: str, name: str, /) -> str:
-        """The statement adding the foreign key ``name`` from ``column`` of ``reference.table`` to
-        ``parent(parent_column)`` with ``reference``'s actions, not checked against the rows yet."""
+    def orphans(self, table: str, column: str, parent: str, parent_column: str, /) -> str | None:
+        """``SELECT count(*)`` of the rows of ``table`` whose ``column`` no ``parent`` row has, where
+        :meth:`foreign_key_steps` adds a foreign key the server did not check (``None`` where it did)."""
 
-    def swap_child(
-        self, table: str, constraint: str, column: str, kept: str, new: str, new_constraint: str, /
-    ) -> list[str]:
-        """The contract's changes of one child: its old foreign key ``constraint`` dropped, the integer ``column``
-        kept (nullable) as ``kept``, the seqid column ``new`` named ``column``, its foreign key
-        ``new_constraint`` named ``constraint``."""
+    def stale(self, column: str, expression: str, /) -> str | None:
+        """SQL of whether a row's ``column`` is not ``expression`` (its key made of the old value), where the
+        server can leave it so: its foreign key cascades fire no trigger (InnoDB's: "FOREIGN KEY Constraints"
+        in MariaDB's docs), so a parent's delete that sets a child's old column ``NULL`` leaves the new one
+        as it was until the new foreign key exists.  ``None`` where triggers see every write (PostgreSQL)."""
 
-    def swap_parent(
-        self, table: str, constraint: str, column: str, kept: str, new: str, index: str, default: str, /
-    ) -> list[str]:
-        """The contract's changes of the re-keyed table: the primary key ``constraint`` dropped (the integer keeps
-        its own unique index), ``column`` kept as ``kept``, ``new`` named ``column`` and made the primary key
-        ``constraint`` over its unique ``index``, with the layout's database-made key as its default."""
+    def contract_steps(self, swap: Swap, /) -> list[Step]:
+        """The contract: the new columns become the key and the foreign keys' columns, the old ones kept
+        (nullable) under their kept names, the triggers gone; each step short, or online."""
 
-    def unswap_child(self, table: str, constraint: str, column: str, kept: str, new: str, /) -> list[str]:
-        """:meth:`swap_child` reversed, but for the foreign key (:meth:`add_foreign_key` makes it again)."""
-
-    def unswap_parent(self, table: str, constraint: str, column: str, kept: str, new: str, index: str, /) -> list[str]:
-        """:meth:`swap_parent` reversed: the integer ``kept`` is ``column`` and the key again, over its unique
-        ``index``; the seqid column is ``new`` again, without a default."""
+    def undo_contract_steps(self, swap: Swap, /) -> list[Step]:
+        """:meth:`contract_steps` reversed: the old key and foreign keys again (checked without stopping
+        writes), the new columns kept in step by their triggers again."""
 
     def unfilled(self, table: str, column: str, kept: str, /) -> str:
-        """``SELECT`` of how many rows have a ``column`` but no integer in ``kept`` (written since the contract)."""
+        """``SELECT`` of how many rows have a ``column`` but no value in ``kept`` (written since the contract)."""
+
+    def fill(
+        self,
+        table: str,
+        column: str,
+        kept: str,
+        kept_type: str,
+        parent: str | None,
+        parent_column: str,
+        parent_kept: str,
+        /,
+    ) -> str:
+        """The ``UPDATE`` that gives the rows written since the contract their old key in ``kept`` (of
+        ``kept_type``): the re-keyed table's from its new key (``parent`` ``None``), a child's from its parent's
+        kept key (``parent``'s ``parent_kept``, joined on ``parent_column``)."""
 
     def drop_foreign_key(self, table: str, name: str, /) -> str:
         """The foreign key ``name`` of ``table`` dropped, where it is there."""
@@ -356,10 +413,6 @@ class RekeyRules(Protocol):
     def untracked(self) -> tuple[str, dict[str, object]]:
         """Rows ``(table, column, type)`` of the columns that may hold a table's keys without a foreign key to
         it (generic relations: an object id beside a content type), which no change of a key follows."""
-
-    def swap(self, table: str, statements: Sequence[str], /) -> Step:
-        """The contract's changes (``statements``, each one ``ALTER TABLE``...) as one step: one transaction
-        whose locks are each waited for briefly."""
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Sequence
 
 from ..errors import InvalidArgumentError, ServerDefaultUnavailableError
 from ..ids.layout import ORDER_MARIADB_SWAPPED, Layout
@@ -21,8 +22,12 @@ from ._base import (
     Bounded,
     ColumnRef,
     Quote,
+    Reference,
     ServerDefault,
+    Step,
     Storage,
+    Swap,
+    Swapped,
     Version,
     backquoted,
     backslash_literal,
@@ -240,6 +245,9 @@ adoption_statements = no_adoption_statements
 
 # --- changing a live table (seqid_orm.schema.online asks) ---------------------------------------------
 
+#: The prefix of a statement that carries its own ``SET STATEMENT`` settings (MariaDB's per-statement settings:
+#: https://mariadb.com/kb/en/set-statement/), which :meth:`Online.bounded` extends with the bound's.
+_OWN_SETTINGS = "SET STATEMENT "
 _COLLATE = re.compile(r"\s+(COLLATE|CHARACTER SET|CHARSET)\s+\S+", re.IGNORECASE)
 
 
@@ -251,7 +259,10 @@ class Online(mysql.Online):
 
     def bounded(self, statement: str, lock_ms: int, /) -> Bounded:
         seconds = self.lock_seconds(lock_ms)
-        return Bounded((f"SET STATEMENT lock_wait_timeout = {seconds}, max_statement_time = 0 FOR {statement}",))
+        bound = f"SET STATEMENT lock_wait_timeout = {seconds}, max_statement_time = 0"
+        if statement.startswith(_OWN_SETTINGS):  # a statement with settings of its own: the bound's beside them
+            return Bounded((f"{bound}, {statement[len(_OWN_SETTINGS) :]}",))
+        return Bounded((f"{bound} FOR {statement}",))
 
     def key_cast(self, declared: str, /) -> str:
         # JSON_TABLE's columns take no UUID type (error 1064, issue 73) and the key's own collation
@@ -261,7 +272,292 @@ class Online(mysql.Online):
 
 
 ONLINE = Online()
-REKEY = None  # not yet: its integer keys are changed offline (docs/how-to/migrate.md)
+_INTEGERS = ("tinyint", "smallint", "mediumint", "int", "bigint")
+#: A column's full type as ``MODIFY`` must restate it: its type, and a text's character set and collation
+#: (left out, ``MODIFY`` would convert the column to the table's: a copy of the table)
+_FULL_TYPE = (
+    "CONCAT(c.COLUMN_TYPE, IF(c.COLLATION_NAME IS NULL, '', "
+    "CONCAT(' CHARACTER SET ', c.CHARACTER_SET_NAME, ' COLLATE ', c.COLLATION_NAME)))"
+)
+
+
+def _hex_if(kept_type: str, text: str) -> str:
+    """``text`` (a UUID's 36 characters) as a column of ``kept_type`` holds it: 32 without hyphens."""
+    return f"REPLACE({text}, '-', '')" if "(32)" in kept_type else text
+
+
+class Rekey:
+    """MariaDB's statements (10.7 and later: its ``uuid`` type) for changing a key of UUIDs kept as text
+    (``char(36)``, ``char(32)``: Django before 5.0) to the ``uuid`` type, with every foreign key to it
+    (:mod:`seqid_orm.schema.rekey`).  Two ``BEFORE`` triggers a table keep the new columns in step (``CAST(...
+    AS UUID)``); every index and ``NOT NULL`` is built ``ALGORITHM=INPLACE, LOCK=NONE`` (reads and writes go on:
+    "InnoDB Online DDL Operations" in MariaDB's docs); the new foreign keys are added with
+    ``foreign_key_checks = 0`` (the only way InnoDB adds one in place), then their rows counted for orphans.
+    The contract moves the primary key in place (a rebuild that lets writes go on), then swaps the names
+    under ``LOCK TABLES`` for milliseconds: MariaDB's DDL does not roll back, so no transaction could hold it.
+
+    An integer key is not changed online here: a ``BEFORE INSERT`` trigger sees 0 for an ``AUTO_INCREMENT``
+    key (its value is made after the trigger: "Trigger Overview"), and a stored generated column or a
+    default may not read one, so nothing keeps its new key in step."""
+
+    def primary_key(self, table: str, /) -> tuple[str, dict[str, object]]:
+        return (
+            f"SELECT k.COLUMN_NAME, {_FULL_TYPE} FROM information_schema.KEY_COLUMN_USAGE k "
+            "JOIN information_schema.COLUMNS c ON c.TABLE_SCHEMA = k.TABLE_SCHEMA AND c.TABLE_NAME = k.TABLE_NAME "
+            "AND c.COLUMN_NAME = k.COLUMN_NAME WHERE k.TABLE_SCHEMA = DATABASE() AND k.TABLE_NAME = :t "
+            "AND k.CONSTRAINT_NAME = 'PRIMARY' ORDER BY k.ORDINAL_POSITION",
+            {"t": table},
+        )
+
+    def column_type(self, table: str, column: str, /) -> tuple[str, dict[str, object]]:
+        return (
+            f"SELECT {_FULL_TYPE} FROM information_schema.COLUMNS c WHERE c.TABLE_SCHEMA = DATABASE() "
+            "AND c.TABLE_NAME = :t AND c.COLUMN_NAME = :c",
+            {"t": table, "c": column},
+        )
+
+    def key_constraint(self, table: str, /) -> tuple[str, dict[str, object]]:
+        return ("SELECT 'PRIMARY'", {})
+
+    def references(self, table: str, column: str, /) -> tuple[str, dict[str, object]]:
+        return (
+            f"SELECT k.CONSTRAINT_NAME, k.TABLE_NAME, k.COLUMN_NAME, c.IS_NULLABLE = 'NO', r.DELETE_RULE, "
+            "r.UPDATE_RULE, (SELECT count(*) FROM information_schema.KEY_COLUMN_USAGE n "
+            "WHERE n.CONSTRAINT_SCHEMA = k.CONSTRAINT_SCHEMA AND n.TABLE_NAME = k.TABLE_NAME "
+            f"AND n.CONSTRAINT_NAME = k.CONSTRAINT_NAME), k.TABLE_SCHEMA = k.REFERENCED_TABLE_SCHEMA, {_FULL_TYPE} "
+            "FROM information_schema.KEY_COLUMN_USAGE k JOIN information_schema.REFERENTIAL_CONSTRAINTS r "
+            "ON r.CONSTRAINT_SCHEMA = k.CONSTRAINT_SCHEMA AND r.TABLE_NAME = k.TABLE_NAME "
+            "AND r.CONSTRAINT_NAME = k.CONSTRAINT_NAME JOIN information_schema.COLUMNS c "
+            "ON c.TABLE_SCHEMA = k.TABLE_SCHEMA AND c.TABLE_NAME = k.TABLE_NAME AND c.COLUMN_NAME = k.COLUMN_NAME "
+            "WHERE k.REFERENCED_TABLE_SCHEMA = DATABASE() AND k.REFERENCED_TABLE_NAME = :t "
+            "AND k.REFERENCED_COLUMN_NAME = :c ORDER BY k.TABLE_NAME, k.CONSTRAINT_NAME",
+            {"t": table, "c": column},
+        )
+
+    def reference(self, row: Sequence[object], /) -> Reference:
+        name, table, column, not_null, on_delete, on_update, columns, same, kind = row
+        return Reference(
+            constraint=str(name),
+            table=str(table),
+            column=str(column),
+            nullable=not not_null,
+            on_delete=str(on_delete),
+            on_update=str(on_update),
+            deferrable="",
+            columns=int(str(columns)),
+            same_schema=bool(same),
+            column_type=str(kind),
+        )
+
+    def source_kind(self, sql_type: str, /) -> str | None:
+        bare = sql_type.lower().split(" character set")[0]
+        if bare.startswith(_INTEGERS):
+            return "integer"
+        if bare.startswith(("char(", "varchar(")):
+            return "text"
+        return None
+
+    def key_of(self, kind: str, function: str, column: str, /) -> str | None:
+        return f"CAST({column} AS UUID)" if kind == "text" else None
+
+    def not_changed(self, kind: str, /) -> str:
+        return (
+            "MariaDB's BEFORE INSERT trigger sees 0 for an AUTO_INCREMENT key (its value is made after the "
+            "trigger), so nothing can keep a new key of it in step while the application inserts: change an "
+            "integer key in a maintenance window there (docs/how-to/migrate.md, integer keys)"
+        )
+
+    def integer_range(self, table: str, column: str, /) -> str:
+        return f"SELECT min({column}), max({column}) FROM {table}"
+
+    def invalid_texts(self, table: str, column: str, /) -> str:
+        # what the uuid type itself refuses: 10.11 takes no UUID of a variant other than RFC 4122's or of version
+        # 0 or above 5 (an MD5's hex, a COMB of another vendor's: "Incorrect uuid value", error 1292)
+        return f"SELECT count(*) FROM {table} WHERE {column} IS NOT NULL AND CAST({column} AS UUID) IS NULL"
+
+    def integer_function(self, name: str, layout: Layout, storage: Storage, /) -> str | None:
+        return None
+
+    def keep_in_step(self, table: str, target: str, expression: str, names: tuple[str, str], /) -> list[str]:
+        return [
+            f"CREATE OR REPLACE TRIGGER {name} BEFORE {event} ON {table} FOR EACH ROW SET NEW.{target} = {expression}"
+            for name, event in zip(names, ("INSERT", "UPDATE"), strict=True)
+        ]
+
+    def drop_in_step(self, table: str, names: tuple[str, str], /) -> list[str]:
+        return [f"DROP TRIGGER IF EXISTS {name}" for name in names]
+
+    def index_steps(self, table: str, column: str, index: str, state: str | None, unique: bool, /) -> list[Step]:
+        if state == "valid":
+            return []
+        kind = "UNIQUE INDEX" if unique else "INDEX"
+        return [Step(f"ALTER TABLE {table} ADD {kind} {index} ({column}), ALGORITHM=INPLACE, LOCK=NONE")]
+
+    def index_state(self, table: str, index: str, /) -> tuple[str, dict[str, object]]:
+        return (
+            "SELECT 1 FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = :t "
+            "AND INDEX_NAME = :i LIMIT 1",
+            {"t": table, "i": index},
+        )
+
+    def constraint_state(self, table: str, name: str, /) -> tuple[str, dict[str, object]]:
+        return (
+            "SELECT 1 FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = DATABASE() "
+            "AND TABLE_NAME = :t AND CONSTRAINT_NAME = :n",
+            {"t": table, "n": name},
+        )
+
+    def foreign_key_steps(
+        self, reference: Reference, column: str, parent: str, parent_column: str, name: str, state: bool | None, /
+    ) -> list[Step]:
+        if state is not None:
+            return []
+        return [Step(self._add_foreign_key(reference, column, parent, parent_column, name))]
+
+    def _add_foreign_key(self, reference: Reference, column: str, parent: str, parent_column: str, name: str) -> str:
+        # in place only without the check (else InnoDB copies the table): orphans() counts the rows after
+        return (
+            f"{_OWN_SETTINGS}foreign_key_checks = 0 FOR ALTER TABLE {quote_identifier(reference.table)} "
+            f"ADD CONSTRAINT {name} FOREIGN KEY ({column}) REFERENCES {parent} ({parent_column}) "
+            f"ON DELETE {reference.on_delete} ON UPDATE {reference.on_update}, ALGORITHM=INPLACE, LOCK=NONE"
+        )
+
+    def orphans(self, table: str, column: str, parent: str, parent_column: str, /) -> str | None:
+        return (
+            f"SELECT count(*) FROM {table} c LEFT JOIN {parent} p ON p.{parent_column} = c.{column} "
+            f"WHERE c.{column} IS NOT NULL AND p.{parent_column} IS NULL"
+        )
+
+    def stale(self, column: str, expression: str, /) -> str | None:
+        return f"NOT ({column} <=> {expression})"
+
+    def _locked(self, swap: Swap, changes: list[str]) -> Step:
+        """``changes`` under ``LOCK TABLES`` of every table of ``swap`` (the lock waited for as every step's)."""
+        tables = ", ".join(dict.fromkeys(f"{t.table} WRITE" for t in (swap.parent, *swap.children)))
+        return Step(f"LOCK TABLES {tables}", more=tuple(changes), after=("UNLOCK TABLES",))
+
+    def _refer(self, child: Swapped, name: str, column: str, parent: str, parent_column: str) -> str:
+        ref = child.references
+        assert ref is not None
+        return (
+            f"ADD CONSTRAINT {name} FOREIGN KEY ({column}) REFERENCES {parent} ({parent_column}) "
+            f"ON DELETE {ref.on_delete} ON UPDATE {ref.on_update}"
+        )
+
+    def contract_steps(self, swap: Swap, /) -> list[Step]:
+        p = swap.parent
+        steps = [  # the old columns made nullable, the key moved: rebuilds in place, writes going on
+            Step(f"ALTER TABLE {c.table} MODIFY {c.column} {c.column_type} NULL, ALGORITHM=INPLACE, LOCK=NONE")
+            for c in swap.children
+            if not c.nullable
+        ]
+        steps.append(
+            Step(
+                f"ALTER TABLE {p.table} DROP PRIMARY KEY, ADD PRIMARY KEY ({p.new}), "
+                f"MODIFY {p.column} {p.column_type} NULL, ALGORITHM=INPLACE, LOCK=NONE"
+            )
+        )
+        # under the lock: the triggers go, the table's names swap (a foreign key follows its column's rename),
+        # then each child's; its new foreign key takes the old one's name, which MariaDB cannot rename, by a
+        # drop and an add in two statements (in one, the name is taken: error 1826), added unchecked: the
+        # rows are the ones the expand step's foreign key checked, and none is written meanwhile
+        changes: list[str] = []
+        for t in (*swap.children, p):
+            changes += self.drop_in_step(t.table, t.triggers)
+        changes.append(
+            f"ALTER TABLE {p.table} RENAME COLUMN {p.column} TO {p.kept}, RENAME COLUMN {p.new} TO {p.column}, "
+            "ALGORITHM=NOCOPY"
+        )
+        if swap.default is not None:
+            changes.append(f"ALTER TABLE {p.table} ALTER COLUMN {p.column} SET DEFAULT ({swap.default})")
+        for c in swap.children:
+            changes.append(
+                f"ALTER TABLE {c.table} DROP FOREIGN KEY {c.constraint}, RENAME COLUMN {c.column} TO {c.kept}, "
+                f"RENAME COLUMN {c.new} TO {c.column}, ALGORITHM=NOCOPY"
+            )
+            changes.append(
+                f"{_OWN_SETTINGS}foreign_key_checks = 0 FOR ALTER TABLE {c.table} DROP FOREIGN KEY {c.new_constraint}, "
+                f"{self._refer(c, c.constraint, c.column, p.table, p.column)}, ALGORITHM=NOCOPY"
+            )
+        return [*steps, self._locked(swap, changes)]
+
+    def undo_contract_steps(self, swap: Swap, /) -> list[Step]:
+        p = swap.parent
+        changes = [
+            f"ALTER TABLE {p.table} ALTER COLUMN {p.column} DROP DEFAULT",
+            f"ALTER TABLE {p.table} RENAME COLUMN {p.column} TO {p.new}, RENAME COLUMN {p.kept} TO {p.column}, "
+            "ALGORITHM=NOCOPY",
+        ]
+        for c in swap.children:
+            changes.append(
+                f"ALTER TABLE {c.table} DROP FOREIGN KEY {c.constraint}, RENAME COLUMN {c.column} TO {c.new}, "
+                f"RENAME COLUMN {c.kept} TO {c.column}, ALGORITHM=NOCOPY"
+            )
+            changes.append(
+                f"{_OWN_SETTINGS}foreign_key_checks = 0 FOR ALTER TABLE {c.table} "
+                f"{self._refer(c, c.constraint, c.column, p.table, p.column)}, "
+                f"{self._refer(c, c.new_constraint, c.new, p.table, p.new)}, ALGORITHM=NOCOPY"
+            )
+        for t in (p, *swap.children):
+            changes += self.keep_in_step(t.table, t.new, swap.key.format(f"NEW.{t.column}"), t.triggers)
+        steps = [self._locked(swap, changes)]
+        steps.append(
+            Step(
+                f"ALTER TABLE {p.table} DROP PRIMARY KEY, ADD PRIMARY KEY ({p.column}), "
+                f"MODIFY {p.column} {p.column_type} NOT NULL, ALGORITHM=INPLACE, LOCK=NONE"
+            )
+        )
+        steps += [
+            Step(f"ALTER TABLE {c.table} MODIFY {c.column} {c.column_type} NOT NULL, ALGORITHM=INPLACE, LOCK=NONE")
+            for c in swap.children
+            if not c.nullable
+        ]
+        return steps
+
+    def fill(
+        self,
+        table: str,
+        column: str,
+        kept: str,
+        kept_type: str,
+        parent: str | None,
+        parent_column: str,
+        parent_kept: str,
+        /,
+    ) -> str:
+        if parent is None:  # the table's own old key: the new key's text
+            text = f"CAST({column} AS CHAR)"
+            return f"UPDATE {table} SET {kept} = {_hex_if(kept_type, text)} WHERE {kept} IS NULL"
+        return (
+            f"UPDATE {table} c JOIN {parent} p ON p.{parent_column} = c.{column} SET c.{kept} = p.{parent_kept} "
+            f"WHERE c.{kept} IS NULL"
+        )
+
+    def unfilled(self, table: str, column: str, kept: str, /) -> str:
+        return f"SELECT count(*) FROM {table} WHERE {column} IS NOT NULL AND {kept} IS NULL"
+
+    def drop_foreign_key(self, table: str, name: str, /) -> str:
+        return f"ALTER TABLE {table} DROP FOREIGN KEY IF EXISTS {name}"
+
+    def drop_column(self, table: str, column: str, /) -> str:
+        return f"ALTER TABLE {table} DROP COLUMN IF EXISTS {column}, ALGORITHM=INPLACE, LOCK=NONE"
+
+    def drop_index(self, table: str, index: str, /) -> str:
+        return f"ALTER TABLE {table} DROP INDEX IF EXISTS {index}, ALGORITHM=INPLACE, LOCK=NONE"
+
+    def untracked(self) -> tuple[str, dict[str, object]]:
+        # Django's generic relations: an object id beside a content type (see the PostgreSQL rule)
+        return (
+            "SELECT c.TABLE_NAME, c.COLUMN_NAME, c.COLUMN_TYPE FROM information_schema.COLUMNS c "
+            "WHERE c.TABLE_SCHEMA = DATABASE() AND (c.COLUMN_NAME IN ('object_id', 'object_pk') "
+            "OR c.COLUMN_NAME LIKE '%\\_object\\_id') AND EXISTS (SELECT 1 FROM information_schema.COLUMNS t "
+            "WHERE t.TABLE_SCHEMA = c.TABLE_SCHEMA AND t.TABLE_NAME = c.TABLE_NAME "
+            "AND t.COLUMN_NAME LIKE '%content\\_type%') ORDER BY 1, 2",
+            {},
+        )
+
+
+REKEY = Rekey()
 
 
 class Doctor(mysql.Doctor):

@@ -26,6 +26,7 @@ from ._base import (
     ServerDefault,
     Step,
     Storage,
+    Swap,
     TableFacts,
     TextColumnSpec,
     Version,
@@ -588,13 +589,13 @@ _ACTIONS = {"a": "NO ACTION", "r": "RESTRICT", "c": "CASCADE", "n": "SET NULL", 
 
 
 class Rekey:
-    """PostgreSQL's statements for changing an integer key to a seqid key with every foreign key to it
-    (:mod:`seqid_orm.schema.rekey`).  The database keeps the new columns in step for the application's
-    writes with a row trigger per table (``BEFORE INSERT OR UPDATE OF`` the integer), whose key is a pure
-    function of the integer (:func:`seqid_orm.ids.rekeyed.integer_key`, here an inlinable SQL function),
-    so a child's key never waits for its parent's; foreign keys are added ``NOT VALID`` and validated under
-    ``SHARE UPDATE EXCLUSIVE`` (reads and writes go on: "ALTER TABLE", Notes); the swap is catalog
-    changes in one short transaction."""
+    """PostgreSQL's statements for changing a key (integers, or UUIDs kept as text) to a seqid key with every
+    foreign key to it (:mod:`seqid_orm.schema.rekey`).  The database keeps the new columns in step for the
+    application's writes with a row trigger per table (``BEFORE INSERT OR UPDATE``), whose key is a pure
+    function of the old value (:func:`seqid_orm.ids.rekeyed.integer_key`, here an inlinable SQL function;
+    a text's ``::uuid``), so a child's key never waits for its parent's; foreign keys are added ``NOT
+    VALID`` and validated under ``SHARE UPDATE EXCLUSIVE`` (reads and writes go on: "ALTER TABLE", Notes);
+    the contract is catalog changes in one short transaction."""
 
     def primary_key(self, table: str, /) -> tuple[str, dict[str, object]]:
         return (
@@ -621,7 +622,8 @@ class Rekey:
     def references(self, table: str, column: str, /) -> tuple[str, dict[str, object]]:
         return (
             "SELECT c.conname, cl.relname, a.attname, a.attnotnull, c.confdeltype, c.confupdtype, c.condeferrable, "
-            "c.condeferred, cardinality(c.conkey), cl.relnamespace = p.relnamespace "
+            "c.condeferred, cardinality(c.conkey), cl.relnamespace = p.relnamespace, "
+            "format_type(a.atttypid, a.atttypmod) "
             "FROM pg_constraint c JOIN pg_class cl ON cl.oid = c.conrelid JOIN pg_class p ON p.oid = c.confrelid "
             "JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1] "
             "JOIN pg_attribute r ON r.attrelid = c.confrelid AND r.attnum = c.confkey[1] "
@@ -630,7 +632,7 @@ class Rekey:
         )
 
     def reference(self, row: Sequence[object], /) -> Reference:
-        name, table, column, not_null, on_delete, on_update, deferrable, deferred, columns, same = row
+        name, table, column, not_null, on_delete, on_update, deferrable, deferred, columns, same, kind = row
         defer = ""
         if deferrable:
             defer = "DEFERRABLE INITIALLY DEFERRED" if deferred else "DEFERRABLE INITIALLY IMMEDIATE"
@@ -644,10 +646,31 @@ class Rekey:
             deferrable=defer,
             columns=int(str(columns)),
             same_schema=bool(same),
+            column_type=str(kind),
         )
+
+    def source_kind(self, sql_type: str, /) -> str | None:
+        if sql_type in ("smallint", "integer", "bigint"):
+            return "integer"
+        if sql_type == "text" or sql_type.startswith(("character(", "character varying")):
+            return "text"
+        return None
+
+    def key_of(self, kind: str, function: str, column: str, /) -> str | None:
+        # a text's cast takes 36 characters or 32 (and braces, upper case): uuid's input ("UUID Type")
+        return f"{function}({column})" if kind == "integer" else f"({column})::uuid"
+
+    def not_changed(self, kind: str, /) -> str:
+        return f"PostgreSQL changes {kind} keys"  # never asked: key_of makes every kind's key
 
     def integer_range(self, table: str, column: str, /) -> str:
         return f"SELECT min({column}), max({column}) FROM {table}"
+
+    def invalid_texts(self, table: str, column: str, /) -> str:
+        return (
+            f"SELECT count(*) FROM {table} WHERE {column} IS NOT NULL AND {column} !~* "
+            "'^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$'"
+        )
 
     def integer_function(self, name: str, layout: Layout, storage: Storage, /) -> str | None:
         # ids/rekeyed.integer_key for TIME_FIRST compared bytewise: time 0, version 7, the integer's bits above
@@ -661,28 +684,19 @@ class Rekey:
             ")::uuid END $$"
         )
 
-    def integer_key(self, function: str, column: str, /) -> str:
-        return f"{function}({column})"
-
-    def trigger_present(self, table: str, trigger: str, /) -> tuple[str, dict[str, object]]:
-        return (
-            "SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass(:t) AND tgname = :g",
-            {"t": quote_identifier(table), "g": trigger},
-        )
-
-    def keep_in_step(
-        self, table: str, source: str, target: str, integer: str, function: str, trigger: str, /
-    ) -> list[str]:
-        row_key = self.integer_key(integer, f"NEW.{source}")
+    def keep_in_step(self, table: str, target: str, expression: str, names: tuple[str, str], /) -> list[str]:
+        function = trigger = names[0]  # one trigger for both events, named as its function
+        # the trigger made again in one statement, so one transaction: between a drop and a create apart, a row
+        # written below a resumed backfill's cursor would keep no key (13 has no CREATE OR REPLACE TRIGGER)
         return [
             f"CREATE OR REPLACE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql AS "
-            f"$$ BEGIN NEW.{target} := {row_key}; RETURN NEW; END $$",
-            f"CREATE TRIGGER {trigger} BEFORE INSERT OR UPDATE OF {source} ON {table} "
-            f"FOR EACH ROW EXECUTE FUNCTION {function}()",
+            f"$$ BEGIN NEW.{target} := {expression}; RETURN NEW; END $$",
+            f"DROP TRIGGER IF EXISTS {trigger} ON {table}; CREATE TRIGGER {trigger} BEFORE INSERT OR UPDATE ON "
+            f"{table} FOR EACH ROW EXECUTE FUNCTION {function}()",
         ]
 
-    def drop_in_step(self, table: str, function: str, trigger: str, /) -> list[str]:
-        return [f"DROP TRIGGER IF EXISTS {trigger} ON {table}", f"DROP FUNCTION IF EXISTS {function}()"]
+    def drop_in_step(self, table: str, names: tuple[str, str], /) -> list[str]:
+        return [f"DROP TRIGGER IF EXISTS {names[0]} ON {table}", f"DROP FUNCTION IF EXISTS {names[0]}()"]
 
     def index_steps(self, table: str, column: str, index: str, state: str | None, unique: bool, /) -> list[Step]:
         steps = []
@@ -711,12 +725,12 @@ class Rekey:
     ) -> list[Step]:
         steps = []
         if state is None:
-            steps.append(Step(self.add_foreign_key(reference, column, parent, parent_column, name)))
+            steps.append(Step(self._add_foreign_key(reference, column, parent, parent_column, name)))
         if not state:
             steps.append(Step(f"ALTER TABLE {quote_identifier(reference.table)} VALIDATE CONSTRAINT {name}"))
         return steps
 
-    def add_foreign_key(self, reference: Reference, column: str, parent: str, parent_column: str, name: str, /) -> str:
+    def _add_foreign_key(self, reference: Reference, column: str, parent: str, parent_column: str, name: str) -> str:
         # NOT VALID: no scan under the lock; VALIDATE CONSTRAINT checks the rows under SHARE UPDATE EXCLUSIVE
         actions = f"ON DELETE {reference.on_delete} ON UPDATE {reference.on_update} {reference.deferrable}"
         return (
@@ -724,48 +738,87 @@ class Rekey:
             f"REFERENCES {parent} ({parent_column}) {actions.strip()} NOT VALID"
         )
 
-    def swap_child(
-        self, table: str, constraint: str, column: str, kept: str, new: str, new_constraint: str, /
-    ) -> list[str]:
-        return [
-            f"ALTER TABLE {table} DROP CONSTRAINT {constraint}",
-            f"ALTER TABLE {table} ALTER COLUMN {column} DROP NOT NULL",
-            f"ALTER TABLE {table} RENAME COLUMN {column} TO {kept}",
-            f"ALTER TABLE {table} RENAME COLUMN {new} TO {column}",
-            f"ALTER TABLE {table} RENAME CONSTRAINT {new_constraint} TO {constraint}",
-        ]
+    def orphans(self, table: str, column: str, parent: str, parent_column: str, /) -> str | None:
+        return None  # VALIDATE CONSTRAINT checked every row
 
-    def swap_parent(
-        self, table: str, constraint: str, column: str, kept: str, new: str, index: str, default: str, /
-    ) -> list[str]:
-        # ADD ... PRIMARY KEY USING INDEX: the unique index built concurrently becomes the key, no scan
-        # (its column is NOT NULL by a validated check already; "ALTER TABLE", table_constraint_using_index)
-        return [
-            f"ALTER TABLE {table} DROP CONSTRAINT {constraint}",
-            f"ALTER TABLE {table} RENAME COLUMN {column} TO {kept}",
-            f"ALTER TABLE {table} RENAME COLUMN {new} TO {column}",
-            f"ALTER TABLE {table} ADD CONSTRAINT {constraint} PRIMARY KEY USING INDEX {index}",
-            f"ALTER TABLE {table} ALTER COLUMN {column} SET DEFAULT {default}",
-        ]
+    def stale(self, column: str, expression: str, /) -> str | None:
+        return None  # a foreign key's cascade is an UPDATE or DELETE of the child: its row triggers fire
 
-    def unswap_child(self, table: str, constraint: str, column: str, kept: str, new: str, /) -> list[str]:
-        return [
-            f"ALTER TABLE {table} DROP CONSTRAINT {constraint}",
-            f"ALTER TABLE {table} RENAME COLUMN {column} TO {new}",
-            f"ALTER TABLE {table} RENAME COLUMN {kept} TO {column}",
+    def contract_steps(self, swap: Swap, /) -> list[Step]:
+        # one transaction (the bound's SET LOCAL, then each change), every change the catalog's: each child's
+        # first (its old foreign key holds the old key's index), then the table's; ADD PRIMARY KEY USING INDEX
+        # makes the unique index built concurrently the key, with no scan (its column is NOT NULL already)
+        out: list[str] = []
+        for c in swap.children:
+            out += self.drop_in_step(c.table, c.triggers)
+            out += [
+                f"ALTER TABLE {c.table} DROP CONSTRAINT {c.constraint}",
+                f"ALTER TABLE {c.table} ALTER COLUMN {c.column} DROP NOT NULL",
+                f"ALTER TABLE {c.table} RENAME COLUMN {c.column} TO {c.kept}",
+                f"ALTER TABLE {c.table} RENAME COLUMN {c.new} TO {c.column}",
+                f"ALTER TABLE {c.table} RENAME CONSTRAINT {c.new_constraint} TO {c.constraint}",
+            ]
+        p = swap.parent
+        out += self.drop_in_step(p.table, p.triggers)
+        # the old key keeps its unique index (built in the expand step) and its default: old URLs find rows
+        out += [
+            f"ALTER TABLE {p.table} DROP CONSTRAINT {p.constraint}",
+            f"ALTER TABLE {p.table} RENAME COLUMN {p.column} TO {p.kept}",
+            f"ALTER TABLE {p.table} RENAME COLUMN {p.new} TO {p.column}",
+            f"ALTER TABLE {p.table} ADD CONSTRAINT {p.constraint} PRIMARY KEY USING INDEX {p.new_constraint}",
         ]
+        if p.column_type not in ("smallint", "integer", "bigint"):  # a text key's old value is the new one's
+            out.append(f"ALTER TABLE {p.table} ALTER COLUMN {p.kept} DROP NOT NULL")
+        if swap.default is not None:
+            out.append(f"ALTER TABLE {p.table} ALTER COLUMN {p.column} SET DEFAULT {swap.default}")
+        return [Step("; ".join(out))]
 
-    def unswap_parent(self, table: str, constraint: str, column: str, kept: str, new: str, index: str, /) -> list[str]:
-        return [
-            f"ALTER TABLE {table} DROP CONSTRAINT {constraint}",
-            f"ALTER TABLE {table} ALTER COLUMN {column} DROP DEFAULT",
-            f"ALTER TABLE {table} RENAME COLUMN {column} TO {new}",
-            f"ALTER TABLE {table} RENAME COLUMN {kept} TO {column}",
-            f"ALTER TABLE {table} ADD CONSTRAINT {constraint} PRIMARY KEY USING INDEX {index}",
+    def undo_contract_steps(self, swap: Swap, /) -> list[Step]:
+        p = swap.parent
+        out = []
+        for c in swap.children:
+            out += [
+                f"ALTER TABLE {c.table} DROP CONSTRAINT {c.constraint}",
+                f"ALTER TABLE {c.table} RENAME COLUMN {c.column} TO {c.new}",
+                f"ALTER TABLE {c.table} RENAME COLUMN {c.kept} TO {c.column}",
+            ]
+        out += [
+            f"ALTER TABLE {p.table} DROP CONSTRAINT {p.constraint}",
+            f"ALTER TABLE {p.table} ALTER COLUMN {p.column} DROP DEFAULT",
+            f"ALTER TABLE {p.table} RENAME COLUMN {p.column} TO {p.new}",
+            f"ALTER TABLE {p.table} RENAME COLUMN {p.kept} TO {p.column}",
+            f"ALTER TABLE {p.table} ADD CONSTRAINT {p.constraint} PRIMARY KEY USING INDEX {swap.old_unique}",
         ]
+        out += self.keep_in_step(p.table, p.new, swap.key.format(f"NEW.{p.column}"), p.triggers)
+        validate = []
+        for c in swap.children:
+            assert c.references is not None
+            out.append(self._add_foreign_key(c.references, c.column, p.table, p.column, c.constraint))
+            out += self.keep_in_step(c.table, c.new, swap.key.format(f"NEW.{c.column}"), c.triggers)
+            validate.append(Step(f"ALTER TABLE {c.table} VALIDATE CONSTRAINT {c.constraint}"))
+        return [Step("; ".join(out)), *validate]
 
     def unfilled(self, table: str, column: str, kept: str, /) -> str:
         return f"SELECT count(*) FROM {table} WHERE {column} IS NOT NULL AND {kept} IS NULL"
+
+    def fill(
+        self,
+        table: str,
+        column: str,
+        kept: str,
+        kept_type: str,
+        parent: str | None,
+        parent_column: str,
+        parent_kept: str,
+        /,
+    ) -> str:
+        if parent is None:  # the table's own old key: the new key's text
+            text = f"replace({column}::text, '-', '')" if "(32)" in kept_type else f"{column}::text"
+            return f"UPDATE {table} SET {kept} = {text} WHERE {kept} IS NULL"
+        return (
+            f"UPDATE {table} c SET {kept} = p.{parent_kept} FROM {parent} p "
+            f"WHERE p.{parent_column} = c.{column} AND c.{kept} IS NULL"
+        )
 
     def drop_foreign_key(self, table: str, name: str, /) -> str:
         return f"ALTER TABLE {table} DROP CONSTRAINT IF EXISTS {name}"
@@ -788,10 +841,6 @@ class Rekey:
             "AND NOT t.attisdropped) ORDER BY 1, 2",
             {},
         )
-
-    def swap(self, table: str, statements: Sequence[str], /) -> Step:
-        # one transaction (the bound's SET LOCAL, then each change): every change below is the catalog's
-        return Step("; ".join(statements))
 
 
 REKEY = Rekey()

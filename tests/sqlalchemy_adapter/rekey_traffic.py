@@ -5,8 +5,9 @@ of its own that, until told to stop, writes as one release's code does, then wri
 
 ``old``: integers only, as the code before the change (a parent, a child of each kind under it, a child moved to
 another parent, a parent deleted: its CASCADE child goes, its SET NULL child stays with no parent; with
-``--collector`` the code deletes and nulls them itself first, as Django's deletion does, whose foreign keys have
-no ``ON DELETE`` in the database).  ``new``: the
+``--text-keys`` release N's keys are UUIDs as text it makes itself, as Django's ``UUIDField`` before 5.0 on
+MariaDB; with ``--collector`` the code deletes and nulls them itself first, as Django's deletion does, whose
+foreign keys have no ``ON DELETE`` in the database).  ``new``: the
 code after it, with seqid keys (``seqid_orm.uuid7()``) for the parent and the children's foreign keys.  Each
 statement may wait at most ``--wait-ms`` for a lock (PostgreSQL's ``lock_timeout``): a migration that holds a
 table longer makes it fail, and the failure is counted.
@@ -20,6 +21,7 @@ import os
 import random
 import time
 import traceback
+import uuid
 
 
 def main() -> None:
@@ -29,6 +31,7 @@ def main() -> None:
     parser.add_argument("--release", choices=("old", "new"), required=True)
     parser.add_argument("--wait-ms", type=int, default=1000)
     parser.add_argument("--collector", action="store_true", help="delete and null a parent's children first")
+    parser.add_argument("--text-keys", action="store_true", help="release N writes UUIDs as text, made here")
     args = parser.parse_args()
 
     import sqlalchemy as sa
@@ -37,7 +40,15 @@ def main() -> None:
 
     engine = sa.create_engine(args.url, poolclass=sa.NullPool, isolation_level="AUTOCOMMIT")
     conn = engine.connect()
-    conn.exec_driver_sql(f"SET lock_timeout = {args.wait_ms}")
+    pg = engine.dialect.name == "postgresql"
+    if pg:
+        conn.exec_driver_sql(f"SET lock_timeout = {args.wait_ms}")
+    else:  # MariaDB: a metadata lock's wait and a row lock's, in whole seconds
+        wait_s = max(1, round(args.wait_ms / 1000))
+        conn.exec_driver_sql(f"SET SESSION lock_wait_timeout = {wait_s}, innodb_lock_wait_timeout = {wait_s}")
+    last_child = (
+        f"WHERE id = (SELECT max(id) FROM {args.child1})" if pg else "ORDER BY id DESC LIMIT 1"
+    )  # MariaDB reads no subquery of the table an UPDATE writes (error 1093)
     p, c1, c2 = args.parent, args.child1, args.child2
     seen: dict[str, object] = {"writes": 0, "errors": [], "longest": 0.0}
     made: list[object] = []
@@ -54,13 +65,17 @@ def main() -> None:
 
     while not os.path.exists(args.stop):
         try:
-            if args.release == "old":
+            if args.release == "old" and args.text_keys:
+                parent = str(uuid.uuid4())
+                timed(f"INSERT INTO {p} (id, name) VALUES (:k, 'old')", {"k": parent})
+            elif args.release == "old":
                 parent = timed(f"INSERT INTO {p} (name) VALUES ('old') RETURNING id", {})
+            if args.release == "old":
                 timed(f"INSERT INTO {c1} (parent_id) VALUES (:p)", {"p": parent})
                 timed(f"INSERT INTO {c2} (parent_id) VALUES (:p)", {"p": parent})
                 made.append(parent)
                 moved = random.choice(made)
-                timed(f"UPDATE {c1} SET parent_id = :p WHERE id = (SELECT max(id) FROM {c1})", {"p": moved})
+                timed(f"UPDATE {c1} SET parent_id = :p {last_child}", {"p": moved})
                 if len(made) > 3 and random.random() < 0.3:
                     gone = made.pop(0)
                     if args.collector:  # Django's deletion: the application's own CASCADE and SET_NULL first
@@ -69,7 +84,7 @@ def main() -> None:
                         timed(f"UPDATE {p} SET boss_id = NULL WHERE boss_id = :p", {"p": gone})
                     timed(f"DELETE FROM {p} WHERE id = :p", {"p": gone})
             else:
-                key = uuid7()
+                key: object = uuid7() if pg else str(uuid7())  # PyMySQL binds no uuid.UUID
                 timed(f"INSERT INTO {p} (id, name) VALUES (:k, 'new')", {"k": key})
                 timed(f"INSERT INTO {c1} (parent_id) VALUES (:k)", {"k": key})
                 timed(f"INSERT INTO {c2} (parent_id) VALUES (:k)", {"k": key})

@@ -64,8 +64,11 @@ def check_rewrite(vendor: str, table: str, column: str, rows: dict[str, int | No
         f"converting {table}.{column} rewrites {listed}, and {how}. The online ways: keep the column as it is and "
         f'declare its storage (seq_uuid_pk(storage="..."), or a SeqUUIDField subclass whose db_type() is the '
         "column's), which touches no row; or expand and contract: a new column kept in step by a trigger, filled "
-        "in batches, swapped in in a short lock (pgroll on PostgreSQL, gh-ost or pt-online-schema-change on "
-        "MariaDB). To rewrite it anyway, in a maintenance window: allow_rewrite=True."
+        "in batches, swapped in in a short lock. seqid's rekey_expand and rekey_contract (Django: RekeyExpand, "
+        "RekeyContract) do that for a key of UUIDs kept as text, made the uuid type with every foreign key to it "
+        "(PostgreSQL, MariaDB 10.7+: docs/how-to/migrate.md, text keys); for another form, a tool made for it "
+        "(pgroll on PostgreSQL, gh-ost or pt-online-schema-change on MariaDB). To rewrite it anyway, in a "
+        "maintenance window: allow_rewrite=True."
     )
 
 

@@ -10,7 +10,11 @@ Reported: each step's time and peak memory (its own ``ru_maxrss``), the writers'
 child row points at the same parent as before (a digest of ``(child, parent's integer)`` over the rows that
 were there before, compared), orphans and invalid constraints at the end, and seqid's time over plain SQL's.
 
-    python -m benchmarks.rekey [--parents 1000000] [--rounds 2] [--pg URL] [--out bench-out/rekey]
+    python -m benchmarks.rekey [--parents 1000000] [--rounds 2] [--keys integer|text] [--server postgresql|mariadb]
+        [--pg URL] [--mariadb URL] [--out bench-out/rekey]
+
+``--keys text``: the keys are UUIDs kept as ``char(36)`` (Django's ``UUIDField`` before 5.0 on MariaDB), made
+the ``uuid`` type; the plain form is then the ``MODIFY ... UUID`` a DBA types, the foreign keys dropped around it.
 
 About 20 minutes at 1,000,000 parents (6,000,000 rows in all) and two rounds on the project's two-core machine.
 """
@@ -107,14 +111,119 @@ def make_tables(engine: sa.Engine, tag: str, parents: int) -> tuple[str, str, st
     return p, c1, c2
 
 
+def make_text_tables(engine: sa.Engine, tag: str, parents: int) -> tuple[str, str, str]:
+    """The same three tables keyed by UUIDs kept as ``char(36)`` (MariaDB's ``UUID()``, PostgreSQL's
+    ``gen_random_uuid()``), each child row's parent the same rule's as the integer tables'."""
+    p, c1, c2 = f"rkb_parent_{tag}", f"rkb_child1_{tag}", f"rkb_child2_{tag}"
+    drop(engine, (p, c1, c2))
+    pg = engine.dialect.name == "postgresql"
+    serial = "bigserial" if pg else "bigint AUTO_INCREMENT"
+    with engine.begin() as conn:
+        conn.exec_driver_sql(
+            f"CREATE TABLE {p} (id char(36) PRIMARY KEY, name varchar(20), n bigint, boss_id char(36), "
+            f"CONSTRAINT {p}_boss FOREIGN KEY (boss_id) REFERENCES {p} (id))"
+        )
+        conn.exec_driver_sql(
+            f"CREATE TABLE {c1} (id {serial} PRIMARY KEY, parent_id char(36), "
+            f"CONSTRAINT {c1}_fk FOREIGN KEY (parent_id) REFERENCES {p} (id) ON DELETE SET NULL)"
+        )
+        conn.exec_driver_sql(
+            f"CREATE TABLE {c2} (id {serial} PRIMARY KEY, parent_id char(36) NOT NULL, "
+            f"CONSTRAINT {c2}_fk FOREIGN KEY (parent_id) REFERENCES {p} (id) ON DELETE CASCADE)"
+        )
+        conn.exec_driver_sql(f"CREATE INDEX {p}_n ON {p} (n)")
+        if pg:
+            rows = "generate_series(1, {count}) g"
+            conn.exec_driver_sql(
+                f"INSERT INTO {p} (id, name, n) SELECT gen_random_uuid()::text, 'p' || g, g "
+                f"FROM {rows.format(count=parents)}"
+            )
+            modulo = "(g::bigint * {m}) %% {parents} + 1"
+            null_every_tenth = "CASE WHEN g %% 10 = 0 THEN NULL ELSE x.id END"
+        else:
+            rows = "seq_1_to_{count} g"
+            conn.exec_driver_sql(
+                f"INSERT INTO {p} (id, name, n) SELECT UUID(), CONCAT('p', g.seq), g.seq "
+                f"FROM {rows.format(count=parents)}"
+            )
+            modulo = "(g.seq * {m}) %% {parents} + 1"
+            null_every_tenth = "IF(g.seq %% 10 = 0, NULL, x.id)"
+        conn.exec_driver_sql(
+            f"INSERT INTO {c1} (parent_id) SELECT {null_every_tenth} FROM {rows.format(count=2 * parents)} "
+            f"JOIN {p} x ON x.n = {modulo.format(m=7919, parents=parents)}"
+        )
+        conn.exec_driver_sql(
+            f"INSERT INTO {c2} (parent_id) SELECT x.id FROM {rows.format(count=3 * parents)} "
+            f"JOIN {p} x ON x.n = {modulo.format(m=104729, parents=parents)}"
+        )
+        conn.exec_driver_sql(
+            f"UPDATE {p} c JOIN {p} b ON b.n = c.n - 1 SET c.boss_id = b.id"
+            if not pg
+            else f"UPDATE {p} c SET boss_id = b.id FROM {p} b WHERE b.n = c.n - 1"
+        )
+        conn.exec_driver_sql(f"ANALYZE {p}; ANALYZE {c1}; ANALYZE {c2}" if pg else f"ANALYZE TABLE {p}, {c1}, {c2}")
+    return p, c1, c2
+
+
+#: The maintenance window's SQL for text keys: the foreign keys dropped, each column's type changed (a copy of
+#: each table on MariaDB, a rewrite on PostgreSQL), the foreign keys made again and checked.
+_PLAIN_TEXT = {
+    "mariadb": """    p, c1, c2 = "{p}", "{c1}", "{c2}"
+    for table, name in ((c1, f"{{c1}}_fk"), (c2, f"{{c2}}_fk"), (p, f"{{p}}_boss")):
+        op.execute(f"ALTER TABLE {{table}} DROP FOREIGN KEY {{name}}")
+    op.execute(f"ALTER TABLE {{p}} MODIFY id UUID NOT NULL, MODIFY boss_id UUID")
+    op.execute(f"ALTER TABLE {{c1}} MODIFY parent_id UUID")
+    op.execute(f"ALTER TABLE {{c2}} MODIFY parent_id UUID NOT NULL")
+{add}""",
+    "postgresql": """    p, c1, c2 = "{p}", "{c1}", "{c2}"
+    for table, name in ((c1, f"{{c1}}_fk"), (c2, f"{{c2}}_fk"), (p, f"{{p}}_boss")):
+        op.execute(f"ALTER TABLE {{table}} DROP CONSTRAINT {{name}}")
+    for table, column in ((p, "id"), (p, "boss_id"), (c1, "parent_id"), (c2, "parent_id")):
+        op.execute(f"ALTER TABLE {{table}} ALTER COLUMN {{column}} TYPE uuid USING {{column}}::uuid")
+{add}""",
+}
+_ADD_FOREIGN_KEYS = """    for table, name, column, action in (
+        (p, f"{{p}}_boss", "boss_id", ""),
+        (c1, f"{{c1}}_fk", "parent_id", " ON DELETE SET NULL"),
+        (c2, f"{{c2}}_fk", "parent_id", " ON DELETE CASCADE"),
+    ):
+        op.execute(
+            f"ALTER TABLE {{table}} ADD CONSTRAINT {{name}} FOREIGN KEY ({{column}}) REFERENCES {{p}} (id){{action}}"
+        )"""
+
+
+def text_digest(engine: sa.Engine, tables: tuple[str, str, str], upto: dict[str, int]) -> dict[str, str]:
+    """Each child's parent, by the parent's UUID as text, over the rows there before (children up to their
+    largest id then, parents up to their largest ``n``): a count and two checksums a table, order-free."""
+    p, c1, c2 = tables
+    pg = engine.dialect.name == "postgresql"
+    found = {}
+    with engine.connect() as conn:
+        for child, column in ((c1, "parent_id"), (c2, "parent_id"), (p, "boss_id")):
+            own, upper = ("c.n", upto[p]) if child == p else ("c.id", upto[child])
+            if pg:
+                value = f"{own}::text || ':' || coalesce(lower(x.id::text), '-')"
+                sums = f"count(*) || '/' || sum(hashtext({value})::bigint) || '/' || bit_xor(hashtext({value}))"
+            else:
+                value = f"CONCAT({own}, ':', COALESCE(LOWER(CAST(x.id AS CHAR)), '-'))"
+                sums = f"CONCAT(COUNT(*), '/', SUM(CRC32({value})), '/', BIT_XOR(CRC32({value})))"
+            found[child] = str(
+                conn.exec_driver_sql(
+                    f"SELECT {sums} FROM {child} c LEFT JOIN {p} x ON x.id = c.{column} WHERE {own} <= {upper}"
+                ).scalar_one()
+            )
+    return found
+
+
 def drop(engine: sa.Engine, tables: tuple[str, str, str]) -> None:
     p, c1, c2 = tables
+    cascade = " CASCADE" if engine.dialect.name == "postgresql" else ""
     with engine.begin() as conn:
         for table in (c2, c1, p):
-            conn.exec_driver_sql(f"DROP TABLE IF EXISTS {table} CASCADE")
+            conn.exec_driver_sql(f"DROP TABLE IF EXISTS {table}{cascade}")
         for table, column in ((p, "id"), (p, "boss_id"), (c1, "parent_id"), (c2, "parent_id")):
             conn.exec_driver_sql(f"DROP TABLE IF EXISTS seqid_fill_{table}_{column}_seqid")
-        conn.exec_driver_sql(f"DROP TABLE IF EXISTS v_{p}")
+        conn.exec_driver_sql(f"DROP TABLE IF EXISTS v_{p}, v2_{p}")
 
 
 def digest(engine: sa.Engine, tables: tuple[str, str, str], parent_int: str, upto: dict[str, int]) -> dict[str, str]:
@@ -141,14 +250,14 @@ def project(tmp: Path, name: str, version: str, body: str) -> Path:
 
 
 class Writers:
-    def __init__(self, url: str, tables: tuple[str, str, str], tmp: Path, release: str) -> None:
+    def __init__(self, url: str, tables: tuple[str, str, str], tmp: Path, release: str, *more: str) -> None:
         self.out, self.stop_file = tmp / f"{release}.json", tmp / f"{release}.stop"
         for stale in (self.out, self.stop_file, Path(str(self.out) + ".ready")):
             stale.unlink(missing_ok=True)
         self.proc = subprocess.Popen(
             [
                 *(sys.executable, "-m", "tests.sqlalchemy_adapter.rekey_traffic", url, *tables),
-                *(str(self.out), str(self.stop_file), "--release", release),
+                *(str(self.out), str(self.stop_file), "--release", release, *more),
             ],
             cwd=ROOT,
         )
@@ -174,10 +283,27 @@ def step(where: Path, url: str) -> dict:
 
 def end_state(engine: sa.Engine, tables: tuple[str, str, str]) -> dict:
     p, c1, c2 = tables
+    pg = engine.dialect.name == "postgresql"
     with engine.connect() as conn:
-        invalid = conn.exec_driver_sql(
-            f"SELECT count(*) FROM pg_constraint WHERE conrelid IN ('{p}'::regclass, '{c1}'::regclass, "
-            f"'{c2}'::regclass) AND NOT convalidated"
+        if pg:
+            invalid = conn.exec_driver_sql(
+                f"SELECT count(*) FROM pg_constraint WHERE conrelid IN ('{p}'::regclass, '{c1}'::regclass, "
+                f"'{c2}'::regclass) AND NOT convalidated"
+            ).scalar_one()
+            kind = conn.exec_driver_sql(
+                f"SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = '{p}'::regclass "
+                "AND attname = 'id'"
+            ).scalar_one()
+        else:  # InnoDB has no unchecked foreign key to count: the orphans say it
+            invalid = 0
+            kind = conn.exec_driver_sql(
+                "SELECT COLUMN_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
+                f"AND TABLE_NAME = '{p}' AND COLUMN_NAME = 'id'"
+            ).scalar_one()
+        foreign_keys = conn.exec_driver_sql(
+            "SELECT count(*) FROM information_schema.table_constraints WHERE constraint_type = 'FOREIGN KEY' "
+            + ("AND table_schema = current_schema()" if pg else "AND table_schema = DATABASE()")
+            + f" AND table_name IN ('{p}', '{c1}', '{c2}')"
         ).scalar_one()
         orphans = sum(
             conn.exec_driver_sql(
@@ -186,28 +312,32 @@ def end_state(engine: sa.Engine, tables: tuple[str, str, str]) -> dict:
             ).scalar_one()
             for c in (c1, c2)
         )
-        kind = conn.exec_driver_sql(
-            f"SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = '{p}'::regclass "
-            "AND attname = 'id'"
-        ).scalar_one()
-    return {"invalid_constraints": invalid, "orphans": orphans, "key_type": kind}
+    return {"invalid_constraints": invalid, "foreign_keys": foreign_keys, "orphans": orphans, "key_type": kind}
 
 
-def run_form(engine: sa.Engine, url: str, form: str, parents: int, tmp: Path, round_: int) -> dict:
+def run_form(engine: sa.Engine, url: str, form: str, parents: int, tmp: Path, round_: int, keys: str) -> dict:
     tag = f"{os.getpid()}_{round_}"
-    tables = make_tables(engine, tag, parents)
+    text = keys == "text"
+    tables = (make_text_tables if text else make_tables)(engine, tag, parents)
     p, c1, c2 = tables
     with engine.connect() as conn:
-        upto = {t: conn.exec_driver_sql(f"SELECT max(id) FROM {t}").scalar_one() for t in tables}
-    before = digest(engine, tables, "id", upto)
-    seen: dict = {"form": form}
+        upto = {
+            t: conn.exec_driver_sql(f"SELECT max({'n' if text and t == p else 'id'}) FROM {t}").scalar_one()
+            for t in tables
+        }
+    before = text_digest(engine, tables, upto) if text else digest(engine, tables, "id", upto)
+    seen: dict = {"form": form, "keys": keys, "server": engine.dialect.name}
     try:
         if form == "plain":  # the application stopped: a maintenance window
-            body = _PLAIN.format(p=p, c1=c1, c2=c2).replace("uuidv7_sub()", _default(engine))
+            if text:
+                body = _PLAIN_TEXT["postgresql" if engine.dialect.name == "postgresql" else "mariadb"]
+                body = body.replace("{add}", _ADD_FOREIGN_KEYS).format(p=p, c1=c1, c2=c2)
+            else:
+                body = _PLAIN.format(p=p, c1=c1, c2=c2).replace("uuidv7_sub()", _default(engine))
             seen["window"] = step(project(tmp, f"plain_{tag}", f"v_{p}", body), url)
             seen["seconds"] = seen["window"]["seconds"]
         else:
-            old = Writers(url, tables, tmp, "old")
+            old = Writers(url, tables, tmp, "old", *(["--text-keys"] if text else []))
             try:
                 seen["expand"] = step(project(tmp, f"expand_{tag}", f"v_{p}", f'    op.rekey_expand("{p}")'), url)
             finally:
@@ -217,7 +347,7 @@ def run_form(engine: sa.Engine, url: str, form: str, parents: int, tmp: Path, ro
             time.sleep(1)
             seen["new_writers"] = _writers(new.stop())
             seen["seconds"] = round(seen["expand"]["seconds"] + seen["contract"]["seconds"], 1)
-        after = digest(engine, tables, "id_int", upto)
+        after = text_digest(engine, tables, upto) if text else digest(engine, tables, "id_int", upto)
         seen["same_parents"] = after == before
         seen.update(end_state(engine, tables))
     finally:
@@ -239,12 +369,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--parents", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--keys", choices=("integer", "text"), default="integer")
+    parser.add_argument("--server", choices=("postgresql", "mariadb"), default="postgresql")
     parser.add_argument("--pg", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
+    parser.add_argument("--mariadb", default="mysql+pymysql://root@127.0.0.1:3306/test")
     parser.add_argument("--out", default="bench-out/rekey")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    engine = sa.create_engine(args.pg, poolclass=sa.NullPool)
+    if args.server == "mariadb" and args.keys == "integer":
+        parser.error("MariaDB's integer keys are not changed online (docs/how-to/migrate.md): --keys text")
+    url = args.pg if args.server == "postgresql" else args.mariadb
+    engine = sa.create_engine(url, poolclass=sa.NullPool)
     with engine.connect() as conn:  # the server's version, for the plain form's default
         conn.exec_driver_sql("SELECT 1")
     results: list[dict] = []
@@ -252,7 +388,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for round_ in range(args.rounds):
             for form in forms if round_ % 2 == 0 else list(reversed(forms)):  # rotated: neither always first
-                seen = run_form(engine, args.pg, form, args.parents, out, round_)
+                seen = run_form(engine, url, form, args.parents, out, round_, args.keys)
                 seen["round"] = round_ + 1
                 results.append(seen)
                 print(json.dumps(seen), flush=True)

@@ -13,12 +13,13 @@ A ``SeqUUIDField`` added to a model whose table exists already becomes
 :class:`~seqid_orm.django.operations.AddSeqUUIDField`, the online form, in a migration with
 ``atomic = False``.
 
-An integer primary key made a ``SeqUUIDField`` becomes two migrations, one a release:
+An integer primary key, or a ``CharField`` one of UUIDs as text, made a ``SeqUUIDField`` becomes two
+migrations, one a release:
 :class:`~seqid_orm.django.operations.RekeyExpand` (``NNNN_expand_<model>_key``: ship it with the code that
-still has the integer key) and :class:`~seqid_orm.django.operations.RekeyContract`
+still has the old key) and :class:`~seqid_orm.django.operations.RekeyContract`
 (``NNNN+1_contract_<model>_key``, with the model as it is now, run once no process of the previous release
-writes), each ``atomic = False``: Django's ``AlterField`` cannot cast an integer to a UUID, nor change the
-foreign keys to it while the application writes.
+writes), each ``atomic = False``: Django's ``AlterField`` cannot cast an integer to a UUID, and rewrites a text
+key's table and each that references it while holding them, and neither while the application writes.
 
 The ``seqid_orm.django`` app's ``makemigrations`` command uses it (Django 5.2's ``Command.autodetector``;
 before 5.2 the command's module-level autodetector is replaced for the command's run).  With another
@@ -56,7 +57,7 @@ class SeqIDMigrationWriter(MigrationWriter):
         for op in self.migration.operations:
             if isinstance(op, RekeyExpand):
                 said += (
-                    f"    # release N: ship with the code that still has {op.model_name}'s integer key (the next\n"
+                    f"    # release N: ship with the code that still has {op.model_name}'s old key (the next\n"
                     "    # migration, the contract, ships with the SeqUUIDField model: run it once no process of\n"
                     "    # release N writes)\n"
                 )
@@ -124,7 +125,7 @@ class SeqIDAutodetector(MigrationAutodetector):
                 if not self._is_swap(app_label, op):
                     out.append(op)
                     continue
-                if op.field.primary_key and _is_integer(self._old_field(app_label, op)):
+                if op.field.primary_key and _rekeyed(self._old_field(app_label, op)):
                     expand, contract = RekeyExpand(op.model_name, op.field), RekeyContract(op.model_name, op.field)
                     expand._auto_deps = getattr(op, "_auto_deps", [])
                     contract._auto_deps = []
@@ -168,8 +169,10 @@ _INTEGER_TYPES = frozenset(
 ) | {"AutoField", "BigAutoField", "SmallAutoField"}
 
 
-def _is_integer(field: Any) -> bool:
-    return str(field.get_internal_type()) in _INTEGER_TYPES
+def _rekeyed(field: Any) -> bool:
+    """Whether a key of ``field`` becomes a ``SeqUUIDField`` by the rekey operations: integers, or text (a
+    ``CharField`` of UUIDs: a ``UUIDField`` keeps its column, and is adopted)."""
+    return str(field.get_internal_type()) in _INTEGER_TYPES or field.get_internal_type() == "CharField"
 
 
 def _split_releases(found: dict[str, list[Any]], app_label: str, migrations: list[Any]) -> None:

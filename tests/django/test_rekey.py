@@ -198,13 +198,13 @@ def _parents(project: Project, child: str, column: str, parent_int: str) -> dict
 class Writers:
     """rekey_traffic.py writing as ``release``'s code does, until stopped."""
 
-    def __init__(self, project: Project, release: str) -> None:
+    def __init__(self, project: Project, release: str, *more: str) -> None:
         self.out, self.stop_file = project.tmp / f"{release}.json", project.tmp / f"{release}.stop"
         tables = ("shop_parent", "shop_child1", "shop_child2")
         self.proc = subprocess.Popen(
             [
                 *(sys.executable, "-m", "tests.sqlalchemy_adapter.rekey_traffic", project.url, *tables),
-                *(str(self.out), str(self.stop_file), "--release", release, "--collector"),
+                *(str(self.out), str(self.stop_file), "--release", release, "--collector", *more),
             ],
             cwd=ROOT,
         )
@@ -329,3 +329,131 @@ def test_an_integer_key_changes_over_two_releases_while_each_writes(project):
     for table in ("shop_child1", "shop_child2"):
         after = _parents(project, table, "parent_id", "id")
         assert {k: v for k, v in after.items() if k in before[table]} == before[table], table
+
+
+TEXT_RELEASE_N = RELEASE_N.replace(
+    "class Parent(models.Model):\n",
+    "class Parent(models.Model):\n    id = models.CharField(max_length=36, primary_key=True)\n",
+)
+TEXT_INITIAL = INITIAL.replace(
+    '("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),\n'
+    '            ("name", models.CharField(max_length=20)),',
+    '("id", models.CharField(max_length=36, primary_key=True, serialize=False)),\n'
+    '            ("name", models.CharField(max_length=20)),',
+)
+
+
+def _fill_text(project: Project) -> None:
+    """100,000 parents keyed by UUIDs as text, each but the first led by another, and their children."""
+    pg = project.vendor == "postgresql"
+    made = "gen_random_uuid()::text, 'p' || g FROM generate_series" if pg else "UUID(), CONCAT('p', seq) FROM seq"
+    project.sql(
+        f"INSERT INTO shop_parent (id, name) SELECT {made}" + (f"(1, {PARENTS}) g" if pg else f"_1_to_{PARENTS}")
+    )
+    first = project.sql("SELECT min(id) FROM shop_parent")[0][0]
+    project.sql(f"UPDATE shop_parent SET boss_id = '{first}' WHERE id <> '{first}'")
+    numbered = "id, row_number() OVER (ORDER BY id) AS n FROM shop_parent"
+    for table, nulls in (("shop_child1", True), ("shop_child2", False)):
+        value = (
+            ("CASE WHEN x.n %% 10 = 0 THEN NULL ELSE x.id END" if pg else "IF(x.n %% 10 = 0, NULL, x.id)")
+            if nulls
+            else "x.id"
+        )
+        project.sql(f"INSERT INTO {table} (parent_id) SELECT {value} FROM (SELECT {numbered}) x")
+    project.sql(
+        "ANALYZE shop_parent; ANALYZE shop_child1; ANALYZE shop_child2"
+        if pg
+        else "ANALYZE TABLE shop_parent, shop_child1, shop_child2"
+    )
+
+
+def _text_parents(project: Project, child: str, parent_text: str) -> dict[int, str | None]:
+    cast = "lower(p.{}::text)" if project.vendor == "postgresql" else "LOWER(CAST(p.{} AS CHAR))"
+    rows = project.sql(
+        f"SELECT c.id, {cast.format(parent_text)} FROM {child} c LEFT JOIN shop_parent p ON p.id = c.parent_id"
+    )
+    return {int(i): t for i, t in rows}
+
+
+def _progress(project: Project) -> int:
+    try:
+        return int(project.sql("SELECT coalesce(max(done), 0) FROM seqid_fill_shop_parent_id_seqid")[0][0])
+    except Exception:  # not made yet: the run has not begun its batches
+        return 0
+
+
+def test_a_key_of_uuids_kept_as_text_changes_over_two_releases_while_each_writes(tmp_path):
+    """A CharField key of UUIDs as text (Django's UUIDField before 5.0 on MariaDB kept them as char(32)):
+    makemigrations writes the two releases' migrations for the SeqUUIDField that replaces it, release N's writers
+    (text keys, Django's own deletions) go on through the expand migration (killed in its batches, run again),
+    release N+1's through the ORM after the contract; every child on its parent; unapplied back to the text key,
+    each refusal's UPDATE run first."""
+    project = Project(tmp_path)
+    try:
+        (project.migrations / "0001_initial.py").write_text(TEXT_INITIAL)
+        (project.tmp / "shop" / "models.py").write_text(TEXT_RELEASE_N)
+        project.done("migrate", "shop", "0001")
+        project.done("makemigrations", "shop", "--check", "--dry-run")  # the hand-written initial is the models'
+        release_n1 = RELEASE_N1
+        (project.tmp / "shop" / "models.py").write_text(release_n1)
+        out, _err = project.done("makemigrations", "shop")
+        expand_file = project.migrations / "0002_expand_parent_key.py"
+        contract_file = project.migrations / "0003_contract_parent_key.py"
+        assert expand_file.exists() and contract_file.exists(), out
+        contract_file.rename(project.tmp / contract_file.name)
+        (project.tmp / "shop" / "models.py").write_text(TEXT_RELEASE_N)
+        _fill_text(project)
+        before = {t: _text_parents(project, t, "id") for t in ("shop_child1", "shop_child2")}
+
+        old = Writers(project, "old", "--text-keys")
+        try:
+            first = project.manage("migrate", "shop")
+            kill_at = random.randint(PARENTS // 10, PARENTS * 9 // 10)
+            while first.poll() is None and _progress(project) < kill_at:
+                time.sleep(0.01)
+            assert first.poll() is None, first.communicate()[1][-2000:]  # killed in its batches
+            first.send_signal(signal.SIGKILL)
+            first.wait()
+            project.done("migrate", "shop")
+            time.sleep(0.5)
+        finally:
+            seen = old.stop()
+        assert seen["errors"] == [] and seen["writes"] > 0, seen
+
+        (project.tmp / "shop" / "models.py").write_text(release_n1)
+        (project.tmp / contract_file.name).rename(contract_file)
+        project.done("makemigrations", "shop", "--check", "--dry-run")
+        project.done("migrate", "shop")
+        new = Writers(project, "new")
+        time.sleep(0.5)
+        seen = new.stop()
+        assert seen["errors"] == [] and seen["writes"] > 0, seen
+        for table in ("shop_child1", "shop_child2"):  # the text each child's parent had is its parent's kept text
+            after = _text_parents(project, table, "id_text")
+            assert {k: v for k, v in after.items() if k in before[table]} == before[table], table
+        out, _err = project.done(
+            "shell",
+            "-c",
+            "from shop.models import Parent, Child1; p = Parent.objects.create(name='orm'); "
+            "c = Child1.objects.create(parent=p); old = Child1.objects.filter(parent__isnull=False).order_by('id')"
+            ".first(); print(Child1.objects.get(pk=c.pk).parent.name, old.id, old.parent.name)",
+        )
+        orm_parent, old_child, old_parent = out.splitlines()[-1].split()
+        assert orm_parent == "orm" and old_parent.startswith("p")
+        assert before["shop_child1"][int(old_child)] is not None
+
+        err = project.refused("migrate", "shop", "0002")
+        for _ in range(4):  # the parent's text, then each child's, as each refusal names it
+            assert "MigrationRefusedError" in err and "fill them first: " in err, err[-2000:]
+            fill = next(line for line in err.splitlines() if "fill them first: " in line)
+            project.sql(fill.split("fill them first: ", 1)[1])
+            run = project.manage("migrate", "shop", "0001")
+            _out, err = run.communicate(timeout=600)
+            if run.returncode == 0:
+                break
+        assert run.returncode == 0, err[-2000:]
+        for table in ("shop_child1", "shop_child2"):
+            after = _text_parents(project, table, "id")
+            assert {k: v for k, v in after.items() if k in before[table]} == before[table], table
+    finally:
+        project.drop()

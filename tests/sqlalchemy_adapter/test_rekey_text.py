@@ -118,6 +118,7 @@ def _hold(engine, table: str):
     return holder
 
 
+@pytest.mark.big  # 100,000 parents; the text path's SQL is the server's, tested here on 15 and MariaDB 10.11
 def test_uuids_kept_as_text_become_the_uuid_type_with_their_foreign_keys_while_both_releases_write(where, tmp_path):
     engine, (p, c1, c2) = where
     url = _url(engine)

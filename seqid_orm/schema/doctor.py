@@ -458,6 +458,12 @@ def _advice(vendor: str, finding: dict[str, Any], storage: Storage | None) -> st
                 "column type staying: on PostgreSQL they decide once how new keys sort after the old ones and "
                 "record it for every process"
             )
+        elif finding["primary"] and rules_for(vendor).REKEY is not None:
+            migration = (
+                "seqid's rekey_expand / RekeyExpand, then rekey_contract / RekeyContract (autogenerate and "
+                "makemigrations write them) make the column the uuid type online, with every foreign key to it, "
+                "over two releases (the plan below); or keep the column as text and declare its storage"
+            )
         else:
             migration = (
                 "Alembic: none (the column stays text). Django: a CharField becoming SeqUUIDField changes the "
@@ -741,21 +747,25 @@ def examine(
 
 
 def _with_plans(ex: Executor, vendor: str, version: tuple[int, ...] | None, findings: list[Finding]) -> list[Finding]:
-    """``findings``, each integer primary key of the current schema with its :attr:`Finding.plan`."""
+    """``findings``, each primary key of the current schema that the rekey changes (integers; UUIDs kept as text
+    where the vendor changes those) with its :attr:`Finding.plan`."""
     from dataclasses import replace
 
     from ..errors import MigrationRefusedError
     from . import rekey
 
+    rules = rules_for(vendor).REKEY
     rows = {f.table: f.rows for f in findings if f.primary}
     out = []
     for f in findings:
-        if not (f.primary and f.kind == "integer-sequence" and "." not in f.table):
+        kind = None if rules is None else rules.source_kind(f.sql_type)
+        planned = f.kind == "integer-sequence" or (kind == "text" and f.kind in ("random-uuid", "time-ordered"))
+        if not (f.primary and planned and "." not in f.table):
             out.append(f)
             continue
         try:
             where = target(vendor, version, Storage.NATIVE)
-            plan = rekey.plan_for(ex, where, f.table, "uuid")
+            plan = rekey.plan_for(ex, where, f.table, "uuid", read_every_row=False)
             untracked = ex.fetch(*plan.rules.untracked())
         except (MigrationRefusedError, InvalidArgumentError, UnknownLayoutError) as exc:
             out.append(replace(f, plan=f"not online here: {exc}"))
@@ -930,7 +940,7 @@ def render(findings: Sequence[Finding]) -> str:
         for f in planned:
             lines.append(
                 textwrap.fill(
-                    f"{f.table}.{f.column} (integer key): {f.plan}",
+                    f"{f.table}.{f.column} (plan): {f.plan}",
                     _WIDTH_OF_SCREEN,
                     subsequent_indent="  ",
                     break_long_words=False,

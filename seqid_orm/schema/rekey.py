@@ -58,6 +58,7 @@ from ..vendors import (
     Swapped,
     Target,
     bounded_name,
+    read_quote,
     rules_for,
 )
 from .online import OnlineColumn, OnlineIO, _run_step, _say_to_stderr, add_column, forget, refill
@@ -178,6 +179,10 @@ class Rekey:
     def q(self, name: str) -> str:
         return rules_for(self.vendor).quote_identifier(name)
 
+    def read_q(self, name: str) -> str:
+        """``name`` quoted for a read's text, where a colon is no parameter."""
+        return read_quote(self.q(name))
+
     @property
     def new_column(self) -> str:
         return _new(self.column)
@@ -289,6 +294,7 @@ def plan(
     layout: Layout,
     default_sql: str,
     new_type: str,
+    read_every_row: bool = True,
 ) -> Rekey:
     """What changing ``table``'s key involves, read from the catalog: its key, every foreign key that references
     it, each child's own key.  Refused (:class:`~seqid_orm.errors.MigrationRefusedError`) before any change
@@ -346,13 +352,16 @@ def plan(
             kept = io.fetch(*rules.column_type(ref.table, bounded_name("", ref.column, _KEPT[kind])))
             ref = replace(ref, column_type=str(kept[0][0]) if kept else ref.column_type)
         children.append(Child(ref, tuple(c for c, _ in child_key), tuple(t for _, t in child_key), kind))
-    q = rules_for(vendor).quote_identifier
+
+    def q(name: str) -> str:  # a name in a read's text: a colon in it is no parameter
+        return read_quote(rules_for(vendor).quote_identifier(name))
+
     old = q(bounded_name("", column, _KEPT[kind]) if contracted else column)
     if kind == "integer":
         [(low, _high)] = io.fetch(rules.integer_range(q(table), old), {})
         if low is not None and int(str(low)) < 0:
             raise MigrationRefusedError(f"{table}.{column} holds negative keys ({low}): they have no seqid key")
-    elif not contracted:
+    elif not contracted and read_every_row:
         for where, col in ((table, column), *((c.reference.table, c.reference.column) for c in children)):
             [(bad,)] = io.fetch(rules.invalid_texts(q(where), q(col)), {})
             if int(str(bad)):
@@ -376,9 +385,11 @@ def plan(
     )
 
 
-def plan_for(io: Reads, where: Target, table: str, new_type: str) -> Rekey:
+def plan_for(io: Reads, where: Target, table: str, new_type: str, *, read_every_row: bool = True) -> Rekey:
     """:func:`plan` for the keys of ``where`` (a column type's target on the connection: its layout, storage and
-    database-made key), whose DDL type is ``new_type``: what both ORMs' operations call."""
+    database-made key), whose DDL type is ``new_type``: what both ORMs' operations call.  ``read_every_row``:
+    whether a text key's values are all checked (a scan of each table; ``seqid doctor``, which reads no table
+    whole, leaves it to the expand step)."""
     return plan(
         io,
         where.vendor,
@@ -387,6 +398,7 @@ def plan_for(io: Reads, where: Target, table: str, new_type: str) -> Rekey:
         layout=where.layout,
         default_sql=where.server_default.sql,
         new_type=new_type,
+        read_every_row=read_every_row,
     )
 
 
@@ -410,7 +422,7 @@ def describe(rk: Rekey, rows: dict[str, int | None], untracked: list[tuple[str, 
         f"{c.reference.table}.{c.reference.column} (ON DELETE {c.reference.on_delete})" for c in rk.children
     )
     said = (
-        f"change it to seqid keys online in two releases (docs/how-to/migrate.md, integer keys): "
+        f"change it to seqid keys online in two releases (docs/how-to/migrate.md, {rk.kind} keys): "
         f"rekey_expand / RekeyExpand, then rekey_contract / RekeyContract (autogenerate and makemigrations write "
         f"them). It touches {len(tables)} table(s) and {len(rk.children)} foreign key(s)"
         f"{': ' + refs if refs else ''}; about {total:,} rows"
@@ -541,8 +553,8 @@ def expand(
 
 def _no_orphans(io: OnlineIO, rk: Rekey, table: str, column: str, parent_column: str) -> None:
     """Where the vendor added a foreign key its server did not check, its rows counted: none may lack a parent."""
-    q = rk.q
-    count = rk.rules.orphans(q(table), q(column), q(rk.table), q(parent_column))
+    rq = rk.read_q
+    count = rk.rules.orphans(rq(table), rq(column), rq(rk.table), rq(parent_column))
     if count is None:
         return
     [(orphans,)] = io.fetch(count, {})
@@ -595,7 +607,7 @@ def undo_contract(io: OnlineIO, rk: Rekey, *, sleep: Callable[[float], None] = t
         (c.reference.table, c.reference.column, c.kept_as, c.reference.column_type, q(rk.table)) for c in rk.children
     ]
     for table, column, kept, kept_type, parent in missing_rows:
-        [(missing,)] = io.fetch(rules.unfilled(q(table), q(column), q(kept)), {})
+        [(missing,)] = io.fetch(rules.unfilled(rk.read_q(table), rk.read_q(column), rk.read_q(kept)), {})
         if int(str(missing)):
             fill = rules.fill(q(table), q(column), q(kept), kept_type, parent, q(rk.column), q(rk.kept_as))
             raise MigrationRefusedError(

@@ -1141,7 +1141,7 @@ def test_an_integer_key_gets_its_plan_and_what_no_foreign_key_follows(pg_engine,
         assert "shelf" not in found  # a composite key: not a single-column key the doctor reads
         cli = [sys.executable, "-m", "seqid_orm", "doctor", url, "--schema", schema]
         done = subprocess.run(cli, capture_output=True, text=True, timeout=120)
-        assert "author.id (integer key): change it to seqid keys online" in done.stdout, done.stdout + done.stderr
+        assert "author.id (plan): change it to seqid keys online" in done.stdout, done.stdout + done.stderr
         with pg_engine.begin() as conn:  # a composite foreign key to the key: refused, and said so
             conn.exec_driver_sql(f"SET LOCAL search_path = {schema}")
             conn.exec_driver_sql("ALTER TABLE book ADD COLUMN n bigint, ADD UNIQUE (id, n)")
@@ -1154,13 +1154,25 @@ def test_an_integer_key_gets_its_plan_and_what_no_foreign_key_follows(pg_engine,
     finally:
         with pg_engine.begin() as conn:
             conn.exec_driver_sql(f"DROP SCHEMA {schema} CASCADE")
-    table = f"seqid_rk_{secrets.token_hex(3)}"
+    table, texts, child = (f"seqid_rk_{secrets.token_hex(3)}" for _ in range(3))
     with mysql_engine.begin() as conn:
         conn.exec_driver_sql(f"CREATE TABLE {table} (id bigint AUTO_INCREMENT PRIMARY KEY)")
         conn.exec_driver_sql(f"INSERT INTO {table} () VALUES (), (), ()")
+        conn.exec_driver_sql(f"CREATE TABLE {texts} (id char(36) PRIMARY KEY)")
+        conn.exec_driver_sql(
+            f"CREATE TABLE {child} (id int AUTO_INCREMENT PRIMARY KEY, t char(36) REFERENCES {texts} (id))"
+        )
+        conn.execute(sa.text(f"INSERT INTO {texts} VALUES (:k)"), [{"k": str(uuid.uuid4())} for _ in range(300)])
+        conn.exec_driver_sql(f"INSERT INTO {child} (t) SELECT id FROM {texts}")
     try:
-        [mine] = [f for f in diagnose(MYSQL_URL) if f.table == table]
+        found = {f.table: f for f in diagnose(MYSQL_URL)}
+        mine = found[table]
         assert mine.plan is not None and mine.plan.startswith("not online here:") and "AUTO_INCREMENT" in mine.plan
+        text_key = found[texts]  # UUIDs kept as text: changed online on MariaDB
+        assert text_key.plan is not None and "(docs/how-to/migrate.md, text keys)" in text_key.plan, text_key
+        assert f"1 foreign key(s): {child}.t (ON DELETE RESTRICT)" in text_key.plan, text_key.plan
+        assert text_key.kind == "random-uuid" and "rekey_expand" in text_key.advice, text_key.advice
     finally:
         with mysql_engine.begin() as conn:
-            conn.exec_driver_sql(f"DROP TABLE {table}")
+            for name in (table, child, texts):
+                conn.exec_driver_sql(f"DROP TABLE {name}")

@@ -542,7 +542,10 @@ def expand(
             run(step)
         col = rk.child(child)
         stale = rules.stale(q(child.new_column), rk.key_of(q(ref.column)))
-        if stale is not None:  # what the old foreign key's cascades changed since the trigger: its own from now on
+        # what the old foreign key's cascades changed since the trigger (its own keep the new column from now on):
+        # only a cascade that sets the column can leave it stale; one that deletes takes the row with it
+        sets = ref.on_delete in ("SET NULL", "SET DEFAULT") or ref.on_update not in ("NO ACTION", "RESTRICT")
+        if stale is not None and sets:
             guard()
             fixed = refill(io, col, stale)
             if fixed:

@@ -85,7 +85,9 @@ __all__ = [
     "forget",
     "inspect",
     "key_of_time",
+    "lifted_for",
     "owns_session",
+    "refill",
     "rows_counted",
     "rows_past",
     "table_rows",
@@ -322,13 +324,22 @@ def check(io: OnlineIO, col: OnlineColumn, facts: TableFacts, *, fire_triggers: 
     concurrent = col.unique and facts.index != "valid" and any(s.concurrent for s in _unique_steps(col, facts))
     if not concurrent:
         return {}
+    return lifted_for(io, col, "the unique index's concurrent build", settings)
+
+
+def lifted_for(io: OnlineIO, col: OnlineColumn, what: str, settings: dict[str, str] | None = None) -> dict[str, str]:
+    """The session's time-outs (set for the role or database: ``settings``, else read) that would cancel ``what``
+    (a concurrent step, which no transaction's ``SET LOCAL`` reaches): lifted for it on the operation's own
+    session; refused before any change (:class:`~seqid_orm.errors.MigrationRefusedError`) where the session is
+    not the operation's own, since seqid changes no session it does not own."""
+    settings = _long_settings(io, col) if settings is None else settings
     if settings and not owns_session(io, col):
         shown = ", ".join(f"{k}={v}" for k, v in settings.items())
         raise MigrationRefusedError(
-            f"{label}: this session has {shown} (set for the role or database), which would cancel the unique "
-            "index's concurrent build, and the connection's session is not this migration's own (a transaction "
-            "pooler such as PgBouncer hands it to other clients, so seqid will not change it): run the migration "
-            "on a direct connection to the server, or set the time-out to 0 for the migration's role "
+            f"{col.table}.{col.column}: this session has {shown} (set for the role or database), which would cancel "
+            f"{what}, and the connection's session is not this migration's own (a transaction pooler such as "
+            "PgBouncer hands it to other clients, so seqid will not change it): run the migration on a direct "
+            "connection to the server, or set the time-out to 0 for the migration's role "
             f"(ALTER ROLE ... SET {next(iter(settings))} = 0) while it runs"
         )
     return settings

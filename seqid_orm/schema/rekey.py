@@ -61,7 +61,7 @@ from ..vendors import (
     read_quote,
     rules_for,
 )
-from .online import OnlineColumn, OnlineIO, _run_step, _say_to_stderr, add_column, forget, refill
+from .online import OnlineColumn, OnlineIO, _run_step, _say_to_stderr, add_column, forget, lifted_for, refill
 
 __all__ = [
     "INTEGER_FUNCTION",
@@ -488,12 +488,16 @@ def expand(
     finds nothing to do once done."""
     rules, q = rk.rules, rk.q
     parent = rk.parent()
+    # the role's time-outs a concurrent index build runs without, or the refusal, before the first change
+    concurrent = any(s.concurrent for s in rules.index_steps("t", "c", "i", None, True))
+    lifted = lifted_for(io, parent, "the indexes' concurrent builds") if concurrent else {}
 
     def run(step: Step) -> None:
         guard()
-        _run_step(io, parent, step, sleep)
+        _run_step(io, parent, step, sleep, lifted)
 
-    if rk.kind == "integer":
+    if rk.kind == "integer" and not io.fetch(*rules.function_present(INTEGER_FUNCTION)):
+        # made once a schema, by whichever role came first: only its owner may replace it, and it never changes
         function = rules.integer_function(q(INTEGER_FUNCTION), rk.layout, rk.storage)
         assert function is not None  # plan() refused a layout without one
         run(Step(function))

@@ -338,6 +338,10 @@ class RekeyRules(Protocol):
         """The statement creating (or replacing) the function ``name(n)``: :func:`seqid_orm.ids.rekeyed.integer_key`
         made by the server; ``None`` where it cannot make that layout in that storage (or needs none)."""
 
+    def function_present(self, name: str, /) -> tuple[str, dict[str, object]]:
+        """A read that returns a row where :meth:`integer_function`'s function ``name`` (unquoted) is there in the
+        search path: another role may have made it, and only its owner may replace it."""
+
     def keep_in_step(self, table: str, target: str, expression: str, names: tuple[str, str], /) -> list[str]:
         """The statements (each alone; run again, they replace what they made) that make the database set
         ``target`` to ``expression`` (SQL over the row's ``NEW`` values) on every row the application

@@ -378,6 +378,9 @@ class Rekey:
     def integer_function(self, name: str, layout: Layout, storage: Storage, /) -> str | None:
         return None
 
+    def function_present(self, name: str, /) -> tuple[str, dict[str, object]]:
+        return ("SELECT 1 FROM DUAL WHERE FALSE", {})  # never asked: no integer key changes here
+
     def keep_in_step(self, table: str, target: str, expression: str, names: tuple[str, str], /) -> list[str]:
         return [
             f"CREATE OR REPLACE TRIGGER {name} BEFORE {event} ON {table} FOR EACH ROW SET NEW.{target} = {expression}"

@@ -684,6 +684,9 @@ class Rekey:
             ")::uuid END $$"
         )
 
+    def function_present(self, name: str, /) -> tuple[str, dict[str, object]]:
+        return ("SELECT 1 WHERE to_regprocedure(:f) IS NOT NULL", {"f": f"{quote_identifier(name)}(bigint)"})
+
     def keep_in_step(self, table: str, target: str, expression: str, names: tuple[str, str], /) -> list[str]:
         function = trigger = names[0]  # one trigger for both events, named as its function
         # the trigger made again in one statement, so one transaction: between a drop and a create apart, a row

@@ -487,3 +487,62 @@ def test_autogenerate_writes_the_change_of_an_integer_key_as_two_revisions(pg_en
             conn.exec_driver_sql(f"DROP TABLE IF EXISTS {c}, {p}, v_{p} CASCADE")
             for table, column in ((p, "id"), (c, "parent_id")):
                 conn.exec_driver_sql(f"DROP TABLE IF EXISTS seqid_fill_{table}_{column}_seqid")
+
+
+@pytest.mark.slow
+def test_a_role_statement_timeout_cancels_no_index_build_and_reaches_no_pooled_session(pg_engine, tmp_path):
+    """The migration's role has ``statement_timeout = 1s``, and an older transaction keeps the concurrent index
+    builds waiting 3 s.  Through PgBouncer in transaction pooling seqid may not change the session: the expand
+    step is refused before any change, naming the way.  Directly connected, the builds run without the role's
+    time-out (said in the log), finish once the old transaction ends, and every index is valid."""
+    from tests import system
+    from tests.servers.pgbouncer import PrivatePgBouncer
+    from tests.sqlalchemy_adapter.test_online_deployments import _role_with_timeout
+
+    system.need("pgbouncer")
+    tag = secrets.token_hex(3)
+    p, c = f"rk_role_p_{tag}", f"rk_role_c_{tag}"
+    with pg_engine.begin() as conn:
+        conn.exec_driver_sql(f"CREATE TABLE {p} (id bigserial PRIMARY KEY, name text)")
+        conn.exec_driver_sql(f"CREATE TABLE {c} (id bigserial PRIMARY KEY, parent_id bigint REFERENCES {p} (id))")
+        conn.exec_driver_sql(f"INSERT INTO {p} (name) SELECT 'p' || g FROM generate_series(1, 3000) g")
+        conn.exec_driver_sql(f"INSERT INTO {c} (parent_id) SELECT g %% 3000 + 1 FROM generate_series(1, 3000) g")
+    body = f'    op.rekey_expand("{p}")'
+    try:
+        with _role_with_timeout(pg_engine, p, "1s") as role:
+            with pg_engine.begin() as conn:
+                conn.exec_driver_sql(f"ALTER TABLE {c} OWNER TO {role}")
+            with PrivatePgBouncer("transaction", pool_size=2, users=(role,)) as bouncer:
+                refused = upgrade(_migration(tmp_path, "pooled", body, f"v_{p}_1"), bouncer.url_for(role))
+                _out, said = refused.communicate(timeout=120)
+            assert refused.returncode != 0
+            assert "MigrationRefusedError" in last_error(said) and "statement_timeout=1s" in said, said[-2000:]
+            assert "the indexes' concurrent builds" in said and "direct connection" in said
+            with pg_engine.connect() as conn:
+                made = conn.exec_driver_sql(
+                    f"SELECT count(*) FROM pg_attribute WHERE attrelid IN ('{p}'::regclass, '{c}'::regclass) "
+                    "AND attname LIKE '%%seqid%%' AND NOT attisdropped"
+                ).scalar()
+            assert made == 0  # refused before any change
+            direct = pg_engine.url.set(username=role).render_as_string(hide_password=False)
+            with pg_engine.connect() as holder:
+                holder.exec_driver_sql("BEGIN ISOLATION LEVEL REPEATABLE READ")
+                holder.exec_driver_sql("SELECT count(*) FROM pg_class").scalar()  # an older snapshot
+                run = upgrade(_migration(tmp_path, "direct", body, f"v_{p}_2"), direct)
+                time.sleep(3)  # the builds wait on it, three times the role's time-out
+                assert run.poll() is None, run.communicate()[1][-3000:]
+                holder.exec_driver_sql("COMMIT")
+            _out, said = run.communicate(timeout=120)
+            assert run.returncode == 0, said[-3000:]
+            assert "runs without this session's statement_timeout (1s)" in said
+            with pg_engine.connect() as conn:
+                valid = conn.exec_driver_sql(
+                    f"SELECT bool_and(indisvalid), count(*) FROM pg_index WHERE indrelid IN ('{p}'::regclass, "
+                    f"'{c}'::regclass)"
+                ).one()
+            assert valid == (True, 5)  # two keys, the two unique ones of the table, the child's new column's
+    finally:
+        with pg_engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP TABLE IF EXISTS {c}, {p}, v_{p}_1, v_{p}_2 CASCADE")
+            for table, column in ((p, "id"), (c, "parent_id")):
+                conn.exec_driver_sql(f"DROP TABLE IF EXISTS seqid_fill_{table}_{column}_seqid")

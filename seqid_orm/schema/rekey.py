@@ -61,7 +61,17 @@ from ..vendors import (
     read_quote,
     rules_for,
 )
-from .online import OnlineColumn, OnlineIO, _run_step, _say_to_stderr, add_column, forget, lifted_for, refill
+from .online import (
+    OnlineColumn,
+    OnlineIO,
+    _run_step,
+    _say_to_stderr,
+    add_column,
+    forget,
+    inspect,
+    lifted_for,
+    refill,
+)
 
 __all__ = [
     "INTEGER_FUNCTION",
@@ -491,6 +501,13 @@ def expand(
     # the role's time-outs a concurrent index build runs without, or the refusal, before the first change
     concurrent = any(s.concurrent for s in rules.index_steps("t", "c", "i", None, True))
     lifted = lifted_for(io, parent, "the indexes' concurrent builds") if concurrent else {}
+    for col in (parent, *(rk.child(c) for c in rk.children)):
+        keys = inspect(io, col).partition_key
+        if keys is not None:
+            raise MigrationRefusedError(
+                f"{col.table} is partitioned (by {', '.join(keys)}): a unique index on it must contain the partition "
+                "key, and no index is built on it concurrently; seqid does not change its key online"
+            )
 
     def run(step: Step) -> None:
         guard()

@@ -546,3 +546,81 @@ def test_a_role_statement_timeout_cancels_no_index_build_and_reaches_no_pooled_s
             conn.exec_driver_sql(f"DROP TABLE IF EXISTS {c}, {p}, v_{p}_1, v_{p}_2 CASCADE")
             for table, column in ((p, "id"), (c, "parent_id")):
                 conn.exec_driver_sql(f"DROP TABLE IF EXISTS seqid_fill_{table}_{column}_seqid")
+
+
+def test_two_pods_at_once_with_names_as_long_as_postgresql_allows(pg_engine, tmp_path):
+    """Two pods run the same expand migration at once (each its own version table, as two deployments'
+    processes): the second waits on the column's lock, then finds the work done; both exit 0 and every row has
+    its key once.  Table names of 63 characters, PostgreSQL's longest: every name seqid makes (columns, indexes,
+    triggers, foreign keys, the progress table) fits.  Then the contract, and the tables are as the plan says."""
+    tag = secrets.token_hex(3)
+    p = f"rk_pods_p_{tag}_" + "x" * (63 - len(f"rk_pods_p_{tag}_"))
+    c = f"rk_pods_c_{tag}_" + "y" * (63 - len(f"rk_pods_c_{tag}_"))
+    assert len(p) == len(c) == 63
+    with pg_engine.begin() as conn:
+        conn.exec_driver_sql(f"CREATE TABLE {p} (id bigserial PRIMARY KEY, name text)")
+        conn.exec_driver_sql(f"CREATE TABLE {c} (id bigserial PRIMARY KEY, parent_id bigint REFERENCES {p} (id))")
+        conn.exec_driver_sql(f"INSERT INTO {p} (name) SELECT 'p' || g FROM generate_series(1, 20000) g")
+        conn.exec_driver_sql(f"INSERT INTO {c} (parent_id) SELECT g %% 20000 + 1 FROM generate_series(1, 20000) g")
+    url = _url(pg_engine)
+    body = f'    op.rekey_expand("{p}", batch_size=500)'
+    try:
+        pods = [upgrade(_migration(tmp_path, f"pod{i}", body, f"v_pod{i}_{tag}"), url) for i in range(2)]
+        said = [pod.communicate(timeout=300)[1] for pod in pods]
+        assert [pod.returncode for pod in pods] == [0, 0], [s[-2000:] for s in said]
+        with pg_engine.connect() as conn:
+            rows = conn.exec_driver_sql(f"SELECT count(*), count(DISTINCT id_seqid), count(id_seqid) FROM {p}").one()
+            names = {
+                n
+                for (n,) in conn.exec_driver_sql(
+                    f"SELECT relname FROM pg_class WHERE relname LIKE '%%{tag}%%' UNION ALL SELECT tgname FROM "
+                    f"pg_trigger WHERE tgname LIKE '%%{tag}%%' UNION ALL SELECT conname FROM pg_constraint "
+                    f"WHERE conname LIKE '%%{tag}%%'"
+                ).all()
+            }
+        assert rows == (20000, 20000, 20000)
+        assert all(len(n) <= 63 for n in names) and len(names) >= 8, names
+        _run(_migration(tmp_path, "contract", f'    op.rekey_contract("{p}")', f"v_c_{tag}"), url)
+        with pg_engine.connect() as conn:
+            kinds = dict(
+                conn.exec_driver_sql(
+                    f"SELECT attrelid::regclass::text || '.' || attname, format_type(atttypid, atttypmod) "
+                    f"FROM pg_attribute WHERE attrelid IN ('{p}'::regclass, '{c}'::regclass) AND attnum > 0 "
+                    "AND NOT attisdropped"
+                ).all()
+            )
+        assert kinds[f"{p}.id"] == kinds[f"{c}.parent_id"] == "uuid" and kinds[f"{p}.id_int"] == "bigint"
+    finally:
+        with pg_engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP TABLE IF EXISTS {c}, {p} CASCADE")
+            for name in (f"v_pod0_{tag}", f"v_pod1_{tag}", f"v_c_{tag}"):
+                conn.exec_driver_sql(f"DROP TABLE IF EXISTS {name}")
+
+
+def test_a_partitioned_child_is_refused_before_any_change(pg_engine, tmp_path):
+    """A child partitioned by a column of its own: no index is built on it concurrently, and a unique one must
+    hold its partition key, so the expand step is refused before it changes anything, naming the table."""
+    tag = secrets.token_hex(3)
+    p, c = f"rk_part_p_{tag}", f"rk_part_c_{tag}"
+    with pg_engine.begin() as conn:
+        conn.exec_driver_sql(f"CREATE TABLE {p} (id bigserial PRIMARY KEY)")
+        conn.exec_driver_sql(
+            f"CREATE TABLE {c} (id bigint, at date, parent_id bigint REFERENCES {p} (id), PRIMARY KEY (id, at)) "
+            "PARTITION BY RANGE (at)"
+        )
+        conn.exec_driver_sql(f"CREATE TABLE {c}_2026 PARTITION OF {c} FOR VALUES FROM ('2026-01-01') TO ('2027-01-01')")
+        conn.exec_driver_sql(f"INSERT INTO {p} SELECT g FROM generate_series(1, 100) g")
+    try:
+        run = upgrade(_migration(tmp_path, "expand", f'    op.rekey_expand("{p}")', f"v_{p}"), _url(pg_engine))
+        _out, err = run.communicate(timeout=120)
+        assert run.returncode != 0
+        assert "MigrationRefusedError" in last_error(err) and f"{c} is partitioned (by at)" in err, err[-2000:]
+        with pg_engine.connect() as conn:
+            made = conn.exec_driver_sql(
+                f"SELECT count(*) FROM pg_attribute WHERE attrelid IN ('{p}'::regclass, '{c}'::regclass) "
+                "AND attname LIKE '%%seqid%%' AND NOT attisdropped"
+            ).scalar()
+        assert made == 0
+    finally:
+        with pg_engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP TABLE IF EXISTS {c}, {p}, v_{p} CASCADE")

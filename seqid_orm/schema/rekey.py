@@ -260,7 +260,7 @@ class Rekey:
             new=q(self.new_column),
             new_constraint=q(self.new_unique),
             kept=q(self.kept_as),
-            triggers=tuple(q(t) for t in self.triggers),  # type: ignore[arg-type]
+            triggers=(q(self.triggers[0]), q(self.triggers[1])),
             nullable=False,
         )
         children = tuple(
@@ -272,7 +272,7 @@ class Rekey:
                 new=q(c.new_column),
                 new_constraint=q(c.foreign_key),
                 kept=q(c.kept_as),
-                triggers=tuple(q(t) for t in c.triggers),  # type: ignore[arg-type]
+                triggers=(q(c.triggers[0]), q(c.triggers[1])),
                 nullable=c.reference.nullable,
                 references=c.reference,
             )
@@ -321,9 +321,10 @@ def plan(
         if found and rules.source_kind(str(found[0][0])):
             column, key_type = column[: -len("_seqid")], str(found[0][0])
     kind = rules.source_kind(key_type)
-    contracted = kind is None and len(key) == 1 and _kept_type(io, rules, table, column) is not None
-    if contracted:  # the contract step ran: the old key is kept beside the new one
-        kind, key_type = _kept_type(io, rules, table, column)  # type: ignore[misc]
+    kept = _kept_type(io, rules, table, column) if kind is None and len(key) == 1 else None
+    contracted = kept is not None
+    if kept is not None:  # the contract step ran: the old key is kept beside the new one
+        kind, key_type = kept
     if len(key) != 1 or kind is None:
         shown = ", ".join(f"{c} {t}" for c, t in key)
         raise MigrationRefusedError(
@@ -359,8 +360,8 @@ def plan(
                 f"{ref.table} (foreign key {ref.constraint} to {table}) has no primary key to walk its rows by"
             )
         if contracted:  # the old column is the kept one: its type, not the new column's
-            kept = io.fetch(*rules.column_type(ref.table, bounded_name("", ref.column, _KEPT[kind])))
-            ref = replace(ref, column_type=str(kept[0][0]) if kept else ref.column_type)
+            found = io.fetch(*rules.column_type(ref.table, bounded_name("", ref.column, _KEPT[kind])))
+            ref = replace(ref, column_type=str(found[0][0]) if found else ref.column_type)
         children.append(Child(ref, tuple(c for c, _ in child_key), tuple(t for _, t in child_key), kind))
 
     def q(name: str) -> str:  # a name in a read's text: a colon in it is no parameter

@@ -215,3 +215,44 @@ def test_a_seq_uuid_field_added_to_a_model_with_a_table_is_written_online_in_a_n
     assert namespace["Migration"].atomic is False  # type: ignore[attr-defined]
     fresh = SeqIDAutodetector(ProjectState(), after)._detect_changes(graph=MigrationGraph())
     assert not any(isinstance(op, AddSeqUUIDField) for m in fresh["addonline"] for op in m.operations)
+
+
+def test_every_model_of_an_app_made_seqid_in_one_run_is_one_expand_and_one_contract_migration():
+    """Three models of an app whose integer keys become SeqUUIDFields in one makemigrations run, another app's
+    model left as it is and depending on the first: the run writes one expand migration (every RekeyExpand) and
+    one contract migration after it (every RekeyContract), numbered after it; the other app's model is
+    untouched."""
+    from django.db.migrations.questioner import MigrationQuestioner
+
+    from seqid_orm.django.operations import RekeyContract, RekeyExpand
+
+    def state(key: models.Field | None) -> ProjectState:
+        project = ProjectState()
+        for name in ("Author", "Book", "Shelf"):
+            fields = [("id", key.clone() if key else models.BigAutoField(primary_key=True))]
+            project.add_model(ModelState("library", name, [*fields, ("n", models.IntegerField())]))
+        project.add_model(
+            ModelState(
+                "thirdparty",
+                "Note",
+                [
+                    ("id", models.BigAutoField(primary_key=True)),
+                    ("book", models.ForeignKey("library.Book", on_delete=models.CASCADE)),
+                ],
+            )
+        )
+        return project
+
+    before, after = state(None), state(SeqUUIDField(primary_key=True, serialize=False))
+    asks = MigrationQuestioner(defaults={"ask_initial": True})
+    graph = MigrationGraph()
+    graph.add_node(("library", "0001_initial"), None)
+    graph.add_node(("thirdparty", "0001_initial"), None)
+    changes = SeqIDAutodetector(before, after, asks).changes(graph=graph)
+    expand, contract = changes["library"]
+    assert (expand.name, contract.name) == ("0002_expand_author_book_shelf_key", "0003_contract_author_book_shelf_key")
+    assert [type(op) for op in expand.operations] == [RekeyExpand] * 3
+    assert [type(op) for op in contract.operations] == [RekeyContract] * 3
+    assert ("library", "0002_expand_author_book_shelf_key") in contract.dependencies
+    assert expand.atomic is False and contract.atomic is False
+    assert "thirdparty" not in changes  # its model did not change: its foreign key follows the key in the database

@@ -63,7 +63,17 @@ from ..calls.steps import Steps, drive
 from ..errors import InvalidArgumentError, MigrationRefusedError
 from ..ids.comb import comb_at, comb_batch
 from ..ids.layout import Layout
-from ..vendors import VENDORS, OnlineRules, Step, Storage, TableFacts, bounded_name, is_lock_timeout, rules_for
+from ..vendors import (
+    VENDORS,
+    OnlineRules,
+    Step,
+    Storage,
+    TableFacts,
+    bounded_name,
+    is_conflict,
+    is_lock_timeout,
+    rules_for,
+)
 
 __all__ = [
     "BATCH_SECONDS",
@@ -105,6 +115,10 @@ LOCK_TIMEOUT_MS = 500
 DDL_ATTEMPTS = 60
 #: The policy of a DDL statement that waited its lock out: tried again after 0.2 s, doubling, 5 s at most.
 DDL_LOCK = Retry(DDL_ATTEMPTS, delay=0.2, backoff=2.0, max_delay=5.0, why="a table another session held")
+#: The policy of a concurrent step the server chose in a deadlock: PostgreSQL's ``CREATE INDEX CONCURRENTLY``
+#: waits for every older transaction, an automatic ANALYZE of the table among them, which may wait for the
+#: build's own lock (found on PostgreSQL 18 beside a freshly filled table); its invalid index dropped, again.
+CONCURRENT_DEADLOCK = Retry(3, delay=0.5, backoff=2.0, max_delay=2.0, why="a concurrent build chosen in a deadlock")
 #: Where a backfill records how far it got: a table of its own per column (this prefix, the table's and the
 #: column's names), in the search path's schema, dropped when the column is done.  Not one table shared by
 #: every backfill: the first to finish would drop it, or its last row, under another that had just begun.
@@ -380,7 +394,20 @@ def _run_step(
     end ("Building Indexes Concurrently", the ``CREATE INDEX`` page of PostgreSQL's docs): a time-out there
     spares the application nothing and leaves an invalid index, whose name the next attempt finds taken."""
     if step.concurrent:
-        _concurrently(io, col, step.statement, lifted or {})
+
+        def build(left: float) -> Steps[None]:
+            _concurrently(io, col, step.statement, lifted or {})
+            return
+            yield  # a generator of no step: the policy's loop runs it
+
+        def chosen(exc: Exception) -> bool:
+            if step.undo is None or not is_conflict(exc):
+                return False
+            log.info("seqid: %s was chosen in a deadlock; its leftovers cleared, trying again", step.statement[:80])
+            _concurrently(io, col, step.undo, lifted or {})
+            return True
+
+        drive(CONCURRENT_DEADLOCK.steps(build, chosen), None, sleep=sleep)
         return
     bounded = col.rules.bounded(step.statement, LOCK_TIMEOUT_MS)
 

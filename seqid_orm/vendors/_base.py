@@ -111,6 +111,9 @@ class Step:
     TABLES``, then the changes it covers), not bounded again: they wait for nothing it does not hold."""
     after: tuple[str, ...] = ()
     """Statements run at the end whatever happened (``UNLOCK TABLES``)."""
+    undo: str | None = None
+    """What clears a concurrent step that failed half-way before it is tried again (the invalid index a
+    cancelled ``CREATE INDEX CONCURRENTLY`` leaves), where it may be."""
 
 
 @dataclass(frozen=True)

@@ -483,7 +483,13 @@ class Online:
         if facts.index == "invalid":  # a killed or cancelled CREATE INDEX CONCURRENTLY
             steps.append(Step(f"DROP INDEX CONCURRENTLY IF EXISTS {index}", concurrent=True))
         if facts.index != "valid":
-            steps.append(Step(f"CREATE UNIQUE INDEX CONCURRENTLY {index} ON {table} ({column})", concurrent=True))
+            steps.append(
+                Step(
+                    f"CREATE UNIQUE INDEX CONCURRENTLY {index} ON {table} ({column})",
+                    concurrent=True,
+                    undo=f"DROP INDEX CONCURRENTLY IF EXISTS {index}",
+                )
+            )
         if not facts.constraint:
             steps.append(Step(f"ALTER TABLE {table} ADD CONSTRAINT {index} UNIQUE USING INDEX {index}"))
         return steps
@@ -707,7 +713,13 @@ class Rekey:
             steps.append(Step(f"DROP INDEX CONCURRENTLY IF EXISTS {index}", concurrent=True))
         if state != "valid":
             kind = "UNIQUE INDEX" if unique else "INDEX"
-            steps.append(Step(f"CREATE {kind} CONCURRENTLY {index} ON {table} ({column})", concurrent=True))
+            steps.append(
+                Step(
+                    f"CREATE {kind} CONCURRENTLY {index} ON {table} ({column})",
+                    concurrent=True,
+                    undo=f"DROP INDEX CONCURRENTLY IF EXISTS {index}",
+                )
+            )
         return steps
 
     def index_state(self, table: str, index: str, /) -> tuple[str, dict[str, object]]:

@@ -579,3 +579,66 @@ def test_a_role_that_may_not_alter_the_table_changes_nothing(engine, table_name)
             else:
                 conn.exec_driver_sql(f"DROP USER '{role}'@'%%'")
         _drop(engine, table_name, f"seqid_fill_{table_name}_seq_id")
+
+
+def test_a_concurrent_index_build_chosen_in_a_deadlock_is_cleared_and_built_again(pg_engine, caplog):
+    """``CREATE INDEX CONCURRENTLY`` waits for every older transaction; one of them then asks for the table's
+    ``SHARE UPDATE EXCLUSIVE`` (an ANALYZE, as autovacuum's: what failed a rekey on PostgreSQL 18 in CI), and the
+    server ends the build as the deadlock's victim, leaving an invalid index.  The step clears it and builds
+    again: the index ends valid, and the log says why."""
+    import logging
+
+    from seqid_orm.ids.layout import Layout
+    from seqid_orm.schema.online import OnlineColumn, _run_step
+    from seqid_orm.sqlalchemy.alembic.online import _OnlineIO
+    from seqid_orm.vendors import Step, Storage
+
+    table = f"dl_{secrets.token_hex(4)}"
+    with pg_engine.begin() as conn:
+        conn.exec_driver_sql(f"CREATE TABLE {table} (id bigserial PRIMARY KEY, v int)")
+        conn.exec_driver_sql(f"INSERT INTO {table} (v) SELECT g FROM generate_series(1, 1000) g")
+    col = OnlineColumn(
+        vendor="postgresql",
+        table=table,
+        column="v",
+        keys=("id",),
+        column_type="integer",
+        default_sql=None,
+        storage=Storage.NATIVE,
+        layout=Layout.TIME_FIRST,
+    )
+    index = f"ix_{table}_v"
+    step = Step(
+        f"CREATE INDEX CONCURRENTLY {index} ON {table} (v)",
+        concurrent=True,
+        undo=f"DROP INDEX CONCURRENTLY IF EXISTS {index}",
+    )
+    older = pg_engine.connect()
+    older.exec_driver_sql("BEGIN ISOLATION LEVEL REPEATABLE READ")
+    older.exec_driver_sql(f"SELECT count(*) FROM {table}").scalar()  # an older snapshot the build waits for
+
+    def analyze_then_end() -> None:
+        time.sleep(0.5)  # the build waits for this transaction by then
+        try:
+            older.exec_driver_sql(f"ANALYZE {table}")  # waits for the build's lock: the deadlock
+        finally:
+            older.rollback()
+
+    thread = threading.Thread(target=analyze_then_end)
+    try:
+        with caplog.at_level(logging.INFO, logger="seqid_orm"):
+            thread.start()
+            with pg_engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+                _run_step(_OnlineIO(conn), col, step)
+        thread.join(30)
+        assert any("chosen in a deadlock" in r.getMessage() for r in caplog.records), caplog.text
+        with pg_engine.connect() as conn:
+            valid = conn.exec_driver_sql(
+                "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = %s",
+                (index,),
+            ).all()
+        assert valid == [(True,)]
+    finally:
+        thread.join(30)
+        older.close()
+        _drop(pg_engine, table)

@@ -592,12 +592,13 @@ def _seqid_key(model_name: str, field: Any) -> Any:
 @dataclass(eq=False, repr=False)  # the constructor from the fields; Django's own repr and identity
 class RekeyExpand(Operation):
     """``RekeyExpand("author")`` in release N's migration (``atomic = False``): the expand step of changing
-    ``author``'s integer key to a seqid key with every foreign key to it, as the catalog has them (other apps'
-    tables, many-to-many tables, the table itself) — :mod:`seqid_orm.schema.rekey`.  Release N's models are
-    unchanged: their code writes integers, and the database keeps the new columns in step.  ``field`` is the
-    key the contract step will make (``SeqUUIDField(primary_key=True)`` by default): it decides the keys'
-    layout and storage.  Run again after a kill, it goes on where it stopped.  Unapplying drops what it made.
-    PostgreSQL only (yet): elsewhere it is refused before any change."""
+    ``author``'s key (integers on PostgreSQL; UUIDs kept as text on PostgreSQL and MariaDB 10.7+) to a seqid key
+    with every foreign key to it, as the catalog has them (other apps' tables, many-to-many tables, the table
+    itself) — :mod:`seqid_orm.schema.rekey`.  Release N's models are unchanged: their code writes the old keys,
+    and the database keeps the new columns in step.  ``field`` is the key the contract step will make
+    (``SeqUUIDField(primary_key=True)`` by default): it decides the keys' layout and storage.  Run again after a
+    kill, it goes on where it stopped.  Unapplying drops what it made.  Where the key cannot change online
+    (MariaDB's integers, SQLite) it is refused before any change, saying why."""
 
     reversible = True
     reduces_to_sql = False  # it reads the catalog and fills rows
@@ -642,17 +643,18 @@ class RekeyExpand(Operation):
         )
 
     def describe(self) -> str:
-        return f"Add {self.model_name}'s seqid key beside its integer key, with every foreign key to it, online"
+        return f"Add {self.model_name}'s seqid key beside its old key, with every foreign key to it, online"
 
 
 @dataclass(eq=False, repr=False)  # the constructor from the fields; Django's own repr and identity
 class RekeyContract(Operation):
     """``RekeyContract("author")`` in release N+1's migration (``atomic = False``), run once no process of
-    release N writes: the seqid column becomes the key and each foreign key's column, in one short
-    transaction (:mod:`seqid_orm.schema.rekey`); the integer stays, unique, as ``<column>_int`` (old URLs).
-    The model's key becomes ``field`` (``SeqUUIDField(primary_key=True)`` by default), so every
-    ``ForeignKey`` to it follows.  Unapplying swaps back (refused while rows the new release wrote have no
-    integer, naming the ``UPDATE`` that gives them one)."""
+    release N writes: the seqid column becomes the key and each foreign key's column, by short steps
+    (:mod:`seqid_orm.schema.rekey`: PostgreSQL one transaction; MariaDB a rebuild that lets writes go on, then a
+    swap of names under ``LOCK TABLES``); the old key stays, as ``<column>_int`` (unique: old URLs) or
+    ``<column>_text``.  The model's key becomes ``field`` (``SeqUUIDField(primary_key=True)`` by default), so
+    every ``ForeignKey`` to it follows.  Unapplying swaps back (refused while rows the new release wrote have
+    no old key, naming the ``UPDATE`` that gives them one)."""
 
     reversible = True
     reduces_to_sql = False

@@ -1,12 +1,14 @@
-"""``op.rekey_expand()`` and ``op.rekey_contract()``: a table's integer key changed to a seqid key, with every
-foreign key to it, in two migrations of two releases (:mod:`seqid_orm.schema.rekey`), and their ways back,
-``op.rekey_undo_contract()`` and ``op.rekey_undo_expand()``.
+"""``op.rekey_expand()`` and ``op.rekey_contract()``: a table's key of integers (PostgreSQL) or of UUIDs kept as
+text (PostgreSQL, MariaDB 10.7+) changed to a seqid key, with every foreign key to it, in two migrations of two
+releases (:mod:`seqid_orm.schema.rekey`), and their ways back, ``op.rekey_undo_contract()`` and
+``op.rekey_undo_expand()``.
 
-Release N ships the migration with ``op.rekey_expand("author")``; its code still writes integers, and the
+Release N ships the migration with ``op.rekey_expand("author")``; its code still writes the old keys, and the
 database keeps the new columns in step meanwhile.  Release N+1 ships the model with ``seq_uuid_pk()`` and the
 migration with ``op.rekey_contract("author")``, run once no process of release N writes (a post-deployment
 migration).  Both run outside the migration's transaction (their batches commit), under the column's
-migration lock (two pods take turns), and each is finished by running it again after a kill.
+migration lock (two pods take turns), and each is finished by running it again after a kill.  Autogenerate
+writes both, as two revisions (:mod:`.rewrites`).
 """
 
 from __future__ import annotations

@@ -52,9 +52,9 @@ def _run(operations: Operations, table: str, storage: str | None, what: str, ste
 @Operations.register_operation("rekey_expand")
 @dataclass(eq=False)  # an operation is itself, as Alembic keeps it
 class RekeyExpandOp(MigrateOperation):
-    """``op.rekey_expand("author")``: the expand step of changing ``author``'s integer key to a seqid key with
-    every foreign key to it (release N: its code writes integers meanwhile).  Its reverse is
-    ``op.rekey_undo_expand``."""
+    """``op.rekey_expand("author")``: the expand step of changing ``author``'s key (integers or UUIDs as text)
+    to a seqid key with every foreign key to it (release N: its code writes the old keys meanwhile).  Its
+    reverse is ``op.rekey_undo_expand``."""
 
     table: str
     storage: str | None = None
@@ -90,8 +90,8 @@ class RekeyUndoExpandOp(MigrateOperation):
 @dataclass(eq=False)
 class RekeyContractOp(MigrateOperation):
     """``op.rekey_contract("author")``: the contract step (release N+1, once no process of release N writes):
-    the seqid column becomes the key and each foreign key's column, in one short transaction.  Its reverse is
-    ``op.rekey_undo_contract``."""
+    the seqid column becomes the key and each foreign key's column, by the vendor's short steps.  Its reverse
+    is ``op.rekey_undo_contract``."""
 
     table: str
     storage: str | None = None
@@ -107,7 +107,7 @@ class RekeyContractOp(MigrateOperation):
 @Operations.register_operation("rekey_undo_contract")
 @dataclass(eq=False)
 class RekeyUndoContractOp(MigrateOperation):
-    """``op.rekey_undo_contract("author")``: the integer key and foreign keys again."""
+    """``op.rekey_undo_contract("author")``: the old key and foreign keys again."""
 
     table: str
     storage: str | None = None

@@ -70,7 +70,7 @@ def graph(pg_engine):
             conn.exec_driver_sql(f"DROP TABLE IF EXISTS {table} CASCADE")
         conn.exec_driver_sql(
             f"DROP TABLE IF EXISTS seqid_fill_{p}_id_seqid, seqid_fill_{c1}_parent_id_seqid, "
-            f"seqid_fill_{c2}_parent_id_seqid, seqid_fill_{p}_boss_id_seqid"
+            f"seqid_fill_{c2}_parent_id_seqid, seqid_fill_{p}_boss_id_seqid, v_{p}_1, v_{p}_2"
         )
 
 
@@ -372,6 +372,9 @@ def test_each_step_has_its_way_back(pg_engine, tmp_path):
             conn.exec_driver_sql(f"DROP TABLE IF EXISTS {c}, {p} CASCADE")
             for table, column in ((p, "id"), (c, "parent_id")):
                 conn.exec_driver_sql(f"DROP TABLE IF EXISTS seqid_fill_{table}_{column}_seqid")
+            versions = [n for n in sa.inspect(conn).get_table_names() if n.startswith(f"v_{tag}_")]
+            for name in versions:  # each migration's own version table
+                conn.exec_driver_sql(f"DROP TABLE {name}")
 
 
 AUTOGEN_ENV = """

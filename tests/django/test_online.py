@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import signal
 import subprocess
 import sys
@@ -17,7 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
-from django.conf import settings
+
+from tests.django.own_database import OwnDatabase
 
 ROOT = Path(__file__).resolve().parents[2]
 ROWS = 100_000
@@ -69,18 +69,9 @@ DATABASES = {{"default": {database!r}}}
 """
 
 
-class Project:
+class Project(OwnDatabase):
     def __init__(self, tmp: Path, atomic: bool = False) -> None:
-        from django.db import connection
-
-        self.vendor = connection.vendor
-        db = settings.DATABASES["default"]
-        self.name = f"seqid_online_{secrets.token_hex(4)}"
-        database = {k: db[k] for k in ("ENGINE", "HOST", "PORT", "USER", "PASSWORD")}
-        database["NAME"] = self.name
-        if self.vendor == "mysql":
-            database["OPTIONS"] = {"charset": "utf8mb4"}
-        self.tmp, self.db = tmp, db
+        super().__init__(tmp, "seqid_online")
         migrations = tmp / "shop" / "migrations"
         migrations.mkdir(parents=True)
         (tmp / "shop" / "__init__.py").write_text("")
@@ -88,38 +79,13 @@ class Project:
         (migrations / "0001_initial.py").write_text(FIRST)
         (migrations / "0002_seq_id.py").write_text(SECOND.format(atomic=atomic))
         (tmp / "shop" / "models.py").write_text(MODELS.format(extra="    seq_id = SeqUUIDField(unique=True)"))
-        (tmp / "online_settings.py").write_text(SETTINGS.format(database=database))
+        (tmp / "online_settings.py").write_text(SETTINGS.format(database=self.database))
         self.env = {
             **os.environ,
             "PYTHONPATH": os.pathsep.join([str(tmp), str(ROOT)]),
             "DJANGO_SETTINGS_MODULE": "online_settings",
         }
-        self.admin(f"CREATE DATABASE {self.name}")
-
-    @property
-    def url(self) -> str:
-        db = self.db
-        driver = "postgresql+psycopg" if self.vendor == "postgresql" else "mysql+pymysql"
-        password = f":{db['PASSWORD']}" if db["PASSWORD"] else ""
-        return f"{driver}://{db['USER']}{password}@{db['HOST']}:{db['PORT']}/{self.name}"
-
-    def admin(self, statement: str) -> None:
-        import sqlalchemy as sa
-
-        engine = sa.create_engine(self.url.rsplit("/", 1)[0] + ("/postgres" if self.vendor == "postgresql" else "/"))
-        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            conn.exec_driver_sql(statement)
-        engine.dispose()
-
-    def sql(self, statement: str) -> list[tuple]:
-        import sqlalchemy as sa
-
-        engine = sa.create_engine(self.url, poolclass=sa.NullPool)
-        with engine.begin() as conn:
-            result = conn.exec_driver_sql(statement)
-            rows = [tuple(r) for r in result] if result.returns_rows else []
-        engine.dispose()
-        return rows
+        self.create()
 
     def migrate(self, *args: str) -> subprocess.Popen:
         return subprocess.Popen(
@@ -148,9 +114,6 @@ class Project:
             )
             self.sql("ANALYZE TABLE shop_visit")
         return self
-
-    def drop(self) -> None:
-        self.admin(f"DROP DATABASE IF EXISTS {self.name}" + (" WITH (FORCE)" if self.vendor == "postgresql" else ""))
 
 
 @pytest.fixture

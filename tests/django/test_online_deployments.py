@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,8 @@ from pathlib import Path
 import django
 import pytest
 from django.conf import settings
+
+from tests.django.own_database import OwnDatabase
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,25 +30,12 @@ DATABASES = {{"default": {database!r}}}
 """
 
 
-class Project:
+class Project(OwnDatabase):
     """A Django project in ``tmp``: app ``shop`` with the migrations given, on a database of its own (the
     settings module's server), or a SQLite file."""
 
     def __init__(self, tmp: Path, migrations: dict[str, str], *, sqlite: bool = False) -> None:
-        from django.db import connection
-
-        self.vendor = "sqlite" if sqlite else connection.vendor
-        self.name = f"seqid_deploy_{secrets.token_hex(4)}"
-        self.tmp = tmp
-        if sqlite:
-            database = {"ENGINE": "django.db.backends.sqlite3", "NAME": str(tmp / "app.sqlite3")}
-        else:
-            db = settings.DATABASES["default"]
-            database = {k: db[k] for k in ("ENGINE", "HOST", "PORT", "USER", "PASSWORD")}
-            database["NAME"] = self.name
-            if self.vendor == "mysql":
-                database["OPTIONS"] = {"charset": "utf8mb4"}
-        self.db = settings.DATABASES["default"]
+        super().__init__(tmp, "seqid_deploy", sqlite=sqlite)
         folder = tmp / "shop" / "migrations"
         folder.mkdir(parents=True)
         (tmp / "shop" / "__init__.py").write_text("")
@@ -55,46 +43,17 @@ class Project:
         for name, text in migrations.items():
             (folder / f"{name}.py").write_text(text)
         (tmp / "shop" / "models.py").write_text("")  # the migrations' state is what matters here
-        self.database = database
-        (tmp / "deploy_settings.py").write_text(SETTINGS.format(database=database))
+        (tmp / "deploy_settings.py").write_text(SETTINGS.format(database=self.database))
         self.env = {
             **os.environ,
             "PYTHONPATH": os.pathsep.join([str(tmp), str(ROOT)]),
             "DJANGO_SETTINGS_MODULE": "deploy_settings",
         }
-        if not sqlite:
-            self.admin(f"CREATE DATABASE {self.name}")
+        self.create()
 
     def route_through(self, port: int) -> None:
         """``manage.py`` reaches the database through a pooler on ``port`` (the tests' own reads do not)."""
         (self.tmp / "deploy_settings.py").write_text(SETTINGS.format(database={**self.database, "PORT": str(port)}))
-
-    @property
-    def url(self) -> str:
-        if self.vendor == "sqlite":
-            return f"sqlite:///{self.tmp / 'app.sqlite3'}"
-        db = self.db
-        driver = "postgresql+psycopg" if self.vendor == "postgresql" else "mysql+pymysql"
-        password = f":{db['PASSWORD']}" if db["PASSWORD"] else ""
-        return f"{driver}://{db['USER']}{password}@{db['HOST']}:{db['PORT']}/{self.name}"
-
-    def admin(self, statement: str) -> None:
-        import sqlalchemy as sa
-
-        engine = sa.create_engine(self.url.rsplit("/", 1)[0] + ("/postgres" if self.vendor == "postgresql" else "/"))
-        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            conn.exec_driver_sql(statement)
-        engine.dispose()
-
-    def sql(self, statement: str) -> list[tuple]:
-        import sqlalchemy as sa
-
-        engine = sa.create_engine(self.url, poolclass=sa.NullPool)
-        with engine.begin() as conn:
-            result = conn.exec_driver_sql(statement)
-            rows = [tuple(r) for r in result] if result.returns_rows else []
-        engine.dispose()
-        return rows
 
     def migrate(self, *args: str) -> subprocess.Popen:
         return subprocess.Popen(
@@ -111,12 +70,6 @@ class Project:
         _out, err = done.communicate(timeout=240)
         assert done.returncode == 0, err[-3000:]
         return err
-
-    def drop(self) -> None:
-        if self.vendor != "sqlite":
-            self.admin(
-                f"DROP DATABASE IF EXISTS {self.name}" + (" WITH (FORCE)" if self.vendor == "postgresql" else "")
-            )
 
 
 @contextlib.contextmanager

@@ -24,39 +24,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import sqlalchemy as sa
 
 from benchmarks.online import migration
+from tests.sqlalchemy_adapter.alembic_project import project as alembic_project
+from tests.sqlalchemy_adapter.rekey_traffic import Writers
 
 ROOT = Path(__file__).resolve().parents[1]
-
-ENV_PY = """
-from alembic import context
-import sqlalchemy as sa
-import seqid_orm.sqlalchemy.alembic  # noqa: F401
-
-engine = sa.create_engine(context.config.get_main_option("sqlalchemy.url"), poolclass=sa.NullPool)
-with engine.connect() as connection:
-    context.configure(connection=connection, target_metadata=None, version_table="{version}")
-    with context.begin_transaction():
-        context.run_migrations()
-"""
-
-MIGRATION = """
-revision = "0001"
-down_revision = None
-from alembic import op
-import seqid_orm.sqlalchemy.alembic
-
-
-def upgrade():
-{body}
-"""
 
 # What a DBA types for the same change in a maintenance window: one transaction, every row rewritten in place
 # (the keys from the same function seqid uses), the constraints made again and checked under the locks.
@@ -241,33 +218,8 @@ def digest(engine: sa.Engine, tables: tuple[str, str, str], parent_int: str, upt
 
 
 def project(tmp: Path, name: str, version: str, body: str) -> Path:
-    where = tmp / name
-    (where / "versions").mkdir(parents=True, exist_ok=True)
-    (where / "env.py").write_text(ENV_PY.format(version=version))
-    (where / "script.py.mako").write_text("")
-    (where / "versions" / "0001.py").write_text(MIGRATION.format(body=body))
-    return where
-
-
-class Writers:
-    def __init__(self, url: str, tables: tuple[str, str, str], tmp: Path, release: str, *more: str) -> None:
-        self.out, self.stop_file = tmp / f"{release}.json", tmp / f"{release}.stop"
-        for stale in (self.out, self.stop_file, Path(str(self.out) + ".ready")):
-            stale.unlink(missing_ok=True)
-        self.proc = subprocess.Popen(
-            [
-                *(sys.executable, "-m", "tests.sqlalchemy_adapter.rekey_traffic", url, *tables),
-                *(str(self.out), str(self.stop_file), "--release", release, *more),
-            ],
-            cwd=ROOT,
-        )
-        while not Path(str(self.out) + ".ready").exists():
-            time.sleep(0.05)
-
-    def stop(self) -> dict:
-        self.stop_file.touch()
-        self.proc.wait()
-        return json.loads(self.out.read_text())
+    """An Alembic project in ``tmp / name`` whose one migration runs ``body`` (the tests' throw-away project)."""
+    return alembic_project(tmp / name, version, body)
 
 
 def step(where: Path, url: str) -> dict:

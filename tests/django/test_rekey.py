@@ -10,21 +10,22 @@ becomes a ``SeqUUIDField``.  On MariaDB: refused before any change (PostgreSQL o
 
 from __future__ import annotations
 
-import json
 import os
 import random
-import secrets
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
-from django.conf import settings
+
+from tests.django.own_database import OwnDatabase
 
 ROOT = Path(__file__).resolve().parents[2]
 PARENTS = 100_000
+TABLES = ("shop_parent", "shop_child1", "shop_child2")
 
 pytestmark = [pytest.mark.server_database, pytest.mark.slow]
 
@@ -81,58 +82,24 @@ DATABASES = {{"default": {database!r}}}
 """
 
 
-class Project:
+class Project(OwnDatabase):
     """A Django project at ``tmp`` with the app ``shop`` (release N's models and migrations), in a new database."""
 
     def __init__(self, tmp: Path) -> None:
-        from django.db import connection
-
-        self.vendor = connection.vendor
-        db = settings.DATABASES["default"]
-        self.name = f"seqid_rekey_{secrets.token_hex(4)}"
-        database = {k: db[k] for k in ("ENGINE", "HOST", "PORT", "USER", "PASSWORD")}
-        database["NAME"] = self.name
-        if self.vendor == "mysql":
-            database["OPTIONS"] = {"charset": "utf8mb4"}
-        self.tmp, self.db = tmp, db
+        super().__init__(tmp, "seqid_rekey")
         self.migrations = tmp / "shop" / "migrations"
         self.migrations.mkdir(parents=True)
         (tmp / "shop" / "__init__.py").write_text("")
         (self.migrations / "__init__.py").write_text("")
         (self.migrations / "0001_initial.py").write_text(INITIAL)
         (tmp / "shop" / "models.py").write_text(RELEASE_N)
-        (tmp / "rekey_settings.py").write_text(SETTINGS.format(database=database))
+        (tmp / "rekey_settings.py").write_text(SETTINGS.format(database=self.database))
         self.env = {
             **os.environ,
             "PYTHONPATH": os.pathsep.join([str(tmp), str(ROOT)]),
             "DJANGO_SETTINGS_MODULE": "rekey_settings",
         }
-        self.admin(f"CREATE DATABASE {self.name}")
-
-    @property
-    def url(self) -> str:
-        db = self.db
-        driver = "postgresql+psycopg" if self.vendor == "postgresql" else "mysql+pymysql"
-        password = f":{db['PASSWORD']}" if db["PASSWORD"] else ""
-        return f"{driver}://{db['USER']}{password}@{db['HOST']}:{db['PORT']}/{self.name}"
-
-    def admin(self, statement: str) -> None:
-        import sqlalchemy as sa
-
-        engine = sa.create_engine(self.url.rsplit("/", 1)[0] + ("/postgres" if self.vendor == "postgresql" else "/"))
-        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            conn.exec_driver_sql(statement)
-        engine.dispose()
-
-    def sql(self, statement: str) -> list[tuple]:
-        import sqlalchemy as sa
-
-        engine = sa.create_engine(self.url, poolclass=sa.NullPool)
-        with engine.begin() as conn:
-            result = conn.exec_driver_sql(statement)
-            rows = [tuple(r) for r in result] if result.returns_rows else []
-        engine.dispose()
-        return rows
+        self.create()
 
     def manage(self, *args: str) -> subprocess.Popen:
         return subprocess.Popen(
@@ -155,9 +122,6 @@ class Project:
         _out, err = run.communicate(timeout=600)
         assert run.returncode != 0, args
         return err
-
-    def drop(self) -> None:
-        self.admin(f"DROP DATABASE IF EXISTS {self.name}" + (" WITH (FORCE)" if self.vendor == "postgresql" else ""))
 
 
 @pytest.fixture
@@ -195,28 +159,11 @@ def _parents(project: Project, child: str, column: str, parent_int: str) -> dict
     return {int(i): (None if n is None else int(n)) for i, n in rows}
 
 
-class Writers:
-    """rekey_traffic.py writing as ``release``'s code does, until stopped."""
+def _writers(project: Project, release: str, *more: str) -> Any:
+    """rekey_traffic's writers on the project's tables, deleting as Django does (no ON DELETE in the database)."""
+    from tests.sqlalchemy_adapter.rekey_traffic import Writers as Started
 
-    def __init__(self, project: Project, release: str, *more: str) -> None:
-        self.out, self.stop_file = project.tmp / f"{release}.json", project.tmp / f"{release}.stop"
-        tables = ("shop_parent", "shop_child1", "shop_child2")
-        self.proc = subprocess.Popen(
-            [
-                *(sys.executable, "-m", "tests.sqlalchemy_adapter.rekey_traffic", project.url, *tables),
-                *(str(self.out), str(self.stop_file), "--release", release, "--collector", *more),
-            ],
-            cwd=ROOT,
-        )
-        deadline = time.monotonic() + 30
-        while not Path(str(self.out) + ".ready").exists():
-            assert self.proc.poll() is None and time.monotonic() < deadline, "the writer did not start"
-            time.sleep(0.05)
-
-    def stop(self) -> dict:
-        self.stop_file.touch()
-        self.proc.wait(60)
-        return json.loads(self.out.read_text())
+    return Started(project.url, TABLES, project.tmp, release, "--collector", *more)
 
 
 def test_an_integer_key_changes_over_two_releases_while_each_writes(project):
@@ -250,7 +197,7 @@ def test_an_integer_key_changes_over_two_releases_while_each_writes(project):
     before = {t: _parents(project, t, "parent_id", "id") for t in ("shop_child1", "shop_child2")}
     bosses = _parents(project, "shop_parent", "boss_id", "id")
 
-    old = Writers(project, "old")
+    old = _writers(project, "old")
     try:  # release N's migrate, killed in its batches, then run again
         first = project.manage("migrate", "shop")
         kill_at, done = random.randint(PARENTS // 10, PARENTS * 9 // 10), 0
@@ -272,7 +219,7 @@ def test_an_integer_key_changes_over_two_releases_while_each_writes(project):
     (project.tmp / "0003_contract_parent_key.py").rename(contract_file)
     project.done("makemigrations", "shop", "--check", "--dry-run")
     project.done("migrate", "shop")
-    new = Writers(project, "new")
+    new = _writers(project, "new")
     time.sleep(0.5)
     seen = new.stop()
     assert seen["errors"] == [] and seen["writes"] > 0, seen
@@ -405,7 +352,7 @@ def test_a_key_of_uuids_kept_as_text_changes_over_two_releases_while_each_writes
         _fill_text(project)
         before = {t: _text_parents(project, t, "id") for t in ("shop_child1", "shop_child2")}
 
-        old = Writers(project, "old", "--text-keys")
+        old = _writers(project, "old", "--text-keys")
         try:
             first = project.manage("migrate", "shop")
             kill_at = random.randint(PARENTS // 10, PARENTS * 9 // 10)
@@ -424,7 +371,7 @@ def test_a_key_of_uuids_kept_as_text_changes_over_two_releases_while_each_writes
         (project.tmp / contract_file.name).rename(contract_file)
         project.done("makemigrations", "shop", "--check", "--dry-run")
         project.done("migrate", "shop")
-        new = Writers(project, "new")
+        new = _writers(project, "new")
         time.sleep(0.5)
         seen = new.stop()
         assert seen["errors"] == [] and seen["writes"] > 0, seen

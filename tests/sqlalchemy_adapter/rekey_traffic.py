@@ -19,9 +19,44 @@ import argparse
 import json
 import os
 import random
+import subprocess
+import sys
 import time
 import traceback
 import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Writers:
+    """This module in a process of its own, writing into ``tables`` (parent, child1, child2) of ``url`` as
+    ``release``'s code does (``more``: its other options), until :meth:`stop`; the tests' and the benchmark's."""
+
+    def __init__(self, url: str, tables: tuple[str, str, str], folder: Path, release: str, *more: str) -> None:
+        self.out, self.stop_file = folder / f"{release}.json", folder / f"{release}.stop"
+        for stale in (self.out, self.stop_file, Path(str(self.out) + ".ready")):
+            stale.unlink(missing_ok=True)
+        self.proc = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "tests.sqlalchemy_adapter.rekey_traffic", url, *tables),
+                *(str(self.out), str(self.stop_file), "--release", release, *more),
+            ],
+            cwd=ROOT,
+        )
+        deadline = time.monotonic() + 30
+        while not Path(str(self.out) + ".ready").exists():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.proc.kill()
+                raise RuntimeError(f"the {release} release's writers did not start")
+            time.sleep(0.05)
+
+    def stop(self) -> dict:
+        """What the writers saw: ``writes``, ``errors``, ``longest`` (seconds)."""
+        self.stop_file.touch()
+        self.proc.wait(60)
+        seen: dict = json.loads(self.out.read_text())
+        return seen
 
 
 def main() -> None:

@@ -8,11 +8,9 @@ keys; every child row checked to point at the same parent as before, every const
 
 from __future__ import annotations
 
-import json
 import random
 import secrets
 import signal
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -26,6 +24,7 @@ from seqid_orm.ids.layout import ORDER_BYTES, Layout  # noqa: E402
 from seqid_orm.ids.rekeyed import integer_key, integer_of  # noqa: E402
 from seqid_orm.vendors import Storage, rules_for  # noqa: E402
 from tests.sqlalchemy_adapter.alembic_project import last_error, project, upgrade  # noqa: E402
+from tests.sqlalchemy_adapter.rekey_traffic import Writers  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 PARENTS = 100_000
@@ -72,39 +71,6 @@ def graph(pg_engine):
             f"DROP TABLE IF EXISTS seqid_fill_{p}_id_seqid, seqid_fill_{c1}_parent_id_seqid, "
             f"seqid_fill_{c2}_parent_id_seqid, seqid_fill_{p}_boss_id_seqid, v_{p}_1, v_{p}_2"
         )
-
-
-class Traffic:
-    """rekey_traffic.py in a process of its own, writing as ``release``'s code does, until stopped."""
-
-    def __init__(self, engine, tables: tuple[str, str, str], tmp: Path, release: str, *more: str) -> None:
-        import subprocess
-
-        self.out, self.stop_file = tmp / f"{release}.json", tmp / f"{release}.stop"
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "tests.sqlalchemy_adapter.rekey_traffic",
-                _url(engine),
-                *tables,
-                str(self.out),
-                str(self.stop_file),
-                "--release",
-                release,
-                *more,
-            ],
-            cwd=ROOT,
-        )
-        deadline = time.monotonic() + 30
-        while not Path(str(self.out) + ".ready").exists():
-            assert self.proc.poll() is None and time.monotonic() < deadline, "the writer did not start"
-            time.sleep(0.05)
-
-    def stop(self) -> dict:
-        self.stop_file.touch()
-        self.proc.wait(60)
-        return json.loads(self.out.read_text())
 
 
 def _migration(tmp: Path, name: str, body: str, version: str) -> Path:
@@ -184,7 +150,7 @@ def test_an_integer_key_and_its_foreign_keys_change_while_the_old_release_writes
     p, c1, c2 = graph
     url = _url(pg_engine)
     expand = _migration(tmp_path, "expand", f'    op.rekey_expand("{p}", batch_size=1000)', f"v_{p}_1")
-    old = Traffic(pg_engine, graph, tmp_path, "old")
+    old = Writers(_url(pg_engine), graph, tmp_path, "old")
     try:
         done = _kill_in_batches(expand, url, pg_engine, f"seqid_fill_{p}_id_seqid")
         assert 0 < done < PARENTS, done  # killed in its batches
@@ -232,7 +198,7 @@ def test_an_integer_key_and_its_foreign_keys_change_while_the_old_release_writes
         ).scalar()
     assert kind == "bigint"  # the killed swap changed nothing
     _run(contract, url)
-    new = Traffic(pg_engine, graph, tmp_path, "new")
+    new = Writers(_url(pg_engine), graph, tmp_path, "new")
     time.sleep(0.5)
     seen = new.stop()
     assert seen["errors"] == [] and seen["writes"] > 0, seen

@@ -19,7 +19,8 @@ sa = pytest.importorskip("sqlalchemy")
 pytest.importorskip("alembic")
 
 from tests.sqlalchemy_adapter.alembic_project import last_error, upgrade  # noqa: E402
-from tests.sqlalchemy_adapter.test_rekey import Traffic, _kill_in_batches, _migration, _run, _url  # noqa: E402
+from tests.sqlalchemy_adapter.rekey_traffic import Writers  # noqa: E402
+from tests.sqlalchemy_adapter.test_rekey import _kill_in_batches, _migration, _run, _url  # noqa: E402
 
 PARENTS = 100_000
 
@@ -127,7 +128,7 @@ def test_uuids_kept_as_text_become_the_uuid_type_with_their_foreign_keys_while_b
     bosses = _parents(engine, p, "boss_id", p, "id")
 
     expand = _migration(tmp_path, "expand", f'    op.rekey_expand("{p}", batch_size=1000)', f"v_{p}")
-    old = Traffic(engine, (p, c1, c2), tmp_path, "old", "--text-keys")
+    old = Writers(url, (p, c1, c2), tmp_path, "old", "--text-keys")
     try:
         done = _kill_in_batches(expand, url, engine, f"seqid_fill_{p}_id_seqid")
         assert 0 < done < PARENTS, done  # killed in its batches
@@ -149,7 +150,7 @@ def test_uuids_kept_as_text_become_the_uuid_type_with_their_foreign_keys_while_b
     holder.close()
     _run(contract, url)
     assert _key_type(engine, p) == "uuid"
-    new = Traffic(engine, (p, c1, c2), tmp_path, "new")
+    new = Writers(url, (p, c1, c2), tmp_path, "new")
     time.sleep(0.5)
     seen = new.stop()
     assert seen["errors"] == [] and seen["writes"] > 0, seen

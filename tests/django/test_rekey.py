@@ -166,6 +166,32 @@ def _writers(project: Project, release: str, *more: str) -> Any:
     return Started(project.url, TABLES, project.tmp, release, "--collector", *more)
 
 
+def _progress(project: Project) -> int:
+    try:
+        return int(project.sql("SELECT coalesce(max(done), 0) FROM seqid_fill_shop_parent_id_seqid")[0][0])
+    except Exception:  # not made yet: the run has not begun its batches
+        return 0
+
+
+def _expand_killed_and_run_again(project: Project, *writes: str) -> None:
+    """Release N's ``migrate`` with its writers beside it (``writes``: their options), SIGKILLed at a random
+    point of its batches, then run again to the end: the writers saw no error."""
+    old = _writers(project, "old", *writes)
+    try:
+        first = project.manage("migrate", "shop")
+        kill_at = random.randint(PARENTS // 10, PARENTS * 9 // 10)
+        while first.poll() is None and _progress(project) < kill_at:
+            time.sleep(0.01)
+        assert first.poll() is None, first.communicate()[1][-2000:]  # killed in its batches, not after them
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        project.done("migrate", "shop")
+        time.sleep(0.5)
+    finally:
+        seen = old.stop()
+    assert seen["errors"] == [] and seen["writes"] > 0, seen
+
+
 def test_an_integer_key_changes_over_two_releases_while_each_writes(project):
     # the developer changes the key and runs makemigrations: two migrations, one a release
     (project.tmp / "shop" / "models.py").write_text(RELEASE_N1)
@@ -197,22 +223,7 @@ def test_an_integer_key_changes_over_two_releases_while_each_writes(project):
     before = {t: _parents(project, t, "parent_id", "id") for t in ("shop_child1", "shop_child2")}
     bosses = _parents(project, "shop_parent", "boss_id", "id")
 
-    old = _writers(project, "old")
-    try:  # release N's migrate, killed in its batches, then run again
-        first = project.manage("migrate", "shop")
-        kill_at, done = random.randint(PARENTS // 10, PARENTS * 9 // 10), 0
-        while first.poll() is None and done < kill_at:
-            if project.sql("SELECT to_regclass('seqid_fill_shop_parent_id_seqid') IS NOT NULL")[0][0]:
-                done = project.sql("SELECT coalesce(max(done), 0) FROM seqid_fill_shop_parent_id_seqid")[0][0]
-            time.sleep(0.01)
-        assert first.poll() is None, first.communicate()[1][-2000:]  # killed in its batches, not after them
-        first.send_signal(signal.SIGKILL)
-        first.wait()
-        project.done("migrate", "shop")
-        time.sleep(0.5)
-    finally:
-        seen = old.stop()
-    assert seen["errors"] == [] and seen["writes"] > 0, seen
+    _expand_killed_and_run_again(project)
 
     # release N+1: the model's key is a SeqUUIDField, and its migration the contract: the state is right
     (project.tmp / "shop" / "models.py").write_text(RELEASE_N1)
@@ -322,13 +333,6 @@ def _text_parents(project: Project, child: str, parent_text: str) -> dict[int, s
     return {int(i): t for i, t in rows}
 
 
-def _progress(project: Project) -> int:
-    try:
-        return int(project.sql("SELECT coalesce(max(done), 0) FROM seqid_fill_shop_parent_id_seqid")[0][0])
-    except Exception:  # not made yet: the run has not begun its batches
-        return 0
-
-
 def test_a_key_of_uuids_kept_as_text_changes_over_two_releases_while_each_writes(tmp_path):
     """A CharField key of UUIDs as text (Django's UUIDField before 5.0 on MariaDB kept them as char(32)):
     makemigrations writes the two releases' migrations for the SeqUUIDField that replaces it, release N's writers
@@ -352,20 +356,7 @@ def test_a_key_of_uuids_kept_as_text_changes_over_two_releases_while_each_writes
         _fill_text(project)
         before = {t: _text_parents(project, t, "id") for t in ("shop_child1", "shop_child2")}
 
-        old = _writers(project, "old", "--text-keys")
-        try:
-            first = project.manage("migrate", "shop")
-            kill_at = random.randint(PARENTS // 10, PARENTS * 9 // 10)
-            while first.poll() is None and _progress(project) < kill_at:
-                time.sleep(0.01)
-            assert first.poll() is None, first.communicate()[1][-2000:]  # killed in its batches
-            first.send_signal(signal.SIGKILL)
-            first.wait()
-            project.done("migrate", "shop")
-            time.sleep(0.5)
-        finally:
-            seen = old.stop()
-        assert seen["errors"] == [] and seen["writes"] > 0, seen
+        _expand_killed_and_run_again(project, "--text-keys")
 
         (project.tmp / "shop" / "models.py").write_text(release_n1)
         (project.tmp / contract_file.name).rename(contract_file)

@@ -49,6 +49,7 @@ from typing import Any, Protocol
 from ..errors import InvalidArgumentError, MigrationRefusedError
 from ..ids.layout import Layout
 from ..vendors import (
+    Companion,
     OnlineRules,
     Reference,
     RekeyRules,
@@ -56,6 +57,7 @@ from ..vendors import (
     Storage,
     Swap,
     Swapped,
+    SwappedIndex,
     Target,
     bounded_name,
     read_quote,
@@ -80,6 +82,8 @@ __all__ = [
     "Reads",
     "Rekey",
     "contract",
+    "convert",
+    "converted",
     "describe",
     "expand",
     "plan",
@@ -175,6 +179,10 @@ class Rekey:
     them: ``op.set_seqid_default``, ``AdoptSeqUUID``)."""
     new_type: str
     """The new columns' type (``uuid``)."""
+    companions: tuple[Companion, ...] = ()
+    """The other indexes over the changed columns (a many-to-many table's unique pair, a one-to-one key's
+    ``UNIQUE``, a foreign key's own index): each copied over the new columns in the expand step and swapped
+    for its copy in the contract step, under its name, so the new release's rows are held to it too."""
 
     @property
     def rules(self) -> RekeyRules:
@@ -212,6 +220,29 @@ class Rekey:
     @property
     def triggers(self) -> tuple[str, str]:
         return _triggers(self.table, self.column)
+
+    def moved(self) -> dict[str, dict[str, tuple[str, str]]]:
+        """Each table's changed columns: its name now → ``(new column, kept name)``."""
+        out = {self.table: {self.column: (self.new_column, self.kept_as)}}
+        for c in self.children:
+            out.setdefault(c.reference.table, {})[c.reference.column] = (c.new_column, c.kept_as)
+        return out
+
+    def copy_of(self, index: Companion) -> tuple[str, tuple[str, ...]]:
+        """The name of ``index``'s copy over the new columns, and its columns."""
+        moved = self.moved()[index.table]
+        return bounded_name("", index.name, "seqid"), tuple(moved[c][0] if c in moved else c for c in index.columns)
+
+    def back_of(self, index: Companion) -> tuple[str, tuple[str, ...]]:
+        """The name of the index :func:`undo_contract` builds over the kept columns in ``index``'s place (named
+        as the contracted table names its columns), and its columns."""
+        moved = self.moved()[index.table]
+        return bounded_name("", index.name, "back"), tuple(moved[c][1] if c in moved else c for c in index.columns)
+
+    def covered(self, child: Child) -> bool:
+        """Whether a companion's copy leads with ``child``'s new column, serving its foreign key as an index."""
+        ref = child.reference
+        return any(i.table == ref.table and self.copy_of(i)[1][0] == child.new_column for i in self.companions)
 
     def key_of(self, column: str) -> str:
         """SQL of the new key of ``column``'s old value (``column`` as SQL: ``NEW."id"``)."""
@@ -279,7 +310,11 @@ class Rekey:
             for c in self.children
         )
         key = self.key_of("{}")
-        return Swap(parent, children, q(self.old_unique), self.default_sql, key)
+        indexes = tuple(
+            SwappedIndex(q(i.table), q(i.name), q(self.copy_of(i)[0]), q(self.back_of(i)[0]), i.constraint)
+            for i in self.companions
+        )
+        return Swap(parent, children, q(self.old_unique), self.default_sql, key, indexes)
 
 
 def _primary_key(io: Reads, rules: RekeyRules, table: str) -> list[tuple[str, str]]:
@@ -359,6 +394,12 @@ def plan(
             raise MigrationRefusedError(
                 f"{ref.table} (foreign key {ref.constraint} to {table}) has no primary key to walk its rows by"
             )
+        if ref.column in (c for c, _ in child_key):
+            raise MigrationRefusedError(
+                f"{ref.table}'s primary key holds its foreign key column {ref.column} to {table} (Django's "
+                "multi-table inheritance, a many-to-many table keyed by its pair): that key would change with "
+                "it, and its own children's; seqid does not change such a key online"
+            )
         if contracted:  # the old column is the kept one: its type, not the new column's
             found = io.fetch(*rules.column_type(ref.table, bounded_name("", ref.column, _KEPT[kind])))
             ref = replace(ref, column_type=str(found[0][0]) if found else ref.column_type)
@@ -381,7 +422,7 @@ def plan(
                     "correct or remove them first"
                 )
     [(constraint,)] = io.fetch(*rules.key_constraint(table))
-    return Rekey(
+    rk = Rekey(
         vendor,
         table,
         column,
@@ -394,6 +435,37 @@ def plan(
         default_sql if kind == "integer" else None,
         new_type,
     )
+    return replace(rk, companions=_companions(io, rk))
+
+
+def _companions(io: Reads, rk: Rekey) -> tuple[Companion, ...]:
+    """The indexes over ``rk``'s changed columns but the ones the change makes, read from the catalog; refused
+    where one cannot be made again of its columns (an expression's, a partial one)."""
+    own = {rk.old_unique, rk.new_unique, *(c.index for c in rk.children)}
+    found = []
+    for table, columns in rk.moved().items():
+        for row in io.fetch(*rk.rules.companions(table, list(columns))):
+            index = rk.rules.companion(table, row)
+            if index.name in own:
+                continue
+            if not index.plain:
+                raise MigrationRefusedError(
+                    f"{table}'s index {index.name} holds {', '.join(columns)}, whose keys change, and is not made of "
+                    "whole columns alone (an expression, a condition, an order, an included column, a deferred or "
+                    "NULLS NOT DISTINCT rule): seqid cannot copy it; drop it before the expand step, and make it "
+                    "on the new columns after the contract"
+                )
+            for other in (c for c in index.columns if c not in columns):
+                if io.fetch(*rk.rules.column_type(table, _new(other))):
+                    raise MigrationRefusedError(
+                        f"{table}'s index {index.name} holds {other}, whose key another change has begun "
+                        f"({_new(other)} is there), and {', '.join(c for c in index.columns if c in columns)}: "
+                        "one index cannot follow two changes at once; finish that one (its contract step) "
+                        f"before this one's expand step, or undo its expand (a many-to-many table between two "
+                        "re-keyed tables: change them one after the other)"
+                    )
+            found.append(index)
+    return tuple(found)
 
 
 def plan_for(io: Reads, where: Target, table: str, new_type: str, *, read_every_row: bool = True) -> Rekey:
@@ -432,11 +504,13 @@ def describe(rk: Rekey, rows: dict[str, int | None], untracked: list[tuple[str, 
     refs = ", ".join(
         f"{c.reference.table}.{c.reference.column} (ON DELETE {c.reference.on_delete})" for c in rk.children
     )
+    copied = ", ".join(f"{i.table}.{i.name}" for i in rk.companions)
     said = (
         f"change it to seqid keys online in two releases (docs/how-to/migrate.md, {rk.kind} keys): "
         f"rekey_expand / RekeyExpand, then rekey_contract / RekeyContract (autogenerate and makemigrations write "
         f"them). It touches {len(tables)} table(s) and {len(rk.children)} foreign key(s)"
-        f"{': ' + refs if refs else ''}; about {total:,} rows"
+        f"{': ' + refs if refs else ''}"
+        f"{'; indexes over those columns, copied then swapped: ' + copied if copied else ''}; about {total:,} rows"
         f"{' (no estimate for ' + ', '.join(unknown) + ')' if unknown else ''}, written once by the expand step "
         f"in {took} at {ROWS_PER_SECOND:,} rows/s. Expand locks: catalog changes (each waits at most "
         "0.5 s, then tries again), each batch's rows, nothing while its indexes build and its foreign "
@@ -472,11 +546,13 @@ def state(io: OnlineIO, rk: Rekey) -> str:
     key = _primary_key(io, rules, rk.table)
     if key and key[0][0] == rk.column and rules.source_kind(key[0][1]) is None:
         return "contracted"
+    moved = bool(key) and key[0][0] == rk.new_column  # a contract stopped after it moved the key (MariaDB)
     facts: list[str | bool | None] = [
-        _index(io, rules, rk.table, rk.new_unique),
+        "valid" if moved else _index(io, rules, rk.table, rk.new_unique),
         _index(io, rules, rk.table, rk.old_unique),
     ]
     facts += [_constraint(io, rules, c.reference.table, c.foreign_key) for c in rk.children]
+    facts += [_index(io, rules, i.table, rk.copy_of(i)[0]) for i in rk.companions]
     if all(f in ("valid", True) for f in facts):
         return "expanded"
     column = io.fetch(*rk.parent().rules.fact_reads(rk.table, rk.new_column, "")["column"])
@@ -494,9 +570,10 @@ def expand(
     say: Callable[[str], None] = _say_to_stderr,
     sleep: Callable[[float], None] = time.sleep,
     guard: Callable[[], None] = lambda: None,
+    then: str = "contract with the next release",
 ) -> None:
     """The expand step (see the module docstring); run again after a kill, it goes on where it stopped, and
-    finds nothing to do once done."""
+    finds nothing to do once done.  ``then``: what its last message says comes next."""
     rules, q = rk.rules, rk.q
     parent = rk.parent()
     # the role's time-outs a concurrent index build runs without, or the refusal, before the first change
@@ -552,9 +629,17 @@ def expand(
             guard=guard,
             before_fill=keep(ref.table, ref.column, child.new_column, child.triggers),
         )
-        state_ = _index(io, rules, ref.table, child.index)
-        for step in rules.index_steps(q(ref.table), q(child.new_column), q(child.index), state_, False):
+    for companion in rk.companions:  # over the filled columns: a copy of a pair waits for both
+        copy, columns = rk.copy_of(companion)
+        built = _index(io, rules, companion.table, copy)
+        for step in rules.index_steps(q(companion.table), ", ".join(map(q, columns)), q(copy), built, companion.unique):
             run(step)
+    for child in rk.children:
+        ref = child.reference
+        if not rk.covered(child):  # the new foreign key's own index, where no copy leads with its column
+            state_ = _index(io, rules, ref.table, child.index)
+            for step in rules.index_steps(q(ref.table), q(child.new_column), q(child.index), state_, False):
+                run(step)
     for child in rk.children:
         ref = child.reference
         present = _constraint(io, rules, ref.table, child.foreign_key)
@@ -573,7 +658,7 @@ def expand(
             if fixed:
                 say(f"seqid: {ref.table}.{child.new_column}: {fixed:,} rows its cascades changed, set again")
         _no_orphans(io, rk, ref.table, child.new_column, rk.new_column)
-    say(f"seqid: {rk.table}.{rk.column}: expanded ({len(rk.children)} foreign keys); contract with the next release")
+    say(f"seqid: {rk.table}.{rk.column}: expanded ({len(rk.children)} foreign keys); {then}")
 
 
 def _no_orphans(io: OnlineIO, rk: Rekey, table: str, column: str, parent_column: str) -> None:
@@ -639,6 +724,11 @@ def undo_contract(io: OnlineIO, rk: Rekey, *, sleep: Callable[[float], None] = t
                 f"{table}: {missing} rows have no old key in {kept} (written since the contract step); "
                 f"fill them first: {fill}"
             )
+    for index in rk.companions:  # each index again over the kept columns, built while writes go on
+        back, columns = rk.back_of(index)
+        built = _index(io, rules, index.table, back)
+        for step in rules.index_steps(q(index.table), ", ".join(map(q, columns)), q(back), built, index.unique):
+            _run_step(io, rk.parent(), step, sleep)
     for step in rules.undo_contract_steps(rk.swap()):
         _run_step(io, rk.parent(), step, sleep)
     for child in rk.children:
@@ -657,10 +747,12 @@ def undo_expand(io: OnlineIO, rk: Rekey, *, sleep: Callable[[float], None] = tim
         raise InvalidArgumentError(f"{rk.table}.{rk.column} is contracted: undo the contract step first")
     q, rules = rk.q, rk.rules
     parent = rk.parent()
-    statements: list[str] = []
+    # the new foreign keys, then the copies (MariaDB's foreign keys need them; where a column goes, it narrows
+    # an index of several columns to the rest), then the columns
+    statements = [rules.drop_foreign_key(q(c.reference.table), q(c.foreign_key)) for c in rk.children]
+    statements += [rules.drop_index(q(i.table), q(rk.copy_of(i)[0])) for i in rk.companions]
     for child in rk.children:
         t = q(child.reference.table)
-        statements.append(rules.drop_foreign_key(t, q(child.foreign_key)))
         statements += rules.drop_in_step(t, (q(child.triggers[0]), q(child.triggers[1])))
         statements.append(rules.drop_column(t, q(child.new_column)))
     statements += rules.drop_in_step(q(rk.table), (q(rk.triggers[0]), q(rk.triggers[1])))
@@ -670,3 +762,44 @@ def undo_expand(io: OnlineIO, rk: Rekey, *, sleep: Callable[[float], None] = tim
         _run_step(io, parent, Step(statement), sleep)
     for col in (parent, *(rk.child(c) for c in rk.children)):
         forget(io, col)
+
+
+# --- one release ---------------------------------------------------------------------------------------------
+
+
+def convert(
+    io: OnlineIO,
+    rk: Rekey,
+    *,
+    batch_size: int | None = None,
+    say: Callable[[str], None] = _say_to_stderr,
+    sleep: Callable[[float], None] = time.sleep,
+    guard: Callable[[], None] = lambda: None,
+) -> None:
+    """``convert_uuid_storage`` / ``ConvertUUIDStorage`` of a big table's key of UUIDs kept as text, online: the
+    expand and contract steps back to back, then the kept text columns dropped.  One release does it: the
+    values stay the same UUIDs, which code still writing them as text writes into the ``uuid`` column as well
+    (PostgreSQL and MariaDB read a UUID's text as one); nothing needs the text kept.  Killed anywhere, it is
+    finished by running it again."""
+    if rk.kind != "text":
+        raise InvalidArgumentError(f"{rk.table}.{rk.column} holds {rk.kind}s: a storage conversion is for UUIDs")
+    if state(io, rk) != "contracted":
+        expand(io, rk, batch_size=batch_size, say=say, sleep=sleep, guard=guard, then="the contract now")
+        contract(io, rk, sleep=sleep, guard=guard)
+    q, rules = rk.q, rk.rules
+    # the children's first: the table's own kept text is what tells a run again that this step is not done
+    # (:func:`converted` once it is gone)
+    for table, kept in (*((c.reference.table, c.kept_as) for c in rk.children), (rk.table, rk.kept_as)):
+        guard()
+        _run_step(io, rk.parent(), Step(rules.drop_column(q(table), q(kept))), sleep)
+    say(f"seqid: {rk.table}.{rk.column}: converted online ({len(rk.children)} foreign keys)")
+
+
+def converted(io: Reads, vendor: str, table: str) -> bool:
+    """Whether :func:`convert` is done for ``table``: its key is of neither kind it changes, and no old key is
+    kept beside it (a run again after a kill in its last statement finds nothing to do)."""
+    rules = _rules(vendor)
+    key = _primary_key(io, rules, table)
+    if len(key) != 1 or rules.source_kind(key[0][1]) is not None:
+        return False
+    return _kept_type(io, rules, table, key[0][0]) is None

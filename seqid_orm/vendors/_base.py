@@ -284,17 +284,52 @@ class Swapped:
 
 
 @dataclass(frozen=True)
+class Companion:
+    """An index of a re-keyed table or of a child, other than its primary key, over a column whose keys change
+    (a many-to-many table's unique pair, a one-to-one key's ``UNIQUE``, a foreign key's own index), as the
+    vendor's catalog describes it: the change makes its copy over the new columns and swaps the two, so the
+    rows the new release writes are held to it as the old ones were."""
+
+    table: str
+    name: str
+    columns: tuple[str, ...]
+    """In the index's order, as they are named now."""
+    unique: bool
+    constraint: bool
+    """Whether a ``UNIQUE`` constraint owns the index (PostgreSQL; MariaDB's unique keys are indexes)."""
+    plain: bool
+    """Whether the copy can be made of its columns alone: a B-tree over whole columns, ascending, without an
+    expression, a predicate, an included column, or another rule of uniqueness (deferred, ``NULLS NOT
+    DISTINCT``)."""
+
+
+@dataclass(frozen=True)
+class SwappedIndex:
+    """A :class:`Companion` in a re-keying's contract, its names quoted: ``name`` the old index's (the copy takes
+    it), ``copy`` the copy's over the new columns, ``back`` the name of the index over the kept columns that
+    the way back builds and gives the old name again."""
+
+    table: str
+    name: str
+    copy: str
+    back: str
+    constraint: bool
+
+
+@dataclass(frozen=True)
 class Swap:
     """A re-keying's contract, as the vendor's statements take it: the ``parent`` (the re-keyed table: its
     old unique index ``old_unique`` on the kept key, the new key's database default ``default``, or ``None``)
     and each child's foreign key, the ``key`` expression of the old value made the new one (``{}`` stands for
-    the column, as :meth:`RekeyRules.key_of` writes it)."""
+    the column, as :meth:`RekeyRules.key_of` writes it), and the ``indexes`` over changed columns, each
+    swapped for its copy."""
 
     parent: Swapped
     children: tuple[Swapped, ...]
     old_unique: str
     default: str | None
     key: str
+    indexes: tuple[SwappedIndex, ...] = ()
 
 
 class RekeyRules(Protocol):
@@ -361,6 +396,13 @@ class RekeyRules(Protocol):
     def index_state(self, table: str, index: str, /) -> tuple[str, dict[str, object]]:
         """A read of whether ``index`` (unquoted) on ``table`` (unquoted) is valid: one row ``(valid,)`` or none."""
 
+    def companions(self, table: str, columns: Sequence[str], /) -> tuple[str, dict[str, object]]:
+        """Rows of ``table``'s indexes but its primary key that hold any of ``columns`` (all unquoted), read as
+        :meth:`companion`."""
+
+    def companion(self, table: str, row: Sequence[object], /) -> Companion:
+        """One row of :meth:`companions`."""
+
     def constraint_state(self, table: str, name: str, /) -> tuple[str, dict[str, object]]:
         """A read of whether the constraint ``name`` (unquoted) on ``table`` (unquoted) is there and validated:
         one row ``(validated,)`` or none."""
@@ -415,7 +457,7 @@ class RekeyRules(Protocol):
         """``column`` of ``table`` dropped (its indexes with it), where it is there."""
 
     def drop_index(self, table: str, index: str, /) -> str:
-        """``index`` of ``table`` dropped, where it is there."""
+        """``index`` of ``table`` dropped with the constraint that owns it, where it is there."""
 
     def untracked(self) -> tuple[str, dict[str, object]]:
         """Rows ``(table, column, type)`` of the columns that may hold a table's keys without a foreign key to

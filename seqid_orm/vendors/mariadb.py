@@ -10,6 +10,7 @@ server, the Microsoft-variant ``TIME_LAST`` ids on every one.  ``seqid probe`` m
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections.abc import Sequence
@@ -21,6 +22,7 @@ from ._base import (
     ORDER_BYTES,
     Bounded,
     ColumnRef,
+    Companion,
     Quote,
     Reference,
     ServerDefault,
@@ -28,6 +30,7 @@ from ._base import (
     Storage,
     Swap,
     Swapped,
+    SwappedIndex,
     Version,
     backquoted,
     backslash_literal,
@@ -403,6 +406,33 @@ class Rekey:
             {"t": table, "i": index},
         )
 
+    def companions(self, table: str, columns: Sequence[str], /) -> tuple[str, dict[str, object]]:
+        # plain: a B-tree over whole columns, ascending (a prefix's SUB_PART, 10.8's descending COLLATION 'D',
+        # a long unique key's HASH are not made again of the columns alone)
+        names = ", ".join(f":c{n}" for n in range(len(columns)))
+        return (
+            "SELECT s.INDEX_NAME, MIN(s.NON_UNIQUE) = 0, FALSE, JSON_ARRAYAGG(s.COLUMN_NAME ORDER BY s.SEQ_IN_INDEX), "
+            "MAX(s.INDEX_TYPE <> 'BTREE' OR s.SUB_PART IS NOT NULL OR COALESCE(s.COLLATION, 'D') <> 'A') = 0 "
+            "FROM information_schema.STATISTICS s WHERE s.TABLE_SCHEMA = DATABASE() AND s.TABLE_NAME = :t "
+            f"AND s.INDEX_NAME <> 'PRIMARY' GROUP BY s.INDEX_NAME HAVING MAX(s.COLUMN_NAME IN ({names})) = 1 "
+            "ORDER BY 1",
+            {"t": table, **{f"c{n}": c for n, c in enumerate(columns)}},
+        )
+
+    def companion(self, table: str, row: Sequence[object], /) -> Companion:
+        name, unique, constraint, columns, plain = row
+        listed = json.loads(str(columns))
+        return Companion(table, str(name), tuple(map(str, listed)), bool(unique), bool(constraint), bool(plain))
+
+    def _indexes(self, indexes: Sequence[SwappedIndex], *clauses: str) -> list[str]:
+        """One ``ALTER TABLE`` a table of ``indexes`` of each clause (formatted with ``ix``), in place."""
+        tables = dict.fromkeys(ix.table for ix in indexes)
+        return [
+            f"ALTER TABLE {t} {', '.join(clause.format(ix=ix) for ix in indexes if ix.table == t)}, ALGORITHM=NOCOPY"
+            for clause in clauses
+            for t in tables
+        ]
+
     def constraint_state(self, table: str, name: str, /) -> tuple[str, dict[str, object]]:
         return (
             "SELECT 1 FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = DATABASE() "
@@ -454,9 +484,9 @@ class Rekey:
             for c in swap.children
             if not c.nullable
         ]
-        steps.append(
+        steps.append(  # the new column's unique index goes with it: the key is that index now
             Step(
-                f"ALTER TABLE {p.table} DROP PRIMARY KEY, ADD PRIMARY KEY ({p.new}), "
+                f"ALTER TABLE {p.table} DROP PRIMARY KEY, ADD PRIMARY KEY ({p.new}), DROP INDEX {p.new_constraint}, "
                 f"MODIFY {p.column} {p.column_type} NULL, ALGORITHM=INPLACE, LOCK=NONE"
             )
         )
@@ -482,11 +512,18 @@ class Rekey:
                 f"{_OWN_SETTINGS}foreign_key_checks = 0 FOR ALTER TABLE {c.table} DROP FOREIGN KEY {c.new_constraint}, "
                 f"{self._refer(c, c.constraint, c.column, p.table, p.column)}, ALGORITHM=NOCOPY"
             )
+        # each old index dropped (the old foreign keys that needed them are gone), its copy given its name
+        changes += self._indexes(swap.indexes, "DROP INDEX {ix.name}", "RENAME INDEX {ix.copy} TO {ix.name}")
         return [*steps, self._locked(swap, changes)]
 
     def undo_contract_steps(self, swap: Swap, /) -> list[Step]:
         p = swap.parent
-        changes = [
+        # the copies back to their names, the indexes the way back built over the kept columns given theirs:
+        # the old foreign keys added below find theirs
+        changes = self._indexes(
+            swap.indexes, "RENAME INDEX {ix.name} TO {ix.copy}", "RENAME INDEX {ix.back} TO {ix.name}"
+        )
+        changes += [
             f"ALTER TABLE {p.table} ALTER COLUMN {p.column} DROP DEFAULT",
             f"ALTER TABLE {p.table} RENAME COLUMN {p.column} TO {p.new}, RENAME COLUMN {p.kept} TO {p.column}, "
             "ALGORITHM=NOCOPY",
@@ -505,8 +542,9 @@ class Rekey:
             changes += self.keep_in_step(t.table, t.new, swap.key.format(f"NEW.{t.column}"), t.triggers)
         steps = [self._locked(swap, changes)]
         steps.append(
-            Step(
+            Step(  # the new column's unique index again: the seqid foreign keys reference it
                 f"ALTER TABLE {p.table} DROP PRIMARY KEY, ADD PRIMARY KEY ({p.column}), "
+                f"ADD UNIQUE INDEX {p.new_constraint} ({p.new}), "
                 f"MODIFY {p.column} {p.column_type} NOT NULL, ALGORITHM=INPLACE, LOCK=NONE"
             )
         )

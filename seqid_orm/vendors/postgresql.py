@@ -19,6 +19,7 @@ from ..ids.layout import Layout
 from ._base import (
     Bounded,
     ColumnRef,
+    Companion,
     Fetch,
     KeyColumn,
     Quote,
@@ -729,6 +730,31 @@ class Rekey:
             {"t": quote_identifier(table), "i": index},
         )
 
+    def companions(self, table: str, columns: Sequence[str], /) -> tuple[str, dict[str, object]]:
+        # plain: what CREATE INDEX of the columns alone makes again ("pg_index": an expression's column is 0 in
+        # indkey, indoption holds DESC and NULLS FIRST, indnkeyatts < indnatts where INCLUDE; 15's NULLS NOT
+        # DISTINCT read through to_jsonb, which older servers' rows lack)
+        names = ", ".join(f":c{n}" for n in range(len(columns)))
+        return (
+            "SELECT ic.relname, i.indisunique, EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = i.indexrelid "
+            "AND k.conrelid = i.indrelid AND k.contype = 'u'), "
+            "ARRAY(SELECT CAST(a.attname AS text) FROM unnest(CAST(i.indkey AS int2[])) WITH ORDINALITY AS k(n, o) "
+            "JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.n ORDER BY k.o), "
+            "i.indexprs IS NULL AND i.indpred IS NULL AND i.indnkeyatts = i.indnatts AND m.amname = 'btree' "
+            "AND i.indimmediate AND NOT 0 = ANY(CAST(i.indkey AS int2[])) AND 0 = ALL(CAST(i.indoption AS int2[])) "
+            "AND NOT COALESCE(CAST(to_jsonb(i) ->> 'indnullsnotdistinct' AS boolean), false) "
+            "FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid JOIN pg_am m ON m.oid = ic.relam "
+            "WHERE i.indrelid = to_regclass(:t) AND NOT i.indisprimary AND EXISTS (SELECT 1 FROM pg_attribute a "
+            f"WHERE a.attrelid = i.indrelid AND a.attnum = ANY(CAST(i.indkey AS int2[])) AND a.attname IN ({names})) "
+            "ORDER BY 1",
+            {"t": quote_identifier(table), **{f"c{n}": c for n, c in enumerate(columns)}},
+        )
+
+    def companion(self, table: str, row: Sequence[object], /) -> Companion:
+        name, unique, constraint, columns, plain = row
+        assert isinstance(columns, list)
+        return Companion(table, str(name), tuple(map(str, columns)), bool(unique), bool(constraint), bool(plain))
+
     def constraint_state(self, table: str, name: str, /) -> tuple[str, dict[str, object]]:
         return (
             "SELECT convalidated FROM pg_constraint WHERE conrelid = to_regclass(:t) AND conname = :n",
@@ -786,7 +812,19 @@ class Rekey:
             out.append(f"ALTER TABLE {p.table} ALTER COLUMN {p.kept} DROP NOT NULL")
         if swap.default is not None:
             out.append(f"ALTER TABLE {p.table} ALTER COLUMN {p.column} SET DEFAULT {swap.default}")
+        for ix in swap.indexes:  # each old index dropped, its copy over the new columns given its name
+            out += [
+                f"ALTER TABLE {ix.table} DROP CONSTRAINT {ix.name}" if ix.constraint else f"DROP INDEX {ix.name}",
+                self._named(ix.table, ix.copy, ix.name, ix.constraint),
+            ]
         return [Step("; ".join(out))]
+
+    def _named(self, table: str, index: str, name: str, constraint: bool) -> str:
+        """The index ``index`` named ``name``: a unique constraint made of it where one owned its original
+        (ADD CONSTRAINT ... USING INDEX, which renames it: no scan), else renamed."""
+        if constraint:
+            return f"ALTER TABLE {table} ADD CONSTRAINT {name} UNIQUE USING INDEX {index}"
+        return f"ALTER INDEX {index} RENAME TO {name}"
 
     def undo_contract_steps(self, swap: Swap, /) -> list[Step]:
         p = swap.parent
@@ -804,6 +842,13 @@ class Rekey:
             f"ALTER TABLE {p.table} RENAME COLUMN {p.kept} TO {p.column}",
             f"ALTER TABLE {p.table} ADD CONSTRAINT {p.constraint} PRIMARY KEY USING INDEX {swap.old_unique}",
         ]
+        for ix in swap.indexes:  # the copy back to its name, the index the way back built over the kept columns
+            out.append(
+                f"ALTER TABLE {ix.table} RENAME CONSTRAINT {ix.name} TO {ix.copy}"
+                if ix.constraint
+                else f"ALTER INDEX {ix.name} RENAME TO {ix.copy}"
+            )
+            out.append(self._named(ix.table, ix.back, ix.name, ix.constraint))
         out += self.keep_in_step(p.table, p.new, swap.key.format(f"NEW.{p.column}"), p.triggers)
         validate = []
         for c in swap.children:
@@ -842,7 +887,7 @@ class Rekey:
         return f"ALTER TABLE {table} DROP COLUMN IF EXISTS {column}"
 
     def drop_index(self, table: str, index: str, /) -> str:
-        return f"DROP INDEX IF EXISTS {index}"
+        return f"ALTER TABLE {table} DROP CONSTRAINT IF EXISTS {index}; DROP INDEX IF EXISTS {index}"
 
     def untracked(self) -> tuple[str, dict[str, object]]:
         # Django's generic relations (contenttypes' GenericForeignKey: an object id beside a content type, as

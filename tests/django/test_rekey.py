@@ -35,6 +35,7 @@ from django.db import models
 class Parent(models.Model):
     name = models.CharField(max_length=20)
     boss = models.ForeignKey("self", null=True, on_delete=models.SET_NULL)
+    friends = models.ManyToManyField("self", symmetrical=False, related_name="fans")
 
 class Child1(models.Model):
     parent = models.ForeignKey(Parent, null=True, on_delete=models.SET_NULL)
@@ -61,6 +62,7 @@ class Migration(migrations.Migration):
             ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
             ("name", models.CharField(max_length=20)),
             ("boss", models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, to="shop.parent")),
+            ("friends", models.ManyToManyField(related_name="fans", to="shop.parent")),
         ]),
         migrations.CreateModel("Child1", [
             ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
@@ -145,7 +147,43 @@ def _fill(project: Project) -> None:
         f"INSERT INTO shop_child2 (parent_id) SELECT (g::bigint * 104729) %% {PARENTS} + 1 "
         f"FROM generate_series(1, {PARENTS}) g"
     )
+    project.sql(
+        "INSERT INTO shop_parent_friends (from_parent_id, to_parent_id) SELECT g, g + 1 FROM generate_series(1, 5000) g"
+    )
     project.sql("ANALYZE shop_parent; ANALYZE shop_child1; ANALYZE shop_child2")
+
+
+#: Release N+1's code through the ORM on Django's many-to-many table of ``Parent.friends``: a pair it holds is
+#: refused (its unique pair over the seqid columns), a new one taken
+PAIRS = (
+    "from django.db import IntegrityError, transaction; from shop.models import Parent; "
+    "F = Parent.friends.through; f = F.objects.order_by('id').first(); n = F.objects.count()\n"
+    "try:\n with transaction.atomic():\n"
+    "  F.objects.create(from_parent_id=f.from_parent_id, to_parent_id=f.to_parent_id)\n"
+    "except IntegrityError: print('refused', end=' ')\n"
+    "f.from_parent.friends.add(Parent.objects.exclude(pk__in=[f.from_parent_id, f.to_parent_id]).first()); "
+    "print(F.objects.count() - n)"
+)
+
+
+def _pairs_held(project: Project) -> None:
+    out, _err = project.done("shell", "-c", PAIRS)
+    assert out.splitlines()[-1] == "refused 1", out
+
+
+def _unapply_filling(project: Project) -> None:
+    """Both migrations unapplied: refused while rows release N+1 wrote have no old key, each refusal's UPDATE
+    run as it names it (the parent's text, each child's, the many-to-many table's two columns), then done."""
+    err = project.refused("migrate", "shop", "0002")  # 0002_expand_parent_key
+    for _ in range(8):
+        assert "MigrationRefusedError" in err and "fill them first: " in err, err[-2000:]
+        fill = next(line for line in err.splitlines() if "fill them first: " in line)
+        project.sql(fill.split("fill them first: ", 1)[1])
+        run = project.manage("migrate", "shop", "0001")
+        _out, err = run.communicate(timeout=600)
+        if run.returncode == 0:
+            return
+    raise AssertionError(err[-2000:])
 
 
 def _dependencies(text: str) -> list[tuple[str, str]]:
@@ -260,18 +298,15 @@ def test_an_integer_key_changes_over_two_releases_while_each_writes(project):
     newest, orm_parent, old_child, old_parent = out.splitlines()[-1].split()
     assert (newest, orm_parent) == ("orm", "orm")
     assert old_parent == f"p{before['shop_child1'][int(old_child)]}"
+    _pairs_held(project)
 
     # unapplied: refused while the new release's children have no integer, then, filled, the integer key again
-    err = project.refused("migrate", "shop", "0002")  # 0002_expand_parent_key
-    assert "MigrationRefusedError" in err and "fill them first" in err
-    fill = next(line for line in err.splitlines() if "fill them first: " in line).split("fill them first: ", 1)[1]
-    project.sql(fill)
-    project.sql(fill.replace("shop_child1", "shop_child2"))
-    project.done("migrate", "shop", "0001")
+    _unapply_filling(project)
     kinds = dict(
         project.sql(
             "SELECT attrelid::regclass::text || '.' || attname, format_type(atttypid, atttypmod) FROM pg_attribute "
-            "WHERE attrelid::regclass::text IN ('shop_parent', 'shop_child1', 'shop_child2') AND attnum > 0 "
+            "WHERE attrelid::regclass::text IN ('shop_parent', 'shop_child1', 'shop_child2', 'shop_parent_friends') "
+            "AND attnum > 0 "
             "AND NOT attisdropped"
         )
     )
@@ -283,6 +318,9 @@ def test_an_integer_key_changes_over_two_releases_while_each_writes(project):
         "shop_child1.parent_id": "bigint",
         "shop_child2.id": "bigint",
         "shop_child2.parent_id": "bigint",
+        "shop_parent_friends.id": "bigint",
+        "shop_parent_friends.from_parent_id": "bigint",
+        "shop_parent_friends.to_parent_id": "bigint",
     }
     for table in ("shop_child1", "shop_child2"):
         after = _parents(project, table, "parent_id", "id")
@@ -318,6 +356,10 @@ def _fill_text(project: Project) -> None:
             else "x.id"
         )
         project.sql(f"INSERT INTO {table} (parent_id) SELECT {value} FROM (SELECT {numbered}) x")
+    project.sql(
+        "INSERT INTO shop_parent_friends (from_parent_id, to_parent_id) SELECT a.id, b.id "
+        f"FROM (SELECT {numbered}) a JOIN (SELECT {numbered}) b ON b.n = a.n + 1 WHERE a.n <= 5000"
+    )
     project.sql(
         "ANALYZE shop_parent; ANALYZE shop_child1; ANALYZE shop_child2"
         if pg
@@ -379,17 +421,9 @@ def test_a_key_of_uuids_kept_as_text_changes_over_two_releases_while_each_writes
         orm_parent, old_child, old_parent = out.splitlines()[-1].split()
         assert orm_parent == "orm" and old_parent.startswith("p")
         assert before["shop_child1"][int(old_child)] is not None
+        _pairs_held(project)
 
-        err = project.refused("migrate", "shop", "0002")
-        for _ in range(4):  # the parent's text, then each child's, as each refusal names it
-            assert "MigrationRefusedError" in err and "fill them first: " in err, err[-2000:]
-            fill = next(line for line in err.splitlines() if "fill them first: " in line)
-            project.sql(fill.split("fill them first: ", 1)[1])
-            run = project.manage("migrate", "shop", "0001")
-            _out, err = run.communicate(timeout=600)
-            if run.returncode == 0:
-                break
-        assert run.returncode == 0, err[-2000:]
+        _unapply_filling(project)
         for table in ("shop_child1", "shop_child2"):
             after = _text_parents(project, table, "id")
             assert {k: v for k, v in after.items() if k in before[table]} == before[table], table

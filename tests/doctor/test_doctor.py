@@ -1128,6 +1128,7 @@ def test_an_integer_key_gets_its_plan_and_what_no_foreign_key_follows(pg_engine,
         conn.exec_driver_sql("INSERT INTO author (mentor_id) SELECT NULL FROM generate_series(1, 3000)")
         conn.exec_driver_sql("INSERT INTO book (author_id) SELECT g %% 3000 + 1 FROM generate_series(1, 6000) g")
         conn.exec_driver_sql("INSERT INTO admin_log (content_type_id, object_id) VALUES (1, '7')")
+        conn.exec_driver_sql("CREATE INDEX book_by_author ON book (author_id)")  # as Django indexes a ForeignKey
         conn.exec_driver_sql("ANALYZE author; ANALYZE book")
     url = f"{POSTGRES_URL}?options=-csearch_path%3D{schema}"
     try:
@@ -1137,6 +1138,7 @@ def test_an_integer_key_gets_its_plan_and_what_no_foreign_key_follows(pg_engine,
         assert "2 table(s) and 2 foreign key(s)" in plan and "book.author_id (ON DELETE SET NULL)" in plan, plan
         assert "author.mentor_id (ON DELETE NO ACTION)" in plan and "about 9,000 rows" in plan, plan
         assert "admin_log.object_id (text)" in plan and "id_int" in plan, plan
+        assert "indexes over those columns, copied then swapped: book.book_by_author;" in plan, plan
         assert found["book"].plan is not None and "0 foreign key(s)" in found["book"].plan
         assert "shelf" not in found  # a composite key: not a single-column key the doctor reads
         cli = [sys.executable, "-m", "seqid_orm", "doctor", url, "--schema", schema]

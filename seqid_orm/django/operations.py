@@ -108,7 +108,15 @@ class ConvertUUIDStorage(Operation):
         pass  # the field stays a UUIDField: only its column's storage changes
 
     def _run(self, app_label: str, schema_editor: Any, state: Any, source: str, target: str) -> None:
-        from ..schema.conversions import REWRITE_UP_TO_ROWS, ColumnRef, ForeignKeyRef, check_rewrite, conversion_plan
+        from ..schema import rekey
+        from ..schema.conversions import (
+            REWRITE_UP_TO_ROWS,
+            ColumnRef,
+            ForeignKeyRef,
+            check_rewrite,
+            conversion_plan,
+            runs_online,
+        )
         from ..schema.online import rows_past
 
         model = state.apps.get_model(app_label, self.model_name)
@@ -134,7 +142,18 @@ class ConvertUUIDStorage(Operation):
         rows = {
             t: rows_past(fetch, where.vendor, t, REWRITE_UP_TO_ROWS) for t in [table, *(r.table for r in references)]
         }
-        check_rewrite(where.vendor, table, column, rows, self.allow_rewrite)
+        online = runs_online(where.vendor, source, where.storage, model._meta.pk.column == column)
+        if check_rewrite(where.vendor, table, column, rows, self.allow_rewrite, online=online):
+            _rekey_run(
+                app_label,
+                schema_editor,
+                state,
+                self,
+                "ConvertUUIDStorage, online,",
+                lambda io, plan, lock: rekey.convert(io, plan, guard=lock.check),
+                unless=lambda io: rekey.converted(io, where.vendor, table),
+            )
+            return
         plan = conversion_plan(where, key, references, source, connection.ops.quote_name)
         for statement in plan:
             schema_editor.execute(statement, params=None)
@@ -553,11 +572,18 @@ class CreateTableUnlessThere(Operation):
 
 
 def _rekey_run(
-    app_label: str, schema_editor: Any, state: Any, operation: Any, what: str, step: Callable[[Any, Any, Any], None]
+    app_label: str,
+    schema_editor: Any,
+    state: Any,
+    operation: Any,
+    what: str,
+    step: Callable[[Any, Any, Any], None],
+    unless: Callable[[Any], bool] | None = None,
 ) -> None:
     """``step(io, plan, lock)`` of re-keying ``operation.model_name``'s table (as ``state`` has the model) for
-    the keys ``operation.field`` makes, as the catalog says, under the key column's migration lock; refused in
-    an atomic migration (its batches commit) before any change."""
+    the keys ``operation.field`` makes (a ``SeqUUIDField`` key where it has none), as the catalog says, under
+    the key column's migration lock; nothing where ``unless(io)`` says it is done; refused in an atomic
+    migration (its batches commit) before any change."""
     from ..errors import MigrationRefusedError
     from ..schema import rekey
 
@@ -568,9 +594,11 @@ def _rekey_run(
             "(class Migration(migrations.Migration): atomic = False)"
         )
     model = state.apps.get_model(app_label, operation.model_name)
-    field = _seqid_key(operation.model_name, operation.field)
+    field = _seqid_key(operation.model_name, getattr(operation, "field", None))
     field.set_attributes_from_name(model._meta.pk.name)
     io = _OnlineIO(connection)
+    if unless is not None and unless(io):
+        return
     plan = rekey.plan_for(io, field_target(field, connection), model._meta.db_table, str(field.db_type(connection)))
     with io.unprepared(), _operation_lock(connection, plan.parent(), what) as lock:
         step(io, plan, lock)

@@ -9,6 +9,9 @@ every value and relationship kept.  A Django project meets it when MariaDB 10.7+
 convert the column and each referencing column (the vendor module's ``convert_column``, written for
 PostgreSQL and MariaDB), re-create the keys (with their ``ON DELETE``/``ON UPDATE``).  The adapters
 (Alembic ``op.convert_uuid_storage``, Django ``ConvertUUIDStorage``) only introspect the tables and run them.
+Above :data:`REWRITE_UP_TO_ROWS` rows, where the statements would hold the tables for the whole rewrite, a key
+of UUIDs kept as text made ``uuid`` runs online instead (:func:`runs_online`, :func:`seqid_orm.schema.rekey.
+convert`); another conversion is refused there unless the caller allows the rewrite.
 
 * PostgreSQL: ``ALTER COLUMN ... TYPE ... USING`` an expression through the canonical text, in
   the migration's transaction (a failure leaves nothing half done).
@@ -32,6 +35,7 @@ __all__ = [
     "ForeignKeyRef",
     "check_rewrite",
     "conversion_plan",
+    "runs_online",
 ]
 
 
@@ -52,13 +56,26 @@ class ForeignKeyRef:
 REWRITE_UP_TO_ROWS = 100_000
 
 
-def check_rewrite(vendor: str, table: str, column: str, rows: dict[str, int | None], allow: bool) -> None:
-    """Refuse a conversion that would rewrite more than :data:`REWRITE_UP_TO_ROWS` rows of ``rows`` (each
-    table's estimate) while holding them, unless ``allow``; the message names the online ways."""
+def runs_online(vendor: str, source: Storage | str, target: Storage, primary_key: bool) -> bool:
+    """Whether a conversion of ``source`` to ``target`` storage can run online instead of rewriting the tables:
+    a table's key of UUIDs kept as text made the database's ``uuid`` type, with its foreign keys, by the
+    re-keying's steps back to back (:func:`seqid_orm.schema.rekey.convert`, PostgreSQL and MariaDB 10.7+)."""
+    text = as_storage(source) in (Storage.TEXT, Storage.HEX)
+    return primary_key and text and target is Storage.NATIVE and rules_for(vendor).REKEY is not None
+
+
+def check_rewrite(
+    vendor: str, table: str, column: str, rows: dict[str, int | None], allow: bool, *, online: bool = False
+) -> bool:
+    """Whether a conversion that would rewrite more than :data:`REWRITE_UP_TO_ROWS` rows of ``rows`` (each
+    table's estimate) while holding them runs online instead (``online``: :func:`runs_online` says it can);
+    refused where it cannot, unless ``allow`` (a maintenance window); the message names the online ways."""
     big = {t: n for t, n in rows.items() if n is not None and n > REWRITE_UP_TO_ROWS}
     how = rules_for(vendor).TYPE_CHANGE_HOLDS
     if allow or not big or how is None:
-        return
+        return False
+    if online:
+        return True
     listed = ", ".join(f"{t} (about {n:,} rows)" for t, n in big.items())
     raise InvalidArgumentError(
         f"converting {table}.{column} rewrites {listed}, and {how}. The online ways: keep the column as it is and "

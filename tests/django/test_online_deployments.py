@@ -320,11 +320,75 @@ def test_the_storage_conversion_seqid_e005_prescribes_is_applied_by_a_plain_migr
         before = check()
         assert before.returncode != 0 and "seqid.E005" in before.stderr, before.stderr[-2000:]
         project.migrated()  # the check does not stop the migrate that converts the column
-        kind = project.sql(
-            "SELECT data_type FROM information_schema.columns WHERE table_name = 'shop_item' AND column_name = 'id'"
+        here = "current_schema()" if project.vendor == "postgresql" else "DATABASE()"
+        kind = project.sql(  # this project's database: another test's shop_item may be on the server beside it
+            f"SELECT data_type FROM information_schema.columns WHERE table_schema = {here} "
+            "AND table_name = 'shop_item' AND column_name = 'id'"
         )
         assert kind == [("uuid",)] if wanted is Storage.NATIVE else kind == [("char",)], kind
         found = sorted(uuid.UUID(str(k)) for (k,) in project.sql("SELECT id FROM shop_item"))
         assert found == sorted(keys)
         after = check()
         assert after.returncode == 0, after.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_a_big_tables_storage_conversion_runs_online_in_a_migration_that_is_not_atomic(tmp_path):
+    """``ConvertUUIDStorage`` of a key of UUIDs kept as text (``char(32)``) past REWRITE_UP_TO_ROWS rows, to the
+    server's ``uuid`` type: refused in an atomic migration on PostgreSQL, naming ``atomic = False``, with nothing
+    changed; with it, converted online (seqid_orm.schema.rekey.convert: its batches commit), a child's foreign
+    key with it, every key and reference kept, no column of seqid's left."""
+    import uuid
+
+    from seqid_orm.schema.conversions import REWRITE_UP_TO_ROWS
+
+    rows = REWRITE_UP_TO_ROWS + 20_000
+    initial = OLD_COLUMN.format(column="char(32)").replace(
+        'name varchar(20))")]',
+        'name varchar(20))"), migrations.RunSQL("CREATE TABLE shop_note (id bigint PRIMARY KEY, '
+        'item_id char(32) NOT NULL REFERENCES shop_item (id))")]',
+    )
+    migrations = {"0001_initial": initial, "0002_convert": CONVERT.format(old="hex", new="native")}
+    with _project(tmp_path, migrations) as project:
+        if project.vendor != "postgresql" and project.vendor != "mysql":
+            pytest.skip("a server of the settings module's")
+        (tmp_path / "shop" / "models.py").write_text(ITEM_MODEL)
+        project.migrated("shop", "0001")
+        pg = project.vendor == "postgresql"
+        made = (
+            f"SELECT replace(gen_random_uuid()::text, '-', ''), 'old' FROM generate_series(1, {rows})"
+            if pg
+            else f"SELECT lower(replace(uuid(), '-', '')), 'old' FROM seq_1_to_{rows}"
+        )
+        project.sql(f"INSERT INTO shop_item (id, name) {made}")
+        project.sql("INSERT INTO shop_note (id, item_id) SELECT 1, min(id) FROM shop_item")
+        project.sql("ANALYZE shop_item" if pg else "ANALYZE TABLE shop_item")
+        keys = {str(k) for (k,) in project.sql("SELECT id FROM shop_item")}
+
+        here = "table_schema = " + ("current_schema()" if pg else "DATABASE()")
+        kind = f"SELECT data_type FROM information_schema.columns WHERE {here} AND table_name = 'shop_item' "
+        kind += "AND column_name = 'id'"
+        if pg:  # where Django runs an atomic migration in a transaction (MariaDB's DDL commits anyway)
+            refused = project.migrate()
+            _out, err = refused.communicate(timeout=240)
+            assert refused.returncode != 0 and "atomic = False" in err, err[-2000:]
+            assert project.sql(kind) == [("character",)]  # nothing changed
+
+        convert = tmp_path / "shop" / "migrations" / "0002_convert.py"
+        convert.write_text(
+            convert.read_text().replace(
+                "class Migration(migrations.Migration):\n",
+                "class Migration(migrations.Migration):\n    atomic = False\n",
+            )
+        )
+        project.migrated()
+        assert project.sql(kind) == [("uuid",)]
+        assert {uuid.UUID(str(k)).hex for (k,) in project.sql("SELECT id FROM shop_item")} == keys
+        [(note_item,)] = project.sql("SELECT i.id FROM shop_note n JOIN shop_item i ON i.id = n.item_id")
+        assert uuid.UUID(str(note_item)).hex == min(keys)
+        left = project.sql(
+            f"SELECT column_name FROM information_schema.columns WHERE {here} "
+            "AND table_name IN ('shop_item', 'shop_note') "
+            "AND (column_name LIKE '%%seqid%%' OR column_name LIKE '%%text%%')"
+        )
+        assert left == []

@@ -67,13 +67,19 @@ def main() -> None:
     parser.add_argument("--wait-ms", type=int, default=1000)
     parser.add_argument("--collector", action="store_true", help="delete and null a parent's children first")
     parser.add_argument("--text-keys", action="store_true", help="release N writes UUIDs as text, made here")
+    parser.add_argument(
+        "--unprepared",
+        action="store_true",
+        help="no server-prepared statement (Django's client-side binding; psycopg prepares one run five times)",
+    )
     args = parser.parse_args()
 
     import sqlalchemy as sa
 
     from seqid_orm import uuid7
 
-    engine = sa.create_engine(args.url, poolclass=sa.NullPool, isolation_level="AUTOCOMMIT")
+    unprepared = {"connect_args": {"prepare_threshold": None}} if args.unprepared and "postgres" in args.url else {}
+    engine = sa.create_engine(args.url, poolclass=sa.NullPool, isolation_level="AUTOCOMMIT", **unprepared)
     conn = engine.connect()
     pg = engine.dialect.name == "postgresql"
     if pg:

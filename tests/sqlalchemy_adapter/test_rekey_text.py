@@ -204,6 +204,44 @@ def test_uuids_kept_as_text_become_the_uuid_type_with_their_foreign_keys_while_b
     assert left == 0
 
 
+@pytest.mark.big  # 100,000 parents: past the rows convert_uuid_storage rewrites in place
+def test_convert_uuid_storage_of_a_big_text_key_runs_online_while_the_old_code_writes(where, tmp_path):
+    """``op.convert_uuid_storage(p, "id", from_storage="text")`` of a table past REWRITE_UP_TO_ROWS, in one
+    release: online (the expand and contract steps back to back, the text columns dropped after), killed in its
+    batches and run again, while code that writes the keys as text goes on throughout, into the uuid column too
+    once it is swapped in; the same UUIDs after, every child on its parent, no column of seqid's left."""
+    engine, (p, c1, c2) = where
+    url = _url(engine)
+    before = {t: _parents(engine, t, "parent_id", p, "id") for t in (c1, c2)}
+    bosses = _parents(engine, p, "boss_id", p, "id")
+    with engine.connect() as conn:
+        columns = {t: {c["name"] for c in sa.inspect(conn).get_columns(t)} for t in (p, c1, c2)}
+
+    body = f'    op.convert_uuid_storage("{p}", "id", from_storage="text")'
+    convert = _migration(tmp_path, "convert", body, f"v_{p}")
+    # unprepared: a statement PostgreSQL prepared while the key was text keeps its text parameter after the swap
+    old = Writers(url, (p, c1, c2), tmp_path, "old", "--text-keys", "--unprepared")
+    try:
+        done = _kill_in_batches(convert, url, engine, f"seqid_fill_{p}_id_seqid")
+        assert 0 < done < PARENTS, done  # killed in its batches
+        _run(convert, url)
+        time.sleep(0.5)
+    finally:
+        seen = old.stop()
+    assert seen["errors"] == [] and seen["writes"] > 0, seen
+    assert _key_type(engine, p) == "uuid"
+    with engine.connect() as conn:
+        # the same columns (the key's now last: SELECT * reads it there)
+        assert {t: {c["name"] for c in sa.inspect(conn).get_columns(t)} for t in (p, c1, c2)} == columns
+    for table in (c1, c2):  # the same UUIDs: each old child on the parent it had
+        after = _parents(engine, table, "parent_id", p, "id")
+        assert {k: v for k, v in after.items() if k in before[table]} == before[table], table
+    after_bosses = _parents(engine, p, "boss_id", p, "id")
+    assert {k: v for k, v in after_bosses.items() if k in bosses} == bosses
+    with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:  # the foreign key holds
+        conn.exec_driver_sql(f"INSERT INTO {c2} (parent_id) VALUES ('00000000-0000-7000-8000-000000000001')")
+
+
 @pytest.mark.parametrize(
     "vendor, bad",
     [("postgresql", "not a uuid"), ("mariadb", "756bed0d3922cb307bf6928b493479d9")],  # an MD5: no RFC variant

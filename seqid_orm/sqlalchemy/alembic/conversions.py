@@ -16,6 +16,7 @@ from ...vendors import Storage
 from ..types import SeqUUID
 from ._shared import rendered
 from .online import _OnlineIO
+from .rekey import _run
 
 
 @Operations.register_operation("convert_uuid_storage")
@@ -29,8 +30,10 @@ class ConvertUUIDStorageOp(MigrateOperation):
     SQLite).  Needs a live connection (it reads the foreign keys).  Its reverse converts back.
 
     The conversion rewrites each table, holding it (PostgreSQL's ``ALTER COLUMN ... TYPE``: no read, no write;
-    MariaDB's table copy: no write): above :data:`~seqid_orm.schema.conversions.REWRITE_UP_TO_ROWS` rows it
-    is refused, naming the online ways, unless ``allow_rewrite=True``.
+    MariaDB's table copy: no write).  Above :data:`~seqid_orm.schema.conversions.REWRITE_UP_TO_ROWS` rows a
+    table's key of UUIDs kept as text made ``uuid`` runs online instead, outside the migration's transaction
+    (:func:`seqid_orm.schema.rekey.convert`: its batches commit, under the key's migration lock); another
+    conversion is refused there, naming the online ways, unless ``allow_rewrite=True`` (a maintenance window).
     """
 
     table: str
@@ -59,7 +62,15 @@ class ConvertUUIDStorageOp(MigrateOperation):
 
 @Operations.implementation_for(ConvertUUIDStorageOp)
 def _convert_uuid_storage(operations: Operations, operation: ConvertUUIDStorageOp) -> None:
-    from ...schema.conversions import REWRITE_UP_TO_ROWS, ColumnRef, ForeignKeyRef, check_rewrite, conversion_plan
+    from ...schema import rekey
+    from ...schema.conversions import (
+        REWRITE_UP_TO_ROWS,
+        ColumnRef,
+        ForeignKeyRef,
+        check_rewrite,
+        conversion_plan,
+        runs_online,
+    )
     from ...schema.online import rows_past
     from ...vendors import as_storage
     from ..types import dialect_target
@@ -97,7 +108,18 @@ def _convert_uuid_storage(operations: Operations, operation: ConvertUUIDStorageO
         t: rows_past(fetch, where.vendor, t, REWRITE_UP_TO_ROWS)
         for t in [operation.table, *(r.table for r in references)]
     }
-    check_rewrite(where.vendor, operation.table, operation.column, rows, operation.allow_rewrite)
+    primary = inspector.get_pk_constraint(operation.table).get("constrained_columns") == [operation.column]
+    online = runs_online(where.vendor, source, where.storage, primary)
+    if check_rewrite(where.vendor, operation.table, operation.column, rows, operation.allow_rewrite, online=online):
+        _run(
+            operations,
+            operation.table,
+            operation.to_storage,
+            "convert_uuid_storage, online",
+            lambda io, plan, lock: rekey.convert(io, plan, guard=lock.check),
+            unless=lambda io: rekey.converted(io, where.vendor, operation.table),
+        )
+        return
     if where.vendor == "sqlite":
         _convert_sqlite(operations, conn, [key, *references], source, where.storage)
         return

@@ -220,9 +220,11 @@ def _outside_the_transaction(operations: Operations) -> Any:
     Alembic's ``autocommit_block``, which commits the migration's transaction first (so a lock it took is
     not waited for), or ``None`` where that transaction is not Alembic's to commit (a connection begun
     outside ``env.py``'s ``context.begin_transaction()``); where DDL commits by itself anyway (MariaDB,
-    MySQL), a connection of the engine's own in autocommit."""
+    MySQL), a connection of the engine's own in autocommit, once the migration's transaction is committed as
+    its next DDL would commit it: the metadata locks of what it read would hold that connection's DDL."""
     conn = operations.get_bind()
     if not operations.get_context().impl.transactional_ddl:
+        conn.exec_driver_sql("COMMIT")
         with conn.engine.connect() as free:
             yield free.execution_options(isolation_level="AUTOCOMMIT")
         return

@@ -33,8 +33,9 @@ def _plan(conn: Any, table: str, storage: str | None) -> Any:
     return rekey.plan_for(_OnlineIO(conn), type_.target(conn.dialect), table, str(type_.compile(dialect=conn.dialect)))
 
 
-def _run(operations: Operations, table: str, storage: str | None, what: str, step: Any) -> None:
-    """``step(io, plan, lock)`` outside the migration's transaction, under the key column's migration lock."""
+def _run(operations: Operations, table: str, storage: str | None, what: str, step: Any, unless: Any = None) -> None:
+    """``step(io, plan, lock)`` outside the migration's transaction, under the key column's migration lock;
+    nothing where ``unless(io)`` says it is done."""
     if operations.get_context().as_sql:
         raise InvalidArgumentError(f"{what} reads the table and fills its rows: run it online")
     with _outside_the_transaction(operations) as free:
@@ -43,8 +44,10 @@ def _run(operations: Operations, table: str, storage: str | None, what: str, ste
                 f"{what} commits its batches: run the migration in a transaction Alembic begins (env.py's "
                 "context.begin_transaction() on a connection not already in a transaction)"
             )
-        plan = _plan(free, table, storage)
         io = _OnlineIO(free)
+        if unless is not None and unless(io):
+            return
+        plan = _plan(free, table, storage)
         with io.unprepared(), _operation_lock(free, plan.parent(), what) as lock:
             step(io, plan, lock)
 

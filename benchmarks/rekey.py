@@ -61,9 +61,53 @@ _PLAIN = """    from seqid_orm.ids.layout import Layout
         op.execute(f"CREATE INDEX ON {{table}} (parent_id)")"""
 
 
+def _plain_mariadb(p: str, c1: str, c2: str) -> str:
+    """The maintenance window's SQL for MariaDB's integer keys: the keys made by the same inline expression
+    seqid uses, the foreign keys dropped, the columns swapped and the key moved (the old one kept, unique and
+    ``AUTO_INCREMENT``), the foreign keys added back and checked."""
+    from seqid_orm.vendors import rules_for
+
+    rules = rules_for("mariadb").REKEY
+    assert rules is not None
+
+    def key(column: str) -> str:
+        made = rules.key_of("integer", "", column)
+        assert made is not None
+        return made.replace("%", "%%")
+
+    lines = [f'    p, c1, c2 = "{p}", "{c1}", "{c2}"']
+    for table, column in ((p, "id"), (p, "boss_id"), (c1, "parent_id"), (c2, "parent_id")):
+        lines.append(f'    op.execute("ALTER TABLE {table} ADD COLUMN {column}_seqid UUID")')
+    lines.append(f'    op.execute("UPDATE {p} SET id_seqid = {key("id")}, boss_id_seqid = {key("boss_id")}")')
+    for table in (c1, c2):
+        lines.append(f'    op.execute("UPDATE {table} SET parent_id_seqid = {key("parent_id")}")')
+    for table, name in ((c1, f"{c1}_fk"), (c2, f"{c2}_fk"), (p, f"{p}_boss")):
+        lines.append(f'    op.execute("ALTER TABLE {table} DROP FOREIGN KEY {name}, DROP INDEX {name}")')
+    lines.append(f'    op.execute("ALTER TABLE {p} DROP PRIMARY KEY, ADD PRIMARY KEY (id_seqid), ADD UNIQUE (id)")')
+    lines.append(  # in a statement of their own: MariaDB renames before it reads the other clauses' names
+        f'    op.execute("ALTER TABLE {p} RENAME COLUMN id TO id_int, RENAME COLUMN id_seqid TO id, '
+        'RENAME COLUMN boss_id TO boss_id_int, RENAME COLUMN boss_id_seqid TO boss_id")'
+    )
+    lines.append(f'    op.execute("ALTER TABLE {p} ALTER COLUMN id SET DEFAULT (uuid())")')
+    lines.append(
+        f'    op.execute("ALTER TABLE {c1} RENAME COLUMN parent_id TO parent_id_int, '
+        f"RENAME COLUMN parent_id_seqid TO parent_id, ADD CONSTRAINT {c1}_fk FOREIGN KEY (parent_id) "
+        f'REFERENCES {p} (id) ON DELETE SET NULL")'
+    )
+    lines.append(
+        f'    op.execute("ALTER TABLE {c2} CHANGE parent_id parent_id_int bigint NULL, '
+        "CHANGE parent_id_seqid parent_id UUID NOT NULL, "
+        f'ADD CONSTRAINT {c2}_fk FOREIGN KEY (parent_id) REFERENCES {p} (id) ON DELETE CASCADE")'
+    )
+    lines.append(f'    op.execute("ALTER TABLE {p} ADD CONSTRAINT {p}_boss FOREIGN KEY (boss_id) REFERENCES {p} (id)")')
+    return "\n".join(lines)
+
+
 def make_tables(engine: sa.Engine, tag: str, parents: int) -> tuple[str, str, str]:
     p, c1, c2 = f"rkb_parent_{tag}", f"rkb_child1_{tag}", f"rkb_child2_{tag}"
     drop(engine, (p, c1, c2))
+    if engine.dialect.name != "postgresql":
+        return _make_mariadb_tables(engine, (p, c1, c2), parents)
     with engine.begin() as conn:
         conn.exec_driver_sql(f"CREATE TABLE {p} (id bigserial PRIMARY KEY, name text, boss_id bigint REFERENCES {p})")
         conn.exec_driver_sql(
@@ -85,6 +129,37 @@ def make_tables(engine: sa.Engine, tag: str, parents: int) -> tuple[str, str, st
             f"FROM generate_series(1, {3 * parents}) g"
         )
         conn.exec_driver_sql(f"ANALYZE {p}; ANALYZE {c1}; ANALYZE {c2}")
+    return p, c1, c2
+
+
+def _make_mariadb_tables(engine: sa.Engine, tables: tuple[str, str, str], parents: int) -> tuple[str, str, str]:
+    """:func:`make_tables`' three tables on MariaDB, keyed by ``bigint AUTO_INCREMENT``."""
+    p, c1, c2 = tables
+    serial = "bigint AUTO_INCREMENT PRIMARY KEY"
+    with engine.begin() as conn:
+        conn.exec_driver_sql(
+            f"CREATE TABLE {p} (id {serial}, name varchar(20), boss_id bigint, "
+            f"CONSTRAINT {p}_boss FOREIGN KEY (boss_id) REFERENCES {p} (id))"
+        )
+        conn.exec_driver_sql(
+            f"CREATE TABLE {c1} (id {serial}, parent_id bigint, "
+            f"CONSTRAINT {c1}_fk FOREIGN KEY (parent_id) REFERENCES {p} (id) ON DELETE SET NULL)"
+        )
+        conn.exec_driver_sql(
+            f"CREATE TABLE {c2} (id {serial}, parent_id bigint NOT NULL, "
+            f"CONSTRAINT {c2}_fk FOREIGN KEY (parent_id) REFERENCES {p} (id) ON DELETE CASCADE)"
+        )
+        conn.exec_driver_sql(
+            f"INSERT INTO {p} (name, boss_id) SELECT CONCAT('p', seq), NULLIF(seq - 1, 0) FROM seq_1_to_{parents}"
+        )
+        conn.exec_driver_sql(
+            f"INSERT INTO {c1} (parent_id) SELECT IF(seq %% 10 = 0, NULL, (seq * 7919) %% {parents} + 1) "
+            f"FROM seq_1_to_{2 * parents}"
+        )
+        conn.exec_driver_sql(
+            f"INSERT INTO {c2} (parent_id) SELECT (seq * 104729) %% {parents} + 1 FROM seq_1_to_{3 * parents}"
+        )
+        conn.exec_driver_sql(f"ANALYZE TABLE {p}, {c1}, {c2}")
     return p, c1, c2
 
 
@@ -207,13 +282,23 @@ def digest(engine: sa.Engine, tables: tuple[str, str, str], parent_int: str, upt
     """Each child's parent, by the parent's integer, over the rows there before: one md5 a table."""
     p, c1, c2 = tables
     found = {}
+    pg = engine.dialect.name == "postgresql"
     with engine.connect() as conn:
         for child, column in ((c1, "parent_id"), (c2, "parent_id"), (p, "boss_id")):
             own = parent_int if child == p else "id"
-            found[child] = conn.exec_driver_sql(
-                f"SELECT md5(string_agg(c.{own}::text || ':' || coalesce(x.{parent_int}::text, '-'), ',' "
-                f"ORDER BY c.{own})) FROM {child} c LEFT JOIN {p} x ON x.id = c.{column} WHERE c.{own} <= {upto[child]}"
-            ).scalar_one()
+            if pg:
+                sums = (
+                    f"md5(string_agg(c.{own}::text || ':' || coalesce(x.{parent_int}::text, '-'), ',' "
+                    f"ORDER BY c.{own}))"
+                )
+            else:  # a GROUP_CONCAT stops at group_concat_max_len: a count and two checksums, order-free
+                value = f"CONCAT(c.{own}, ':', COALESCE(x.{parent_int}, '-'))"
+                sums = f"CONCAT(COUNT(*), '/', SUM(CRC32({value})), '/', BIT_XOR(CRC32({value})))"
+            found[child] = str(
+                conn.exec_driver_sql(
+                    f"SELECT {sums} FROM {child} c LEFT JOIN {p} x ON x.id = c.{column} WHERE c.{own} <= {upto[child]}"
+                ).scalar_one()
+            )
     return found
 
 
@@ -284,8 +369,10 @@ def run_form(engine: sa.Engine, url: str, form: str, parents: int, tmp: Path, ro
             if text:
                 body = _PLAIN_TEXT["postgresql" if engine.dialect.name == "postgresql" else "mariadb"]
                 body = body.replace("{add}", _ADD_FOREIGN_KEYS).format(p=p, c1=c1, c2=c2)
-            else:
+            elif engine.dialect.name == "postgresql":
                 body = _PLAIN.format(p=p, c1=c1, c2=c2).replace("uuidv7_sub()", _default(engine))
+            else:
+                body = _plain_mariadb(p, c1, c2)
             seen["window"] = step(project(tmp, f"plain_{tag}", f"v_{p}", body), url)
             seen["seconds"] = seen["window"]["seconds"]
         else:
@@ -329,8 +416,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    if args.server == "mariadb" and args.keys == "integer":
-        parser.error("MariaDB's integer keys are not changed online (docs/how-to/migrate.md): --keys text")
     url = args.pg if args.server == "postgresql" else args.mariadb
     engine = sa.create_engine(url, poolclass=sa.NullPool)
     with engine.connect() as conn:  # the server's version, for the plain form's default

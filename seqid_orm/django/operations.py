@@ -620,13 +620,13 @@ def _seqid_key(model_name: str, field: Any) -> Any:
 @dataclass(eq=False, repr=False)  # the constructor from the fields; Django's own repr and identity
 class RekeyExpand(Operation):
     """``RekeyExpand("author")`` in release N's migration (``atomic = False``): the expand step of changing
-    ``author``'s key (integers on PostgreSQL; UUIDs kept as text on PostgreSQL and MariaDB 10.7+) to a seqid key
+    ``author``'s key (integers, or UUIDs kept as text; PostgreSQL and MariaDB 10.7+) to a seqid key
     with every foreign key to it, as the catalog has them (other apps' tables, many-to-many tables, the table
     itself) — :mod:`seqid_orm.schema.rekey`.  Release N's models are unchanged: their code writes the old keys,
     and the database keeps the new columns in step.  ``field`` is the key the contract step will make
     (``SeqUUIDField(primary_key=True)`` by default): it decides the keys' layout and storage.  Run again after a
     kill, it goes on where it stopped.  Unapplying drops what it made.  Where the key cannot change online
-    (MariaDB's integers, SQLite) it is refused before any change, saying why."""
+    (SQLite, MySQL) it is refused before any change, saying why."""
 
     reversible = True
     reduces_to_sql = False  # it reads the catalog and fills rows

@@ -8,8 +8,9 @@ alone, so a child's new column is the same function of its old one and the datab
 look-up, in any order:
 
 * an integer's key (:func:`seqid_orm.ids.rekeyed.integer_key`: time 0, then the integer) keeps the old
-  ``ORDER BY id`` and sorts below every key made later (PostgreSQL; MariaDB cannot keep one in step, see its
-  rules);
+  ``ORDER BY id`` and sorts below every key made later (on MariaDB the key of a row the application inserts
+  comes late: its ``AUTO_INCREMENT`` value is made after the trigger, so the contract step makes those,
+  :attr:`Rekey.late`);
 * a UUID kept as text (``char(36)``, ``char(32)``) becomes the same UUID in the type the database compares
   well (``uuid`` on PostgreSQL and MariaDB 10.7+).
 
@@ -20,16 +21,19 @@ look-up, in any order:
    application's inserts and key changes by row triggers from then on, the old rows filled in committed,
    resumable batches, ``NOT NULL`` without a long lock), its unique index built without stopping writes, and a
    unique index on the old key, which stays unique after the swap (old URLs, other systems' references);
-3. each child's new column likewise, ``NOT NULL`` where the old one is, and indexed;
+3. each child's new column likewise, ``NOT NULL`` where the old one is, and indexed; a copy over the new
+   columns of every other index that holds a changed column (:attr:`Rekey.companions`);
 4. each new foreign key, checked while reads and writes go on (PostgreSQL's ``NOT VALID`` then ``VALIDATE``;
-   MariaDB's in-place add, then its rows counted for orphans).
+   MariaDB's in-place add, then its rows counted for orphans) — where the keys come late (:attr:`Rekey.late`),
+   in the contract step instead, after it keyed the rows inserted meanwhile.
 
 **Contract** (:func:`contract`: with release N+1, once no process of release N writes): the vendor's short
 steps (:meth:`~seqid_orm.vendors.RekeyRules.contract_steps`: PostgreSQL one transaction of catalog changes;
 MariaDB an in-place rebuild that moves the primary key, then the names swapped under ``LOCK TABLES`` for
 milliseconds): the triggers go, the new column becomes the primary key under the key's name, each child's
-new column its foreign key's, the old columns kept (nullable) as ``<column>_int`` / ``<column>_text``; an
-integer key's new rows get the layout's database-made key by default.
+new column its foreign key's, each index's copy its name, the old columns kept as ``<column>_int`` (its
+sequence or ``AUTO_INCREMENT`` with it) / ``<column>_text`` (nullable); an integer key's new rows get the
+layout's database-made key by default.
 
 Killed anywhere, each step is finished by running it again: every change looks first whether it is done.
 The ways back: :func:`undo_expand` (the new columns, triggers, indexes and constraints dropped) and
@@ -111,8 +115,8 @@ def _rules(vendor: str) -> RekeyRules:
     rules = rules_for(vendor).REKEY
     if rules is None:
         raise MigrationRefusedError(
-            f"seqid does not change a table's key online on {vendor}: PostgreSQL does (integers and text), and "
-            "MariaDB (text); elsewhere change it in a maintenance window (docs/how-to/migrate.md, integer keys)"
+            f"seqid does not change a table's key online on {vendor}: PostgreSQL and MariaDB 10.7+ do (integers and "
+            "text); elsewhere change it in a maintenance window (docs/how-to/migrate.md, integer keys)"
         )
     return rules
 
@@ -187,6 +191,12 @@ class Rekey:
     @property
     def rules(self) -> RekeyRules:
         return _rules(self.vendor)
+
+    @property
+    def late(self) -> bool:
+        """Whether the table's new keys come late (:meth:`~seqid_orm.vendors.RekeyRules.late_keys`): its new column
+        nullable until the contract step, which fills it and adds the new foreign keys."""
+        return self.rules.late_keys(self.kind)
 
     @property
     def rules_online(self) -> OnlineRules:
@@ -271,7 +281,7 @@ class Rekey:
 
     def parent(self) -> OnlineColumn:
         return self.column_of(
-            self.table, self.column, self.new_column, (self.column,), (self.key_type,), nullable=False
+            self.table, self.column, self.new_column, (self.column,), (self.key_type,), nullable=self.late
         )
 
     def child(self, child: Child) -> OnlineColumn:
@@ -517,6 +527,11 @@ def describe(rk: Rekey, rows: dict[str, int | None], untracked: list[tuple[str, 
         "keys are checked; contract: catalog changes on those tables (milliseconds); the old key "
         f"stays as {rk.kept_as}."
     )
+    if rk.late:
+        said += (
+            " The rows inserted after the expand step get their keys, and the new foreign keys are added, in the "
+            "contract step (the server makes the old key after the trigger that would make the new one)."
+        )
     if untracked:
         listed = ", ".join(f"{t}.{c} ({k})" for t, c, k in untracked)
         said += (
@@ -551,7 +566,8 @@ def state(io: OnlineIO, rk: Rekey) -> str:
         "valid" if moved else _index(io, rules, rk.table, rk.new_unique),
         _index(io, rules, rk.table, rk.old_unique),
     ]
-    facts += [_constraint(io, rules, c.reference.table, c.foreign_key) for c in rk.children]
+    if not rk.late:  # else the contract step adds them
+        facts += [_constraint(io, rules, c.reference.table, c.foreign_key) for c in rk.children]
     facts += [_index(io, rules, i.table, rk.copy_of(i)[0]) for i in rk.companions]
     if all(f in ("valid", True) for f in facts):
         return "expanded"
@@ -595,7 +611,8 @@ def expand(
         # made once a schema, by whichever role came first: only its owner may replace it, and it never changes
         function = rules.integer_function(q(INTEGER_FUNCTION), rk.layout, rk.storage)
         assert function is not None  # plan() refused a layout without one
-        run(Step(function))
+        if function:  # "": made inline by key_of
+            run(Step(function))
 
     def keep(table: str, source: str, target: str, names: tuple[str, str]) -> Callable[[], None]:
         def make() -> None:
@@ -640,6 +657,17 @@ def expand(
             state_ = _index(io, rules, ref.table, child.index)
             for step in rules.index_steps(q(ref.table), q(child.new_column), q(child.index), state_, False):
                 run(step)
+    if not rk.late:
+        _foreign_keys(io, rk, run, say, guard)
+    say(f"seqid: {rk.table}.{rk.column}: expanded ({len(rk.children)} foreign keys); {then}")
+
+
+def _foreign_keys(
+    io: OnlineIO, rk: Rekey, run: Callable[[Step], None], say: Callable[[str], None], guard: Callable[[], None]
+) -> None:
+    """Each child's new foreign key, added and checked without stopping writes; then its rows counted for
+    orphans where the vendor's server did not check them."""
+    rules, q = rk.rules, rk.q
     for child in rk.children:
         ref = child.reference
         present = _constraint(io, rules, ref.table, child.foreign_key)
@@ -658,7 +686,6 @@ def expand(
             if fixed:
                 say(f"seqid: {ref.table}.{child.new_column}: {fixed:,} rows its cascades changed, set again")
         _no_orphans(io, rk, ref.table, child.new_column, rk.new_column)
-    say(f"seqid: {rk.table}.{rk.column}: expanded ({len(rk.children)} foreign keys); {then}")
 
 
 def _no_orphans(io: OnlineIO, rk: Rekey, table: str, column: str, parent_column: str) -> None:
@@ -683,6 +710,7 @@ def contract(
     io: OnlineIO,
     rk: Rekey,
     *,
+    say: Callable[[str], None] = _say_to_stderr,
     sleep: Callable[[float], None] = time.sleep,
     guard: Callable[[], None] = lambda: None,
 ) -> None:
@@ -695,6 +723,20 @@ def contract(
         raise MigrationRefusedError(
             f"{rk.table}.{rk.column}: the expand step is not finished ({now}): run it (again) first"
         )
+    if rk.late:  # the rows release N inserted, keyed now that none is inserting; then the new foreign keys
+        guard()
+        parent = rk.parent()
+        stale = rk.rules.stale(rk.q(rk.new_column), rk.key_of(rk.q(rk.column)))
+        assert stale is not None  # a vendor whose keys come late says which rows lack theirs
+        filled = refill(io, parent, stale)
+        if filled:
+            say(f"seqid: {rk.table}.{rk.new_column}: {filled:,} rows inserted since the expand step, keyed")
+
+        def run(step: Step) -> None:
+            guard()
+            _run_step(io, parent, step, sleep)
+
+        _foreign_keys(io, rk, run, say, guard)
     for step in rk.rules.contract_steps(rk.swap()):
         guard()
         _run_step(io, rk.parent(), step, sleep)
@@ -731,6 +773,11 @@ def undo_contract(io: OnlineIO, rk: Rekey, *, sleep: Callable[[float], None] = t
             _run_step(io, rk.parent(), step, sleep)
     for step in rules.undo_contract_steps(rk.swap()):
         _run_step(io, rk.parent(), step, sleep)
+    if rk.late:  # as expanded: release N's inserts leave the new key NULL, which its children's would miss
+        for child in rk.children:
+            _run_step(
+                io, rk.parent(), Step(rules.drop_foreign_key(q(child.reference.table), q(child.foreign_key))), sleep
+            )
     for child in rk.children:
         ref = child.reference
         _no_orphans(io, rk, ref.table, ref.column, rk.column)
@@ -785,7 +832,7 @@ def convert(
         raise InvalidArgumentError(f"{rk.table}.{rk.column} holds {rk.kind}s: a storage conversion is for UUIDs")
     if state(io, rk) != "contracted":
         expand(io, rk, batch_size=batch_size, say=say, sleep=sleep, guard=guard, then="the contract now")
-        contract(io, rk, sleep=sleep, guard=guard)
+        contract(io, rk, say=say, sleep=sleep, guard=guard)
     q, rules = rk.q, rk.rules
     # the children's first: the table's own kept text is what tells a run again that this step is not done
     # (:func:`converted` once it is gone)

@@ -331,6 +331,10 @@ class Swap:
     key: str
     indexes: tuple[SwappedIndex, ...] = ()
 
+    def key_of(self, column: str) -> str:
+        """SQL of the new key of ``column``'s value: :attr:`key` with the column in each of its ``{}``."""
+        return self.key.replace("{}", column)
+
 
 class RekeyRules(Protocol):
     """How one vendor changes a table's key (integers, or UUIDs kept as text) to a seqid key, with every
@@ -374,7 +378,14 @@ class RekeyRules(Protocol):
 
     def integer_function(self, name: str, layout: Layout, storage: Storage, /) -> str | None:
         """The statement creating (or replacing) the function ``name(n)``: :func:`seqid_orm.ids.rekeyed.integer_key`
-        made by the server; ``None`` where it cannot make that layout in that storage (or needs none)."""
+        made by the server; ``""`` where :meth:`key_of` writes it inline (nothing to create); ``None`` where the
+        server cannot make that layout in that storage."""
+
+    def late_keys(self, kind: str, /) -> bool:
+        """Whether a row's new key cannot be made as the application inserts it (MariaDB's ``AUTO_INCREMENT``
+        value comes after its ``BEFORE INSERT`` trigger): the table's new column then stays nullable through
+        the expand step, its rows filled and the new foreign keys added by the contract step, once no code of
+        the old release inserts."""
 
     def function_present(self, name: str, /) -> tuple[str, dict[str, object]]:
         """A read that returns a row where :meth:`integer_function`'s function ``name`` (unquoted) is there in the

@@ -299,9 +299,13 @@ class Rekey:
     The contract moves the primary key in place (a rebuild that lets writes go on), then swaps the names
     under ``LOCK TABLES`` for milliseconds: MariaDB's DDL does not roll back, so no transaction could hold it.
 
-    An integer key is not changed online here: a ``BEFORE INSERT`` trigger sees 0 for an ``AUTO_INCREMENT``
-    key (its value is made after the trigger: "Trigger Overview"), and a stored generated column or a
-    default may not read one, so nothing keeps its new key in step."""
+    An integer key's new column cannot be kept in step for the application's inserts: a ``BEFORE INSERT``
+    trigger sees 0 for an ``AUTO_INCREMENT`` key (its value is made after the trigger: "Trigger Overview"),
+    and a stored generated column or a default may not read one (error 1901).  So its keys come late
+    (:meth:`late_keys`): the release N's inserts leave the new column ``NULL`` (the key's ``AUTO_INCREMENT``
+    and ``LAST_INSERT_ID()`` as they were), and the contract step, once no release N code inserts, fills
+    those rows and adds the new foreign keys before it swaps.  A child's new column needs no look-up (its
+    key is the integer's), so it is in step throughout."""
 
     def primary_key(self, table: str, /) -> tuple[str, dict[str, object]]:
         return (
@@ -361,14 +365,23 @@ class Rekey:
         return None
 
     def key_of(self, kind: str, function: str, column: str, /) -> str | None:
-        return f"CAST({column} AS UUID)" if kind == "text" else None
+        if kind == "text":
+            return f"CAST({column} AS UUID)"
+        # ids/rekeyed.integer_key for TIME_FIRST compared bytewise (10.11.5+'s order for these flags, the layout
+        # integer_function allows), inline: no stored function, whose creation a binary log refuses to a role
+        # without SUPER (error 1419); NULL for 0, the AUTO_INCREMENT key a BEFORE INSERT trigger sees
+        c = column
+        return (
+            f"IF({c} > 0, CAST(CONCAT('00000000-0000-7', LPAD(HEX({c} >> 62), 3, '0'), '-', "
+            f"LPAD(HEX((({c} >> 48) & 16383) | 32768), 4, '0'), '-', LPAD(HEX({c} & 281474976710655), 12, '0')) "
+            "AS UUID), NULL)"
+        )
 
     def not_changed(self, kind: str, /) -> str:
-        return (
-            "MariaDB's BEFORE INSERT trigger sees 0 for an AUTO_INCREMENT key (its value is made after the "
-            "trigger), so nothing can keep a new key of it in step while the application inserts: change an "
-            "integer key in a maintenance window there (docs/how-to/migrate.md, integer keys)"
-        )
+        return f"MariaDB changes {kind} keys"  # never asked: key_of makes every kind's key
+
+    def late_keys(self, kind: str, /) -> bool:
+        return kind == "integer"
 
     def integer_range(self, table: str, column: str, /) -> str:
         return f"SELECT min({column}), max({column}) FROM {table}"
@@ -379,10 +392,10 @@ class Rekey:
         return f"SELECT count(*) FROM {table} WHERE {column} IS NOT NULL AND CAST({column} AS UUID) IS NULL"
 
     def integer_function(self, name: str, layout: Layout, storage: Storage, /) -> str | None:
-        return None
+        return "" if layout is Layout.TIME_FIRST and storage is Storage.NATIVE else None  # key_of's, inline
 
     def function_present(self, name: str, /) -> tuple[str, dict[str, object]]:
-        return ("SELECT 1 FROM DUAL WHERE FALSE", {})  # never asked: no integer key changes here
+        return ("SELECT 1 FROM DUAL", {})  # none to make: key_of writes it inline
 
     def keep_in_step(self, table: str, target: str, expression: str, names: tuple[str, str], /) -> list[str]:
         return [
@@ -464,6 +477,10 @@ class Rekey:
     def stale(self, column: str, expression: str, /) -> str | None:
         return f"NOT ({column} <=> {expression})"
 
+    def _integer(self, table: Swapped) -> bool:
+        """Whether ``table``'s old key is integers (kept ``NOT NULL AUTO_INCREMENT`` by the contract)."""
+        return self.source_kind(table.column_type) == "integer"
+
     def _locked(self, swap: Swap, changes: list[str]) -> Step:
         """``changes`` under ``LOCK TABLES`` of every table of ``swap`` (the lock waited for as every step's)."""
         tables = ", ".join(dict.fromkeys(f"{t.table} WRITE" for t in (swap.parent, *swap.children)))
@@ -484,10 +501,13 @@ class Rekey:
             for c in swap.children
             if not c.nullable
         ]
-        steps.append(  # the new column's unique index goes with it: the key is that index now
+        # the new column's unique index goes with it: the key is that index now; a text key's old column made
+        # nullable (the new release need not write it), an integer's kept as it is, AUTO_INCREMENT (old URLs)
+        nullable = "" if self._integer(p) else f", MODIFY {p.column} {p.column_type} NULL"
+        steps.append(
             Step(
-                f"ALTER TABLE {p.table} DROP PRIMARY KEY, ADD PRIMARY KEY ({p.new}), DROP INDEX {p.new_constraint}, "
-                f"MODIFY {p.column} {p.column_type} NULL, ALGORITHM=INPLACE, LOCK=NONE"
+                f"ALTER TABLE {p.table} DROP PRIMARY KEY, ADD PRIMARY KEY ({p.new}), DROP INDEX {p.new_constraint}"
+                f"{nullable}, ALGORITHM=INPLACE, LOCK=NONE"
             )
         )
         # under the lock: the triggers go, the table's names swap (a foreign key follows its column's rename),
@@ -539,13 +559,15 @@ class Rekey:
                 f"{self._refer(c, c.new_constraint, c.new, p.table, p.new)}, ALGORITHM=NOCOPY"
             )
         for t in (p, *swap.children):
-            changes += self.keep_in_step(t.table, t.new, swap.key.format(f"NEW.{t.column}"), t.triggers)
+            changes += self.keep_in_step(t.table, t.new, swap.key_of(f"NEW.{t.column}"), t.triggers)
         steps = [self._locked(swap, changes)]
+        # an integer key's new column nullable again (release N's inserts leave it NULL: late_keys), a text key's
+        # old column NOT NULL again
+        modify = f"MODIFY {p.new} UUID NULL" if self._integer(p) else f"MODIFY {p.column} {p.column_type} NOT NULL"
         steps.append(
             Step(  # the new column's unique index again: the seqid foreign keys reference it
                 f"ALTER TABLE {p.table} DROP PRIMARY KEY, ADD PRIMARY KEY ({p.column}), "
-                f"ADD UNIQUE INDEX {p.new_constraint} ({p.new}), "
-                f"MODIFY {p.column} {p.column_type} NOT NULL, ALGORITHM=INPLACE, LOCK=NONE"
+                f"ADD UNIQUE INDEX {p.new_constraint} ({p.new}), {modify}, ALGORITHM=INPLACE, LOCK=NONE"
             )
         )
         steps += [

@@ -691,6 +691,9 @@ class Rekey:
             ")::uuid END $$"
         )
 
+    def late_keys(self, kind: str, /) -> bool:
+        return False  # a BEFORE INSERT trigger sees the key its default made (a sequence's)
+
     def function_present(self, name: str, /) -> tuple[str, dict[str, object]]:
         return ("SELECT 1 WHERE to_regprocedure(:f) IS NOT NULL", {"f": f"{quote_identifier(name)}(bigint)"})
 
@@ -849,12 +852,12 @@ class Rekey:
                 else f"ALTER INDEX {ix.name} RENAME TO {ix.copy}"
             )
             out.append(self._named(ix.table, ix.back, ix.name, ix.constraint))
-        out += self.keep_in_step(p.table, p.new, swap.key.format(f"NEW.{p.column}"), p.triggers)
+        out += self.keep_in_step(p.table, p.new, swap.key_of(f"NEW.{p.column}"), p.triggers)
         validate = []
         for c in swap.children:
             assert c.references is not None
             out.append(self._add_foreign_key(c.references, c.column, p.table, p.column, c.constraint))
-            out += self.keep_in_step(c.table, c.new, swap.key.format(f"NEW.{c.column}"), c.triggers)
+            out += self.keep_in_step(c.table, c.new, swap.key_of(f"NEW.{c.column}"), c.triggers)
             validate.append(Step(f"ALTER TABLE {c.table} VALIDATE CONSTRAINT {c.constraint}"))
         return [Step("; ".join(out)), *validate]
 

@@ -104,7 +104,9 @@ def main() -> None:
         finally:
             seen["longest"] = max(float(str(seen["longest"])), time.monotonic() - began)
 
-    while not os.path.exists(args.stop):
+    starter = os.getppid()
+    # until told to stop, or until the test that started it is gone (a worker killed on its time-out runs no finally)
+    while not os.path.exists(args.stop) and os.getppid() == starter:
         try:
             if args.release == "old" and args.text_keys:
                 parent = str(uuid.uuid4())

@@ -1,4 +1,4 @@
-"""``op.rekey_expand()`` and ``op.rekey_contract()``: a table's key of integers (PostgreSQL) or of UUIDs kept as
+"""``op.rekey_expand()`` and ``op.rekey_contract()``: a table's key of integers or of UUIDs kept as
 text (PostgreSQL, MariaDB 10.7+) changed to a seqid key, with every foreign key to it, in two migrations of two
 releases (:mod:`seqid_orm.schema.rekey`), and their ways back, ``op.rekey_undo_contract()`` and
 ``op.rekey_undo_expand()``.

@@ -102,6 +102,58 @@ def _kill_in_batches(where: Path, url: str, engine, progress_table: str) -> int:
     return done
 
 
+def _beside_old_writers(where: Path, url: str, engine, tables: tuple[str, str, str], tmp: Path, *options: str) -> dict:
+    """``where``'s migration beside release N's writers (``options``: theirs), SIGKILLed at a random point of
+    its batches and run again to the end; what the writers saw, who saw no error."""
+    old = Writers(url, tables, tmp, "old", *options)
+    try:
+        done = _kill_in_batches(where, url, engine, f"seqid_fill_{tables[0]}_id_seqid")
+        assert 0 < done < PARENTS, done  # killed in its batches
+        _run(where, url)  # run again: it goes on and finishes
+        time.sleep(0.5)  # the old release goes on writing on the expanded tables
+    finally:
+        seen = old.stop()
+    assert seen["errors"] == [] and seen["writes"] > 0, seen
+    return seen
+
+
+def _hold(engine, table: str):
+    """A session holding ``table`` as an application's open transaction does: a read in it."""
+    holder = engine.connect()
+    holder.exec_driver_sql("BEGIN" if engine.dialect.name == "postgresql" else "START TRANSACTION")
+    holder.exec_driver_sql(f"SELECT 1 FROM {table} LIMIT 1").all()
+    return holder
+
+
+def _held_killed_and_run_again(where: Path, url: str, engine, held: str) -> None:
+    """``where``'s contract migration waiting for ``held``, which an application's transaction holds, killed
+    while it waits, then run again once the transaction ends."""
+    holder = _hold(engine, held)
+    waiting = upgrade(where, url)
+    time.sleep(2.0)
+    assert waiting.poll() is None  # it waits for the held table, a lock's wait at a time
+    waiting.send_signal(signal.SIGKILL)
+    waiting.wait()
+    holder.rollback()
+    holder.close()
+    _run(where, url)
+
+
+def _undone_filling(where: Path, url: str, engine) -> None:
+    """``where``'s ``rekey_undo_contract`` run: refused while release N+1's rows have no old key, each refusal's
+    ``UPDATE`` run as it names it (the table's own, then each child's), then done."""
+    err = ""
+    for _ in range(6):
+        again = upgrade(where, url)
+        _out, err = again.communicate(timeout=300)
+        if again.returncode == 0:
+            return
+        assert "fill them first: " in last_error(err), err[-2000:]
+        with engine.begin() as conn:
+            conn.exec_driver_sql(last_error(err).split("fill them first: ", 1)[1])
+    raise AssertionError(err[-2000:])
+
+
 def _parents_of(engine, child: str, column: str, parent: str, parent_int: str) -> dict[int, int | None]:
     """Each child row's parent, by the parent's integer (``parent_int``), through ``column``'s join."""
     with engine.connect() as conn:
@@ -150,15 +202,7 @@ def test_an_integer_key_and_its_foreign_keys_change_while_the_old_release_writes
     p, c1, c2 = graph
     url = _url(pg_engine)
     expand = _migration(tmp_path, "expand", f'    op.rekey_expand("{p}", batch_size=1000)', f"v_{p}_1")
-    old = Writers(_url(pg_engine), graph, tmp_path, "old")
-    try:
-        done = _kill_in_batches(expand, url, pg_engine, f"seqid_fill_{p}_id_seqid")
-        assert 0 < done < PARENTS, done  # killed in its batches
-        _run(expand, url)  # run again: it goes on and finishes
-        time.sleep(0.5)  # the old release goes on writing on the expanded tables
-    finally:
-        seen = old.stop()
-    assert seen["errors"] == [] and seen["writes"] > 0, seen
+    seen = _beside_old_writers(expand, url, pg_engine, graph, tmp_path)
     assert seen["longest"] < 1.0, seen  # no statement of the old release waited past its lock time-out either
     with pg_engine.connect() as conn:
         # every row's key is its integer's, its parent's too (a Python reading, not the server's function)

@@ -11,7 +11,6 @@ way back to the tables as they were."""
 from __future__ import annotations
 
 import secrets
-import signal
 import time
 
 import pytest
@@ -21,10 +20,16 @@ pytest.importorskip("alembic")
 
 from seqid_orm.ids.layout import Layout  # noqa: E402
 from seqid_orm.ids.rekeyed import integer_key  # noqa: E402
-from tests.sqlalchemy_adapter.alembic_project import last_error, upgrade  # noqa: E402
 from tests.sqlalchemy_adapter.rekey_traffic import Writers  # noqa: E402
-from tests.sqlalchemy_adapter.test_rekey import PARENTS, _kill_in_batches, _migration, _run, _url  # noqa: E402
-from tests.sqlalchemy_adapter.test_rekey_text import _hold  # noqa: E402
+from tests.sqlalchemy_adapter.test_rekey import (  # noqa: E402
+    PARENTS,
+    _beside_old_writers,
+    _held_killed_and_run_again,
+    _migration,
+    _run,
+    _undone_filling,
+    _url,
+)
 
 
 @pytest.fixture
@@ -84,15 +89,7 @@ def test_an_integer_key_changes_on_mariadb_while_both_releases_write(mysql_engin
     before = {t: _parents_of(engine, t, p, "id") for t in (c1, c2)}
 
     expand = _migration(tmp_path, "expand", f'    op.rekey_expand("{p}", batch_size=1000)', f"v_{p}_1")
-    old = Writers(url, graph, tmp_path, "old")
-    try:
-        done = _kill_in_batches(expand, url, engine, f"seqid_fill_{p}_id_seqid")
-        assert 0 < done < PARENTS, done  # killed in its batches
-        _run(expand, url)
-        time.sleep(0.5)
-    finally:
-        seen = old.stop()
-    assert seen["errors"] == [] and seen["writes"] > 0, seen
+    seen = _beside_old_writers(expand, url, engine, graph, tmp_path)
     assert seen["longest"] < 2.0, seen
     with engine.connect() as conn:
         late = conn.exec_driver_sql(f"SELECT count(*) FROM {p} WHERE id_seqid IS NULL").scalar()
@@ -102,16 +99,9 @@ def test_an_integer_key_changes_on_mariadb_while_both_releases_write(mysql_engin
     assert all(str(k) == str(integer_key(n, Layout.TIME_FIRST)) for n, k in keyed)
     assert all(str(k) == str(integer_key(n, Layout.TIME_FIRST)) for n, k in children)  # in step throughout
 
-    contract = _migration(tmp_path, "contract", f'    op.rekey_contract("{p}")', f"v_{p}_2")
-    holder = _hold(engine, c2)
-    waiting = upgrade(contract, url)
-    time.sleep(3.0)
-    assert waiting.poll() is None  # it waits for the held table, a lock's wait at a time
-    waiting.send_signal(signal.SIGKILL)
-    waiting.wait()
-    holder.rollback()
-    holder.close()
-    _run(contract, url)
+    _held_killed_and_run_again(
+        _migration(tmp_path, "contract", f'    op.rekey_contract("{p}")', f"v_{p}_2"), url, engine, c2
+    )
     new = Writers(url, graph, tmp_path, "new")
     time.sleep(0.5)
     seen = new.stop()
@@ -145,16 +135,8 @@ def test_an_integer_key_changes_on_mariadb_while_both_releases_write(mysql_engin
     with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:  # the foreign key holds
         conn.exec_driver_sql(f"INSERT INTO {c2} (parent_id) VALUES ('00000000-0000-7000-8000-0000ffffffff')")
 
-    back = _migration(tmp_path, "back", f'    op.rekey_undo_contract("{p}")', f"v_{p}_3")
-    for _ in range(4):  # refused while release N+1's children have no integer: each refusal's UPDATE, as named
-        again = upgrade(back, url)
-        _out, err = again.communicate(timeout=300)
-        if again.returncode == 0:
-            break
-        assert "fill them first: " in last_error(err), err[-2000:]
-        with engine.begin() as conn:
-            conn.exec_driver_sql(last_error(err).split("fill them first: ", 1)[1])
-    assert again.returncode == 0, err[-2000:]
+    # refused while release N+1's children have no integer: each refusal's UPDATE, as it names it
+    _undone_filling(_migration(tmp_path, "back", f'    op.rekey_undo_contract("{p}")', f"v_{p}_3"), url, engine)
     _run(_migration(tmp_path, "undo", f'    op.rekey_undo_expand("{p}")', f"v_{p}_4"), url)
     assert _columns(engine, graph) == columns
     for table in (c1, c2):

@@ -10,7 +10,6 @@ rows have their text, and the expand taken back to the tables as they were."""
 from __future__ import annotations
 
 import secrets
-import signal
 import time
 
 import pytest
@@ -20,7 +19,14 @@ pytest.importorskip("alembic")
 
 from tests.sqlalchemy_adapter.alembic_project import last_error, upgrade  # noqa: E402
 from tests.sqlalchemy_adapter.rekey_traffic import Writers  # noqa: E402
-from tests.sqlalchemy_adapter.test_rekey import _kill_in_batches, _migration, _run, _url  # noqa: E402
+from tests.sqlalchemy_adapter.test_rekey import (  # noqa: E402
+    _beside_old_writers,
+    _held_killed_and_run_again,
+    _migration,
+    _run,
+    _undone_filling,
+    _url,
+)
 
 PARENTS = 100_000
 
@@ -111,14 +117,6 @@ def _key_type(engine, table: str) -> str:
         return str(conn.execute(sa.text(query), {"t": table}).scalar())
 
 
-def _hold(engine, table: str):
-    """A session holding ``table`` as an application's open transaction does: a read in it."""
-    holder = engine.connect()
-    holder.exec_driver_sql("BEGIN" if engine.dialect.name == "postgresql" else "START TRANSACTION")
-    holder.exec_driver_sql(f"SELECT 1 FROM {table} LIMIT 1").all()
-    return holder
-
-
 @pytest.mark.big  # 100,000 parents; the text path's SQL is the server's, tested here on 15 and MariaDB 10.11
 def test_uuids_kept_as_text_become_the_uuid_type_with_their_foreign_keys_while_both_releases_write(where, tmp_path):
     engine, (p, c1, c2) = where
@@ -128,27 +126,12 @@ def test_uuids_kept_as_text_become_the_uuid_type_with_their_foreign_keys_while_b
     bosses = _parents(engine, p, "boss_id", p, "id")
 
     expand = _migration(tmp_path, "expand", f'    op.rekey_expand("{p}", batch_size=1000)', f"v_{p}")
-    old = Writers(url, (p, c1, c2), tmp_path, "old", "--text-keys")
-    try:
-        done = _kill_in_batches(expand, url, engine, f"seqid_fill_{p}_id_seqid")
-        assert 0 < done < PARENTS, done  # killed in its batches
-        _run(expand, url)
-        time.sleep(0.5)
-    finally:
-        seen = old.stop()
-    assert seen["errors"] == [] and seen["writes"] > 0, seen
+    _beside_old_writers(expand, url, engine, (p, c1, c2), tmp_path, "--text-keys")
     assert _key_type(engine, p) == text_type
 
-    contract = _migration(tmp_path, "contract", f'    op.rekey_contract("{p}")', f"v2_{p}")
-    holder = _hold(engine, c2)
-    waiting = upgrade(contract, url)
-    time.sleep(2.0)
-    assert waiting.poll() is None  # it waits for the held table, a lock's wait at a time
-    waiting.send_signal(signal.SIGKILL)
-    waiting.wait()
-    holder.rollback()
-    holder.close()
-    _run(contract, url)
+    _held_killed_and_run_again(
+        _migration(tmp_path, "contract", f'    op.rekey_contract("{p}")', f"v2_{p}"), url, engine, c2
+    )
     assert _key_type(engine, p) == "uuid"
     new = Writers(url, (p, c1, c2), tmp_path, "new")
     time.sleep(0.5)
@@ -176,15 +159,7 @@ def test_uuids_kept_as_text_become_the_uuid_type_with_their_foreign_keys_while_b
     _out, err = refused.communicate(timeout=300)
     assert refused.returncode != 0 and "fill them first: " in last_error(err), err[-2000:]
     assert _key_type(engine, p) == "uuid"  # refused before any change
-    for _ in range(4):  # the parent's text first, then each child's, as each refusal names it
-        with engine.begin() as conn:
-            conn.exec_driver_sql(last_error(err).split("fill them first: ", 1)[1])
-        again = upgrade(back, url)
-        _out, err = again.communicate(timeout=300)
-        if again.returncode == 0:
-            break
-        assert "fill them first: " in last_error(err), err[-2000:]
-    assert again.returncode == 0, err[-2000:]
+    _undone_filling(back, url, engine)
     assert _key_type(engine, p) == text_type
     for table in (c1, c2):
         after = _parents(engine, table, "parent_id", p, "id")
@@ -220,15 +195,7 @@ def test_convert_uuid_storage_of_a_big_text_key_runs_online_while_the_old_code_w
     body = f'    op.convert_uuid_storage("{p}", "id", from_storage="text")'
     convert = _migration(tmp_path, "convert", body, f"v_{p}")
     # unprepared: a statement PostgreSQL prepared while the key was text keeps its text parameter after the swap
-    old = Writers(url, (p, c1, c2), tmp_path, "old", "--text-keys", "--unprepared")
-    try:
-        done = _kill_in_batches(convert, url, engine, f"seqid_fill_{p}_id_seqid")
-        assert 0 < done < PARENTS, done  # killed in its batches
-        _run(convert, url)
-        time.sleep(0.5)
-    finally:
-        seen = old.stop()
-    assert seen["errors"] == [] and seen["writes"] > 0, seen
+    _beside_old_writers(convert, url, engine, (p, c1, c2), tmp_path, "--text-keys", "--unprepared")
     assert _key_type(engine, p) == "uuid"
     with engine.connect() as conn:
         # the same columns (the key's now last: SELECT * reads it there)

@@ -41,11 +41,13 @@ def _comm(pid: int) -> str | None:
 def process_tree_seconds(root: int) -> float | None:
     """CPU seconds used so far by ``root`` and its live descendants, each with its reaped children."""
     stats: dict[int, list[str]] = {}
-    for entry in _PROC.iterdir():
-        if entry.name.isdigit():
-            fields = _stat(int(entry.name))
-            if fields is not None:
-                stats[int(entry.name)] = fields
+    # children (higher pids, but for a wrap) before their parents: a child that ends between the two reads is
+    # then counted twice (its own, then in the parent's cutime), never not at all, so the sum cannot drop
+    # (read parents first, a busy server's ended backends made a delta negative: a CI run on the shared server)
+    for pid in sorted((int(e.name) for e in _PROC.iterdir() if e.name.isdigit()), reverse=True):
+        fields = _stat(pid)
+        if fields is not None:
+            stats[pid] = fields
     if root not in stats:
         return None
     children: dict[int, list[int]] = {}

@@ -465,6 +465,13 @@ def _companions(io: Reads, rk: Rekey) -> tuple[Companion, ...]:
                     "NULLS NOT DISTINCT rule): seqid cannot copy it; drop it before the expand step, and make it "
                     "on the new columns after the contract"
                 )
+            if index.referenced:
+                raise MigrationRefusedError(
+                    f"{table}'s index {index.name} holds {', '.join(c for c in index.columns if c in columns)}, "
+                    "whose keys change, and a foreign key references its columns (Django's to_field): the "
+                    "contract could not swap it for its copy while that key is there; drop that foreign key "
+                    "first, and make it again after the contract"
+                )
             for other in (c for c in index.columns if c not in columns):
                 if io.fetch(*rk.rules.column_type(table, _new(other))):
                     raise MigrationRefusedError(

@@ -301,6 +301,9 @@ class Companion:
     """Whether the copy can be made of its columns alone: a B-tree over whole columns, ascending, without an
     expression, a predicate, an included column, or another rule of uniqueness (deferred, ``NULLS NOT
     DISTINCT``)."""
+    referenced: bool = False
+    """Whether a foreign key references its columns (Django's ``to_field``): the index cannot be dropped while
+    that key is there, so the contract could not swap it."""
 
 
 @dataclass(frozen=True)

@@ -425,7 +425,10 @@ class Rekey:
         names = ", ".join(f":c{n}" for n in range(len(columns)))
         return (
             "SELECT s.INDEX_NAME, MIN(s.NON_UNIQUE) = 0, FALSE, JSON_ARRAYAGG(s.COLUMN_NAME ORDER BY s.SEQ_IN_INDEX), "
-            "MAX(s.INDEX_TYPE <> 'BTREE' OR s.SUB_PART IS NOT NULL OR COALESCE(s.COLLATION, 'D') <> 'A') = 0 "
+            "MAX(s.INDEX_TYPE <> 'BTREE' OR s.SUB_PART IS NOT NULL OR COALESCE(s.COLLATION, 'D') <> 'A') = 0, "
+            # a foreign key that references a column of it (InnoDB needs such an index on the referenced side)
+            "MAX(EXISTS (SELECT 1 FROM information_schema.KEY_COLUMN_USAGE k WHERE k.REFERENCED_TABLE_SCHEMA = "
+            "DATABASE() AND k.REFERENCED_TABLE_NAME = s.TABLE_NAME AND k.REFERENCED_COLUMN_NAME = s.COLUMN_NAME)) "
             "FROM information_schema.STATISTICS s WHERE s.TABLE_SCHEMA = DATABASE() AND s.TABLE_NAME = :t "
             f"AND s.INDEX_NAME <> 'PRIMARY' GROUP BY s.INDEX_NAME HAVING MAX(s.COLUMN_NAME IN ({names})) = 1 "
             "ORDER BY 1",
@@ -433,9 +436,9 @@ class Rekey:
         )
 
     def companion(self, table: str, row: Sequence[object], /) -> Companion:
-        name, unique, constraint, columns, plain = row
-        listed = json.loads(str(columns))
-        return Companion(table, str(name), tuple(map(str, listed)), bool(unique), bool(constraint), bool(plain))
+        name, unique, constraint, columns, plain, referenced = row
+        listed = tuple(map(str, json.loads(str(columns))))
+        return Companion(table, str(name), listed, bool(unique), bool(constraint), bool(plain), bool(referenced))
 
     def _indexes(self, indexes: Sequence[SwappedIndex], *clauses: str) -> list[str]:
         """One ``ALTER TABLE`` a table of ``indexes`` of each clause (formatted with ``ix``), in place."""

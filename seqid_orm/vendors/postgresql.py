@@ -745,7 +745,8 @@ class Rekey:
             "JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.n ORDER BY k.o), "
             "i.indexprs IS NULL AND i.indpred IS NULL AND i.indnkeyatts = i.indnatts AND m.amname = 'btree' "
             "AND i.indimmediate AND NOT 0 = ANY(CAST(i.indkey AS int2[])) AND 0 = ALL(CAST(i.indoption AS int2[])) "
-            "AND NOT COALESCE(CAST(to_jsonb(i) ->> 'indnullsnotdistinct' AS boolean), false) "
+            "AND NOT COALESCE(CAST(to_jsonb(i) ->> 'indnullsnotdistinct' AS boolean), false), "
+            "EXISTS (SELECT 1 FROM pg_constraint f WHERE f.contype = 'f' AND f.conindid = i.indexrelid) "
             "FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid JOIN pg_am m ON m.oid = ic.relam "
             "WHERE i.indrelid = to_regclass(:t) AND NOT i.indisprimary AND EXISTS (SELECT 1 FROM pg_attribute a "
             f"WHERE a.attrelid = i.indrelid AND a.attnum = ANY(CAST(i.indkey AS int2[])) AND a.attname IN ({names})) "
@@ -754,9 +755,10 @@ class Rekey:
         )
 
     def companion(self, table: str, row: Sequence[object], /) -> Companion:
-        name, unique, constraint, columns, plain = row
+        name, unique, constraint, columns, plain, referenced = row
         assert isinstance(columns, list)
-        return Companion(table, str(name), tuple(map(str, columns)), bool(unique), bool(constraint), bool(plain))
+        listed = tuple(map(str, columns))
+        return Companion(table, str(name), listed, bool(unique), bool(constraint), bool(plain), bool(referenced))
 
     def constraint_state(self, table: str, name: str, /) -> tuple[str, dict[str, object]]:
         return (

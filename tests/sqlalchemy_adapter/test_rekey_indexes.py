@@ -3,8 +3,8 @@ the shared PostgreSQL and MariaDB: Django's many-to-many table (its unique pair 
 a many-to-many table of the table with itself (both columns change: one copy over both new columns), a one-to-one
 key's ``UNIQUE``.  After the contract each index is there under its name, over the same column names, and the new
 release's duplicates are refused as the old release's were; each way back gives the catalog as it was.  An index
-seqid cannot make again of its columns, and a child whose primary key is its foreign key, are refused before any
-change."""
+seqid cannot make again of its columns, a child whose primary key is its foreign key, and a foreign key to a
+child's one-to-one column are refused before any change."""
 
 from __future__ import annotations
 
@@ -170,7 +170,9 @@ def test_a_childs_other_indexes_over_its_foreign_key_hold_the_new_release_to_the
     assert _columns(engine, tables) == columns
 
 
-def test_an_index_seqid_cannot_copy_and_a_key_made_of_the_foreign_key_are_refused_before_any_change(graph, tmp_path):
+def test_an_index_seqid_cannot_copy_a_key_made_of_the_foreign_key_and_a_key_to_it_are_refused_before_any_change(
+    graph, tmp_path
+):
     engine, kind, t = graph
     url, a = _url(engine), t["a"]
     pg = engine.dialect.name == "postgresql"
@@ -204,9 +206,25 @@ def test_an_index_seqid_cannot_copy_and_a_key_made_of_the_foreign_key_are_refuse
         assert "multi-table inheritance" in last_error(err), err[-2000:]
         assert _indexes(engine, (*tables, f"{t['one']}_mti")) == before
         assert _columns(engine, tables) == columns
+
+        with engine.begin() as conn:  # a foreign key to the one-to-one column itself (Django's to_field)
+            conn.exec_driver_sql(f"DROP TABLE {t['one']}_mti")
+            conn.exec_driver_sql(
+                f"CREATE TABLE {t['one']}_to (id int PRIMARY KEY, a_id {ref}, "
+                f"CONSTRAINT {t['one']}_to_fk FOREIGN KEY (a_id) REFERENCES {t['one']} (a_id))"
+            )
+        before = _indexes(engine, (*tables, f"{t['one']}_to"))
+        where = project(tmp_path / "to", f"v_{a.rsplit('_', 1)[1]}_t", f'    op.rekey_expand("{a}")')
+        refused = upgrade(where, url)
+        _out, err = refused.communicate(timeout=300)
+        assert refused.returncode != 0
+        assert "to_field" in last_error(err) and t["one"] in last_error(err), err[-2000:]
+        assert _indexes(engine, (*tables, f"{t['one']}_to")) == before
+        assert _columns(engine, tables) == columns
     finally:
         with engine.begin() as conn:
             conn.exec_driver_sql(f"DROP TABLE IF EXISTS {t['one']}_mti")
+            conn.exec_driver_sql(f"DROP TABLE IF EXISTS {t['one']}_to")
 
 
 def test_a_many_to_many_table_between_two_re_keyed_tables_follows_them_one_after_the_other(graph, tmp_path):

@@ -599,9 +599,7 @@ def expand(
     finds nothing to do once done.  ``then``: what its last message says comes next."""
     rules, q = rk.rules, rk.q
     parent = rk.parent()
-    # the role's time-outs a concurrent index build runs without, or the refusal, before the first change
-    concurrent = any(s.concurrent for s in rules.index_steps("t", "c", "i", None, True))
-    lifted = lifted_for(io, parent, "the indexes' concurrent builds") if concurrent else {}
+    lifted = _lifted(io, rk)
     for col in (parent, *(rk.child(c) for c in rk.children)):
         keys = inspect(io, col).partition_key
         if keys is not None:
@@ -695,6 +693,13 @@ def _foreign_keys(
         _no_orphans(io, rk, ref.table, child.new_column, rk.new_column)
 
 
+def _lifted(io: OnlineIO, rk: Rekey) -> dict[str, str]:
+    """The role's time-outs a concurrent index build runs without (:func:`~.online.lifted_for`), or its refusal:
+    asked before the first change of a step that builds indexes."""
+    concurrent = any(s.concurrent for s in rk.rules.index_steps("t", "c", "i", None, True))
+    return lifted_for(io, rk.parent(), "the indexes' concurrent builds") if concurrent else {}
+
+
 def _no_orphans(io: OnlineIO, rk: Rekey, table: str, column: str, parent_column: str) -> None:
     """Where the vendor added a foreign key its server did not check, its rows counted: none may lack a parent."""
     rq = rk.read_q
@@ -773,11 +778,12 @@ def undo_contract(io: OnlineIO, rk: Rekey, *, sleep: Callable[[float], None] = t
                 f"{table}: {missing} rows have no old key in {kept} (written since the contract step); "
                 f"fill them first: {fill}"
             )
+    lifted = _lifted(io, rk) if rk.companions else {}
     for index in rk.companions:  # each index again over the kept columns, built while writes go on
         back, columns = rk.back_of(index)
         built = _index(io, rules, index.table, back)
         for step in rules.index_steps(q(index.table), ", ".join(map(q, columns)), q(back), built, index.unique):
-            _run_step(io, rk.parent(), step, sleep)
+            _run_step(io, rk.parent(), step, sleep, lifted)
     for step in rules.undo_contract_steps(rk.swap()):
         _run_step(io, rk.parent(), step, sleep)
     if rk.late:  # as expanded: release N's inserts leave the new key NULL, which its children's would miss

@@ -520,6 +520,7 @@ def test_a_role_statement_timeout_cancels_no_index_build_and_reaches_no_pooled_s
         conn.exec_driver_sql(f"CREATE TABLE {c} (id bigserial PRIMARY KEY, parent_id bigint REFERENCES {p} (id))")
         conn.exec_driver_sql(f"INSERT INTO {p} (name) SELECT 'p' || g FROM generate_series(1, 3000) g")
         conn.exec_driver_sql(f"INSERT INTO {c} (parent_id) SELECT g %% 3000 + 1 FROM generate_series(1, 3000) g")
+        conn.exec_driver_sql(f"CREATE INDEX {c}_by_parent ON {c} (parent_id)")  # copied, then built back
     body = f'    op.rekey_expand("{p}")'
     try:
         with _role_with_timeout(pg_engine, p, "1s") as role:
@@ -553,10 +554,31 @@ def test_a_role_statement_timeout_cancels_no_index_build_and_reaches_no_pooled_s
                     f"SELECT bool_and(indisvalid), count(*) FROM pg_index WHERE indrelid IN ('{p}'::regclass, "
                     f"'{c}'::regclass)"
                 ).one()
-            assert valid == (True, 5)  # two keys, the two unique ones of the table, the child's new column's
+            assert valid == (True, 6)  # two keys, the two unique ones of the table, the child's index and its copy
+
+            # contracted, then taken back: the child's index is built again over the kept column, concurrently,
+            # without the role's time-out either
+            _run(_migration(tmp_path, "contract", f'    op.rekey_contract("{p}")', f"v_{p}_3"), direct)
+            with pg_engine.connect() as holder:
+                holder.exec_driver_sql("BEGIN ISOLATION LEVEL REPEATABLE READ")
+                holder.exec_driver_sql("SELECT count(*) FROM pg_class").scalar()
+                back = f'    op.rekey_undo_contract("{p}")'
+                run = upgrade(_migration(tmp_path, "back", back, f"v_{p}_4"), direct)
+                time.sleep(3)
+                assert run.poll() is None, run.communicate()[1][-3000:]
+                holder.exec_driver_sql("COMMIT")
+            _out, said = run.communicate(timeout=120)
+            assert run.returncode == 0, said[-3000:]
+            assert "runs without this session's statement_timeout (1s)" in said
+            with pg_engine.connect() as conn:
+                kept = conn.exec_driver_sql(
+                    "SELECT i.indisvalid, pg_get_indexdef(i.indexrelid) FROM pg_index i JOIN pg_class x "
+                    f"ON x.oid = i.indexrelid WHERE x.relname = '{c}_by_parent'"
+                ).one()
+            assert kept[0] and kept[1].endswith("(parent_id)"), kept  # over the integer column again, valid
     finally:
         with pg_engine.begin() as conn:
-            conn.exec_driver_sql(f"DROP TABLE IF EXISTS {c}, {p}, v_{p}_1, v_{p}_2 CASCADE")
+            conn.exec_driver_sql(f"DROP TABLE IF EXISTS {c}, {p}, v_{p}_1, v_{p}_2, v_{p}_3, v_{p}_4 CASCADE")
             for table, column in ((p, "id"), (c, "parent_id")):
                 conn.exec_driver_sql(f"DROP TABLE IF EXISTS seqid_fill_{table}_{column}_seqid")
 

@@ -539,16 +539,22 @@ def test_a_role_statement_timeout_cancels_no_index_build_and_reaches_no_pooled_s
                 ).scalar()
             assert made == 0  # refused before any change
             direct = pg_engine.url.set(username=role).render_as_string(hide_password=False)
-            with pg_engine.connect() as holder:
-                holder.exec_driver_sql("BEGIN ISOLATION LEVEL REPEATABLE READ")
-                holder.exec_driver_sql("SELECT count(*) FROM pg_class").scalar()  # an older snapshot
-                run = upgrade(_migration(tmp_path, "direct", body, f"v_{p}_2"), direct)
-                time.sleep(3)  # the builds wait on it, three times the role's time-out
-                assert run.poll() is None, run.communicate()[1][-3000:]
-                holder.exec_driver_sql("COMMIT")
-            _out, said = run.communicate(timeout=120)
-            assert run.returncode == 0, said[-3000:]
-            assert "runs without this session's statement_timeout (1s)" in said
+
+            def past_an_older_snapshot(where: Path) -> None:
+                """``where`` run directly while an older snapshot keeps its concurrent builds waiting 3 s, three
+                times the role's time-out: it finishes once the snapshot ends, the time-out lifted (said)."""
+                with pg_engine.connect() as holder:
+                    holder.exec_driver_sql("BEGIN ISOLATION LEVEL REPEATABLE READ")
+                    holder.exec_driver_sql("SELECT count(*) FROM pg_class").scalar()
+                    run = upgrade(where, direct)
+                    time.sleep(3)
+                    assert run.poll() is None, run.communicate()[1][-3000:]
+                    holder.exec_driver_sql("COMMIT")
+                _out, said = run.communicate(timeout=120)
+                assert run.returncode == 0, said[-3000:]
+                assert "runs without this session's statement_timeout (1s)" in said
+
+            past_an_older_snapshot(_migration(tmp_path, "direct", body, f"v_{p}_2"))
             with pg_engine.connect() as conn:
                 valid = conn.exec_driver_sql(
                     f"SELECT bool_and(indisvalid), count(*) FROM pg_index WHERE indrelid IN ('{p}'::regclass, "
@@ -559,17 +565,7 @@ def test_a_role_statement_timeout_cancels_no_index_build_and_reaches_no_pooled_s
             # contracted, then taken back: the child's index is built again over the kept column, concurrently,
             # without the role's time-out either
             _run(_migration(tmp_path, "contract", f'    op.rekey_contract("{p}")', f"v_{p}_3"), direct)
-            with pg_engine.connect() as holder:
-                holder.exec_driver_sql("BEGIN ISOLATION LEVEL REPEATABLE READ")
-                holder.exec_driver_sql("SELECT count(*) FROM pg_class").scalar()
-                back = f'    op.rekey_undo_contract("{p}")'
-                run = upgrade(_migration(tmp_path, "back", back, f"v_{p}_4"), direct)
-                time.sleep(3)
-                assert run.poll() is None, run.communicate()[1][-3000:]
-                holder.exec_driver_sql("COMMIT")
-            _out, said = run.communicate(timeout=120)
-            assert run.returncode == 0, said[-3000:]
-            assert "runs without this session's statement_timeout (1s)" in said
+            past_an_older_snapshot(_migration(tmp_path, "back", f'    op.rekey_undo_contract("{p}")', f"v_{p}_4"))
             with pg_engine.connect() as conn:
                 kept = conn.exec_driver_sql(
                     "SELECT i.indisvalid, pg_get_indexdef(i.indexrelid) FROM pg_index i JOIN pg_class x "

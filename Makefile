@@ -37,7 +37,9 @@ system-deps:
 	@missing="$$($(SYSTEM) apt)"; \
 	if [ -n "$$missing" ]; then \
 	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	    for try in 1 2 3 4 5 6 7 8 9 10; do apt-get update -qq && break; \
+	      echo "make: apt's lists are busy (another apt, another make?): trying again in 5 s" >&2; sleep 5; done; \
+	    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq $$missing; \
 	  else echo "make: system packages missing: $$missing (as root: apt-get install $$missing);" \
 	    "the tests that need them will be skipped, each saying why" >&2; fi; \
 	fi

@@ -426,9 +426,13 @@ class Rekey:
         return (
             "SELECT s.INDEX_NAME, MIN(s.NON_UNIQUE) = 0, FALSE, JSON_ARRAYAGG(s.COLUMN_NAME ORDER BY s.SEQ_IN_INDEX), "
             "MAX(s.INDEX_TYPE <> 'BTREE' OR s.SUB_PART IS NOT NULL OR COALESCE(s.COLLATION, 'D') <> 'A') = 0, "
-            # a foreign key that references a column of it (InnoDB needs such an index on the referenced side)
+            # a foreign key that references a column of it (InnoDB needs such an index on the referenced side),
+            # but the primary key's: the primary key serves those (the re-keyed table's own children, whose
+            # keys the contract drops first), not an index beside it that holds the key too
             "MAX(EXISTS (SELECT 1 FROM information_schema.KEY_COLUMN_USAGE k WHERE k.REFERENCED_TABLE_SCHEMA = "
-            "DATABASE() AND k.REFERENCED_TABLE_NAME = s.TABLE_NAME AND k.REFERENCED_COLUMN_NAME = s.COLUMN_NAME)) "
+            "DATABASE() AND k.REFERENCED_TABLE_NAME = s.TABLE_NAME AND k.REFERENCED_COLUMN_NAME = s.COLUMN_NAME "
+            "AND NOT EXISTS (SELECT 1 FROM information_schema.STATISTICS p WHERE p.TABLE_SCHEMA = DATABASE() "
+            "AND p.TABLE_NAME = s.TABLE_NAME AND p.INDEX_NAME = 'PRIMARY' AND p.COLUMN_NAME = s.COLUMN_NAME))) "
             "FROM information_schema.STATISTICS s WHERE s.TABLE_SCHEMA = DATABASE() AND s.TABLE_NAME = :t "
             f"AND s.INDEX_NAME <> 'PRIMARY' GROUP BY s.INDEX_NAME HAVING MAX(s.COLUMN_NAME IN ({names})) = 1 "
             "ORDER BY 1",

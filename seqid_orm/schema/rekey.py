@@ -22,7 +22,10 @@ look-up, in any order:
    resumable batches, ``NOT NULL`` without a long lock), its unique index built without stopping writes, and a
    unique index on the old key, which stays unique after the swap (old URLs, other systems' references);
 3. each child's new column likewise, ``NOT NULL`` where the old one is, and indexed; a copy over the new
-   columns of every other index that holds a changed column (:attr:`Rekey.companions`);
+   columns of every other index that holds a changed column (:attr:`Rekey.companions`; an index that holds
+   the columns of two changes under way, a many-to-many table between two tables re-keyed together, has one
+   copy over both's new columns, made by the second expand, swapped by the first contract, and given back to
+   the other change by a way back);
 4. each new foreign key, checked while reads and writes go on (PostgreSQL's ``NOT VALID`` then ``VALIDATE``;
    MariaDB's in-place add, then its rows counted for orphans) — where the keys come late (:attr:`Rekey.late`),
    in the contract step instead, after it keyed the rows inserted meanwhile.
@@ -123,6 +126,10 @@ def _rules(vendor: str) -> RekeyRules:
 
 def _new(column: str) -> str:
     return bounded_name("", column, "seqid")
+
+
+def _copy_name(index: str) -> str:
+    return bounded_name("", index, "seqid")
 
 
 def _triggers(table: str, column: str) -> tuple[str, str]:
@@ -239,9 +246,17 @@ class Rekey:
         return out
 
     def copy_of(self, index: Companion) -> tuple[str, tuple[str, ...]]:
-        """The name of ``index``'s copy over the new columns, and its columns."""
+        """The name of ``index``'s copy over the new columns (another change's under way too: one copy holds
+        both's), and its columns."""
         moved = self.moved()[index.table]
-        return bounded_name("", index.name, "seqid"), tuple(moved[c][0] if c in moved else c for c in index.columns)
+        return _copy_name(index.name), tuple(
+            moved[c][0] if c in moved else _new(c) if c in index.others else c for c in index.columns
+        )
+
+    def others_copy(self, index: Companion) -> tuple[str, tuple[str, ...]]:
+        """The copy of ``index`` that the other change under way over its columns (:attr:`Companion.others`)
+        needs without this one: what :func:`undo_expand` leaves."""
+        return _copy_name(index.name), tuple(_new(c) if c in index.others else c for c in index.columns)
 
     def back_of(self, index: Companion) -> tuple[str, tuple[str, ...]]:
         """The name of the index :func:`undo_contract` builds over the kept columns in ``index``'s place (named
@@ -321,7 +336,9 @@ class Rekey:
         )
         key = self.key_of("{}")
         indexes = tuple(
-            SwappedIndex(q(i.table), q(i.name), q(self.copy_of(i)[0]), q(self.back_of(i)[0]), i.constraint)
+            SwappedIndex(
+                q(i.table), q(i.name), q(self.copy_of(i)[0]), q(self.back_of(i)[0]), i.constraint, bool(i.others)
+            )
             for i in self.companions
         )
         return Swap(parent, children, q(self.old_unique), self.default_sql, key, indexes)
@@ -454,9 +471,12 @@ def _companions(io: Reads, rk: Rekey) -> tuple[Companion, ...]:
     own = {rk.old_unique, rk.new_unique, *(c.index for c in rk.children)}
     found = []
     for table, columns in rk.moved().items():
-        for row in io.fetch(*rk.rules.companions(table, list(columns))):
-            index = rk.rules.companion(table, row)
-            if index.name in own:
+        indexes = [rk.rules.companion(table, row) for row in io.fetch(*rk.rules.companions(table, list(columns)))]
+        # another change's copy of one of them (a many-to-many table between two re-keyed tables): that change
+        # made it, and this one's copy, of the same name, holds both's new columns
+        copies = {_copy_name(i.name) for i in indexes}
+        for index in indexes:
+            if index.name in own or index.name in copies:
                 continue
             if not index.plain:
                 raise MigrationRefusedError(
@@ -472,17 +492,20 @@ def _companions(io: Reads, rk: Rekey) -> tuple[Companion, ...]:
                     "contract could not swap it for its copy while that key is there; drop that foreign key "
                     "first, and make it again after the contract"
                 )
-            for other in (c for c in index.columns if c not in columns):
-                if io.fetch(*rk.rules.column_type(table, _new(other))):
-                    raise MigrationRefusedError(
-                        f"{table}'s index {index.name} holds {other}, whose key another change has begun "
-                        f"({_new(other)} is there), and {', '.join(c for c in index.columns if c in columns)}: "
-                        "one index cannot follow two changes at once; finish that one (its contract step) "
-                        f"before this one's expand step, or undo its expand (a many-to-many table between two "
-                        "re-keyed tables: change them one after the other)"
-                    )
-            found.append(index)
+            others = tuple(
+                c for c in index.columns if c not in columns and io.fetch(*rk.rules.column_type(table, _new(c)))
+            )
+            found.append(replace(index, others=others))
     return tuple(found)
+
+
+def _index_columns(io: Reads, rk: Rekey, table: str, name: str, near: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The columns of ``table``'s index ``name``, one of the indexes that hold a column of ``near``."""
+    for row in io.fetch(*rk.rules.companions(table, list(near))):
+        index = rk.rules.companion(table, row)
+        if index.name == name:
+            return index.columns
+    return None
 
 
 def plan_for(io: Reads, where: Target, table: str, new_type: str, *, read_every_row: bool = True) -> Rekey:
@@ -654,6 +677,11 @@ def expand(
     for companion in rk.companions:  # over the filled columns: a copy of a pair waits for both
         copy, columns = rk.copy_of(companion)
         built = _index(io, rules, companion.table, copy)
+        if built and companion.others and _index_columns(io, rk, companion.table, copy, columns) != columns:
+            # the other change's copy, without this one's column: made again over both's new columns (the
+            # original holds the rows to it meanwhile)
+            run(Step(rules.drop_index(q(companion.table), q(copy))))
+            built = None
         for step in rules.index_steps(q(companion.table), ", ".join(map(q, columns)), q(copy), built, companion.unique):
             run(step)
     for child in rk.children:
@@ -820,6 +848,13 @@ def undo_expand(io: OnlineIO, rk: Rekey, *, sleep: Callable[[float], None] = tim
     statements.append(rules.drop_index(q(rk.table), q(rk.old_unique)))
     for statement in statements:
         _run_step(io, parent, Step(statement), sleep)
+    shared = [i for i in rk.companions if i.others]
+    lifted = _lifted(io, rk) if shared else {}
+    for index in shared:  # the copy the other change under way needs, without this one's column
+        copy, columns = rk.others_copy(index)
+        built = _index(io, rules, index.table, copy)
+        for step in rules.index_steps(q(index.table), ", ".join(map(q, columns)), q(copy), built, index.unique):
+            _run_step(io, parent, step, sleep, lifted)
     for col in (parent, *(rk.child(c) for c in rk.children)):
         forget(io, col)
 

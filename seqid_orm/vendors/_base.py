@@ -304,6 +304,10 @@ class Companion:
     referenced: bool = False
     """Whether a foreign key references its columns (Django's ``to_field``): the index cannot be dropped while
     that key is there, so the contract could not swap it."""
+    others: tuple[str, ...] = ()
+    """Its columns whose keys another change under way is changing (a many-to-many table between two re-keyed
+    tables): one copy holds both changes' new columns, and either contract swaps it (set by the planner, not
+    read by the vendor)."""
 
 
 @dataclass(frozen=True)
@@ -317,6 +321,9 @@ class SwappedIndex:
     copy: str
     back: str
     constraint: bool
+    shared: bool = False
+    """Whether another change under way holds the copy's name (:attr:`Companion.others`): the way back drops
+    the index instead of giving it that name back; the other's copy is the one both changes need."""
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..errors import InvalidArgumentError, ServerDefaultUnavailableError
 from ..ids.layout import ORDER_MARIADB_SWAPPED, Layout
@@ -444,11 +444,11 @@ class Rekey:
         listed = tuple(map(str, json.loads(str(columns))))
         return Companion(table, str(name), listed, bool(unique), bool(constraint), bool(plain), bool(referenced))
 
-    def _indexes(self, indexes: Sequence[SwappedIndex], *clauses: str) -> list[str]:
-        """One ``ALTER TABLE`` a table of ``indexes`` of each clause (formatted with ``ix``), in place."""
+    def _indexes(self, indexes: Sequence[SwappedIndex], *clauses: Callable[[SwappedIndex], str]) -> list[str]:
+        """One ``ALTER TABLE`` a table of ``indexes`` of each clause (what it says of each index), in place."""
         tables = dict.fromkeys(ix.table for ix in indexes)
         return [
-            f"ALTER TABLE {t} {', '.join(clause.format(ix=ix) for ix in indexes if ix.table == t)}, ALGORITHM=NOCOPY"
+            f"ALTER TABLE {t} {', '.join(clause(ix) for ix in indexes if ix.table == t)}, ALGORITHM=NOCOPY"
             for clause in clauses
             for t in tables
         ]
@@ -540,15 +540,20 @@ class Rekey:
                 f"{self._refer(c, c.constraint, c.column, p.table, p.column)}, ALGORITHM=NOCOPY"
             )
         # each old index dropped (the old foreign keys that needed them are gone), its copy given its name
-        changes += self._indexes(swap.indexes, "DROP INDEX {ix.name}", "RENAME INDEX {ix.copy} TO {ix.name}")
+        changes += self._indexes(
+            swap.indexes, lambda ix: f"DROP INDEX {ix.name}", lambda ix: f"RENAME INDEX {ix.copy} TO {ix.name}"
+        )
         return [*steps, self._locked(swap, changes)]
 
     def undo_contract_steps(self, swap: Swap, /) -> list[Step]:
         p = swap.parent
-        # the copies back to their names, the indexes the way back built over the kept columns given theirs:
-        # the old foreign keys added below find theirs
+        # the copies back to their names (or dropped, where another change's copy has the name and is the one
+        # both need), the indexes the way back built over the kept columns given theirs: the old foreign keys
+        # added below find theirs
         changes = self._indexes(
-            swap.indexes, "RENAME INDEX {ix.name} TO {ix.copy}", "RENAME INDEX {ix.back} TO {ix.name}"
+            swap.indexes,
+            lambda ix: f"DROP INDEX {ix.name}" if ix.shared else f"RENAME INDEX {ix.name} TO {ix.copy}",
+            lambda ix: f"RENAME INDEX {ix.back} TO {ix.name}",
         )
         changes += [
             f"ALTER TABLE {p.table} ALTER COLUMN {p.column} DROP DEFAULT",

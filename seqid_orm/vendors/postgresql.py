@@ -28,6 +28,7 @@ from ._base import (
     Step,
     Storage,
     Swap,
+    SwappedIndex,
     TableFacts,
     TextColumnSpec,
     Version,
@@ -818,11 +819,11 @@ class Rekey:
         if swap.default is not None:
             out.append(f"ALTER TABLE {p.table} ALTER COLUMN {p.column} SET DEFAULT {swap.default}")
         for ix in swap.indexes:  # each old index dropped, its copy over the new columns given its name
-            out += [
-                f"ALTER TABLE {ix.table} DROP CONSTRAINT {ix.name}" if ix.constraint else f"DROP INDEX {ix.name}",
-                self._named(ix.table, ix.copy, ix.name, ix.constraint),
-            ]
+            out += [self._drop(ix), self._named(ix.table, ix.copy, ix.name, ix.constraint)]
         return [Step("; ".join(out))]
+
+    def _drop(self, ix: SwappedIndex) -> str:
+        return f"ALTER TABLE {ix.table} DROP CONSTRAINT {ix.name}" if ix.constraint else f"DROP INDEX {ix.name}"
 
     def _named(self, table: str, index: str, name: str, constraint: bool) -> str:
         """The index ``index`` named ``name``: a unique constraint made of it where one owned its original
@@ -848,11 +849,12 @@ class Rekey:
             f"ALTER TABLE {p.table} ADD CONSTRAINT {p.constraint} PRIMARY KEY USING INDEX {swap.old_unique}",
         ]
         for ix in swap.indexes:  # the copy back to its name, the index the way back built over the kept columns
-            out.append(
-                f"ALTER TABLE {ix.table} RENAME CONSTRAINT {ix.name} TO {ix.copy}"
-                if ix.constraint
-                else f"ALTER INDEX {ix.name} RENAME TO {ix.copy}"
-            )
+            if ix.shared:  # another change's copy has the name, and is the one both need
+                out.append(self._drop(ix))
+            elif ix.constraint:
+                out.append(f"ALTER TABLE {ix.table} RENAME CONSTRAINT {ix.name} TO {ix.copy}")
+            else:
+                out.append(f"ALTER INDEX {ix.name} RENAME TO {ix.copy}")
             out.append(self._named(ix.table, ix.back, ix.name, ix.constraint))
         out += self.keep_in_step(p.table, p.new, swap.key_of(f"NEW.{p.column}"), p.triggers)
         validate = []

@@ -1,0 +1,138 @@
+"""A Django project that wants every model on seqid keys changes them in one run: ``Tag``, ``Parent`` (a
+many-to-many field to ``Tag``: Django's table between two re-keyed tables, its unique pair holding a column of
+each) and ``Child`` (a foreign key to ``Parent``, itself re-keyed) all get ``SeqUUIDField`` keys, and
+``makemigrations`` writes one expand migration and one contract migration for the three.  Run by ``manage.py
+migrate`` in processes of their own on both servers: the model state right at each, every child on its parent
+and every pair on its two rows (row by row, by the kept integers), a pair the table holds refused through the
+ORM after each step, and all of it unapplied back to the integer keys."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.django.test_rekey import Project
+
+pytestmark = [pytest.mark.server_database, pytest.mark.slow]
+
+PARENTS = 2_000
+
+RELEASE_N = """
+from django.db import models
+
+class Tag(models.Model):
+    name = models.CharField(max_length=20)
+
+class Parent(models.Model):
+    name = models.CharField(max_length=20)
+    tags = models.ManyToManyField(Tag)
+
+class Child(models.Model):
+    parent = models.ForeignKey(Parent, null=True, on_delete=models.SET_NULL)
+"""
+
+# release N+1: every model's key a SeqUUIDField, nothing else changed
+RELEASE_N1 = RELEASE_N.replace(
+    "from django.db import models\n", "from django.db import models\nfrom seqid_orm.django import SeqUUIDField\n"
+).replace("(models.Model):\n", "(models.Model):\n    id = SeqUUIDField(primary_key=True)\n")
+
+#: Release N+1's code through the ORM: a pair the many-to-many table holds is refused, a new one taken
+PAIRS = (
+    "from django.db import IntegrityError, transaction; from shop.models import Parent, Tag; "
+    "T = Parent.tags.through; f = T.objects.order_by('parent_id', 'tag_id').first(); n = T.objects.count()\n"
+    "try:\n with transaction.atomic():\n  T.objects.create(parent_id=f.parent_id, tag_id=f.tag_id)\n"
+    "except IntegrityError: print('refused', end=' ')\n"
+    "f.parent.tags.add(Tag.objects.exclude(parent=f.parent).first()); print(T.objects.count() - n)"
+)
+
+
+def _pairs(project: Project, parent: str, tag: str) -> set[tuple[int, int]]:
+    """Each pair of the many-to-many table as the two rows' integer keys (``parent``, ``tag``: their columns)."""
+    rows = project.sql(
+        f"SELECT p.{parent}, t.{tag} FROM shop_parent_tags x JOIN shop_parent p ON p.id = x.parent_id "
+        "JOIN shop_tag t ON t.id = x.tag_id"
+    )
+    return {(int(a), int(b)) for a, b in rows}
+
+
+def _children(project: Project, child: str, parent: str) -> dict[int, int | None]:
+    rows = project.sql(f"SELECT c.{child}, p.{parent} FROM shop_child c LEFT JOIN shop_parent p ON p.id = c.parent_id")
+    return {int(c): (None if p is None else int(p)) for c, p in rows}
+
+
+def test_every_model_of_an_app_gets_seqid_keys_in_one_run_of_makemigrations(tmp_path):
+    project = Project(tmp_path)
+    try:
+        (project.migrations / "0001_initial.py").unlink()
+        (project.tmp / "shop" / "models.py").write_text(RELEASE_N)
+        project.done("makemigrations", "shop")
+        project.done("migrate", "shop")
+        pg = project.vendor == "postgresql"
+        rows = f"generate_series(1, {PARENTS}) g" if pg else f"seq_1_to_{PARENTS}"
+        n = "g" if pg else "seq"
+        project.sql(f"INSERT INTO shop_tag (name) SELECT 't' FROM {rows.replace(str(PARENTS), '20')}")
+        project.sql(f"INSERT INTO shop_parent (name) SELECT 'p' FROM {rows}")
+        project.sql(
+            f"INSERT INTO shop_child (parent_id) SELECT CASE WHEN {n} %% 7 = 0 THEN NULL ELSE {n} END FROM {rows}"
+        )
+        project.sql(
+            f"INSERT INTO shop_parent_tags (parent_id, tag_id) SELECT {n}, {n} %% 20 + 1 FROM {rows} UNION ALL "
+            f"SELECT {n}, ({n} + 7) %% 20 + 1 FROM {rows}"
+        )
+        pairs, children = _pairs(project, "id", "id"), _children(project, "id", "id")
+
+        (project.tmp / "shop" / "models.py").write_text(RELEASE_N1)
+        out, _err = project.done("makemigrations", "shop")
+        expand = sorted(project.migrations.glob("0002_expand_*_key.py"))
+        contract = sorted(project.migrations.glob("0003_contract_*_key.py"))
+        assert len(expand) == len(contract) == 1, out
+        written = expand[0].read_text(), contract[0].read_text()
+        for model in ("tag", "parent", "child"):  # one run: every model's expand in the one, contract in the other
+            assert all(f"model_name='{model}'" in text or f'model_name="{model}"' in text for text in written)
+        assert written[0].count("RekeyExpand(") == 3 and written[1].count("RekeyContract(") == 3
+
+        # release N: its models with the expand migration; release N+1: the contract with its own
+        held = project.tmp / contract[0].name
+        contract[0].rename(held)
+        (project.tmp / "shop" / "models.py").write_text(RELEASE_N)
+        project.done("makemigrations", "shop", "--check", "--dry-run")
+        project.done("migrate", "shop")
+        assert _pairs(project, "id", "id") == pairs
+        (project.tmp / "shop" / "models.py").write_text(RELEASE_N1)
+        held.rename(contract[0])
+        project.done("makemigrations", "shop", "--check", "--dry-run")
+        project.done("migrate", "shop")
+
+        assert _pairs(project, "id_int", "id_int") == pairs  # every pair on its two rows, by the kept integers
+        assert _children(project, "id_int", "id_int") == children
+        kinds = project.sql(
+            "SELECT table_name, column_name, data_type FROM information_schema.columns WHERE table_schema = "
+            + ("'public'" if pg else "DATABASE()")
+            + " AND table_name IN ('shop_tag', 'shop_parent', 'shop_child', 'shop_parent_tags') "
+            "AND column_name IN ('id', 'parent_id', 'tag_id')"
+        )
+        assert {(str(t), str(c)): str(k).lower() for t, c, k in kinds} == {
+            ("shop_tag", "id"): "uuid",
+            ("shop_parent", "id"): "uuid",
+            ("shop_child", "id"): "uuid",
+            ("shop_child", "parent_id"): "uuid",
+            ("shop_parent_tags", "id"): "bigint",  # Django's own table between them keeps its key
+            ("shop_parent_tags", "parent_id"): "uuid",
+            ("shop_parent_tags", "tag_id"): "uuid",
+        }
+        out, _err = project.done("shell", "-c", PAIRS)
+        assert out.splitlines()[-1] == "refused 1", out
+        project.sql(  # the pair the ORM added, its old keys filled (the way back needs them)
+            "UPDATE shop_parent_tags SET parent_id_int = (SELECT id_int FROM shop_parent WHERE shop_parent.id = "
+            "shop_parent_tags.parent_id), tag_id_int = (SELECT id_int FROM shop_tag WHERE shop_tag.id = "
+            "shop_parent_tags.tag_id) WHERE parent_id_int IS NULL OR tag_id_int IS NULL"
+        )
+        added = _pairs(project, "id_int", "id_int") - pairs
+
+        project.done("migrate", "shop", "0001")  # unapplied: the integer keys again, every row on its rows
+        assert _pairs(project, "id", "id") == pairs | added and len(added) == 1
+        assert _children(project, "id", "id") == children
+        (project.tmp / "shop" / "models.py").write_text(RELEASE_N)
+        out, _err = project.done("shell", "-c", PAIRS)
+        assert out.splitlines()[-1] == "refused 1", out
+    finally:
+        project.drop()

@@ -39,7 +39,7 @@ from django.db.migrations.writer import MigrationWriter
 
 from .expressions import DatabaseSeqUUID
 from .fields import SeqUUIDField
-from .operations import AddSeqUUIDField, AdoptSeqUUID, RekeyContract, RekeyExpand
+from .operations import INTEGER_KEY_TYPES, AddSeqUUIDField, AdoptSeqUUID, RekeyContract, RekeyExpand
 
 __all__ = ["SeqIDAutodetector", "SeqIDMigrationWriter"]
 
@@ -163,16 +163,10 @@ class SeqIDAutodetector(MigrationAutodetector):
         return isinstance(self._old_field(app_label, op), models.UUIDField)
 
 
-#: Django's integer fields, whose key the rekey operations change (an ``AutoField``'s internal type included).
-_INTEGER_TYPES = frozenset(
-    f"{kind}{size}Field" for kind in ("", "Positive", "Auto") for size in ("Integer", "BigInteger", "SmallInteger")
-) | {"AutoField", "BigAutoField", "SmallAutoField"}
-
-
 def _rekeyed(field: Any) -> bool:
     """Whether a key of ``field`` becomes a ``SeqUUIDField`` by the rekey operations: integers, or text (a
     ``CharField`` of UUIDs: a ``UUIDField`` keeps its column, and is adopted)."""
-    return str(field.get_internal_type()) in _INTEGER_TYPES or field.get_internal_type() == "CharField"
+    return str(field.get_internal_type()) in INTEGER_KEY_TYPES or field.get_internal_type() == "CharField"
 
 
 def _split_releases(found: dict[str, list[Any]], app_label: str, migrations: list[Any]) -> None:

@@ -604,6 +604,81 @@ def _rekey_run(
         step(io, plan, lock)
 
 
+def _rebuild_sqlite(
+    app_label: str, schema_editor: Any, old_state: Any, new_state: Any, operation: Any, *, forwards: bool
+) -> None:
+    """SQLite's form of the contract step (:mod:`seqid_orm.schema.rebuild`), or of its way back: the key's table
+    and every table that references it made again by Django's schema editor (its ``AlterField``: the models'
+    constraints and indexes with them), each key and foreign key's value made the other in the same transaction,
+    the foreign keys checked before it commits.  Refused before any change where a value has no counterpart, or a
+    table that references the key has no model here (Django would not make it again)."""
+    from django.db import transaction
+
+    from ..errors import MigrationRefusedError
+    from ..schema import rebuild
+
+    connection = schema_editor.connection
+    if connection.in_atomic_block:  # Django's editor turns SQLite's foreign keys off only outside a transaction
+        raise MigrationRefusedError(
+            "RekeyContract makes SQLite's tables again with their foreign keys off, which SQLite allows only "
+            "outside a transaction: give the migration atomic = False"
+        )
+    old_model = old_state.apps.get_model(app_label, operation.model_name)
+    new_model = new_state.apps.get_model(app_label, operation.model_name)
+    old_pk, new_pk = old_model._meta.pk, new_model._meta.pk
+    seq_field, plain = (new_pk, old_pk) if forwards else (old_pk, new_pk)
+    kind = "integer" if plain.get_internal_type() in INTEGER_KEY_TYPES else "text"
+    layout = field_target(seq_field, connection).layout
+    table, column = old_model._meta.db_table, old_pk.column
+    io = _OnlineIO(connection)
+    columns = [(table, column), *rebuild.references(io, "sqlite", table, column)]
+    made = {m._meta.db_table for m in new_state.apps.get_models(include_auto_created=True)}
+    for child, _ in columns:
+        if child not in made:
+            raise MigrationRefusedError(
+                f"{child} references {table} and no model of this project has it: SQLite changes a column by "
+                f"making its table again, which Django does for its models' tables only; give {child} a model "
+                "(managed = False is enough), or change it in a migration of its own first"
+            )
+    quote = connection.ops.quote_name
+
+    def values(where: str, col: str) -> list[Any]:
+        rows = io.fetch(f"SELECT DISTINCT {quote(col)} FROM {quote(where)} WHERE {quote(col)} IS NOT NULL", {})
+        return [row[0] for row in rows]
+
+    for where, col in columns:  # every value has its counterpart, or nothing changes
+        rebuild.refuse_values(kind, layout, f"{where}.{col}", values(where, col), forwards=forwards)
+    storage = field_target(seq_field, connection).storage
+    make, old_value = rebuild.forward(kind, layout), rebuild.back(kind, layout)
+
+    def convert(value: Any) -> Any:  # the stored form of the other side's value (not the field's: it reads the
+        # column, which is half made)
+        return rebuild.stored(storage, make(value)) if forwards else old_value(rebuild.read(value))
+
+    connection.ensure_connection()
+    connection.connection.create_function("seqid_rekey", 1, convert, deterministic=True)
+
+    def changed() -> None:
+        for where, col in columns:
+            io.run(
+                f"UPDATE {quote(where)} SET {quote(col)} = seqid_rekey({quote(col)}) WHERE {quote(col)} IS NOT NULL", {}
+            )
+
+    with transaction.atomic(using=connection.alias):
+        if not forwards:  # the integers first: a key's hex made an integer column's number would not be it
+            changed()
+        schema_editor.alter_field(old_model, old_pk, new_pk)
+        if forwards:  # the old values, now the new columns' text, made keys
+            changed()
+        rebuild.refuse_orphans(io, "sqlite", [where for where, _ in columns])
+
+
+#: Django's integer fields, whose key the rekey operations change (an ``AutoField``'s internal type included).
+INTEGER_KEY_TYPES = frozenset(
+    f"{kind}{size}Field" for kind in ("", "Positive", "Auto") for size in ("Integer", "BigInteger", "SmallInteger")
+) | {"AutoField", "BigAutoField", "SmallAutoField"}
+
+
 def _seqid_key(model_name: str, field: Any) -> Any:
     """``field`` as the key the contract makes (``SeqUUIDField(primary_key=True)`` when none is given)."""
     if field is None:
@@ -625,8 +700,9 @@ class RekeyExpand(Operation):
     itself) — :mod:`seqid_orm.schema.rekey`.  Release N's models are unchanged: their code writes the old keys,
     and the database keeps the new columns in step.  ``field`` is the key the contract step will make
     (``SeqUUIDField(primary_key=True)`` by default): it decides the keys' layout and storage.  Run again after a
-    kill, it goes on where it stopped.  Unapplying drops what it made.  Where the key cannot change online
-    (SQLite, MySQL) it is refused before any change, saying why."""
+    kill, it goes on where it stopped.  Unapplying drops what it made.  On SQLite it changes nothing (one writer:
+    the contract step makes the tables again); where the key cannot change (MySQL) it is refused before any
+    change, saying why."""
 
     reversible = True
     reduces_to_sql = False  # it reads the catalog and fills rows
@@ -649,6 +725,8 @@ class RekeyExpand(Operation):
     def database_forwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
         from ..schema import rekey
 
+        if schema_editor.connection.vendor == "sqlite":  # nothing to keep in step: the contract rebuilds
+            return
         _rekey_run(
             app_label,
             schema_editor,
@@ -661,6 +739,8 @@ class RekeyExpand(Operation):
     def database_backwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
         from ..schema import rekey
 
+        if schema_editor.connection.vendor == "sqlite":
+            return
         _rekey_run(
             app_label,
             schema_editor,
@@ -682,7 +762,9 @@ class RekeyContract(Operation):
     swap of names under ``LOCK TABLES``); the old key stays, as ``<column>_int`` (unique: old URLs) or
     ``<column>_text``.  The model's key becomes ``field`` (``SeqUUIDField(primary_key=True)`` by default), so
     every ``ForeignKey`` to it follows.  Unapplying swaps back (refused while rows the new release wrote have
-    no old key, naming the ``UPDATE`` that gives them one)."""
+    no old key, naming the ``UPDATE`` that gives them one).  On SQLite the tables are made again in one
+    transaction (:mod:`seqid_orm.schema.rebuild`), no old key kept: the way back reads each integer out of its
+    key."""
 
     reversible = True
     reduces_to_sql = False
@@ -701,6 +783,9 @@ class RekeyContract(Operation):
     def database_forwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
         from ..schema import rekey
 
+        if schema_editor.connection.vendor == "sqlite":
+            _rebuild_sqlite(app_label, schema_editor, from_state, to_state, self, forwards=True)
+            return
         _rekey_run(
             app_label,
             schema_editor,
@@ -713,6 +798,9 @@ class RekeyContract(Operation):
     def database_backwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
         from ..schema import rekey
 
+        if schema_editor.connection.vendor == "sqlite":
+            _rebuild_sqlite(app_label, schema_editor, from_state, to_state, self, forwards=False)
+            return
         _rekey_run(
             app_label,
             schema_editor,

@@ -549,6 +549,17 @@ class DoctorRules(Protocol):
         """The column's index built in key order, where the engine's B-tree is modelled here."""
 
 
+class RebuildRules(Protocol):
+    """How an engine that changes no key online (SQLite) reads what a rebuild of a key's tables involves
+    (:mod:`seqid_orm.schema.rebuild` asks; the adapter's ORM makes the tables again)."""
+
+    REFERENCES: str
+    """Rows ``(table, foreign key number, column, referenced column or NULL for the key)`` of every foreign key
+    to the table ``:t``."""
+    FOREIGN_KEY_CHECK: str
+    """Rows ``(table, row, referenced table, ...)`` of each of ``{table}``'s rows that points at no row."""
+
+
 class VendorRules(Protocol):
     """The questions every vendor module answers (module-level names; mypy checks each module)."""
 
@@ -585,6 +596,11 @@ class VendorRules(Protocol):
     def REKEY(self) -> RekeyRules | None:
         """How the engine changes a table's integer key to a seqid key online (:class:`RekeyRules`); ``None``
         where seqid does not (yet) do that online."""
+
+    @property
+    def REBUILD(self) -> RebuildRules | None:
+        """How a key's tables are made again where no key changes online (:class:`RebuildRules`: SQLite);
+        ``None`` elsewhere."""
 
     def quote_identifier(self, name: str, /) -> str:
         """``name`` as a quoted identifier of the engine's SQL."""

@@ -37,6 +37,7 @@ TYPED_COLUMNS = True
 column_catalog = no_column_catalog
 ONLINE = None  # seqid changes no table of it online
 REKEY = None  # nor changes its keys online
+REBUILD = None
 DOCTOR = None  # seqid doctor reads no catalog of it
 
 has_native_uuid = no_native_uuid

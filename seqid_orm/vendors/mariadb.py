@@ -633,6 +633,7 @@ class Rekey:
 
 
 REKEY = Rekey()
+REBUILD = None  # its keys change online (REKEY)
 
 
 class Doctor(mysql.Doctor):

@@ -314,6 +314,7 @@ class Online:
 
 ONLINE = Online()
 REKEY = None  # not yet: its integer keys are changed offline (docs/how-to/migrate.md)
+REBUILD = None
 
 
 # --- what seqid doctor reads (seqid_orm.schema.doctor asks) ------------------------------------------

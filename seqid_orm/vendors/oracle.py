@@ -19,6 +19,7 @@ from ._base import (
 # what seqid neither reads nor changes on this engine: the answers of an engine it does not know
 from .generic import DOCTOR as DOCTOR
 from .generic import ONLINE as ONLINE
+from .generic import REBUILD as REBUILD
 from .generic import REKEY as REKEY
 from .generic import TYPE_CHANGE_HOLDS as TYPE_CHANGE_HOLDS
 from .generic import TYPED_COLUMNS as TYPED_COLUMNS

@@ -911,6 +911,7 @@ class Rekey:
 
 
 REKEY = Rekey()
+REBUILD = None  # its keys change online (REKEY)
 
 
 # --- what seqid doctor reads (seqid_orm.schema.doctor asks) ------------------------------------------

@@ -46,7 +46,19 @@ string_literal = standard_literal
 TYPE_CHANGE_HOLDS = None  # no conversion seqid refuses by size
 qualified = qualify(quote_identifier)
 ONLINE = None  # seqid changes no table of it online
-REKEY = None  # its table rebuild is the adapters' offline form
+REKEY = None  # no key changes online: its tables are made again (REBUILD)
+
+
+class _Rebuild:
+    # pragma_foreign_key_list: a table-valued pragma (3.16+); "to" is NULL where the key is referenced unnamed
+    REFERENCES = (
+        'SELECT m.name, f.id, f."from", f."to" FROM sqlite_master m JOIN pragma_foreign_key_list(m.name) f '
+        "WHERE m.type = 'table' AND lower(f.\"table\") = lower(:t) ORDER BY m.name, f.id, f.seq"
+    )
+    FOREIGN_KEY_CHECK = "PRAGMA foreign_key_check({table})"
+
+
+REBUILD = _Rebuild()
 
 has_native_uuid = no_native_uuid
 compare_order = bytewise_order

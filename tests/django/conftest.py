@@ -46,10 +46,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # Tests that reach the test database from another process need a server: with only SQLite's
     # in-memory test database they are deselected (counted in the summary), never skipped.
     # Tests of what only PostgreSQL does (adopted keys) run under the settings whose default database is
-    # PostgreSQL: elsewhere deselected, never skipped.
+    # PostgreSQL: elsewhere deselected, never skipped; tests of a project on an SQLite file of its own run once,
+    # under the SQLite settings.
     for marker, kept in (
         ("server_database", engines != {"sqlite3"}),
         ("postgres_settings", settings.DATABASES["default"]["ENGINE"].endswith("postgresql")),
+        ("sqlite_settings", engines == {"sqlite3"}),
     ):
         dropped = [] if kept else [i for i in items if i.get_closest_marker(marker) is not None]
         if dropped:

@@ -88,8 +88,8 @@ DATABASES = {{"default": {database!r}}}
 class Project(OwnDatabase):
     """A Django project at ``tmp`` with the app ``shop`` (release N's models and migrations), in a new database."""
 
-    def __init__(self, tmp: Path) -> None:
-        super().__init__(tmp, "seqid_rekey")
+    def __init__(self, tmp: Path, *, sqlite: bool = False) -> None:
+        super().__init__(tmp, "seqid_rekey", sqlite=sqlite)
         self.migrations = tmp / "shop" / "migrations"
         self.migrations.mkdir(parents=True)
         (tmp / "shop" / "__init__.py").write_text("")

@@ -8,11 +8,13 @@ ORM after each step, and all of it unapplied back to the integer keys."""
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from tests.django.test_rekey import Project
 
-pytestmark = [pytest.mark.server_database, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 PARENTS = 2_000
 
@@ -59,6 +61,7 @@ def _children(project: Project, child: str, parent: str) -> dict[int, int | None
     return {int(c): (None if p is None else int(p)) for c, p in rows}
 
 
+@pytest.mark.server_database
 def test_every_model_of_an_app_gets_seqid_keys_in_one_run_of_makemigrations(tmp_path):
     project = Project(tmp_path)
     try:
@@ -136,3 +139,88 @@ def test_every_model_of_an_app_gets_seqid_keys_in_one_run_of_makemigrations(tmp_
         assert out.splitlines()[-1] == "refused 1", out
     finally:
         project.drop()
+
+
+def _sqlite_keys(project: Project, table: str, column: str = "id") -> dict[str, int]:
+    """Each stored key of ``table.column`` (32 hex digits) and the integer it carries."""
+    from seqid_orm.ids.layout import Layout
+    from seqid_orm.ids.rekeyed import integer_of
+
+    found = {}
+    for (key,) in project.sql(f"SELECT {column} FROM {table} WHERE {column} IS NOT NULL"):
+        n = integer_of(uuid.UUID(str(key)), Layout.TIME_FIRST)  # SQLite compares bytes: time first
+        assert n is not None, key
+        found[str(key)] = n
+    return found
+
+
+@pytest.mark.sqlite_settings
+def test_on_sqlite_the_contract_makes_the_tables_again_in_one_transaction(tmp_path):
+    """The same app and migrations on SQLite, where nothing changes online: the expand migration changes
+    nothing, the contract makes the tables again (Django's rebuild) and gives every row its key of its integer,
+    in the integer's order; the way back is refused while a row the new release inserted has no integer, nothing
+    changed, then done once it is gone."""
+    project = Project(tmp_path, sqlite=True)
+    (project.migrations / "0001_initial.py").unlink()
+    (project.tmp / "shop" / "models.py").write_text(RELEASE_N)
+    project.done("makemigrations", "shop")
+    project.done("migrate", "shop")
+    rows = f"(WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < {PARENTS}) SELECT n FROM g)"
+    project.sql(f"INSERT INTO shop_tag (name) SELECT 't' FROM {rows} WHERE n <= 20")
+    project.sql(f"INSERT INTO shop_parent (name) SELECT 'p' || n FROM {rows}")
+    project.sql(f"INSERT INTO shop_child (parent_id) SELECT CASE WHEN n % 7 = 0 THEN NULL ELSE n END FROM {rows}")
+    project.sql(
+        f"INSERT INTO shop_parent_tags (parent_id, tag_id) SELECT n, n % 20 + 1 FROM {rows} UNION ALL "
+        f"SELECT n, (n + 7) % 20 + 1 FROM {rows}"
+    )
+    pairs, children = _pairs(project, "id", "id"), _children(project, "id", "id")
+    names = dict(project.sql("SELECT id, name FROM shop_parent"))
+
+    (project.tmp / "shop" / "models.py").write_text(RELEASE_N1)
+    project.done("makemigrations", "shop")
+    [expand] = project.migrations.glob("0002_expand_*_key.py")
+    assert len(list(project.migrations.glob("0003_contract_*_key.py"))) == 1
+    project.done("migrate", "shop", expand.stem)
+    assert _pairs(project, "id", "id") == pairs  # the expand step changed nothing
+    project.done("migrate", "shop")
+
+    kinds = {
+        (t, str(c)): str(k).lower()
+        for t in ("shop_tag", "shop_parent", "shop_child", "shop_parent_tags")
+        for _, c, k, *_ in project.sql(f"PRAGMA table_info({t})")
+        if c in ("id", "parent_id", "tag_id")
+    }
+    assert kinds == {
+        ("shop_tag", "id"): "char(32)",
+        ("shop_parent", "id"): "char(32)",
+        ("shop_child", "id"): "char(32)",
+        ("shop_child", "parent_id"): "char(32)",
+        ("shop_parent_tags", "id"): "integer",  # Django's own table between them keeps its key
+        ("shop_parent_tags", "parent_id"): "char(32)",
+        ("shop_parent_tags", "tag_id"): "char(32)",
+    }
+    parent, tag, child = (_sqlite_keys(project, t) for t in ("shop_parent", "shop_tag", "shop_child"))
+    rows_now = project.sql(
+        "SELECT x.parent_id, x.tag_id FROM shop_parent_tags x JOIN shop_parent p ON p.id = x.parent_id "
+        "JOIN shop_tag t ON t.id = x.tag_id"
+    )
+    assert {(parent[str(p)], tag[str(t)]) for p, t in rows_now} == pairs  # every pair on its two rows
+    now = project.sql("SELECT c.id, c.parent_id FROM shop_child c LEFT JOIN shop_parent p ON p.id = c.parent_id")
+    assert {child[str(c)]: (None if p is None else parent[str(p)]) for c, p in now} == children
+    ordered = [n for (n,) in project.sql("SELECT name FROM shop_parent ORDER BY id")]
+    assert ordered == [names[i] for i in sorted(names)]  # ORDER BY the key reads them in the integers' order
+    assert project.sql("PRAGMA foreign_key_check") == []
+    out, _err = project.done("shell", "-c", PAIRS)
+    assert out.splitlines()[-1] == "refused 1", out
+
+    out, _err = project.done("shell", "-c", "from shop.models import Tag; print(Tag.objects.create(name='new').pk.hex)")
+    made = out.splitlines()[-1]
+    before = project.sql("SELECT sql FROM sqlite_master ORDER BY name"), _sqlite_keys(project, "shop_parent")
+    said = project.refused("migrate", "shop", "0001")
+    assert "MigrationRefusedError" in said and "carry no integer" in said and str(uuid.UUID(made)) in said, said[-2000:]
+    assert (project.sql("SELECT sql FROM sqlite_master ORDER BY name"), _sqlite_keys(project, "shop_parent")) == before
+    project.sql(f"DELETE FROM shop_tag WHERE id = '{made}'")
+    project.done("migrate", "shop", "0001")
+    assert _children(project, "id", "id") == children
+    assert _pairs(project, "id", "id") >= pairs and len(_pairs(project, "id", "id")) == len(pairs) + 1
+    assert project.sql("SELECT type FROM pragma_table_info('shop_parent') WHERE name = 'id'") == [("INTEGER",)]

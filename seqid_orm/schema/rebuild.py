@@ -1,0 +1,141 @@
+"""A table's key changed to a seqid key by rebuilding its tables, where no key changes online (SQLite).
+
+SQLite changes a column's type only by making its table again (https://sqlite.org/lang_altertable.html#otheralter),
+one writer at a time: the migration's own transaction is the maintenance window, so the two releases of
+:mod:`seqid_orm.schema.rekey` have nothing to keep in step.  The expand step changes nothing there; the contract
+step makes the key's table and every table that references it again with the new column types (the ORM's own
+rebuild: Django's schema editor, which knows each model's constraints and indexes), then gives each row the key
+:mod:`seqid_orm.ids.rekeyed` makes of its integer (``ORDER BY id`` means what it meant; below every new key), or
+the UUID its text held, every foreign key's column the same one — all in one transaction, with the foreign keys
+checked before it commits.  The way back reads each integer out of its key again
+(:func:`~seqid_orm.ids.rekeyed.integer_of`): no old column is kept beside the key, so a row the new release
+inserted, whose key carries no integer, is refused before any change.
+
+This module decides what is read and refused, and how a value becomes the other; the adapters run the rebuild.
+
+May import the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.ids`, :mod:`seqid_orm.vendors` and
+this folder.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from ..errors import InvalidArgumentError, MigrationRefusedError
+from ..ids.layout import Layout
+from ..ids.rekeyed import integer_key, integer_of
+from ..vendors import RebuildRules, Storage, rules_for
+
+__all__ = ["back", "forward", "read", "references", "refuse_orphans", "refuse_values", "stored"]
+
+
+class Reads(Protocol):
+    def fetch(self, sql: str, params: dict[str, object], /) -> list[tuple[Any, ...]]: ...
+
+
+def _rules(vendor: str) -> RebuildRules:
+    rules = rules_for(vendor).REBUILD
+    if rules is None:
+        raise InvalidArgumentError(f"{vendor} changes keys online, not by a rebuild of its tables")
+    return rules
+
+
+def references(io: Reads, vendor: str, table: str, column: str) -> list[tuple[str, str]]:
+    """Every foreign key to ``table.column`` as the catalog has it (other apps' tables, many-to-many tables,
+    ``table`` itself): ``(table, column)`` each; refused where one is of several columns."""
+    found: dict[tuple[str, int], list[tuple[str, str]]] = {}
+    for child, number, source, target in io.fetch(_rules(vendor).REFERENCES, {"t": table}):
+        if target is not None and str(target).lower() != column.lower():
+            continue  # a foreign key to another column of the table
+        found.setdefault((str(child), int(number)), []).append((str(child), str(source)))
+    for (child, _), columns in found.items():
+        if len(columns) > 1:
+            raise MigrationRefusedError(
+                f"{child} references {table} by a foreign key of several columns "
+                f"({', '.join(c for _, c in columns)}): seqid changes keys of one column"
+            )
+    return [columns[0] for columns in found.values()]
+
+
+def forward(kind: str, layout: Layout) -> Callable[[object], uuid.UUID]:
+    """The new key of an old key's value (``kind``: ``"integer"`` or ``"text"``)."""
+    if kind == "integer":
+        return lambda value: integer_key(int(str(value)), layout)
+    return lambda value: uuid.UUID(str(value))
+
+
+def stored(storage: Storage, key: uuid.UUID) -> object:
+    """``key`` as a column of ``storage`` holds it on an engine without a UUID type."""
+    if storage is Storage.BINARY:
+        return key.bytes
+    return key.hex if storage is Storage.HEX else str(key)
+
+
+def read(value: object) -> uuid.UUID:
+    """A stored key (16 bytes, 32 hex digits or a UUID's text) as a UUID."""
+    if isinstance(value, uuid.UUID):
+        return value
+    if isinstance(value, bytes | bytearray | memoryview):
+        return uuid.UUID(bytes=bytes(value))
+    return uuid.UUID(str(value))
+
+
+def back(kind: str, layout: Layout) -> Callable[[uuid.UUID], object]:
+    """The old key's value of a new key: its integer (refused where it carries none), or its UUID's text."""
+    if kind == "text":
+        return str
+
+    def integer(key: uuid.UUID) -> int:
+        n = integer_of(key, layout)
+        if n is None:
+            raise InvalidArgumentError(f"{key} carries no integer: the new release made it")
+        return n
+
+    return integer
+
+
+def refuse_values(kind: str, layout: Layout, where: str, values: Sequence[object], *, forwards: bool) -> None:
+    """Refused before any change where a value of ``where`` (``table.column``) has no counterpart: forwards a
+    negative or non-integer key, a text that is no UUID; back a key that carries no integer."""
+    if forwards:
+        make = forward(kind, layout)
+        bad = [v for v in values if not _made(make, v)]
+        said = "are no non-negative integers" if kind == "integer" else "are not a UUID's text"
+        if bad:
+            raise MigrationRefusedError(
+                f"{where}: {len(bad)} values {said} (the first: {bad[0]!r}): they would have no key; correct or "
+                "remove them first"
+            )
+        return
+    if kind != "integer":
+        return
+    lacking = [v for v in values if integer_of(read(v), layout) is None]
+    if lacking:
+        raise MigrationRefusedError(
+            f"{where}: {len(lacking)} keys carry no integer (the new release made them; the first: "
+            f"{read(lacking[0])}): delete those rows, or give them keys of integers "
+            "(seqid_orm.ids.rekeyed.integer_key), before the way back"
+        )
+
+
+def _made(make: Callable[[object], uuid.UUID], value: object) -> bool:
+    try:
+        make(value)
+    except (ValueError, TypeError, InvalidArgumentError):
+        return False
+    return True
+
+
+def refuse_orphans(io: Reads, vendor: str, tables: Sequence[str]) -> None:
+    """Each of ``tables``' foreign keys checked (in the rebuild's transaction, before it commits): refused where
+    a row points at no row."""
+    check = _rules(vendor).FOREIGN_KEY_CHECK
+    for table in dict.fromkeys(tables):
+        rows = io.fetch(check.format(table=rules_for(vendor).quote_identifier(table)), {})
+        if rows:
+            raise MigrationRefusedError(
+                f"{table}: {len(rows)} rows point at no row of {rows[0][2]} after the rebuild (checks off while "
+                "they were written?): correct them, then run the step again"
+            )

@@ -3,15 +3,19 @@
 SQLite changes a column's type only by making its table again (https://sqlite.org/lang_altertable.html#otheralter),
 one writer at a time: the migration's own transaction is the maintenance window, so the two releases of
 :mod:`seqid_orm.schema.rekey` have nothing to keep in step.  The expand step changes nothing there; the contract
-step makes the key's table and every table that references it again with the new column types (the ORM's own
-rebuild: Django's schema editor, which knows each model's constraints and indexes), then gives each row the key
+step makes the key's table and every table that references it again with the new column types (Django's own
+rebuild, its schema editor's, which makes each model's table of the model as Django's ``AlterField`` does there;
+for Alembic, :func:`remade`: each table of its own text with the columns' types edited, every constraint,
+cascade, index and trigger kept — Alembic's batch mode reflects the tables, which loses each foreign key's
+``ON DELETE`` on SQLite), then gives each row the key
 :mod:`seqid_orm.ids.rekeyed` makes of its integer (``ORDER BY id`` means what it meant; below every new key), or
 the UUID its text held, every foreign key's column the same one — all in one transaction, with the foreign keys
 checked before it commits.  The way back reads each integer out of its key again
 (:func:`~seqid_orm.ids.rekeyed.integer_of`): no old column is kept beside the key, so a row the new release
 inserted, whose key carries no integer, is refused before any change.
 
-This module decides what is read and refused, and how a value becomes the other; the adapters run the rebuild.
+This module decides what is read and refused, how a value becomes the other and what SQL makes a table again;
+the adapters run it.
 
 May import the standard library, :mod:`seqid_orm.errors`, :mod:`seqid_orm.ids`, :mod:`seqid_orm.vendors` and
 this folder.
@@ -28,7 +32,7 @@ from ..ids.layout import Layout
 from ..ids.rekeyed import integer_key, integer_of
 from ..vendors import RebuildRules, Storage, rules_for
 
-__all__ = ["back", "forward", "read", "references", "refuse_orphans", "refuse_values", "stored"]
+__all__ = ["back", "forward", "read", "references", "refuse_orphans", "refuse_values", "remade", "stored"]
 
 
 class Reads(Protocol):
@@ -62,8 +66,14 @@ def references(io: Reads, vendor: str, table: str, column: str) -> list[tuple[st
 def forward(kind: str, layout: Layout) -> Callable[[object], uuid.UUID]:
     """The new key of an old key's value (``kind``: ``"integer"`` or ``"text"``)."""
     if kind == "integer":
-        return lambda value: integer_key(int(str(value)), layout)
-    return lambda value: uuid.UUID(str(value))
+        return lambda value: integer_key(int(_text(value)), layout)
+    return lambda value: uuid.UUID(_text(value))
+
+
+def _text(value: object) -> str:
+    """An old value as the rebuilt column holds it: a number's or a UUID's text (as bytes where the new column is
+    a ``BLOB``: its copy cast the value to one)."""
+    return bytes(value).decode("ascii") if isinstance(value, bytes | bytearray | memoryview) else str(value)
 
 
 def stored(storage: Storage, key: uuid.UUID) -> object:
@@ -126,6 +136,31 @@ def _made(make: Callable[[object], uuid.UUID], value: object) -> bool:
     except (ValueError, TypeError, InvalidArgumentError):
         return False
     return True
+
+
+def remade(io: Reads, vendor: str, types: dict[str, dict[str, str]], key: tuple[str, str]) -> list[str]:
+    """The statements that make each table of ``types`` again with its columns of those types (``{table:
+    {column: type}}``), the rest as the engine keeps its text (every constraint and cascade, its indexes and
+    triggers); ``key`` ``(table, column)`` the primary key among them.  SQLite's procedure
+    (https://sqlite.org/lang_altertable.html#otheralter): a new table of the edited text, the rows copied as they
+    are, the old table dropped, the new one given its name, its indexes and triggers made again — run in one
+    transaction with the foreign keys off (the adapter's)."""
+    rules = _rules(vendor)
+    q = rules_for(vendor).quote_identifier
+    out = list(rules.BEFORE)
+    for table, columns in types.items():
+        [(create,)] = io.fetch(rules.TABLE, {"t": table})
+        beside = [str(sql) for (sql,) in io.fetch(rules.BESIDE, {"t": table})]
+        stored = ", ".join(q(str(c)) for (c,) in io.fetch(rules.COLUMNS, {"t": table}))
+        temp = q(f"seqid_new_{table}")
+        out += [
+            rules.retyped(str(create), temp, columns, key[1] if table == key[0] else None),
+            f"INSERT INTO {temp} ({stored}) SELECT {stored} FROM {q(table)}",
+            f"DROP TABLE {q(table)}",
+            f"ALTER TABLE {temp} RENAME TO {q(table)}",
+            *beside,
+        ]
+    return [*out, *rules.AFTER]
 
 
 def refuse_orphans(io: Reads, vendor: str, tables: Sequence[str]) -> None:

@@ -558,6 +558,18 @@ class RebuildRules(Protocol):
     to the table ``:t``."""
     FOREIGN_KEY_CHECK: str
     """Rows ``(table, row, referenced table, ...)`` of each of ``{table}``'s rows that points at no row."""
+    TABLE: str
+    """The one row ``(sql,)``: the table ``:t``'s ``CREATE TABLE`` as the engine keeps it."""
+    BESIDE: str
+    """Rows ``(sql,)``: what goes with the table ``:t`` when it is dropped and is made again of its text."""
+    COLUMNS: str
+    """Rows ``(name,)``: the table ``:t``'s stored columns, in order."""
+    BEFORE: tuple[str, ...]
+    """Statements before tables are made again (and ``AFTER``, after)."""
+    AFTER: tuple[str, ...]
+
+    def retyped(self, create: str, name: str, types: dict[str, str], key: str | None, /) -> str:
+        """``create`` for a table ``name`` whose columns ``types`` have those types, ``key`` the key among them."""
 
 
 class VendorRules(Protocol):

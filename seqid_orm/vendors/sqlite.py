@@ -7,9 +7,11 @@ table is best made ``WITHOUT ROWID``.  Its default text collation (BINARY) is by
 
 from __future__ import annotations
 
+import itertools
+import re
 from collections.abc import Callable
 
-from ..errors import ServerDefaultUnavailableError
+from ..errors import InvalidArgumentError, ServerDefaultUnavailableError
 from ._base import (
     Fetch,
     KeyColumn,
@@ -56,9 +58,101 @@ class _Rebuild:
         "WHERE m.type = 'table' AND lower(f.\"table\") = lower(:t) ORDER BY m.name, f.id, f.seq"
     )
     FOREIGN_KEY_CHECK = "PRAGMA foreign_key_check({table})"
+    TABLE = "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = :t"
+    # what goes with a dropped table and is made again of its own text: its indexes (not the automatic ones of
+    # its constraints, whose text is NULL) and triggers
+    BESIDE = "SELECT sql FROM sqlite_master WHERE tbl_name = :t AND type IN ('index', 'trigger') AND sql IS NOT NULL"
+    COLUMNS = "SELECT name FROM pragma_table_info(:t) ORDER BY cid"  # the stored ones: no generated column
+    # a table's rename that re-reads no other table's triggers and views (3.26's re-reading fails on a view of
+    # the table dropped a statement before; https://sqlite.org/pragma.html#pragma_legacy_alter_table)
+    BEFORE = ("PRAGMA legacy_alter_table = ON",)
+    AFTER = ("PRAGMA legacy_alter_table = OFF",)
+
+    def retyped(self, create: str, name: str, types: dict[str, str], key: str | None, /) -> str:
+        return retyped(create, name, types, key)
 
 
 REBUILD = _Rebuild()
+
+#: Words that end a column's type in its definition (https://sqlite.org/syntax/column-constraint.html).
+_CONSTRAINTS = frozenset(
+    {"CONSTRAINT", "PRIMARY", "NOT", "NULL", "UNIQUE", "CHECK", "DEFAULT", "COLLATE", "REFERENCES", "GENERATED", "AS"}
+)
+_TABLE_CONSTRAINTS = frozenset({"CONSTRAINT", "PRIMARY", "UNIQUE", "CHECK", "FOREIGN"})
+_TOKEN = re.compile(
+    r"""\s+|--[^\n]*|/\*.*?(?:\*/|$)|'(?:[^']|'')*'|"(?:[^"]|"")*"|`(?:[^`]|``)*`|\[[^\]]*\]|[(),]|[^\s(),'"`\[]+""",
+    re.S,
+)
+
+
+def _unquoted(token: str) -> str:
+    if token[:1] in '"`[':
+        return token[1:-1].replace(token[0] * 2, token[0]) if token[0] != "[" else token[1:-1]
+    return token
+
+
+def retyped(create: str, name: str, types: dict[str, str], key: str | None) -> str:
+    """``create`` (a table's ``CREATE TABLE`` as SQLite keeps it) for a table ``name`` (quoted) whose columns
+    ``types`` (by name) have those types: the rest of the text as it is (every constraint, collation,
+    default, check, the table's options).  The column ``key`` (the primary key, now of another type) loses
+    ``AUTOINCREMENT`` (an ``INTEGER`` key's alone) and gets ``NOT NULL`` (SQLite lets another type's key be
+    NULL: https://sqlite.org/lang_createtable.html#the_primary_key)."""
+    tokens = _TOKEN.findall(create)
+    if "".join(tokens) != create:
+        raise InvalidArgumentError(f"the text of {name} could not be read: {create[:80]!r}")
+    start = tokens.index("(")
+    depth, end = 0, len(tokens)
+    defs: list[list[str]] = []
+    current: list[str] = []
+    for i in range(start + 1, len(tokens)):
+        token = tokens[i]
+        if token == "(":
+            depth += 1
+        elif token == ")":
+            if depth == 0:
+                end = i
+                break
+            depth -= 1
+        if token == "," and depth == 0:
+            defs.append(current)
+            current = []
+        else:
+            current.append(token)
+    defs.append(current)
+    wanted = {c.lower(): t for c, t in types.items()}
+    done = set()
+    out = []
+    for part in defs:
+        words = [i for i, t in enumerate(part) if not t.isspace() and not t.startswith(("--", "/*"))]
+        column = _unquoted(part[words[0]]) if words else ""
+        if not words or part[words[0]].upper() in _TABLE_CONSTRAINTS or column.lower() not in wanted:
+            out.append("".join(part))
+            continue
+        typed, depth = [], 0
+        for i in words[1:]:
+            t = part[i]
+            if depth == 0 and (t.upper() in _CONSTRAINTS or t == ","):
+                break
+            depth += t == "("
+            depth -= t == ")"
+            typed.append(i)
+        new = list(part)
+        if typed:
+            new[typed[0] : typed[-1] + 1] = [wanted[column.lower()]]
+        else:
+            new[words[0] + 1 : words[0] + 1] = [" ", wanted[column.lower()]]
+        if key is not None and column.lower() == key.lower():
+            new = [t for t in new if t.upper() != "AUTOINCREMENT"]
+            said = [t.upper() for t in new if not t.isspace() and not t.startswith(("--", "/*"))]
+            if not any(a == "NOT" and b == "NULL" for a, b in itertools.pairwise(said)):
+                new.append(" NOT NULL")
+        done.add(column.lower())
+        out.append("".join(new))
+    missing = set(wanted) - done
+    if missing:
+        raise InvalidArgumentError(f"the text of {name} defines no column {', '.join(sorted(missing))}")
+    return f"CREATE TABLE {name} ({','.join(out)}){''.join(tokens[end + 1 :])}"
+
 
 has_native_uuid = no_native_uuid
 compare_order = bytewise_order

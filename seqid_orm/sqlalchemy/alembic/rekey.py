@@ -8,7 +8,8 @@ database keeps the new columns in step meanwhile.  Release N+1 ships the model w
 migration with ``op.rekey_contract("author")``, run once no process of release N writes (a post-deployment
 migration).  Both run outside the migration's transaction (their batches commit), under the column's
 migration lock (two pods take turns), and each is finished by running it again after a kill.  Autogenerate
-writes both, as two revisions (:mod:`.rewrites`).
+writes both, as two revisions (:mod:`.rewrites`).  On SQLite (integer keys) the expand changes nothing and the
+contract makes the tables again in one transaction (:mod:`seqid_orm.schema.rebuild`).
 """
 
 from __future__ import annotations
@@ -33,11 +34,86 @@ def _plan(conn: Any, table: str, storage: str | None) -> Any:
     return rekey.plan_for(_OnlineIO(conn), type_.target(conn.dialect), table, str(type_.compile(dialect=conn.dialect)))
 
 
+def _rebuild_sqlite(operations: Operations, table: str, storage: str | None, *, forwards: bool) -> None:
+    """SQLite's form of the contract step, or of its way back (:mod:`seqid_orm.schema.rebuild`): the key's table
+    and every table that references it made again of their own text with the columns' new type (not Alembic's
+    batch mode, whose reflection loses each foreign key's ``ON DELETE`` there), each key and foreign key's value
+    made the other, the foreign keys checked, in one transaction with SQLite's foreign keys off (so that making
+    a table again is no ``DELETE`` that cascades); their setting is given back after.  Integer keys: the way
+    back declares them ``INTEGER`` (the rowid; ``AUTOINCREMENT`` is not made again), the integer read out of
+    each key."""
+    import sqlalchemy as sa
+
+    from ...errors import MigrationRefusedError
+    from ...schema import rebuild
+
+    conn = operations.get_bind()
+    type_ = SeqUUID(storage=storage)
+    where = type_.target(conn.dialect)
+    key = sa.inspect(conn).get_pk_constraint(table)["constrained_columns"]
+    if len(key) != 1:
+        raise MigrationRefusedError(f"{table}'s key is of {len(key)} columns: seqid changes keys of one column")
+    io = _OnlineIO(conn)
+    columns = [(table, key[0]), *rebuild.references(io, "sqlite", table, key[0])]
+    declared = {c["name"]: c["type"] for c in sa.inspect(conn).get_columns(table)}
+    if forwards and not isinstance(declared[key[0]], sa.Integer):
+        raise MigrationRefusedError(
+            f"{table}.{key[0]} is {declared[key[0]]}: on SQLite op.rekey_contract changes integer keys (UUIDs kept "
+            "as text: op.convert_uuid_storage)"
+        )
+    for t, c in columns:  # every value has its counterpart, or nothing changes
+        found = [r[0] for r in conn.exec_driver_sql(f'SELECT DISTINCT "{c}" FROM "{t}" WHERE "{c}" IS NOT NULL')]
+        rebuild.refuse_values("integer", where.layout, f"{t}.{c}", found, forwards=forwards)
+    make, back = rebuild.forward("integer", where.layout), rebuild.back("integer", where.layout)
+    raw: Any = conn.connection.driver_connection
+    raw.create_function(
+        "seqid_rekey",
+        1,
+        (lambda v: rebuild.stored(where.storage, make(v))) if forwards else (lambda v: back(rebuild.read(v))),
+        deterministic=True,
+    )
+    if raw.in_transaction:  # the migration's: SQLite turns foreign keys off only outside one (and Alembic's
+        raw.commit()  # SQLite DDL is not transactional: the next statement would have committed it anyway)
+    keys_on = conn.exec_driver_sql("PRAGMA foreign_keys").scalar()
+    conn.exec_driver_sql("PRAGMA foreign_keys = OFF")
+    new_type = str(type_.compile(dialect=conn.dialect)) if forwards else "INTEGER"  # the rowid's type
+
+    def changed() -> None:
+        for t, c in columns:
+            conn.exec_driver_sql(f'UPDATE "{t}" SET "{c}" = seqid_rekey("{c}") WHERE "{c}" IS NOT NULL')
+
+    try:
+        raw.execute("BEGIN")
+        try:
+            if not forwards:  # the integers first: a key's hex made a number by the copy would not be it
+                changed()
+            types: dict[str, dict[str, str]] = {}
+            for t, c in columns:
+                types.setdefault(t, {})[c] = new_type
+            for statement in rebuild.remade(io, "sqlite", types, (table, key[0])):
+                conn.exec_driver_sql(statement)
+            if forwards:
+                changed()
+            rebuild.refuse_orphans(io, "sqlite", [t for t, _ in columns])
+        except BaseException:
+            raw.rollback()
+            raise
+        raw.commit()
+    finally:
+        if keys_on:
+            conn.exec_driver_sql("PRAGMA foreign_keys = ON")
+
+
 def _run(operations: Operations, table: str, storage: str | None, what: str, step: Any, unless: Any = None) -> None:
     """``step(io, plan, lock)`` outside the migration's transaction, under the key column's migration lock;
     nothing where ``unless(io)`` says it is done."""
     if operations.get_context().as_sql:
         raise InvalidArgumentError(f"{what} reads the table and fills its rows: run it online")
+    if operations.get_bind().dialect.name == "sqlite" and what in _ON_SQLITE:
+        forwards = _ON_SQLITE[what]
+        if forwards is not None:
+            _rebuild_sqlite(operations, table, storage, forwards=forwards)
+        return
     with _outside_the_transaction(operations) as free:
         if free is None:
             raise InvalidArgumentError(
@@ -50,6 +126,11 @@ def _run(operations: Operations, table: str, storage: str | None, what: str, ste
         plan = _plan(free, table, storage)
         with io.unprepared(), _operation_lock(free, plan.parent(), what) as lock:
             step(io, plan, lock)
+
+
+#: What each operation does on SQLite (one writer, every change a table copy): the expands nothing, the contract
+#: and its way back a rebuild of the tables, forwards or back.
+_ON_SQLITE = {"rekey_expand": None, "rekey_undo_expand": None, "rekey_contract": True, "rekey_undo_contract": False}
 
 
 @Operations.register_operation("rekey_expand")

@@ -224,3 +224,48 @@ def test_on_sqlite_the_contract_makes_the_tables_again_in_one_transaction(tmp_pa
     assert _children(project, "id", "id") == children
     assert _pairs(project, "id", "id") >= pairs and len(_pairs(project, "id", "id")) == len(pairs) + 1
     assert project.sql("SELECT type FROM pragma_table_info('shop_parent') WHERE name = 'id'") == [("INTEGER",)]
+
+
+TEXT_RELEASE_N = """
+from django.db import models
+
+class Parent(models.Model):
+    id = models.CharField(max_length=36, primary_key=True)
+
+class Child(models.Model):
+    parent = models.ForeignKey(Parent, on_delete=models.CASCADE)
+"""
+
+TEXT_RELEASE_N1 = TEXT_RELEASE_N.replace(
+    "from django.db import models\n", "from django.db import models\nfrom seqid_orm.django import SeqUUIDField\n"
+).replace("models.CharField(max_length=36, primary_key=True)", "SeqUUIDField(primary_key=True)")
+
+
+@pytest.mark.sqlite_settings
+def test_on_sqlite_a_key_of_uuids_kept_as_text_becomes_the_fields_hex_and_back(tmp_path):
+    """A ``CharField`` key of UUIDs as text on SQLite: the contract's rebuild stores each as the field does (32
+    hex digits), every child on its parent; a text that is no UUID is refused before any change; the way back
+    gives each its canonical text."""
+    project = Project(tmp_path, sqlite=True)
+    (project.migrations / "0001_initial.py").unlink()
+    (project.tmp / "shop" / "models.py").write_text(TEXT_RELEASE_N)
+    project.done("makemigrations", "shop")
+    project.done("migrate", "shop")
+    keys = [str(uuid.uuid4()) for _ in range(50)]
+    project.sql("INSERT INTO shop_parent (id) VALUES " + ", ".join(f"('{k}')" for k in keys))
+    project.sql("INSERT INTO shop_child (parent_id) VALUES " + ", ".join(f"('{k}')" for k in keys[::2]))
+    children = dict(project.sql("SELECT id, parent_id FROM shop_child"))
+    project.sql("INSERT INTO shop_parent (id) VALUES ('not-a-uuid')")
+    (project.tmp / "shop" / "models.py").write_text(TEXT_RELEASE_N1)
+    project.done("makemigrations", "shop")
+    schema = project.sql("SELECT sql FROM sqlite_master ORDER BY name")
+    said = project.refused("migrate", "shop")
+    assert "MigrationRefusedError" in said and "not-a-uuid" in said, said[-2000:]
+    assert project.sql("SELECT sql FROM sqlite_master ORDER BY name") == schema  # nothing changed
+    project.sql("DELETE FROM shop_parent WHERE id = 'not-a-uuid'")
+    project.done("migrate", "shop")
+    stored = dict(project.sql("SELECT id, parent_id FROM shop_child"))
+    assert stored == {c: uuid.UUID(p).hex for c, p in children.items()}
+    assert {k for (k,) in project.sql("SELECT id FROM shop_parent")} == {uuid.UUID(k).hex for k in keys}
+    project.done("migrate", "shop", "0001")
+    assert dict(project.sql("SELECT id, parent_id FROM shop_child")) == children

@@ -752,7 +752,7 @@ def _with_plans(ex: Executor, vendor: str, version: tuple[int, ...] | None, find
     from dataclasses import replace
 
     from ..errors import MigrationRefusedError
-    from . import rekey
+    from . import rebuild, rekey
 
     rules = rules_for(vendor).REKEY
     rows = {f.table: f.rows for f in findings if f.primary}
@@ -762,6 +762,14 @@ def _with_plans(ex: Executor, vendor: str, version: tuple[int, ...] | None, find
         planned = f.kind == "integer-sequence" or (kind == "text" and f.kind in ("random-uuid", "time-ordered"))
         if not (f.primary and planned and "." not in f.table):
             out.append(f)
+            continue
+        if rules_for(vendor).REBUILD is not None and f.kind == "integer-sequence" and f.primary:
+            try:
+                refs = rebuild.references(ex, vendor, f.table, f.column)
+            except MigrationRefusedError as exc:
+                out.append(replace(f, plan=f"not changed here: {exc}"))
+                continue
+            out.append(replace(f, plan=rebuild.describe(f.table, refs, rows)))
             continue
         try:
             where = target(vendor, version, Storage.NATIVE)

@@ -32,7 +32,7 @@ from ..ids.layout import Layout
 from ..ids.rekeyed import integer_key, integer_of
 from ..vendors import RebuildRules, Storage, rules_for
 
-__all__ = ["back", "forward", "read", "references", "refuse_orphans", "refuse_values", "remade", "stored"]
+__all__ = ["back", "describe", "forward", "read", "references", "refuse_orphans", "refuse_values", "remade", "stored"]
 
 
 class Reads(Protocol):
@@ -161,6 +161,21 @@ def remade(io: Reads, vendor: str, types: dict[str, dict[str, str]], key: tuple[
             *beside,
         ]
     return [*out, *rules.AFTER]
+
+
+def describe(table: str, refs: Sequence[tuple[str, str]], rows: dict[str, int | None]) -> str:
+    """``seqid doctor``'s plan for ``table``'s key where the tables are made again: the tables, foreign keys and
+    rows it touches, and what it holds."""
+    tables = list(dict.fromkeys([table, *(t for t, _ in refs)]))
+    total = sum(rows.get(t) or 0 for t in tables)
+    listed = ", ".join(f"{t}.{c}" for t, c in refs)
+    return (
+        "change it to seqid keys by a rebuild of its tables (docs/how-to/migrate.md, SQLite): rekey_expand / "
+        "RekeyExpand change nothing here, rekey_contract / RekeyContract make "
+        f"{len(tables)} table(s) again with {len(refs)} foreign key(s){': ' + listed if listed else ''}, about "
+        f"{total:,} rows, in one transaction that holds the database's one writer while it copies; no old key is "
+        "kept (each key carries its integer)."
+    )
 
 
 def refuse_orphans(io: Reads, vendor: str, tables: Sequence[str]) -> None:

@@ -119,8 +119,8 @@ def _rules(vendor: str) -> RekeyRules:
     if rules is None:
         raise MigrationRefusedError(
             f"seqid does not change a table's key online on {vendor}: PostgreSQL and MariaDB 10.7+ do (integers and "
-            "text), and Django's RekeyContract makes SQLite's tables again; elsewhere change it in a maintenance "
-            "window (docs/how-to/migrate.md, integer keys)"
+            "text), and SQLite's tables are made again by the contract step (seqid_orm.schema.rebuild); elsewhere "
+            "change it in a maintenance window (docs/how-to/migrate.md, integer keys)"
         )
     return rules
 

@@ -1179,3 +1179,25 @@ def test_an_integer_key_gets_its_plan_and_what_no_foreign_key_follows(pg_engine,
         with mysql_engine.begin() as conn:
             for name in (table, child, texts):
                 conn.exec_driver_sql(f"DROP TABLE {name}")
+
+
+def test_on_sqlite_an_integer_key_gets_the_rebuilds_plan(tmp_path):
+    """SQLite: the plan names the rebuild (the expand changes nothing, the contract makes the tables again in
+    one transaction), every foreign key to the key from the catalog, the rows; a composite foreign key to it
+    gets the refusal's reason."""
+    url = f"sqlite:///{tmp_path / 'app.sqlite3'}"
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE author (id INTEGER PRIMARY KEY, mentor_id bigint REFERENCES author (id))")
+        conn.exec_driver_sql("CREATE TABLE book (id INTEGER PRIMARY KEY, author_id bigint REFERENCES author)")
+        conn.exec_driver_sql("INSERT INTO author (mentor_id) VALUES (NULL), (1), (1)")
+        conn.exec_driver_sql("INSERT INTO book (author_id) VALUES (1), (2)")
+    found = {f.table: f for f in diagnose(url)}
+    plan = found["author"].plan
+    assert plan is not None and "by a rebuild of its tables" in plan, plan
+    assert "2 table(s) again with 2 foreign key(s): author.mentor_id, book.author_id" in plan, plan
+    with engine.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE pair (a bigint, b bigint, FOREIGN KEY (a, b) REFERENCES book (id, id))")
+    found = {f.table: f for f in diagnose(url)}
+    assert found["book"].plan is not None and "several columns" in found["book"].plan, found["book"].plan
+    engine.dispose()

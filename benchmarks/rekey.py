@@ -11,10 +11,12 @@ child row points at the same parent as before (a digest of ``(child, parent's in
 were there before, compared), orphans and invalid constraints at the end, and seqid's time over plain SQL's.
 
     python -m benchmarks.rekey [--parents 1000000] [--rounds 2] [--keys integer|text] [--server postgresql|mariadb]
-        [--pg URL] [--mariadb URL] [--out bench-out/rekey]
+        [--pg URL] [--mariadb URL] [--private-mariadb MB] [--via alembic|django] [--out bench-out/rekey]
 
 ``--keys text``: the keys are UUIDs kept as ``char(36)`` (Django's ``UUIDField`` before 5.0 on MariaDB), made
 the ``uuid`` type; the plain form is then the ``MODIFY ... UUID`` a DBA types, the foreign keys dropped around it.
+``--via django``: seqid's two steps are Django's ``RekeyExpand`` and ``RekeyContract`` migrations, run by
+``manage.py migrate`` over the same tables (unmanaged models); the plain form stays the same SQL.
 
 About 20 minutes at 1,000,000 parents (6,000,000 rows in all) and two rounds on the project's two-core machine.
 """
@@ -149,6 +151,7 @@ def _make_mariadb_tables(engine: sa.Engine, tables: tuple[str, str, str], parent
             f"CREATE TABLE {c2} (id {serial}, parent_id bigint NOT NULL, "
             f"CONSTRAINT {c2}_fk FOREIGN KEY (parent_id) REFERENCES {p} (id) ON DELETE CASCADE)"
         )
+        conn.exec_driver_sql("SET SESSION foreign_key_checks = 0")  # the rows hold by construction: a faster load
         conn.exec_driver_sql(
             f"INSERT INTO {p} (name, boss_id) SELECT CONCAT('p', seq), NULLIF(seq - 1, 0) FROM seq_1_to_{parents}"
         )
@@ -194,6 +197,7 @@ def make_text_tables(engine: sa.Engine, tag: str, parents: int) -> tuple[str, st
             null_every_tenth = "CASE WHEN g %% 10 = 0 THEN NULL ELSE x.id END"
         else:
             rows = "seq_1_to_{count} g"
+            conn.exec_driver_sql("SET SESSION foreign_key_checks = 0")  # the rows hold by construction
             conn.exec_driver_sql(
                 f"INSERT INTO {p} (id, name, n) SELECT UUID(), CONCAT('p', g.seq), g.seq "
                 f"FROM {rows.format(count=parents)}"
@@ -318,6 +322,105 @@ def step(where: Path, url: str) -> dict:
     return {"seconds": round(took, 1), "peak_rss_mb": round(rss / 1024, 1)}
 
 
+#: The benchmark's tables as a Django app's models (unmanaged: the benchmark made them) and its three
+#: migrations: the models, then RekeyExpand (release N) and RekeyContract (release N+1), as makemigrations
+#: writes them
+_DJANGO_INITIAL = """
+from django.db import migrations, models
+import django.db.models.deletion
+
+class Migration(migrations.Migration):
+    initial = True
+    dependencies = []
+    operations = [
+        migrations.CreateModel("Parent", [
+            ("id", {key}),
+            ("name", models.CharField(max_length=20, null=True)),
+            ("boss", models.ForeignKey(null=True, on_delete=django.db.models.deletion.DO_NOTHING, to="{app}.parent")),
+        ], options={{"db_table": "{p}", "managed": False}}),
+        migrations.CreateModel("Child1", [
+            ("id", models.BigAutoField(primary_key=True, serialize=False)),
+            ("parent", models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, to="{app}.parent")),
+        ], options={{"db_table": "{c1}", "managed": False}}),
+        migrations.CreateModel("Child2", [
+            ("id", models.BigAutoField(primary_key=True, serialize=False)),
+            ("parent", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to="{app}.parent")),
+        ], options={{"db_table": "{c2}", "managed": False}}),
+    ]
+"""
+_DJANGO_STEP = """
+from django.db import migrations
+from seqid_orm.django.operations import {op}
+
+class Migration(migrations.Migration):
+    atomic = False
+    dependencies = [("{app}", "{before}")]
+    operations = [{op}("parent")]
+"""
+_DJANGO_RUN = """
+import resource, sys
+from django.core.management import execute_from_command_line
+try:
+    execute_from_command_line(["manage.py", "migrate", *sys.argv[1:]])
+finally:
+    print("peak_rss_kb", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)
+"""
+
+
+def django_project(tmp: Path, app: str, url: str, tables: tuple[str, str, str], text: bool) -> dict[str, str]:
+    """A Django project in ``tmp / app`` over the benchmark's tables: the environment ``manage.py`` runs in."""
+    p, c1, c2 = tables
+    where = tmp / app
+    migrations = where / app / "migrations"
+    migrations.mkdir(parents=True, exist_ok=True)
+    (where / app / "__init__.py").write_text("")
+    (migrations / "__init__.py").write_text("")
+    key = (
+        "models.CharField(max_length=36, primary_key=True, serialize=False)"
+        if text
+        else "models.BigAutoField(primary_key=True, serialize=False)"
+    )
+    (migrations / "0001_initial.py").write_text(_DJANGO_INITIAL.format(app=app, p=p, c1=c1, c2=c2, key=key))
+    for name, op, before in (
+        ("0002_expand", "RekeyExpand", "0001_initial"),
+        ("0003_contract", "RekeyContract", "0002_expand"),
+    ):
+        (migrations / f"{name}.py").write_text(_DJANGO_STEP.format(app=app, op=op, before=before))
+    made = sa.make_url(url)
+    engine = "postgresql" if made.get_backend_name() == "postgresql" else "mysql"
+    database = {
+        "ENGINE": f"django.db.backends.{engine}",
+        "NAME": made.database,
+        "USER": made.username,
+        "PASSWORD": made.password or "",
+        "HOST": made.host,
+        "PORT": str(made.port),
+    }
+    (where / f"{app}_settings.py").write_text(
+        f"SECRET_KEY = 'bench'\nUSE_TZ = True\nINSTALLED_APPS = ['seqid_orm.django', '{app}']\n"
+        f"DATABASES = {{'default': {database!r}}}\n"
+    )
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(where), str(ROOT)]),
+        "DJANGO_SETTINGS_MODULE": f"{app}_settings",
+    }
+
+
+def django_step(env: dict[str, str], *args: str) -> dict:
+    """``manage.py migrate *args`` in a process of its own: its time and peak memory."""
+    import subprocess
+    import sys
+
+    began = time.monotonic()
+    run = subprocess.run([sys.executable, "-c", _DJANGO_RUN, *args], env=env, capture_output=True, text=True)
+    took = time.monotonic() - began
+    if run.returncode != 0:
+        raise SystemExit(f"migrate {' '.join(args)} failed: {run.stderr[-3000:]}")
+    rss = next((int(line.split()[1]) for line in run.stderr.splitlines() if line.startswith("peak_rss_kb")), 0)
+    return {"seconds": round(took, 1), "peak_rss_mb": round(rss / 1024, 1)}
+
+
 def end_state(engine: sa.Engine, tables: tuple[str, str, str]) -> dict:
     p, c1, c2 = tables
     pg = engine.dialect.name == "postgresql"
@@ -352,7 +455,9 @@ def end_state(engine: sa.Engine, tables: tuple[str, str, str]) -> dict:
     return {"invalid_constraints": invalid, "foreign_keys": foreign_keys, "orphans": orphans, "key_type": kind}
 
 
-def run_form(engine: sa.Engine, url: str, form: str, parents: int, tmp: Path, round_: int, keys: str) -> dict:
+def run_form(
+    engine: sa.Engine, url: str, form: str, parents: int, tmp: Path, round_: int, keys: str, via: str = "alembic"
+) -> dict:
     tag = f"{os.getpid()}_{round_}"
     text = keys == "text"
     tables = (make_text_tables if text else make_tables)(engine, tag, parents)
@@ -363,7 +468,12 @@ def run_form(engine: sa.Engine, url: str, form: str, parents: int, tmp: Path, ro
             for t in tables
         }
     before = text_digest(engine, tables, upto) if text else digest(engine, tables, "id", upto)
-    seen: dict = {"form": form, "keys": keys, "server": engine.dialect.name}
+    seen: dict = {
+        "form": form,
+        "keys": keys,
+        "server": engine.dialect.name,
+        "via": via if form == "seqid" else "alembic",
+    }
     try:
         if form == "plain":  # the application stopped: a maintenance window
             if text:
@@ -376,12 +486,26 @@ def run_form(engine: sa.Engine, url: str, form: str, parents: int, tmp: Path, ro
             seen["window"] = step(project(tmp, f"plain_{tag}", f"v_{p}", body), url)
             seen["seconds"] = seen["window"]["seconds"]
         else:
+            env = None
+            if via == "django":  # the models' migrations applied (nothing to make: the tables are there)
+                env = django_project(tmp, f"rk_{tag}", url, tables, text)
+                django_step(env, f"rk_{tag}", "0001_initial")
             old = Writers(url, tables, tmp, "old", *(["--text-keys"] if text else []))
             try:
-                seen["expand"] = step(project(tmp, f"expand_{tag}", f"v_{p}", f'    op.rekey_expand("{p}")'), url)
+                if env is not None:
+                    seen["expand"] = django_step(env, f"rk_{tag}", "0002_expand")
+                else:
+                    body = f'    op.rekey_expand("{p}")'
+                    seen["expand"] = step(project(tmp, f"expand_{tag}", f"v_{p}", body), url)
             finally:
                 seen["old_writers"] = _writers(old.stop())
-            seen["contract"] = step(project(tmp, f"contract_{tag}", f"v2_{p}", f'    op.rekey_contract("{p}")'), url)
+            if env is not None:
+                seen["contract"] = django_step(env, f"rk_{tag}", "0003_contract")
+                with engine.begin() as conn:
+                    conn.exec_driver_sql(f"DELETE FROM django_migrations WHERE app = 'rk_{tag}'")
+            else:
+                body = f'    op.rekey_contract("{p}")'
+                seen["contract"] = step(project(tmp, f"contract_{tag}", f"v2_{p}", body), url)
             new = Writers(url, tables, tmp, "new")
             time.sleep(1)
             seen["new_writers"] = _writers(new.stop())
@@ -413,10 +537,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pg", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
     parser.add_argument("--mariadb", default="mysql+pymysql://root@127.0.0.1:3306/test")
     parser.add_argument("--out", default="bench-out/rekey")
+    parser.add_argument(
+        "--via", choices=("alembic", "django"), default="alembic", help="whose migrations run seqid's two steps"
+    )
+    parser.add_argument(
+        "--private-mariadb",
+        type=int,
+        metavar="MB",
+        help="run on a private MariaDB with this many MB of buffer pool (the shared server's 128 MB holds no "
+        "million parents and their children: every form would read from disk)",
+    )
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    url = args.pg if args.server == "postgresql" else args.mariadb
+    if args.private_mariadb:
+        from tests.servers.private import PrivateMariaDB
+
+        pool = f"{args.private_mariadb}M"
+        with PrivateMariaDB("mysql+pymysql", innodb_buffer_pool_size=pool, innodb_log_file_size="1G") as server:
+            return _rounds(args, server.url, out)
+    return _rounds(args, args.pg if args.server == "postgresql" else args.mariadb, out)
+
+
+def _rounds(args: argparse.Namespace, url: str, out: Path) -> int:
     engine = sa.create_engine(url, poolclass=sa.NullPool)
     with engine.connect() as conn:  # the server's version, for the plain form's default
         conn.exec_driver_sql("SELECT 1")
@@ -425,7 +568,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for round_ in range(args.rounds):
             for form in forms if round_ % 2 == 0 else list(reversed(forms)):  # rotated: neither always first
-                seen = run_form(engine, url, form, args.parents, out, round_, args.keys)
+                seen = run_form(engine, url, form, args.parents, out, round_, args.keys, args.via)
                 seen["round"] = round_ + 1
                 results.append(seen)
                 print(json.dumps(seen), flush=True)

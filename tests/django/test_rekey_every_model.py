@@ -70,6 +70,14 @@ def _selves(project: Project, parent: str) -> tuple[set, set]:
     return set(bosses), set(friends)
 
 
+def _kinds(key: str, kept: str) -> dict[tuple[str, str], str]:
+    """Each key and foreign key column's type after the contract: ``key`` every model's, ``kept`` the key of
+    Django's own many-to-many table between them, which keeps its integer."""
+    columns = [("shop_tag", "id"), ("shop_parent", "id"), ("shop_child", "id"), ("shop_child", "parent_id")]
+    columns += [("shop_parent_tags", "parent_id"), ("shop_parent_tags", "tag_id")]
+    return {**dict.fromkeys(columns, key), ("shop_parent_tags", "id"): kept}
+
+
 def _children(project: Project, child: str, parent: str) -> dict[int, int | None]:
     rows = project.sql(f"SELECT c.{child}, p.{parent} FROM shop_child c LEFT JOIN shop_parent p ON p.id = c.parent_id")
     return {int(c): (None if p is None else int(p)) for c, p in rows}
@@ -131,15 +139,7 @@ def test_every_model_of_an_app_gets_seqid_keys_in_one_run_of_makemigrations(tmp_
             + " AND table_name IN ('shop_tag', 'shop_parent', 'shop_child', 'shop_parent_tags') "
             "AND column_name IN ('id', 'parent_id', 'tag_id')"
         )
-        assert {(str(t), str(c)): str(k).lower() for t, c, k in kinds} == {
-            ("shop_tag", "id"): "uuid",
-            ("shop_parent", "id"): "uuid",
-            ("shop_child", "id"): "uuid",
-            ("shop_child", "parent_id"): "uuid",
-            ("shop_parent_tags", "id"): "bigint",  # Django's own table between them keeps its key
-            ("shop_parent_tags", "parent_id"): "uuid",
-            ("shop_parent_tags", "tag_id"): "uuid",
-        }
+        assert {(str(t), str(c)): str(k).lower() for t, c, k in kinds} == _kinds("uuid", "bigint")
         out, _err = project.done("shell", "-c", PAIRS)
         assert out.splitlines()[-1] == "refused 1", out
         project.sql(  # the pair the ORM added, its old keys filled (the way back needs them)
@@ -211,15 +211,7 @@ def test_on_sqlite_the_contract_makes_the_tables_again_in_one_transaction(tmp_pa
         for _, c, k, *_ in project.sql(f"PRAGMA table_info({t})")
         if c in ("id", "parent_id", "tag_id")
     }
-    assert kinds == {
-        ("shop_tag", "id"): "char(32)",
-        ("shop_parent", "id"): "char(32)",
-        ("shop_child", "id"): "char(32)",
-        ("shop_child", "parent_id"): "char(32)",
-        ("shop_parent_tags", "id"): "integer",  # Django's own table between them keeps its key
-        ("shop_parent_tags", "parent_id"): "char(32)",
-        ("shop_parent_tags", "tag_id"): "char(32)",
-    }
+    assert kinds == _kinds("char(32)", "integer")
     parent, tag, child = (_sqlite_keys(project, t) for t in ("shop_parent", "shop_tag", "shop_child"))
     rows_now = project.sql(
         "SELECT x.parent_id, x.tag_id FROM shop_parent_tags x JOIN shop_parent p ON p.id = x.parent_id "

@@ -646,7 +646,7 @@ def expand(
     def keep(table: str, source: str, target: str, names: tuple[str, str]) -> Callable[[], None]:
         def make() -> None:
             for statement in rules.keep_in_step(
-                q(table), q(target), rk.key_of(f"NEW.{q(source)}"), (q(names[0]), q(names[1]))
+                q(table), q(source), q(target), rk.key_of(f"NEW.{q(source)}"), (q(names[0]), q(names[1]))
             ):
                 run(Step(statement))
 

@@ -401,11 +401,14 @@ class RekeyRules(Protocol):
         """A read that returns a row where :meth:`integer_function`'s function ``name`` (unquoted) is there in the
         search path: another role may have made it, and only its owner may replace it."""
 
-    def keep_in_step(self, table: str, target: str, expression: str, names: tuple[str, str], /) -> list[str]:
+    def keep_in_step(
+        self, table: str, source: str, target: str, expression: str, names: tuple[str, str], /
+    ) -> list[str]:
         """The statements (each alone; run again, they replace what they made) that make the database set
-        ``target`` to ``expression`` (SQL over the row's ``NEW`` values) on every row the application
-        inserts or updates from now on; ``names`` name what they make (quoted: a function and its trigger,
-        or the insert and the update trigger)."""
+        ``target`` to ``expression`` (SQL over the row's ``NEW`` values, made of ``source``'s) on every row the
+        application inserts, or updates ``source`` of, from now on (where the vendor can tell: the backfill's
+        own updates of ``target`` alone then pay for no trigger); ``names`` name what they make (quoted: a
+        function and its trigger, or the insert and the update trigger)."""
 
     def drop_in_step(self, table: str, names: tuple[str, str], /) -> list[str]:
         """Undo :meth:`keep_in_step`."""

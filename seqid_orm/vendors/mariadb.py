@@ -397,7 +397,10 @@ class Rekey:
     def function_present(self, name: str, /) -> tuple[str, dict[str, object]]:
         return ("SELECT 1 FROM DUAL", {})  # none to make: key_of writes it inline
 
-    def keep_in_step(self, table: str, target: str, expression: str, names: tuple[str, str], /) -> list[str]:
+    def keep_in_step(
+        self, table: str, source: str, target: str, expression: str, names: tuple[str, str], /
+    ) -> list[str]:
+        # MariaDB's update trigger fires on every update (no UPDATE OF): the backfill's too
         return [
             f"CREATE OR REPLACE TRIGGER {name} BEFORE {event} ON {table} FOR EACH ROW SET NEW.{target} = {expression}"
             for name, event in zip(names, ("INSERT", "UPDATE"), strict=True)
@@ -571,7 +574,7 @@ class Rekey:
                 f"{self._refer(c, c.new_constraint, c.new, p.table, p.new)}, ALGORITHM=NOCOPY"
             )
         for t in (p, *swap.children):
-            changes += self.keep_in_step(t.table, t.new, swap.key_of(f"NEW.{t.column}"), t.triggers)
+            changes += self.keep_in_step(t.table, t.column, t.new, swap.key_of(f"NEW.{t.column}"), t.triggers)
         steps = [self._locked(swap, changes)]
         # an integer key's new column nullable again (release N's inserts leave it NULL: late_keys), a text key's
         # old column NOT NULL again

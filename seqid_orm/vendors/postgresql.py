@@ -698,15 +698,20 @@ class Rekey:
     def function_present(self, name: str, /) -> tuple[str, dict[str, object]]:
         return ("SELECT 1 WHERE to_regprocedure(:f) IS NOT NULL", {"f": f"{quote_identifier(name)}(bigint)"})
 
-    def keep_in_step(self, table: str, target: str, expression: str, names: tuple[str, str], /) -> list[str]:
+    def keep_in_step(
+        self, table: str, source: str, target: str, expression: str, names: tuple[str, str], /
+    ) -> list[str]:
         function = trigger = names[0]  # one trigger for both events, named as its function
         # the trigger made again in one statement, so one transaction: between a drop and a create apart, a row
-        # written below a resumed backfill's cursor would keep no key (13 has no CREATE OR REPLACE TRIGGER)
+        # written below a resumed backfill's cursor would keep no key (13 has no CREATE OR REPLACE TRIGGER).
+        # UPDATE OF the source: an update that names it in its SET list, a foreign key's cascade included;
+        # not the backfill's, which sets the target alone (a trigger on every update made the expand step
+        # take 1.5x as long: "CREATE TRIGGER", column-specific triggers)
         return [
             f"CREATE OR REPLACE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql AS "
             f"$$ BEGIN NEW.{target} := {expression}; RETURN NEW; END $$",
-            f"DROP TRIGGER IF EXISTS {trigger} ON {table}; CREATE TRIGGER {trigger} BEFORE INSERT OR UPDATE ON "
-            f"{table} FOR EACH ROW EXECUTE FUNCTION {function}()",
+            f"DROP TRIGGER IF EXISTS {trigger} ON {table}; CREATE TRIGGER {trigger} BEFORE INSERT OR UPDATE OF "
+            f"{source} ON {table} FOR EACH ROW EXECUTE FUNCTION {function}()",
         ]
 
     def drop_in_step(self, table: str, names: tuple[str, str], /) -> list[str]:
@@ -856,12 +861,12 @@ class Rekey:
             else:
                 out.append(f"ALTER INDEX {ix.name} RENAME TO {ix.copy}")
             out.append(self._named(ix.table, ix.back, ix.name, ix.constraint))
-        out += self.keep_in_step(p.table, p.new, swap.key_of(f"NEW.{p.column}"), p.triggers)
+        out += self.keep_in_step(p.table, p.column, p.new, swap.key_of(f"NEW.{p.column}"), p.triggers)
         validate = []
         for c in swap.children:
             assert c.references is not None
             out.append(self._add_foreign_key(c.references, c.column, p.table, p.column, c.constraint))
-            out += self.keep_in_step(c.table, c.new, swap.key_of(f"NEW.{c.column}"), c.triggers)
+            out += self.keep_in_step(c.table, c.column, c.new, swap.key_of(f"NEW.{c.column}"), c.triggers)
             validate.append(Step(f"ALTER TABLE {c.table} VALIDATE CONSTRAINT {c.constraint}"))
         return [Step("; ".join(out)), *validate]
 

@@ -599,9 +599,9 @@ _ACTIONS = {"a": "NO ACTION", "r": "RESTRICT", "c": "CASCADE", "n": "SET NULL", 
 class Rekey:
     """PostgreSQL's statements for changing a key (integers, or UUIDs kept as text) to a seqid key with every
     foreign key to it (:mod:`seqid_orm.schema.rekey`).  The database keeps the new columns in step for the
-    application's writes with a row trigger per table (``BEFORE INSERT OR UPDATE``), whose key is a pure
-    function of the old value (:func:`seqid_orm.ids.rekeyed.integer_key`, here an inlinable SQL function;
-    a text's ``::uuid``), so a child's key never waits for its parent's; foreign keys are added ``NOT
+    application's writes with a row trigger per table (``BEFORE INSERT OR UPDATE OF`` the old column), whose
+    key is a pure function of the old value (:func:`seqid_orm.ids.rekeyed.integer_key`, here an inlinable SQL
+    function; a text's ``::uuid``), so a child's key never waits for its parent's; foreign keys are added ``NOT
     VALID`` and validated under ``SHARE UPDATE EXCLUSIVE`` (reads and writes go on: "ALTER TABLE", Notes);
     the contract is catalog changes in one short transaction."""
 

@@ -628,7 +628,7 @@ def _rebuild_sqlite(
     old_pk, new_pk = old_model._meta.pk, new_model._meta.pk
     seq_field, plain = (new_pk, old_pk) if forwards else (old_pk, new_pk)
     kind = "integer" if plain.get_internal_type() in INTEGER_KEY_TYPES else "text"
-    layout = field_target(seq_field, connection).layout
+    target = field_target(seq_field, connection)
     table, column = old_model._meta.db_table, old_pk.column
     io = _OnlineIO(connection)
     columns = [(table, column), *rebuild.references(io, "sqlite", table, column)]
@@ -640,37 +640,15 @@ def _rebuild_sqlite(
                 f"making its table again, which Django does for its models' tables only; give {child} a model "
                 "(managed = False is enough), or change it in a migration of its own first"
             )
-    quote = connection.ops.quote_name
-
-    def values(where: str, col: str) -> list[Any]:
-        rows = io.fetch(f"SELECT DISTINCT {quote(col)} FROM {quote(where)} WHERE {quote(col)} IS NOT NULL", {})
-        return [row[0] for row in rows]
-
-    for where, col in columns:  # every value has its counterpart, or nothing changes
-        rebuild.refuse_values(kind, layout, f"{where}.{col}", values(where, col), forwards=forwards)
-    storage = field_target(seq_field, connection).storage
-    make, old_value = rebuild.forward(kind, layout), rebuild.back(kind, layout)
-
-    def convert(value: Any) -> Any:  # the stored form of the other side's value (not the field's: it reads the
-        # column, which is half made)
-        return rebuild.stored(storage, make(value)) if forwards else old_value(rebuild.read(value))
-
+    rebuild.refuse(io, "sqlite", columns, kind, target.layout, forwards=forwards)
+    # the stored form of the other side's value (not the field's: it reads the column, which is half made)
+    convert = rebuild.converter(kind, target.layout, target.storage, forwards=forwards)
     connection.ensure_connection()
-    connection.connection.create_function("seqid_rekey", 1, convert, deterministic=True)
-
-    def changed() -> None:
-        for where, col in columns:
-            io.run(
-                f"UPDATE {quote(where)} SET {quote(col)} = seqid_rekey({quote(col)}) WHERE {quote(col)} IS NOT NULL", {}
-            )
-
+    connection.connection.create_function(rebuild.FUNCTION, 1, convert, deterministic=True)
     with transaction.atomic(using=connection.alias):
-        if not forwards:  # the integers first: a key's hex made an integer column's number would not be it
-            changed()
-        schema_editor.alter_field(old_model, old_pk, new_pk)
-        if forwards:  # the old values, now the new columns' text, made keys
-            changed()
-        rebuild.refuse_orphans(io, "sqlite", [where for where, _ in columns])
+        rebuild.rewrite(
+            io, "sqlite", columns, lambda: schema_editor.alter_field(old_model, old_pk, new_pk), forwards=forwards
+        )
 
 
 #: Django's integer fields, whose key the rekey operations change (an ``AutoField``'s internal type included).

@@ -32,11 +32,34 @@ from ..ids.layout import Layout
 from ..ids.rekeyed import integer_key, integer_of
 from ..vendors import RebuildRules, Storage, rules_for
 
-__all__ = ["back", "describe", "forward", "read", "references", "refuse_orphans", "refuse_values", "remade", "stored"]
+__all__ = [
+    "FUNCTION",
+    "back",
+    "converter",
+    "describe",
+    "forward",
+    "read",
+    "references",
+    "refuse",
+    "refuse_orphans",
+    "refuse_values",
+    "remade",
+    "rewrite",
+    "stored",
+]
 
 
 class Reads(Protocol):
     def fetch(self, sql: str, params: dict[str, object], /) -> list[tuple[Any, ...]]: ...
+
+
+class Writes(Reads, Protocol):
+    def run(self, sql: str, params: dict[str, object], /) -> int: ...
+
+
+#: The function each value is made the other by, which the adapter registers on its connection
+#: (:func:`converter`) before :func:`rewrite` calls it.
+FUNCTION = "seqid_rekey"
 
 
 def _rules(vendor: str) -> RebuildRules:
@@ -106,6 +129,47 @@ def back(kind: str, layout: Layout) -> Callable[[uuid.UUID], object]:
     return integer
 
 
+def converter(kind: str, layout: Layout, storage: Storage, *, forwards: bool) -> Callable[[object], object]:
+    """What :data:`FUNCTION` does: forwards, an old value (as the rebuilt column holds it) made its key as
+    ``storage`` stores it; back, a stored key made its old value."""
+    make, old_value = forward(kind, layout), back(kind, layout)
+    if forwards:
+        return lambda value: stored(storage, make(value))
+    return lambda value: old_value(read(value))
+
+
+def refuse(
+    io: Reads, vendor: str, columns: Sequence[tuple[str, str]], kind: str, layout: Layout, *, forwards: bool
+) -> None:
+    """Each of ``columns`` (``(table, column)``: the key and every foreign key to it) read, every value that has
+    no counterpart refused (:func:`refuse_values`) before any change."""
+    q = rules_for(vendor).quote_identifier
+    for table, column in columns:
+        found = io.fetch(f"SELECT DISTINCT {q(column)} FROM {q(table)} WHERE {q(column)} IS NOT NULL", {})
+        refuse_values(kind, layout, f"{table}.{column}", [row[0] for row in found], forwards=forwards)
+
+
+def rewrite(
+    io: Writes, vendor: str, columns: Sequence[tuple[str, str]], remake: Callable[[], None], *, forwards: bool
+) -> None:
+    """The rebuild of ``columns``' tables (``remake``: the adapter's) with each value made the other by
+    :data:`FUNCTION` around it — forwards after it (the old values, now the new columns' text, made keys), back
+    before it (the integers first: a key's hex made an integer column's number by the copy would not be it) —
+    then the foreign keys checked; in the adapter's transaction."""
+    q = rules_for(vendor).quote_identifier
+
+    def changed() -> None:
+        for table, column in columns:
+            io.run(f"UPDATE {q(table)} SET {q(column)} = {FUNCTION}({q(column)}) WHERE {q(column)} IS NOT NULL", {})
+
+    if not forwards:
+        changed()
+    remake()
+    if forwards:
+        changed()
+    refuse_orphans(io, vendor, [table for table, _ in columns])
+
+
 def refuse_values(kind: str, layout: Layout, where: str, values: Sequence[object], *, forwards: bool) -> None:
     """Refused before any change where a value of ``where`` (``table.column``) has no counterpart: forwards a
     negative or non-integer key, a text that is no UUID; back a key that carries no integer."""
@@ -151,11 +215,11 @@ def remade(io: Reads, vendor: str, types: dict[str, dict[str, str]], key: tuple[
     for table, columns in types.items():
         [(create,)] = io.fetch(rules.TABLE, {"t": table})
         beside = [str(sql) for (sql,) in io.fetch(rules.BESIDE, {"t": table})]
-        stored = ", ".join(q(str(c)) for (c,) in io.fetch(rules.COLUMNS, {"t": table}))
+        names = ", ".join(q(str(c)) for (c,) in io.fetch(rules.COLUMNS, {"t": table}))
         temp = q(f"seqid_new_{table}")
         out += [
             rules.retyped(str(create), temp, columns, key[1] if table == key[0] else None),
-            f"INSERT INTO {temp} ({stored}) SELECT {stored} FROM {q(table)}",
+            f"INSERT INTO {temp} ({names}) SELECT {names} FROM {q(table)}",
             f"DROP TABLE {q(table)}",
             f"ALTER TABLE {temp} RENAME TO {q(table)}",
             *beside,

@@ -61,40 +61,27 @@ def _rebuild_sqlite(operations: Operations, table: str, storage: str | None, *, 
             f"{table}.{key[0]} is {declared[key[0]]}: on SQLite op.rekey_contract changes integer keys (UUIDs kept "
             "as text: op.convert_uuid_storage)"
         )
-    for t, c in columns:  # every value has its counterpart, or nothing changes
-        found = [r[0] for r in conn.exec_driver_sql(f'SELECT DISTINCT "{c}" FROM "{t}" WHERE "{c}" IS NOT NULL')]
-        rebuild.refuse_values("integer", where.layout, f"{t}.{c}", found, forwards=forwards)
-    make, back = rebuild.forward("integer", where.layout), rebuild.back("integer", where.layout)
+    rebuild.refuse(io, "sqlite", columns, "integer", where.layout, forwards=forwards)
     raw: Any = conn.connection.driver_connection
-    raw.create_function(
-        "seqid_rekey",
-        1,
-        (lambda v: rebuild.stored(where.storage, make(v))) if forwards else (lambda v: back(rebuild.read(v))),
-        deterministic=True,
-    )
+    convert = rebuild.converter("integer", where.layout, where.storage, forwards=forwards)
+    raw.create_function(rebuild.FUNCTION, 1, convert, deterministic=True)
     if raw.in_transaction:  # the migration's: SQLite turns foreign keys off only outside one (and Alembic's
         raw.commit()  # SQLite DDL is not transactional: the next statement would have committed it anyway)
     keys_on = conn.exec_driver_sql("PRAGMA foreign_keys").scalar()
     conn.exec_driver_sql("PRAGMA foreign_keys = OFF")
     new_type = str(type_.compile(dialect=conn.dialect)) if forwards else "INTEGER"  # the rowid's type
+    types: dict[str, dict[str, str]] = {}
+    for t, c in columns:
+        types.setdefault(t, {})[c] = new_type
 
-    def changed() -> None:
-        for t, c in columns:
-            conn.exec_driver_sql(f'UPDATE "{t}" SET "{c}" = seqid_rekey("{c}") WHERE "{c}" IS NOT NULL')
+    def remake() -> None:
+        for statement in rebuild.remade(io, "sqlite", types, (table, key[0])):
+            io.run(statement, {})
 
     try:
         raw.execute("BEGIN")
         try:
-            if not forwards:  # the integers first: a key's hex made a number by the copy would not be it
-                changed()
-            types: dict[str, dict[str, str]] = {}
-            for t, c in columns:
-                types.setdefault(t, {})[c] = new_type
-            for statement in rebuild.remade(io, "sqlite", types, (table, key[0])):
-                conn.exec_driver_sql(statement)
-            if forwards:
-                changed()
-            rebuild.refuse_orphans(io, "sqlite", [t for t, _ in columns])
+            rebuild.rewrite(io, "sqlite", columns, remake, forwards=forwards)
         except BaseException:
             raw.rollback()
             raise

@@ -580,6 +580,15 @@ def _index(io: Reads, rules: RekeyRules, table: str, index: str) -> str | None:
     return None if not found else ("valid" if found[0][0] else "invalid")
 
 
+def _index_build(io: Reads, rk: Rekey, table: str, name: str, columns: tuple[str, ...], unique: bool) -> list[Step]:
+    """The vendor's steps that build ``table``'s index ``name`` over ``columns`` while writes go on, from where
+    it is (nothing once valid; an invalid one, a killed build's, dropped first)."""
+    q = rk.q
+    return rk.rules.index_steps(
+        q(table), ", ".join(map(q, columns)), q(name), _index(io, rk.rules, table, name), unique
+    )
+
+
 def _constraint(io: Reads, rules: RekeyRules, table: str, name: str) -> bool | None:
     found = io.fetch(*rules.constraint_state(table, name))
     return None if not found else bool(found[0][0])
@@ -661,8 +670,8 @@ def expand(
         guard=guard,
         before_fill=keep(rk.table, rk.column, rk.new_column, rk.triggers),
     )
-    for table, column, index in ((rk.table, rk.new_column, rk.new_unique), (rk.table, rk.column, rk.old_unique)):
-        for step in rules.index_steps(q(table), q(column), q(index), _index(io, rules, table, index), True):
+    for column, index in ((rk.new_column, rk.new_unique), (rk.column, rk.old_unique)):
+        for step in _index_build(io, rk, rk.table, index, (column,), True):
             run(step)
     for child in rk.children:
         ref = child.reference
@@ -677,19 +686,16 @@ def expand(
         )
     for companion in rk.companions:  # over the filled columns: a copy of a pair waits for both
         copy, columns = rk.copy_of(companion)
-        built = _index(io, rules, companion.table, copy)
-        if built and companion.others and _index_columns(io, rk, companion.table, copy, columns) != columns:
+        if companion.others and _index_columns(io, rk, companion.table, copy, columns) not in (None, columns):
             # the other change's copy, without this one's column: made again over both's new columns (the
             # original holds the rows to it meanwhile)
             run(Step(rules.drop_index(q(companion.table), q(copy))))
-            built = None
-        for step in rules.index_steps(q(companion.table), ", ".join(map(q, columns)), q(copy), built, companion.unique):
+        for step in _index_build(io, rk, companion.table, copy, columns, companion.unique):
             run(step)
     for child in rk.children:
         ref = child.reference
         if not rk.covered(child):  # the new foreign key's own index, where no copy leads with its column
-            state_ = _index(io, rules, ref.table, child.index)
-            for step in rules.index_steps(q(ref.table), q(child.new_column), q(child.index), state_, False):
+            for step in _index_build(io, rk, ref.table, child.index, (child.new_column,), False):
                 run(step)
     if not rk.late:
         _foreign_keys(io, rk, run, say, guard)
@@ -809,9 +815,7 @@ def undo_contract(io: OnlineIO, rk: Rekey, *, sleep: Callable[[float], None] = t
             )
     lifted = _lifted(io, rk) if rk.companions else {}
     for index in rk.companions:  # each index again over the kept columns, built while writes go on
-        back, columns = rk.back_of(index)
-        built = _index(io, rules, index.table, back)
-        for step in rules.index_steps(q(index.table), ", ".join(map(q, columns)), q(back), built, index.unique):
+        for step in _index_build(io, rk, index.table, *rk.back_of(index), index.unique):
             _run_step(io, rk.parent(), step, sleep, lifted)
     for step in rules.undo_contract_steps(rk.swap()):
         _run_step(io, rk.parent(), step, sleep)
@@ -852,9 +856,7 @@ def undo_expand(io: OnlineIO, rk: Rekey, *, sleep: Callable[[float], None] = tim
     shared = [i for i in rk.companions if i.others]
     lifted = _lifted(io, rk) if shared else {}
     for index in shared:  # the copy the other change under way needs, without this one's column
-        copy, columns = rk.others_copy(index)
-        built = _index(io, rules, index.table, copy)
-        for step in rules.index_steps(q(index.table), ", ".join(map(q, columns)), q(copy), built, index.unique):
+        for step in _index_build(io, rk, index.table, *rk.others_copy(index), index.unique):
             _run_step(io, parent, step, sleep, lifted)
     for col in (parent, *(rk.child(c) for c in rk.children)):
         forget(io, col)

@@ -162,6 +162,20 @@ class Child:
         return bounded_name("fk_", self.reference.table, self.new_column)
 
     @property
+    def key_columns(self) -> tuple[str, ...]:
+        """The new foreign key's columns: the new column, and a composite key's others as they are."""
+        ref = self.reference
+        return tuple(self.new_column if c == ref.column else c for c, _ in ref.pairs) or (self.new_column,)
+
+    def pairs(self, column: str, parent_column: str) -> tuple[tuple[str, str], ...]:
+        """The foreign key's ``(column, parent's column)`` pairs with the re-keyed pair named ``column`` and
+        ``parent_column`` (the old names, or the new columns')."""
+        ref = self.reference
+        return tuple((column, parent_column) if c == ref.column else (c, p) for c, p in ref.pairs) or (
+            (column, parent_column),
+        )
+
+    @property
     def index(self) -> str:
         return bounded_name("ix_", self.reference.table, self.new_column)
 
@@ -266,9 +280,10 @@ class Rekey:
         return bounded_name("", index.name, "back"), tuple(moved[c][1] if c in moved else c for c in index.columns)
 
     def covered(self, child: Child) -> bool:
-        """Whether a companion's copy leads with ``child``'s new column, serving its foreign key as an index."""
-        ref = child.reference
-        return any(i.table == ref.table and self.copy_of(i)[1][0] == child.new_column for i in self.companions)
+        """Whether a companion's copy leads with ``child``'s new foreign key's columns, in its order, serving it
+        as an index (InnoDB needs one so)."""
+        ref, n = child.reference, len(child.key_columns)
+        return any(i.table == ref.table and self.copy_of(i)[1][:n] == child.key_columns for i in self.companions)
 
     def key_of(self, column: str) -> str:
         """SQL of the new key of ``column``'s old value (``column`` as SQL: ``NEW."id"``)."""
@@ -371,9 +386,11 @@ def plan(
 ) -> Rekey:
     """What changing ``table``'s key involves, read from the catalog: its key, every foreign key that references
     it, each child's own key.  Refused (:class:`~seqid_orm.errors.MigrationRefusedError`) before any change
-    where the change cannot keep every row: a key of several columns or of another type, a composite foreign
-    key, one from another schema, a child without a primary key, a negative integer, a text that is no UUID, a
-    kind of key the server cannot keep in step."""
+    where the change cannot keep every row: a key of several columns or of another type, a foreign key from
+    another schema, two from one column, a child without a primary key, a negative integer, a text that is no
+    UUID, a kind of key the server cannot keep in step.  A composite foreign key (the key beside a tenant's
+    column) changes its one column; the others stay, and so does the parent's unique index it references,
+    copied over the new key like every other index over it."""
     rules = _rules(vendor)
     key = _primary_key(io, rules, table)
     if not key:
@@ -404,13 +421,26 @@ def plan(
             f"{table}.{column} holds UUIDs as text; seqid changes them to the database's own uuid type, which this "
             f"server has not (the keys would be stored as {storage.value}): keep the column, and declare its form"
         )
-    children = []
+    children: list[Child] = []
     for row in io.fetch(*rules.references(table, column)):
         ref = rules.reference(row)
-        if ref.columns != 1:
+        if sum(p == column for _, p in ref.pairs) > 1:
             raise MigrationRefusedError(
-                f"{ref.table}'s foreign key {ref.constraint} to {table} has {ref.columns} columns: a composite "
-                "foreign key is not changed by seqid; drop it, change the key, and make it again"
+                f"{ref.table}'s foreign key {ref.constraint} to {table} references {column} more than once: seqid "
+                "changes a key's one column; drop it, change the key, and make it again"
+            )
+        for own, theirs in ref.others():  # another change under way over one of its other columns
+            for where, other in ((ref.table, own), (table, theirs)):
+                if io.fetch(*rules.column_type(where, _new(other))):
+                    raise MigrationRefusedError(
+                        f"{ref.table}'s foreign key {ref.constraint} to {table} holds {where}.{other}, whose key "
+                        "another change under way is changing: one foreign key cannot follow two changes; finish "
+                        "that change (its contract step) first"
+                    )
+        if any(c.reference.table == ref.table and c.reference.column == ref.column for c in children):
+            raise MigrationRefusedError(
+                f"{ref.table}.{ref.column} has two foreign keys to {table} (one of them {ref.constraint}): its new "
+                "column could follow only one; drop the other, change the key, and make it again"
             )
         if not ref.same_schema:
             raise MigrationRefusedError(
@@ -486,7 +516,8 @@ def _companions(io: Reads, rk: Rekey) -> tuple[Companion, ...]:
                     "NULLS NOT DISTINCT rule): seqid cannot copy it; drop it before the expand step, and make it "
                     "on the new columns after the contract"
                 )
-            if index.referenced:
+            moving = {(c.reference.table, n) for c in rk.children for n in (c.reference.constraint, c.foreign_key)}
+            if set(index.referenced) - moving:  # a key this change neither moves to the copy nor makes
                 raise MigrationRefusedError(
                     f"{table}'s index {index.name} holds {', '.join(c for c in index.columns if c in columns)}, "
                     "whose keys change, and a foreign key references its columns (Django's to_field): the "
@@ -542,9 +573,12 @@ def describe(rk: Rekey, rows: dict[str, int | None], untracked: list[tuple[str, 
     unknown = [t for t in tables if rows.get(t) is None]
     seconds = total / ROWS_PER_SECOND
     took = "under a minute" if seconds < 60 else f"about {round(seconds / 60)} min"
-    refs = ", ".join(
-        f"{c.reference.table}.{c.reference.column} (ON DELETE {c.reference.on_delete})" for c in rk.children
-    )
+
+    def shown(ref: Reference) -> str:
+        beside = ", ".join(c for c, _ in ref.others())
+        return f"{ref.table}.{ref.column} ({f'with {beside}, ' if beside else ''}ON DELETE {ref.on_delete})"
+
+    refs = ", ".join(shown(c.reference) for c in rk.children)
     copied = ", ".join(f"{i.table}.{i.name}" for i in rk.companions)
     said = (
         f"change it to seqid keys online in two releases (docs/how-to/migrate.md, {rk.kind} keys): "
@@ -609,6 +643,7 @@ def state(io: OnlineIO, rk: Rekey) -> str:
     if not rk.late:  # else the contract step adds them
         facts += [_constraint(io, rules, c.reference.table, c.foreign_key) for c in rk.children]
     facts += [_index(io, rules, i.table, rk.copy_of(i)[0]) for i in rk.companions]
+    facts += [_index(io, rules, c.reference.table, c.index) for c in rk.children if not rk.covered(c)]
     if all(f in ("valid", True) for f in facts):
         return "expanded"
     column = io.fetch(*rk.parent().rules.fact_reads(rk.table, rk.new_column, "")["column"])
@@ -694,8 +729,8 @@ def expand(
             run(step)
     for child in rk.children:
         ref = child.reference
-        if not rk.covered(child):  # the new foreign key's own index, where no copy leads with its column
-            for step in _index_build(io, rk, ref.table, child.index, (child.new_column,), False):
+        if not rk.covered(child):  # the new foreign key's own index, where no copy leads with its columns
+            for step in _index_build(io, rk, ref.table, child.index, child.key_columns, False):
                 run(step)
     if not rk.late:
         _foreign_keys(io, rk, run, say, guard)
@@ -725,7 +760,7 @@ def _foreign_keys(
             fixed = refill(io, col, stale)
             if fixed:
                 say(f"seqid: {ref.table}.{child.new_column}: {fixed:,} rows its cascades changed, set again")
-        _no_orphans(io, rk, ref.table, child.new_column, rk.new_column)
+        _no_orphans(io, rk, child, child.new_column, rk.new_column)
 
 
 def _lifted(io: OnlineIO, rk: Rekey) -> dict[str, str]:
@@ -735,10 +770,12 @@ def _lifted(io: OnlineIO, rk: Rekey) -> dict[str, str]:
     return lifted_for(io, rk.parent(), "the indexes' concurrent builds") if concurrent else {}
 
 
-def _no_orphans(io: OnlineIO, rk: Rekey, table: str, column: str, parent_column: str) -> None:
-    """Where the vendor added a foreign key its server did not check, its rows counted: none may lack a parent."""
-    rq = rk.read_q
-    count = rk.rules.orphans(rq(table), rq(column), rq(rk.table), rq(parent_column))
+def _no_orphans(io: OnlineIO, rk: Rekey, child: Child, column: str, parent_column: str) -> None:
+    """Where the vendor added ``child``'s foreign key from ``column`` to ``parent_column`` (a composite one's
+    other columns with them) and its server did not check it, its rows counted: none may lack a parent."""
+    rq, table = rk.read_q, child.reference.table
+    pairs = [(rq(c), rq(p)) for c, p in child.pairs(column, parent_column)]
+    count = rk.rules.orphans(rq(table), pairs, rq(rk.table))
     if count is None:
         return
     [(orphans,)] = io.fetch(count, {})
@@ -826,7 +863,7 @@ def undo_contract(io: OnlineIO, rk: Rekey, *, sleep: Callable[[float], None] = t
             )
     for child in rk.children:
         ref = child.reference
-        _no_orphans(io, rk, ref.table, ref.column, rk.column)
+        _no_orphans(io, rk, child, ref.column, rk.column)
         if not ref.nullable and rk.vendor == "postgresql":  # SET NOT NULL after a valid check: no scan (12+)
             check = bounded_name("ck_", ref.table, f"{ref.column}_not_null")
             for step in rk.rules_online.not_null_steps(q(ref.table), q(ref.column), ref.column_type, q(check), None):
@@ -844,6 +881,7 @@ def undo_expand(io: OnlineIO, rk: Rekey, *, sleep: Callable[[float], None] = tim
     # an index of several columns to the rest), then the columns
     statements = [rules.drop_foreign_key(q(c.reference.table), q(c.foreign_key)) for c in rk.children]
     statements += [rules.drop_index(q(i.table), q(rk.copy_of(i)[0])) for i in rk.companions]
+    statements += [rules.drop_index(q(c.reference.table), q(c.index)) for c in rk.children if not rk.covered(c)]
     for child in rk.children:
         t = q(child.reference.table)
         statements += rules.drop_in_step(t, (q(child.triggers[0]), q(child.triggers[1])))

@@ -256,11 +256,29 @@ class Reference:
     deferrable: str
     """What follows the constraint's actions: ``""``, ``DEFERRABLE INITIALLY IMMEDIATE``..."""
     columns: int = 1
-    """How many columns the foreign key has (a composite one is refused)."""
+    """How many columns the foreign key has."""
     same_schema: bool = True
     """Whether the referencing table is in the re-keyed table's schema (the search path's)."""
     column_type: str = ""
     """The referencing column's type as the catalog writes it."""
+    pairs: tuple[tuple[str, str], ...] = ()
+    """Every column of a composite foreign key, in its order: ``(referencing column, referenced column)``, one
+    of them ``column`` with the re-keyed key (``()`` for a key of one column)."""
+    match: str = ""
+    """``MATCH FULL`` where a composite key is so declared (PostgreSQL), else ``""`` (``MATCH SIMPLE``)."""
+
+    def listed(self, column: str, parent_column: str, quote: Callable[[str], str]) -> tuple[str, str]:
+        """The key's columns and the columns they reference as a statement lists them, the re-keyed pair named
+        ``column`` and ``parent_column`` (quoted already: the old names, or the new columns'), the others as
+        they are, quoted by ``quote``."""
+        if not self.pairs:
+            return column, parent_column
+        own = ", ".join(column if c == self.column else quote(c) for c, _ in self.pairs)
+        return own, ", ".join(parent_column if c == self.column else quote(p) for c, p in self.pairs)
+
+    def others(self) -> tuple[tuple[str, str], ...]:
+        """The pairs of a composite key but the re-keyed one: columns whose values stay as they are."""
+        return tuple((c, p) for c, p in self.pairs if c != self.column)
 
 
 @dataclass(frozen=True)
@@ -301,9 +319,10 @@ class Companion:
     """Whether the copy can be made of its columns alone: a B-tree over whole columns, ascending, without an
     expression, a predicate, an included column, or another rule of uniqueness (deferred, ``NULLS NOT
     DISTINCT``)."""
-    referenced: bool = False
-    """Whether a foreign key references its columns (Django's ``to_field``): the index cannot be dropped while
-    that key is there, so the contract could not swap it."""
+    referenced: tuple[tuple[str, str], ...] = ()
+    """The foreign keys ``(table, constraint)`` that reference its columns (Django's ``to_field``, a composite
+    key's): the index cannot be dropped while such a key is there, so the contract swaps it only where each
+    is a key the change moves to the copy (one that references the re-keyed key beside other columns)."""
     others: tuple[str, ...] = ()
     """Its columns whose keys another change under way is changing (a many-to-many table between two re-keyed
     tables): one copy holds both changes' new columns, and either contract swaps it (set by the planner, not
@@ -438,9 +457,10 @@ class RekeyRules(Protocol):
         added without a long lock, its rows checked without stopping writes; ``state``: ``None`` where it is
         not there, else whether it is validated."""
 
-    def orphans(self, table: str, column: str, parent: str, parent_column: str, /) -> str | None:
-        """``SELECT count(*)`` of the rows of ``table`` whose ``column`` no ``parent`` row has, where
-        :meth:`foreign_key_steps` adds a foreign key the server did not check (``None`` where it did)."""
+    def orphans(self, table: str, pairs: Sequence[tuple[str, str]], parent: str, /) -> str | None:
+        """``SELECT count(*)`` of the rows of ``table`` whose columns ``pairs`` name (``(column, parent's
+        column)``, quoted: a composite key's all) have no value ``NULL`` and no ``parent`` row of the same,
+        where :meth:`foreign_key_steps` adds a foreign key the server did not check (``None`` where it did)."""
 
     def stale(self, column: str, expression: str, /) -> str | None:
         """SQL of whether a row's ``column`` is not ``expression`` (its key made of the old value), where the

@@ -329,9 +329,12 @@ class Rekey:
     def references(self, table: str, column: str, /) -> tuple[str, dict[str, object]]:
         return (
             f"SELECT k.CONSTRAINT_NAME, k.TABLE_NAME, k.COLUMN_NAME, c.IS_NULLABLE = 'NO', r.DELETE_RULE, "
-            "r.UPDATE_RULE, (SELECT count(*) FROM information_schema.KEY_COLUMN_USAGE n "
+            # a composite key's every column, in its order, and what each references
+            "r.UPDATE_RULE, (SELECT JSON_ARRAYAGG(JSON_ARRAY(n.COLUMN_NAME, n.REFERENCED_COLUMN_NAME) "
+            "ORDER BY n.ORDINAL_POSITION) FROM information_schema.KEY_COLUMN_USAGE n "
             "WHERE n.CONSTRAINT_SCHEMA = k.CONSTRAINT_SCHEMA AND n.TABLE_NAME = k.TABLE_NAME "
-            f"AND n.CONSTRAINT_NAME = k.CONSTRAINT_NAME), k.TABLE_SCHEMA = k.REFERENCED_TABLE_SCHEMA, {_FULL_TYPE} "
+            "AND n.CONSTRAINT_NAME = k.CONSTRAINT_NAME AND n.REFERENCED_TABLE_NAME IS NOT NULL), "
+            f"k.TABLE_SCHEMA = k.REFERENCED_TABLE_SCHEMA, {_FULL_TYPE} "
             "FROM information_schema.KEY_COLUMN_USAGE k JOIN information_schema.REFERENTIAL_CONSTRAINTS r "
             "ON r.CONSTRAINT_SCHEMA = k.CONSTRAINT_SCHEMA AND r.TABLE_NAME = k.TABLE_NAME "
             "AND r.CONSTRAINT_NAME = k.CONSTRAINT_NAME JOIN information_schema.COLUMNS c "
@@ -342,7 +345,8 @@ class Rekey:
         )
 
     def reference(self, row: Sequence[object], /) -> Reference:
-        name, table, column, not_null, on_delete, on_update, columns, same, kind = row
+        name, table, column, not_null, on_delete, on_update, listed, same, kind = row
+        pairs = [(str(c), str(p)) for c, p in json.loads(str(listed))]
         return Reference(
             constraint=str(name),
             table=str(table),
@@ -351,9 +355,10 @@ class Rekey:
             on_delete=str(on_delete),
             on_update=str(on_update),
             deferrable="",
-            columns=int(str(columns)),
+            columns=len(pairs),
             same_schema=bool(same),
             column_type=str(kind),
+            pairs=tuple(pairs) if len(pairs) > 1 else (),
         )
 
     def source_kind(self, sql_type: str, /) -> str | None:
@@ -429,13 +434,16 @@ class Rekey:
         return (
             "SELECT s.INDEX_NAME, MIN(s.NON_UNIQUE) = 0, FALSE, JSON_ARRAYAGG(s.COLUMN_NAME ORDER BY s.SEQ_IN_INDEX), "
             "MAX(s.INDEX_TYPE <> 'BTREE' OR s.SUB_PART IS NOT NULL OR COALESCE(s.COLLATION, 'D') <> 'A') = 0, "
-            # a foreign key that references a column of it (InnoDB needs such an index on the referenced side),
+            # the foreign keys that reference a column of it (InnoDB needs such an index on the referenced side),
             # but the primary key's: the primary key serves those (the re-keyed table's own children, whose
             # keys the contract drops first), not an index beside it that holds the key too
-            "MAX(EXISTS (SELECT 1 FROM information_schema.KEY_COLUMN_USAGE k WHERE k.REFERENCED_TABLE_SCHEMA = "
-            "DATABASE() AND k.REFERENCED_TABLE_NAME = s.TABLE_NAME AND k.REFERENCED_COLUMN_NAME = s.COLUMN_NAME "
-            "AND NOT EXISTS (SELECT 1 FROM information_schema.STATISTICS p WHERE p.TABLE_SCHEMA = DATABASE() "
-            "AND p.TABLE_NAME = s.TABLE_NAME AND p.INDEX_NAME = 'PRIMARY' AND p.COLUMN_NAME = s.COLUMN_NAME))) "
+            "(SELECT JSON_ARRAYAGG(DISTINCT JSON_ARRAY(k.TABLE_NAME, k.CONSTRAINT_NAME)) "
+            "FROM information_schema.KEY_COLUMN_USAGE k JOIN information_schema.STATISTICS x "
+            "ON x.TABLE_SCHEMA = DATABASE() AND x.TABLE_NAME = s.TABLE_NAME AND x.INDEX_NAME = s.INDEX_NAME "
+            "AND x.COLUMN_NAME = k.REFERENCED_COLUMN_NAME WHERE k.REFERENCED_TABLE_SCHEMA = DATABASE() "
+            "AND k.REFERENCED_TABLE_NAME = s.TABLE_NAME AND NOT EXISTS (SELECT 1 FROM "
+            "information_schema.STATISTICS p WHERE p.TABLE_SCHEMA = DATABASE() AND p.TABLE_NAME = s.TABLE_NAME "
+            "AND p.INDEX_NAME = 'PRIMARY' AND p.COLUMN_NAME = k.REFERENCED_COLUMN_NAME)) "
             "FROM information_schema.STATISTICS s WHERE s.TABLE_SCHEMA = DATABASE() AND s.TABLE_NAME = :t "
             f"AND s.INDEX_NAME <> 'PRIMARY' GROUP BY s.INDEX_NAME HAVING MAX(s.COLUMN_NAME IN ({names})) = 1 "
             "ORDER BY 1",
@@ -445,7 +453,8 @@ class Rekey:
     def companion(self, table: str, row: Sequence[object], /) -> Companion:
         name, unique, constraint, columns, plain, referenced = row
         listed = tuple(map(str, json.loads(str(columns))))
-        return Companion(table, str(name), listed, bool(unique), bool(constraint), bool(plain), bool(referenced))
+        keys = tuple(sorted((str(t), str(n)) for t, n in json.loads(str(referenced or "[]"))))
+        return Companion(table, str(name), listed, bool(unique), bool(constraint), bool(plain), keys)
 
     def _indexes(self, indexes: Sequence[SwappedIndex], *clauses: Callable[[SwappedIndex], str]) -> list[str]:
         """One ``ALTER TABLE`` a table of ``indexes`` of each clause (what it says of each index), in place."""
@@ -472,16 +481,19 @@ class Rekey:
 
     def _add_foreign_key(self, reference: Reference, column: str, parent: str, parent_column: str, name: str) -> str:
         # in place only without the check (else InnoDB copies the table): orphans() counts the rows after
+        own, referenced = reference.listed(column, parent_column, quote_identifier)
         return (
             f"{_OWN_SETTINGS}foreign_key_checks = 0 FOR ALTER TABLE {quote_identifier(reference.table)} "
-            f"ADD CONSTRAINT {name} FOREIGN KEY ({column}) REFERENCES {parent} ({parent_column}) "
+            f"ADD CONSTRAINT {name} FOREIGN KEY ({own}) REFERENCES {parent} ({referenced}) "
             f"ON DELETE {reference.on_delete} ON UPDATE {reference.on_update}, ALGORITHM=INPLACE, LOCK=NONE"
         )
 
-    def orphans(self, table: str, column: str, parent: str, parent_column: str, /) -> str | None:
+    def orphans(self, table: str, pairs: Sequence[tuple[str, str]], parent: str, /) -> str | None:
+        # InnoDB's rule (MATCH SIMPLE): a row with a NULL in any of the key's columns references nothing
+        on = " AND ".join(f"p.{p} = c.{c}" for c, p in pairs)
+        present = " AND ".join(f"c.{c} IS NOT NULL" for c, _ in pairs)
         return (
-            f"SELECT count(*) FROM {table} c LEFT JOIN {parent} p ON p.{parent_column} = c.{column} "
-            f"WHERE c.{column} IS NOT NULL AND p.{parent_column} IS NULL"
+            f"SELECT count(*) FROM {table} c LEFT JOIN {parent} p ON {on} WHERE {present} AND p.{pairs[0][1]} IS NULL"
         )
 
     def stale(self, column: str, expression: str, /) -> str | None:
@@ -499,8 +511,9 @@ class Rekey:
     def _refer(self, child: Swapped, name: str, column: str, parent: str, parent_column: str) -> str:
         ref = child.references
         assert ref is not None
+        own, referenced = ref.listed(column, parent_column, quote_identifier)
         return (
-            f"ADD CONSTRAINT {name} FOREIGN KEY ({column}) REFERENCES {parent} ({parent_column}) "
+            f"ADD CONSTRAINT {name} FOREIGN KEY ({own}) REFERENCES {parent} ({referenced}) "
             f"ON DELETE {ref.on_delete} ON UPDATE {ref.on_update}"
         )
 

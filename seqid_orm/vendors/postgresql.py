@@ -631,16 +631,26 @@ class Rekey:
         return (
             "SELECT c.conname, cl.relname, a.attname, a.attnotnull, c.confdeltype, c.confupdtype, c.condeferrable, "
             "c.condeferred, cardinality(c.conkey), cl.relnamespace = p.relnamespace, "
-            "format_type(a.atttypid, a.atttypmod) "
+            "format_type(a.atttypid, a.atttypmod), "
+            # a composite key's every column, in its order, and what each references; the pair that holds the
+            # key wherever it stands in the list
+            "ARRAY(SELECT CAST(x.attname AS text) FROM unnest(c.conkey) WITH ORDINALITY AS u(n, o) "
+            "JOIN pg_attribute x ON x.attrelid = c.conrelid AND x.attnum = u.n ORDER BY u.o), "
+            "ARRAY(SELECT CAST(x.attname AS text) FROM unnest(c.confkey) WITH ORDINALITY AS u(n, o) "
+            "JOIN pg_attribute x ON x.attrelid = c.confrelid AND x.attnum = u.n ORDER BY u.o), "
+            "c.confmatchtype = 'f' "
             "FROM pg_constraint c JOIN pg_class cl ON cl.oid = c.conrelid JOIN pg_class p ON p.oid = c.confrelid "
-            "JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1] "
-            "JOIN pg_attribute r ON r.attrelid = c.confrelid AND r.attnum = c.confkey[1] "
+            "CROSS JOIN LATERAL unnest(c.conkey, c.confkey) AS k(own, ref) "
+            "JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.own "
+            "JOIN pg_attribute r ON r.attrelid = c.confrelid AND r.attnum = k.ref "
             "WHERE c.contype = 'f' AND c.confrelid = to_regclass(:t) AND r.attname = :c ORDER BY cl.relname, c.conname",
             {"t": quote_identifier(table), "c": column},
         )
 
     def reference(self, row: Sequence[object], /) -> Reference:
-        name, table, column, not_null, on_delete, on_update, deferrable, deferred, columns, same, kind = row
+        name, table, column, not_null, on_delete, on_update, deferrable, deferred, columns, same, kind = row[:11]
+        own, referenced, full = row[11:]
+        assert isinstance(own, list) and isinstance(referenced, list)
         defer = ""
         if deferrable:
             defer = "DEFERRABLE INITIALLY DEFERRED" if deferred else "DEFERRABLE INITIALLY IMMEDIATE"
@@ -655,6 +665,8 @@ class Rekey:
             columns=int(str(columns)),
             same_schema=bool(same),
             column_type=str(kind),
+            pairs=tuple(zip(map(str, own), map(str, referenced), strict=True)) if len(own) > 1 else (),
+            match="MATCH FULL" if full else "",
         )
 
     def source_kind(self, sql_type: str, /) -> str | None:
@@ -752,7 +764,10 @@ class Rekey:
             "i.indexprs IS NULL AND i.indpred IS NULL AND i.indnkeyatts = i.indnatts AND m.amname = 'btree' "
             "AND i.indimmediate AND NOT 0 = ANY(CAST(i.indkey AS int2[])) AND 0 = ALL(CAST(i.indoption AS int2[])) "
             "AND NOT COALESCE(CAST(to_jsonb(i) ->> 'indnullsnotdistinct' AS boolean), false), "
-            "EXISTS (SELECT 1 FROM pg_constraint f WHERE f.contype = 'f' AND f.conindid = i.indexrelid) "
+            # the foreign keys that reference it (conindid: the referenced side's unique index)
+            "ARRAY(SELECT ARRAY[CAST(fc.relname AS text), CAST(f.conname AS text)] FROM pg_constraint f "
+            "JOIN pg_class fc ON fc.oid = f.conrelid WHERE f.contype = 'f' AND f.conindid = i.indexrelid "
+            "ORDER BY 1) "
             "FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid JOIN pg_am m ON m.oid = ic.relam "
             "WHERE i.indrelid = to_regclass(:t) AND NOT i.indisprimary AND EXISTS (SELECT 1 FROM pg_attribute a "
             f"WHERE a.attrelid = i.indrelid AND a.attnum = ANY(CAST(i.indkey AS int2[])) AND a.attname IN ({names})) "
@@ -762,9 +777,10 @@ class Rekey:
 
     def companion(self, table: str, row: Sequence[object], /) -> Companion:
         name, unique, constraint, columns, plain, referenced = row
-        assert isinstance(columns, list)
+        assert isinstance(columns, list) and isinstance(referenced, list)
         listed = tuple(map(str, columns))
-        return Companion(table, str(name), listed, bool(unique), bool(constraint), bool(plain), bool(referenced))
+        keys = tuple((str(t), str(n)) for t, n in referenced)
+        return Companion(table, str(name), listed, bool(unique), bool(constraint), bool(plain), keys)
 
     def constraint_state(self, table: str, name: str, /) -> tuple[str, dict[str, object]]:
         return (
@@ -785,12 +801,14 @@ class Rekey:
     def _add_foreign_key(self, reference: Reference, column: str, parent: str, parent_column: str, name: str) -> str:
         # NOT VALID: no scan under the lock; VALIDATE CONSTRAINT checks the rows under SHARE UPDATE EXCLUSIVE
         actions = f"ON DELETE {reference.on_delete} ON UPDATE {reference.on_update} {reference.deferrable}"
+        own, referenced = reference.listed(column, parent_column, quote_identifier)
+        match = f"{reference.match} " if reference.match else ""
         return (
-            f"ALTER TABLE {quote_identifier(reference.table)} ADD CONSTRAINT {name} FOREIGN KEY ({column}) "
-            f"REFERENCES {parent} ({parent_column}) {actions.strip()} NOT VALID"
+            f"ALTER TABLE {quote_identifier(reference.table)} ADD CONSTRAINT {name} FOREIGN KEY ({own}) "
+            f"REFERENCES {parent} ({referenced}) {match}{actions.strip()} NOT VALID"
         )
 
-    def orphans(self, table: str, column: str, parent: str, parent_column: str, /) -> str | None:
+    def orphans(self, table: str, pairs: Sequence[tuple[str, str]], parent: str, /) -> str | None:
         return None  # VALIDATE CONSTRAINT checked every row
 
     def stale(self, column: str, expression: str, /) -> str | None:

@@ -1144,7 +1144,7 @@ def test_an_integer_key_gets_its_plan_and_what_no_foreign_key_follows(pg_engine,
         cli = [sys.executable, "-m", "seqid_orm", "doctor", url, "--schema", schema]
         done = subprocess.run(cli, capture_output=True, text=True, timeout=120)
         assert "author.id (plan): change it to seqid keys online" in done.stdout, done.stdout + done.stderr
-        with pg_engine.begin() as conn:  # a composite foreign key to the key: refused, and said so
+        with pg_engine.begin() as conn:  # a composite foreign key to the key: the key's column follows
             conn.exec_driver_sql(f"SET LOCAL search_path = {schema}")
             conn.exec_driver_sql("ALTER TABLE book ADD COLUMN n bigint, ADD UNIQUE (id, n)")
             conn.exec_driver_sql(
@@ -1152,7 +1152,13 @@ def test_an_integer_key_gets_its_plan_and_what_no_foreign_key_follows(pg_engine,
                 "FOREIGN KEY (b, n) REFERENCES book (id, n))"
             )
         found = {f.table: f for f in diagnose(url, schemas=[schema])}
-        assert found["book"].plan.startswith("not online here:") and "composite" in found["book"].plan
+        assert "1 foreign key(s): quote.b (with n, ON DELETE NO ACTION)" in found["book"].plan, found["book"].plan
+        with pg_engine.begin() as conn:  # a child keyed by its foreign key (multi-table inheritance): refused
+            conn.exec_driver_sql(f"SET LOCAL search_path = {schema}")
+            conn.exec_driver_sql("CREATE TABLE special (book_ptr_id bigint PRIMARY KEY REFERENCES book)")
+        found = {f.table: f for f in diagnose(url, schemas=[schema])}
+        plan = found["book"].plan
+        assert plan.startswith("not online here:") and "multi-table inheritance" in plan, plan
     finally:
         with pg_engine.begin() as conn:
             conn.exec_driver_sql(f"DROP SCHEMA {schema} CASCADE")

@@ -45,7 +45,7 @@ TICKETS = "tests/tickets"
 LEASES = "tests/leases"
 ASYNC = "tests/async_ids"
 INTEGRATIONS = "tests/integrations"
-NO_DJANGO = ["-m", "not django and not slow and not big and not mysqlclient and not etcd"]
+NO_DJANGO = ["-m", "not django and not slow and not big and not matrix and not mysqlclient and not etcd"]
 
 
 @nox.session(python=["3.10", "3.13"])

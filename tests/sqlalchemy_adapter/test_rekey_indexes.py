@@ -23,10 +23,15 @@ from tests.sqlalchemy_adapter.test_rekey import _url  # noqa: E402
 
 ROWS = 300
 
-CASES = [("postgresql", "integer"), ("postgresql", "text"), ("mariadb", "integer"), ("mariadb", "text")]
+CASES = [
+    pytest.param((vendor, kind), id=f"{vendor}-{kind}", marks=() if n == 0 else pytest.mark.matrix)
+    for n, (vendor, kind) in enumerate(
+        [("postgresql", "integer"), ("postgresql", "text"), ("mariadb", "integer"), ("mariadb", "text")]
+    )
+]
 
 
-@pytest.fixture(params=CASES, ids=["-".join(c) for c in CASES])
+@pytest.fixture(params=CASES)
 def graph(request):
     """``(engine, kind, tables)``: a parent ``a`` of ``ROWS`` rows keyed by ``kind``, a ``tag`` table, Django's
     many-to-many table ``a_tags``, ``a_friends`` (``a`` with itself), ``one`` (a one-to-one key), filled."""

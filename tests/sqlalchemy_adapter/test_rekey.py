@@ -64,13 +64,20 @@ def graph(pg_engine):
         )
         conn.exec_driver_sql(f"ANALYZE {p}; ANALYZE {c1}; ANALYZE {c2}")
     yield p, c1, c2
-    with pg_engine.begin() as conn:
-        for table in (c2, c1, p):
-            conn.exec_driver_sql(f"DROP TABLE IF EXISTS {table} CASCADE")
-        conn.exec_driver_sql(
-            f"DROP TABLE IF EXISTS seqid_fill_{p}_id_seqid, seqid_fill_{c1}_parent_id_seqid, "
-            f"seqid_fill_{c2}_parent_id_seqid, seqid_fill_{p}_boss_id_seqid, v_{p}_1, v_{p}_2"
-        )
+    for attempt in range(5):  # a killed run's backend may still hold a lock; a doctor beside may deadlock a drop
+        try:
+            with pg_engine.begin() as conn:
+                for table in (c2, c1, p):
+                    conn.exec_driver_sql(f"DROP TABLE IF EXISTS {table} CASCADE")
+                conn.exec_driver_sql(
+                    f"DROP TABLE IF EXISTS seqid_fill_{p}_id_seqid, seqid_fill_{c1}_parent_id_seqid, "
+                    f"seqid_fill_{c2}_parent_id_seqid, seqid_fill_{p}_boss_id_seqid, v_{p}_1, v_{p}_2"
+                )
+            break
+        except sa.exc.OperationalError:
+            if attempt == 4:
+                raise
+            time.sleep(1)
 
 
 def _migration(tmp: Path, name: str, body: str, version: str) -> Path:

@@ -3,7 +3,7 @@ the expand changes nothing, the contract makes the key's table and every table t
 batch mode; the keys' column a ``BLOB``, as ``SeqUUID`` declares it there) and keys every row by its integer,
 with SQLite's foreign keys on in ``env.py`` (a rebuild with them on
 would be a ``DELETE`` that cascades).  A parent that references itself, a child whose foreign key is nullable
-(``SET NULL``), one whose is not (``CASCADE``), a many-to-many table's unique pair: every row on the same parent
+(``SET NULL``), one whose is not (``CASCADE``), a many-to-many table's unique pair, a composite foreign key: every row on the same parent
 (row by row, by the integers the keys carry), ``ORDER BY`` the key in the integers' order, the pair still unique;
 the way back refused while a row the new release inserted is there, nothing changed, then done."""
 
@@ -48,6 +48,10 @@ def graph(tmp_path):
             "CREATE TABLE a (id INTEGER PRIMARY KEY AUTOINCREMENT, name varchar(20) NOT NULL, "
             "boss_id bigint REFERENCES a (id) ON DELETE SET NULL)",
             "CREATE INDEX a_boss ON a (boss_id)",
+            "CREATE UNIQUE INDEX a_id_name ON a (id, name)",
+            # a composite foreign key: the key beside another column of the parent
+            "CREATE TABLE q (id INTEGER PRIMARY KEY, a_id bigint NOT NULL, name varchar(20) NOT NULL, "
+            "FOREIGN KEY (a_id, name) REFERENCES a (id, name) ON DELETE CASCADE)",
             "CREATE TABLE c1 (id INTEGER PRIMARY KEY, a_id bigint REFERENCES a (id) ON DELETE SET NULL)",
             "CREATE TABLE c2 (id INTEGER PRIMARY KEY, a_id bigint NOT NULL REFERENCES a (id) ON DELETE CASCADE)",
             "CREATE TABLE tag (id INTEGER PRIMARY KEY)",
@@ -62,6 +66,7 @@ def graph(tmp_path):
         conn.exec_driver_sql(f"INSERT INTO c2 (a_id) SELECT (n * 7) % {ROWS} * 3 + 3 FROM {rows}")
         conn.exec_driver_sql("INSERT INTO tag (id) VALUES (1), (2)")
         conn.exec_driver_sql(f"INSERT INTO a_tags (a_id, tag_id) SELECT n * 3, 1 + n % 2 FROM {rows}")
+        conn.exec_driver_sql(f"INSERT INTO q (a_id, name) SELECT n * 3, 'a' || n FROM {rows} WHERE n % 2 = 0")
     yield engine, url
     engine.dispose()
 
@@ -90,7 +95,7 @@ def _links(engine, column: str = "id") -> dict[str, set]:
     with engine.connect() as conn:
         return {
             t: {(n(k) if t == "a" else k, n(v)) for k, v in conn.exec_driver_sql(f"SELECT {key}, {ref} FROM {t}")}
-            for t, key, ref in (("a", "id", "boss_id"), ("c1", "id", "a_id"), ("c2", "id", "a_id"))
+            for t, key, ref in (("a", "id", "boss_id"), ("c1", "id", "a_id"), ("c2", "id", "a_id"), ("q", "id", "a_id"))
         } | {"a_tags": {(n(k), t) for k, t in conn.exec_driver_sql("SELECT a_id, tag_id FROM a_tags")}}
 
 
@@ -112,7 +117,7 @@ def test_on_sqlite_the_contract_makes_the_tables_again_and_keys_every_row_by_its
     with engine.connect() as conn:
         types = {
             (t, r[1]): r[2].lower()
-            for t in ("a", "c1", "c2", "a_tags")
+            for t in ("a", "c1", "c2", "a_tags", "q")
             for r in conn.exec_driver_sql(f"PRAGMA table_info({t})")
             if r[1] in ("id", "a_id", "boss_id")
         }
@@ -125,14 +130,17 @@ def test_on_sqlite_the_contract_makes_the_tables_again_and_keys_every_row_by_its
         ("c1", "a_id"): "blob",
         ("c2", "a_id"): "blob",
         ("a_tags", "a_id"): "blob",
+        ("q", "a_id"): "blob",
     }, types
     assert "a_boss" in indexes
-    assert _links(engine, None) == before  # every row on the parent it had, all four tables
+    assert _links(engine, None) == before  # every row on the parent it had, all five tables
 
     with engine.connect() as conn:  # the pair still unique, by the seqid keys; a cascade still cascades
         held = conn.exec_driver_sql("SELECT a_id, tag_id FROM a_tags LIMIT 1").one()
     with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:
         conn.exec_driver_sql("INSERT INTO a_tags (a_id, tag_id) VALUES (?, ?)", tuple(held))
+    with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:  # the composite key: the other's name
+        conn.exec_driver_sql("INSERT INTO q (a_id, name) VALUES (?, 'not its name')", (held[0],))
     with engine.begin() as conn:
         gone = conn.exec_driver_sql("SELECT a_id FROM c2 ORDER BY id LIMIT 1").scalar()
         conn.exec_driver_sql("DELETE FROM a_tags WHERE a_id = ?", (gone,))
@@ -156,6 +164,7 @@ def test_on_sqlite_the_contract_makes_the_tables_again_and_keys_every_row_by_its
         "a": {(k, None if v == g else v) for k, v in before["a"] if k != g},
         "c1": {(k, None if v == g else v) for k, v in before["c1"]},
         "c2": {(k, v) for k, v in before["c2"] if v != g},
+        "q": {(k, v) for k, v in before["q"] if v != g},
         "a_tags": {(k, t) for k, t in before["a_tags"] if k != g},
     }
     assert _links(engine) == expected  # every row on its integer parent again

@@ -610,8 +610,10 @@ def _rebuild_sqlite(
     """SQLite's form of the contract step (:mod:`seqid_orm.schema.rebuild`), or of its way back: the key's table
     and every table that references it made again by Django's schema editor (its ``AlterField``: the models'
     constraints and indexes with them), each key and foreign key's value made the other in the same transaction,
-    the foreign keys checked before it commits.  Refused before any change where a value has no counterpart, or a
-    table that references the key has no model here (Django would not make it again)."""
+    the foreign keys checked before it commits; a table that references the key with no model here (another
+    application's, a table made by raw SQL) made again of its own text with its column of the type Django
+    gives a foreign key to the new key (:func:`seqid_orm.schema.rebuild.remade`, as for Alembic).  Refused
+    before any change where a value has no counterpart."""
     from django.db import transaction
 
     from ..errors import MigrationRefusedError
@@ -633,22 +635,23 @@ def _rebuild_sqlite(
     io = _OnlineIO(connection)
     columns = [(table, column), *rebuild.references(io, "sqlite", table, column)]
     made = {m._meta.db_table for m in new_state.apps.get_models(include_auto_created=True)}
-    for child, _ in columns:
+    loose: dict[str, dict[str, str]] = {}  # Django makes its models' tables again, not these
+    for child, child_column in columns[1:]:
         if child not in made:
-            raise MigrationRefusedError(
-                f"{child} references {table} and no model of this project has it: SQLite changes a column by "
-                f"making its table again, which Django does for its models' tables only; give {child} a model "
-                "(managed = False is enough), or change it in a migration of its own first"
-            )
+            loose.setdefault(child, {})[child_column] = str(new_pk.rel_db_type(connection))
     rebuild.refuse(io, "sqlite", columns, kind, target.layout, forwards=forwards)
     # the stored form of the other side's value (not the field's: it reads the column, which is half made)
     convert = rebuild.converter(kind, target.layout, target.storage, forwards=forwards)
     connection.ensure_connection()
     connection.connection.create_function(rebuild.FUNCTION, 1, convert, deterministic=True)
     with transaction.atomic(using=connection.alias):
-        rebuild.rewrite(
-            io, "sqlite", columns, lambda: schema_editor.alter_field(old_model, old_pk, new_pk), forwards=forwards
-        )
+
+        def remake() -> None:
+            schema_editor.alter_field(old_model, old_pk, new_pk)
+            for statement in rebuild.remade(io, "sqlite", loose, (table, column)) if loose else ():
+                io.run(statement, {})
+
+        rebuild.rewrite(io, "sqlite", columns, remake, forwards=forwards)
 
 
 #: Django's integer fields, whose key the rekey operations change (an ``AutoField``'s internal type included).

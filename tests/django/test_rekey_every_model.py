@@ -264,8 +264,8 @@ TEXT_RELEASE_N1 = TEXT_RELEASE_N.replace(
 @pytest.mark.sqlite_settings
 def test_on_sqlite_a_key_of_uuids_kept_as_text_becomes_the_fields_hex_and_back(tmp_path):
     """A ``CharField`` key of UUIDs as text on SQLite: the contract's rebuild stores each as the field does (32
-    hex digits), every child on its parent; a text that is no UUID is refused before any change; the way back
-    gives each its canonical text."""
+    hex digits), every child on its parent, a table no model has among them; a text that is no UUID is refused
+    before any change; the way back gives each its canonical text."""
     project = Project(tmp_path, sqlite=True)
     (project.migrations / "0001_initial.py").unlink()
     (project.tmp / "shop" / "models.py").write_text(TEXT_RELEASE_N)
@@ -275,6 +275,13 @@ def test_on_sqlite_a_key_of_uuids_kept_as_text_becomes_the_fields_hex_and_back(t
     project.sql("INSERT INTO shop_parent (id) VALUES " + ", ".join(f"('{k}')" for k in keys))
     project.sql("INSERT INTO shop_child (parent_id) VALUES " + ", ".join(f"('{k}')" for k in keys[::2]))
     children = dict(project.sql("SELECT id, parent_id FROM shop_child"))
+    # a table no model has (another application's): made again of its own text, its foreign key with it
+    project.sql(
+        "CREATE TABLE legacy_note (id INTEGER PRIMARY KEY, parent_id varchar(36) "
+        "REFERENCES shop_parent (id) ON DELETE CASCADE)"
+    )
+    project.sql("INSERT INTO legacy_note (parent_id) VALUES " + ", ".join(f"('{k}')" for k in keys[1::3]))
+    notes = dict(project.sql("SELECT id, parent_id FROM legacy_note"))
     project.sql("INSERT INTO shop_parent (id) VALUES ('not-a-uuid')")
     (project.tmp / "shop" / "models.py").write_text(TEXT_RELEASE_N1)
     project.done("makemigrations", "shop")
@@ -287,8 +294,15 @@ def test_on_sqlite_a_key_of_uuids_kept_as_text_becomes_the_fields_hex_and_back(t
     stored = dict(project.sql("SELECT id, parent_id FROM shop_child"))
     assert stored == {c: uuid.UUID(p).hex for c, p in children.items()}
     assert {k for (k,) in project.sql("SELECT id FROM shop_parent")} == {uuid.UUID(k).hex for k in keys}
+    assert dict(project.sql("SELECT id, parent_id FROM legacy_note")) == {n: uuid.UUID(p).hex for n, p in notes.items()}
+    assert project.sql("SELECT type FROM pragma_table_info('legacy_note') WHERE name = 'parent_id'") == [("char(32)",)]
+    assert project.sql("PRAGMA foreign_key_check") == []
+    [(text,)] = project.sql("SELECT sql FROM sqlite_master WHERE name = 'legacy_note'")
+    assert "REFERENCES shop_parent (id) ON DELETE CASCADE" in text, text
     project.done("migrate", "shop", "0001")
     assert dict(project.sql("SELECT id, parent_id FROM shop_child")) == children
+    assert dict(project.sql("SELECT id, parent_id FROM legacy_note")) == notes
+    assert project.sql("PRAGMA foreign_key_check") == []
 
 
 @pytest.mark.sqlite_settings

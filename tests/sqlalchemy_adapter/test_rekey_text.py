@@ -29,11 +29,14 @@ from tests.sqlalchemy_adapter.test_rekey import (  # noqa: E402
 )
 
 PARENTS = 100_000
+#: Rows of each child table: past REWRITE_UP_TO_ROWS, which convert_uuid_storage rewrites in place up to
+CHILDREN = 120_000
 
 
 @pytest.fixture(params=["postgresql", "mariadb"])
 def where(request):
-    """``(engine, (parent, child1, child2))``: the tables of text keys, made and filled on that server."""
+    """``(engine, (parent, child1, child2))``: the tables of text keys, made and filled on that server: 100,000
+    parents and 120,000 children in each child table."""
     engine = request.getfixturevalue("pg_engine" if request.param == "postgresql" else "mysql_engine")
     tag = secrets.token_hex(3)
     p, c1, c2 = f"rkt_parent_{tag}", f"rkt_child1_{tag}", f"rkt_child2_{tag}"
@@ -60,11 +63,11 @@ def where(request):
             numbered = f"(SELECT id, row_number() OVER (ORDER BY name) AS n FROM {p})"
             conn.exec_driver_sql(
                 f"INSERT INTO {c1} (parent_id) SELECT CASE WHEN g %% 10 = 0 THEN NULL ELSE x.id END "
-                f"FROM generate_series(1, {2 * PARENTS}) g "
+                f"FROM generate_series(1, {CHILDREN}) g "
                 f"JOIN {numbered} x ON x.n = (g::bigint * 7919) %% {PARENTS} + 1"
             )
             conn.exec_driver_sql(
-                f"INSERT INTO {c2} (parent_id) SELECT x.id FROM generate_series(1, {3 * PARENTS}) g "
+                f"INSERT INTO {c2} (parent_id) SELECT x.id FROM generate_series(1, {CHILDREN}) g "
                 f"JOIN {numbered} x ON x.n = (g::bigint * 104729) %% {PARENTS} + 1"
             )
             conn.exec_driver_sql(f"ANALYZE {p}; ANALYZE {c1}; ANALYZE {c2}")
@@ -73,11 +76,11 @@ def where(request):
             conn.exec_driver_sql(f"CREATE TEMPORARY TABLE n_{tag} (n bigint PRIMARY KEY, id char(36))")
             conn.exec_driver_sql(f"INSERT INTO n_{tag} SELECT row_number() OVER (ORDER BY name), id FROM {p}")
             conn.exec_driver_sql(
-                f"INSERT INTO {c1} (parent_id) SELECT IF(seq %% 10 = 0, NULL, x.id) FROM seq_1_to_{2 * PARENTS} "
+                f"INSERT INTO {c1} (parent_id) SELECT IF(seq %% 10 = 0, NULL, x.id) FROM seq_1_to_{CHILDREN} "
                 f"JOIN n_{tag} x ON x.n = (seq * 7919) %% {PARENTS} + 1"
             )
             conn.exec_driver_sql(
-                f"INSERT INTO {c2} (parent_id) SELECT x.id FROM seq_1_to_{3 * PARENTS} "
+                f"INSERT INTO {c2} (parent_id) SELECT x.id FROM seq_1_to_{CHILDREN} "
                 f"JOIN n_{tag} x ON x.n = (seq * 104729) %% {PARENTS} + 1"
             )
             conn.exec_driver_sql(f"ANALYZE TABLE {p}, {c1}, {c2}")

@@ -1,11 +1,11 @@
-"""``op.rekey_expand`` / ``op.rekey_contract`` on SQLite, through Alembic's command API in processes of their own:
-the expand changes nothing, the contract makes the key's table and every table that references it again (Alembic's
-batch mode; the keys' column a ``BLOB``, as ``SeqUUID`` declares it there) and keys every row by its integer,
-with SQLite's foreign keys on in ``env.py`` (a rebuild with them on
-would be a ``DELETE`` that cascades).  A parent that references itself, a child whose foreign key is nullable
-(``SET NULL``), one whose is not (``CASCADE``), a many-to-many table's unique pair, a composite foreign key: every row on the same parent
-(row by row, by the integers the keys carry), ``ORDER BY`` the key in the integers' order, the pair still unique;
-the way back refused while a row the new release inserted is there, nothing changed, then done."""
+"""``op.rekey_expand`` / ``op.rekey_contract`` on SQLite, through Alembic's command API in processes of their own: the
+expand changes nothing, the contract makes the key's table and every table that references it again (each of its
+own ``CREATE TABLE`` text with the columns' types edited; the keys' column a ``BLOB``, as ``SeqUUID`` declares it
+there) and keys every row by its integer, with SQLite's foreign keys on in ``env.py`` (a rebuild with them on would
+be a ``DELETE`` that cascades).  A parent that references itself, a child whose foreign key is nullable (``SET
+NULL``), one whose is not (``CASCADE``), a many-to-many table's unique pair, a composite foreign key: every row on
+the same parent (row by row, by the integers the keys carry), ``ORDER BY`` the key in the integers' order, the pair
+still unique; the way back refused while a row the new release inserted is there, nothing changed, then done."""
 
 from __future__ import annotations
 

@@ -37,8 +37,8 @@ def _url(engine) -> str:
 @pytest.fixture
 def graph(pg_engine):
     """``(parent, child1, child2)``: 100,000 parents each but the first led by the one before, 100,000 children
-    with a nullable foreign key (every tenth without a parent) and 100,000 with a required one (MariaDB's
-    test holds 500,000 children; the benchmark 5,000,000)."""
+    with a nullable foreign key (every tenth without a parent) and 100,000 with a required one (the
+    benchmark's hold 5,000,000)."""
     tag = secrets.token_hex(3)
     p, c1, c2 = f"rk_parent_{tag}", f"rk_child1_{tag}", f"rk_child2_{tag}"
     with pg_engine.begin() as conn:

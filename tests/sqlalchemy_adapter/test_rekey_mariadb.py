@@ -54,10 +54,10 @@ def graph(mysql_engine):
         conn.exec_driver_sql(f"UPDATE {p} SET boss_id = id - 1 WHERE id > 1")
         conn.exec_driver_sql(
             f"INSERT INTO {c1} (parent_id) SELECT IF(seq %% 10 = 0, NULL, (seq * 7919) %% {PARENTS} + 1) "
-            "FROM seq_1_to_200000"
+            f"FROM seq_1_to_{PARENTS}"
         )
         conn.exec_driver_sql(
-            f"INSERT INTO {c2} (parent_id) SELECT (seq * 104729) %% {PARENTS} + 1 FROM seq_1_to_300000"
+            f"INSERT INTO {c2} (parent_id) SELECT (seq * 104729) %% {PARENTS} + 1 FROM seq_1_to_{PARENTS}"
         )
         conn.exec_driver_sql(f"ANALYZE TABLE {p}, {c1}, {c2}")
     yield p, c1, c2
@@ -82,7 +82,7 @@ def _columns(engine, tables) -> dict[str, dict[str, str]]:
         return {t: {c["name"]: str(c["type"]) for c in sa.inspect(conn).get_columns(t)} for t in tables}
 
 
-@pytest.mark.big  # 100,000 parents, 500,000 children: the late keys walked by key, the swap under writers
+@pytest.mark.big  # 100,000 parents, 200,000 children: the late keys walked by key, the swap under writers
 def test_an_integer_key_changes_on_mariadb_while_both_releases_write(mysql_engine, graph, tmp_path):
     p, c1, c2 = graph
     engine, url = mysql_engine, _url(mysql_engine)

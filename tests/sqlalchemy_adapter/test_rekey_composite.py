@@ -18,16 +18,9 @@ pytest.importorskip("alembic")
 
 from tests.sqlalchemy_adapter.alembic_project import last_error, project, upgrade  # noqa: E402
 from tests.sqlalchemy_adapter.test_rekey import _url  # noqa: E402
-from tests.sqlalchemy_adapter.test_rekey_indexes import _columns, _indexes  # noqa: E402
+from tests.sqlalchemy_adapter.test_rekey_indexes import CASES, _columns, _indexes  # noqa: E402
 
 ROWS = 400
-
-CASES = [
-    pytest.param((vendor, kind), id=f"{vendor}-{kind}", marks=() if n == 0 else pytest.mark.matrix)
-    for n, (vendor, kind) in enumerate(
-        [("postgresql", "integer"), ("postgresql", "text"), ("mariadb", "integer"), ("mariadb", "text")]
-    )
-]
 
 
 @pytest.fixture(params=CASES)

@@ -405,14 +405,9 @@ class Rekey:
     def keep_in_step(
         self, table: str, source: str, target: str, expression: str, names: tuple[str, str], /
     ) -> list[str]:
-        # MariaDB's update trigger fires on every update (no UPDATE OF): the backfill's too, which sets the new
-        # column alone, to the key it would make. So an update that leaves the old column as it was keeps a
-        # new column that is there (the backfill's, a cascade's refill, the trigger's own earlier one) instead
-        # of making the key again; a row the backfill has not reached (NULL) gets its key
-        unchanged = f"NEW.{source} <=> OLD.{source} AND NEW.{target} IS NOT NULL"
-        made = {"INSERT": expression, "UPDATE": f"IF({unchanged}, NEW.{target}, {expression})"}
+        # MariaDB's update trigger fires on every update (no UPDATE OF): the backfill's too
         return [
-            f"CREATE OR REPLACE TRIGGER {name} BEFORE {event} ON {table} FOR EACH ROW SET NEW.{target} = {made[event]}"
+            f"CREATE OR REPLACE TRIGGER {name} BEFORE {event} ON {table} FOR EACH ROW SET NEW.{target} = {expression}"
             for name, event in zip(names, ("INSERT", "UPDATE"), strict=True)
         ]
 

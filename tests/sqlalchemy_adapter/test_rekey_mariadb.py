@@ -20,7 +20,6 @@ pytest.importorskip("alembic")
 
 from seqid_orm.ids.layout import Layout  # noqa: E402
 from seqid_orm.ids.rekeyed import integer_key  # noqa: E402
-from seqid_orm.vendors import Storage, rules_for  # noqa: E402
 from tests.sqlalchemy_adapter.rekey_traffic import Writers  # noqa: E402
 from tests.sqlalchemy_adapter.test_rekey import (  # noqa: E402
     PARENTS,
@@ -143,44 +142,3 @@ def test_an_integer_key_changes_on_mariadb_while_both_releases_write(mysql_engin
     for table in (c1, c2):
         after = _parents_of(engine, table, p, "id")
         assert {k: v for k, v in after.items() if k in before[table]} == before[table], table
-
-
-def test_the_update_trigger_keeps_a_new_key_an_update_of_other_columns_leaves_and_makes_a_missing_one(mysql_engine):
-    """MariaDB fires an update trigger on every update (no ``UPDATE OF``), the backfill's own too: an update that
-    leaves the old column as it was keeps the new column that is there (the backfill's value, not made again);
-    one that finds it ``NULL`` (a row the backfill has not reached) makes it; one that changes the old column
-    makes it again; an insert makes it."""
-    rules = rules_for("mariadb").REKEY
-    assert rules is not None
-    table = f"rkm_trigger_{secrets.token_hex(3)}"
-    q = rules_for("mariadb").quote_identifier
-    key = rules.key_of("integer", "", "NEW.`src`")
-    assert key is not None and rules.integer_function("f", Layout.TIME_FIRST, Storage.NATIVE) == ""
-    with mysql_engine.begin() as conn:
-        conn.exec_driver_sql(f"CREATE TABLE {table} (id int PRIMARY KEY, src bigint, other int, tgt uuid)")
-        for statement in rules.keep_in_step(q(table), "`src`", "`tgt`", key, (f"{table}_i", f"{table}_u")):
-            conn.exec_driver_sql(statement)
-    mine = "01234567-89ab-7def-8123-456789abcdef"
-
-    def tgt() -> str | None:
-        with mysql_engine.connect() as conn:
-            found = conn.exec_driver_sql(f"SELECT tgt FROM {table} WHERE id = 1").scalar()
-        return None if found is None else str(found)
-
-    try:
-        with mysql_engine.begin() as conn:
-            conn.exec_driver_sql(f"INSERT INTO {table} (id, src) VALUES (1, 5)")
-        assert tgt() == str(integer_key(5, Layout.TIME_FIRST))  # an insert
-        with mysql_engine.begin() as conn:
-            conn.exec_driver_sql(f"UPDATE {table} SET tgt = '{mine}' WHERE id = 1")
-            conn.exec_driver_sql(f"UPDATE {table} SET other = 1 WHERE id = 1")
-        assert tgt() == mine  # kept, as the backfill's own value is: not made again
-        with mysql_engine.begin() as conn:
-            conn.exec_driver_sql(f"UPDATE {table} SET tgt = NULL WHERE id = 1")
-        assert tgt() == str(integer_key(5, Layout.TIME_FIRST))  # NULL: made
-        with mysql_engine.begin() as conn:
-            conn.exec_driver_sql(f"UPDATE {table} SET src = 7, tgt = '{mine}' WHERE id = 1")
-        assert tgt() == str(integer_key(7, Layout.TIME_FIRST))  # the old column changed: made again
-    finally:
-        with mysql_engine.begin() as conn:
-            conn.exec_driver_sql(f"DROP TABLE IF EXISTS {table}")

@@ -405,7 +405,8 @@ class Rekey:
     def keep_in_step(
         self, table: str, source: str, target: str, expression: str, names: tuple[str, str], /
     ) -> list[str]:
-        # MariaDB's update trigger fires on every update (no UPDATE OF): the backfill's too
+        # MariaDB's update trigger fires on every update (no UPDATE OF): the backfill's too. An IF that keeps a
+        # key the update leaves measured slower than making it again (benchmarks.rekey, 2026-12-05)
         return [
             f"CREATE OR REPLACE TRIGGER {name} BEFORE {event} ON {table} FOR EACH ROW SET NEW.{target} = {expression}"
             for name, event in zip(names, ("INSERT", "UPDATE"), strict=True)

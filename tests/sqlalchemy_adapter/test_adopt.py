@@ -121,7 +121,9 @@ def test_the_recorded_width_covers_the_old_keys_whatever_a_process_guessed_befor
             ).scalar_one()
             largest = conn.exec_driver_sql(f"SELECT id FROM {table_name} ORDER BY id DESC LIMIT 1").scalar_one()
         assert after == 0, (width, largest)  # no key, old or guessed, sorts after the new ones
-        assert leading_ones(largest.bytes) == 22
+        # the largest is an old key of the tail: 22 one bits first, or more where one of the 50,000 random keys
+        # has more (about one run in a hundred: fffffe4d-... had 23 in CI), which the width covered too (above)
+        assert leading_ones(largest.bytes) >= 22, (width, largest)
     finally:
         with pg_engine.begin() as conn:
             conn.exec_driver_sql(f"DROP TABLE IF EXISTS {table_name}")

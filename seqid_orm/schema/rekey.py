@@ -164,16 +164,7 @@ class Child:
     @property
     def key_columns(self) -> tuple[str, ...]:
         """The new foreign key's columns: the new column, and a composite key's others as they are."""
-        ref = self.reference
-        return tuple(self.new_column if c == ref.column else c for c, _ in ref.pairs) or (self.new_column,)
-
-    def pairs(self, column: str, parent_column: str) -> tuple[tuple[str, str], ...]:
-        """The foreign key's ``(column, parent's column)`` pairs with the re-keyed pair named ``column`` and
-        ``parent_column`` (the old names, or the new columns')."""
-        ref = self.reference
-        return tuple((column, parent_column) if c == ref.column else (c, p) for c, p in ref.pairs) or (
-            (column, parent_column),
-        )
+        return tuple(c for c, _ in self.reference.renamed(self.new_column, ""))
 
     @property
     def index(self) -> str:
@@ -500,6 +491,8 @@ def _companions(io: Reads, rk: Rekey) -> tuple[Companion, ...]:
     """The indexes over ``rk``'s changed columns but the ones the change makes, read from the catalog; refused
     where one cannot be made again of its columns (an expression's, a partial one)."""
     own = {rk.old_unique, rk.new_unique, *(c.index for c in rk.children)}
+    # the foreign keys this change moves to an index's copy, or makes there: the only ones that may reference it
+    moving = {(c.reference.table, n) for c in rk.children for n in (c.reference.constraint, c.foreign_key)}
     found = []
     for table, columns in rk.moved().items():
         indexes = [rk.rules.companion(table, row) for row in io.fetch(*rk.rules.companions(table, list(columns)))]
@@ -516,7 +509,6 @@ def _companions(io: Reads, rk: Rekey) -> tuple[Companion, ...]:
                     "NULLS NOT DISTINCT rule): seqid cannot copy it; drop it before the expand step, and make it "
                     "on the new columns after the contract"
                 )
-            moving = {(c.reference.table, n) for c in rk.children for n in (c.reference.constraint, c.foreign_key)}
             if set(index.referenced) - moving:  # a key this change neither moves to the copy nor makes
                 raise MigrationRefusedError(
                     f"{table}'s index {index.name} holds {', '.join(c for c in index.columns if c in columns)}, "
@@ -774,8 +766,7 @@ def _no_orphans(io: OnlineIO, rk: Rekey, child: Child, column: str, parent_colum
     """Where the vendor added ``child``'s foreign key from ``column`` to ``parent_column`` (a composite one's
     other columns with them) and its server did not check it, its rows counted: none may lack a parent."""
     rq, table = rk.read_q, child.reference.table
-    pairs = [(rq(c), rq(p)) for c, p in child.pairs(column, parent_column)]
-    count = rk.rules.orphans(rq(table), pairs, rq(rk.table))
+    count = rk.rules.orphans(rq(table), child.reference.renamed(rq(column), rq(parent_column), rq), rq(rk.table))
     if count is None:
         return
     [(orphans,)] = io.fetch(count, {})

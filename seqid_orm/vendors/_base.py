@@ -255,8 +255,6 @@ class Reference:
     on_update: str
     deferrable: str
     """What follows the constraint's actions: ``""``, ``DEFERRABLE INITIALLY IMMEDIATE``..."""
-    columns: int = 1
-    """How many columns the foreign key has."""
     same_schema: bool = True
     """Whether the referencing table is in the re-keyed table's schema (the search path's)."""
     column_type: str = ""
@@ -267,14 +265,20 @@ class Reference:
     match: str = ""
     """``MATCH FULL`` where a composite key is so declared (PostgreSQL), else ``""`` (``MATCH SIMPLE``)."""
 
-    def listed(self, column: str, parent_column: str, quote: Callable[[str], str]) -> tuple[str, str]:
-        """The key's columns and the columns they reference as a statement lists them, the re-keyed pair named
-        ``column`` and ``parent_column`` (quoted already: the old names, or the new columns'), the others as
-        they are, quoted by ``quote``."""
+    def renamed(
+        self, column: str, parent_column: str, quote: Callable[[str], str] = str
+    ) -> tuple[tuple[str, str], ...]:
+        """Every ``(column, referenced column)`` pair of the key, in its order, the re-keyed pair named ``column``
+        and ``parent_column`` (the old names, or the new columns'; quoted already where the others are to be),
+        the others as they are, passed through ``quote``."""
         if not self.pairs:
-            return column, parent_column
-        own = ", ".join(column if c == self.column else quote(c) for c, _ in self.pairs)
-        return own, ", ".join(parent_column if c == self.column else quote(p) for c, p in self.pairs)
+            return ((column, parent_column),)
+        return tuple((column, parent_column) if c == self.column else (quote(c), quote(p)) for c, p in self.pairs)
+
+    def listed(self, column: str, parent_column: str, quote: Callable[[str], str]) -> tuple[str, str]:
+        """The key's columns and the columns they reference as a statement lists them (:meth:`renamed`)."""
+        pairs = self.renamed(column, parent_column, quote)
+        return ", ".join(c for c, _ in pairs), ", ".join(p for _, p in pairs)
 
     def others(self) -> tuple[tuple[str, str], ...]:
         """The pairs of a composite key but the re-keyed one: columns whose values stay as they are."""

@@ -355,7 +355,6 @@ class Rekey:
             on_delete=str(on_delete),
             on_update=str(on_update),
             deferrable="",
-            columns=len(pairs),
             same_schema=bool(same),
             column_type=str(kind),
             pairs=tuple(pairs) if len(pairs) > 1 else (),

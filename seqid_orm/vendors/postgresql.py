@@ -630,7 +630,7 @@ class Rekey:
     def references(self, table: str, column: str, /) -> tuple[str, dict[str, object]]:
         return (
             "SELECT c.conname, cl.relname, a.attname, a.attnotnull, c.confdeltype, c.confupdtype, c.condeferrable, "
-            "c.condeferred, cardinality(c.conkey), cl.relnamespace = p.relnamespace, "
+            "c.condeferred, cl.relnamespace = p.relnamespace, "
             "format_type(a.atttypid, a.atttypmod), "
             # a composite key's every column, in its order, and what each references; the pair that holds the
             # key wherever it stands in the list
@@ -648,8 +648,8 @@ class Rekey:
         )
 
     def reference(self, row: Sequence[object], /) -> Reference:
-        name, table, column, not_null, on_delete, on_update, deferrable, deferred, columns, same, kind = row[:11]
-        own, referenced, full = row[11:]
+        name, table, column, not_null, on_delete, on_update, deferrable, deferred, same, kind = row[:10]
+        own, referenced, full = row[10:]
         assert isinstance(own, list) and isinstance(referenced, list)
         defer = ""
         if deferrable:
@@ -662,7 +662,6 @@ class Rekey:
             on_delete=_ACTIONS[str(on_delete)],
             on_update=_ACTIONS[str(on_update)],
             deferrable=defer,
-            columns=int(str(columns)),
             same_schema=bool(same),
             column_type=str(kind),
             pairs=tuple(zip(map(str, own), map(str, referenced), strict=True)) if len(own) > 1 else (),

@@ -612,7 +612,7 @@ def _rebuild_sqlite(
     constraints and indexes with them), each key and foreign key's value made the other in the same transaction,
     the foreign keys checked before it commits; a table that references the key with no model here (another
     application's, a table made by raw SQL) made again of its own text with its column of the type Django
-    gives a foreign key to the new key (:func:`seqid_orm.schema.rebuild.remade`, as for Alembic).  Refused
+    gives a foreign key to the new key (:func:`seqid_orm.schema.rebuild.make_again`, as for Alembic).  Refused
     before any change where a value has no counterpart."""
     from django.db import transaction
 
@@ -648,8 +648,7 @@ def _rebuild_sqlite(
 
         def remake() -> None:
             schema_editor.alter_field(old_model, old_pk, new_pk)
-            for statement in rebuild.remade(io, "sqlite", loose, (table, column)) if loose else ():
-                io.run(statement, {})
+            rebuild.make_again(io, "sqlite", loose, (table, column))
 
         rebuild.rewrite(io, "sqlite", columns, remake, forwards=forwards)
 

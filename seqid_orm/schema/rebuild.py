@@ -5,7 +5,7 @@ one writer at a time: the migration's own transaction is the maintenance window,
 :mod:`seqid_orm.schema.rekey` have nothing to keep in step.  The expand step changes nothing there; the contract
 step makes the key's table and every table that references it again with the new column types (Django's own
 rebuild, its schema editor's, which makes each model's table of the model as Django's ``AlterField`` does there;
-for Alembic, :func:`remade`: each table of its own text with the columns' types edited, every constraint,
+for Alembic, :func:`make_again`: each table of its own text with the columns' types edited, every constraint,
 cascade, index and trigger kept — Alembic's batch mode reflects the tables, which loses each foreign key's
 ``ON DELETE`` on SQLite), then gives each row the key
 :mod:`seqid_orm.ids.rekeyed` makes of its integer (``ORDER BY id`` means what it meant; below every new key), or
@@ -38,12 +38,12 @@ __all__ = [
     "converter",
     "describe",
     "forward",
+    "make_again",
     "read",
     "references",
     "refuse",
     "refuse_orphans",
     "refuse_values",
-    "remade",
     "rewrite",
     "stored",
 ]
@@ -202,13 +202,15 @@ def _made(make: Callable[[object], uuid.UUID], value: object) -> bool:
     return True
 
 
-def remade(io: Reads, vendor: str, types: dict[str, dict[str, str]], key: tuple[str, str]) -> list[str]:
-    """The statements that make each table of ``types`` again with its columns of those types (``{table:
-    {column: type}}``), the rest as the engine keeps its text (every constraint and cascade, its indexes and
-    triggers); ``key`` ``(table, column)`` the primary key among them.  SQLite's procedure
+def make_again(io: Writes, vendor: str, types: dict[str, dict[str, str]], key: tuple[str, str]) -> None:
+    """Each table of ``types`` made again with its columns of those types (``{table: {column: type}}``), the
+    rest as the engine keeps its text (every constraint and cascade, its indexes and triggers); ``key``
+    ``(table, column)`` the primary key among them; nothing where ``types`` is empty.  SQLite's procedure
     (https://sqlite.org/lang_altertable.html#otheralter): a new table of the edited text, the rows copied as they
-    are, the old table dropped, the new one given its name, its indexes and triggers made again — run in one
-    transaction with the foreign keys off (the adapter's)."""
+    are, the old table dropped, the new one given its name, its indexes and triggers made again — in the
+    adapter's transaction, with the foreign keys off (the adapter's)."""
+    if not types:
+        return
     rules = _rules(vendor)
     q = rules_for(vendor).quote_identifier
     out = list(rules.BEFORE)
@@ -224,7 +226,8 @@ def remade(io: Reads, vendor: str, types: dict[str, dict[str, str]], key: tuple[
             f"ALTER TABLE {temp} RENAME TO {q(table)}",
             *beside,
         ]
-    return [*out, *rules.AFTER]
+    for statement in [*out, *rules.AFTER]:
+        io.run(statement, {})
 
 
 def describe(table: str, refs: Sequence[tuple[str, str]], rows: dict[str, int | None]) -> str:

@@ -75,8 +75,7 @@ def _rebuild_sqlite(operations: Operations, table: str, storage: str | None, *, 
         types.setdefault(t, {})[c] = new_type
 
     def remake() -> None:
-        for statement in rebuild.remade(io, "sqlite", types, (table, key[0])):
-            io.run(statement, {})
+        rebuild.make_again(io, "sqlite", types, (table, key[0]))
 
     try:
         raw.execute("BEGIN")

@@ -210,8 +210,10 @@ def test_an_integer_key_and_its_foreign_keys_change_while_the_old_release_writes
     p, c1, c2 = graph
     url = _url(pg_engine)
     expand = _migration(tmp_path, "expand", f'    op.rekey_expand("{p}", batch_size=1000)', f"v_{p}_1")
-    seen = _beside_old_writers(expand, url, pg_engine, graph, tmp_path)
-    assert seen["longest"] < 1.0, seen  # no statement of the old release waited past its lock time-out either
+    # no statement of the old release waited for a lock past its lock_timeout (1 s): it would have failed, and
+    # _beside_old_writers asserts none did; the wall time of its longest statement, which a busy machine
+    # stretches too (CI's once 1.11 s), is the benchmark's figure (python -m benchmarks.rekey), not a test's
+    _beside_old_writers(expand, url, pg_engine, graph, tmp_path)
     with pg_engine.connect() as conn:
         # every row's key is its integer's, its parent's too (a Python reading, not the server's function)
         for table, source, target in (

@@ -10,7 +10,10 @@ MariaDB; with ``--collector`` the code deletes and nulls them itself first, as D
 foreign keys have no ``ON DELETE`` in the database).  ``new``: the
 code after it, with seqid keys (``seqid_orm.uuid7()``) for the parent and the children's foreign keys.  Each
 statement may wait at most ``--wait-ms`` for a lock (PostgreSQL's ``lock_timeout``): a migration that holds a
-table longer makes it fail, and the failure is counted.
+table longer makes it fail, and the failure is counted.  ``--pause-ms`` between one round of writes and the next:
+the tests' writers pause (:data:`TESTS_PAUSE_MS`), so that on CI's two cores, where the suite runs in several
+parts at once, they do not take a core each for nothing (a round is a few milliseconds: they still write
+hundreds of times a second through every step); the benchmark's write as fast as their one connection goes.
 """
 
 from __future__ import annotations
@@ -28,19 +31,30 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
+#: The tests' pause between two rounds of writes, in milliseconds.
+TESTS_PAUSE_MS = 10
+
 
 class Writers:
     """This module in a process of its own, writing into ``tables`` (parent, child1, child2) of ``url`` as
     ``release``'s code does (``more``: its other options), until :meth:`stop`; the tests' and the benchmark's."""
 
-    def __init__(self, url: str, tables: tuple[str, str, str], folder: Path, release: str, *more: str) -> None:
+    def __init__(
+        self,
+        url: str,
+        tables: tuple[str, str, str],
+        folder: Path,
+        release: str,
+        *more: str,
+        pause_ms: int = TESTS_PAUSE_MS,
+    ) -> None:
         self.out, self.stop_file = folder / f"{release}.json", folder / f"{release}.stop"
         for stale in (self.out, self.stop_file, Path(str(self.out) + ".ready")):
             stale.unlink(missing_ok=True)
         self.proc = subprocess.Popen(
             [
                 *(sys.executable, "-m", "tests.sqlalchemy_adapter.rekey_traffic", url, *tables),
-                *(str(self.out), str(self.stop_file), "--release", release, *more),
+                *(str(self.out), str(self.stop_file), "--release", release, "--pause-ms", str(pause_ms), *more),
             ],
             cwd=ROOT,
         )
@@ -65,6 +79,7 @@ def main() -> None:
         parser.add_argument(name)
     parser.add_argument("--release", choices=("old", "new"), required=True)
     parser.add_argument("--wait-ms", type=int, default=1000)
+    parser.add_argument("--pause-ms", type=int, default=0, help="between one round of writes and the next")
     parser.add_argument("--collector", action="store_true", help="delete and null a parent's children first")
     parser.add_argument("--text-keys", action="store_true", help="release N writes UUIDs as text, made here")
     parser.add_argument(
@@ -132,6 +147,8 @@ def main() -> None:
                 timed(f"INSERT INTO {c1} (parent_id) VALUES (:k)", {"k": key})
                 timed(f"INSERT INTO {c2} (parent_id) VALUES (:k)", {"k": key})
             seen["writes"] = int(str(seen["writes"])) + 1
+            if args.pause_ms:
+                time.sleep(args.pause_ms / 1000)
         except Exception:  # counted: the test says which
             errors = seen["errors"]
             assert isinstance(errors, list)

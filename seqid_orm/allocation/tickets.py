@@ -397,19 +397,27 @@ class TicketSequence:
         self._deliver(claim, segment)
 
     def _prefetch_in_thread(self) -> None:
-        """Reserve the next segment in a thread of its own, unless a reservation is in flight."""
+        """Reserve the next segment in a thread of its own, unless a reservation is in flight.  The
+        reservation is claimed here, before the thread starts, not by the thread: a caller that empties
+        the segment before a busy machine runs the new thread then follows this reservation instead of
+        leading a second one beside it (a block reserved for nothing, and the caller on the server).
+        (A loop's prefetch task claims when it runs: :meth:`_prefetch_on_loop` says why.)"""
         if self._closed or self._flight.busy():
             return
-        worker = threading.Thread(target=self._prefetch, name=f"seqid-tickets-{self.name}", daemon=True)
-        self._worker = worker
-        worker.start()
-
-    def _prefetch(self) -> None:
         with self._mutex:
             wanted = not self._closed and self._buffer.wants_prefetch()
         claim = self._flight.lead(follower_wait(self.timeout)) if wanted else None
         if claim is None:
             return
+        worker = threading.Thread(target=self._prefetch, args=(claim,), name=f"seqid-tickets-{self.name}", daemon=True)
+        self._worker = worker
+        try:
+            worker.start()
+        except BaseException as exc:  # no thread (the process's limit): its followers lead again
+            self._failed(claim, exc)
+            raise
+
+    def _prefetch(self, claim: Claim[Segment]) -> None:
         try:
             self._lead(claim)
         except Exception as exc:  # a caller waiting for it fails with it; a later one reserves again

@@ -104,6 +104,26 @@ def test_background_prefetch_keeps_the_caller_off_the_server(server, seq_name):
     assert len(spy.threads) >= 10 and all(t == f"seqid-tickets-{seq_name}" for t in spy.threads[1:])
 
 
+def test_a_prefetch_thread_the_machine_runs_late_is_followed_not_doubled(server, seq_name, monkeypatch):
+    """On a busy machine the thread that prefetches may run after the caller has emptied its segment (CI's
+    two cores did: the caller then reserved too).  The prefetch is claimed before its thread starts, so the
+    caller waits for it, and no block is reserved twice: here every thread starts 0.2 s late."""
+    late = TicketSequence._prefetch
+
+    def _prefetch(self, *args):
+        threading.Event().wait(0.2)  # the thread is scheduled late, after the caller drew its 5 last values
+        return late(self, *args)
+
+    monkeypatch.setattr(TicketSequence, "_prefetch", _prefetch)
+    spy = Spy(open_ticket_store(server))
+    with TicketSequence(seq_name, spy, block_size=50, prefetch_at=0.1) as seq:
+        ids = [seq.next_id() for _ in range(200)]
+    assert ids == list(range(ids[0], ids[0] + 200))  # in turn: no block skipped, none reserved beside another
+    prefetcher = f"seqid-tickets-{seq_name}"
+    assert spy.threads[0] == threading.current_thread().name and set(spy.threads[1:]) == {prefetcher}, spy.threads
+    assert len(spy.threads) <= 5, spy.threads  # 4 segments of 50, and at most one more prefetched
+
+
 def test_without_double_buffering_the_caller_reserves(server, seq_name):
     """The caller reserves, and a batch's shortfall in one reservation: 500 ids are one round trip (a
     block is a range), the next batch asks for a block again."""

@@ -398,12 +398,11 @@ class TicketSequence:
 
     def _prefetch_in_thread(self) -> None:
         """Reserve the next segment in a thread of its own, unless a reservation is in flight.  The
-        reservation is claimed here, before the thread starts, not by the thread: a caller that empties
-        the segment before a busy machine runs the new thread then follows this reservation instead of
-        leading a second one beside it (a block reserved for nothing, and the caller on the server).
-        (A loop's prefetch task claims when it runs: :meth:`_prefetch_on_loop` says why.)"""
-        if self._closed or self._flight.busy():
-            return
+        reservation is claimed here and handed to the thread as it starts (as a lease's grant is, in
+        ``Acquirer._lead_in_thread``), not claimed by the thread: a caller that empties the segment
+        before a busy machine runs the new thread then follows this reservation instead of leading a
+        second one beside it (a block reserved for nothing, and the caller on the server).  (A loop's
+        prefetch task claims when it runs: :meth:`_prefetch_on_loop` says why.)"""
         with self._mutex:
             wanted = not self._closed and self._buffer.wants_prefetch()
         claim = self._flight.lead(follower_wait(self.timeout)) if wanted else None
@@ -411,8 +410,8 @@ class TicketSequence:
             return
         worker = threading.Thread(target=self._prefetch, args=(claim,), name=f"seqid-tickets-{self.name}", daemon=True)
         self._worker = worker
-        try:
-            worker.start()
+        try:  # the thread owns the claim from its start: the caller's thread may end before it does
+            self._flight.hand_over(claim, worker)
         except BaseException as exc:  # no thread (the process's limit): its followers lead again
             self._failed(claim, exc)
             raise

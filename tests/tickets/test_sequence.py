@@ -123,6 +123,18 @@ def test_a_prefetch_thread_the_machine_runs_late_is_followed_not_doubled(server,
     assert spy.threads[0] == threading.current_thread().name and set(spy.threads[1:]) == {prefetcher}, spy.threads
     assert len(spy.threads) <= 5, spy.threads  # 4 segments of 50, and at most one more prefetched
 
+    # the thread whose draw started the prefetch ends before it is done: the prefetch is still followed
+    spy = Spy(open_ticket_store(server))
+    with TicketSequence(f"{seq_name}b", spy, block_size=50, prefetch_at=0.1) as seq:
+        first = threading.Thread(target=lambda: [seq.next_id() for _ in range(46)], name="short-lived")
+        first.start()
+        first.join()  # it drew the trigger (the 46th value) and ended; the prefetch thread has not run yet
+        ids = [seq.next_id() for _ in range(54)]
+    # the short-lived thread's first reservation, then only the prefetch thread's (the second segment's trigger
+    # starts one more): never this thread's
+    assert spy.threads[0] == "short-lived" and set(spy.threads[1:]) == {f"seqid-tickets-{seq_name}b"}, spy.threads
+    assert ids == list(range(ids[0], ids[0] + 54))
+
 
 def test_without_double_buffering_the_caller_reserves(server, seq_name):
     """The caller reserves, and a batch's shortfall in one reservation: 500 ids are one round trip (a

@@ -403,9 +403,7 @@ class TicketSequence:
         before a busy machine runs the new thread then follows this reservation instead of leading a
         second one beside it (a block reserved for nothing, and the caller on the server).  (A loop's
         prefetch task claims when it runs: :meth:`_prefetch_on_loop` says why.)"""
-        with self._mutex:
-            wanted = not self._closed and self._buffer.wants_prefetch()
-        claim = self._flight.lead(follower_wait(self.timeout)) if wanted else None
+        claim = self._claim_prefetch()
         if claim is None:
             return
         worker = threading.Thread(target=self._prefetch, args=(claim,), name=f"seqid-tickets-{self.name}", daemon=True)
@@ -416,12 +414,26 @@ class TicketSequence:
             self._failed(claim, exc)
             raise
 
-    def _prefetch(self, claim: Claim[Segment]) -> None:
-        try:
-            self._lead(claim)
-        except Exception as exc:  # a caller waiting for it fails with it; a later one reserves again
-            if not isinstance(exc, SeqIDError):  # a typed refusal _reserve has logged already
-                log.warning("prefetching sequence %r failed: %s", self.name, exc)
+    def _claim_prefetch(self) -> Claim[Segment] | None:
+        """A claim on the next segment's reservation where one is wanted now (the trigger passed,
+        nothing reserved ahead) and none is in flight."""
+        with self._mutex:
+            wanted = not self._closed and self._buffer.wants_prefetch()
+        return self._flight.lead(follower_wait(self.timeout)) if wanted else None
+
+    def _prefetch(self, claim: Claim[Segment] | None) -> None:
+        """Lead ``claim``, then the next one if a caller passed the new segment's trigger before the
+        claim ended: :meth:`_deliver` puts the segment in the buffer before it wakes the claim's
+        followers, and a caller drawing the trigger in between found the claim live and left the
+        next reservation to it (without this, the caller reserved that segment itself at its end)."""
+        while claim is not None:
+            try:
+                self._lead(claim)
+            except Exception as exc:  # a caller waiting for it fails with it; a later one reserves again
+                if not isinstance(exc, SeqIDError):  # a typed refusal _reserve has logged already
+                    log.warning("prefetching sequence %r failed: %s", self.name, exc)
+                return
+            claim = self._claim_prefetch()
 
     def _deliver(self, claim: Claim[Segment], segment: Segment) -> None:
         """Put a reserved segment in the buffer, then wake the claim's followers.  A claim given up
@@ -527,11 +539,12 @@ class TicketSequence:
         task.add_done_callback(_retrieve)
 
     async def _aprefetch_once(self) -> None:
-        with self._mutex:
-            wanted = not self._closed and self._buffer.wants_prefetch()
-        claim = self._flight.lead(follower_wait(self.timeout)) if wanted else None
-        if claim is not None:
+        """Lead the next segment's reservation, and one more if its trigger passed before the claim
+        ended (another thread drawing from this sequence: :meth:`_prefetch` says why)."""
+        claim = self._claim_prefetch()
+        while claim is not None:
             await self._alead(claim)
+            claim = self._claim_prefetch()
 
     # --- reserving (the same steps for a thread and a loop) ---------------------------------
 

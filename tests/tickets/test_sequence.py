@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from seqid_orm.allocation.flight import Flight
 from seqid_orm.allocation.stores import open_ticket_store
 from seqid_orm.allocation.stores.sqlalchemy import SQLAlchemyTicketStore
 from seqid_orm.allocation.tickets import TicketSequence
@@ -137,6 +138,36 @@ def test_a_prefetch_thread_the_machine_runs_late_is_followed_not_doubled(server,
     # starts one more): never this thread's
     assert spy.threads[0] == "short-lived" and set(spy.threads[1:]) == {f"seqid-tickets-{second}"}, spy.threads
     assert ids == list(range(ids[0], ids[0] + 54))
+
+
+def test_a_trigger_drawn_while_the_prefetch_ends_starts_the_next_one(server, seq_name, monkeypatch):
+    """The prefetch puts its segment in the buffer, then ends its claim.  A caller that draws that segment
+    down to its trigger in between finds the claim live and leaves the next reservation to it (CI's two
+    cores did, once): the prefetch thread must then reserve the next one too, or the caller reserves it
+    itself when the segment runs out.  Here the first prefetch's end waits until the caller has drawn the
+    trigger of the segment it brought."""
+    prefetcher = f"seqid-tickets-{seq_name}"
+    in_gap, drawn = threading.Event(), threading.Event()
+    finish = Flight.finish
+
+    def _finish(self, *args, **kwargs):
+        if threading.current_thread().name == prefetcher and not in_gap.is_set():
+            in_gap.set()  # the segment is in the buffer (put there before the claim ends)
+            assert drawn.wait(30), "the caller never drew the new segment's trigger"
+        return finish(self, *args, **kwargs)
+
+    monkeypatch.setattr(Flight, "finish", _finish)
+    spy = Spy(open_ticket_store(server))
+    with TicketSequence(seq_name, spy, block_size=50, prefetch_at=0.1) as seq:
+        ids = [seq.next_id() for _ in range(46)]  # the 46th value is the first segment's trigger
+        assert in_gap.wait(30), "the prefetch never reserved"
+        ids += [seq.next_id() for _ in range(50)]  # through the second segment's trigger (value 96)
+        drawn.set()
+        ids += [seq.next_id() for _ in range(104)]
+    assert ids == list(range(ids[0], ids[0] + 200))
+    # the caller reserved the first segment only: the prefetch thread brought every later one
+    assert spy.threads[0] == threading.current_thread().name and set(spy.threads[1:]) == {prefetcher}, spy.threads
+    assert len(spy.threads) >= 4, spy.threads
 
 
 def test_without_double_buffering_the_caller_reserves(server, seq_name):

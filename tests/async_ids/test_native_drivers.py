@@ -188,7 +188,7 @@ def test_an_awaited_lease_and_a_threads_lease_at_once_leave_one_worker_id_held(p
     namespace's cold start: whichever finishes second finds the lease held; an awaited grant that
     lost is given back, so the store shows one worker id held, the one the lease reports."""
     namespace = f"native-race-{secrets.token_hex(4)}"
-    lease = WorkerLease(POSTGRES_URL, namespace, ttl=1.0, clock_tolerance=0.5)
+    lease = WorkerLease(POSTGRES_URL, namespace, ttl=1.5, clock_tolerance=0.2)
 
     async def both() -> tuple[int, int]:
         thread = asyncio.ensure_future(asyncio.to_thread(lease.acquire))

@@ -236,6 +236,7 @@ class _Cluster:
         self._current = 0
         self._lock = threading.Lock()
         self._revision = 0  # the highest cluster revision a reply carried: it never goes back
+        self._revision_from = ""  # the request and member that carried it (named in a refusal)
         self.cluster_id = ""
         """The id of the cluster that answered last (a snapshot restored starts a new one)."""
 
@@ -268,7 +269,7 @@ class _Cluster:
                     self._token = None  # expired (etcd's --auth-token-ttl): authenticate again, once
                     raise Again(refused) from exc
                 raise refused from exc
-            self._check_revision(reply, path)
+            self._check_revision(reply, path, f"{client.host}:{client.port}")
             return reply
 
         def out_of_time() -> StoreTimeoutError:
@@ -298,7 +299,7 @@ class _Cluster:
         for each in self._clients:
             each.session.headers["Authorization"] = token
 
-    def _check_revision(self, reply: dict[str, Any], path: str) -> None:
+    def _check_revision(self, reply: dict[str, Any], path: str, member: str) -> None:
         # a streamed reply (a lease keep-alive) carries its header inside "result"
         header = reply.get("header") or (reply.get("result") or {}).get("header") or {}
         if header.get("cluster_id"):
@@ -309,12 +310,13 @@ class _Cluster:
         with self._lock:
             if revision < self._revision:
                 raise StoreHistoryError(
-                    f"etcd {self.label} answers at revision {revision} after this process saw revision "
-                    f"{self._revision}: the cluster went back (a snapshot restored). Handing out its counters "
-                    "could repeat ids, so ticket sequences refuse it until `seqid ticket repair` moves every "
-                    "counter above the largest id in use; then restart the processes"
+                    f"etcd {self.label} answers at revision {revision} ({path} on {member}) after this process "
+                    f"saw revision {self._revision} ({self._revision_from}): the cluster went back (a snapshot "
+                    "restored). Handing out its counters could repeat ids, so ticket sequences refuse it until "
+                    "`seqid ticket repair` moves every counter above the largest id in use; then restart the "
+                    "processes"
                 )
-            self._revision = revision
+            self._revision, self._revision_from = revision, f"{path} on {member}"
 
     def after_fork(self) -> None:
         # requests' pooled sockets are the parent's: new sessions, with the same TLS files and token

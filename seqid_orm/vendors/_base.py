@@ -256,7 +256,9 @@ class Reference:
     deferrable: str
     """What follows the constraint's actions: ``""``, ``DEFERRABLE INITIALLY IMMEDIATE``..."""
     same_schema: bool = True
-    """Whether the referencing table is in the re-keyed table's schema (the search path's)."""
+    """Whether the referencing table is in the re-keyed table's schema.  Where it is not, a vendor that
+    reads and changes tables of other schemas (PostgreSQL) names it ``table`` as an :class:`InSchema`; a
+    bare ``table`` of another schema (MariaDB's other database, which its reads do not name) is refused."""
     column_type: str = ""
     """The referencing column's type as the catalog writes it."""
     pairs: tuple[tuple[str, str], ...] = ()
@@ -830,13 +832,37 @@ def bounded_name(prefix: str, table: str, column: str) -> str:
     return f"{prefix}{table[:36]}_{digest}"
 
 
+class InSchema(str):
+    """A table of another schema than the one a change's table is in (a tenant's schema whose foreign keys
+    reference a shared table), named with its schema wherever a statement or a catalog read names it: the
+    quoting functions below quote it as two identifiers, ``"schema"."table"``.  Its text, ``schema.table``,
+    names it in messages, in a backfill's progress row and in the names seqid derives from it (an index's, a
+    trigger's), so two tables of one name in two schemas never share one.  A ``str``, as SQLAlchemy's
+    ``quoted_name`` is, so that a plan carries it wherever it carries a table's name."""
+
+    schema: str
+    name: str
+
+    def __new__(cls, schema: str, name: str) -> InSchema:
+        self = super().__new__(cls, f"{schema}.{name}")
+        self.schema, self.name = schema, name
+        return self
+
+    def __reduce__(self) -> tuple[type[InSchema], tuple[str, str]]:
+        return InSchema, (self.schema, self.name)
+
+
 def double_quoted(name: str) -> str:
     """``name`` as the SQL standard quotes an identifier (PostgreSQL, SQLite, Oracle and the rest)."""
+    if isinstance(name, InSchema):
+        return f"{double_quoted(name.schema)}.{double_quoted(name.name)}"
     return '"' + name.replace('"', '""') + '"'
 
 
 def backquoted(name: str) -> str:
     """``name`` as MySQL and MariaDB quote an identifier."""
+    if isinstance(name, InSchema):
+        return f"{backquoted(name.schema)}.{backquoted(name.name)}"
     return "`" + name.replace("`", "``") + "`"
 
 

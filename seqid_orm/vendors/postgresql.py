@@ -21,6 +21,7 @@ from ._base import (
     ColumnRef,
     Companion,
     Fetch,
+    InSchema,
     KeyColumn,
     Quote,
     Reference,
@@ -362,6 +363,21 @@ def convert_column(quote: Quote, ref: ColumnRef, source: Storage, target: Storag
 
 # --- changing a live table (seqid_orm.schema.online asks) ---------------------------------------------
 
+_SCHEMA = re.compile(r'^("(?:[^"]|"")*")\.')
+
+
+def _beside(table: str, index: str) -> str:
+    """The quoted ``index`` named in the schema of ``table`` (quoted, with its schema where it has one): DROP
+    INDEX and ALTER INDEX look an index up in the search path, where a table of another schema's is not;
+    CREATE INDEX and USING INDEX take the bare name, and find it beside the table ("CREATE INDEX").
+
+    >>> _beside('"a ""b"" c"."orders"', '"ix"'), _beside('"orders"', '"ix"')
+    ('"a ""b"" c"."ix"', '"ix"')
+    """
+    schema = _SCHEMA.match(table)
+    return f"{schema.group(1)}.{index}" if schema else index
+
+
 _COLLATE = re.compile(r"\s+COLLATE\s+(\"[^\"]*\"|\S+)", re.IGNORECASE)
 
 
@@ -483,13 +499,13 @@ class Online:
     def unique_steps(self, table: str, column: str, index: str, facts: TableFacts, /) -> list[Step]:
         steps = []
         if facts.index == "invalid":  # a killed or cancelled CREATE INDEX CONCURRENTLY
-            steps.append(Step(f"DROP INDEX CONCURRENTLY IF EXISTS {index}", concurrent=True))
+            steps.append(Step(f"DROP INDEX CONCURRENTLY IF EXISTS {_beside(table, index)}", concurrent=True))
         if facts.index != "valid":
             steps.append(
                 Step(
                     f"CREATE UNIQUE INDEX CONCURRENTLY {index} ON {table} ({column})",
                     concurrent=True,
-                    undo=f"DROP INDEX CONCURRENTLY IF EXISTS {index}",
+                    undo=f"DROP INDEX CONCURRENTLY IF EXISTS {_beside(table, index)}",
                 )
             )
         if not facts.constraint:
@@ -638,8 +654,9 @@ class Rekey:
             "JOIN pg_attribute x ON x.attrelid = c.conrelid AND x.attnum = u.n ORDER BY u.o), "
             "ARRAY(SELECT CAST(x.attname AS text) FROM unnest(c.confkey) WITH ORDINALITY AS u(n, o) "
             "JOIN pg_attribute x ON x.attrelid = c.confrelid AND x.attnum = u.n ORDER BY u.o), "
-            "c.confmatchtype = 'f' "
+            "c.confmatchtype = 'f', CAST(n.nspname AS text) "
             "FROM pg_constraint c JOIN pg_class cl ON cl.oid = c.conrelid JOIN pg_class p ON p.oid = c.confrelid "
+            "JOIN pg_namespace n ON n.oid = cl.relnamespace "
             "CROSS JOIN LATERAL unnest(c.conkey, c.confkey) AS k(own, ref) "
             "JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.own "
             "JOIN pg_attribute r ON r.attrelid = c.confrelid AND r.attnum = k.ref "
@@ -649,14 +666,15 @@ class Rekey:
 
     def reference(self, row: Sequence[object], /) -> Reference:
         name, table, column, not_null, on_delete, on_update, deferrable, deferred, same, kind = row[:10]
-        own, referenced, full = row[10:]
+        own, referenced, full, schema = row[10:]
         assert isinstance(own, list) and isinstance(referenced, list)
         defer = ""
         if deferrable:
             defer = "DEFERRABLE INITIALLY DEFERRED" if deferred else "DEFERRABLE INITIALLY IMMEDIATE"
         return Reference(
             constraint=str(name),
-            table=str(table),
+            # a table of another schema is named with it (a tenant's schema beside the shared one)
+            table=str(table) if same else InSchema(str(schema), str(table)),
             column=str(column),
             nullable=not not_null,
             on_delete=_ACTIONS[str(on_delete)],
@@ -731,14 +749,14 @@ class Rekey:
     def index_steps(self, table: str, column: str, index: str, state: str | None, unique: bool, /) -> list[Step]:
         steps = []
         if state == "invalid":
-            steps.append(Step(f"DROP INDEX CONCURRENTLY IF EXISTS {index}", concurrent=True))
+            steps.append(Step(f"DROP INDEX CONCURRENTLY IF EXISTS {_beside(table, index)}", concurrent=True))
         if state != "valid":
             kind = "UNIQUE INDEX" if unique else "INDEX"
             steps.append(
                 Step(
                     f"CREATE {kind} CONCURRENTLY {index} ON {table} ({column})",
                     concurrent=True,
-                    undo=f"DROP INDEX CONCURRENTLY IF EXISTS {index}",
+                    undo=f"DROP INDEX CONCURRENTLY IF EXISTS {_beside(table, index)}",
                 )
             )
         return steps
@@ -845,14 +863,18 @@ class Rekey:
         return [Step("; ".join(out))]
 
     def _drop(self, ix: SwappedIndex) -> str:
-        return f"ALTER TABLE {ix.table} DROP CONSTRAINT {ix.name}" if ix.constraint else f"DROP INDEX {ix.name}"
+        return (
+            f"ALTER TABLE {ix.table} DROP CONSTRAINT {ix.name}"
+            if ix.constraint
+            else f"DROP INDEX {_beside(ix.table, ix.name)}"
+        )
 
     def _named(self, table: str, index: str, name: str, constraint: bool) -> str:
         """The index ``index`` named ``name``: a unique constraint made of it where one owned its original
         (ADD CONSTRAINT ... USING INDEX, which renames it: no scan), else renamed."""
         if constraint:
             return f"ALTER TABLE {table} ADD CONSTRAINT {name} UNIQUE USING INDEX {index}"
-        return f"ALTER INDEX {index} RENAME TO {name}"
+        return f"ALTER INDEX {_beside(table, index)} RENAME TO {name}"
 
     def undo_contract_steps(self, swap: Swap, /) -> list[Step]:
         p = swap.parent
@@ -876,7 +898,7 @@ class Rekey:
             elif ix.constraint:
                 out.append(f"ALTER TABLE {ix.table} RENAME CONSTRAINT {ix.name} TO {ix.copy}")
             else:
-                out.append(f"ALTER INDEX {ix.name} RENAME TO {ix.copy}")
+                out.append(f"ALTER INDEX {_beside(ix.table, ix.name)} RENAME TO {ix.copy}")
             out.append(self._named(ix.table, ix.back, ix.name, ix.constraint))
         out += self.keep_in_step(p.table, p.column, p.new, swap.key_of(f"NEW.{p.column}"), p.triggers)
         validate = []
@@ -916,7 +938,7 @@ class Rekey:
         return f"ALTER TABLE {table} DROP COLUMN IF EXISTS {column}"
 
     def drop_index(self, table: str, index: str, /) -> str:
-        return f"ALTER TABLE {table} DROP CONSTRAINT IF EXISTS {index}; DROP INDEX IF EXISTS {index}"
+        return f"ALTER TABLE {table} DROP CONSTRAINT IF EXISTS {index}; DROP INDEX IF EXISTS {_beside(table, index)}"
 
     def untracked(self) -> tuple[str, dict[str, object]]:
         # Django's generic relations (contenttypes' GenericForeignKey: an object id beside a content type, as

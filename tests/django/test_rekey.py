@@ -455,3 +455,57 @@ def test_a_key_of_uuids_kept_as_text_changes_over_two_releases_while_each_writes
             assert {k: v for k, v in after.items() if k in before[table]} == before[table], table
     finally:
         project.drop()
+
+
+def test_a_tenant_schemas_foreign_key_follows_the_key_and_another_databases_is_refused(project):
+    """A table the project does not model, in another schema (a tenant's, as django-tenants keeps them) and named
+    as one of the project's, whose foreign key references the model's table.  PostgreSQL: it follows the key
+    through ``makemigrations``' two migrations, each order on the parent it had, and back when they are unapplied.
+    MariaDB, whose other schemas are other databases, which seqid's reads do not name: the expand migration is
+    refused before any change."""
+    pg = project.vendor == "postgresql"
+    tenant = f"{project.name}_tenant"
+    child = f"{tenant}.shop_child1"
+    project.sql("INSERT INTO shop_parent (name) VALUES " + ", ".join(f"('p{i}')" for i in range(50)))
+    if pg:
+        project.sql(f"CREATE SCHEMA {tenant}")
+    else:
+        project.admin(f"CREATE DATABASE {tenant}")
+    try:
+        project.sql(
+            f"CREATE TABLE {child} (id bigint PRIMARY KEY, parent_id bigint NOT NULL, "
+            f"FOREIGN KEY (parent_id) REFERENCES {project.name if not pg else 'public'}.shop_parent (id))"
+        )
+        project.sql(f"INSERT INTO {child} (id, parent_id) SELECT id * 10, id FROM shop_parent")
+        before = _parents(project, child, "parent_id", "id")
+        (project.tmp / "shop" / "models.py").write_text(RELEASE_N1)
+        project.done("makemigrations", "shop")
+        if not pg:
+            err = project.refused("migrate", "shop")
+            assert "MigrationRefusedError" in err and "from another database" in err, err[-2000:]
+            columns = project.sql(
+                "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
+                "AND TABLE_NAME = 'shop_parent'"
+            )
+            assert sorted(c for (c,) in columns) == ["boss_id", "id", "name"]  # nothing changed
+            return
+        project.done("migrate", "shop")
+        assert project.sql(
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+            f"WHERE attrelid = '{child}'::regclass AND attname = 'parent_id'"
+        ) == [("uuid",)]
+        assert _parents(project, child, "parent_id", "id_int") == before
+        assert project.sql(
+            f"SELECT count(*) FROM pg_constraint WHERE conrelid = '{child}'::regclass AND NOT convalidated"
+        ) == [(0,)]
+        project.done("migrate", "shop", "0001")
+        assert _parents(project, child, "parent_id", "id") == before
+        assert project.sql(
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+            f"WHERE attrelid = '{child}'::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum"
+        ) == [("bigint",), ("bigint",)]
+    finally:
+        if pg:
+            project.sql(f"DROP SCHEMA IF EXISTS {tenant} CASCADE")
+        else:
+            project.admin(f"DROP DATABASE IF EXISTS {tenant}")

@@ -112,9 +112,9 @@ class ConvertUUIDStorage(Operation):
         from ..schema.conversions import (
             REWRITE_UP_TO_ROWS,
             ColumnRef,
-            ForeignKeyRef,
             check_rewrite,
             conversion_plan,
+            references_to,
             runs_online,
         )
         from ..schema.online import rows_past
@@ -122,23 +122,14 @@ class ConvertUUIDStorage(Operation):
         model = state.apps.get_model(app_label, self.model_name)
         table, column = model._meta.db_table, model._meta.get_field(self.field_name).column
         connection = schema_editor.connection
+        where = connection_target(connection, as_storage(target))
+        fetch = _OnlineIO(connection).fetch
         with connection.cursor() as cursor:
             description = connection.introspection.get_table_description(cursor, table)
             nullable = {c.name: bool(c.null_ok) for c in description}
-            references = []
-            for other in connection.introspection.table_names(cursor):
-                constraints = connection.introspection.get_constraints(cursor, other)
-                for name, info in constraints.items():
-                    if info.get("foreign_key") == (table, column):
-                        (fk_column,) = info["columns"]
-                        other_nullable = {
-                            c.name: bool(c.null_ok)
-                            for c in connection.introspection.get_table_description(cursor, other)
-                        }
-                        references.append(ForeignKeyRef(name, other, fk_column, other_nullable[fk_column]))
+        found = references_to(fetch, where.vendor, table, column)  # the catalog: every schema's
+        references = found if found is not None else _introspected(connection, table, column)
         key = ColumnRef(table, column, nullable[column])
-        where = connection_target(connection, as_storage(target))
-        fetch = _OnlineIO(connection).fetch
         rows = {
             t: rows_past(fetch, where.vendor, t, REWRITE_UP_TO_ROWS) for t in [table, *(r.table for r in references)]
         }
@@ -154,7 +145,8 @@ class ConvertUUIDStorage(Operation):
                 unless=lambda io: rekey.converted(io, where.vendor, table),
             )
             return
-        plan = conversion_plan(where, key, references, source, connection.ops.quote_name)
+        # the vendor's quoting: a table of another schema is named with it
+        plan = conversion_plan(where, key, references, source, where.rules.quote_identifier)
         for statement in plan:
             schema_editor.execute(statement, params=None)
 
@@ -168,18 +160,22 @@ class ConvertUUIDStorage(Operation):
         return f"Convert {self.model_name}.{self.field_name} from {self.from_storage} to {self.to_storage} storage"
 
 
-def _rules(cursor: Any, vendor: str, constraint: str) -> tuple[str | None, str | None]:
-    """The ``ON DELETE``/``ON UPDATE`` of a foreign key (Django's introspection does not report them)."""
-    schema = "current_schema()" if vendor == "postgresql" else "DATABASE()"
-    cursor.execute(
-        "SELECT delete_rule, update_rule FROM information_schema.referential_constraints "
-        f"WHERE constraint_name = %s AND constraint_schema = {schema}",
-        [constraint],
-    )
-    row = cursor.fetchone()
-    if row is None:
-        return None, None
-    return tuple(None if rule in ("NO ACTION", "RESTRICT") else rule for rule in row)  # type: ignore[return-value]
+def _introspected(connection: Any, table: str, column: str) -> list[Any]:
+    """The foreign keys to ``column`` of ``table`` that Django's introspection finds (a vendor whose catalog
+    seqid does not read: SQLite)."""
+    from ..schema.conversions import ForeignKeyRef
+
+    references = []
+    with connection.cursor() as cursor:
+        for other in connection.introspection.table_names(cursor):
+            for name, info in connection.introspection.get_constraints(cursor, other).items():
+                if info.get("foreign_key") == (table, column):
+                    (fk_column,) = info["columns"]
+                    nullable = {
+                        c.name: bool(c.null_ok) for c in connection.introspection.get_table_description(cursor, other)
+                    }
+                    references.append(ForeignKeyRef(name, other, fk_column, nullable[fk_column]))
+    return references
 
 
 #: Up to this many rows (the planner's estimate) a backfill may run inside an atomic migration; a larger

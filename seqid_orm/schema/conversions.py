@@ -24,10 +24,12 @@ convert`); another conversion is refused there unless the caller allows the rewr
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-from ..errors import InvalidArgumentError
-from ..vendors import ColumnRef, Quote, Storage, Target, as_storage, format_version, rules_for
+from ..errors import InvalidArgumentError, MigrationRefusedError
+from ..vendors import ColumnRef, InSchema, Quote, Storage, Target, as_storage, format_version, rules_for
 
 __all__ = [
     "REWRITE_UP_TO_ROWS",
@@ -35,6 +37,7 @@ __all__ = [
     "ForeignKeyRef",
     "check_rewrite",
     "conversion_plan",
+    "references_to",
     "runs_online",
 ]
 
@@ -49,6 +52,50 @@ class ForeignKeyRef:
     nullable: bool
     ondelete: str | None = None
     onupdate: str | None = None
+    deferrable: str = ""
+    """What follows the key's actions where it is deferrable (``DEFERRABLE INITIALLY DEFERRED``...)."""
+
+
+def references_to(
+    fetch: Callable[[str, dict[str, object]], list[tuple[Any, ...]]], vendor: str, table: str, column: str
+) -> list[ForeignKeyRef] | None:
+    """Every foreign key to ``column`` of ``table``, read from the database's catalog as the re-keying reads it:
+    in every schema (a tenant's, named with it), composite ones too, with their actions and deferral, where the
+    ORMs' introspection reads the search path's schema and keys of one column.  ``None`` where the vendor has
+    no such read (SQLite: the adapter introspects).  Refused before any change: a composite key, whose other
+    columns the rewrite cannot keep in its constraint's order (change it online: rekey_expand/RekeyExpand), and
+    a key from another database on MariaDB; each was met by the rewrite half done on MariaDB, where a statement
+    that fails leaves the ones before it applied."""
+    rules = rules_for(vendor).REKEY
+    if rules is None:
+        return None
+    found = []
+    for row in fetch(*rules.references(table, column)):
+        ref = rules.reference(row)
+        if ref.pairs:
+            raise MigrationRefusedError(
+                f"{ref.table}'s foreign key {ref.constraint} to {table}.{column} holds "
+                f"{', '.join(c for c, _ in ref.pairs)}: a conversion in place changes keys of one column; drop "
+                "it and make it again after, or change the key online (rekey_expand, RekeyExpand)"
+            )
+        if not ref.same_schema and not isinstance(ref.table, InSchema):
+            raise MigrationRefusedError(
+                f"{ref.table}'s foreign key {ref.constraint} to {table}.{column} is from another database, whose "
+                f"tables seqid does not change on {vendor}: drop it, convert, and make it again"
+            )
+        actions = {"NO ACTION": None, "": None}
+        found.append(
+            ForeignKeyRef(
+                ref.constraint,
+                ref.table,
+                ref.column,
+                ref.nullable,
+                actions.get(ref.on_delete, ref.on_delete),
+                actions.get(ref.on_update, ref.on_update),
+                ref.deferrable,
+            )
+        )
+    return found
 
 
 #: Above this many rows (the planner's estimate, the key's table and each that references it), a conversion
@@ -114,8 +161,9 @@ def conversion_plan(
         actions = "".join(
             f" ON {word} {action}" for word, action in (("DELETE", fk.ondelete), ("UPDATE", fk.onupdate)) if action
         )
+        deferrable = f" {fk.deferrable}" if fk.deferrable else ""
         statements.append(
             f"ALTER TABLE {quote(fk.table)} ADD CONSTRAINT {quote(fk.name)} FOREIGN KEY ({quote(fk.column)}) "
-            f"REFERENCES {quote(key.table)} ({quote(key.column)}){actions}"
+            f"REFERENCES {quote(key.table)} ({quote(key.column)}){actions}{deferrable}"
         )
     return statements

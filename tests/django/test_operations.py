@@ -84,6 +84,12 @@ def test_convert_uuid_storage_moves_a_key_and_its_foreign_keys_there_and_back():
         stored = sorted(str(r[0]) for r in cursor.fetchall())
         cursor.execute("SELECT COUNT(*) FROM testapp_book b JOIN testapp_author a ON a.id = b.author_id")
         joined = cursor.fetchone()[0]
+        if connection.vendor == "postgresql":  # Django makes its foreign keys deferred: made again, they stay so
+            cursor.execute(
+                "SELECT condeferrable AND condeferred FROM pg_constraint WHERE contype = 'f' "
+                "AND conrelid = 'testapp_book'::regclass AND confrelid = 'testapp_author'::regclass"
+            )
+            assert cursor.fetchall() == [(True,)]
     assert stored == sorted(a.pk.hex for a in authors) and joined == 20  # 32 hex digits, joins intact
     with connection.schema_editor() as editor:
         operation.database_backwards("testapp", editor, state, state)

@@ -66,9 +66,9 @@ def _convert_uuid_storage(operations: Operations, operation: ConvertUUIDStorageO
     from ...schema.conversions import (
         REWRITE_UP_TO_ROWS,
         ColumnRef,
-        ForeignKeyRef,
         check_rewrite,
         conversion_plan,
+        references_to,
         runs_online,
     )
     from ...schema.online import rows_past
@@ -85,25 +85,10 @@ def _convert_uuid_storage(operations: Operations, operation: ConvertUUIDStorageO
     nullable = {c["name"]: c["nullable"] for c in inspector.get_columns(operation.table)}
     if operation.column not in nullable:
         raise InvalidArgumentError(f"table {operation.table!r} has no column {operation.column!r}")
-    references = []
-    for table in inspector.get_table_names():
-        columns = None
-        try:
-            foreign_keys = inspector.get_foreign_keys(table)
-        except sa.exc.NoSuchTableError:  # dropped since it was listed (by another session): nothing refers
-            continue
-        for fk in foreign_keys:
-            if fk["referred_table"] == operation.table and fk["referred_columns"] == [operation.column]:
-                columns = columns or {c["name"]: c["nullable"] for c in inspector.get_columns(table)}
-                (name,) = fk["constrained_columns"]
-                options = fk.get("options") or {}
-                references.append(
-                    ForeignKeyRef(
-                        fk["name"] or "", table, name, columns[name], options.get("ondelete"), options.get("onupdate")
-                    )
-                )
-    key = ColumnRef(operation.table, operation.column, nullable[operation.column])
     fetch = _OnlineIO(conn).fetch
+    found = references_to(fetch, where.vendor, operation.table, operation.column)  # the catalog: every schema's
+    references = found if found is not None else _introspected(inspector, operation.table, operation.column)
+    key = ColumnRef(operation.table, operation.column, nullable[operation.column])
     rows = {
         t: rows_past(fetch, where.vendor, t, REWRITE_UP_TO_ROWS)
         for t in [operation.table, *(r.table for r in references)]
@@ -123,9 +108,34 @@ def _convert_uuid_storage(operations: Operations, operation: ConvertUUIDStorageO
     if where.vendor == "sqlite":
         _convert_sqlite(operations, conn, [key, *references], source, where.storage)
         return
-    quote = conn.dialect.identifier_preparer.quote
-    for statement in conversion_plan(where, key, references, source, quote):
+    # the vendor's quoting: a table of another schema is named with it
+    for statement in conversion_plan(where, key, references, source, where.rules.quote_identifier):
         operations.execute(statement)
+
+
+def _introspected(inspector: Any, table_name: str, column: str) -> list[Any]:
+    """The foreign keys to ``column`` of ``table_name`` that SQLAlchemy's inspector finds (a vendor whose
+    catalog seqid does not read: SQLite)."""
+    from ...schema.conversions import ForeignKeyRef
+
+    references = []
+    for table in inspector.get_table_names():
+        columns = None
+        try:
+            foreign_keys = inspector.get_foreign_keys(table)
+        except sa.exc.NoSuchTableError:  # dropped since it was listed (by another session): nothing refers
+            continue
+        for fk in foreign_keys:
+            if fk["referred_table"] == table_name and fk["referred_columns"] == [column]:
+                columns = columns or {c["name"]: c["nullable"] for c in inspector.get_columns(table)}
+                (name,) = fk["constrained_columns"]
+                options = fk.get("options") or {}
+                references.append(
+                    ForeignKeyRef(
+                        fk["name"] or "", table, name, columns[name], options.get("ondelete"), options.get("onupdate")
+                    )
+                )
+    return references
 
 
 def _convert_sqlite(operations: Operations, conn: Any, refs: list[Any], source: Any, target: Any) -> None:

@@ -148,6 +148,9 @@ class Child:
     """The child's primary key, by which its backfill walks it."""
     key_casts: tuple[str, ...]
     kind: str
+    keyed: bool = False
+    """Whether the foreign key is the child's primary key (Django's multi-table inheritance): the child's key
+    changes with it, as one of the :attr:`Rekey.heirs`, which makes and swaps its new column."""
 
     @property
     def new_column(self) -> str:
@@ -201,6 +204,11 @@ class Rekey:
     """The other indexes over the changed columns (a many-to-many table's unique pair, a one-to-one key's
     ``UNIQUE``, a foreign key's own index): each copied over the new columns in the expand step and swapped
     for its copy in the contract step, under its name, so the new release's rows are held to it too."""
+    heirs: tuple[Rekey, ...] = ()
+    """The changes of the children keyed by their foreign key (:attr:`Child.keyed`): each such table's own
+    key, with its own children, changed in the same steps (after this table's in the expand step, in the
+    same transaction before it in the contract).  Its new key is the same function of the same old value as
+    this table's, so it is the parent's new key with no look-up; it gets no default of its own."""
 
     @property
     def rules(self) -> RekeyRules:
@@ -249,8 +257,13 @@ class Rekey:
         """Each table's changed columns: its name now → ``(new column, kept name)``."""
         out = {self.table: {self.column: (self.new_column, self.kept_as)}}
         for c in self.children:
-            out.setdefault(c.reference.table, {})[c.reference.column] = (c.new_column, c.kept_as)
+            if not c.keyed:  # its column is its own table's key: its heir's change moves its indexes
+                out.setdefault(c.reference.table, {})[c.reference.column] = (c.new_column, c.kept_as)
         return out
+
+    def tree(self) -> tuple[Rekey, ...]:
+        """This change and its heirs', theirs after, depth first: every table whose key changes."""
+        return (self, *(r for heir in self.heirs for r in heir.tree()))
 
     def copy_of(self, index: Companion) -> tuple[str, tuple[str, ...]]:
         """The name of ``index``'s copy over the new columns (another change's under way too: one copy holds
@@ -339,6 +352,7 @@ class Rekey:
                 triggers=(q(c.triggers[0]), q(c.triggers[1])),
                 nullable=c.reference.nullable,
                 references=c.reference,
+                keyed=c.keyed,
             )
             for c in self.children
         )
@@ -349,7 +363,8 @@ class Rekey:
             )
             for i in self.companions
         )
-        return Swap(parent, children, q(self.old_unique), self.default_sql, key, indexes)
+        heirs = tuple(heir.swap() for heir in self.heirs)
+        return Swap(parent, children, q(self.old_unique), self.default_sql, key, indexes, heirs)
 
 
 def _primary_key(io: Reads, rules: RekeyRules, table: str) -> list[tuple[str, str]]:
@@ -372,9 +387,10 @@ def plan(
     *,
     storage: Storage,
     layout: Layout,
-    default_sql: str,
+    default_sql: str | None,
     new_type: str,
     read_every_row: bool = True,
+    _above: tuple[str, ...] = (),
 ) -> Rekey:
     """What changing ``table``'s key involves, read from the catalog: its key, every foreign key that references
     it, each child's own key.  Refused (:class:`~seqid_orm.errors.MigrationRefusedError`) before any change
@@ -382,7 +398,9 @@ def plan(
     another database (MariaDB; another schema's follows on PostgreSQL), two from one column, a child without a
     primary key, a negative integer, a text that is no UUID, a kind of key the server cannot keep in step.  A
     composite foreign key (the key beside a tenant's column) changes its one column; the others stay, and so
-    does the parent's unique index it references, copied over the new key like every other index over it."""
+    does the parent's unique index it references, copied over the new key like every other index over it.  A
+    child keyed by its foreign key (multi-table inheritance) is planned as one of the :attr:`Rekey.heirs`
+    where the vendor changes such keys (``_above``: the tables above it, whose key it cannot hold again)."""
     rules = _rules(vendor)
     key = _primary_key(io, rules, table)
     if not key:
@@ -414,6 +432,7 @@ def plan(
             f"server has not (the keys would be stored as {storage.value}): keep the column, and declare its form"
         )
     children: list[Child] = []
+    heirs: list[str] = []  # the children keyed by their foreign key, planned with their own children below
     for row in io.fetch(*rules.references(table, column)):
         ref = rules.reference(row)
         if sum(p == column for _, p in ref.pairs) > 1:
@@ -445,16 +464,27 @@ def plan(
             raise MigrationRefusedError(
                 f"{ref.table} (foreign key {ref.constraint} to {table}) has no primary key to walk its rows by"
             )
-        if ref.column in (c for c, _ in child_key):
+        keyed = [c for c, _ in child_key] == [ref.column] and not ref.pairs
+        if keyed and rules.keyed_children and ref.table not in (table, *_above):
+            heirs.append(ref.table)
+        elif ref.column in (c for c, _ in child_key):
+            why = (
+                "a key of several columns: a many-to-many table keyed by its pair"
+                if not keyed
+                else f"multi-table inheritance, which {vendor} does not change online"
+                if not rules.keyed_children
+                else "a cycle of such keys"
+            )
             raise MigrationRefusedError(
-                f"{ref.table}'s primary key holds its foreign key column {ref.column} to {table} (Django's "
-                "multi-table inheritance, a many-to-many table keyed by its pair): that key would change with "
-                "it, and its own children's; seqid does not change such a key online"
+                f"{ref.table}'s primary key holds its foreign key column {ref.column} to {table} ({why}): that key "
+                "would change with it, and its own children's; seqid does not change such a key online"
             )
         if contracted:  # the old column is the kept one: its type, not the new column's
             found = io.fetch(*rules.column_type(ref.table, bounded_name("", ref.column, _KEPT[kind])))
             ref = replace(ref, column_type=str(found[0][0]) if found else ref.column_type)
-        children.append(Child(ref, tuple(c for c, _ in child_key), tuple(t for _, t in child_key), kind))
+        children.append(
+            Child(ref, tuple(c for c, _ in child_key), tuple(t for _, t in child_key), kind, keyed=ref.table in heirs)
+        )
 
     def q(name: str) -> str:  # a name in a read's text: a colon in it is no parameter
         return read_quote(rules_for(vendor).quote_identifier(name))
@@ -486,7 +516,24 @@ def plan(
         default_sql if kind == "integer" else None,
         new_type,
     )
-    return replace(rk, companions=_companions(io, rk))
+    rk = replace(rk, companions=_companions(io, rk))
+    if not heirs:
+        return rk
+    made = tuple(
+        plan(
+            io,
+            vendor,
+            heir,
+            storage=storage,
+            layout=layout,
+            default_sql=None,  # its key comes from its parent's row
+            new_type=new_type,
+            read_every_row=read_every_row,
+            _above=(*_above, table),
+        )
+        for heir in heirs
+    )
+    return replace(rk, heirs=made)
 
 
 def _companions(io: Reads, rk: Rekey) -> tuple[Companion, ...]:
@@ -562,7 +609,9 @@ def describe(rk: Rekey, rows: dict[str, int | None], untracked: list[tuple[str, 
     tables and foreign keys, the rows (``rows``: the planner's estimate by table) and about how long the
     expand step takes, what each step locks, and the ``untracked`` columns ``(table, column, type)`` that may
     hold the keys without a foreign key."""
-    tables = list(dict.fromkeys([rk.table, *(c.reference.table for c in rk.children)]))
+    every = rk.tree()  # with the tables keyed by their foreign key (multi-table inheritance) and their children
+    children = [c for each in every for c in each.children]
+    tables = list(dict.fromkeys([rk.table, *(c.reference.table for c in children)]))
     total = sum(rows.get(t) or 0 for t in tables)
     unknown = [t for t in tables if rows.get(t) is None]
     seconds = total / ROWS_PER_SECOND
@@ -572,12 +621,12 @@ def describe(rk: Rekey, rows: dict[str, int | None], untracked: list[tuple[str, 
         beside = ", ".join(c for c, _ in ref.others())
         return f"{ref.table}.{ref.column} ({f'with {beside}, ' if beside else ''}ON DELETE {ref.on_delete})"
 
-    refs = ", ".join(shown(c.reference) for c in rk.children)
-    copied = ", ".join(f"{i.table}.{i.name}" for i in rk.companions)
+    refs = ", ".join(shown(c.reference) + (" (its key, which changes with it)" if c.keyed else "") for c in children)
+    copied = ", ".join(f"{i.table}.{i.name}" for each in every for i in each.companions)
     said = (
         f"change it to seqid keys online in two releases (docs/how-to/migrate.md, {rk.kind} keys): "
         f"rekey_expand / RekeyExpand, then rekey_contract / RekeyContract (autogenerate and makemigrations write "
-        f"them). It touches {len(tables)} table(s) and {len(rk.children)} foreign key(s)"
+        f"them). It touches {len(tables)} table(s) and {len(children)} foreign key(s)"
         f"{': ' + refs if refs else ''}"
         f"{'; indexes over those columns, copied then swapped: ' + copied if copied else ''}; about {total:,} rows"
         f"{' (no estimate for ' + ', '.join(unknown) + ')' if unknown else ''}, written once by the expand step "
@@ -622,6 +671,12 @@ def _constraint(io: Reads, rules: RekeyRules, table: str, name: str) -> bool | N
     return None if not found else bool(found[0][0])
 
 
+def _indexed(rk: Rekey, child: Child) -> bool:
+    """Whether ``child``'s new foreign key gets an index of its own: not where a copy of an index leads with its
+    columns, nor where they are its table's new key (its heir's unique index serves it)."""
+    return not rk.covered(child) and not child.keyed
+
+
 def state(io: OnlineIO, rk: Rekey) -> str:
     """``"contracted"`` (the key is the seqid column under the key's name), ``"expanded"`` (every new column,
     index and foreign key there and valid), ``"expanding"`` (begun) or ``"planned"``."""
@@ -637,8 +692,8 @@ def state(io: OnlineIO, rk: Rekey) -> str:
     if not rk.late:  # else the contract step adds them
         facts += [_constraint(io, rules, c.reference.table, c.foreign_key) for c in rk.children]
     facts += [_index(io, rules, i.table, rk.copy_of(i)[0]) for i in rk.companions]
-    facts += [_index(io, rules, c.reference.table, c.index) for c in rk.children if not rk.covered(c)]
-    if all(f in ("valid", True) for f in facts):
+    facts += [_index(io, rules, c.reference.table, c.index) for c in rk.children if _indexed(rk, c)]
+    if all(f in ("valid", True) for f in facts) and all(state(io, heir) == "expanded" for heir in rk.heirs):
         return "expanded"
     column = io.fetch(*rk.parent().rules.fact_reads(rk.table, rk.new_column, "")["column"])
     return "expanding" if column else "planned"
@@ -723,11 +778,13 @@ def expand(
             run(step)
     for child in rk.children:
         ref = child.reference
-        if not rk.covered(child):  # the new foreign key's own index, where no copy leads with its columns
+        if _indexed(rk, child):  # the new foreign key's own index, where no copy leads with its columns
             for step in _index_build(io, rk, ref.table, child.index, child.key_columns, False):
                 run(step)
     if not rk.late:
         _foreign_keys(io, rk, run, say, guard)
+    for heir in rk.heirs:  # its new column is filled (a child's above): its key's indexes, its own children
+        expand(io, heir, batch_size=batch_size, say=say, sleep=sleep, guard=guard, then=f"as {rk.table}'s")
     say(f"seqid: {rk.table}.{rk.column}: expanded ({len(rk.children)} foreign keys); {then}")
 
 
@@ -814,11 +871,12 @@ def contract(
             _run_step(io, parent, step, sleep)
 
         _foreign_keys(io, rk, run, say, guard)
-    for step in rk.rules.contract_steps(rk.swap()):
+    for step in rk.rules.contract_steps(rk.swap()):  # the heirs' in it
         guard()
         _run_step(io, rk.parent(), step, sleep)
-    for col in (rk.parent(), *(rk.child(c) for c in rk.children)):
-        forget(io, col)
+    for each in rk.tree():
+        for col in (each.parent(), *(each.child(c) for c in each.children)):
+            forget(io, col)
 
 
 def undo_contract(io: OnlineIO, rk: Rekey, *, sleep: Callable[[float], None] = time.sleep) -> None:
@@ -828,6 +886,45 @@ def undo_contract(io: OnlineIO, rk: Rekey, *, sleep: Callable[[float], None] = t
     (the new release wrote it): fill those first, as the message says."""
     if state(io, rk) != "contracted":
         return
+    q, rules = rk.q, rk.rules
+    for each in rk.tree():  # a table's children before its heirs': a heir's kept key is what they are filled from
+        _refuse_unfilled(io, each)
+    lifted = _lifted(io, rk) if any(each.companions for each in rk.tree()) else {}
+    for each in rk.tree():
+        for index in each.companions:  # each index again over the kept columns, built while writes go on
+            for step in _index_build(io, each, index.table, *each.back_of(index), index.unique):
+                _run_step(io, rk.parent(), step, sleep, lifted)
+        for child in each.children:  # a heir's kept key: NOT NULL again before it is the key, without a scan
+            if child.keyed and rk.vendor == "postgresql":
+                ref = child.reference
+                check = bounded_name("ck_", ref.table, f"{child.kept_as}_not_null")
+                for step in rk.rules_online.not_null_steps(
+                    q(ref.table), q(child.kept_as), ref.column_type, q(check), None
+                ):
+                    _run_step(io, rk.parent(), step, sleep)
+    for step in rules.undo_contract_steps(rk.swap()):  # the heirs' in it
+        _run_step(io, rk.parent(), step, sleep)
+    if rk.late:  # as expanded: release N's inserts leave the new key NULL, which its children's would miss
+        for child in rk.children:
+            _run_step(
+                io, rk.parent(), Step(rules.drop_foreign_key(q(child.reference.table), q(child.foreign_key))), sleep
+            )
+    for each in rk.tree():
+        for child in each.children:
+            ref = child.reference
+            _no_orphans(io, each, child, ref.column, each.column)
+            if not ref.nullable and not child.keyed and rk.vendor == "postgresql":
+                # SET NOT NULL after a valid check: no scan (12+)
+                check = bounded_name("ck_", ref.table, f"{ref.column}_not_null")
+                for step in rk.rules_online.not_null_steps(
+                    q(ref.table), q(ref.column), ref.column_type, q(check), None
+                ):
+                    _run_step(io, rk.parent(), step, sleep)
+
+
+def _refuse_unfilled(io: OnlineIO, rk: Rekey) -> None:
+    """Refused where a row of ``rk``'s tables has no old value in its kept column (the new release wrote it),
+    naming the ``UPDATE`` that fills them (the table's own, then each child's from its parent's kept key)."""
     q, rules = rk.q, rk.rules
     missing_rows: list[tuple[str, str, str, str, str | None]] = []
     if rk.kind == "text":  # the table's own old key too: a text key's kept column is nullable after the contract
@@ -843,24 +940,6 @@ def undo_contract(io: OnlineIO, rk: Rekey, *, sleep: Callable[[float], None] = t
                 f"{table}: {missing} rows have no old key in {kept} (written since the contract step); "
                 f"fill them first: {fill}"
             )
-    lifted = _lifted(io, rk) if rk.companions else {}
-    for index in rk.companions:  # each index again over the kept columns, built while writes go on
-        for step in _index_build(io, rk, index.table, *rk.back_of(index), index.unique):
-            _run_step(io, rk.parent(), step, sleep, lifted)
-    for step in rules.undo_contract_steps(rk.swap()):
-        _run_step(io, rk.parent(), step, sleep)
-    if rk.late:  # as expanded: release N's inserts leave the new key NULL, which its children's would miss
-        for child in rk.children:
-            _run_step(
-                io, rk.parent(), Step(rules.drop_foreign_key(q(child.reference.table), q(child.foreign_key))), sleep
-            )
-    for child in rk.children:
-        ref = child.reference
-        _no_orphans(io, rk, child, ref.column, rk.column)
-        if not ref.nullable and rk.vendor == "postgresql":  # SET NOT NULL after a valid check: no scan (12+)
-            check = bounded_name("ck_", ref.table, f"{ref.column}_not_null")
-            for step in rk.rules_online.not_null_steps(q(ref.table), q(ref.column), ref.column_type, q(check), None):
-                _run_step(io, rk.parent(), step, sleep)
 
 
 def undo_expand(io: OnlineIO, rk: Rekey, *, sleep: Callable[[float], None] = time.sleep) -> None:
@@ -868,13 +947,15 @@ def undo_expand(io: OnlineIO, rk: Rekey, *, sleep: Callable[[float], None] = tim
     keys, the triggers, the new columns (their indexes with them), the old key's extra unique index."""
     if state(io, rk) == "contracted":
         raise InvalidArgumentError(f"{rk.table}.{rk.column} is contracted: undo the contract step first")
+    for heir in rk.heirs:  # first: its children's new foreign keys hold its new key's index, which goes here
+        undo_expand(io, heir, sleep=sleep)
     q, rules = rk.q, rk.rules
     parent = rk.parent()
     # the new foreign keys, then the copies (MariaDB's foreign keys need them; where a column goes, it narrows
     # an index of several columns to the rest), then the columns
     statements = [rules.drop_foreign_key(q(c.reference.table), q(c.foreign_key)) for c in rk.children]
     statements += [rules.drop_index(q(i.table), q(rk.copy_of(i)[0])) for i in rk.companions]
-    statements += [rules.drop_index(q(c.reference.table), q(c.index)) for c in rk.children if not rk.covered(c)]
+    statements += [rules.drop_index(q(c.reference.table), q(c.index)) for c in rk.children if _indexed(rk, c)]
     for child in rk.children:
         t = q(child.reference.table)
         statements += rules.drop_in_step(t, (q(child.triggers[0]), q(child.triggers[1])))
@@ -918,7 +999,8 @@ def convert(
     q, rules = rk.q, rk.rules
     # the children's first: the table's own kept text is what tells a run again that this step is not done
     # (:func:`converted` once it is gone)
-    for table, kept in (*((c.reference.table, c.kept_as) for c in rk.children), (rk.table, rk.kept_as)):
+    kept_columns = [(c.reference.table, c.kept_as) for each in rk.tree() for c in each.children if not c.keyed]
+    for table, kept in (*kept_columns, *((each.table, each.kept_as) for each in reversed(rk.tree()))):
         guard()
         _run_step(io, rk.parent(), Step(rules.drop_column(q(table), q(kept))), sleep)
     say(f"seqid: {rk.table}.{rk.column}: converted online ({len(rk.children)} foreign keys)")

@@ -305,6 +305,10 @@ class Swapped:
     triggers: tuple[str, str]
     nullable: bool
     references: Reference | None = None
+    keyed: bool = False
+    """Whether the child's foreign key is its primary key (Django's multi-table inheritance): its columns are
+    swapped by its own table's :attr:`Swap.heirs` entry, and here only its foreign key and its kept column's
+    ``NOT NULL`` (the new release writes no integer into it)."""
 
 
 @dataclass(frozen=True)
@@ -356,8 +360,8 @@ class Swap:
     """A re-keying's contract, as the vendor's statements take it: the ``parent`` (the re-keyed table: its
     old unique index ``old_unique`` on the kept key, the new key's database default ``default``, or ``None``)
     and each child's foreign key, the ``key`` expression of the old value made the new one (``{}`` stands for
-    the column, as :meth:`RekeyRules.key_of` writes it), and the ``indexes`` over changed columns, each
-    swapped for its copy."""
+    the column, as :meth:`RekeyRules.key_of` writes it), the ``indexes`` over changed columns, each swapped for
+    its copy, and the ``heirs``: the same of each child keyed by its foreign key."""
 
     parent: Swapped
     children: tuple[Swapped, ...]
@@ -365,6 +369,10 @@ class Swap:
     default: str | None
     key: str
     indexes: tuple[SwappedIndex, ...] = ()
+    heirs: tuple[Swap, ...] = ()
+    """The contracts of the children whose primary key is their foreign key to this table (:attr:`Swapped.keyed`):
+    each such table's key changes with this one's (its new key is the same function of the same integer), its
+    own children following it; done in the same transaction, before this table's."""
 
     def key_of(self, column: str) -> str:
         """SQL of the new key of ``column``'s value: :attr:`key` with the column in each of its ``{}``."""
@@ -415,6 +423,10 @@ class RekeyRules(Protocol):
         """The statement creating (or replacing) the function ``name(n)``: :func:`seqid_orm.ids.rekeyed.integer_key`
         made by the server; ``""`` where :meth:`key_of` writes it inline (nothing to create); ``None`` where the
         server cannot make that layout in that storage."""
+
+    keyed_children: bool
+    """Whether a child keyed by its foreign key to the table (Django's multi-table inheritance) changes with it
+    (:attr:`Swap.heirs`); where not, such a child is refused before any change."""
 
     def late_keys(self, kind: str, /) -> bool:
         """Whether a row's new key cannot be made as the application inserts it (MariaDB's ``AUTO_INCREMENT``
@@ -476,7 +488,8 @@ class RekeyRules(Protocol):
 
     def contract_steps(self, swap: Swap, /) -> list[Step]:
         """The contract: the new columns become the key and the foreign keys' columns, the old ones kept
-        (nullable) under their kept names, the triggers gone; each step short, or online."""
+        (nullable) under their kept names, the triggers gone; each step short, or online; the
+        :attr:`Swap.heirs` with it."""
 
     def undo_contract_steps(self, swap: Swap, /) -> list[Step]:
         """:meth:`contract_steps` reversed: the old key and foreign keys again (checked without stopping

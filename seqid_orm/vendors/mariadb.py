@@ -307,6 +307,10 @@ class Rekey:
     those rows and adds the new foreign keys before it swaps.  A child's new column needs no look-up (its
     key is the integer's), so it is in step throughout."""
 
+    #: a child keyed by its foreign key (multi-table inheritance) is refused: its key would have to be moved
+    #: with the table's in place, and the table's new keys come late (:meth:`late_keys`)
+    keyed_children = False
+
     def primary_key(self, table: str, /) -> tuple[str, dict[str, object]]:
         return (
             f"SELECT k.COLUMN_NAME, {_FULL_TYPE} FROM information_schema.KEY_COLUMN_USAGE k "

@@ -621,6 +621,9 @@ class Rekey:
     VALID`` and validated under ``SHARE UPDATE EXCLUSIVE`` (reads and writes go on: "ALTER TABLE", Notes);
     the contract is catalog changes in one short transaction."""
 
+    #: a child keyed by its foreign key (multi-table inheritance) swaps with the table, in its transaction
+    keyed_children = True
+
     def primary_key(self, table: str, /) -> tuple[str, dict[str, object]]:
         return (
             "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_index i "
@@ -832,19 +835,26 @@ class Rekey:
         return None  # a foreign key's cascade is an UPDATE or DELETE of the child: its row triggers fire
 
     def contract_steps(self, swap: Swap, /) -> list[Step]:
-        # one transaction (the bound's SET LOCAL, then each change), every change the catalog's: each child's
-        # first (its old foreign key holds the old key's index), then the table's; ADD PRIMARY KEY USING INDEX
-        # makes the unique index built concurrently the key, with no scan (its column is NOT NULL already)
-        out: list[str] = []
+        # one transaction (the bound's SET LOCAL, then each change), every change the catalog's
+        return [Step("; ".join(self._contract(swap)))]
+
+    def _contract(self, swap: Swap) -> list[str]:
+        # the heirs' first (a keyed child's key moves as its own table's), then each child's (its old foreign
+        # key holds the old key's index), then the table's; ADD PRIMARY KEY USING INDEX makes the unique index
+        # built concurrently the key, with no scan (its column is NOT NULL already)
+        out = [statement for heir in swap.heirs for statement in self._contract(heir)]
         for c in swap.children:
             out += self.drop_in_step(c.table, c.triggers)
-            out += [
-                f"ALTER TABLE {c.table} DROP CONSTRAINT {c.constraint}",
-                f"ALTER TABLE {c.table} ALTER COLUMN {c.column} DROP NOT NULL",
-                f"ALTER TABLE {c.table} RENAME COLUMN {c.column} TO {c.kept}",
-                f"ALTER TABLE {c.table} RENAME COLUMN {c.new} TO {c.column}",
-                f"ALTER TABLE {c.table} RENAME CONSTRAINT {c.new_constraint} TO {c.constraint}",
-            ]
+            out.append(f"ALTER TABLE {c.table} DROP CONSTRAINT {c.constraint}")
+            if c.keyed:  # its columns swapped as its table's key, above: its kept integer is the one to free
+                out.append(f"ALTER TABLE {c.table} ALTER COLUMN {c.kept} DROP NOT NULL")
+            else:
+                out += [
+                    f"ALTER TABLE {c.table} ALTER COLUMN {c.column} DROP NOT NULL",
+                    f"ALTER TABLE {c.table} RENAME COLUMN {c.column} TO {c.kept}",
+                    f"ALTER TABLE {c.table} RENAME COLUMN {c.new} TO {c.column}",
+                ]
+            out.append(f"ALTER TABLE {c.table} RENAME CONSTRAINT {c.new_constraint} TO {c.constraint}")
         p = swap.parent
         out += self.drop_in_step(p.table, p.triggers)
         # the old key keeps its unique index (built in the expand step) and its default: old URLs find rows
@@ -860,7 +870,7 @@ class Rekey:
             out.append(f"ALTER TABLE {p.table} ALTER COLUMN {p.column} SET DEFAULT {swap.default}")
         for ix in swap.indexes:  # each old index dropped, its copy over the new columns given its name
             out += [self._drop(ix), self._named(ix.table, ix.copy, ix.name, ix.constraint)]
-        return [Step("; ".join(out))]
+        return out
 
     def _drop(self, ix: SwappedIndex) -> str:
         return (
@@ -877,14 +887,21 @@ class Rekey:
         return f"ALTER INDEX {_beside(table, index)} RENAME TO {name}"
 
     def undo_contract_steps(self, swap: Swap, /) -> list[Step]:
-        p = swap.parent
+        # one transaction: every key swapped back (a table's children's foreign keys dropped before its key,
+        # then its heirs'), then every old foreign key added again NOT VALID, each validated after it
+        added, validate = self._undo_added(swap)
+        return [Step("; ".join([*self._undo_swapped(swap), *added])), *validate]
+
+    def _undo_swapped(self, swap: Swap) -> list[str]:
         out = []
         for c in swap.children:
-            out += [
-                f"ALTER TABLE {c.table} DROP CONSTRAINT {c.constraint}",
-                f"ALTER TABLE {c.table} RENAME COLUMN {c.column} TO {c.new}",
-                f"ALTER TABLE {c.table} RENAME COLUMN {c.kept} TO {c.column}",
-            ]
+            out.append(f"ALTER TABLE {c.table} DROP CONSTRAINT {c.constraint}")
+            if not c.keyed:  # a keyed child's columns swap back as its table's key, below
+                out += [
+                    f"ALTER TABLE {c.table} RENAME COLUMN {c.column} TO {c.new}",
+                    f"ALTER TABLE {c.table} RENAME COLUMN {c.kept} TO {c.column}",
+                ]
+        p = swap.parent
         out += [
             f"ALTER TABLE {p.table} DROP CONSTRAINT {p.constraint}",
             f"ALTER TABLE {p.table} ALTER COLUMN {p.column} DROP DEFAULT",
@@ -900,14 +917,23 @@ class Rekey:
             else:
                 out.append(f"ALTER INDEX {_beside(ix.table, ix.name)} RENAME TO {ix.copy}")
             out.append(self._named(ix.table, ix.back, ix.name, ix.constraint))
-        out += self.keep_in_step(p.table, p.column, p.new, swap.key_of(f"NEW.{p.column}"), p.triggers)
+        return out + [statement for heir in swap.heirs for statement in self._undo_swapped(heir)]
+
+    def _undo_added(self, swap: Swap) -> tuple[list[str], list[Step]]:
+        p = swap.parent
+        out = self.keep_in_step(p.table, p.column, p.new, swap.key_of(f"NEW.{p.column}"), p.triggers)
         validate = []
         for c in swap.children:
             assert c.references is not None
             out.append(self._add_foreign_key(c.references, c.column, p.table, p.column, c.constraint))
-            out += self.keep_in_step(c.table, c.column, c.new, swap.key_of(f"NEW.{c.column}"), c.triggers)
+            if not c.keyed:  # a keyed child's trigger is its table's key's, its heir's
+                out += self.keep_in_step(c.table, c.column, c.new, swap.key_of(f"NEW.{c.column}"), c.triggers)
             validate.append(Step(f"ALTER TABLE {c.table} VALIDATE CONSTRAINT {c.constraint}"))
-        return [Step("; ".join(out)), *validate]
+        for heir in swap.heirs:
+            more, checks = self._undo_added(heir)
+            out += more
+            validate += checks
+        return out, validate
 
     def unfilled(self, table: str, column: str, kept: str, /) -> str:
         return f"SELECT count(*) FROM {table} WHERE {column} IS NOT NULL AND {kept} IS NULL"

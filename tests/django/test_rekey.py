@@ -509,3 +509,92 @@ def test_a_tenant_schemas_foreign_key_follows_the_key_and_another_databases_is_r
             project.sql(f"DROP SCHEMA IF EXISTS {tenant} CASCADE")
         else:
             project.admin(f"DROP DATABASE IF EXISTS {tenant}")
+
+
+MTI_MODELS = """
+from django.db import models
+
+class Place(models.Model):
+    name = models.CharField(max_length=20)
+
+class Restaurant(Place):
+    seats = models.IntegerField()
+
+class Review(models.Model):
+    restaurant = models.ForeignKey(Restaurant, on_delete=models.CASCADE)
+"""
+
+
+def test_a_parent_of_multi_table_inheritance_changes_with_its_children(tmp_path):
+    """``Restaurant(Place)``: the child's key is its link to its parent's row, and a review's foreign key points at
+    it.  Changing ``Place``'s key: ``makemigrations`` writes the two migrations for ``Place`` alone, and they change
+    the child's key and the review's link with it (PostgreSQL: each restaurant's key its place's new key, each
+    review on its restaurant; the model state right; unapplied, the integers again).  MariaDB refuses the expand
+    migration before any change."""
+    project = Project(tmp_path)
+    try:
+        (project.migrations / "0001_initial.py").unlink()
+        (project.tmp / "shop" / "models.py").write_text(MTI_MODELS)
+        project.done("makemigrations", "shop")
+        project.done("migrate", "shop")
+        pg = project.vendor == "postgresql"
+        project.sql("INSERT INTO shop_place (name) VALUES " + ", ".join(f"('p{i}')" for i in range(60)))
+        project.sql(
+            "INSERT INTO shop_restaurant (place_ptr_id, seats) SELECT id, id FROM shop_place WHERE id %% 3 <> 0"
+        )
+        project.sql("INSERT INTO shop_review (restaurant_id) SELECT place_ptr_id FROM shop_restaurant")
+        read = (
+            "SELECT v.id, p.name, r.seats FROM shop_review v JOIN shop_restaurant r "
+            "ON r.place_ptr_id = v.restaurant_id JOIN shop_place p ON p.id = r.place_ptr_id ORDER BY v.id"
+        )
+        before = project.sql(read)
+        assert len(before) == 40
+        (project.tmp / "shop" / "models.py").write_text(
+            MTI_MODELS.replace(
+                "class Place(models.Model):\n", "class Place(models.Model):\n    id = SeqUUIDField(primary_key=True)\n"
+            ).replace(
+                "from django.db import models\n",
+                "from django.db import models\nfrom seqid_orm.django import SeqUUIDField\n",
+            )
+        )
+        project.done("makemigrations", "shop")
+        written = sorted(p.name for p in project.migrations.glob("000[23]_*.py"))
+        assert written == ["0002_expand_place_key.py", "0003_contract_place_key.py"], written
+        if not pg:
+            err = project.refused("migrate", "shop")
+            assert "MigrationRefusedError" in err and "multi-table inheritance" in err, err[-2000:]
+            kinds = project.sql(
+                "SELECT TABLE_NAME, COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS "
+                "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE 'shop_%%' AND COLUMN_NAME LIKE '%%seqid%%'"
+            )
+            assert kinds == []  # nothing changed
+            return
+        project.done("migrate", "shop")
+        project.done("makemigrations", "shop", "--check", "--dry-run")  # the model state is right
+        assert project.sql(read) == before
+        assert project.sql(
+            "SELECT count(*) FROM shop_restaurant r JOIN shop_place p ON p.id = r.place_ptr_id "
+            "WHERE p.id_int = r.place_ptr_id_int"
+        ) == [(40,)]
+        assert project.sql(
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'shop_review'::regclass "
+            "AND attname = 'restaurant_id'"
+        ) == [("uuid",)]
+        out, _err = project.done(  # the new release, through the ORM: a restaurant and its review
+            "shell",
+            "-c",
+            "from shop.models import Restaurant, Review; r = Restaurant.objects.create(name='new', seats=5); "
+            "Review.objects.create(restaurant=r); print(Restaurant.objects.get(pk=r.pk).place_ptr_id == r.pk)",
+        )
+        assert out.split()[-1] == "True", out
+        project.sql("DELETE FROM shop_review WHERE restaurant_id IN (SELECT id FROM shop_place WHERE name = 'new')")
+        project.sql("DELETE FROM shop_restaurant WHERE place_ptr_id IN (SELECT id FROM shop_place WHERE name = 'new')")
+        project.sql("DELETE FROM shop_place WHERE name = 'new'")
+        project.done("migrate", "shop", "0001")
+        assert project.sql(read) == before
+        assert project.sql(
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'shop_restaurant'::regclass "
+            "AND attnum > 0 AND NOT attisdropped ORDER BY attnum"
+        ) == [("bigint",), ("integer",)]
+    finally:
+        project.drop()

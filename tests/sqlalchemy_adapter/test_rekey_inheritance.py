@@ -1,0 +1,149 @@
+"""A table's integer key changed with the tables keyed by their foreign key to it (Django's multi-table
+inheritance: a child's primary key is its link to its parent's row), two levels deep, and a table whose foreign
+key references the child's key, on the shared PostgreSQL through Alembic in processes of their own: expand,
+contract, the new release's rows, then each way back.  Such a child was refused before any change."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+import pytest
+
+sa = pytest.importorskip("sqlalchemy")
+pytest.importorskip("alembic")
+
+from tests.sqlalchemy_adapter.alembic_project import last_error, project, upgrade  # noqa: E402
+from tests.sqlalchemy_adapter.test_rekey import _catalog  # noqa: E402
+
+PLACES = 3_000
+
+
+@pytest.fixture
+def tree(pg_engine):
+    """``(place, restaurant, italian, review)``: 3,000 places; a restaurant for two places in three, keyed by its
+    link to its place (deferrable, ON DELETE CASCADE, as Django makes it); an Italian restaurant for one
+    restaurant in two, keyed by its link to its restaurant; 5,000 reviews of restaurants."""
+    tag = secrets.token_hex(3)
+    place, restaurant, italian, review = (f"mti_{n}_{tag}" for n in ("place", "restaurant", "italian", "review"))
+    with pg_engine.begin() as conn:
+        conn.exec_driver_sql(f"CREATE TABLE {place} (id bigserial PRIMARY KEY, name text NOT NULL)")
+        conn.exec_driver_sql(
+            f"CREATE TABLE {restaurant} (place_ptr_id bigint PRIMARY KEY REFERENCES {place} (id) "
+            "ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED, seats int NOT NULL)"
+        )
+        conn.exec_driver_sql(
+            f"CREATE TABLE {italian} (restaurant_ptr_id bigint PRIMARY KEY REFERENCES {restaurant} (place_ptr_id) "
+            "ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED, pizza boolean NOT NULL)"
+        )
+        conn.exec_driver_sql(
+            f"CREATE TABLE {review} (id bigserial PRIMARY KEY, "
+            f"restaurant_id bigint NOT NULL REFERENCES {restaurant} (place_ptr_id), stars int NOT NULL)"
+        )
+        conn.exec_driver_sql(f"INSERT INTO {place} (name) SELECT 'p' || g FROM generate_series(1, {PLACES}) g")
+        conn.exec_driver_sql(f"INSERT INTO {restaurant} SELECT id, id %% 50 FROM {place} WHERE id %% 3 <> 0")
+        conn.exec_driver_sql(
+            f"INSERT INTO {italian} SELECT place_ptr_id, true FROM {restaurant} WHERE place_ptr_id %% 2 = 0"
+        )
+        conn.exec_driver_sql(
+            f"INSERT INTO {review} (restaurant_id, stars) SELECT r.place_ptr_id, g %% 5 "
+            f"FROM generate_series(1, 5000) g JOIN {restaurant} r ON r.place_ptr_id = (g * 7) %% {PLACES} + 1"
+        )
+    yield place, restaurant, italian, review
+    with pg_engine.begin() as conn:
+        conn.exec_driver_sql(f"DROP TABLE IF EXISTS {review}, {italian}, {restaurant}, {place} CASCADE")
+        left = [n for n in sa.inspect(conn).get_table_names() if tag in n and n.startswith(("seqid_fill_", "v_"))]
+        for name in left:
+            conn.exec_driver_sql(f'DROP TABLE "{name}"')
+
+
+def _run(where: Path, url: str) -> str:
+    run = upgrade(where, url)
+    _out, err = run.communicate(timeout=600)
+    assert run.returncode == 0, last_error(err) or err[-2000:]
+    return err
+
+
+def _links(engine, tables: tuple[str, str, str, str], by: str) -> list[tuple]:
+    """Every link as names: each restaurant's place, each Italian's restaurant's place, each review's place, read
+    through the key columns (``by``: the integers' suffix, ``""`` for the key columns as they are)."""
+    place, restaurant, italian, review = tables
+    with engine.connect() as conn:
+        return sorted(
+            conn.exec_driver_sql(
+                f"SELECT 'r', r.seats, p.name FROM {restaurant} r JOIN {place} p ON p.id{by} = r.place_ptr_id{by} "
+                f"UNION ALL SELECT 'i', 0, p.name FROM {italian} i JOIN {restaurant} r "
+                f"ON r.place_ptr_id{by} = i.restaurant_ptr_id{by} JOIN {place} p ON p.id{by} = r.place_ptr_id{by} "
+                f"UNION ALL SELECT 'v', v.id, p.name FROM {review} v JOIN {restaurant} r "
+                f"ON r.place_ptr_id{by} = v.restaurant_id{by} JOIN {place} p ON p.id{by} = r.place_ptr_id{by}"
+            ).all()
+        )
+
+
+def test_a_key_changes_with_the_tables_keyed_by_their_link_to_it_and_theirs(pg_engine, tree, tmp_path):
+    """Expand, contract: every key and link is a uuid, each child's key its parent's row's new key (the same
+    function of the same integer), each link to the same row as before, every constraint valid, the children's
+    primary keys on their new columns; the new release writes a place, its restaurant and an Italian one; the way
+    back is refused until the rows it wrote have integers, filled as the refusal says, then gives back the tables
+    as they were."""
+    place, restaurant, italian, review = tree
+    url = pg_engine.url.render_as_string(hide_password=False)
+    before = _catalog(pg_engine, tree)
+    links = _links(pg_engine, tree, "")
+    steps = iter(range(100))
+
+    def run(body: str) -> str:
+        n = next(steps)
+        return _run(project(tmp_path / f"m{n}", f"v_{place}_{n}", body), url)
+
+    run(f'    op.rekey_expand("{place}")')
+    run(f'    op.rekey_contract("{place}")')
+    with pg_engine.connect() as conn:
+        types = conn.exec_driver_sql(
+            "SELECT attrelid::regclass::text, attname, format_type(atttypid, atttypmod) FROM pg_attribute "
+            f"WHERE attrelid IN ('{place}'::regclass, '{restaurant}'::regclass, '{italian}'::regclass, "
+            f"'{review}'::regclass) AND attname IN ('id', 'place_ptr_id', 'restaurant_ptr_id', 'restaurant_id')"
+        ).all()
+        keys = conn.exec_driver_sql(
+            "SELECT conrelid::regclass::text, pg_get_constraintdef(oid) FROM pg_constraint WHERE contype = 'p' "
+            f"AND conrelid IN ('{restaurant}'::regclass, '{italian}'::regclass)"
+        ).all()
+        invalid = conn.exec_driver_sql(
+            f"SELECT conname FROM pg_constraint WHERE conrelid IN ('{place}'::regclass, '{restaurant}'::regclass, "
+            f"'{italian}'::regclass, '{review}'::regclass) AND NOT convalidated"
+        ).all()
+        # each restaurant's key is its place's new key, row by row (its integer the place's)
+        strays = conn.exec_driver_sql(
+            f"SELECT count(*) FROM {restaurant} r JOIN {place} p ON p.id_int = r.place_ptr_id_int "
+            "WHERE p.id <> r.place_ptr_id"
+        ).scalar()
+    id_of = {"id": place, "place_ptr_id": restaurant, "restaurant_ptr_id": italian, "restaurant_id": review}
+    assert sorted(t for t in types if t[:2] != (review, "id")) == sorted((id_of[c], c, "uuid") for c in id_of)
+    assert sorted(keys) == [(italian, "PRIMARY KEY (restaurant_ptr_id)"), (restaurant, "PRIMARY KEY (place_ptr_id)")]
+    assert invalid == [] and strays == 0
+    assert _links(pg_engine, tree, "") == links  # through the uuids: the same rows
+    with pg_engine.begin() as conn:  # the new release: a place, its restaurant and its Italian restaurant
+        new = conn.exec_driver_sql(f"INSERT INTO {place} (name) VALUES ('new') RETURNING id").scalar()
+        conn.execute(sa.text(f"INSERT INTO {restaurant} (place_ptr_id, seats) VALUES (:k, 7)"), {"k": new})
+        conn.execute(sa.text(f"INSERT INTO {italian} (restaurant_ptr_id, pizza) VALUES (:k, false)"), {"k": new})
+    with pytest.raises(sa.exc.IntegrityError), pg_engine.begin() as conn:  # the link still holds
+        conn.exec_driver_sql(f"INSERT INTO {restaurant} (place_ptr_id, seats) VALUES (gen_random_uuid(), 1)")
+
+    err = ""
+    for _ in range(4):  # the way back: refused while the new rows have no integer, filled as each refusal says
+        n = next(steps)
+        attempt = upgrade(project(tmp_path / f"m{n}", f"v_{place}_{n}", f'    op.rekey_undo_contract("{place}")'), url)
+        _out, err = attempt.communicate(timeout=600)
+        if attempt.returncode == 0:
+            break
+        assert "fill them first: " in last_error(err), err[-2000:]
+        with pg_engine.begin() as conn:
+            conn.exec_driver_sql(last_error(err).split("fill them first: ", 1)[1])
+    else:
+        raise AssertionError(err[-2000:])
+    with pg_engine.connect() as conn:
+        new_int = conn.exec_driver_sql(f"SELECT id FROM {place} WHERE name = 'new'").scalar()
+        assert conn.exec_driver_sql(f"SELECT count(*) FROM {italian} WHERE restaurant_ptr_id = {new_int}").scalar() == 1
+    run(f'    op.rekey_undo_expand("{place}")')
+    assert _catalog(pg_engine, tree) == before
+    assert _links(pg_engine, tree, "") == sorted([*links, ("r", 7, "new"), ("i", 0, "new")])

@@ -162,7 +162,7 @@ def test_a_tenant_schemas_foreign_key_is_converted_with_its_actions_and_deferral
     actions and its deferral, which the re-made keys used to lose."""
     prefix = f"cv{secrets.token_hex(3)}"
     tenant = f"{prefix}_tenant"
-    md, parent, book, note = schema(prefix, "text")
+    md, parent, _book, _note = schema(prefix, "text")
     md.create_all(pg_engine)
     ids = comb_batch(20)
     with pg_engine.begin() as conn:
@@ -212,7 +212,7 @@ def test_another_databases_foreign_key_and_a_composite_one_are_refused_before_an
 
     prefix = f"cv{secrets.token_hex(3)}"
     other = f"{prefix}_other"
-    md, parent, book, note = schema(prefix, "text")
+    md, parent, _book, _note = schema(prefix, "text")
     md.create_all(mysql_engine)
     database = mysql_engine.url.database
 

@@ -5,7 +5,11 @@ contract, the new release's rows, then each way back.  Such a child was refused 
 
 from __future__ import annotations
 
+import random
 import secrets
+import signal
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -147,3 +151,96 @@ def test_a_key_changes_with_the_tables_keyed_by_their_link_to_it_and_theirs(pg_e
     run(f'    op.rekey_undo_expand("{place}")')
     assert _catalog(pg_engine, tree) == before
     assert _links(pg_engine, tree, "") == sorted([*links, ("r", 7, "new"), ("i", 0, "new")])
+
+
+class _OldRelease(threading.Thread):
+    """Release N's code on the tables while the expand step runs: a place and its restaurant by their integers
+    in one transaction, now and then a place deleted (its restaurant with it), each statement waiting at most
+    1 s for a lock; what failed is kept."""
+
+    def __init__(self, url: str, place: str, restaurant: str) -> None:
+        super().__init__(daemon=True)
+        self.engine = sa.create_engine(url, poolclass=sa.NullPool)
+        self.place, self.restaurant = place, restaurant
+        self.stop, self.errors, self.writes = threading.Event(), [], 0
+
+    def run(self) -> None:
+        with self.engine.connect() as conn:
+            conn.exec_driver_sql("SET lock_timeout = '1s'")
+            conn.commit()
+            while not self.stop.is_set():
+                try:
+                    with conn.begin():
+                        made = conn.exec_driver_sql(
+                            f"INSERT INTO {self.place} (name) VALUES ('w') RETURNING id"
+                        ).scalar()
+                        conn.execute(
+                            sa.text(f"INSERT INTO {self.restaurant} (place_ptr_id, seats) VALUES (:p, 1)"), {"p": made}
+                        )
+                        if made % 5 == 0:
+                            conn.execute(sa.text(f"DELETE FROM {self.place} WHERE id = :p"), {"p": made - 1})
+                    self.writes += 1
+                except Exception as exc:  # what the old release would see
+                    self.errors.append(repr(exc)[:300])
+                self.stop.wait(0.01)
+        self.engine.dispose()
+
+
+@pytest.mark.big  # 100,000 places: a kill lands in the batches; its smaller twin above runs every step
+def test_a_keyed_child_follows_through_a_kill_while_the_old_release_writes(pg_engine, tmp_path):
+    """100,000 places and 66,666 restaurants: the expand step killed in the restaurants' batches (their new
+    column, which is their new key) and run again, while release N's code writes places and restaurants by
+    integers and deletes places; then the contract.  The writer saw no error; every restaurant's key is its
+    place's, row by row by the integers both keep."""
+    tag = secrets.token_hex(3)
+    place, restaurant = f"mti_big_place_{tag}", f"mti_big_restaurant_{tag}"
+    url = pg_engine.url.render_as_string(hide_password=False)
+    with pg_engine.begin() as conn:
+        conn.exec_driver_sql(f"CREATE TABLE {place} (id bigserial PRIMARY KEY, name text NOT NULL)")
+        conn.exec_driver_sql(
+            f"CREATE TABLE {restaurant} (place_ptr_id bigint PRIMARY KEY REFERENCES {place} (id) "
+            "ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED, seats int NOT NULL)"
+        )
+        conn.exec_driver_sql(f"INSERT INTO {place} (name) SELECT 'p' || g FROM generate_series(1, 100000) g")
+        conn.exec_driver_sql(f"INSERT INTO {restaurant} SELECT id, id %% 50 FROM {place} WHERE id %% 3 <> 0")
+        conn.exec_driver_sql(f"ANALYZE {place}; ANALYZE {restaurant}")
+    old = _OldRelease(url, place, restaurant)
+    try:
+        expand = project(tmp_path / "expand", f"v_{tag}_1", f'    op.rekey_expand("{place}", batch_size=1000)')
+        old.start()
+        run = upgrade(expand, url)
+        kill_at, done = random.randint(6_000, 60_000), 0
+        while run.poll() is None and done < kill_at:
+            try:
+                with pg_engine.connect() as conn:
+                    done = int(
+                        conn.exec_driver_sql(
+                            f"SELECT coalesce(max(done), 0) FROM seqid_fill_{restaurant}_place_ptr_id_seqid"
+                        ).scalar()
+                    )
+            except sa.exc.ProgrammingError:  # not made yet: the places' batches come first
+                pass
+            time.sleep(0.01)
+        run.send_signal(signal.SIGKILL)
+        run.wait()
+        assert run.returncode == -signal.SIGKILL and done > 0, (run.returncode, done)  # killed in its batches
+        _run(expand, url)
+        time.sleep(0.3)
+        old.stop.set()
+        old.join(30)
+        assert old.errors == [] and old.writes > 0, (old.errors[:3], old.writes)
+        _run(project(tmp_path / "contract", f"v_{tag}_2", f'    op.rekey_contract("{place}")'), url)
+        with pg_engine.connect() as conn:
+            strays = conn.exec_driver_sql(
+                f"SELECT count(*) FROM {restaurant} r LEFT JOIN {place} p ON p.id_int = r.place_ptr_id_int "
+                "WHERE p.id IS DISTINCT FROM r.place_ptr_id"
+            ).scalar()
+            restaurants = conn.exec_driver_sql(f"SELECT count(*) FROM {restaurant}").scalar()
+        assert strays == 0 and restaurants > 66_000, (strays, restaurants)
+    finally:
+        old.stop.set()
+        with pg_engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP TABLE IF EXISTS {restaurant}, {place} CASCADE")
+            for name in sa.inspect(conn).get_table_names():
+                if tag in name and name.startswith(("seqid_fill_", "v_")):
+                    conn.exec_driver_sql(f'DROP TABLE "{name}"')

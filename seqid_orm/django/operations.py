@@ -629,11 +629,14 @@ def _rebuild_sqlite(
     target = field_target(seq_field, connection)
     table, column = old_model._meta.db_table, old_pk.column
     io = _OnlineIO(connection)
-    columns = [(table, column), *rebuild.references(io, "sqlite", table, column)]
+    columns = [(table, column), *rebuild.followed(io, "sqlite", table, column)]
     made = {m._meta.db_table for m in new_state.apps.get_models(include_auto_created=True)}
-    loose: dict[str, dict[str, str]] = {}  # Django makes its models' tables again, not these
+    direct = set(rebuild.references(io, "sqlite", table, column))
+    # Django makes its models' tables again, where their foreign keys reference the key itself; not these: other
+    # tables, and the ones whose key a multi-table child's key is
+    loose: dict[str, dict[str, str]] = {}
     for child, child_column in columns[1:]:
-        if child not in made:
+        if child not in made or (child, child_column) not in direct:
             loose.setdefault(child, {})[child_column] = str(new_pk.rel_db_type(connection))
     rebuild.refuse(io, "sqlite", columns, kind, target.layout, forwards=forwards)
     # the stored form of the other side's value (not the field's: it reads the column, which is half made)

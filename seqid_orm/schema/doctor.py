@@ -765,7 +765,7 @@ def _with_plans(ex: Executor, vendor: str, version: tuple[int, ...] | None, find
             continue
         if rules_for(vendor).REBUILD is not None and f.kind == "integer-sequence" and f.primary:
             try:
-                refs = rebuild.references(ex, vendor, f.table, f.column)
+                refs = rebuild.followed(ex, vendor, f.table, f.column)
             except MigrationRefusedError as exc:
                 out.append(replace(f, plan=f"not changed here: {exc}"))
                 continue

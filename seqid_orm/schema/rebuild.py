@@ -37,6 +37,7 @@ __all__ = [
     "back",
     "converter",
     "describe",
+    "followed",
     "forward",
     "make_again",
     "read",
@@ -84,6 +85,24 @@ def references(io: Reads, vendor: str, table: str, column: str) -> list[tuple[st
                 f"({', '.join(c for _, c in columns)}): seqid changes keys of one column"
             )
     return [columns[0] for columns in found.values()]
+
+
+def followed(io: Reads, vendor: str, table: str, column: str) -> list[tuple[str, str]]:
+    """:func:`references`, and where one is its table's whole primary key (Django's multi-table inheritance: the
+    child's key is its link to its parent's row) the foreign keys to it, its key changing with the parent's,
+    theirs after, as deep as they go; each ``(table, column)`` once."""
+    out: list[tuple[str, str]] = []
+    rules = _rules(vendor)
+    todo = [(table, column)]
+    while todo:
+        parent, key = todo.pop(0)
+        for child, child_column in references(io, vendor, parent, key):
+            if (child, child_column) in out or (child, child_column) == (table, column):
+                continue
+            out.append((child, child_column))
+            if [str(c) for (c,) in io.fetch(rules.PRIMARY_KEY, {"t": child})] == [child_column]:
+                todo.append((child, child_column))
+    return out
 
 
 def forward(kind: str, layout: Layout) -> Callable[[object], uuid.UUID]:

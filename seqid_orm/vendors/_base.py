@@ -606,6 +606,8 @@ class RebuildRules(Protocol):
     """Rows ``(sql,)``: what goes with the table ``:t`` when it is dropped and is made again of its text."""
     COLUMNS: str
     """Rows ``(name,)``: the table ``:t``'s stored columns, in order."""
+    PRIMARY_KEY: str
+    """Rows ``(name,)``: the columns of the table ``:t``'s primary key, in its order."""
     BEFORE: tuple[str, ...]
     """Statements before tables are made again (and ``AFTER``, after)."""
     AFTER: tuple[str, ...]

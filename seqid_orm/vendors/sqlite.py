@@ -63,6 +63,7 @@ class _Rebuild:
     # its constraints, whose text is NULL) and triggers
     BESIDE = "SELECT sql FROM sqlite_master WHERE tbl_name = :t AND type IN ('index', 'trigger') AND sql IS NOT NULL"
     COLUMNS = "SELECT name FROM pragma_table_info(:t) ORDER BY cid"  # the stored ones: no generated column
+    PRIMARY_KEY = "SELECT name FROM pragma_table_info(:t) WHERE pk > 0 ORDER BY pk"
     # a table's rename that re-reads no other table's triggers and views (3.26's re-reading fails on a view of
     # the table dropped a statement before; https://sqlite.org/pragma.html#pragma_legacy_alter_table)
     BEFORE = ("PRAGMA legacy_alter_table = ON",)

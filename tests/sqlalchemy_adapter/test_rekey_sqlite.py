@@ -168,3 +168,44 @@ def test_on_sqlite_the_contract_makes_the_tables_again_and_keys_every_row_by_its
         "a_tags": {(k, t) for k, t in before["a_tags"] if k != g},
     }
     assert _links(engine) == expected  # every row on its integer parent again
+
+
+def test_on_sqlite_a_table_keyed_by_its_link_to_the_parent_and_the_tables_that_reference_it_follow(tmp_path):
+    """Multi-table inheritance made by hand: ``restaurant``'s key is its link to its place, and ``review``
+    references the restaurant's key.  The contract makes the three tables again (the reviews' too, which do not
+    reference the places), every review on its restaurant on its place; the way back gives the integers back."""
+    url = f"sqlite:///{tmp_path / 'app.sqlite3'}"
+    engine = sa.create_engine(url, poolclass=sa.NullPool)
+    sa.event.listen(engine, "connect", lambda dbapi, _: dbapi.execute("PRAGMA foreign_keys = ON"))
+    with engine.begin() as conn:
+        for statement in (
+            "CREATE TABLE place (id INTEGER PRIMARY KEY, name varchar(20) NOT NULL)",
+            "CREATE TABLE restaurant (place_ptr_id bigint NOT NULL PRIMARY KEY REFERENCES place (id) "
+            "ON DELETE CASCADE, seats integer NOT NULL)",
+            "CREATE TABLE review (id INTEGER PRIMARY KEY, restaurant_id bigint NOT NULL "
+            "REFERENCES restaurant (place_ptr_id) ON DELETE CASCADE)",
+            "WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < 90) "
+            "INSERT INTO place (id, name) SELECT n * 2, 'p' || n FROM g",
+            "INSERT INTO restaurant SELECT id, id FROM place WHERE id % 3 <> 0",
+            "INSERT INTO review (restaurant_id) SELECT place_ptr_id FROM restaurant",
+        ):
+            conn.exec_driver_sql(statement)
+    read_all = (
+        "SELECT v.id, p.name, r.seats FROM review v JOIN restaurant r ON r.place_ptr_id = v.restaurant_id "
+        "JOIN place p ON p.id = r.place_ptr_id ORDER BY v.id"
+    )
+    with engine.connect() as conn:
+        before = conn.exec_driver_sql(read_all).all()
+    assert len(before) == 60
+    n = [0]
+    _run(tmp_path, url, 'rekey_contract("place")', n)
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql(read_all).all() == before
+        kinds = conn.exec_driver_sql("SELECT DISTINCT typeof(restaurant_id) FROM review").all()
+        ints = {integer_of(read(k), Layout.TIME_FIRST) for (k,) in conn.exec_driver_sql("SELECT id FROM place")}
+    assert kinds == [("blob",)] and ints == {2 * i for i in range(1, 91)}
+    _run(tmp_path, url, 'rekey_undo_contract("place")', n)
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql(read_all).all() == before
+        assert conn.exec_driver_sql("SELECT DISTINCT typeof(restaurant_id) FROM review").all() == [("integer",)]
+    engine.dispose()

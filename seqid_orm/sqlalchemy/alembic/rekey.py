@@ -54,7 +54,7 @@ def _rebuild_sqlite(operations: Operations, table: str, storage: str | None, *, 
     if len(key) != 1:
         raise MigrationRefusedError(f"{table}'s key is of {len(key)} columns: seqid changes keys of one column")
     io = _OnlineIO(conn)
-    columns = [(table, key[0]), *rebuild.references(io, "sqlite", table, key[0])]
+    columns = [(table, key[0]), *rebuild.followed(io, "sqlite", table, key[0])]  # a keyed child's children too
     declared = {c["name"]: c["type"] for c in sa.inspect(conn).get_columns(table)}
     if forwards and not isinstance(declared[key[0]], sa.Integer):
         raise MigrationRefusedError(

@@ -204,6 +204,9 @@ class Rekey:
     """The other indexes over the changed columns (a many-to-many table's unique pair, a one-to-one key's
     ``UNIQUE``, a foreign key's own index): each copied over the new columns in the expand step and swapped
     for its copy in the contract step, under its name, so the new release's rows are held to it too."""
+    heir: bool = False
+    """Whether this table is one of another change's :attr:`heirs`: its key is written by the application (its
+    parent row's), never made by the server, so its new keys are never late."""
     heirs: tuple[Rekey, ...] = ()
     """The changes of the children keyed by their foreign key (:attr:`Child.keyed`): each such table's own
     key, with its own children, changed in the same steps (after this table's in the expand step, in the
@@ -217,8 +220,9 @@ class Rekey:
     @property
     def late(self) -> bool:
         """Whether the table's new keys come late (:meth:`~seqid_orm.vendors.RekeyRules.late_keys`): its new column
-        nullable until the contract step, which fills it and adds the new foreign keys."""
-        return self.rules.late_keys(self.kind)
+        nullable until the contract step, which fills it and adds the new foreign keys.  Never a heir's, whose key
+        the application writes (its parent row's)."""
+        return self.rules.late_keys(self.kind) and not self.heir
 
     @property
     def rules_online(self) -> OnlineRules:
@@ -353,6 +357,7 @@ class Rekey:
                 nullable=c.reference.nullable,
                 references=c.reference,
                 keyed=c.keyed,
+                check=q(bounded_name("ck_", c.reference.table, f"{c.kept_as}_not_null")) if c.keyed else "",
             )
             for c in self.children
         )
@@ -364,7 +369,7 @@ class Rekey:
             for i in self.companions
         )
         heirs = tuple(heir.swap() for heir in self.heirs)
-        return Swap(parent, children, q(self.old_unique), self.default_sql, key, indexes, heirs)
+        return Swap(parent, children, q(self.old_unique), self.default_sql, key, indexes, heirs, self.late)
 
 
 def _primary_key(io: Reads, rules: RekeyRules, table: str) -> list[tuple[str, str]]:
@@ -465,16 +470,10 @@ def plan(
                 f"{ref.table} (foreign key {ref.constraint} to {table}) has no primary key to walk its rows by"
             )
         keyed = [c for c, _ in child_key] == [ref.column] and not ref.pairs
-        if keyed and rules.keyed_children and ref.table not in (table, *_above):
+        if keyed and ref.table not in (table, *_above):
             heirs.append(ref.table)
         elif ref.column in (c for c, _ in child_key):
-            why = (
-                "a key of several columns: a many-to-many table keyed by its pair"
-                if not keyed
-                else f"multi-table inheritance, which {vendor} does not change online"
-                if not rules.keyed_children
-                else "a cycle of such keys"
-            )
+            why = "a cycle of such keys" if keyed else "a key of several columns: a many-to-many table's pair"
             raise MigrationRefusedError(
                 f"{ref.table}'s primary key holds its foreign key column {ref.column} to {table} ({why}): that key "
                 "would change with it, and its own children's; seqid does not change such a key online"
@@ -515,6 +514,7 @@ def plan(
         layout,
         default_sql if kind == "integer" else None,
         new_type,
+        heir=bool(_above),
     )
     rk = replace(rk, companions=_companions(io, rk))
     if not heirs:
@@ -693,7 +693,9 @@ def state(io: OnlineIO, rk: Rekey) -> str:
         facts += [_constraint(io, rules, c.reference.table, c.foreign_key) for c in rk.children]
     facts += [_index(io, rules, i.table, rk.copy_of(i)[0]) for i in rk.companions]
     facts += [_index(io, rules, c.reference.table, c.index) for c in rk.children if _indexed(rk, c)]
-    if all(f in ("valid", True) for f in facts) and all(state(io, heir) == "expanded" for heir in rk.heirs):
+    # a heir contracted, its parent not (a contract killed between them where it is no one transaction: MariaDB)
+    heirs = all(state(io, heir) in ("expanded", "contracted") for heir in rk.heirs)
+    if all(f in ("valid", True) for f in facts) and heirs:
         return "expanded"
     column = io.fetch(*rk.parent().rules.fact_reads(rk.table, rk.new_column, "")["column"])
     return "expanding" if column else "planned"
@@ -871,12 +873,21 @@ def contract(
             _run_step(io, parent, step, sleep)
 
         _foreign_keys(io, rk, run, say, guard)
-    for step in rk.rules.contract_steps(rk.swap()):  # the heirs' in it
+    for step in rk.rules.contract_steps(_swap_of(io, rk, "contracted")):  # the heirs' in it
         guard()
         _run_step(io, rk.parent(), step, sleep)
     for each in rk.tree():
         for col in (each.parent(), *(each.child(c) for c in each.children)):
             forget(io, col)
+
+
+def _swap_of(io: OnlineIO, rk: Rekey, done: str) -> Swap:
+    """``rk``'s :class:`~seqid_orm.vendors.Swap` with the heirs whose state is not ``done`` yet: where a
+    contract (or its way back) is no one transaction (MariaDB), a run killed after a heir's steps finds it done,
+    and goes on with the rest."""
+    swap = rk.swap()
+    pending = tuple(_swap_of(io, heir, done) for heir in rk.heirs if state(io, heir) != done)
+    return replace(swap, heirs=pending)
 
 
 def undo_contract(io: OnlineIO, rk: Rekey, *, sleep: Callable[[float], None] = time.sleep) -> None:
@@ -894,15 +905,7 @@ def undo_contract(io: OnlineIO, rk: Rekey, *, sleep: Callable[[float], None] = t
         for index in each.companions:  # each index again over the kept columns, built while writes go on
             for step in _index_build(io, each, index.table, *each.back_of(index), index.unique):
                 _run_step(io, rk.parent(), step, sleep, lifted)
-        for child in each.children:  # a heir's kept key: NOT NULL again before it is the key, without a scan
-            if child.keyed and rk.vendor == "postgresql":
-                ref = child.reference
-                check = bounded_name("ck_", ref.table, f"{child.kept_as}_not_null")
-                for step in rk.rules_online.not_null_steps(
-                    q(ref.table), q(child.kept_as), ref.column_type, q(check), None
-                ):
-                    _run_step(io, rk.parent(), step, sleep)
-    for step in rules.undo_contract_steps(rk.swap()):  # the heirs' in it
+    for step in rules.undo_contract_steps(_swap_of(io, rk, "expanded")):  # the heirs' in it
         _run_step(io, rk.parent(), step, sleep)
     if rk.late:  # as expanded: release N's inserts leave the new key NULL, which its children's would miss
         for child in rk.children:
@@ -947,10 +950,16 @@ def undo_expand(io: OnlineIO, rk: Rekey, *, sleep: Callable[[float], None] = tim
     keys, the triggers, the new columns (their indexes with them), the old key's extra unique index."""
     if state(io, rk) == "contracted":
         raise InvalidArgumentError(f"{rk.table}.{rk.column} is contracted: undo the contract step first")
-    for heir in rk.heirs:  # first: its children's new foreign keys hold its new key's index, which goes here
-        undo_expand(io, heir, sleep=sleep)
     q, rules = rk.q, rk.rules
     parent = rk.parent()
+    if rk.heirs:  # every new foreign key of the tree first: each holds an index of a column that goes below
+        for each in rk.tree():
+            for child in each.children:
+                _run_step(
+                    io, parent, Step(rules.drop_foreign_key(q(child.reference.table), q(child.foreign_key))), sleep
+                )
+    for heir in rk.heirs:  # then the heirs': their new key's column is the keyed child's, which goes with them
+        undo_expand(io, heir, sleep=sleep)
     # the new foreign keys, then the copies (MariaDB's foreign keys need them; where a column goes, it narrows
     # an index of several columns to the rest), then the columns
     statements = [rules.drop_foreign_key(q(c.reference.table), q(c.foreign_key)) for c in rk.children]

@@ -309,6 +309,9 @@ class Swapped:
     """Whether the child's foreign key is its primary key (Django's multi-table inheritance): its columns are
     swapped by its own table's :attr:`Swap.heirs` entry, and here only its foreign key and its kept column's
     ``NOT NULL`` (the new release writes no integer into it)."""
+    check: str = ""
+    """A keyed child's: the name of a ``CHECK (kept IS NOT NULL)`` by which the way back makes its key ``NOT
+    NULL`` again without reading its rows under the swap's lock (where the vendor needs one)."""
 
 
 @dataclass(frozen=True)
@@ -372,7 +375,11 @@ class Swap:
     heirs: tuple[Swap, ...] = ()
     """The contracts of the children whose primary key is their foreign key to this table (:attr:`Swapped.keyed`):
     each such table's key changes with this one's (its new key is the same function of the same integer), its
-    own children following it; done in the same transaction, before this table's."""
+    own children following it; done before this table's (in its transaction where the vendor has one)."""
+    late: bool = False
+    """Whether the old key is made by the server after the rows' triggers (:meth:`RekeyRules.late_keys`: MariaDB's
+    ``AUTO_INCREMENT``): kept as it is after the contract (old URLs), the new column nullable again after the
+    way back.  Else the kept column is freed (``NULL``) and the old key made ``NOT NULL`` again by the way back."""
 
     def key_of(self, column: str) -> str:
         """SQL of the new key of ``column``'s value: :attr:`key` with the column in each of its ``{}``."""
@@ -423,10 +430,6 @@ class RekeyRules(Protocol):
         """The statement creating (or replacing) the function ``name(n)``: :func:`seqid_orm.ids.rekeyed.integer_key`
         made by the server; ``""`` where :meth:`key_of` writes it inline (nothing to create); ``None`` where the
         server cannot make that layout in that storage."""
-
-    keyed_children: bool
-    """Whether a child keyed by its foreign key to the table (Django's multi-table inheritance) changes with it
-    (:attr:`Swap.heirs`); where not, such a child is refused before any change."""
 
     def late_keys(self, kind: str, /) -> bool:
         """Whether a row's new key cannot be made as the application inserts it (MariaDB's ``AUTO_INCREMENT``

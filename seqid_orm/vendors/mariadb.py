@@ -307,10 +307,6 @@ class Rekey:
     those rows and adds the new foreign keys before it swaps.  A child's new column needs no look-up (its
     key is the integer's), so it is in step throughout."""
 
-    #: a child keyed by its foreign key (multi-table inheritance) is refused: its key would have to be moved
-    #: with the table's in place, and the table's new keys come late (:meth:`late_keys`)
-    keyed_children = False
-
     def primary_key(self, table: str, /) -> tuple[str, dict[str, object]]:
         return (
             f"SELECT k.COLUMN_NAME, {_FULL_TYPE} FROM information_schema.KEY_COLUMN_USAGE k "
@@ -488,8 +484,8 @@ class Rekey:
         own, referenced = reference.listed(column, parent_column, quote_identifier)
         return (
             f"{_OWN_SETTINGS}foreign_key_checks = 0 FOR ALTER TABLE {quote_identifier(reference.table)} "
-            f"ADD CONSTRAINT {name} FOREIGN KEY ({own}) REFERENCES {parent} ({referenced}) "
-            f"ON DELETE {reference.on_delete} ON UPDATE {reference.on_update}, ALGORITHM=INPLACE, LOCK=NONE"
+            f"ADD CONSTRAINT {name} FOREIGN KEY ({own}) REFERENCES {parent} ({referenced}){_actions(reference)}, "
+            "ALGORITHM=INPLACE, LOCK=NONE"
         )
 
     def orphans(self, table: str, pairs: Sequence[tuple[str, str]], parent: str, /) -> str | None:
@@ -503,10 +499,6 @@ class Rekey:
     def stale(self, column: str, expression: str, /) -> str | None:
         return f"NOT ({column} <=> {expression})"
 
-    def _integer(self, table: Swapped) -> bool:
-        """Whether ``table``'s old key is integers (kept ``NOT NULL AUTO_INCREMENT`` by the contract)."""
-        return self.source_kind(table.column_type) == "integer"
-
     def _locked(self, swap: Swap, changes: list[str]) -> Step:
         """``changes`` under ``LOCK TABLES`` of every table of ``swap`` (the lock waited for as every step's)."""
         tables = ", ".join(dict.fromkeys(f"{t.table} WRITE" for t in (swap.parent, *swap.children)))
@@ -516,21 +508,23 @@ class Rekey:
         ref = child.references
         assert ref is not None
         own, referenced = ref.listed(column, parent_column, quote_identifier)
-        return (
-            f"ADD CONSTRAINT {name} FOREIGN KEY ({own}) REFERENCES {parent} ({referenced}) "
-            f"ON DELETE {ref.on_delete} ON UPDATE {ref.on_update}"
-        )
+        return f"ADD CONSTRAINT {name} FOREIGN KEY ({own}) REFERENCES {parent} ({referenced}){_actions(ref)}"
 
     def contract_steps(self, swap: Swap, /) -> list[Step]:
         p = swap.parent
-        steps = [  # the old columns made nullable, the key moved: rebuilds in place, writes going on
-            Step(f"ALTER TABLE {c.table} MODIFY {c.column} {c.column_type} NULL, ALGORITHM=INPLACE, LOCK=NONE")
+        steps = [step for heir in swap.heirs for step in self.contract_steps(heir)]  # a keyed child's key first
+        steps += [  # the old columns made nullable, the key moved: rebuilds in place, writes going on
+            Step(
+                f"ALTER TABLE {c.table} MODIFY {c.kept if c.keyed else c.column} {c.column_type} NULL, "
+                "ALGORITHM=INPLACE, LOCK=NONE"
+            )
             for c in swap.children
             if not c.nullable
         ]
-        # the new column's unique index goes with it: the key is that index now; a text key's old column made
-        # nullable (the new release need not write it), an integer's kept as it is, AUTO_INCREMENT (old URLs)
-        nullable = "" if self._integer(p) else f", MODIFY {p.column} {p.column_type} NULL"
+        # the new column's unique index goes with it: the key is that index now; an old key the server makes
+        # (AUTO_INCREMENT: old URLs) kept as it is, another (a text, a keyed child's integer) made nullable: the
+        # new release need not write it
+        nullable = "" if swap.late else f", MODIFY {p.column} {p.column_type} NULL"
         steps.append(
             Step(
                 f"ALTER TABLE {p.table} DROP PRIMARY KEY, ADD PRIMARY KEY ({p.new}), DROP INDEX {p.new_constraint}"
@@ -551,10 +545,8 @@ class Rekey:
         if swap.default is not None:
             changes.append(f"ALTER TABLE {p.table} ALTER COLUMN {p.column} SET DEFAULT ({swap.default})")
         for c in swap.children:
-            changes.append(
-                f"ALTER TABLE {c.table} DROP FOREIGN KEY {c.constraint}, RENAME COLUMN {c.column} TO {c.kept}, "
-                f"RENAME COLUMN {c.new} TO {c.column}, ALGORITHM=NOCOPY"
-            )
+            renames = "" if c.keyed else f", RENAME COLUMN {c.column} TO {c.kept}, RENAME COLUMN {c.new} TO {c.column}"
+            changes.append(f"ALTER TABLE {c.table} DROP FOREIGN KEY {c.constraint}{renames}, ALGORITHM=NOCOPY")
             changes.append(
                 f"{_OWN_SETTINGS}foreign_key_checks = 0 FOR ALTER TABLE {c.table} DROP FOREIGN KEY {c.new_constraint}, "
                 f"{self._refer(c, c.constraint, c.column, p.table, p.column)}, ALGORITHM=NOCOPY"
@@ -567,6 +559,8 @@ class Rekey:
 
     def undo_contract_steps(self, swap: Swap, /) -> list[Step]:
         p = swap.parent
+        # a keyed child's key back first: the table's old foreign key from it, added again below, is of integers
+        steps = [step for heir in swap.heirs for step in self.undo_contract_steps(heir)]
         # the copies back to their names (or dropped, where another change's copy has the name and is the one
         # both need), the indexes the way back built over the kept columns given theirs: the old foreign keys
         # added below find theirs
@@ -581,21 +575,19 @@ class Rekey:
             "ALGORITHM=NOCOPY",
         ]
         for c in swap.children:
-            changes.append(
-                f"ALTER TABLE {c.table} DROP FOREIGN KEY {c.constraint}, RENAME COLUMN {c.column} TO {c.new}, "
-                f"RENAME COLUMN {c.kept} TO {c.column}, ALGORITHM=NOCOPY"
-            )
+            renames = "" if c.keyed else f", RENAME COLUMN {c.column} TO {c.new}, RENAME COLUMN {c.kept} TO {c.column}"
+            changes.append(f"ALTER TABLE {c.table} DROP FOREIGN KEY {c.constraint}{renames}, ALGORITHM=NOCOPY")
             changes.append(
                 f"{_OWN_SETTINGS}foreign_key_checks = 0 FOR ALTER TABLE {c.table} "
                 f"{self._refer(c, c.constraint, c.column, p.table, p.column)}, "
                 f"{self._refer(c, c.new_constraint, c.new, p.table, p.new)}, ALGORITHM=NOCOPY"
             )
-        for t in (p, *swap.children):
+        for t in (p, *(c for c in swap.children if not c.keyed)):  # a keyed child's: its heir's, above
             changes += self.keep_in_step(t.table, t.column, t.new, swap.key_of(f"NEW.{t.column}"), t.triggers)
-        steps = [self._locked(swap, changes)]
-        # an integer key's new column nullable again (release N's inserts leave it NULL: late_keys), a text key's
-        # old column NOT NULL again
-        modify = f"MODIFY {p.new} UUID NULL" if self._integer(p) else f"MODIFY {p.column} {p.column_type} NOT NULL"
+        steps.append(self._locked(swap, changes))
+        # a late key's new column nullable again (release N's inserts leave it NULL: late_keys), another's old
+        # column NOT NULL again
+        modify = f"MODIFY {p.new} UUID NULL" if swap.late else f"MODIFY {p.column} {p.column_type} NOT NULL"
         steps.append(
             Step(  # the new column's unique index again: the seqid foreign keys reference it
                 f"ALTER TABLE {p.table} DROP PRIMARY KEY, ADD PRIMARY KEY ({p.column}), "
@@ -605,7 +597,7 @@ class Rekey:
         steps += [
             Step(f"ALTER TABLE {c.table} MODIFY {c.column} {c.column_type} NOT NULL, ALGORITHM=INPLACE, LOCK=NONE")
             for c in swap.children
-            if not c.nullable
+            if not c.nullable and not c.keyed  # a keyed child's column: its key, NOT NULL again with it above
         ]
         return steps
 
@@ -650,6 +642,18 @@ class Rekey:
             "AND t.COLUMN_NAME LIKE '%content\\_type%') ORDER BY 1, 2",
             {},
         )
+
+
+def _actions(reference: Reference) -> str:
+    """A foreign key's ``ON DELETE`` and ``ON UPDATE`` as its statement writes them: ``RESTRICT``, the default, left
+    unwritten, as an in-place add (``foreign_key_checks = 0``) records a written one as ``NO ACTION`` (10.11).
+    InnoDB enforces both alike, but the catalog would say otherwise than before the change, and after its way
+    back."""
+    return "".join(
+        f" ON {event} {action}"
+        for event, action in (("DELETE", reference.on_delete), ("UPDATE", reference.on_update))
+        if action != "RESTRICT"
+    )
 
 
 REKEY = Rekey()

@@ -366,6 +366,11 @@ def convert_column(quote: Quote, ref: ColumnRef, source: Storage, target: Storag
 _SCHEMA = re.compile(r'^("(?:[^"]|"")*")\.')
 
 
+def _tree(swap: Swap) -> list[Swap]:
+    """``swap`` and its heirs', theirs after, depth first."""
+    return [swap, *(s for heir in swap.heirs for s in _tree(heir))]
+
+
 def _beside(table: str, index: str) -> str:
     """The quoted ``index`` named in the schema of ``table`` (quoted, with its schema where it has one): DROP
     INDEX and ALTER INDEX look an index up in the search path, where a table of another schema's is not;
@@ -620,9 +625,6 @@ class Rekey:
     function; a text's ``::uuid``), so a child's key never waits for its parent's; foreign keys are added ``NOT
     VALID`` and validated under ``SHARE UPDATE EXCLUSIVE`` (reads and writes go on: "ALTER TABLE", Notes);
     the contract is catalog changes in one short transaction."""
-
-    #: a child keyed by its foreign key (multi-table inheritance) swaps with the table, in its transaction
-    keyed_children = True
 
     def primary_key(self, table: str, /) -> tuple[str, dict[str, object]]:
         return (
@@ -888,11 +890,24 @@ class Rekey:
 
     def undo_contract_steps(self, swap: Swap, /) -> list[Step]:
         # one transaction: every key swapped back (a table's children's foreign keys dropped before its key,
-        # then its heirs'), then every old foreign key added again NOT VALID, each validated after it
+        # then its heirs'), then every old foreign key added again NOT VALID, each validated after it.  A keyed
+        # child's kept key is proved NOT NULL by a CHECK validated before it (reads and writes going on), so
+        # that its SET NOT NULL in the transaction, under the name it had (18 names it), reads no row
+        keyed = [c for s in _tree(swap) for c in s.children if c.keyed]
+        before = [
+            Step(statement)
+            for c in keyed
+            for statement in (
+                f"ALTER TABLE {c.table} DROP CONSTRAINT IF EXISTS {c.check}",
+                f"ALTER TABLE {c.table} ADD CONSTRAINT {c.check} CHECK ({c.kept} IS NOT NULL) NOT VALID",
+                f"ALTER TABLE {c.table} VALIDATE CONSTRAINT {c.check}",
+            )
+        ]
+        after = [Step(f"ALTER TABLE {c.table} DROP CONSTRAINT {c.check}") for c in keyed]
         added, validate = self._undo_added(swap)
-        return [Step("; ".join([*self._undo_swapped(swap), *added])), *validate]
+        return [*before, Step("; ".join([*self._undo_swapped(swap), *added])), *after, *validate]
 
-    def _undo_swapped(self, swap: Swap) -> list[str]:
+    def _undo_swapped(self, swap: Swap, heir: bool = False) -> list[str]:
         out = []
         for c in swap.children:
             out.append(f"ALTER TABLE {c.table} DROP CONSTRAINT {c.constraint}")
@@ -907,8 +922,10 @@ class Rekey:
             f"ALTER TABLE {p.table} ALTER COLUMN {p.column} DROP DEFAULT",
             f"ALTER TABLE {p.table} RENAME COLUMN {p.column} TO {p.new}",
             f"ALTER TABLE {p.table} RENAME COLUMN {p.kept} TO {p.column}",
-            f"ALTER TABLE {p.table} ADD CONSTRAINT {p.constraint} PRIMARY KEY USING INDEX {swap.old_unique}",
         ]
+        if heir:  # its kept key was freed by the contract: NOT NULL again (its CHECK, above, spares the scan)
+            out.append(f"ALTER TABLE {p.table} ALTER COLUMN {p.column} SET NOT NULL")
+        out.append(f"ALTER TABLE {p.table} ADD CONSTRAINT {p.constraint} PRIMARY KEY USING INDEX {swap.old_unique}")
         for ix in swap.indexes:  # the copy back to its name, the index the way back built over the kept columns
             if ix.shared:  # another change's copy has the name, and is the one both need
                 out.append(self._drop(ix))
@@ -917,7 +934,7 @@ class Rekey:
             else:
                 out.append(f"ALTER INDEX {_beside(ix.table, ix.name)} RENAME TO {ix.copy}")
             out.append(self._named(ix.table, ix.back, ix.name, ix.constraint))
-        return out + [statement for heir in swap.heirs for statement in self._undo_swapped(heir)]
+        return out + [statement for each in swap.heirs for statement in self._undo_swapped(each, heir=True)]
 
     def _undo_added(self, swap: Swap) -> tuple[list[str], list[Step]]:
         p = swap.parent

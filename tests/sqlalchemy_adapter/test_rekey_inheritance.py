@@ -10,6 +10,7 @@ import secrets
 import signal
 import threading
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -244,3 +245,128 @@ def test_a_keyed_child_follows_through_a_kill_while_the_old_release_writes(pg_en
             for name in sa.inspect(conn).get_table_names():
                 if tag in name and name.startswith(("seqid_fill_", "v_")):
                     conn.exec_driver_sql(f'DROP TABLE "{name}"')
+
+
+def _mariadb_catalog(engine, tables: tuple[str, ...]) -> dict[str, set]:
+    """What MariaDB's catalog says the tables are made of: columns (type, NULL, default, extra), indexes (columns,
+    unique), foreign keys (columns, referenced columns, rules), triggers."""
+    where = "TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN :t"
+    read = {
+        "columns": f"SELECT TABLE_NAME, COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, COLUMN_DEFAULT, EXTRA "
+        f"FROM information_schema.COLUMNS WHERE {where}",
+        "indexes": "SELECT TABLE_NAME, INDEX_NAME, GROUP_CONCAT(COLUMN_NAME ORDER BY SEQ_IN_INDEX), MIN(NON_UNIQUE) "
+        f"FROM information_schema.STATISTICS WHERE {where} GROUP BY TABLE_NAME, INDEX_NAME",
+        "foreign keys": "SELECT k.TABLE_NAME, k.CONSTRAINT_NAME, GROUP_CONCAT(k.COLUMN_NAME), k.REFERENCED_TABLE_NAME, "
+        "GROUP_CONCAT(k.REFERENCED_COLUMN_NAME), r.DELETE_RULE FROM information_schema.KEY_COLUMN_USAGE k "
+        "JOIN information_schema.REFERENTIAL_CONSTRAINTS r ON r.CONSTRAINT_SCHEMA = k.TABLE_SCHEMA "
+        "AND r.CONSTRAINT_NAME = k.CONSTRAINT_NAME AND r.TABLE_NAME = k.TABLE_NAME "
+        "WHERE k.TABLE_SCHEMA = DATABASE() AND k.TABLE_NAME IN :t GROUP BY 1, 2, 4, 6",
+        "triggers": "SELECT EVENT_OBJECT_TABLE, TRIGGER_NAME FROM information_schema.TRIGGERS "
+        "WHERE TRIGGER_SCHEMA = DATABASE() AND EVENT_OBJECT_TABLE IN :t",
+    }
+    with engine.connect() as conn:
+        return {
+            k: set(conn.execute(sa.text(q).bindparams(sa.bindparam("t", expanding=True)), {"t": list(tables)}).all())
+            for k, q in read.items()
+        }
+
+
+def test_on_mariadb_a_key_changes_with_the_tables_keyed_by_their_link_to_it(mysql_engine, tmp_path):
+    """The same tables on MariaDB, where each step is its own statements (its DDL does not roll back): expand,
+    contract (the keyed children's steps, then the parent's), the new release's rows, the way back refused until
+    they have integers, then the catalog as it was."""
+    engine = mysql_engine
+    tag = secrets.token_hex(3)
+    place, restaurant, italian, review = (f"mti_{n}_{tag}" for n in ("place", "restaurant", "italian", "review"))
+    tables = (place, restaurant, italian, review)
+    url = engine.url.render_as_string(hide_password=False)
+    with engine.begin() as conn:
+        conn.exec_driver_sql(f"CREATE TABLE {place} (id bigint AUTO_INCREMENT PRIMARY KEY, name varchar(20) NOT NULL)")
+        conn.exec_driver_sql(
+            f"CREATE TABLE {restaurant} (place_ptr_id bigint PRIMARY KEY, seats int NOT NULL, "
+            f"CONSTRAINT {restaurant}_fk FOREIGN KEY (place_ptr_id) REFERENCES {place} (id) ON DELETE CASCADE)"
+        )
+        conn.exec_driver_sql(
+            f"CREATE TABLE {italian} (restaurant_ptr_id bigint PRIMARY KEY, pizza bool NOT NULL, "
+            f"CONSTRAINT {italian}_fk FOREIGN KEY (restaurant_ptr_id) REFERENCES {restaurant} (place_ptr_id))"
+        )
+        conn.exec_driver_sql(
+            f"CREATE TABLE {review} (id bigint AUTO_INCREMENT PRIMARY KEY, restaurant_id bigint NOT NULL, "
+            f"stars int NOT NULL, CONSTRAINT {review}_fk FOREIGN KEY (restaurant_id) "
+            f"REFERENCES {restaurant} (place_ptr_id))"
+        )
+        conn.exec_driver_sql(f"INSERT INTO {place} (name) SELECT CONCAT('p', seq) FROM seq_1_to_{PLACES}")
+        conn.exec_driver_sql(f"INSERT INTO {restaurant} SELECT id, id %% 50 FROM {place} WHERE id %% 3 <> 0")
+        conn.exec_driver_sql(
+            f"INSERT INTO {italian} SELECT place_ptr_id, true FROM {restaurant} WHERE place_ptr_id %% 2 = 0"
+        )
+        conn.exec_driver_sql(
+            f"INSERT INTO {review} (restaurant_id, stars) SELECT r.place_ptr_id, seq %% 5 FROM seq_1_to_5000 "
+            f"JOIN {restaurant} r ON r.place_ptr_id = (seq * 7) %% {PLACES} + 1"
+        )
+    try:
+        before = _mariadb_catalog(engine, tables)
+        links = _links(engine, tables, "")
+        steps = iter(range(100))
+
+        def run(body: str) -> str:
+            n = next(steps)
+            return _run(project(tmp_path / f"m{n}", f"v_{tag}_{n}", body), url)
+
+        run(f'    op.rekey_expand("{place}")')
+        run(f'    op.rekey_contract("{place}")')
+        with engine.connect() as conn:
+            kinds = conn.exec_driver_sql(
+                "SELECT TABLE_NAME, COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "
+                f"DATABASE() AND TABLE_NAME LIKE 'mti\\_%%\\_{tag}' AND COLUMN_NAME IN ('id', 'place_ptr_id', "
+                "'restaurant_ptr_id', 'restaurant_id')"
+            ).all()
+            keys = conn.exec_driver_sql(
+                "SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = "
+                f"DATABASE() AND CONSTRAINT_NAME = 'PRIMARY' AND TABLE_NAME IN ('{restaurant}', '{italian}')"
+            ).all()
+            strays = conn.exec_driver_sql(
+                f"SELECT count(*) FROM {restaurant} r JOIN {place} p ON p.id_int = r.place_ptr_id_int "
+                "WHERE p.id <> r.place_ptr_id"
+            ).scalar()
+        expected = [
+            (place, "id"),
+            (restaurant, "place_ptr_id"),
+            (italian, "restaurant_ptr_id"),
+            (review, "restaurant_id"),
+        ]
+        assert sorted(k for k in kinds if k[:2] != (review, "id")) == sorted((t, c, "uuid") for t, c in expected)
+        assert sorted(keys) == [(italian, "restaurant_ptr_id"), (restaurant, "place_ptr_id")] and strays == 0
+        assert _links(engine, tables, "") == links
+        with engine.begin() as conn:  # the new release: a place (its key made in Python), its restaurants
+            new = str(uuid.uuid4())
+            conn.execute(sa.text(f"INSERT INTO {place} (id, name) VALUES (:k, 'new')"), {"k": new})
+            conn.execute(sa.text(f"INSERT INTO {restaurant} (place_ptr_id, seats) VALUES (:k, 7)"), {"k": new})
+            conn.execute(sa.text(f"INSERT INTO {italian} (restaurant_ptr_id, pizza) VALUES (:k, false)"), {"k": new})
+        with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:  # the link still holds
+            conn.exec_driver_sql(f"INSERT INTO {restaurant} (place_ptr_id, seats) VALUES (UUID(), 1)")
+
+        err = ""
+        for _ in range(4):  # refused while the new rows have no integer, filled as each refusal says
+            n = next(steps)
+            body = f'    op.rekey_undo_contract("{place}")'
+            attempt = upgrade(project(tmp_path / f"m{n}", f"v_{tag}_{n}", body), url)
+            _out, err = attempt.communicate(timeout=600)
+            if attempt.returncode == 0:
+                break
+            assert "fill them first: " in last_error(err), err[-2000:]
+            with engine.begin() as conn:
+                conn.exec_driver_sql(last_error(err).split("fill them first: ", 1)[1])
+        else:
+            raise AssertionError(err[-2000:])
+        run(f'    op.rekey_undo_expand("{place}")')
+        after = _mariadb_catalog(engine, tables)
+        assert after == before, {k: (before[k] ^ after[k]) for k in before}
+        assert _links(engine, tables, "") == sorted([*links, ("r", 7, "new"), ("i", 0, "new")])
+    finally:
+        with engine.begin() as conn:
+            for table in (review, italian, restaurant, place):
+                conn.exec_driver_sql(f"DROP TABLE IF EXISTS {table}")
+            for name in sa.inspect(conn).get_table_names():
+                if tag in name and name.startswith(("seqid_fill_", "v_")):
+                    conn.exec_driver_sql(f"DROP TABLE `{name}`")

@@ -49,7 +49,7 @@ this folder.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -128,6 +128,12 @@ def _rules(vendor: str) -> RekeyRules:
 
 def _new(column: str) -> str:
     return bounded_name("", column, "seqid")
+
+
+def _halfway(key: str) -> tuple[str, ...]:
+    """The names a keyed child's link is on while its key is swapped and its parent's not: the key's kept
+    columns, and its new one."""
+    return (*(bounded_name("", key, kept) for kept in _KEPT.values()), _new(key))
 
 
 def _copy_name(index: str) -> str:
@@ -469,6 +475,10 @@ def plan(
             raise MigrationRefusedError(
                 f"{ref.table} (foreign key {ref.constraint} to {table}) has no primary key to walk its rows by"
             )
+        if len(child_key) == 1 and not ref.pairs and ref.column in _halfway(child_key[0][0]):
+            # a keyed child half way (MariaDB: a run killed between its own steps and this table's): its link is
+            # on its key's kept column (contracting) or its new one (on the way back); it is its key's
+            ref = replace(ref, column=child_key[0][0])
         keyed = [c for c, _ in child_key] == [ref.column] and not ref.pairs
         if keyed and ref.table not in (table, *_above):
             heirs.append(ref.table)
@@ -791,13 +801,21 @@ def expand(
 
 
 def _foreign_keys(
-    io: OnlineIO, rk: Rekey, run: Callable[[Step], None], say: Callable[[str], None], guard: Callable[[], None]
+    io: OnlineIO,
+    rk: Rekey,
+    run: Callable[[Step], None],
+    say: Callable[[str], None],
+    guard: Callable[[], None],
+    done: Collection[str] = (),
 ) -> None:
     """Each child's new foreign key, added and checked without stopping writes; then its rows counted for
-    orphans where the vendor's server did not check them."""
+    orphans where the vendor's server did not check them.  Not a keyed child's whose table is ``done``
+    (contracted: its key swapped, the key added and checked before)."""
     rules, q = rk.rules, rk.q
     for child in rk.children:
         ref = child.reference
+        if child.keyed and ref.table in done:
+            continue
         present = _constraint(io, rules, ref.table, child.foreign_key)
         for step in rules.foreign_key_steps(
             ref, q(child.new_column), q(rk.table), q(rk.new_column), q(child.foreign_key), present
@@ -859,6 +877,9 @@ def contract(
         raise MigrationRefusedError(
             f"{rk.table}.{rk.column}: the expand step is not finished ({now}): run it (again) first"
         )
+    # a heir contracted by a run killed before this table's steps (MariaDB): its link's new foreign key is there,
+    # on its key's column now
+    done = {heir.table for heir in rk.heirs if state(io, heir) == "contracted"}
     if rk.late:  # the rows release N inserted, keyed now that none is inserting; then the new foreign keys
         guard()
         parent = rk.parent()
@@ -872,7 +893,7 @@ def contract(
             guard()
             _run_step(io, parent, step, sleep)
 
-        _foreign_keys(io, rk, run, say, guard)
+        _foreign_keys(io, rk, run, say, guard, done)
     for step in rk.rules.contract_steps(_swap_of(io, rk, "contracted")):  # the heirs' in it
         guard()
         _run_step(io, rk.parent(), step, sleep)
@@ -898,10 +919,13 @@ def undo_contract(io: OnlineIO, rk: Rekey, *, sleep: Callable[[float], None] = t
     if state(io, rk) != "contracted":
         return
     q, rules = rk.q, rk.rules
-    for each in rk.tree():  # a table's children before its heirs': a heir's kept key is what they are filled from
-        _refuse_unfilled(io, each)
-    lifted = _lifted(io, rk) if any(each.companions for each in rk.tree()) else {}
-    for each in rk.tree():
+    # a heir whose way back ran in a run killed before this table's (MariaDB): nothing of it to refuse or build
+    undone = {heir.table for each in rk.tree() for heir in each.heirs if state(io, heir) != "contracted"}
+    live = [each for each in rk.tree() if each.table not in undone]
+    for each in live:  # a table's children before its heirs': a heir's kept key is what they are filled from
+        _refuse_unfilled(io, each, undone)
+    lifted = _lifted(io, rk) if any(each.companions for each in live) else {}
+    for each in live:
         for index in each.companions:  # each index again over the kept columns, built while writes go on
             for step in _index_build(io, each, index.table, *each.back_of(index), index.unique):
                 _run_step(io, rk.parent(), step, sleep, lifted)
@@ -925,15 +949,18 @@ def undo_contract(io: OnlineIO, rk: Rekey, *, sleep: Callable[[float], None] = t
                     _run_step(io, rk.parent(), step, sleep)
 
 
-def _refuse_unfilled(io: OnlineIO, rk: Rekey) -> None:
+def _refuse_unfilled(io: OnlineIO, rk: Rekey, undone: Collection[str] = ()) -> None:
     """Refused where a row of ``rk``'s tables has no old value in its kept column (the new release wrote it),
-    naming the ``UPDATE`` that fills them (the table's own, then each child's from its parent's kept key)."""
+    naming the ``UPDATE`` that fills them (the table's own, then each child's from its parent's kept key); not a
+    keyed child's whose table's way back ran (``undone``: its old key is its key again)."""
     q, rules = rk.q, rk.rules
     missing_rows: list[tuple[str, str, str, str, str | None]] = []
     if rk.kind == "text":  # the table's own old key too: a text key's kept column is nullable after the contract
         missing_rows.append((rk.table, rk.column, rk.kept_as, rk.key_type, None))
     missing_rows += [
-        (c.reference.table, c.reference.column, c.kept_as, c.reference.column_type, q(rk.table)) for c in rk.children
+        (c.reference.table, c.reference.column, c.kept_as, c.reference.column_type, q(rk.table))
+        for c in rk.children
+        if not (c.keyed and c.reference.table in undone)
     ]
     for table, column, kept, kept_type, parent in missing_rows:
         [(missing,)] = io.fetch(rules.unfilled(rk.read_q(table), rk.read_q(column), rk.read_q(kept)), {})

@@ -903,9 +903,9 @@ class Rekey:
                 f"ALTER TABLE {c.table} VALIDATE CONSTRAINT {c.check}",
             )
         ]
-        after = [Step(f"ALTER TABLE {c.table} DROP CONSTRAINT {c.check}") for c in keyed]
+        gone = [f"ALTER TABLE {c.table} DROP CONSTRAINT {c.check}" for c in keyed]  # in it: none is left behind
         added, validate = self._undo_added(swap)
-        return [*before, Step("; ".join([*self._undo_swapped(swap), *added])), *after, *validate]
+        return [*before, Step("; ".join([*self._undo_swapped(swap), *added, *gone])), *validate]
 
     def _undo_swapped(self, swap: Swap, heir: bool = False) -> list[str]:
         out = []

@@ -18,6 +18,7 @@ import pytest
 sa = pytest.importorskip("sqlalchemy")
 pytest.importorskip("alembic")
 
+from seqid_orm.errors import MigrationRefusedError  # noqa: E402
 from tests.sqlalchemy_adapter.alembic_project import last_error, project, upgrade  # noqa: E402
 from tests.sqlalchemy_adapter.test_rekey import _catalog  # noqa: E402
 
@@ -271,10 +272,19 @@ def _mariadb_catalog(engine, tables: tuple[str, ...]) -> dict[str, set]:
         }
 
 
+class _Killed(Exception):
+    """The run stopped where a kill would have stopped it."""
+
+
 def test_on_mariadb_a_key_changes_with_the_tables_keyed_by_their_link_to_it(mysql_engine, tmp_path):
     """The same tables on MariaDB, where each step is its own statements (its DDL does not roll back): expand,
-    contract (the keyed children's steps, then the parent's), the new release's rows, the way back refused until
-    they have integers, then the catalog as it was."""
+    contract (the keyed children's steps, then the parent's) stopped right after the children's, as a kill
+    there would, and run again; the new release's rows; the way back refused until they have integers, stopped
+    after the children's way back, and run again; then the catalog as it was."""
+    from seqid_orm.schema import rekey
+    from seqid_orm.sqlalchemy.alembic.online import _OnlineIO
+    from seqid_orm.sqlalchemy.alembic.rekey import _plan
+
     engine = mysql_engine
     tag = secrets.token_hex(3)
     place, restaurant, italian, review = (f"mti_{n}_{tag}" for n in ("place", "restaurant", "italian", "review"))
@@ -314,7 +324,19 @@ def test_on_mariadb_a_key_changes_with_the_tables_keyed_by_their_link_to_it(mysq
             return _run(project(tmp_path / f"m{n}", f"v_{tag}_{n}", body), url)
 
         run(f'    op.rekey_expand("{place}")')
-        run(f'    op.rekey_contract("{place}")')
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            io = _OnlineIO(conn)
+            plan = _plan(conn, place, None)
+            assert [h.table for h in plan.heirs] == [restaurant] and [h.table for h in plan.heirs[0].heirs] == [italian]
+
+            def stop_after_the_children() -> None:  # the migration lock's check, before each step: a kill here
+                if rekey.state(io, plan.heirs[0]) == "contracted":
+                    raise _Killed
+
+            with pytest.raises(_Killed):
+                rekey.contract(io, plan, say=lambda _: None, guard=stop_after_the_children)
+            assert rekey.state(io, plan) == "expanded"  # the restaurants' key swapped, the places' not
+        run(f'    op.rekey_contract("{place}")')  # run again: it goes on with the places'
         with engine.connect() as conn:
             kinds = conn.exec_driver_sql(
                 "SELECT TABLE_NAME, COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "
@@ -346,6 +368,23 @@ def test_on_mariadb_a_key_changes_with_the_tables_keyed_by_their_link_to_it(mysq
         with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:  # the link still holds
             conn.exec_driver_sql(f"INSERT INTO {restaurant} (place_ptr_id, seats) VALUES (UUID(), 1)")
 
+        n = next(steps)  # the way back refused first for the restaurant's integer: filled from its place's
+        body = f'    op.rekey_undo_contract("{place}")'
+        refused = upgrade(project(tmp_path / f"m{n}", f"v_{tag}_{n}", body), url)
+        _out, err = refused.communicate(timeout=600)
+        assert refused.returncode != 0 and f"{restaurant}: 1 rows have no old key" in last_error(err), err[-2000:]
+        with engine.begin() as conn:
+            conn.exec_driver_sql(last_error(err).split("fill them first: ", 1)[1])
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            io = _OnlineIO(conn)
+            heir = _plan(conn, place, None).heirs[0]
+            for _ in range(4):  # the restaurants' way back alone, as a run killed after their steps leaves it
+                try:
+                    rekey.undo_contract(io, heir)
+                    break
+                except MigrationRefusedError as refused:  # the new rows without integers: filled as it says
+                    conn.exec_driver_sql(str(refused).split("fill them first: ", 1)[1])
+            assert rekey.state(io, heir) == "expanded"
         err = ""
         for _ in range(4):  # refused while the new rows have no integer, filled as each refusal says
             n = next(steps)

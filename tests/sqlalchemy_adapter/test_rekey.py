@@ -595,16 +595,33 @@ def test_two_pods_at_once_with_names_as_long_as_postgresql_allows(pg_engine, tmp
     """Two pods run the same expand migration at once (each its own version table, as two deployments'
     processes): the second waits on the column's lock, then finds the work done; both exit 0 and every row has
     its key once.  Table names of 63 characters, PostgreSQL's longest: every name seqid makes (columns, indexes,
-    triggers, foreign keys, the progress table) fits.  Then the contract, and the tables are as the plan says."""
+    triggers, foreign keys, the progress table) fits; a composite foreign key (the key beside a tenant's column)
+    and a child keyed by its link (multi-table inheritance) among them.  Then the contract, and the tables are
+    as the plan says."""
     tag = secrets.token_hex(3)
-    p = f"rk_pods_p_{tag}_" + "x" * (63 - len(f"rk_pods_p_{tag}_"))
-    c = f"rk_pods_c_{tag}_" + "y" * (63 - len(f"rk_pods_c_{tag}_"))
-    assert len(p) == len(c) == 63
+
+    def longest(prefix: str, fill: str) -> str:
+        return f"{prefix}_{tag}_" + fill * (63 - len(f"{prefix}_{tag}_"))
+
+    p, c, q, k = (
+        longest("rk_pods_p", "x"),
+        longest("rk_pods_c", "y"),
+        longest("rk_pods_q", "z"),
+        longest("rk_pods_k", "w"),
+    )
+    assert {len(t) for t in (p, c, q, k)} == {63}
     with pg_engine.begin() as conn:
-        conn.exec_driver_sql(f"CREATE TABLE {p} (id bigserial PRIMARY KEY, name text)")
+        conn.exec_driver_sql(f"CREATE TABLE {p} (id bigserial PRIMARY KEY, name text, UNIQUE (name, id))")
         conn.exec_driver_sql(f"CREATE TABLE {c} (id bigserial PRIMARY KEY, parent_id bigint REFERENCES {p} (id))")
+        conn.exec_driver_sql(
+            f"CREATE TABLE {q} (id bigserial PRIMARY KEY, name text, parent_id bigint, "
+            f"FOREIGN KEY (name, parent_id) REFERENCES {p} (name, id))"
+        )
+        conn.exec_driver_sql(f"CREATE TABLE {k} (parent_ptr_id bigint PRIMARY KEY REFERENCES {p} (id), n int)")
         conn.exec_driver_sql(f"INSERT INTO {p} (name) SELECT 'p' || g FROM generate_series(1, 20000) g")
         conn.exec_driver_sql(f"INSERT INTO {c} (parent_id) SELECT g %% 20000 + 1 FROM generate_series(1, 20000) g")
+        conn.exec_driver_sql(f"INSERT INTO {q} (name, parent_id) SELECT name, id FROM {p} WHERE id %% 2 = 0")
+        conn.exec_driver_sql(f"INSERT INTO {k} SELECT id, 1 FROM {p} WHERE id %% 3 = 0")
     url = _url(pg_engine)
     body = f'    op.rekey_expand("{p}", batch_size=500)'
     try:
@@ -628,14 +645,19 @@ def test_two_pods_at_once_with_names_as_long_as_postgresql_allows(pg_engine, tmp
             kinds = dict(
                 conn.exec_driver_sql(
                     f"SELECT attrelid::regclass::text || '.' || attname, format_type(atttypid, atttypmod) "
-                    f"FROM pg_attribute WHERE attrelid IN ('{p}'::regclass, '{c}'::regclass) AND attnum > 0 "
-                    "AND NOT attisdropped"
+                    f"FROM pg_attribute WHERE attrelid IN ('{p}'::regclass, '{c}'::regclass, '{q}'::regclass, "
+                    f"'{k}'::regclass) AND attnum > 0 AND NOT attisdropped"
                 ).all()
             )
-        assert kinds[f"{p}.id"] == kinds[f"{c}.parent_id"] == "uuid" and kinds[f"{p}.id_int"] == "bigint"
+            strays = conn.exec_driver_sql(
+                f"SELECT (SELECT count(*) FROM {q} x JOIN {p} y ON y.id = x.parent_id AND y.name <> x.name) + "
+                f"(SELECT count(*) FROM {k} x JOIN {p} y ON y.id = x.parent_ptr_id WHERE y.id_int %% 3 <> 0)"
+            ).scalar()
+        new = [f"{p}.id", f"{c}.parent_id", f"{q}.parent_id", f"{k}.parent_ptr_id"]
+        assert {kinds[n] for n in new} == {"uuid"} and kinds[f"{p}.id_int"] == "bigint" and strays == 0
     finally:
         with pg_engine.begin() as conn:
-            conn.exec_driver_sql(f"DROP TABLE IF EXISTS {c}, {p} CASCADE")
+            conn.exec_driver_sql(f"DROP TABLE IF EXISTS {k}, {q}, {c}, {p} CASCADE")
             for name in (f"v_pod0_{tag}", f"v_pod1_{tag}", f"v_c_{tag}"):
                 conn.exec_driver_sql(f"DROP TABLE IF EXISTS {name}")
 

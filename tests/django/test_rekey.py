@@ -525,6 +525,41 @@ class Review(models.Model):
 """
 
 
+#: release N+1: ``Place``'s key a SeqUUIDField
+MTI_RELEASE_N1 = MTI_MODELS.replace(
+    "class Place(models.Model):\n", "class Place(models.Model):\n    id = SeqUUIDField(primary_key=True)\n"
+).replace("from django.db import models\n", "from django.db import models\nfrom seqid_orm.django import SeqUUIDField\n")
+
+#: each review, its place's name and its restaurant's seats: what must read the same at every step
+MTI_READ = (
+    "SELECT v.id, p.name, r.seats FROM shop_review v JOIN shop_restaurant r ON r.place_ptr_id = v.restaurant_id "
+    "JOIN shop_place p ON p.id = r.place_ptr_id ORDER BY v.id"
+)
+
+
+def mti_project(project: Project) -> list[tuple]:
+    """``project``'s app made the MTI models' (their initial migration written and applied), 60 places, a
+    restaurant for two in three, a review each; then release N+1's models and its two migrations written.
+    :data:`MTI_READ` as it reads before them."""
+    (project.migrations / "0001_initial.py").unlink()
+    (project.tmp / "shop" / "models.py").write_text(MTI_MODELS)
+    project.done("makemigrations", "shop")
+    project.done("migrate", "shop")
+    modulo = "%" if project.vendor == "sqlite" else "%%"  # (the drivers' parameter style)
+    project.sql("INSERT INTO shop_place (name) VALUES " + ", ".join(f"('p{i}')" for i in range(60)))
+    project.sql(
+        f"INSERT INTO shop_restaurant (place_ptr_id, seats) SELECT id, id FROM shop_place WHERE id {modulo} 3 <> 0"
+    )
+    project.sql("INSERT INTO shop_review (restaurant_id) SELECT place_ptr_id FROM shop_restaurant")
+    before = project.sql(MTI_READ)
+    assert len(before) == 40
+    (project.tmp / "shop" / "models.py").write_text(MTI_RELEASE_N1)
+    project.done("makemigrations", "shop")
+    written = sorted(p.name for p in project.migrations.glob("000[23]_*.py"))
+    assert written == ["0002_expand_place_key.py", "0003_contract_place_key.py"], written
+    return before
+
+
 def test_a_parent_of_multi_table_inheritance_changes_with_its_children(tmp_path):
     """``Restaurant(Place)``: the child's key is its link to its parent's row, and a review's foreign key points at
     it.  Changing ``Place``'s key: ``makemigrations`` writes the two migrations for ``Place`` alone, and they change
@@ -533,33 +568,8 @@ def test_a_parent_of_multi_table_inheritance_changes_with_its_children(tmp_path)
     again.  On both servers (MariaDB's contract runs the child's steps, then the parent's)."""
     project = Project(tmp_path)
     try:
-        (project.migrations / "0001_initial.py").unlink()
-        (project.tmp / "shop" / "models.py").write_text(MTI_MODELS)
-        project.done("makemigrations", "shop")
-        project.done("migrate", "shop")
+        before = mti_project(project)
         pg = project.vendor == "postgresql"
-        project.sql("INSERT INTO shop_place (name) VALUES " + ", ".join(f"('p{i}')" for i in range(60)))
-        project.sql(
-            "INSERT INTO shop_restaurant (place_ptr_id, seats) SELECT id, id FROM shop_place WHERE id %% 3 <> 0"
-        )
-        project.sql("INSERT INTO shop_review (restaurant_id) SELECT place_ptr_id FROM shop_restaurant")
-        read = (
-            "SELECT v.id, p.name, r.seats FROM shop_review v JOIN shop_restaurant r "
-            "ON r.place_ptr_id = v.restaurant_id JOIN shop_place p ON p.id = r.place_ptr_id ORDER BY v.id"
-        )
-        before = project.sql(read)
-        assert len(before) == 40
-        (project.tmp / "shop" / "models.py").write_text(
-            MTI_MODELS.replace(
-                "class Place(models.Model):\n", "class Place(models.Model):\n    id = SeqUUIDField(primary_key=True)\n"
-            ).replace(
-                "from django.db import models\n",
-                "from django.db import models\nfrom seqid_orm.django import SeqUUIDField\n",
-            )
-        )
-        project.done("makemigrations", "shop")
-        written = sorted(p.name for p in project.migrations.glob("000[23]_*.py"))
-        assert written == ["0002_expand_place_key.py", "0003_contract_place_key.py"], written
         here = "current_schema()" if pg else "DATABASE()"
 
         def types(table: str) -> list[tuple]:
@@ -570,7 +580,7 @@ def test_a_parent_of_multi_table_inheritance_changes_with_its_children(tmp_path)
 
         project.done("migrate", "shop")
         project.done("makemigrations", "shop", "--check", "--dry-run")  # the model state is right
-        assert project.sql(read) == before
+        assert project.sql(MTI_READ) == before
         assert project.sql(
             "SELECT count(*) FROM shop_restaurant r JOIN shop_place p ON p.id = r.place_ptr_id "
             "WHERE p.id_int = r.place_ptr_id_int"
@@ -589,7 +599,7 @@ def test_a_parent_of_multi_table_inheritance_changes_with_its_children(tmp_path)
         project.sql("DELETE FROM shop_restaurant WHERE place_ptr_id IN (SELECT id FROM shop_place WHERE name = 'new')")
         project.sql("DELETE FROM shop_place WHERE name = 'new'")
         project.done("migrate", "shop", "0001")
-        assert project.sql(read) == before
+        assert project.sql(MTI_READ) == before
         assert types("shop_restaurant") == [("place_ptr_id", "bigint"), ("seats", "integer" if pg else "int")]
     finally:
         project.drop()

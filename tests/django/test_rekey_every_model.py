@@ -333,35 +333,14 @@ def test_on_sqlite_a_parent_of_multi_table_inheritance_is_made_again_with_its_ch
     table again (its key is its link to a place) but not the reviews', whose foreign key references the
     restaurants' key; the rebuild now follows that key too.  Every review on its restaurant on its place after
     the contract and after the way back; the model state right."""
-    from tests.django.test_rekey import MTI_MODELS
+    from tests.django.test_rekey import MTI_READ, mti_project
 
     project = Project(tmp_path, sqlite=True)
-    (project.migrations / "0001_initial.py").unlink()
-    (project.tmp / "shop" / "models.py").write_text(MTI_MODELS)
-    project.done("makemigrations", "shop")
+    before = mti_project(project)
     project.done("migrate", "shop")
-    project.sql("INSERT INTO shop_place (name) VALUES " + ", ".join(f"('p{i}')" for i in range(60)))
-    project.sql("INSERT INTO shop_restaurant (place_ptr_id, seats) SELECT id, id FROM shop_place WHERE id % 3 <> 0")
-    project.sql("INSERT INTO shop_review (restaurant_id) SELECT place_ptr_id FROM shop_restaurant")
-    read = (
-        "SELECT v.id, p.name, r.seats FROM shop_review v JOIN shop_restaurant r ON r.place_ptr_id = v.restaurant_id "
-        "JOIN shop_place p ON p.id = r.place_ptr_id ORDER BY v.id"
-    )
-    before = project.sql(read)
-    assert len(before) == 40
-    (project.tmp / "shop" / "models.py").write_text(
-        MTI_MODELS.replace(
-            "class Place(models.Model):\n", "class Place(models.Model):\n    id = SeqUUIDField(primary_key=True)\n"
-        ).replace(
-            "from django.db import models\n",
-            "from django.db import models\nfrom seqid_orm.django import SeqUUIDField\n",
-        )
-    )
-    project.done("makemigrations", "shop")
-    project.done("migrate", "shop")
-    assert project.sql(read) == before
+    assert project.sql(MTI_READ) == before
     assert project.sql("SELECT count(*) FROM shop_review WHERE length(restaurant_id) = 32") == [(40,)]
     project.done("makemigrations", "shop", "--check", "--dry-run")
     project.done("migrate", "shop", "0001")
-    assert project.sql(read) == before
+    assert project.sql(MTI_READ) == before
     assert project.sql("SELECT typeof(restaurant_id), count(*) FROM shop_review GROUP BY 1") == [("integer", 40)]

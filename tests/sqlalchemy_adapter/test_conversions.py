@@ -146,6 +146,7 @@ def test_a_table_dropped_by_another_session_during_the_scan_is_skipped(pg_engine
 
 
 def _column_type(conn, table: str, column: str) -> str:
+    """PostgreSQL's type of ``column`` of ``table`` (its name as ``to_regclass`` reads one: with its schema)."""
     return conn.execute(
         sa.text(
             "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = to_regclass(:t) "

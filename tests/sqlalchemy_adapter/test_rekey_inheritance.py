@@ -11,6 +11,7 @@ import signal
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -70,6 +71,17 @@ def _run(where: Path, url: str) -> str:
     return err
 
 
+def _stepper(tmp: Path, url: str, version: str, steps) -> Callable[[str], str]:
+    """A function running one migration's ``upgrade()`` body to its end in a process of its own, each in its own
+    project and version table (``version`` and the next of ``steps``): what it said."""
+
+    def run(body: str) -> str:
+        n = next(steps)
+        return _run(project(tmp / f"m{n}", f"{version}_{n}", body), url)
+
+    return run
+
+
 def _links(engine, tables: tuple[str, str, str, str], by: str) -> list[tuple]:
     """Every link as names: each restaurant's place, each Italian's restaurant's place, each review's place, read
     through the key columns (``by``: the integers' suffix, ``""`` for the key columns as they are)."""
@@ -97,10 +109,7 @@ def test_a_key_changes_with_the_tables_keyed_by_their_link_to_it_and_theirs(pg_e
     before = _catalog(pg_engine, tree)
     links = _links(pg_engine, tree, "")
     steps = iter(range(100))
-
-    def run(body: str) -> str:
-        n = next(steps)
-        return _run(project(tmp_path / f"m{n}", f"v_{place}_{n}", body), url)
+    run = _stepper(tmp_path, url, f"v_{place}", steps)
 
     run(f'    op.rekey_expand("{place}")')
     run(f'    op.rekey_contract("{place}")')
@@ -318,10 +327,7 @@ def test_on_mariadb_a_key_changes_with_the_tables_keyed_by_their_link_to_it(mysq
         before = _mariadb_catalog(engine, tables)
         links = _links(engine, tables, "")
         steps = iter(range(100))
-
-        def run(body: str) -> str:
-            n = next(steps)
-            return _run(project(tmp_path / f"m{n}", f"v_{tag}_{n}", body), url)
+        run = _stepper(tmp_path, url, f"v_{tag}", steps)
 
         run(f'    op.rekey_expand("{place}")')
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:

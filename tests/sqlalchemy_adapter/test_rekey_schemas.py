@@ -15,6 +15,7 @@ sa = pytest.importorskip("sqlalchemy")
 pytest.importorskip("alembic")
 
 from tests.sqlalchemy_adapter.alembic_project import last_error, project, upgrade  # noqa: E402
+from tests.sqlalchemy_adapter.test_conversions import _column_type  # noqa: E402
 from tests.sqlalchemy_adapter.test_rekey import _catalog, _parents_of  # noqa: E402
 
 PARENTS = 3_000
@@ -28,13 +29,7 @@ def _run(where: Path, url: str) -> None:
 
 def _key_type(engine, table: str, column: str) -> str:
     with engine.connect() as conn:
-        return conn.execute(
-            sa.text(
-                "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = to_regclass(:t) "
-                "AND attname = :c"
-            ),
-            {"t": table, "c": column},
-        ).scalar()
+        return _column_type(conn, table, column)
 
 
 @pytest.fixture

@@ -238,12 +238,15 @@ def make_again(io: Writes, vendor: str, types: dict[str, dict[str, str]], key: t
         beside = [str(sql) for (sql,) in io.fetch(rules.BESIDE, {"t": table})]
         names = ", ".join(q(str(c)) for (c,) in io.fetch(rules.COLUMNS, {"t": table}))
         temp = q(f"seqid_new_{table}")
+        read = rules.high_water(str(create), table)  # an AUTOINCREMENT's, which goes with the old table
+        high = int(io.fetch(read, {})[0][0]) if read is not None else None
         out += [
-            rules.retyped(str(create), temp, columns, key[1] if table == key[0] else None),
+            rules.retyped(str(create), temp, columns, key[1] if table == key[0] else None, high),
             f"INSERT INTO {temp} ({names}) SELECT {names} FROM {q(table)}",
             f"DROP TABLE {q(table)}",
             f"ALTER TABLE {temp} RENAME TO {q(table)}",
             *beside,
+            *rules.high_water_again(str(create), table),
         ]
     for statement in [*out, *rules.AFTER]:
         io.run(statement, {})

@@ -615,8 +615,17 @@ class RebuildRules(Protocol):
     """Statements before tables are made again (and ``AFTER``, after)."""
     AFTER: tuple[str, ...]
 
-    def retyped(self, create: str, name: str, types: dict[str, str], key: str | None, /) -> str:
-        """``create`` for a table ``name`` whose columns ``types`` have those types, ``key`` the key among them."""
+    def retyped(self, create: str, name: str, types: dict[str, str], key: str | None, high: int | None, /) -> str:
+        """``create`` for a table ``name`` whose columns ``types`` have those types, ``key`` the key among them;
+        ``high``: the table's high-water mark (:meth:`high_water`), kept where the key loses ``AUTOINCREMENT``."""
+
+    def high_water(self, create: str, table: str, /) -> str | None:
+        """The read of one row ``(mark,)``: the highest key ``table`` (of text ``create``) ever gave, where its key
+        is ``AUTOINCREMENT``; else ``None``."""
+
+    def high_water_again(self, create: str, table: str, /) -> list[str]:
+        """Where ``create`` (the text before the rebuild) kept a mark of an ``AUTOINCREMENT`` its key gets back:
+        the statements that give ``table`` that mark again."""
 
 
 class VendorRules(Protocol):

@@ -69,8 +69,25 @@ class _Rebuild:
     BEFORE = ("PRAGMA legacy_alter_table = ON",)
     AFTER = ("PRAGMA legacy_alter_table = OFF",)
 
-    def retyped(self, create: str, name: str, types: dict[str, str], key: str | None, /) -> str:
-        return retyped(create, name, types, key)
+    def retyped(self, create: str, name: str, types: dict[str, str], key: str | None, high: int | None, /) -> str:
+        return retyped(create, name, types, key, high)
+
+    def high_water(self, create: str, table: str, /) -> str | None:
+        # sqlite_sequence is there once a table of AUTOINCREMENT is (https://sqlite.org/autoinc.html)
+        if not _declares_autoincrement(create):
+            return None
+        return f"SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = {string_literal(table)}"
+
+    def high_water_again(self, create: str, table: str, /) -> list[str]:
+        found = _MARK.search(create)
+        if found is None or _declares_autoincrement(create):
+            return []
+        name, high = string_literal(table), int(found.group(1))
+        return [  # the copy's inserts made its row, which the rename carried; none where it copied no row
+            f"UPDATE sqlite_sequence SET seq = max(seq, {high}) WHERE name = {name}",
+            f"INSERT INTO sqlite_sequence (name, seq) SELECT {name}, {high} "
+            f"WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = {name})",
+        ]
 
 
 REBUILD = _Rebuild()
@@ -92,12 +109,22 @@ def _unquoted(token: str) -> str:
     return token
 
 
-def retyped(create: str, name: str, types: dict[str, str], key: str | None) -> str:
+#: What an ``AUTOINCREMENT`` key made another type keeps in its table's text: the word, and the table's high-water
+#: mark then (its ``sqlite_sequence`` row, which goes with the old table), so that the way back makes both again.
+_MARK = re.compile(r"/\* seqid: AUTOINCREMENT (\d+) \*/")
+
+
+def _declares_autoincrement(create: str) -> bool:
+    return any(t.upper() == "AUTOINCREMENT" for t in _TOKEN.findall(create))
+
+
+def retyped(create: str, name: str, types: dict[str, str], key: str | None, high: int | None = None) -> str:
     """``create`` (a table's ``CREATE TABLE`` as SQLite keeps it) for a table ``name`` (quoted) whose columns
     ``types`` (by name) have those types: the rest of the text as it is (every constraint, collation,
-    default, check, the table's options).  The column ``key`` (the primary key, now of another type) loses
-    ``AUTOINCREMENT`` (an ``INTEGER`` key's alone) and gets ``NOT NULL`` (SQLite lets another type's key be
-    NULL: https://sqlite.org/lang_createtable.html#the_primary_key)."""
+    default, check, the table's options).  The column ``key`` (the primary key, now of another type) gets
+    ``NOT NULL`` (SQLite lets another type's key be NULL: https://sqlite.org/lang_createtable.html#the_primary_key)
+    and loses ``AUTOINCREMENT`` (an ``INTEGER`` key's alone), which it keeps in a comment with ``high``, the
+    table's high-water mark; made ``INTEGER`` again, the comment is the word again (:data:`_MARK`)."""
     tokens = _TOKEN.findall(create)
     if "".join(tokens) != create:
         raise InvalidArgumentError(f"the text of {name} could not be read: {create[:80]!r}")
@@ -143,7 +170,11 @@ def retyped(create: str, name: str, types: dict[str, str], key: str | None) -> s
         else:
             new[words[0] + 1 : words[0] + 1] = [" ", wanted[column.lower()]]
         if key is not None and column.lower() == key.lower():
-            new = [t for t in new if t.upper() != "AUTOINCREMENT"]
+            integer = wanted[column.lower()].upper() == "INTEGER"
+            if integer:
+                new = ["AUTOINCREMENT" if _MARK.fullmatch(t) else t for t in new]
+            else:
+                new = [f"/* seqid: AUTOINCREMENT {high or 0} */" if t.upper() == "AUTOINCREMENT" else t for t in new]
             said = [t.upper() for t in new if not t.isspace() and not t.startswith(("--", "/*"))]
             if not any(a == "NOT" and b == "NULL" for a, b in itertools.pairwise(said)):
                 new.append(" NOT NULL")

@@ -22,12 +22,20 @@ def _made(sql: str) -> dict[str, tuple[str, int, int]]:
 
 
 CASES = [
-    # an INTEGER key's AUTOINCREMENT goes (it is for a rowid alone), NOT NULL comes (another type's key may be NULL)
+    # an INTEGER key's AUTOINCREMENT goes (it is for a rowid alone) into a comment with the table's high-water
+    # mark, NOT NULL comes (another type's key may be NULL)
     (
         "CREATE TABLE t (id INTEGER PRIMARY KEY AUTOINCREMENT, n int)",
         {"id": "BLOB"},
         "id",
-        'CREATE TABLE "new" (id BLOB PRIMARY KEY  NOT NULL, n int)',
+        'CREATE TABLE "new" (id BLOB PRIMARY KEY /* seqid: AUTOINCREMENT 0 */ NOT NULL, n int)',
+    ),
+    # made INTEGER again: the comment is the word again
+    (
+        "CREATE TABLE t (id BLOB PRIMARY KEY /* seqid: AUTOINCREMENT 7 */ NOT NULL, n int)",
+        {"id": "INTEGER"},
+        "id",
+        'CREATE TABLE "new" (id INTEGER PRIMARY KEY AUTOINCREMENT NOT NULL, n int)',
     ),
     # quoted names of every kind, a type of two words and a size, a comment, a default holding a comma
     (

@@ -110,6 +110,13 @@ def test_on_sqlite_the_contract_makes_the_tables_again_and_keys_every_row_by_its
     n = [0]
     before, schema = _links(engine), _schema(engine)
     names = [r[0] for r in engine.connect().exec_driver_sql("SELECT name FROM a ORDER BY id").all()]
+    with engine.begin() as conn:  # the last parent's key never given again (AUTOINCREMENT), though it is gone
+        conn.exec_driver_sql(f"UPDATE a SET boss_id = NULL WHERE boss_id = {3 * ROWS}")
+        for t in ("c1", "c2", "a_tags", "q"):
+            conn.exec_driver_sql(f"DELETE FROM {t} WHERE a_id = {3 * ROWS}")
+        conn.exec_driver_sql(f"DELETE FROM a WHERE id = {3 * ROWS}")
+    before, schema = _links(engine), _schema(engine)
+    names = names[:-1]
 
     _run(tmp_path, url, 'rekey_expand("a")', n)
     assert _schema(engine) == schema  # nothing changed
@@ -159,6 +166,9 @@ def test_on_sqlite_the_contract_makes_the_tables_again_and_keys_every_row_by_its
     with engine.connect() as conn:
         assert conn.exec_driver_sql("PRAGMA foreign_key_check").all() == []
         assert conn.exec_driver_sql("SELECT type FROM pragma_table_info('a') WHERE name = 'id'").scalar() == "INTEGER"
+        text = conn.exec_driver_sql("SELECT sql FROM sqlite_master WHERE name = 'a'").scalar()
+        mark = conn.exec_driver_sql("SELECT seq FROM sqlite_sequence WHERE name = 'a'").scalar()
+    assert "AUTOINCREMENT" in text and mark == 3 * ROWS, (text, mark)  # as it was: the gone key not given again
     g = integer_of(read(gone), Layout.TIME_FIRST)  # what deleting that parent did, by its integer
     expected = {
         "a": {(k, None if v == g else v) for k, v in before["a"] if k != g},

@@ -40,8 +40,8 @@ def _rebuild_sqlite(operations: Operations, table: str, storage: str | None, *, 
     batch mode, whose reflection loses each foreign key's ``ON DELETE`` there), each key and foreign key's value
     made the other, the foreign keys checked, in one transaction with SQLite's foreign keys off (so that making
     a table again is no ``DELETE`` that cascades); their setting is given back after.  Integer keys: the way
-    back declares them ``INTEGER`` (the rowid; ``AUTOINCREMENT`` is not made again), the integer read out of
-    each key."""
+    back declares them ``INTEGER`` (the rowid; ``AUTOINCREMENT`` again where they had it, with the table's
+    high-water mark: :func:`seqid_orm.vendors.sqlite.retyped`), the integer read out of each key."""
     import sqlalchemy as sa
 
     from ...errors import MigrationRefusedError

@@ -54,6 +54,9 @@ class ForeignKeyRef:
     onupdate: str | None = None
     deferrable: str = ""
     """What follows the key's actions where it is deferrable (``DEFERRABLE INITIALLY DEFERRED``...)."""
+    referenced_schema: str = ""
+    """The key's table's database, where ``table`` is in another (MariaDB:
+    :attr:`~seqid_orm.vendors.Reference.referenced_schema`)."""
 
 
 def references_to(
@@ -63,9 +66,9 @@ def references_to(
     in every schema (a tenant's, named with it), composite ones too, with their actions and deferral, where the
     ORMs' introspection reads the search path's schema and keys of one column.  ``None`` where the vendor has
     no such read (SQLite: the adapter introspects).  Refused before any change: a composite key, whose other
-    columns the rewrite cannot keep in its constraint's order (change it online: rekey_expand/RekeyExpand), and
-    a key from another database on MariaDB; each was met by the rewrite half done on MariaDB, where a statement
-    that fails leaves the ones before it applied."""
+    columns the rewrite cannot keep in its constraint's order (change it online: rekey_expand/RekeyExpand); it
+    was met by the rewrite half done on MariaDB, where a statement that fails leaves the ones before it
+    applied."""
     rules = rules_for(vendor).REKEY
     if rules is None:
         return None
@@ -78,11 +81,6 @@ def references_to(
                 f"{', '.join(c for c, _ in ref.pairs)}: a conversion in place changes keys of one column; drop "
                 "it and make it again after, or change the key online (rekey_expand, RekeyExpand)"
             )
-        if not ref.same_schema and not isinstance(ref.table, InSchema):
-            raise MigrationRefusedError(
-                f"{ref.table}'s foreign key {ref.constraint} to {table}.{column} is from another database, whose "
-                f"tables seqid does not change on {vendor}: drop it, convert, and make it again"
-            )
         actions = {"NO ACTION": None, "": None}
         found.append(
             ForeignKeyRef(
@@ -93,6 +91,7 @@ def references_to(
                 actions.get(ref.on_delete, ref.on_delete),
                 actions.get(ref.on_update, ref.on_update),
                 ref.deferrable,
+                ref.referenced_schema,
             )
         )
     return found
@@ -162,8 +161,10 @@ def conversion_plan(
             f" ON {word} {action}" for word, action in (("DELETE", fk.ondelete), ("UPDATE", fk.onupdate)) if action
         )
         deferrable = f" {fk.deferrable}" if fk.deferrable else ""
+        # named with its database where the key's table is in another (MariaDB reads a bare name as its own's)
+        parent = quote(InSchema(fk.referenced_schema, key.table) if fk.referenced_schema else key.table)
         statements.append(
             f"ALTER TABLE {quote(fk.table)} ADD CONSTRAINT {quote(fk.name)} FOREIGN KEY ({quote(fk.column)}) "
-            f"REFERENCES {quote(key.table)} ({quote(key.column)}){actions}{deferrable}"
+            f"REFERENCES {parent} ({quote(key.column)}){actions}{deferrable}"
         )
     return statements

@@ -57,7 +57,6 @@ from ..errors import InvalidArgumentError, MigrationRefusedError
 from ..ids.layout import Layout
 from ..vendors import (
     Companion,
-    InSchema,
     OnlineRules,
     Reference,
     RekeyRules,
@@ -405,13 +404,13 @@ def plan(
 ) -> Rekey:
     """What changing ``table``'s key involves, read from the catalog: its key, every foreign key that references
     it, each child's own key.  Refused (:class:`~seqid_orm.errors.MigrationRefusedError`) before any change
-    where the change cannot keep every row: a key of several columns or of another type, a foreign key from
-    another database (MariaDB; another schema's follows on PostgreSQL), two from one column, a child without a
-    primary key, a negative integer, a text that is no UUID, a kind of key the server cannot keep in step.  A
-    composite foreign key (the key beside a tenant's column) changes its one column; the others stay, and so
-    does the parent's unique index it references, copied over the new key like every other index over it.  A
-    child keyed by its foreign key (multi-table inheritance) is planned as one of the :attr:`Rekey.heirs`
-    where the vendor changes such keys (``_above``: the tables above it, whose key it cannot hold again)."""
+    where the change cannot keep every row: a key of several columns or of another type, two foreign keys
+    from one column, a child without a primary key, a negative integer, a text that is no UUID, a kind of key
+    the server cannot keep in step.  A composite foreign key (the key beside a tenant's column) changes its one
+    column; the others stay, and so does the parent's unique index it references, copied over the new key like
+    every other index over it.  A child of another schema is named with it (:class:`~seqid_orm.vendors.InSchema`).
+    A child keyed by its foreign key (multi-table inheritance) is planned as one of the :attr:`Rekey.heirs`
+    (``_above``: the tables above it, whose key it cannot hold again)."""
     rules = _rules(vendor)
     key = _primary_key(io, rules, table)
     if not key:
@@ -463,12 +462,6 @@ def plan(
             raise MigrationRefusedError(
                 f"{ref.table}.{ref.column} has two foreign keys to {table} (one of them {ref.constraint}): its new "
                 "column could follow only one; drop the other, change the key, and make it again"
-            )
-        if not ref.same_schema and not isinstance(ref.table, InSchema):  # a vendor whose reads name one schema
-            raise MigrationRefusedError(
-                f"{ref.table}'s foreign key {ref.constraint} to {table} is from another database: seqid changes "
-                f"the foreign keys of another schema on PostgreSQL, not of another database on {vendor}; drop it, "
-                "change the key, and make it again"
             )
         child_key = _primary_key(io, rules, ref.table)
         if not child_key:

@@ -256,9 +256,9 @@ class Reference:
     deferrable: str
     """What follows the constraint's actions: ``""``, ``DEFERRABLE INITIALLY IMMEDIATE``..."""
     same_schema: bool = True
-    """Whether the referencing table is in the re-keyed table's schema.  Where it is not, a vendor that
-    reads and changes tables of other schemas (PostgreSQL) names it ``table`` as an :class:`InSchema`; a
-    bare ``table`` of another schema (MariaDB's other database, which its reads do not name) is refused."""
+    """Whether the referencing table is in the current schema (the search path's first; MariaDB's current
+    database).  Where it is not, ``table`` is an :class:`InSchema`, which every statement and read names with
+    its schema."""
     column_type: str = ""
     """The referencing column's type as the catalog writes it."""
     pairs: tuple[tuple[str, str], ...] = ()
@@ -266,6 +266,9 @@ class Reference:
     of them ``column`` with the re-keyed key (``()`` for a key of one column)."""
     match: str = ""
     """``MATCH FULL`` where a composite key is so declared (PostgreSQL), else ``""`` (``MATCH SIMPLE``)."""
+    referenced_schema: str = ""
+    """The re-keyed table's database where the referencing table is in another (MariaDB): there an unqualified
+    ``REFERENCES`` names a table of the referencing table's database, so a foreign key made again names it."""
 
     def renamed(
         self, column: str, parent_column: str, quote: Callable[[str], str] = str

@@ -23,6 +23,7 @@ from ._base import (
     Bounded,
     ColumnRef,
     Companion,
+    InSchema,
     Quote,
     Reference,
     ServerDefault,
@@ -41,6 +42,7 @@ from ._base import (
     unknown_version,
     version_at_least,
 )
+from .mysql import in_database
 
 NAME = "mariadb"
 DISTRIBUTED = False
@@ -308,25 +310,27 @@ class Rekey:
     key is the integer's), so it is in step throughout."""
 
     def primary_key(self, table: str, /) -> tuple[str, dict[str, object]]:
+        named, t = in_database(table, "k.")
         return (
             f"SELECT k.COLUMN_NAME, {_FULL_TYPE} FROM information_schema.KEY_COLUMN_USAGE k "
             "JOIN information_schema.COLUMNS c ON c.TABLE_SCHEMA = k.TABLE_SCHEMA AND c.TABLE_NAME = k.TABLE_NAME "
-            "AND c.COLUMN_NAME = k.COLUMN_NAME WHERE k.TABLE_SCHEMA = DATABASE() AND k.TABLE_NAME = :t "
-            "AND k.CONSTRAINT_NAME = 'PRIMARY' ORDER BY k.ORDINAL_POSITION",
-            {"t": table},
+            f"AND c.COLUMN_NAME = k.COLUMN_NAME WHERE {named} AND k.CONSTRAINT_NAME = 'PRIMARY' "
+            "ORDER BY k.ORDINAL_POSITION",
+            t,
         )
 
     def column_type(self, table: str, column: str, /) -> tuple[str, dict[str, object]]:
-        return (
-            f"SELECT {_FULL_TYPE} FROM information_schema.COLUMNS c WHERE c.TABLE_SCHEMA = DATABASE() "
-            "AND c.TABLE_NAME = :t AND c.COLUMN_NAME = :c",
-            {"t": table, "c": column},
-        )
+        named, t = in_database(table, "c.")
+        return f"SELECT {_FULL_TYPE} FROM information_schema.COLUMNS c WHERE {named} AND c.COLUMN_NAME = :c", {
+            **t,
+            "c": column,
+        }
 
     def key_constraint(self, table: str, /) -> tuple[str, dict[str, object]]:
         return ("SELECT 'PRIMARY'", {})
 
     def references(self, table: str, column: str, /) -> tuple[str, dict[str, object]]:
+        named, t = in_database(table, "k.REFERENCED_")
         return (
             f"SELECT k.CONSTRAINT_NAME, k.TABLE_NAME, k.COLUMN_NAME, c.IS_NULLABLE = 'NO', r.DELETE_RULE, "
             # a composite key's every column, in its order, and what each references
@@ -334,22 +338,22 @@ class Rekey:
             "ORDER BY n.ORDINAL_POSITION) FROM information_schema.KEY_COLUMN_USAGE n "
             "WHERE n.CONSTRAINT_SCHEMA = k.CONSTRAINT_SCHEMA AND n.TABLE_NAME = k.TABLE_NAME "
             "AND n.CONSTRAINT_NAME = k.CONSTRAINT_NAME AND n.REFERENCED_TABLE_NAME IS NOT NULL), "
-            f"k.TABLE_SCHEMA = k.REFERENCED_TABLE_SCHEMA, {_FULL_TYPE} "
+            # the child's database, where it is not the current one: its table is named with it
+            f"k.TABLE_SCHEMA = DATABASE(), k.TABLE_SCHEMA, k.REFERENCED_TABLE_SCHEMA, {_FULL_TYPE} "
             "FROM information_schema.KEY_COLUMN_USAGE k JOIN information_schema.REFERENTIAL_CONSTRAINTS r "
             "ON r.CONSTRAINT_SCHEMA = k.CONSTRAINT_SCHEMA AND r.TABLE_NAME = k.TABLE_NAME "
             "AND r.CONSTRAINT_NAME = k.CONSTRAINT_NAME JOIN information_schema.COLUMNS c "
             "ON c.TABLE_SCHEMA = k.TABLE_SCHEMA AND c.TABLE_NAME = k.TABLE_NAME AND c.COLUMN_NAME = k.COLUMN_NAME "
-            "WHERE k.REFERENCED_TABLE_SCHEMA = DATABASE() AND k.REFERENCED_TABLE_NAME = :t "
-            "AND k.REFERENCED_COLUMN_NAME = :c ORDER BY k.TABLE_NAME, k.CONSTRAINT_NAME",
-            {"t": table, "c": column},
+            f"WHERE {named} AND k.REFERENCED_COLUMN_NAME = :c ORDER BY k.TABLE_NAME, k.CONSTRAINT_NAME",
+            {**t, "c": column},
         )
 
     def reference(self, row: Sequence[object], /) -> Reference:
-        name, table, column, not_null, on_delete, on_update, listed, same, kind = row
+        name, table, column, not_null, on_delete, on_update, listed, same, schema, referenced, kind = row
         pairs = [(str(c), str(p)) for c, p in json.loads(str(listed))]
         return Reference(
             constraint=str(name),
-            table=str(table),
+            table=str(table) if same else InSchema(str(schema), str(table)),
             column=str(column),
             nullable=not not_null,
             on_delete=str(on_delete),
@@ -358,6 +362,7 @@ class Rekey:
             same_schema=bool(same),
             column_type=str(kind),
             pairs=tuple(pairs) if len(pairs) > 1 else (),
+            referenced_schema="" if same else str(referenced),
         )
 
     def source_kind(self, sql_type: str, /) -> str | None:
@@ -407,12 +412,13 @@ class Rekey:
         # MariaDB's update trigger fires on every update (no UPDATE OF): the backfill's too. An IF that keeps a
         # key the update leaves measured slower than making it again (benchmarks.rekey, 2026-12-05)
         return [
-            f"CREATE OR REPLACE TRIGGER {name} BEFORE {event} ON {table} FOR EACH ROW SET NEW.{target} = {expression}"
+            f"CREATE OR REPLACE TRIGGER {_beside(table, name)} BEFORE {event} ON {table} FOR EACH ROW "
+            f"SET NEW.{target} = {expression}"
             for name, event in zip(names, ("INSERT", "UPDATE"), strict=True)
         ]
 
     def drop_in_step(self, table: str, names: tuple[str, str], /) -> list[str]:
-        return [f"DROP TRIGGER IF EXISTS {name}" for name in names]
+        return [f"DROP TRIGGER IF EXISTS {_beside(table, name)}" for name in names]
 
     def index_steps(self, table: str, column: str, index: str, state: str | None, unique: bool, /) -> list[Step]:
         if state == "valid":
@@ -421,16 +427,17 @@ class Rekey:
         return [Step(f"ALTER TABLE {table} ADD {kind} {index} ({column}), ALGORITHM=INPLACE, LOCK=NONE")]
 
     def index_state(self, table: str, index: str, /) -> tuple[str, dict[str, object]]:
-        return (
-            "SELECT 1 FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = :t "
-            "AND INDEX_NAME = :i LIMIT 1",
-            {"t": table, "i": index},
-        )
+        named, t = in_database(table)
+        return f"SELECT 1 FROM information_schema.STATISTICS WHERE {named} AND INDEX_NAME = :i LIMIT 1", {
+            **t,
+            "i": index,
+        }
 
     def companions(self, table: str, columns: Sequence[str], /) -> tuple[str, dict[str, object]]:
         # plain: a B-tree over whole columns, ascending (a prefix's SUB_PART, 10.8's descending COLLATION 'D',
         # a long unique key's HASH are not made again of the columns alone)
         names = ", ".join(f":c{n}" for n in range(len(columns)))
+        named, t = in_database(table, "s.")
         return (
             "SELECT s.INDEX_NAME, MIN(s.NON_UNIQUE) = 0, FALSE, JSON_ARRAYAGG(s.COLUMN_NAME ORDER BY s.SEQ_IN_INDEX), "
             "MAX(s.INDEX_TYPE <> 'BTREE' OR s.SUB_PART IS NOT NULL OR COALESCE(s.COLLATION, 'D') <> 'A') = 0, "
@@ -439,15 +446,15 @@ class Rekey:
             # keys the contract drops first), not an index beside it that holds the key too
             "(SELECT JSON_ARRAYAGG(DISTINCT JSON_ARRAY(k.TABLE_NAME, k.CONSTRAINT_NAME)) "
             "FROM information_schema.KEY_COLUMN_USAGE k JOIN information_schema.STATISTICS x "
-            "ON x.TABLE_SCHEMA = DATABASE() AND x.TABLE_NAME = s.TABLE_NAME AND x.INDEX_NAME = s.INDEX_NAME "
-            "AND x.COLUMN_NAME = k.REFERENCED_COLUMN_NAME WHERE k.REFERENCED_TABLE_SCHEMA = DATABASE() "
+            "ON x.TABLE_SCHEMA = s.TABLE_SCHEMA AND x.TABLE_NAME = s.TABLE_NAME AND x.INDEX_NAME = s.INDEX_NAME "
+            "AND x.COLUMN_NAME = k.REFERENCED_COLUMN_NAME WHERE k.REFERENCED_TABLE_SCHEMA = s.TABLE_SCHEMA "
             "AND k.REFERENCED_TABLE_NAME = s.TABLE_NAME AND NOT EXISTS (SELECT 1 FROM "
-            "information_schema.STATISTICS p WHERE p.TABLE_SCHEMA = DATABASE() AND p.TABLE_NAME = s.TABLE_NAME "
+            "information_schema.STATISTICS p WHERE p.TABLE_SCHEMA = s.TABLE_SCHEMA AND p.TABLE_NAME = s.TABLE_NAME "
             "AND p.INDEX_NAME = 'PRIMARY' AND p.COLUMN_NAME = k.REFERENCED_COLUMN_NAME)) "
-            "FROM information_schema.STATISTICS s WHERE s.TABLE_SCHEMA = DATABASE() AND s.TABLE_NAME = :t "
+            f"FROM information_schema.STATISTICS s WHERE {named} "
             f"AND s.INDEX_NAME <> 'PRIMARY' GROUP BY s.INDEX_NAME HAVING MAX(s.COLUMN_NAME IN ({names})) = 1 "
             "ORDER BY 1",
-            {"t": table, **{f"c{n}": c for n, c in enumerate(columns)}},
+            {**t, **{f"c{n}": c for n, c in enumerate(columns)}},
         )
 
     def companion(self, table: str, row: Sequence[object], /) -> Companion:
@@ -466,11 +473,11 @@ class Rekey:
         ]
 
     def constraint_state(self, table: str, name: str, /) -> tuple[str, dict[str, object]]:
-        return (
-            "SELECT 1 FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = DATABASE() "
-            "AND TABLE_NAME = :t AND CONSTRAINT_NAME = :n",
-            {"t": table, "n": name},
-        )
+        named, t = in_database(table, schema_column="CONSTRAINT_SCHEMA")
+        return f"SELECT 1 FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE {named} AND CONSTRAINT_NAME = :n", {
+            **t,
+            "n": name,
+        }
 
     def foreign_key_steps(
         self, reference: Reference, column: str, parent: str, parent_column: str, name: str, state: bool | None, /
@@ -482,6 +489,7 @@ class Rekey:
     def _add_foreign_key(self, reference: Reference, column: str, parent: str, parent_column: str, name: str) -> str:
         # in place only without the check (else InnoDB copies the table): orphans() counts the rows after
         own, referenced = reference.listed(column, parent_column, quote_identifier)
+        parent = _referenced(reference, parent)
         return (
             f"{_OWN_SETTINGS}foreign_key_checks = 0 FOR ALTER TABLE {quote_identifier(reference.table)} "
             f"ADD CONSTRAINT {name} FOREIGN KEY ({own}) REFERENCES {parent} ({referenced}){_actions(reference)}, "
@@ -508,7 +516,10 @@ class Rekey:
         ref = child.references
         assert ref is not None
         own, referenced = ref.listed(column, parent_column, quote_identifier)
-        return f"ADD CONSTRAINT {name} FOREIGN KEY ({own}) REFERENCES {parent} ({referenced}){_actions(ref)}"
+        return (
+            f"ADD CONSTRAINT {name} FOREIGN KEY ({own}) REFERENCES {_referenced(ref, parent)} ({referenced})"
+            f"{_actions(ref)}"
+        )
 
     def contract_steps(self, swap: Swap, /) -> list[Step]:
         p = swap.parent
@@ -642,6 +653,28 @@ class Rekey:
             "AND t.COLUMN_NAME LIKE '%content\\_type%') ORDER BY 1, 2",
             {},
         )
+
+
+_DATABASE = re.compile(r"^(`(?:[^`]|``)*`)\.")
+
+
+def _beside(table: str, trigger: str) -> str:
+    """The quoted ``trigger`` named in the database of ``table`` (quoted, with its database where it has one): a
+    trigger lives in its table's database, and an unqualified name is the current one's ("CREATE TRIGGER").
+
+    >>> _beside("`a ``b`` c`.`orders`", "`t`"), _beside("`orders`", "`t`")
+    ('`a ``b`` c`.`t`', '`t`')
+    """
+    database = _DATABASE.match(table)
+    return f"{database.group(1)}.{trigger}" if database else trigger
+
+
+def _referenced(reference: Reference, parent: str) -> str:
+    """The quoted ``parent`` as a foreign key of ``reference``'s table names it: with its database where that
+    table is in another (:attr:`Reference.referenced_schema`)."""
+    if not reference.referenced_schema or _DATABASE.match(parent):
+        return parent
+    return f"{quote_identifier(reference.referenced_schema)}.{parent}"
 
 
 def _actions(reference: Reference) -> str:

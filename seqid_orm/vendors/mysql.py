@@ -18,6 +18,7 @@ from ..ids.layout import Layout
 from ._base import (
     Bounded,
     Fetch,
+    InSchema,
     KeyColumn,
     ServerDefault,
     Step,
@@ -123,6 +124,16 @@ adoption_statements = no_adoption_statements
 # --- changing a live table (seqid_orm.schema.online asks) ---------------------------------------------
 
 
+def in_database(table: str, alias: str = "", schema_column: str = "TABLE_SCHEMA") -> tuple[str, dict[str, object]]:
+    """The catalog's condition naming ``table`` (``alias``: the prefix of the view's columns; ``schema_column``
+    its database's column), and its parameters: in the current database, or where it is an
+    :class:`~._base.InSchema`, in its own (another database's table whose foreign key references the current
+    one's, which a change follows)."""
+    schema = ":s" if isinstance(table, InSchema) else "DATABASE()"
+    params: dict[str, object] = {"s": table.schema, "t": table.name} if isinstance(table, InSchema) else {"t": table}
+    return f"{alias}{schema_column} = {schema} AND {alias}TABLE_NAME = :t", params
+
+
 class Online:
     """The MySQL family's online statements: InnoDB's online DDL with the algorithm asked for
     explicitly, so the server refuses rather than copies the table ("InnoDB Online DDL Operations"):
@@ -148,33 +159,32 @@ class Online:
         )
 
     def fact_reads(self, table: str, column: str, index: str, /) -> dict[str, tuple[str, dict[str, object]]]:
-        where = "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = :t"
+        named, t = in_database(table)
+        where = f"WHERE {named}"
         return {
             "column": (
                 f"SELECT IS_NULLABLE = 'NO' FROM information_schema.COLUMNS {where} AND COLUMN_NAME = :c",
-                {"t": table, "c": column},
+                {**t, "c": column},
             ),
             "index": (
                 f"SELECT 1 FROM information_schema.STATISTICS {where} AND INDEX_NAME = :i LIMIT 1",
-                {"t": table, "i": index},
+                {**t, "i": index},
             ),
             "constraint": (
                 f"SELECT 1 FROM information_schema.STATISTICS {where} AND INDEX_NAME = :i LIMIT 1",
-                {"t": table, "i": index},
+                {**t, "i": index},
             ),
             # a unique index must hold every column of the partitioning function: its expression, once
             "partition_key": (
                 f"SELECT PARTITION_EXPRESSION FROM information_schema.PARTITIONS {where} "
                 "AND PARTITION_NAME IS NOT NULL LIMIT 1",
-                {"t": table},
+                t,
             ),
         }
 
     def estimate(self, table: str, /) -> tuple[str, dict[str, object]]:
-        return (
-            "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = :t",
-            {"t": table},
-        )
+        named, t = in_database(table)
+        return f"SELECT TABLE_ROWS FROM information_schema.TABLES WHERE {named}", t
 
     def reads_every_row(self, table: str, /) -> tuple[str, dict[str, object]] | None:
         # no privilege function to ask first (roles, database- and column-level grants:

@@ -651,7 +651,8 @@ class Rekey:
     def references(self, table: str, column: str, /) -> tuple[str, dict[str, object]]:
         return (
             "SELECT c.conname, cl.relname, a.attname, a.attnotnull, c.confdeltype, c.confupdtype, c.condeferrable, "
-            "c.condeferred, cl.relnamespace = p.relnamespace, "
+            # the child's schema where it is not the search path's first: its table is named with it
+            "c.condeferred, n.nspname = current_schema(), "
             "format_type(a.atttypid, a.atttypmod), "
             # a composite key's every column, in its order, and what each references; the pair that holds the
             # key wherever it stands in the list

@@ -204,11 +204,14 @@ def test_a_tenant_schemas_foreign_key_is_converted_with_its_actions_and_deferral
         md.drop_all(pg_engine)
 
 
-def test_another_databases_foreign_key_and_a_composite_one_are_refused_before_any_change(mysql_engine, tmp_path):
+def test_another_databases_foreign_key_is_converted_and_a_composite_one_refused_before_any_change(
+    mysql_engine, tmp_path
+):
     """MariaDB's DDL does not roll back: a foreign key the inspector did not see (another database's) made the
-    key's MODIFY fail after the foreign keys it saw were dropped and their columns converted, and left so.  Both
-    kinds it cannot convert in place are now refused before the first statement: another database's, and a
-    composite key (the key beside a tenant's column), which the inspector skipped."""
+    key's MODIFY fail after the foreign keys it saw were dropped and their columns converted, and left so.  Read
+    from the catalog, another database's is converted with the others, and made again naming the key's table
+    with its database (MariaDB reads a bare name as the child's database's); and back.  A composite key (the key
+    beside a tenant's column), which the inspector skipped, is refused before the first statement."""
     from seqid_orm.errors import MigrationRefusedError
 
     prefix = f"cv{secrets.token_hex(3)}"
@@ -230,18 +233,42 @@ def test_another_databases_foreign_key_and_a_composite_one_are_refused_before_an
                 ).all()
             )
 
+    def elsewhere() -> list[tuple]:
+        with mysql_engine.connect() as conn:
+            return conn.exec_driver_sql(
+                "SELECT c.DATA_TYPE, k.REFERENCED_TABLE_SCHEMA, k.REFERENCED_TABLE_NAME "
+                "FROM information_schema.COLUMNS c JOIN information_schema.KEY_COLUMN_USAGE k "
+                "ON k.TABLE_SCHEMA = c.TABLE_SCHEMA AND k.TABLE_NAME = "
+                f"c.TABLE_NAME AND k.COLUMN_NAME = c.COLUMN_NAME WHERE c.TABLE_SCHEMA = '{other}' "
+                "AND k.REFERENCED_TABLE_NAME IS NOT NULL"
+            ).all()
+
     write(tmp_path, MIGRATION.format(table=parent.name, source="text", target="native"))
     try:
+        ids = [str(i) for i in comb_batch(5)]
         with mysql_engine.begin() as conn:
             conn.exec_driver_sql(f"CREATE DATABASE {other}")
             conn.exec_driver_sql(
                 f"CREATE TABLE {other}.book (n int PRIMARY KEY, author_id char(36) NOT NULL, "
                 f"FOREIGN KEY (author_id) REFERENCES {database}.{parent.name} (id))"
             )
-        before = state()
-        with pytest.raises(MigrationRefusedError, match="from another database"):
-            migrate(mysql_engine, tmp_path, "up")
-        assert state() == before
+            conn.execute(sa.insert(parent), [{"id": i} for i in ids])
+            conn.execute(
+                sa.text(f"INSERT INTO {other}.book VALUES (:n, :a)"), [{"n": n, "a": a} for n, a in enumerate(ids)]
+            )
+        migrate(mysql_engine, tmp_path, "up")
+        assert elsewhere() == [("uuid", database, parent.name)]
+        with mysql_engine.begin() as conn:  # every book on its author, and the key holds
+            assert (
+                conn.exec_driver_sql(
+                    f"SELECT count(*) FROM {other}.book b JOIN {parent.name} a ON a.id = b.author_id"
+                ).scalar()
+                == 5
+            )
+        with pytest.raises(sa.exc.IntegrityError), mysql_engine.begin() as conn:
+            conn.exec_driver_sql(f"INSERT INTO {other}.book VALUES (99, UUID())")
+        migrate(mysql_engine, tmp_path, "down")
+        assert elsewhere() == [("char", database, parent.name)]
         with mysql_engine.begin() as conn:
             conn.exec_driver_sql(f"DROP DATABASE {other}")
             conn.exec_driver_sql(f"ALTER TABLE {parent.name} ADD COLUMN tenant int NOT NULL DEFAULT 1")

@@ -7,24 +7,17 @@ search path's schema alone used to be read, and such a foreign key was refused."
 from __future__ import annotations
 
 import secrets
-from pathlib import Path
 
 import pytest
 
 sa = pytest.importorskip("sqlalchemy")
 pytest.importorskip("alembic")
 
-from tests.sqlalchemy_adapter.alembic_project import last_error, project, upgrade  # noqa: E402
 from tests.sqlalchemy_adapter.test_conversions import _column_type  # noqa: E402
 from tests.sqlalchemy_adapter.test_rekey import _catalog, _parents_of  # noqa: E402
+from tests.sqlalchemy_adapter.test_rekey_inheritance import _stepper  # noqa: E402
 
 PARENTS = 3_000
-
-
-def _run(where: Path, url: str) -> None:
-    run = upgrade(where, url)
-    _out, err = run.communicate(timeout=600)
-    assert run.returncode == 0, last_error(err) or err[-2000:]
 
 
 def _key_type(engine, table: str, column: str) -> str:
@@ -79,11 +72,7 @@ def test_a_shared_tables_key_changes_with_the_foreign_keys_of_each_tenants_schem
     tables = (p, *children)
     before = _catalog(pg_engine, tables)
     rows = {c: _parents_of(pg_engine, c, "parent_id", p, "id") for c in children}
-    steps = iter(range(100))
-
-    def run(body: str) -> None:
-        n = next(steps)
-        _run(project(tmp_path / f"m{n}", f"v_{p}_{n}", body), url)
+    run = _stepper(tmp_path, url, f"v_{p}", iter(range(100)))
 
     run(f'    op.rekey_expand("{p}")')
     run(f'    op.rekey_contract("{p}")')
@@ -190,13 +179,7 @@ def test_on_mariadb_a_shared_tables_key_changes_with_the_foreign_keys_of_each_te
 
     try:
         before, rows = _mariadb_catalog(engine, tables), links("")
-        steps = iter(range(100))
-
-        def run(body: str) -> None:
-            n = next(steps)
-            migrated = upgrade(project(tmp_path / f"m{n}", f"v_{tag}_{n}", body), url)
-            _out, err = migrated.communicate(timeout=600)
-            assert migrated.returncode == 0, last_error(err) or err[-2000:]
+        run = _stepper(tmp_path, url, f"v_{tag}", iter(range(100)))
 
         run(f'    op.rekey_expand("{p}")')
         run(f'    op.rekey_contract("{p}")')

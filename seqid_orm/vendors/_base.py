@@ -248,6 +248,8 @@ class Reference:
 
     constraint: str
     table: str
+    """The referencing table; an :class:`InSchema` where it is not in the current schema (the search path's
+    first; MariaDB's current database), which every statement and read names with its schema."""
     column: str
     nullable: bool
     on_delete: str
@@ -255,10 +257,6 @@ class Reference:
     on_update: str
     deferrable: str
     """What follows the constraint's actions: ``""``, ``DEFERRABLE INITIALLY IMMEDIATE``..."""
-    same_schema: bool = True
-    """Whether the referencing table is in the current schema (the search path's first; MariaDB's current
-    database).  Where it is not, ``table`` is an :class:`InSchema`, which every statement and read names with
-    its schema."""
     column_type: str = ""
     """The referencing column's type as the catalog writes it."""
     pairs: tuple[tuple[str, str], ...] = ()

@@ -359,7 +359,6 @@ class Rekey:
             on_delete=str(on_delete),
             on_update=str(on_update),
             deferrable="",
-            same_schema=bool(same),
             column_type=str(kind),
             pairs=tuple(pairs) if len(pairs) > 1 else (),
             referenced_schema="" if same else str(referenced),

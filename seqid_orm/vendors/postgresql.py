@@ -686,7 +686,6 @@ class Rekey:
             on_delete=_ACTIONS[str(on_delete)],
             on_update=_ACTIONS[str(on_update)],
             deferrable=defer,
-            same_schema=bool(same),
             column_type=str(kind),
             pairs=tuple(zip(map(str, own), map(str, referenced), strict=True)) if len(own) > 1 else (),
             match="MATCH FULL" if full else "",
